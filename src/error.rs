@@ -1,0 +1,23 @@
+//! Errors that callers branch on. The command layer wraps everything else in `anyhow` with
+//! context; `UsageError` anywhere in the chain makes the process exit with code 2.
+
+use thiserror::Error;
+
+/// A mistake in what the user asked for (flag, value, file content). Exit code 2.
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Build an `anyhow::Error` that carries a [`UsageError`].
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}
+
+/// Exit code for an error: 2 for usage errors, 1 for everything else.
+pub fn exit_code(err: &anyhow::Error) -> i32 {
+    if err.chain().any(|e| e.downcast_ref::<UsageError>().is_some()) {
+        2
+    } else {
+        1
+    }
+}

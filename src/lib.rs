@@ -1,0 +1,13 @@
+//! abperf: a performance laboratory for A/B/n experiments on Linux.
+//!
+//! The data path: `cli` -> `design` (variants, schedule) -> `runner` (timed child, wait4,
+//! counters, knobs) -> `store` (SQLite) -> `stats` -> `report`.
+
+pub mod cli;
+pub mod commands;
+pub mod design;
+pub mod error;
+pub mod measure;
+pub mod runner;
+pub mod stats;
+pub mod store;
