@@ -25,4 +25,16 @@ pub struct DbArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+#[allow(clippy::large_enum_variant)] // parsed once per process
+pub enum Command {
+    /// Run an A/B/n experiment: commands, -L parameters or -k kernel knobs as variants
+    Run(crate::commands::run::RunArgs),
+    /// List stored experiments
+    List(crate::commands::list::ListArgs),
+    /// Show an experiment: design, environment, per-variant summary
+    Show(crate::commands::show::ShowArgs),
+    /// Export every run and metric of an experiment (json or csv)
+    Export(crate::commands::export::ExportArgs),
+    /// Delete an experiment
+    Delete(crate::commands::delete::DeleteArgs),
+}
