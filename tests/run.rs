@@ -48,10 +48,6 @@ fn timed_order(doc: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
-fn thp_value() -> String {
-    abperf::measure::env::selected_choice(&std::fs::read_to_string(THP).unwrap())
-}
-
 #[test]
 fn order_is_abba_balanced_and_reproducible_and_export_has_the_fields() {
     let dir = tempfile::tempdir().unwrap();
