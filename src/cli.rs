@@ -37,4 +37,6 @@ pub enum Command {
     Export(crate::commands::export::ExportArgs),
     /// Delete an experiment
     Delete(crate::commands::delete::DeleteArgs),
+    /// Check this machine for noise sources; --fix applies safe settings, --restore puts them back
+    Doctor(crate::commands::doctor::DoctorArgs),
 }

@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod commands;
 pub mod design;
+pub mod doctor;
 pub mod error;
 pub mod measure;
 pub mod report;

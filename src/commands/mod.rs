@@ -1,6 +1,7 @@
 //! One file per subcommand: glue from parsed options to the library.
 
 pub mod delete;
+pub mod doctor;
 pub mod export;
 pub mod list;
 pub mod run;
@@ -35,5 +36,6 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Show(a) => show::run(a),
         Command::Export(a) => export::run(a),
         Command::Delete(a) => delete::run(a),
+        Command::Doctor(a) => doctor::run(a),
     }
 }

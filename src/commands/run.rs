@@ -4,15 +4,20 @@
 
 use crate::cli::DbArgs;
 use crate::design::{self, Order};
+use crate::doctor::{self, Setting};
 use crate::error::usage;
 use crate::measure::{counters, env};
 use crate::report::perfstat;
 use crate::runner::experiment::{Ending, Progress, RunConfig, prepare};
+use crate::runner::noise::{self, NoiseConfig};
+use crate::runner::signals;
 use crate::runner::{KnobGuard, execute};
+use crate::store::SOURCE_RUN;
 use crate::store::{NewExperiment, NewVariant, Status, Store};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -90,6 +95,25 @@ pub struct RunArgs {
     /// Name of the experiment (default: the commands)
     #[arg(long, value_name = "TEXT")]
     pub title: Option<String>,
+    /// Apply the safe settings of `abperf doctor --fix` (governor, boost, THP, NUMA balancing,
+    /// NMI watchdog, ...) for this experiment; originals are stored and restored at the end, on
+    /// errors and on signals
+    #[arg(long)]
+    pub tune: bool,
+    /// Before each run (untimed): sync, then drop the page cache, dentries and inodes
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// Before each run (untimed, after --drop-caches): read every file under DIR
+    #[arg(long, value_name = "DIR")]
+    pub pre_read: Option<PathBuf>,
+    /// Before each run (untimed): page-cache ballast of a random, seeded size up to MIB, so
+    /// physical memory layout changes from run to run (Ingo Molnar's recipe); freed at the end
+    #[arg(long, value_name = "MIB")]
+    pub perturb_layout: Option<u64>,
+    /// Copy DIR once to a private tmpfs and run everything there (working directory);
+    /// unmounted and removed at the end
+    #[arg(long, value_name = "DIR")]
+    pub tmpfs_copy: Option<PathBuf>,
     /// Continue a stopped experiment exactly where its schedule stands
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
@@ -183,7 +207,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let seed = args.seed.unwrap_or_else(random_seed);
     let mut store = Store::open_resolved(args.db.db.as_deref())?;
     let counted = check_events(&args.events, args.strict)?;
-    let cfg = RunConfig {
+    let mut cfg = RunConfig {
         order: args.order,
         runs: args.runs,
         warmup: args.warmup,
@@ -199,6 +223,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         counted_events: counted,
         ignore_failure: args.ignore_failure,
         show_output: args.show_output,
+        noise: NoiseConfig::default(),
     };
     let new_variants: Vec<NewVariant> = plans
         .iter()
@@ -224,7 +249,35 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         .collect();
     prepare(&cfg, &as_variants)?;
     let knob_paths: Vec<String> = knob_specs.iter().map(|k| k.path.clone()).collect();
-    let mut guard = KnobGuard::prepare(&knob_paths, &BTreeMap::new())?;
+    cfg.noise = noise_config(&args, &knob_paths)?;
+    let tune: Vec<Setting> = cfg.noise.tune.clone().unwrap_or_default();
+    // Signals are watched before anything is changed, so Ctrl-C from here on restores.
+    signals::install()?;
+    let mut paths = knob_paths.clone();
+    paths.extend(tune.iter().map(|t| t.path.clone()));
+    let mut guard = KnobGuard::prepare(&paths, &BTreeMap::new())?;
+    let session = if cfg.noise.tune.is_some() {
+        let session = store.tune_session(SOURCE_RUN, None)?;
+        if let Err(e) = noise::apply_tune(&mut store, &mut guard, &tune, session) {
+            let restore_errors = guard.restore();
+            drop(guard);
+            let rows = store.tune_session_outstanding(session)?;
+            noise::settle(&mut store, rows)?;
+            for r in restore_errors {
+                eprintln!("abperf: error: {r}");
+            }
+            return Err(e);
+        }
+        for t in &tune {
+            eprintln!(
+                "abperf: --tune: {} '{}' -> '{}'",
+                t.path, t.current, t.value
+            );
+        }
+        Some(session)
+    } else {
+        None
+    };
     let schedule = design::build_schedule(cfg.order, plans.len(), cfg.runs, cfg.warmup, seed);
     let title = args.title.clone().unwrap_or_else(|| {
         plans
@@ -242,6 +295,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         environment: env::snapshot(),
     };
     let id = store.create_experiment(&exp, &new_variants, &schedule)?;
+    if let Some(session) = session {
+        store.tune_link(session, id)?;
+    }
     store.set_knob_originals(id, guard.originals())?;
     eprintln!(
         "abperf: experiment {id}: {} variant(s) x {} runs (+{} warm-up), order {}, seed {seed}",
@@ -251,7 +307,83 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         cfg.order.as_str()
     );
     let variants = store.variants(id)?;
-    finish(&mut store, id, &cfg, &variants, &schedule, &mut guard)
+    let result = finish(&mut store, id, &cfg, &variants, &schedule, &mut guard);
+    drop(guard);
+    settle_tune(&mut store, id, &cfg, result)
+}
+
+/// After the experiment: mark its tune settings restored (their files hold the originals).
+fn settle_tune(
+    store: &mut Store,
+    id: i64,
+    cfg: &RunConfig,
+    result: anyhow::Result<i32>,
+) -> anyhow::Result<i32> {
+    if cfg.noise.tune.is_none() {
+        return result;
+    }
+    let rows = store.tune_outstanding(None, Some(id))?;
+    let left = noise::settle(store, rows)?;
+    for l in &left {
+        eprintln!("abperf: error: --tune: {l}");
+    }
+    if left.is_empty() || result.is_err() {
+        result
+    } else {
+        anyhow::bail!("--tune: {} setting(s) not restored (see above)", left.len())
+    }
+}
+
+fn absolute_dir(p: &Path, flag: &str) -> anyhow::Result<PathBuf> {
+    let abs =
+        std::fs::canonicalize(p).map_err(|e| usage(format!("{flag} {}: {e}", p.display())))?;
+    if !abs.is_dir() {
+        return Err(usage(format!("{flag} {}: not a directory", p.display())));
+    }
+    Ok(abs)
+}
+
+/// The noise-control options, checked; --tune's settings exclude files that are variant knobs.
+fn noise_config(args: &RunArgs, knob_paths: &[String]) -> anyhow::Result<NoiseConfig> {
+    let tune = if args.tune {
+        let mut settings = Vec::new();
+        for s in doctor::recommended(&doctor::sys::Sys::real()) {
+            if knob_paths.contains(&s.path) {
+                eprintln!(
+                    "abperf: --tune: leaving {} alone: it is a variant knob (-k)",
+                    s.path
+                );
+            } else {
+                settings.push(s);
+            }
+        }
+        if settings.is_empty() {
+            eprintln!("abperf: --tune: nothing to change on this machine (see abperf doctor)");
+        }
+        Some(settings)
+    } else {
+        None
+    };
+    if args.perturb_layout == Some(0) {
+        return Err(usage(
+            "--perturb-layout 0: expected a number of MiB of at least 1",
+        ));
+    }
+    Ok(NoiseConfig {
+        tune,
+        drop_caches: args.drop_caches,
+        pre_read: args
+            .pre_read
+            .as_deref()
+            .map(|p| absolute_dir(p, "--pre-read"))
+            .transpose()?,
+        perturb_layout_mib: args.perturb_layout,
+        tmpfs_copy: args
+            .tmpfs_copy
+            .as_deref()
+            .map(|p| absolute_dir(p, "--tmpfs-copy"))
+            .transpose()?,
+    })
 }
 
 fn resume(reference: &str, db: &DbArgs) -> anyhow::Result<i32> {
@@ -284,6 +416,16 @@ fn resume(reference: &str, db: &DbArgs) -> anyhow::Result<i32> {
             }
         }
     }
+    let tune: Vec<Setting> = cfg.noise.tune.clone().unwrap_or_default();
+    for (p, o) in noise::stored_tune_originals(&store, id)? {
+        stored.entry(p).or_insert(o);
+    }
+    for t in &tune {
+        if !paths.contains(&t.path) {
+            paths.push(t.path.clone());
+        }
+    }
+    signals::install()?;
     let mut guard = KnobGuard::prepare(&paths, &stored)?;
     for (path, now, orig) in guard.drifted() {
         eprintln!(
@@ -298,7 +440,20 @@ fn resume(reference: &str, db: &DbArgs) -> anyhow::Result<i32> {
         cfg.seed
     );
     store.set_status(id, Status::Running)?;
-    finish(&mut store, id, &cfg, &variants, &schedule, &mut guard)
+    if cfg.noise.tune.is_some() {
+        let session = store.tune_session(SOURCE_RUN, Some(id))?;
+        if let Err(e) = noise::apply_tune(&mut store, &mut guard, &tune, session) {
+            for r in guard.restore() {
+                eprintln!("abperf: error: {r}");
+            }
+            drop(guard);
+            let _ = settle_tune(&mut store, id, &cfg, Ok(0));
+            return Err(e);
+        }
+    }
+    let result = finish(&mut store, id, &cfg, &variants, &schedule, &mut guard);
+    drop(guard);
+    settle_tune(&mut store, id, &cfg, result)
 }
 
 fn finish(

@@ -103,7 +103,25 @@ pub fn snapshot() -> Value {
         "virtualization": virtualization(&cpuinfo),
         "hostname": hostname(),
         "abperf_version": env!("CARGO_PKG_VERSION"),
+        "doctor": doctor_findings(),
     })
+}
+
+/// How long the snapshot samples other processes' CPU use (`abperf doctor` itself uses 1 s).
+pub const DOCTOR_SAMPLE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Every `abperf doctor` check as `name -> "status: finding"`, so that comparing two
+/// experiments lists each check whose finding differs as one line.
+fn doctor_findings() -> Value {
+    let checks = crate::doctor::run_all(&crate::doctor::sys::Sys::real(), DOCTOR_SAMPLE);
+    let mut m = Map::new();
+    for c in checks {
+        m.insert(
+            c.name.to_string(),
+            Value::String(format!("{}: {}", c.status.as_str(), c.finding)),
+        );
+    }
+    Value::Object(m)
 }
 
 /// Every field whose value differs between two snapshots, as (field, a, b), nested objects
@@ -161,6 +179,9 @@ mod tests {
         assert!(s["kernel"].as_str().is_some_and(|k| !k.is_empty()));
         assert!(s["cpu_count"].as_u64().unwrap() >= 1);
         assert!(s["mem_total_kib"].as_u64().unwrap() > 0);
+        let d = s["doctor"].as_object().unwrap();
+        assert!(d["thp"].as_str().unwrap().contains("enabled: "));
+        assert_eq!(d.len(), 17);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use super::command::Prepared;
 use super::cpuset::CpuSet;
 use super::knobs::KnobGuard;
+use super::noise::{Noise, NoiseConfig};
 use super::signals;
 use super::spawn::{self, Exit, SpawnOptions};
 use crate::design::{Order, substitute};
@@ -38,6 +39,9 @@ pub struct RunConfig {
     pub counted_events: Vec<String>,
     pub ignore_failure: bool,
     pub show_output: bool,
+    /// Noise control: --tune, --drop-caches, --pre-read, --perturb-layout, --tmpfs-copy.
+    #[serde(default)]
+    pub noise: NoiseConfig,
 }
 
 /// How an execution ended.
@@ -163,6 +167,8 @@ pub fn execute(
     progress: &mut dyn Progress,
 ) -> anyhow::Result<Ending> {
     signals::install()?;
+    // First, so that commands resolve in the --tmpfs-copy directory.
+    let mut noise = Noise::start(&cfg.noise, cfg.seed)?;
     let prep = prepare(cfg, variants)?;
     let done: BTreeSet<u32> = store.runs(exp_id)?.iter().map(|r| r.seq).collect();
     let todo: Vec<&Slot> = schedule.iter().filter(|s| !done.contains(&s.seq)).collect();
@@ -199,6 +205,7 @@ pub fn execute(
             if let Some(pre) = &cmds.pre {
                 run_helper("--pre", pre, &prep, quiet)?;
             }
+            noise.before_run(slot.seq)?;
             let started_ns = now_ns();
             let opts = SpawnOptions {
                 pin: prep.pin.as_ref(),
@@ -292,7 +299,8 @@ pub fn execute(
             }
         }
     }
-    let restore_errors = knobs.restore();
+    let mut restore_errors = noise.finish();
+    restore_errors.extend(knobs.restore());
     for e in &restore_errors {
         eprintln!("abperf: error: {e}");
     }
@@ -301,7 +309,7 @@ pub fn execute(
     }
     if !restore_errors.is_empty() {
         anyhow::bail!(
-            "{} knob(s) could not be restored (see above)",
+            "{} knob(s) or noise controls could not be restored (see above)",
             restore_errors.len()
         );
     }

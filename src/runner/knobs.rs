@@ -103,6 +103,12 @@ impl KnobGuard {
         Ok(())
     }
 
+    /// Leave every file as it is now: nothing is restored on drop (`doctor --fix`, whose
+    /// originals are kept in the store for `doctor --restore`).
+    pub fn keep_current(&mut self) {
+        self.restored = true;
+    }
+
     /// Put every original back and verify it; returns one message per knob that failed.
     pub fn restore(&mut self) -> Vec<String> {
         let mut errors = Vec::new();

@@ -5,6 +5,7 @@ pub mod command;
 pub mod cpuset;
 pub mod experiment;
 pub mod knobs;
+pub mod noise;
 pub mod signals;
 pub mod spawn;
 

@@ -5,9 +5,11 @@
 
 mod experiments;
 mod schema;
+mod tune;
 
 pub use experiments::*;
 pub use schema::{MIGRATIONS, current_version};
+pub use tune::{SOURCE_FIX, SOURCE_RUN, TuneRecord};
 
 use anyhow::Context;
 use rusqlite::Connection;

@@ -1,0 +1,234 @@
+//! `abperf doctor`: check this machine for noise sources; `--fix` applies the safe settings and
+//! records every original in the store; `--restore` puts back exactly what was recorded.
+
+use crate::cli::DbArgs;
+use crate::doctor::{self, Check, Status, sys::Sys};
+use crate::runner::KnobGuard;
+use crate::store::{SOURCE_FIX, Store};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Status: ok, warn (adds noise or bias), bad (small effects \
+    unmeasurable until fixed), info (record it), not available (this kernel or machine does \
+    not have it). Exit code 0 whatever the findings."
+)]
+pub struct DoctorArgs {
+    /// Output format of the checks
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Apply the safe recommended settings (governor performance, boost off, THP always ->
+    /// madvise, NUMA balancing off, NMI watchdog off, ASLR full, perf_event_paranoid 1),
+    /// recording every original in the store
+    #[arg(long, conflicts_with = "restore")]
+    pub fix: bool,
+    /// Put back exactly what --fix (or a run --tune killed by SIGKILL) recorded, and verify
+    #[arg(long)]
+    pub restore: bool,
+    /// Seconds over which other processes' CPU use is sampled
+    #[arg(long, default_value_t = 1.0, value_name = "S")]
+    pub sample: f64,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
+    if args.fix {
+        return fix(&args.db);
+    }
+    if args.restore {
+        return restore(&args.db);
+    }
+    if !(args.sample > 0.0 && args.sample <= 60.0) {
+        return Err(crate::error::usage(format!(
+            "--sample {}: expected seconds between 0 and 60",
+            args.sample
+        )));
+    }
+    let sys = Sys::real();
+    let checks = doctor::run_all(&sys, Duration::from_secs_f64(args.sample));
+    let would = doctor::recommended(&sys);
+    match args.format {
+        Format::Json => {
+            let doc = serde_json::json!({
+                "checks": checks,
+                "fix_would_change": would,
+            });
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        }
+        Format::Text => print_text(&checks, &would),
+    }
+    // Settings abperf changed and has not put back: say so (only if a store exists already).
+    let path = crate::store::resolve_path(args.db.db.as_deref())?;
+    if path.exists() {
+        let store = Store::open(&path)?;
+        let out = store.tune_outstanding(None, None)?;
+        if !out.is_empty() {
+            eprintln!(
+                "abperf: {} setting(s) changed by abperf are not restored yet (store {}):",
+                out.len(),
+                path.display()
+            );
+            for r in &out {
+                eprintln!(
+                    "  {} = '{}' (was '{}', by {} at {})",
+                    r.path, r.value, r.original, r.source, r.changed
+                );
+            }
+            eprintln!("  put them back with: abperf doctor --restore");
+        }
+    }
+    Ok(0)
+}
+
+fn wrap(text: &str, indent: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for w in text.split_whitespace() {
+        if !line.is_empty() && indent.len() + line.len() + 1 + w.len() > width {
+            out.push_str(indent);
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(w);
+    }
+    if !line.is_empty() {
+        out.push_str(indent);
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+fn print_text(checks: &[Check], would: &[doctor::Setting]) {
+    for c in checks {
+        println!("{:<13} {:<19} {}", c.status.as_str(), c.name, c.finding);
+        if c.status != Status::Ok {
+            print!("{}", wrap(&format!("why: {}", c.why), &" ".repeat(34), 100));
+            if let Some(f) = &c.fix {
+                print!("{}", wrap(&format!("fix: {f}"), &" ".repeat(34), 100));
+            }
+        }
+    }
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for c in checks {
+        *counts.entry(c.status.as_str()).or_default() += 1;
+    }
+    let summary: Vec<String> = ["ok", "warn", "bad", "info", "not available"]
+        .iter()
+        .filter_map(|s| counts.get(s).map(|n| format!("{n} {s}")))
+        .collect();
+    println!();
+    println!("{} checks: {}", checks.len(), summary.join(", "));
+    if would.is_empty() {
+        println!("abperf doctor --fix would change nothing on this machine");
+    } else {
+        println!("abperf doctor --fix (or abperf run --tune) would change:");
+        for s in would {
+            println!("  {}: '{}' -> '{}'", s.path, s.current, s.value);
+        }
+    }
+}
+
+fn fix(db: &DbArgs) -> anyhow::Result<i32> {
+    let settings = doctor::recommended(&Sys::real());
+    if settings.is_empty() {
+        println!("nothing to change: every setting abperf tunes is already as recommended");
+        return Ok(0);
+    }
+    let mut store = Store::open_resolved(db.db.as_deref())?;
+    crate::runner::signals::install()?;
+    let session = store.tune_session(SOURCE_FIX, None)?;
+    let mut failed = 0;
+    for s in &settings {
+        if crate::runner::signals::received().is_some() {
+            eprintln!("abperf: interrupted; what was changed so far is recorded");
+            return Ok(1);
+        }
+        // One guard per file: a refused write restores that file alone (on drop).
+        let one = std::slice::from_ref(&s.path);
+        let mut guard = match KnobGuard::prepare(one, &BTreeMap::new()) {
+            Ok(g) => g,
+            Err(e) => {
+                eprintln!("abperf: error: {e:#}");
+                failed += 1;
+                continue;
+            }
+        };
+        let original = guard.originals()[&s.path].clone();
+        let row = store.tune_record(session, &s.path, &original, &s.value)?;
+        match guard.apply(&s.path, &s.value) {
+            Ok(()) => {
+                guard.keep_current();
+                store.tune_set_state(row, "applied")?;
+                println!("changed {}: '{original}' -> '{}'", s.path, s.value);
+            }
+            Err(e) => {
+                drop(guard);
+                store.tune_set_state(row, "failed")?;
+                eprintln!("abperf: error: {e:#}");
+                failed += 1;
+            }
+        }
+    }
+    println!(
+        "originals recorded in {}; put them back with: abperf doctor --restore",
+        store.path().display()
+    );
+    Ok(if failed > 0 { 1 } else { 0 })
+}
+
+fn restore(db: &DbArgs) -> anyhow::Result<i32> {
+    let mut store = Store::open_resolved(db.db.as_deref())?;
+    let rows = store.tune_outstanding(None, None)?;
+    if rows.is_empty() {
+        println!("nothing to restore: every setting abperf changed has been put back");
+        return Ok(0);
+    }
+    let mut failed = 0;
+    // Newest first: a file changed twice ends with its oldest original.
+    for r in rows {
+        let mut stored = BTreeMap::new();
+        stored.insert(r.path.clone(), r.original.clone());
+        let mut guard = match KnobGuard::prepare(std::slice::from_ref(&r.path), &stored) {
+            Ok(g) => g,
+            Err(e) => {
+                eprintln!("abperf: error: {e:#}");
+                failed += 1;
+                continue;
+            }
+        };
+        if let Some((_, now, _)) = guard.drifted().first()
+            && *now != r.value
+        {
+            eprintln!(
+                "abperf: warning: {} holds '{now}', not the '{}' abperf wrote: someone changed it since; \
+                 restoring the recorded original '{}' anyway",
+                r.path, r.value, r.original
+            );
+        }
+        let errors = guard.restore();
+        if errors.is_empty() {
+            store.tune_set_state(r.id, "restored")?;
+            println!("restored {}: '{}' (verified)", r.path, r.original);
+        } else {
+            for e in errors {
+                eprintln!("abperf: error: {e}");
+            }
+            guard.keep_current(); // reported once; the row stays outstanding
+            failed += 1;
+        }
+    }
+    Ok(if failed > 0 { 1 } else { 0 })
+}
