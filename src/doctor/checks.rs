@@ -351,7 +351,7 @@ pub fn perf_event_paranoid(sys: &Sys) -> Check {
     // SAFETY: plain syscall.
     let root = unsafe { libc::geteuid() } == 0;
     if level <= 1 {
-        check("perf_event_paranoid", Status::Ok, format!("{v}"), WHY)
+        check("perf_event_paranoid", Status::Ok, v.clone(), WHY)
     } else if root {
         check(
             "perf_event_paranoid",

@@ -273,7 +273,7 @@ impl Ballast {
                 "--perturb-layout {mib}: twice the ballast must fit in half the available memory \
                  ({} MiB available); use at most {} MiB",
                 avail >> 20,
-                avail / 4 >> 20
+                (avail / 4) >> 20
             )));
         }
         Ok(Ballast {

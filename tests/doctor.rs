@@ -1,0 +1,528 @@
+//! Integration tests of `abperf doctor` and the noise controls of `abperf run`: the real binary
+//! against the real kernel files (THP, perf_event_paranoid, drop_caches, memfd, tmpfs mounts).
+
+use abperf::store::Store;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_abperf");
+const THP: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+const PARANOID: &str = "/proc/sys/kernel/perf_event_paranoid";
+
+/// Tests that change kernel settings (THP, --fix/--tune) must not overlap.
+static KNOB_LOCK: Mutex<()> = Mutex::new(());
+
+fn abperf(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("abperf runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn selected(content: &str) -> String {
+    abperf::measure::env::selected_choice(content)
+}
+
+/// Puts THP and perf_event_paranoid back as they were when the test started, even on panic.
+struct PutBack(Vec<(&'static str, String)>);
+
+impl PutBack {
+    fn save(paths: &[&'static str]) -> PutBack {
+        PutBack(
+            paths
+                .iter()
+                .filter(|p| Path::new(p).exists())
+                .map(|p| (*p, std::fs::read_to_string(p).unwrap()))
+                .collect(),
+        )
+    }
+}
+
+impl Drop for PutBack {
+    fn drop(&mut self) {
+        for (p, content) in &self.0 {
+            let _ = std::fs::write(p, selected(content));
+        }
+    }
+}
+
+#[test]
+fn doctor_reports_this_machine_and_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.db");
+    let db = db.to_str().unwrap();
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
+    let vm = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .unwrap()
+        .split_whitespace()
+        .any(|f| f == "hypervisor");
+    let governors = std::fs::read_dir("/sys/devices/system/cpu")
+        .unwrap()
+        .flatten()
+        .any(|e| e.path().join("cpufreq/scaling_governor").exists());
+    let thp_mode = std::fs::read_to_string(THP).ok().map(|s| selected(&s));
+
+    let o = abperf(&["doctor", "--db", db, "--sample", "0.3"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = |name: &str| -> String {
+        out.lines()
+            .find(|l| l.split_whitespace().any(|w| w == name) && !l.starts_with(' '))
+            .unwrap_or_else(|| panic!("no line for {name} in:\n{out}"))
+            .to_string()
+    };
+    if vm {
+        assert!(line("virtualization").contains("virtual machine"), "{out}");
+    } else {
+        assert!(line("virtualization").contains("bare metal"), "{out}");
+    }
+    if !governors {
+        assert!(
+            line("cpufreq_governor").starts_with("not available"),
+            "{out}"
+        );
+    }
+    if let Some(mode) = &thp_mode {
+        assert!(line("thp").contains(&format!("enabled: {mode}")), "{out}");
+    }
+    assert!(out.contains("17 checks:"), "{out}");
+
+    let o = abperf(&["doctor", "--db", db, "--format", "json", "--sample", "0.2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let checks = doc["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 17);
+    let mut names = Vec::new();
+    for c in checks {
+        let status = c["status"].as_str().unwrap();
+        assert!(
+            ["ok", "warn", "bad", "info", "not available"].contains(&status),
+            "{c}"
+        );
+        assert!(!c["finding"].as_str().unwrap().is_empty(), "{c}");
+        assert!(!c["why"].as_str().unwrap().is_empty(), "{c}");
+        names.push(c["name"].as_str().unwrap().to_string());
+    }
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), 17);
+    let by = |n: &str| checks.iter().find(|c| c["name"] == n).unwrap().clone();
+    if !governors {
+        assert_eq!(by("cpufreq_governor")["status"], "not available");
+    }
+    if vm {
+        assert!(
+            by("virtualization")["finding"]
+                .as_str()
+                .unwrap()
+                .contains("virtual machine")
+        );
+    }
+    let o = abperf(&["doctor", "--format", "yaml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+/// Every test that writes THP or the other tuned files is in this one function.
+#[test]
+fn fix_restore_and_tune_put_back_exactly_what_was_there() {
+    let _g = KNOB_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !Path::new(THP).exists() {
+        panic!("{THP} is absent: this kernel has no THP; the THP tests cannot run here");
+    }
+    let _put_back = PutBack::save(&[THP, PARANOID]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("f.db");
+    let db = db.to_str().unwrap();
+
+    // THP 'always' is what --fix changes (to madvise).
+    std::fs::write(THP, "always").unwrap();
+    let thp_before = std::fs::read_to_string(THP).unwrap();
+    let paranoid_before = std::fs::read_to_string(PARANOID).unwrap();
+    assert!(thp_before.contains("[always]"));
+
+    let o = abperf(&["doctor", "--fix", "--db", db]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains(&format!("changed {THP}: 'always' -> 'madvise'")),
+        "{out}"
+    );
+    assert_eq!(selected(&std::fs::read_to_string(THP).unwrap()), "madvise");
+    // doctor (check mode) now tells that settings are outstanding.
+    let o = abperf(&["doctor", "--db", db, "--sample", "0.1"]);
+    assert!(text(&o).contains("not restored yet"), "{}", text(&o));
+
+    let o = abperf(&["doctor", "--restore", "--db", db]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains(&format!("restored {THP}: 'always'")));
+    assert_eq!(std::fs::read_to_string(THP).unwrap(), thp_before);
+    assert_eq!(std::fs::read_to_string(PARANOID).unwrap(), paranoid_before);
+    let o = abperf(&["doctor", "--restore", "--db", db]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("nothing to restore"), "{}", text(&o));
+
+    // run --tune: applied for the experiment (the workload sees madvise), restored at the end,
+    // and the environment snapshot shows the tuned state.
+    let seen = dir.path().join("seen");
+    let cmd = format!("grep -o '\\[[a-z]*\\]' {THP} >> {}", seen.display());
+    let o = abperf(&[
+        "run", "--db", db, "-r", "2", "--warmup", "0", "--tune", &cmd,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(&seen).unwrap(),
+        "[madvise]\n[madvise]\n"
+    );
+    assert_eq!(std::fs::read_to_string(THP).unwrap(), thp_before);
+    assert_eq!(std::fs::read_to_string(PARANOID).unwrap(), paranoid_before);
+    let store = Store::open(Path::new(db)).unwrap();
+    let exp = store.experiment(1).unwrap();
+    assert!(
+        exp.environment["doctor"]["thp"]
+            .as_str()
+            .unwrap()
+            .contains("enabled: madvise"),
+        "{}",
+        exp.environment["doctor"]
+    );
+    let tune = exp.design["noise"]["tune"].as_array().unwrap();
+    assert!(
+        tune.iter()
+            .any(|s| s["path"] == THP && s["value"] == "madvise")
+    );
+    assert!(store.tune_outstanding(None, None).unwrap().is_empty());
+    drop(store);
+
+    // A variant knob on the same file wins over --tune.
+    let k = format!("{THP}=never");
+    let o = abperf(&[
+        "run", "--db", db, "-r", "1", "--warmup", "0", "--tune", "-k", &k, &cmd,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("it is a variant knob"), "{}", text(&o));
+    assert!(
+        std::fs::read_to_string(&seen)
+            .unwrap()
+            .ends_with("[never]\n")
+    );
+    assert_eq!(std::fs::read_to_string(THP).unwrap(), thp_before);
+
+    // SIGINT in the middle of a tuned experiment: everything comes back.
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            "--db",
+            db,
+            "-r",
+            "100",
+            "--warmup",
+            "0",
+            "--tune",
+            "sleep 0.1",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    loop {
+        let store = Store::open(Path::new(db)).unwrap();
+        if store.runs(3).map(|r| r.len()).unwrap_or(0) >= 2 {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "no runs in 30 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(selected(&std::fs::read_to_string(THP).unwrap()), "madvise");
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(std::fs::read_to_string(THP).unwrap(), thp_before);
+    assert_eq!(std::fs::read_to_string(PARANOID).unwrap(), paranoid_before);
+    let store = Store::open(Path::new(db)).unwrap();
+    assert!(store.tune_outstanding(None, None).unwrap().is_empty());
+    assert_eq!(
+        store.experiment(3).unwrap().status,
+        abperf::store::Status::Interrupted
+    );
+    drop(store);
+
+    // kill -9 leaves the tuned values; --resume restores the recorded originals at the end.
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            "--db",
+            db,
+            "-r",
+            "4",
+            "--warmup",
+            "0",
+            "--tune",
+            "sleep 0.2",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    loop {
+        let store = Store::open(Path::new(db)).unwrap();
+        if store.runs(4).map(|r| r.len()).unwrap_or(0) >= 1 {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "no runs in 30 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    assert_eq!(selected(&std::fs::read_to_string(THP).unwrap()), "madvise");
+    let o = abperf(&["run", "--db", db, "--resume", "4"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(THP).unwrap(), thp_before);
+    assert_eq!(std::fs::read_to_string(PARANOID).unwrap(), paranoid_before);
+    let store = Store::open(Path::new(db)).unwrap();
+    assert!(store.tune_outstanding(None, None).unwrap().is_empty());
+}
+
+fn export_runs(db: &str, id: i64) -> Vec<abperf::store::Run> {
+    Store::open(Path::new(db)).unwrap().runs(id).unwrap()
+}
+
+#[test]
+fn noise_controls_are_not_timed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("n.db");
+    let db = db.to_str().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("a")).unwrap();
+    std::fs::write(tree.join("a/f"), vec![7u8; 1 << 20]).unwrap();
+    let t = Instant::now();
+    let o = abperf(&[
+        "run",
+        "--db",
+        db,
+        "-N",
+        "-r",
+        "3",
+        "--warmup",
+        "0",
+        "--pre",
+        "sleep 0.5",
+        "--drop-caches",
+        "--pre-read",
+        tree.to_str().unwrap(),
+        "--perturb-layout",
+        "32",
+        "true",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // The pre steps really ran ...
+    assert!(t.elapsed() >= Duration::from_millis(1500));
+    // ... and none of them is in the timed region.
+    let runs = export_runs(db, 1);
+    assert_eq!(runs.len(), 3);
+    for r in &runs {
+        let wall = r.metrics["wall_ns"];
+        assert!(
+            wall < 150e6,
+            "wall time of `true` {wall} ns includes the pre steps"
+        );
+    }
+    let store = Store::open(Path::new(db)).unwrap();
+    let noise = &store.experiment(1).unwrap().design["noise"];
+    assert_eq!(noise["drop_caches"], true);
+    assert_eq!(noise["perturb_layout_mib"], 32);
+    assert_eq!(
+        noise["pre_read"],
+        tree.canonicalize().unwrap().to_str().unwrap()
+    );
+
+    // Bad input: clear usage errors, nothing run.
+    let o = abperf(&["run", "--db", db, "--perturb-layout", "0", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--perturb-layout 0"), "{}", text(&o));
+    let o = abperf(&["run", "--db", db, "--pre-read", "/nonexistent/dir", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--pre-read /nonexistent/dir"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Every ballast memfd open in any process.
+fn ballast_fds() -> Vec<String> {
+    let mut out = Vec::new();
+    for p in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(fds) = std::fs::read_dir(p.path().join("fd")) {
+            for fd in fds.flatten() {
+                if let Ok(l) = std::fs::read_link(fd.path())
+                    && l.to_string_lossy().contains("abperf-ballast")
+                {
+                    out.push(fd.path().display().to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn ballast_changes_size_each_run_and_is_gone_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("b.db");
+    let db = db.to_str().unwrap();
+    let log = dir.path().join("sizes");
+    // The workload's parent is abperf: list its ballast memfds and their sizes.
+    let cmd = format!(
+        "for f in /proc/$PPID/fd/*; do case $(readlink $f) in *abperf-ballast*) stat -L -c %s $f;; esac; done >> {}; echo --- >> {}",
+        log.display(),
+        log.display()
+    );
+    let o = abperf(&[
+        "run",
+        "--db",
+        db,
+        "-r",
+        "6",
+        "--warmup",
+        "0",
+        "--seed",
+        "7",
+        "--perturb-layout",
+        "16",
+        &cmd,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let s = std::fs::read_to_string(&log).unwrap();
+    let runs: Vec<Vec<u64>> = s
+        .split("---\n")
+        .filter(|b| !b.is_empty())
+        .map(|b| b.lines().map(|l| l.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(runs.len(), 6, "{s}");
+    let mut sizes = Vec::new();
+    for r in &runs {
+        assert_eq!(r.len(), 1, "exactly one ballast block during a run: {s}");
+        assert!(r[0] >= 4096 && r[0] <= 16 << 20, "{s}");
+        sizes.push(r[0]);
+    }
+    sizes.sort();
+    sizes.dedup();
+    assert!(
+        sizes.len() >= 4,
+        "ballast size should change run to run: {s}"
+    );
+    // The sizes follow the seed.
+    let expect: Vec<u64> = (0..6)
+        .map(|seq| abperf::runner::noise::ballast_size(16 << 20, 7, seq))
+        .collect();
+    let mut got: Vec<u64> = runs.iter().map(|r| r[0]).collect();
+    let mut want = expect.clone();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    assert!(ballast_fds().is_empty(), "{:?}", ballast_fds());
+}
+
+fn mounted(path: &Path) -> bool {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .any(|l| l.split_whitespace().nth(4) == Some(path.to_str().unwrap()))
+}
+
+#[test]
+fn tmpfs_copy_runs_in_a_private_tmpfs_and_is_removed_also_on_sigint() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let db = db.to_str().unwrap();
+    let tree = dir.path().join("linux");
+    std::fs::create_dir_all(tree.join("kernel")).unwrap();
+    std::fs::write(tree.join("kernel/fork.c"), "int x;\n").unwrap();
+    let log = dir.path().join("log");
+    let cmd = format!(
+        "pwd >> {l}; stat -f -c %T . >> {l}; cat kernel/fork.c >> {l}; echo x > new-file",
+        l = log.display()
+    );
+    let o = abperf(&[
+        "run",
+        "--db",
+        db,
+        "-r",
+        "2",
+        "--warmup",
+        "0",
+        "--tmpfs-copy",
+        tree.to_str().unwrap(),
+        &cmd,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let s = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = s.lines().collect();
+    assert_eq!(lines.len(), 6, "{s}");
+    let workdir = PathBuf::from(lines[0]);
+    assert!(workdir.ends_with("linux"), "{s}");
+    assert_ne!(workdir, tree);
+    assert_eq!(lines[1], "tmpfs");
+    assert_eq!(lines[2], "int x;");
+    // The copy is gone, the original untouched.
+    let mountpoint = workdir.parent().unwrap().to_path_buf();
+    assert!(!mountpoint.exists(), "{}", mountpoint.display());
+    assert!(!mounted(&mountpoint));
+    assert!(!tree.join("new-file").exists());
+
+    // While it runs, the mount is invisible outside abperf; after SIGINT it is gone.
+    let log2 = dir.path().join("log2");
+    let cmd = format!("pwd >> {}; sleep 0.2", log2.display());
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            "--db",
+            db,
+            "-r",
+            "100",
+            "--warmup",
+            "0",
+            "--tmpfs-copy",
+            tree.to_str().unwrap(),
+            &cmd,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    let workdir = loop {
+        if let Ok(s) = std::fs::read_to_string(&log2)
+            && let Some(l) = s.lines().next()
+        {
+            break PathBuf::from(l);
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "no run in 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mountpoint = workdir.parent().unwrap().to_path_buf();
+    assert!(mountpoint.exists());
+    assert!(
+        !mounted(&mountpoint),
+        "the tmpfs should be private to abperf"
+    );
+    let their = std::fs::read_to_string(format!("/proc/{}/mountinfo", child.id())).unwrap();
+    assert!(their.contains(mountpoint.to_str().unwrap()));
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(!mountpoint.exists(), "{}", mountpoint.display());
+}
