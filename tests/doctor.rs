@@ -466,9 +466,19 @@ fn tmpfs_copy_runs_in_a_private_tmpfs_and_is_removed_also_on_sigint() {
         "0",
         "--tmpfs-copy",
         tree.to_str().unwrap(),
+        "--pre-read",
+        "kernel",
         &cmd,
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let store = Store::open(Path::new(db)).unwrap();
+    let noise = &store.experiment(1).unwrap().design["noise"];
+    assert_eq!(noise["pre_read"], "kernel", "relative to the copy");
+    assert_eq!(
+        noise["tmpfs_copy"],
+        tree.canonicalize().unwrap().to_str().unwrap()
+    );
+    drop(store);
     let s = std::fs::read_to_string(&log).unwrap();
     let lines: Vec<&str> = s.lines().collect();
     assert_eq!(lines.len(), 6, "{s}");

@@ -103,7 +103,8 @@ pub struct RunArgs {
     /// Before each run (untimed): sync, then drop the page cache, dentries and inodes
     #[arg(long)]
     pub drop_caches: bool,
-    /// Before each run (untimed, after --drop-caches): read every file under DIR
+    /// Before each run (untimed, after --drop-caches): read every file under DIR (relative to
+    /// the copy with --tmpfs-copy)
     #[arg(long, value_name = "DIR")]
     pub pre_read: Option<PathBuf>,
     /// Before each run (untimed): page-cache ballast of a random, seeded size up to MIB, so
@@ -372,11 +373,15 @@ fn noise_config(args: &RunArgs, knob_paths: &[String]) -> anyhow::Result<NoiseCo
     Ok(NoiseConfig {
         tune,
         drop_caches: args.drop_caches,
-        pre_read: args
-            .pre_read
-            .as_deref()
-            .map(|p| absolute_dir(p, "--pre-read"))
-            .transpose()?,
+        pre_read: match (&args.pre_read, &args.tmpfs_copy) {
+            // Relative to the copy, where the workload runs: checked against the original.
+            (Some(p), Some(src)) if p.is_relative() => {
+                absolute_dir(&src.join(p), "--pre-read (inside --tmpfs-copy)")?;
+                Some(p.clone())
+            }
+            (Some(p), _) => Some(absolute_dir(p, "--pre-read")?),
+            (None, _) => None,
+        },
         perturb_layout_mib: args.perturb_layout,
         tmpfs_copy: args
             .tmpfs_copy

@@ -36,7 +36,7 @@ pub struct NoiseConfig {
     pub tune: Option<Vec<Setting>>,
     #[serde(default)]
     pub drop_caches: bool,
-    /// Absolute path.
+    /// Absolute, or relative to the --tmpfs-copy copy.
     #[serde(default)]
     pub pre_read: Option<PathBuf>,
     #[serde(default)]
@@ -127,11 +127,6 @@ impl Noise {
                     format!("--drop-caches: {DROP_CACHES} cannot be written (are you root?)")
                 })?;
         }
-        if let Some(d) = &cfg.pre_read
-            && !d.is_dir()
-        {
-            anyhow::bail!("--pre-read {}: not a directory", d.display());
-        }
         let ballast = cfg
             .perturb_layout_mib
             .map(|mib| Ballast::new(mib, seed))
@@ -141,6 +136,12 @@ impl Noise {
             .as_deref()
             .map(TmpfsCopy::create)
             .transpose()?;
+        // A relative --pre-read is relative to the working directory: the copy, with --tmpfs-copy.
+        if let Some(d) = &cfg.pre_read
+            && !d.is_dir()
+        {
+            anyhow::bail!("--pre-read {}: not a directory", d.display());
+        }
         Ok(Noise {
             drop_caches: cfg.drop_caches,
             pre_read: cfg.pre_read.clone(),
