@@ -25,4 +25,9 @@ pub struct DbArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Verdicts: each variant against the baseline (stored experiment, two experiments, or files)
+    Compare(crate::commands::compare::CompareArgs),
+    /// Runs per variant needed to resolve an effect, and their wall-clock cost
+    Plan(crate::commands::plan::PlanArgs),
+}

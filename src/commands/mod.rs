@@ -1,5 +1,9 @@
 //! One file per subcommand: glue from parsed options to the library.
 
+pub mod compare;
+pub mod compare_input;
+pub mod plan;
+
 use crate::cli::{Cli, Command};
 use clap::Parser;
 
@@ -23,5 +27,8 @@ pub fn main() -> i32 {
 }
 
 fn dispatch(cli: Cli) -> anyhow::Result<i32> {
-    match cli.command {}
+    match cli.command {
+        Command::Compare(args) => compare::run(args),
+        Command::Plan(args) => plan::run(args),
+    }
 }
