@@ -11,7 +11,9 @@ use std::time::Instant;
 fn main() {
     let mut rng = ChaCha8Rng::seed_from_u64(50);
     let mut draw = |mean: f64| -> Vec<f64> {
-        (0..50).map(|_| mean * (1.0 + 0.003 * norm_ppf(rng.random_range(1e-12..1.0)))).collect()
+        (0..50)
+            .map(|_| mean * (1.0 + 0.003 * norm_ppf(rng.random_range(1e-12..1.0))))
+            .collect()
     };
     let (a, b) = (draw(1.0e9), draw(1.002e9));
     let opts = Options::default();
@@ -21,10 +23,15 @@ fn main() {
     let t = Instant::now();
     let mut line = String::new();
     for _ in 0..reps {
-        line = compare("wall_ns", Sample::new("A", &a), Sample::new("B", &b), &opts).unwrap().line;
+        line = compare("wall_ns", Sample::new("A", &a), Sample::new("B", &b), &opts)
+            .unwrap()
+            .line;
     }
     let per = t.elapsed().as_secs_f64() / reps as f64;
-    println!("library compare, 2x50 runs, 10,000 resamples: {:.1} ms per comparison", per * 1e3);
+    println!(
+        "library compare, 2x50 runs, 10,000 resamples: {:.1} ms per comparison",
+        per * 1e3
+    );
     println!("  {line}");
 
     let dir = tempfile::tempdir().unwrap();
@@ -43,6 +50,9 @@ fn main() {
         assert!(out.status.success());
         best = best.min(t.elapsed().as_secs_f64());
     }
-    println!("abperf compare a.txt b.txt (binary, end to end, best of 5): {:.1} ms", best * 1e3);
+    println!(
+        "abperf compare a.txt b.txt (binary, end to end, best of 5): {:.1} ms",
+        best * 1e3
+    );
     assert!(best < 1.0, "speed target missed: {best:.3} s");
 }

@@ -2,7 +2,12 @@
 
 pub mod compare;
 pub mod compare_input;
+pub mod delete;
+pub mod export;
+pub mod list;
 pub mod plan;
+pub mod run;
+pub mod show;
 
 use crate::cli::{Cli, Command};
 use clap::Parser;
@@ -28,6 +33,11 @@ pub fn main() -> i32 {
 
 fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::List(a) => list::run(a),
+        Command::Show(a) => show::run(a),
+        Command::Export(a) => export::run(a),
+        Command::Delete(a) => delete::run(a),
         Command::Compare(args) => compare::run(args),
         Command::Plan(args) => plan::run(args),
     }
