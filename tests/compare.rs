@@ -374,3 +374,67 @@ fn plan_from_cv() {
     assert_eq!(code, 2);
     assert!(err.contains("--effect 0"), "{err}");
 }
+
+#[test]
+fn compare_after_real_abperf_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    let dbs = db.to_str().unwrap();
+    let (code, _, err) = abperf(&[
+        "run",
+        "--db",
+        dbs,
+        "-r",
+        "6",
+        "--warmup",
+        "1",
+        "--seed",
+        "7",
+        "-n",
+        "short",
+        "-n",
+        "long",
+        "sleep 0.01",
+        "sleep 0.03",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = abperf(&[
+        "compare",
+        "latest",
+        "--db",
+        dbs,
+        "--format",
+        "json",
+        "--resamples",
+        "1000",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let c = &j["comparisons"][0];
+    assert_eq!(
+        (c["baseline"].as_str(), c["variant"].as_str()),
+        (Some("short"), Some("long"))
+    );
+    assert_eq!(c["metric"], "wall_ns");
+    assert_eq!(c["verdict"], "slower", "{}", c["line"]);
+    assert_eq!(
+        (c["n_baseline"].as_u64(), c["n_variant"].as_u64()),
+        (Some(6), Some(6))
+    );
+    assert!(
+        c["drift_p"].is_number(),
+        "ABBA order is stored, so drift is checked"
+    );
+    assert!(c["ratio"].as_f64().unwrap() > 1.3, "{}", c["line"]);
+    assert_eq!(
+        j["provenance"]["runs_left_out"], 2,
+        "warm-ups are never analysed"
+    );
+    let store = Store::open(&db).unwrap();
+    let id = store.resolve_id("latest").unwrap();
+    let lines = abperf::commands::compare::verdict_lines(&store, id).unwrap();
+    assert!(
+        lines[0].starts_with("long is ") && lines[0].contains("% slower than short"),
+        "{lines:?}"
+    );
+}

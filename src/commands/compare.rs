@@ -424,6 +424,28 @@ pub fn report(ds: &Dataset, s: &Settings, diffs: EnvDiffs) -> Report {
     }
 }
 
+/// "order abba, seed 3, 12 runs per variant, 1 warm-up" from a stored design.
+fn design_text(d: &serde_json::Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(o) = d.get("order").and_then(|v| v.as_str()) {
+        parts.push(format!("order {o}"));
+    }
+    if let Some(s) = d.get("seed").filter(|v| !v.is_null()) {
+        parts.push(format!("seed {s}"));
+    }
+    if let Some(r) = d.get("runs").and_then(|v| v.as_u64()) {
+        parts.push(format!("{r} runs per variant"));
+    }
+    if let Some(w) = d.get("warmup").and_then(|v| v.as_u64()) {
+        parts.push(format!("{w} warm-up(s)"));
+    }
+    if parts.is_empty() {
+        d.to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
 /// Human-readable report: environment differences, each comparison, provenance footer.
 pub fn report_text(r: &Report, ds: &Dataset) -> String {
     let mut out = String::new();
@@ -445,19 +467,31 @@ pub fn report_text(r: &Report, ds: &Dataset) -> String {
     let _ = writeln!(out, "--");
     let _ = writeln!(out, "data: {} (sha256 {})", p.source, &p.data_sha256[..16]);
     let _ = writeln!(out, "tests: {}", p.tests);
+    let boot = if p.resamples > 0 {
+        format!("bootstrap {} resamples seed {}", p.resamples, p.seed)
+    } else {
+        "no bootstrap (--resamples 0)".to_string()
+    };
     let _ = writeln!(
         out,
-        "alpha {}, equivalence margin {}%, correction {} over m={}, bootstrap {} resamples seed {}",
-        p.alpha, p.margin_pct, p.correction, p.m, p.resamples, p.seed
+        "alpha {}, equivalence margin {}%, correction {} over m={}, {boot}",
+        p.alpha, p.margin_pct, p.correction, p.m
     );
     if let Some(d) = &p.design {
-        let _ = writeln!(out, "design: {d}");
+        let _ = writeln!(out, "design: {}", design_text(d));
     }
-    if p.runs_left_out > 0 || p.outliers_removed > 0 {
+    if p.runs_left_out > 0 {
         let _ = writeln!(
             out,
-            "left out: {} runs (warm-up, failed or excluded), {} values flagged as outliers (--without-outliers)",
-            p.runs_left_out, p.outliers_removed
+            "left out: {} runs (warm-up, failed or excluded)",
+            p.runs_left_out
+        );
+    }
+    if p.outliers_removed > 0 {
+        let _ = writeln!(
+            out,
+            "left out: {} values Tukey flags as outliers (--without-outliers)",
+            p.outliers_removed
         );
     }
     if p.machine.is_some() || p.kernel.is_some() {

@@ -19,6 +19,9 @@ use serde::Serialize;
 /// Fewer runs per variant than this: description only (no rank test can reach p < 0.05).
 pub const MIN_RUNS: usize = 4;
 
+/// Below this many runs per variant the report notes that the default minimum is not met.
+pub const DEFAULT_MIN_RUNS: usize = 6;
+
 /// Analysis options.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Options {
@@ -292,6 +295,12 @@ pub fn compare(
         return Ok(c);
     }
 
+    if a.len() < DEFAULT_MIN_RUNS || b.len() < DEFAULT_MIN_RUNS {
+        notes.push(format!(
+            "fewer than {DEFAULT_MIN_RUNS} runs in a variant: below the default minimum (10 recommended)"
+        ));
+    }
+
     // Zero variance in both samples: nothing to test.
     if da.sd == 0.0 && db.sd == 0.0 {
         if da.mean == db.mean {
@@ -375,14 +384,10 @@ pub fn compare(
             Ok(d) => {
                 c.drift_p = Some(d.mann_kendall.p);
                 if d.mann_kendall.p < opts.alpha {
-                    let slope = d
-                        .sen_slope
-                        .map(|s| format!(", Sen's slope {s:.4} per run"))
-                        .unwrap_or_default();
                     match (drift::ancova(a, ia, b, ib, level), drift::ancova(a, ia, b, ib, 1.0 - 2.0 * opts.alpha)) {
                         (Ok(an95), Ok(an90)) => {
                             notes.push(format!(
-                                "drift over the run order (Mann-Kendall {}{slope}): the ANCOVA estimate with run index is primary",
+                                "drift over the run order (Mann-Kendall {}): the ANCOVA estimate with run index is primary",
                                 fmt_p(d.mann_kendall.p)
                             ));
                             ev.ratio = an95.ratio;
@@ -394,7 +399,7 @@ pub fn compare(
                             details.ancova = Some(an95);
                         }
                         (Err(e), _) | (_, Err(e)) => notes.push(format!(
-                            "drift over the run order (Mann-Kendall {}{slope}) but ANCOVA failed: {e}; Welch stays primary",
+                            "drift over the run order (Mann-Kendall {}) but ANCOVA failed: {e}; Welch stays primary",
                             fmt_p(d.mann_kendall.p)
                         )),
                     }
