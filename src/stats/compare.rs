@@ -101,7 +101,8 @@ pub struct Details {
     pub without_severe_outliers: Option<OutlierRecheck>,
 }
 
-/// The verdict recomputed without severe (3 IQR) outliers.
+/// The verdict recomputed without severe (3 IQR) outliers; `changed` compares it with the
+/// verdict before any correction for many comparisons.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OutlierRecheck {
     pub removed_baseline: usize,
@@ -436,7 +437,8 @@ pub fn compare(
             "finds none"
         };
         c.disagree = Some(format!(
-            "DISAGREE: {} {what} but {}; more runs recommended",
+            "DISAGREE at alpha {}: {} {what} but {}; more runs recommended",
+            opts.alpha,
             ev.method,
             dissent.join(" and ")
         ));
@@ -484,6 +486,11 @@ pub fn compare(
     c.details = details;
     c.p_adjusted = c.evidence.p;
     finish(&mut c);
+    // Both verdicts before any correction for many comparisons.
+    let verdict = c.verdict;
+    if let Some(r) = c.details.without_severe_outliers.as_mut() {
+        r.changed = r.verdict != verdict;
+    }
     Ok(c)
 }
 
@@ -499,10 +506,6 @@ fn finish(c: &mut Comparison) {
     c.line = c.evidence.line(c.verdict);
     if let Some(d) = &c.disagree {
         c.line += &format!("; {d}");
-    }
-    let verdict = c.verdict;
-    if let Some(r) = c.details.without_severe_outliers.as_mut() {
-        r.changed = r.verdict != verdict;
     }
 }
 
@@ -734,5 +737,27 @@ mod tests {
         assert_eq!(fam[1].m, 2);
         assert!(fam[1].p_adjusted.unwrap() >= raw);
         assert!(fam[1].line.contains("Holm m=2"), "{}", fam[1].line);
+    }
+
+    #[test]
+    fn disagree_when_rank_test_and_welch_differ() {
+        // One huge value drives the mean (Welch sees nothing) while every other run of B is
+        // slower (Mann-Whitney sees it).
+        let a: Vec<f64> = (0..10).map(|i| 100.0 + (i % 5) as f64 * 0.01).collect();
+        let mut b: Vec<f64> = (0..10).map(|i| 100.2 + (i % 5) as f64 * 0.01).collect();
+        b[0] = 60.0;
+        let o = Options {
+            resamples: 0,
+            outlier_recheck: false,
+            ..Options::default()
+        };
+        let c = compare("t", Sample::new("A", &a), Sample::new("B", &b), &o).unwrap();
+        assert!(c.p_mannwhitney.unwrap() < 0.05 && c.p_welch.unwrap() > 0.05);
+        let d = c.disagree.as_deref().unwrap();
+        assert!(
+            d.starts_with("DISAGREE at alpha 0.05: Welch finds none but Mann-Whitney p="),
+            "{d}"
+        );
+        assert!(c.line.contains("; DISAGREE"), "{}", c.line);
     }
 }

@@ -230,9 +230,14 @@ pub fn comparison_text(c: &Comparison, unit: &str) -> String {
         } else {
             "same verdict"
         };
+        let when = if c.m > 1 {
+            " (both before correction)"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "  without severe outliers ({}+{} removed): {what}: {}",
+            "  without severe outliers ({}+{} removed): {what}{when}: {}",
             r.removed_baseline, r.removed_variant, r.line
         );
     }
