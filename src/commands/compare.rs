@@ -31,7 +31,10 @@ pub enum Format {
 #[command(
     after_help = "Inputs: one experiment ID (each variant against the baseline), two experiment IDs \
 (baseline and candidate, environment differences listed first), or two or more files of numbers \
-(ministat mode: one value per line, '#' lines ignored, -c picks a column; the first file is the baseline)."
+(ministat mode: one value per line, '#' lines ignored, -c picks a column; the first file is the baseline).\n\n\
+The '(+- x%)' after each variant is perf stat's figure: the standard error of the mean relative to the mean.\n\
+Verdicts: FASTER/SLOWER when the 95% CI of the ratio excludes 1 and p < alpha; NO DIFFERENCE when the 90% CI \
+lies within +-margin; otherwise INCONCLUSIVE, with the runs per variant needed."
 )]
 pub struct CompareArgs {
     /// Experiment ID ('latest'), two IDs, or files of numbers
