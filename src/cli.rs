@@ -39,4 +39,8 @@ pub enum Command {
     Delete(crate::commands::delete::DeleteArgs),
     /// Check this machine for noise sources; --fix applies safe settings, --restore puts them back
     Doctor(crate::commands::doctor::DoctorArgs),
+    /// Verdicts: each variant against the baseline (stored experiment, two experiments, or files)
+    Compare(crate::commands::compare::CompareArgs),
+    /// Runs per variant needed to resolve an effect, and their wall-clock cost
+    Plan(crate::commands::plan::PlanArgs),
 }

@@ -82,6 +82,7 @@ pub fn snapshot() -> Value {
             .and_then(|n| n.parse::<u64>().ok())
     });
     let governor = read_trim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
+    let (doctor, doctor_sampled) = doctor_findings();
     json!({
         "kernel": kernel_release(),
         "kernel_version": read_trim("/proc/sys/kernel/version"),
@@ -103,34 +104,57 @@ pub fn snapshot() -> Value {
         "virtualization": virtualization(&cpuinfo),
         "hostname": hostname(),
         "abperf_version": env!("CARGO_PKG_VERSION"),
-        "doctor": doctor_findings(),
+        "doctor": doctor,
+        "doctor_sampled": doctor_sampled,
     })
 }
 
 /// How long the snapshot samples other processes' CPU use (`abperf doctor` itself uses 1 s).
 pub const DOCTOR_SAMPLE: std::time::Duration = std::time::Duration::from_millis(200);
 
-/// Every `abperf doctor` check as `name -> "status: finding"`, so that comparing two
-/// experiments lists each check whose finding differs as one line.
-fn doctor_findings() -> Value {
+/// Checks whose finding is a sample (CPU use, load, pressure, steal time) and differs every time.
+const SAMPLED_CHECKS: &[&str] = &[
+    "busy_processes",
+    "load_average",
+    "memory_pressure",
+    "virtualization",
+];
+
+/// Every `abperf doctor` check: `doctor.NAME` = "status: finding" (for sampled checks only the
+/// status, so a comparison lists them when their status changes, not every time), and the
+/// sampled findings in `doctor_sampled.NAME`, which `differences` leaves out.
+fn doctor_findings() -> (Value, Value) {
     let checks = crate::doctor::run_all(&crate::doctor::sys::Sys::real(), DOCTOR_SAMPLE);
     let mut m = Map::new();
+    let mut sampled = Map::new();
     for c in checks {
-        m.insert(
-            c.name.to_string(),
-            Value::String(format!("{}: {}", c.status.as_str(), c.finding)),
-        );
+        let status = c.status.as_str();
+        if SAMPLED_CHECKS.contains(&c.name) {
+            m.insert(c.name.to_string(), Value::String(status.to_string()));
+            sampled.insert(c.name.to_string(), Value::String(c.finding));
+        } else {
+            m.insert(
+                c.name.to_string(),
+                Value::String(format!("{status}: {}", c.finding)),
+            );
+        }
     }
-    Value::Object(m)
+    (Value::Object(m), Value::Object(sampled))
 }
 
 /// Every field whose value differs between two snapshots, as (field, a, b), nested objects
-/// flattened with dots (`vulnerabilities.spectre_v2`).
+/// flattened with dots (`vulnerabilities.spectre_v2`). `doctor_sampled` (CPU use, load,
+/// pressure over a 0.2 s sample: different every time) is left out; the status of those checks is
+/// compared under `doctor`.
 pub fn differences(a: &Value, b: &Value) -> Vec<(String, String, String)> {
     fn walk(prefix: &str, a: &Value, b: &Value, out: &mut Vec<(String, String, String)>) {
         match (a, b) {
             (Value::Object(ma), Value::Object(mb)) => {
-                let mut keys: Vec<&String> = ma.keys().chain(mb.keys()).collect();
+                let mut keys: Vec<&String> = ma
+                    .keys()
+                    .chain(mb.keys())
+                    .filter(|k| !(prefix.is_empty() && k.as_str() == "doctor_sampled"))
+                    .collect();
                 keys.sort();
                 keys.dedup();
                 for k in keys {
@@ -182,6 +206,7 @@ mod tests {
         let d = s["doctor"].as_object().unwrap();
         assert!(d["thp"].as_str().unwrap().contains("enabled: "));
         assert_eq!(d.len(), 17);
+        assert!(s["doctor_sampled"]["load_average"].as_str().is_some());
     }
 
     #[test]
@@ -197,5 +222,22 @@ mod tests {
             "Vulnerable".into()
         )));
         assert!(d.contains(&("new".into(), "(absent)".into(), "true".into())));
+        // Sampled doctor findings differ every time: left out; a status change is listed.
+        let a = json!({"doctor": {"load_average": "ok", "thp": "ok: enabled: madvise"},
+                       "doctor_sampled": {"load_average": "0.10 0.20 0.30"}});
+        let b = json!({"doctor": {"load_average": "bad", "thp": "warn: enabled: always"},
+                       "doctor_sampled": {"load_average": "5.00 4.00 3.00"}});
+        let d = differences(&a, &b);
+        assert_eq!(
+            d,
+            vec![
+                ("doctor.load_average".into(), "ok".into(), "bad".into()),
+                (
+                    "doctor.thp".into(),
+                    "ok: enabled: madvise".into(),
+                    "warn: enabled: always".into()
+                ),
+            ]
+        );
     }
 }
