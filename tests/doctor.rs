@@ -293,6 +293,16 @@ fn fix_restore_and_tune_put_back_exactly_what_was_there() {
     assert_eq!(std::fs::read_to_string(PARANOID).unwrap(), paranoid_before);
     let store = Store::open(Path::new(db)).unwrap();
     assert!(store.tune_outstanding(None, None).unwrap().is_empty());
+    drop(store);
+
+    // Comparing the tuned experiment with an untuned one lists the doctor differences.
+    let o = abperf(&["run", "--db", db, "-r", "2", "--warmup", "0", &cmd]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = abperf(&["compare", "--db", db, "1", "5"]);
+    let out = text(&o);
+    assert!(out.contains("doctor.thp"), "{out}");
+    assert!(out.contains("enabled: always"), "{out}");
+    assert!(!out.contains("doctor_sampled"), "{out}");
 }
 
 fn export_runs(db: &str, id: i64) -> Vec<abperf::store::Run> {
