@@ -142,6 +142,12 @@ impl Noise {
         {
             anyhow::bail!("--pre-read {}: not a directory", d.display());
         }
+        if let Some(t) = &tmpfs {
+            eprintln!(
+                "abperf: --tmpfs-copy: running in {} (private tmpfs)",
+                t.workdir.display()
+            );
+        }
         Ok(Noise {
             drop_caches: cfg.drop_caches,
             pre_read: cfg.pre_read.clone(),
@@ -162,11 +168,6 @@ impl Noise {
             pre_read(d)?;
         }
         Ok(())
-    }
-
-    /// Current ballast size in bytes (0 without --perturb-layout).
-    pub fn ballast_bytes(&self) -> u64 {
-        self.ballast.as_ref().map_or(0, |b| b.size)
     }
 
     /// Where the workload runs with --tmpfs-copy.
