@@ -535,6 +535,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn tune_records_originals_applies_and_settles() {
+        let d = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&d.path().join("s.db")).unwrap();
+        let knob = d.path().join("knob");
+        std::fs::write(&knob, "always [madvise] never\n").unwrap();
+        let path = knob.to_string_lossy().to_string();
+        let settings = vec![Setting {
+            path: path.clone(),
+            value: "never".into(),
+            current: "madvise".into(),
+        }];
+        let mut guard = KnobGuard::prepare(
+            std::slice::from_ref(&path),
+            &std::collections::BTreeMap::new(),
+        )
+        .unwrap();
+        let session = store
+            .tune_session(crate::store::SOURCE_RUN, Some(9))
+            .unwrap();
+        apply_tune(&mut store, &mut guard, &settings, session).unwrap();
+        assert_eq!(std::fs::read_to_string(&knob).unwrap(), "never");
+        let rows = store.tune_outstanding(None, Some(9)).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            (rows[0].original.as_str(), rows[0].state.as_str()),
+            ("madvise", "applied")
+        );
+        // Not restored yet: settle leaves it outstanding and says why.
+        let left = settle(&mut store, rows).unwrap();
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert!(guard.restore().is_empty());
+        assert_eq!(std::fs::read_to_string(&knob).unwrap(), "madvise");
+        let rows = store.tune_outstanding(None, Some(9)).unwrap();
+        assert!(settle(&mut store, rows).unwrap().is_empty());
+        assert!(store.tune_outstanding(None, None).unwrap().is_empty());
+        assert_eq!(stored_tune_originals(&store, 9).unwrap().len(), 0);
+    }
+
+    #[test]
     fn ballast_sizes_are_seeded_bounded_and_vary() {
         let max = 8 << 20;
         let a: Vec<u64> = (0..20).map(|i| ballast_size(max, 42, i)).collect();
