@@ -7,6 +7,7 @@ pub mod cli;
 pub mod commands;
 pub mod design;
 pub mod error;
+pub mod import;
 pub mod measure;
 pub mod runner;
 pub mod stats;
