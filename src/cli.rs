@@ -25,4 +25,7 @@ pub struct DbArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Import /usr/bin/time, perf stat or hyperfine output as runs
+    Import(crate::commands::import::ImportArgs),
+}
