@@ -28,4 +28,6 @@ pub struct DbArgs {
 pub enum Command {
     /// Import /usr/bin/time, perf stat or hyperfine output as runs
     Import(crate::commands::import::ImportArgs),
+    /// Report an experiment as text, mail, Markdown, JSON, CSV, HTML or hyperfine JSON
+    Report(crate::commands::report::ReportArgs),
 }

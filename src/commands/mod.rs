@@ -1,6 +1,7 @@
 //! One file per subcommand: glue from parsed options to the library.
 
 pub mod import;
+pub mod report;
 
 use crate::cli::{Cli, Command};
 use clap::Parser;
@@ -27,5 +28,6 @@ pub fn main() -> i32 {
 fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Import(args) => import::run(args),
+        Command::Report(args) => report::run(args),
     }
 }

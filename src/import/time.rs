@@ -98,7 +98,14 @@ pub fn parse(file: &str, text: &str, default_variant: &str) -> Result<Imported, 
             }
             let (label, metrics) = parse_record(&record).map_err(err)?;
             let name = label.unwrap_or(default_variant);
-            let exit = pending_exit.take();
+            // GNU time's own output says "Command exited with non-zero status N" before a failed
+            // run, so a record in its default format without that line exited 0. The squashed
+            // form has lost that line, so there the status is unknown.
+            let gnu_default = record
+                .split_whitespace()
+                .next()
+                .is_some_and(|t| t.ends_with("user"));
+            let exit = pending_exit.take().or(gnu_default.then_some(Exit::Code(0)));
             out.variant_mut(name).runs.push(Run {
                 line: lineno,
                 metrics,
@@ -429,6 +436,7 @@ mod tests {
         assert_eq!(n.name, "n");
         let r = &n.runs[0];
         assert_eq!(r.line, 1);
+        assert_eq!(r.exit, None);
         assert_eq!(r.metric("user_ns"), Some(879_250_000_000.0));
         assert_eq!(r.metric("sys_ns"), Some(77_500_000_000.0));
         assert_eq!(r.metric("wall_ns"), Some(255_520_000_000.0));
@@ -459,7 +467,7 @@ Command terminated by signal 9\n\
         assert_eq!(runs.len(), 3);
         assert_eq!(runs[0].metric("user_ns"), Some(10_000_000.0));
         assert_eq!(runs[0].metric("inblock"), Some(80.0));
-        assert_eq!(runs[0].exit, None);
+        assert_eq!(runs[0].exit, Some(Exit::Code(0)));
         assert_eq!(runs[1].exit, Some(Exit::Code(3)));
         assert_eq!(runs[1].metric("wall_ns"), Some(3723e9));
         assert_eq!(runs[1].line, 4);
