@@ -404,6 +404,29 @@ mod tests {
     }
 
     #[test]
+    fn forest_plot_rows_and_zero_line() {
+        let mut d = sample_named("A", "<i>B</i>");
+        assert!(forest(&d).is_none(), "no verdicts, no forest plot");
+        d.verdicts.push(crate::report::VerdictRow {
+            metric: "user_ns".into(),
+            baseline: "A".into(),
+            variant: "<i>B</i>".into(),
+            verdict: "faster".into(),
+            line: "<i>B</i> is 0.58% faster than A".into(),
+            ratio: 0.9942,
+            ratio_ci: Some([0.9937, 0.9947]),
+            p: Some(1e-9),
+            detail: serde_json::Value::Null,
+        });
+        let f = forest(&d).unwrap();
+        assert_eq!(f.matches("class=\"ci\"").count(), 1);
+        assert!(f.contains("stroke-dasharray"), "the no-change line");
+        assert!(f.contains("&lt;i&gt;B&lt;/i&gt; vs A (user_ns)"));
+        assert!(!f.contains("<i>"));
+        assert!(f.contains("-0.60%") || f.contains("-0.6%"), "{f}");
+    }
+
+    #[test]
     fn equal_values_do_not_divide_by_zero() {
         let mut d = sample_named("A", "B");
         for r in &mut d.runs {
