@@ -7,6 +7,9 @@ use super::fmt::{change_pct, metric_scale, pm};
 use super::svg::{self, colour, esc};
 use std::fmt::Write;
 
+/// Raw runs listed in the page (all of them are in the CSV and JSON reports).
+pub const MAX_RUN_ROWS: usize = 5000;
+
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em auto;max-width:800px;color:#222}\
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}\
 table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\
@@ -158,7 +161,7 @@ pub fn render(d: &ReportData) -> String {
         let _ = write!(s, "<th>{}</th>", esc(n));
     }
     s.push_str("<th class=\"l\">source</th></tr>\n");
-    for r in &d.runs {
+    for r in d.runs.iter().take(MAX_RUN_ROWS) {
         let status = if r.analysed {
             r.status.as_str().to_string()
         } else {
@@ -192,7 +195,15 @@ pub fn render(d: &ReportData) -> String {
             .unwrap_or_default();
         let _ = writeln!(s, "<td class=\"l\">{}</td></tr>", esc(&src));
     }
-    s.push_str("</table></details>\n");
+    s.push_str("</table>");
+    if d.runs.len() > MAX_RUN_ROWS {
+        let _ = write!(
+            s,
+            "<p class=\"note\">The first {MAX_RUN_ROWS} of {} runs; --format csv or json has them all.</p>",
+            d.runs.len()
+        );
+    }
+    s.push_str("</details>\n");
 
     // Provenance.
     let cmd = e.command_line.join(" ");

@@ -6,6 +6,17 @@ use super::ReportData;
 use super::fmt::{Scale, metric_scale, truncate};
 use std::fmt::Write;
 
+/// At most this many points per variant in a distribution plot, and in a run-order plot; the
+/// box (quartiles, median, whiskers) always uses every run. Beyond it, points are taken at an
+/// even stride and the plot says so.
+pub const MAX_POINTS: usize = 2000;
+
+/// Indices of at most `max` of `n` items, evenly spread (all of them when n <= max).
+pub fn thin(n: usize, max: usize) -> impl Iterator<Item = usize> {
+    let step = n.div_ceil(max.max(1)).max(1);
+    (0..n).step_by(step)
+}
+
 /// Okabe-Ito colours (colour-blind safe), cycled for more variants.
 const PALETTE: &[&str] = &[
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#999933", "#000000",
@@ -136,6 +147,14 @@ pub fn distribution(d: &ReportData, metric: &str) -> Option<String> {
     );
     let y_axis = top + row_h * rows.len() as f64;
     axis_x(&mut s, &scaled_ticks(lo, hi, 6, &sc), x, top, y_axis);
+    if rows.iter().any(|(_, _, xs)| xs.len() > MAX_POINTS) {
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end" fill="#555">points: at most {MAX_POINTS} runs per variant shown; boxes use all</text>"##,
+            w - right,
+            h - 4.0
+        );
+    }
     let _ = write!(
         s,
         r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#333">{} {}</text>"##,
@@ -180,7 +199,8 @@ pub fn distribution(d: &ReportData, metric: &str) -> Option<String> {
                 m = x(desc.median)
             );
         }
-        for (i, v) in xs.iter().enumerate() {
+        for i in thin(xs.len(), MAX_POINTS) {
+            let v = &xs[i];
             let _ = write!(
                 s,
                 r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{col}" fill-opacity="0.65"><title>{}</title></circle>"#,
@@ -262,7 +282,17 @@ pub fn run_order(d: &ReportData, metric: &str) -> Option<String> {
         );
         lx += 30.0 + 7.0 * label.chars().count() as f64;
     }
-    for (seq, pos, v) in &pts {
+    let shown: Vec<usize> = thin(pts.len(), MAX_POINTS).collect();
+    if shown.len() < pts.len() {
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="18" font-size="11" text-anchor="end" fill="#555">{} of {} runs shown</text>"##,
+            w - right,
+            shown.len(),
+            pts.len()
+        );
+    }
+    for (seq, pos, v) in shown.iter().map(|&i| &pts[i]) {
         let ci = d
             .variants
             .iter()
@@ -401,6 +431,15 @@ mod tests {
         for svg in [&dist, &ro] {
             assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
         }
+    }
+
+    #[test]
+    fn thinning() {
+        assert_eq!(thin(5, 10).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+        assert_eq!(thin(10, 5).collect::<Vec<_>>(), [0, 2, 4, 6, 8]);
+        assert_eq!(thin(11, 5).count(), 4);
+        assert!(thin(100_000, MAX_POINTS).count() <= MAX_POINTS);
+        assert_eq!(thin(0, 5).count(), 0);
     }
 
     #[test]
