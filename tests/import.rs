@@ -160,6 +160,36 @@ fn formats_import_and_append() {
 }
 
 #[test]
+fn standard_input() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let run = |text: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_abperf"))
+            .args(["import", "--format", "time", "--variant", "v", "-", "--db"])
+            .arg(&db)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let good = std::fs::read_to_string(data("time-default.txt")).unwrap();
+    let out = run(&good);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("imported 4 run(s) (v: 4)"));
+    let out = run("garbage\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("<stdin>:1: not /usr/bin/time output"));
+}
+
+#[test]
 fn malformed_inputs_name_file_and_line_and_store_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("a.db");

@@ -74,7 +74,11 @@ pub fn parse_files(args: &ImportArgs) -> anyhow::Result<Vec<Imported>> {
     let mut all = Vec::new();
     for p in &args.files {
         let text = read_input(p)?;
-        let shown = p.display().to_string();
+        let shown = if p.as_os_str() == "-" {
+            "<stdin>".to_string()
+        } else {
+            p.display().to_string()
+        };
         let default = args.variant.clone().unwrap_or_else(|| file_stem(p));
         let mut imp = import::parse(args.format, &shown, &text, &default)
             .map_err(|e| usage(e.to_string()))?;
