@@ -32,6 +32,7 @@ pub fn value(d: &ReportData) -> serde_json::Value {
         "variants": d.variants,
         "metrics": d.metrics,
         "describe": d.describe,
+        "tests": d.tests,
         "comparisons": d.verdicts,
         "verdict_notes": d.verdict_notes,
         "runs": d.runs,

@@ -59,10 +59,10 @@ pub fn render(d: &ReportData) -> String {
         .seed
         .map(|s| s.to_string())
         .unwrap_or_else(|| "none".into());
-    let tests = if d.verdicts.is_empty() {
-        "no tests".to_string()
+    let tests = if d.tests.is_empty() {
+        "no tests"
     } else {
-        "Welch t, Fieller CI".to_string()
+        d.tests.as_str()
     };
     let method = format!(
         "Method: {}, n={}, seed {seed}, {tests}, alpha {}",

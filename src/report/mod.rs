@@ -162,6 +162,8 @@ pub struct ReportData {
     pub verdicts: Vec<VerdictRow>,
     /// Why there are no verdicts, when there are none (e.g. too few runs).
     pub verdict_notes: Vec<String>,
+    /// The tests behind the verdicts, for method lines ("Welch t, Fieller 95% CI, Holm m=2").
+    pub tests: String,
     /// Files the runs were imported from, in order.
     pub sources: Vec<String>,
     /// SHA-256 of the raw data (variant, seq, status, metrics of every run).
@@ -444,12 +446,14 @@ pub fn build(store: &Store, id: i64, opts: &ReportOptions) -> anyhow::Result<Rep
         alpha: opts.alpha,
         verdicts: Vec::new(),
         verdict_notes: Vec::new(),
+        tests: String::new(),
         sources: file_list,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
     };
-    let (rows, notes) = verdicts::compute(&data);
-    data.verdicts = rows;
-    data.verdict_notes = notes;
+    let v = verdicts::compute(&data);
+    data.verdicts = v.rows;
+    data.verdict_notes = v.notes;
+    data.tests = v.tests;
     Ok(data)
 }
 
@@ -593,12 +597,14 @@ pub(crate) mod testdata {
             alpha: 0.05,
             verdicts: Vec::new(),
             verdict_notes: Vec::new(),
+            tests: String::new(),
             sources: vec!["seed000-time.txt".into()],
             tool_version: "0.1.0".into(),
         };
-        let (rows, notes) = verdicts::compute(&data);
-        data.verdicts = rows;
-        data.verdict_notes = notes;
+        let v = verdicts::compute(&data);
+        data.verdicts = v.rows;
+        data.verdict_notes = v.notes;
+        data.tests = v.tests;
         data
     }
 }

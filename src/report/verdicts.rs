@@ -3,11 +3,23 @@
 
 use super::{ReportData, VerdictRow};
 
+/// What [`compute`] found.
+pub struct Verdicts {
+    pub rows: Vec<VerdictRow>,
+    /// Comparisons that could not be made, in words.
+    pub notes: Vec<String>,
+    /// The tests used, for method lines; empty when none ran.
+    pub tests: String,
+}
+
 /// Verdict rows, plus notes on comparisons that could not be made.
-pub fn compute(data: &ReportData) -> (Vec<VerdictRow>, Vec<String>) {
+pub fn compute(data: &ReportData) -> Verdicts {
     let _ = data;
-    (
-        Vec::new(),
-        vec!["verdicts unavailable: this build has no statistics module (src/stats)".to_string()],
-    )
+    Verdicts {
+        rows: Vec::new(),
+        notes: vec![
+            "verdicts unavailable: this build has no statistics module (src/stats)".to_string(),
+        ],
+        tests: String::new(),
+    }
 }
