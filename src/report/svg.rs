@@ -445,6 +445,7 @@ mod tests {
     #[test]
     fn forest_plot_rows_and_zero_line() {
         let mut d = sample_named("A", "<i>B</i>");
+        d.verdicts.clear();
         assert!(forest(&d).is_none(), "no verdicts, no forest plot");
         d.verdicts.push(crate::report::VerdictRow {
             metric: "user_ns".into(),
