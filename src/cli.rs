@@ -25,7 +25,18 @@ pub struct DbArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 pub enum Command {
+    /// Run an A/B/n experiment: commands, -L parameters or -k kernel knobs as variants
+    Run(crate::commands::run::RunArgs),
+    /// List stored experiments
+    List(crate::commands::list::ListArgs),
+    /// Show an experiment: design, environment, per-variant summary
+    Show(crate::commands::show::ShowArgs),
+    /// Export every run and metric of an experiment (json or csv)
+    Export(crate::commands::export::ExportArgs),
+    /// Delete an experiment
+    Delete(crate::commands::delete::DeleteArgs),
     /// Import /usr/bin/time, perf stat or hyperfine output as runs
     Import(crate::commands::import::ImportArgs),
     /// Report an experiment as text, mail, Markdown, JSON, CSV, HTML or hyperfine JSON

@@ -1,7 +1,12 @@
 //! One file per subcommand: glue from parsed options to the library.
 
+pub mod delete;
+pub mod export;
 pub mod import;
+pub mod list;
 pub mod report;
+pub mod run;
+pub mod show;
 
 use crate::cli::{Cli, Command};
 use clap::Parser;
@@ -27,6 +32,11 @@ pub fn main() -> i32 {
 
 fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::List(a) => list::run(a),
+        Command::Show(a) => show::run(a),
+        Command::Export(a) => export::run(a),
+        Command::Delete(a) => delete::run(a),
         Command::Import(args) => import::run(args),
         Command::Report(args) => report::run(args),
     }

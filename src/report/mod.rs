@@ -12,6 +12,7 @@ pub mod hyperfine;
 pub mod json;
 pub mod mail;
 pub mod markdown;
+pub mod perfstat;
 pub mod svg;
 pub mod text;
 pub mod verdicts;
