@@ -209,9 +209,15 @@ pub fn render(d: &ReportData) -> String {
     let cmd = e.command_line.join(" ");
     let _ = writeln!(
         s,
-        "<h2>Provenance</h2><p class=\"prov\">abperf {}; made by <code>{}</code>; {}; data sha256 <code>{}</code>.</p>",
+        "<h2>Provenance</h2><p class=\"prov\">abperf {}; made by <code>{}</code>; {}; tests: {}; {}; data sha256 <code>{}</code>.</p>",
         esc(&d.tool_version),
         esc(&cmd),
+        esc(&d.machine_text()),
+        if d.tests.is_empty() {
+            "none".to_string()
+        } else {
+            esc(&d.tests)
+        },
         if d.sources.is_empty() {
             String::new()
         } else {

@@ -77,10 +77,11 @@ pub fn render(d: &ReportData) -> String {
         format!(", imported from {}", d.sources.join(", "))
     };
     let prov = format!(
-        "abperf {}, experiment {} \"{}\"{src}, data sha256 {}",
+        "abperf {}, experiment {} \"{}\"{src}; {}; data sha256 {}",
         d.tool_version,
         d.experiment.id,
         d.experiment.name,
+        d.machine_text(),
         &d.data_sha256[..16.min(d.data_sha256.len())]
     );
     para(&prov, &mut out);

@@ -78,9 +78,14 @@ pub fn render(d: &ReportData) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "Runs per variant: {}. Mean ± perf stat's figure (SD/√n/mean). {}, alpha {}.",
+        "Runs per variant: {}. Mean ± perf stat's figure (SD/√n/mean). {}, {}, alpha {}.",
         d.n_text(),
         cell(&d.order_text()),
+        if d.tests.is_empty() {
+            "no tests".to_string()
+        } else {
+            cell(&d.tests)
+        },
         d.alpha
     );
     let src = if d.sources.is_empty() {
@@ -90,10 +95,11 @@ pub fn render(d: &ReportData) -> String {
     };
     let _ = writeln!(
         s,
-        "\n<sub>abperf {}, experiment {} created {}{src}, data sha256 `{}`</sub>",
+        "\n<sub>abperf {}, experiment {} created {}{src}; {}; data sha256 `{}`</sub>",
         d.tool_version,
         e.id,
         e.created,
+        cell(&d.machine_text()),
         &d.data_sha256[..16.min(d.data_sha256.len())]
     );
     s

@@ -253,6 +253,44 @@ impl ReportData {
             .join("+")
     }
 
+    /// Machine and kernel from the environment snapshot, for provenance lines.
+    pub fn machine_text(&self) -> String {
+        let env = &self.experiment.environment;
+        if env.get("imported").and_then(|v| v.as_bool()) == Some(true) {
+            return "measured elsewhere (machine not recorded)".to_string();
+        }
+        let get = |k: &str| {
+            env.get(k)
+                .and_then(|v| v.as_str())
+                .filter(|s| !s.is_empty())
+        };
+        let mut parts = Vec::new();
+        if let Some(k) = get("kernel") {
+            parts.push(format!("kernel {k}"));
+        }
+        if let Some(c) = get("cpu_model") {
+            match env.get("cpu_count").and_then(|v| v.as_u64()) {
+                Some(n) => parts.push(format!("{c} x{n}")),
+                None => parts.push(c.to_string()),
+            }
+        }
+        if let Some(kind) = env
+            .get("virtualization")
+            .and_then(|v| v.get("kind"))
+            .and_then(|v| v.as_str())
+        {
+            parts.push(kind.to_string());
+        }
+        if let Some(g) = get("cpufreq_governor") {
+            parts.push(format!("governor {g}"));
+        }
+        if parts.is_empty() {
+            "machine not recorded".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+
     /// How the runs were ordered, for the method line.
     pub fn order_text(&self) -> String {
         match self.experiment.design.get("order").and_then(|o| o.as_str()) {
@@ -650,6 +688,25 @@ mod tests {
             Some("user_ns")
         );
         assert_eq!(primary_metric(&[]), None);
+    }
+
+    #[test]
+    fn machine_text_from_environment() {
+        let mut d = testdata::sample();
+        assert_eq!(d.machine_text(), "machine not recorded");
+        d.experiment.environment = serde_json::json!({
+            "kernel": "6.18.44", "cpu_model": "AMD EPYC", "cpu_count": 2,
+            "virtualization": {"kind": "virtual machine"}, "cpufreq_governor": null
+        });
+        assert_eq!(
+            d.machine_text(),
+            "kernel 6.18.44, AMD EPYC x2, virtual machine"
+        );
+        d.experiment.environment = serde_json::json!({"imported": true});
+        assert_eq!(
+            d.machine_text(),
+            "measured elsewhere (machine not recorded)"
+        );
     }
 
     #[test]
