@@ -20,7 +20,7 @@ pub struct Cli {
 pub struct DbArgs {
     /// SQLite store (default: $ABPERF_DB, else $XDG_DATA_HOME/abperf/abperf.db, else
     /// ~/.local/share/abperf/abperf.db)
-    #[arg(long, value_name = "PATH", global = true)]
+    #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
 }
 
