@@ -80,7 +80,21 @@ fn seed_000_summary_in_every_format() {
     assert_eq!(v["runs"].as_array().unwrap().len(), 24);
     assert_eq!(v["runs"][5]["source"]["line"], 6);
 
+    let c = &v["comparisons"][0];
+    assert_eq!(c["verdict"], "faster", "{c}");
+    let line = c["line"].as_str().unwrap();
+    assert!(
+        line.starts_with("y is 0.58% faster than n (95% CI "),
+        "{line}"
+    );
+    assert!(line.ends_with("p<0.0001, n=12+12, Welch)"), "{line}");
+    assert_eq!(v["tests"], "Welch t, Fieller 95% CI, Holm m=1");
+
     let text = ok(abperf(&db, &["report", "latest", "--metric", "user_ns"]));
+    assert!(
+        text.contains("  user_ns: y is 0.58% faster than n"),
+        "{text}"
+    );
     assert!(
         text.contains(" Performance summary for 'n' (12 runs):"),
         "{text}"
@@ -163,6 +177,7 @@ fn mail_lines_fit_72_columns() {
         }
         assert!(mail.lines().any(|l| l.starts_with("Method: ")), "{mail}");
         assert!(mail.contains("880.438"), "{mail}");
+        assert!(mail.starts_with("y is 0.58% faster than n"), "{mail}");
     }
 }
 

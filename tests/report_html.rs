@@ -159,6 +159,9 @@ fn html_report_in_headless_chromium() {
     assert!(dom.contains("class=\"plot distribution\" data-metric=\"user_ns\""));
     assert!(dom.contains("class=\"plot run-order\" data-metric=\"user_ns\""));
     assert!(dom.contains("<circle"));
+    // The forest plot of the ratio CIs, with the verdict from the statistics module.
+    assert!(dom.contains("class=\"plot forest\""), "no forest plot");
+    assert!(dom.contains("y is 0.58% faster than n"), "verdict missing");
     // The hostile name is text: escaped in the serialised DOM, never an element.
     assert!(
         dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),

@@ -1,9 +1,12 @@
 //! One file per subcommand: glue from parsed options to the library.
 
+pub mod compare;
+pub mod compare_input;
 pub mod delete;
 pub mod export;
 pub mod import;
 pub mod list;
+pub mod plan;
 pub mod report;
 pub mod run;
 pub mod show;
@@ -39,5 +42,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Delete(a) => delete::run(a),
         Command::Import(args) => import::run(args),
         Command::Report(args) => report::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Plan(args) => plan::run(args),
     }
 }
