@@ -78,6 +78,17 @@ fn seed_000_squashed_time_lines() {
     assert_eq!(runs[0].units["maxrss_kib"], "KiB");
     let src = store.import_sources(id).unwrap();
     assert_eq!(src[&runs[23].id].line, 24);
+
+    // compare reads imported runs like any others, without taking the file order for a schedule.
+    let out = abperf(&db, &["compare", "1", "--metric", "user_ns"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("FASTER y is 0.58% faster than n ("), "{text}");
+    assert!(text.contains("p<0.0001, n=12+12, Welch)"), "{text}");
 }
 
 #[test]
