@@ -111,6 +111,26 @@ fn seed_000_summary_in_every_format() {
         "{md}"
     );
 
+    let all = ok(abperf(
+        &db,
+        &["report", "latest", "--format", "json", "--metric", "all"],
+    ));
+    let all: serde_json::Value = serde_json::from_str(&all).unwrap();
+    assert_eq!(all["options"]["metrics"].as_array().unwrap().len(), 10);
+    // inblock and nswap are 0 in every run: no ratio, said in the notes instead of a verdict.
+    assert_eq!(all["comparisons"].as_array().unwrap().len(), 8);
+    let notes = all["verdict_notes"].to_string();
+    assert!(
+        notes.contains("inblock") && notes.contains("nswap"),
+        "{notes}"
+    );
+    // majflt and oublock are constant: a verdict without a test, outside the correction.
+    assert!(
+        all["tests"].as_str().unwrap().ends_with("Holm m=6"),
+        "{}",
+        all["tests"]
+    );
+
     let csv = ok(abperf(&db, &["report", "latest", "--format", "csv"]));
     assert_eq!(
         csv.lines()

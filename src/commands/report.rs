@@ -20,7 +20,7 @@ pub struct ReportArgs {
     /// Write to FILE instead of standard output
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Metric(s) to give verdicts for (repeatable; default wall_ns, else the first metric)
+    /// Metric(s) to give verdicts for (repeatable, or 'all'; default wall_ns, else the first metric)
     #[arg(long, value_name = "NAME")]
     pub metric: Vec<String>,
     /// Baseline variant (default: the first)

@@ -447,6 +447,12 @@ pub fn build(store: &Store, id: i64, opts: &ReportOptions) -> anyhow::Result<Rep
         primary_metric(&metrics)
             .map(|m| vec![m.to_string()])
             .unwrap_or_default()
+    } else if opts.metrics.iter().any(|m| m == "all") {
+        metrics
+            .iter()
+            .filter(|m| !m.auxiliary)
+            .map(|m| m.name.clone())
+            .collect()
     } else {
         for m in &opts.metrics {
             if !metrics.iter().any(|x| &x.name == m) {
