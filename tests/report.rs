@@ -184,6 +184,7 @@ fn mail_lines_fit_72_columns() {
         &[
             "--metric", "user_ns", "--metric", "minflt", "--metric", "wall_ns",
         ][..],
+        &["--metric", "all"][..],
     ] {
         let mut args = vec!["report", "1", "--format", "mail"];
         args.extend_from_slice(metrics);
