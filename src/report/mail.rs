@@ -9,8 +9,13 @@ pub const WIDTH: usize = 72;
 pub fn render(d: &ReportData) -> String {
     let mut out: Vec<String> = Vec::new();
     let para = |text: &str, out: &mut Vec<String>| out.extend(wrap(text, WIDTH, "  "));
+    // One metric: the line as it is, ready to paste; several: say which metric each is about.
     for v in &d.verdicts {
-        para(&v.line, &mut out);
+        if d.selected.len() > 1 {
+            para(&format!("{}: {}", v.metric, v.line), &mut out);
+        } else {
+            para(&v.line, &mut out);
+        }
     }
     for n in &d.verdict_notes {
         para(n, &mut out);
