@@ -114,7 +114,7 @@ pub fn render(d: &ReportData) -> String {
             let desc = d.description(&v.name, &m.name);
             let cell = desc
                 .map(|x| {
-                    let p = pm(x.pm_pct);
+                    let p = pm(d.pm_pct(&v.name, &m.name));
                     if p.is_empty() {
                         sc.num(x.mean)
                     } else {

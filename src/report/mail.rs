@@ -50,7 +50,7 @@ pub fn render(d: &ReportData) -> String {
                 truncate(&one_line(&v.name), name_w),
                 desc.n,
                 truncate(&sc.num(desc.mean), 12),
-                pm(desc.pm_pct),
+                pm(d.pm_pct(&v.name, metric)),
                 truncate(&sc.num(desc.min), 12),
                 truncate(&sc.num(desc.max), 12)
             );

@@ -50,7 +50,7 @@ pub fn render(d: &ReportData) -> String {
         let shown = |v: &str| {
             d.description(v, &m.name)
                 .map(|x| {
-                    let p = pm(x.pm_pct);
+                    let p = pm(d.pm_pct(v, &m.name));
                     if p.is_empty() {
                         sc.num(x.mean)
                     } else {

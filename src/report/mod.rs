@@ -229,6 +229,43 @@ impl ReportData {
             .collect()
     }
 
+    /// perf stat's "+-" figure for a variant's metric: from its runs, or, when the variant has a
+    /// single row that is a tool's summary (perf stat -r N), the figure the tool printed.
+    pub fn pm_pct(&self, variant: &str, metric: &str) -> Option<f64> {
+        let d = self.description(variant, metric)?;
+        if d.pm_pct.is_some() || d.n != 1 {
+            return d.pm_pct;
+        }
+        let aux = format!("{metric}.stderr_pct");
+        self.runs
+            .iter()
+            .find(|r| r.analysed && r.variant_name == variant && r.metrics.contains_key(metric))
+            .and_then(|r| r.metrics.get(&aux).copied())
+    }
+
+    /// "12 runs", or "1 row: the mean of 5 runs (perf stat -r)" for tool summaries.
+    pub fn runs_text(&self, pos: usize) -> String {
+        let rows: Vec<&RunData> = self
+            .runs
+            .iter()
+            .filter(|r| r.analysed && r.variant == pos)
+            .collect();
+        let summaries: Vec<Option<u32>> = rows
+            .iter()
+            .filter_map(|r| r.source.as_ref().filter(|s| s.summary).map(|s| s.repeats))
+            .collect();
+        if summaries.is_empty() {
+            return format!("{} runs", rows.len());
+        }
+        let of = match summaries.iter().copied().collect::<Option<Vec<u32>>>() {
+            Some(ns) if ns.iter().all(|n| *n == ns[0]) => format!("the mean of {} runs", ns[0]),
+            Some(_) => "means of several runs".to_string(),
+            None => "means of an unknown number of runs".to_string(),
+        };
+        let noun = if rows.len() == 1 { "row" } else { "rows" };
+        format!("{} {noun}: {of} (perf stat -r)", rows.len())
+    }
+
     /// Non-auxiliary metrics, in display order.
     pub fn main_metrics(&self) -> impl Iterator<Item = &MetricInfo> {
         self.metrics.iter().filter(|m| !m.auxiliary)
@@ -723,5 +760,39 @@ mod tests {
         runs[3].metrics.insert("user_ns".into(), 1.0);
         assert_ne!(h0, data_hash(&runs));
         assert_eq!(h0.len(), 64);
+    }
+}
+
+#[cfg(test)]
+mod summary_rows_tests {
+    use super::*;
+
+    #[test]
+    fn perf_stat_summaries_keep_perfs_figure() {
+        let mut d = testdata::sample();
+        // Variant A: a single perf stat -r 5 summary row with perf's +- figure.
+        d.runs.retain(|r| r.variant == 1 || r.seq == 0);
+        d.runs[0].source = Some(ImportSource {
+            format: "perf-stat".into(),
+            file: "p.txt".into(),
+            line: 2,
+            summary: true,
+            repeats: Some(5),
+        });
+        d.describe = d
+            .variants
+            .iter()
+            .map(|v| describe(&v.name, "user_ns", &d.values(v.position, "user_ns")).unwrap())
+            .collect();
+        assert_eq!(d.pm_pct("A", "user_ns"), Some(0.5));
+        assert_eq!(d.runs_text(0), "1 row: the mean of 5 runs (perf stat -r)");
+        assert_eq!(d.runs_text(1), "8 runs");
+        assert!(d.pm_pct("B", "user_ns").unwrap() < 0.1);
+        let t = text::render(&d);
+        assert!(
+            t.contains(" Performance summary for 'A' (1 row: the mean of 5 runs (perf stat -r)):"),
+            "{t}"
+        );
+        assert!(t.contains("( +-  0.50% )"), "{t}");
     }
 }

@@ -30,16 +30,12 @@ pub fn render(d: &ReportData) -> String {
         let _ = writeln!(s, "  imported from {}", one_line(&d.sources.join(", ")));
     }
     for v in &d.variants {
-        let n = d
-            .runs
-            .iter()
-            .filter(|r| r.analysed && r.variant == v.position)
-            .count();
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            " Performance summary for '{}' ({n} runs):",
-            one_line(&v.name)
+            " Performance summary for '{}' ({}):",
+            one_line(&v.name),
+            d.runs_text(v.position)
         );
         if let Some(c) = &v.command {
             let _ = writeln!(s, "   command: {}", one_line(c));
@@ -50,8 +46,8 @@ pub fn render(d: &ReportData) -> String {
                 continue;
             };
             let sc = metric_scale(d, &m.name);
-            let pm = desc
-                .pm_pct
+            let pm = d
+                .pm_pct(&v.name, &m.name)
                 .map(|p| format!("( +- {p:>5.2}% )"))
                 .unwrap_or_default();
             let _ = writeln!(

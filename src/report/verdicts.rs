@@ -96,7 +96,11 @@ pub fn compute(data: &ReportData) -> Verdicts {
     };
     let an = analyse(&ds, &settings);
     notes.extend(an.skipped.iter().map(|s| format!("not compared: {s}")));
-    let tests = if an.comparisons.is_empty() {
+    let tested = an
+        .comparisons
+        .iter()
+        .any(|c| c.p_welch.is_some() || c.p_adjusted.is_some());
+    let tests = if !tested {
         String::new()
     } else {
         format!("Welch t, Fieller 95% CI, Holm m={}", an.m.max(1))
