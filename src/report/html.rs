@@ -136,7 +136,11 @@ pub fn render(d: &ReportData) -> String {
     s.push_str("</table>\n");
 
     // Plots.
-    s.push_str("<h2>Run order</h2><p class=\"note\">Each point is a run at its place in the schedule, coloured by variant: drift and interleaving show at a glance.</p>\n");
+    if d.order_text() == "order as imported" {
+        s.push_str("<h2>Run order</h2><p class=\"note\">Each point is a run in the order it was imported, coloured by variant. An imported file's order is not necessarily the order the runs were measured in.</p>\n");
+    } else {
+        s.push_str("<h2>Run order</h2><p class=\"note\">Each point is a run at its place in the schedule, coloured by variant: drift and interleaving show at a glance.</p>\n");
+    }
     for m in &d.selected {
         if let Some(p) = svg::run_order(d, m) {
             s.push_str(&p);
