@@ -1,0 +1,78 @@
+/* Test workload for `abperf trace`: REPS x madvise(MADV_DONTNEED) on each of the given numbers of
+ * touched pages.  With -s, a second thread of the same process spins on another CPU, so every
+ * flush must also shoot down that CPU's TLB (IPI -> call_function on the remote CPU).
+ * Usage: flushes [-s] REPS PAGES...   Exit 0 on success, 1 on a failed system call. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static atomic_int stop;
+static atomic_int started;
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+static void *spin(void *arg)
+{
+	(void)arg;
+	pin(1);
+	atomic_store(&started, 1);
+	while (!atomic_load_explicit(&stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	int spinner = 0, i = 1;
+	if (argc > 1 && strcmp(argv[1], "-s") == 0) {
+		spinner = 1;
+		i++;
+	}
+	if (argc - i < 2) {
+		fprintf(stderr, "usage: flushes [-s] REPS PAGES...\n");
+		return 2;
+	}
+	long reps = atol(argv[i++]);
+	long psz = sysconf(_SC_PAGESIZE);
+	pthread_t th;
+	pin(0);
+	if (spinner) {
+		if (pthread_create(&th, NULL, spin, NULL) != 0)
+			return 1;
+		while (!atomic_load(&started))
+			;
+	}
+	for (; i < argc; i++) {
+		long pages = atol(argv[i]);
+		size_t len = (size_t)pages * psz;
+		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return 1;
+		/* no transparent huge pages: we want pages-sized flushes */
+		madvise(p, len, MADV_NOHUGEPAGE);
+		for (long r = 0; r < reps; r++) {
+			for (long k = 0; k < pages; k++)
+				p[k * psz] = 1;
+			if (madvise(p, len, MADV_DONTNEED) != 0)
+				return 1;
+		}
+		munmap(p, len);
+	}
+	if (spinner) {
+		atomic_store(&stop, 1);
+		pthread_join(th, NULL);
+	}
+	return 0;
+}
