@@ -25,4 +25,7 @@ pub struct DbArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Tracepoint captures (tracefs) into TLB-flush, pair-duration and count tables
+    Trace(crate::commands::trace::TraceArgs),
+}

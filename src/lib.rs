@@ -11,3 +11,4 @@ pub mod measure;
 pub mod runner;
 pub mod stats;
 pub mod store;
+pub mod trace;

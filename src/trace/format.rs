@@ -119,10 +119,13 @@ fn parse_field_line(line: &str) -> Result<Field, String> {
         }
     }
     let decl = decl.ok_or("field line without a declaration")?;
+    let dynamic = decl.contains("__data_loc") || decl.contains("__rel_loc");
     let offset = offset.ok_or("field line without offset:")?;
     let size = size.ok_or("field line without size:")?;
     // The name is the last identifier of the declaration, before any [N].
     let (before_bracket, is_array) = match decl.find('[') {
+        // `__data_loc char[] name`: the name follows the brackets
+        _ if dynamic => (decl.as_str(), true),
         Some(p) => (&decl[..p], true),
         None => (decl.as_str(), false),
     };
@@ -135,7 +138,6 @@ fn parse_field_line(line: &str) -> Result<Field, String> {
         return Err(format!("no field name in {decl:?}"));
     }
     let ctype = format!("{}{}", before_bracket[..name_start].trim(), if is_array { "[]" } else { "" });
-    let is_array = is_array || decl.contains("__data_loc") || decl.contains("__rel_loc");
     Ok(Field { name, ctype, offset, size, signed, is_array, print_hex: false })
 }
 
@@ -224,6 +226,10 @@ pub fn parse_header_event(text: &str) -> Result<EventHeader, FormatError> {
     };
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
+        if let Some(v) = line.strip_prefix("data max type_len") {
+            h.data_max_type_len = num(v, i + 1)?;
+            continue;
+        }
         let Some((k, v)) = line.split_once(':') else { continue };
         let k = k.trim();
         let v = v.trim();
@@ -233,11 +239,10 @@ pub fn parse_header_event(text: &str) -> Result<EventHeader, FormatError> {
             "padding" => h.padding = num(v, i + 1)?,
             "time_extend" => h.time_extend = num(v, i + 1)?,
             "time_stamp" => h.time_stamp = num(v, i + 1)?,
-            _ if k.starts_with("data max type_len") => h.data_max_type_len = num(v, i + 1)?,
             _ => {}
         }
     }
-    if h.type_len_bits + h.time_delta_bits != 32 || h.padding == 0 || h.time_extend == 0 || h.time_stamp == 0 {
+    if h.type_len_bits + h.time_delta_bits != 32 || h.data_max_type_len == 0 || h.padding == 0 || h.time_extend == 0 || h.time_stamp == 0 {
         return Err(FormatError::Missing {
             what: "events/header_event".into(),
             msg: format!("unsupported record header {h:?} (expected type_len 5 + time_delta 27 bits, padding/time_extend/time_stamp types)"),

@@ -40,8 +40,7 @@ impl Tracefs {
     }
 
     pub fn read(&self, rel: &str) -> Result<String> {
-        let p = self.root.join(rel);
-        fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))
+        read_whole(&self.root.join(rel))
     }
 
     pub fn page_header(&self) -> Result<PageHeader> {
@@ -100,6 +99,28 @@ impl Drop for Tracefs {
             let _ = fs::remove_dir(&self.root);
         }
     }
+}
+
+/// Read a tracefs file with one large read first: some files (events/header_page on 6.18)
+/// return only the first chunk and then EOF to small reads, as `read_to_string` starts with.
+pub fn read_whole(p: &Path) -> Result<String> {
+    use std::io::Read;
+    let mut f = fs::File::open(p).with_context(|| format!("reading {}", p.display()))?;
+    let mut buf = vec![0u8; 1 << 18];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match f.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(anyhow!("reading {}: {e}", p.display())),
+        }
+    }
+    buf.truncate(len);
+    String::from_utf8(buf).map_err(|_| anyhow!("{}: not UTF-8 text", p.display()))
 }
 
 fn find_mounted() -> Option<PathBuf> {
@@ -169,8 +190,7 @@ impl Instance {
         self.dir.join(rel)
     }
     pub fn read(&self, rel: &str) -> Result<String> {
-        let p = self.path(rel);
-        fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))
+        read_whole(&self.path(rel))
     }
     pub fn write(&self, rel: &str, v: &str) -> Result<()> {
         let p = self.path(rel);

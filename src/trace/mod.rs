@@ -54,6 +54,8 @@ pub struct RecordOptions {
     pub buffer_kib: u64,
     pub duration: Option<Duration>,
     pub command: Vec<String>,
+    /// Write the ftrace text (`trace` file) here; the pages are then read after the workload.
+    pub save_text: Option<std::path::PathBuf>,
 }
 
 /// A finished recording.
@@ -113,7 +115,8 @@ pub fn record(opts: &RecordOptions, stop: &Arc<AtomicBool>) -> Result<Recorded> 
     }
     let page_size = inst.page_size(&ph);
     let _ = eh;
-    let readers = record::Readers::start(&inst, page_size)?;
+    let streaming = opts.save_text.is_none();
+    let mut readers = if streaming { Some(record::Readers::start(&inst, page_size)?) } else { None };
     inst.tracing_on(true)?;
     let t0 = Instant::now();
     let mut exit_code = None;
@@ -162,7 +165,13 @@ pub fn record(opts: &RecordOptions, stop: &Arc<AtomicBool>) -> Result<Recorded> 
     })();
     let wall_ns = t0.elapsed().as_nanos() as u64;
     inst.tracing_on(false)?;
-    let pages = readers.finish()?;
+    if let Some(path) = &opts.save_text {
+        // `trace` does not consume: copy it, then drain the pages
+        let text = std::fs::read(inst.path("trace")).context("reading the instance's trace file")?;
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        readers = Some(record::Readers::start(&inst, page_size)?);
+    }
+    let pages = readers.take().expect("readers started").finish()?;
     let mut lost_stats = Vec::new();
     for (cpu, _) in &pages {
         lost_stats.push((*cpu, inst.lost_stats(*cpu).unwrap_or(0)));
@@ -206,7 +215,7 @@ pub fn local_hex_hints() -> std::collections::HashMap<String, std::collections::
         for sys in systems.flatten() {
             let Ok(evs) = std::fs::read_dir(sys.path()) else { continue };
             for ev in evs.flatten() {
-                let Ok(text) = std::fs::read_to_string(ev.path().join("format")) else { continue };
+                let Ok(text) = instance::read_whole(&ev.path().join("format")) else { continue };
                 let Some(line) = text.lines().find(|l| l.starts_with("print fmt:")) else { continue };
                 let hex = format::hex_fields(line.trim_start_matches("print fmt:").trim());
                 if !hex.is_empty() {

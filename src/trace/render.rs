@@ -149,8 +149,8 @@ pub fn count(c: &CountTable) -> String {
     let total: u64 = c.rows.iter().map(|r| r.1).sum();
     let _ = writeln!(s, "{} by {}: {total} events", c.event, c.key);
     for (k, n) in &c.rows {
-        let name = c.names.iter().find(|(v, _)| v == k).map(|(_, n)| format!(" ({n})")).unwrap_or_default();
-        let _ = writeln!(s, "{:>20}{name}: {n:>10} {:>6.2}%", key_str(&c.key, *k), 100.0 * *n as f64 / total.max(1) as f64);
+        let name = c.names.iter().find(|(v, _)| v == k).map(|(_, n)| n.as_str()).unwrap_or("");
+        let _ = writeln!(s, "{:>12} {name:<24}: {n:>10} {:>6.2}%", key_str(&c.key, *k), 100.0 * *n as f64 / total.max(1) as f64);
     }
     s
 }
@@ -296,7 +296,6 @@ pub fn compare(a: (&CaptureInfo, &Tables), b: (&CaptureInfo, &Tables)) -> String
         s.push_str("WARNING: events were lost in at least one capture: the comparison is built on incomplete data\n");
     }
     let (ua, ub) = (a.0.units(), b.0.units());
-    let empty = std::collections::BTreeMap::new();
     let ra = a.1.tlb.as_ref().map(|t| t.by_pages(None)).unwrap_or_default();
     let rb = b.1.tlb.as_ref().map(|t| t.by_pages(None)).unwrap_or_default();
     let ta: u64 = ra.values().map(|x| x.count).sum();
@@ -307,7 +306,6 @@ pub fn compare(a: (&CaptureInfo, &Tables), b: (&CaptureInfo, &Tables)) -> String
     let mut keys: Vec<i64> = ra.keys().chain(rb.keys()).copied().collect();
     keys.sort();
     keys.dedup();
-    let _ = &empty;
     for k in keys {
         let x = ra.get(&k).copied().unwrap_or_default();
         let y = rb.get(&k).copied().unwrap_or_default();

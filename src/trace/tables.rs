@@ -192,11 +192,13 @@ const DENSE_REASONS: usize = 8;
 const DENSE_PAGES: usize = 1026; // pages -1..=1024
 
 /// Streaming aggregator. Feed events of each CPU in time order (CPUs may interleave).
+#[derive(Debug)]
 pub struct Analyzer {
     flush_ty: Option<u32>,
     flush_reason: Option<FieldLoc>,
     flush_pages: Option<FieldLoc>,
     remote_reason: Option<i64>,
+    switch_reason: Option<i64>,
     roles: Vec<Vec<Role>>,
     pairs: Vec<PairDef>,
     acc: Vec<PairAcc>,
@@ -218,7 +220,11 @@ impl Analyzer {
         let remote_reason = flush_ty.and_then(|t| {
             schema.types[t as usize].symbols.get("reason").and_then(|s| s.iter().find(|(_, n)| n == "remote shootdown").map(|(v, _)| *v))
         });
+        let switch_reason = flush_ty.and_then(|t| {
+            schema.types[t as usize].symbols.get("reason").and_then(|s| s.iter().find(|(_, n)| n == "flush on task switch").map(|(v, _)| *v))
+        });
         let mut a = Analyzer {
+            switch_reason,
             flush_ty,
             flush_reason,
             flush_pages,
@@ -431,7 +437,8 @@ impl Analyzer {
             }
             let take = match def.flush_remote {
                 Some(true) => remote,
-                Some(false) => !remote && ev.pid == o.pid,
+                // a flush on task switch inside a syscall belongs to the switch, not the call
+                Some(false) => !remote && Some(reason) != self.switch_reason && ev.pid == o.pid,
                 None => true,
             };
             if take {
@@ -452,10 +459,12 @@ impl Analyzer {
             self.acc[p].unmatched += 1;
             return;
         }
+        let d = ev.ts.saturating_sub(o.ts);
+        // the shortest pair, also one with nothing inside, is the cost of tracing itself
+        self.bias = Some(self.bias.map_or(d, |b| b.min(d)));
         if def.need_flush && o.flushes.is_empty() {
             return;
         }
-        let d = ev.ts.saturating_sub(o.ts);
         let is_remote_key = def.keys.iter().any(|(_, k)| matches!(k, KeyOf::InnerRemotePages));
         let key = if is_remote_key { o.flushes[0].1 } else { o.key };
         let flushes = std::mem::take(&mut o.flushes);
@@ -466,12 +475,10 @@ impl Analyzer {
         for (_, pages) in &flushes {
             *inner.entry(*pages).or_default() += 1;
         }
-        self.bias = Some(self.bias.map_or(d, |b| b.min(d)));
         if times && self.want_tlb {
             // a flush is timed by the pair when it is the only one of its reason inside
-            for (i, (r, pg)) in flushes.iter().enumerate() {
+            for (r, pg) in &flushes {
                 if flushes.iter().filter(|(r2, _)| r2 == r).count() == 1 {
-                    let _ = i;
                     self.tlb_bin(*r, *pg).add_time(d);
                 }
             }
