@@ -253,7 +253,7 @@ fn is_raw(path: &Path) -> Result<bool> {
 /// Analyse a text trace.
 fn analyze_text(path: &Path, lenient: bool, specs: &[Spec]) -> Result<(text::TextCapture, Tables)> {
     let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let opts = TextOptions { lenient, hex: trace::local_hex_hints() };
+    let opts = TextOptions { lenient, ..trace::local_text_hints() };
     let cap = text::parse(&path.display().to_string(), &data, &opts).map_err(|e| crate::error::usage(e.to_string()))?;
     let mut an = trace::tables::Analyzer::new(&cap.schema, specs).map_err(crate::error::usage)?;
     cap.for_each(|e| an.event(e));

@@ -206,15 +206,21 @@ impl Units {
     }
 }
 
-/// Fields printed as bare hex, from the local format files, for text import. Empty when
-/// tracefs is not mounted (numbers with a-f digits are still read as hex).
-pub fn local_hex_hints() -> std::collections::HashMap<String, std::collections::HashSet<String>> {
+/// Hints for text import from the local format files: fields printed as bare hex, and the
+/// system of each event name. Empty when tracefs is not mounted (numbers with a-f digits are
+/// still read as hex; events then have no system prefix).
+pub fn local_text_hints() -> text::TextOptions {
     let mut out = std::collections::HashMap::new();
+    let mut systems = std::collections::HashMap::new();
     for root in ["/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events"] {
-        let Ok(systems) = std::fs::read_dir(root) else { continue };
-        for sys in systems.flatten() {
+        let Ok(dirs) = std::fs::read_dir(root) else { continue };
+        for sys in dirs.flatten() {
             let Ok(evs) = std::fs::read_dir(sys.path()) else { continue };
             for ev in evs.flatten() {
+                if !ev.path().join("format").exists() {
+                    continue;
+                }
+                systems.insert(ev.file_name().to_string_lossy().into_owned(), sys.file_name().to_string_lossy().into_owned());
                 let Ok(text) = instance::read_whole(&ev.path().join("format")) else { continue };
                 let Some(line) = text.lines().find(|l| l.starts_with("print fmt:")) else { continue };
                 let hex = format::hex_fields(line.trim_start_matches("print fmt:").trim());
@@ -225,7 +231,7 @@ pub fn local_hex_hints() -> std::collections::HashMap<String, std::collections::
         }
         break;
     }
-    out
+    text::TextOptions { lenient: false, hex: out, systems }
 }
 
 /// Parse `EVENT:EXPR` where EVENT is `system:name`.

@@ -56,6 +56,8 @@ pub struct TextOptions {
     pub lenient: bool,
     /// Fields printed as bare hex, by event name (from the local format files when available).
     pub hex: HashMap<String, HashSet<String>>,
+    /// System of an event name (`tlb_flush` -> `tlb`), to name events as the binary path does.
+    pub systems: HashMap<String, String>,
 }
 
 impl TextCapture {
@@ -252,7 +254,11 @@ impl LineParser<'_> {
         if let Some(t) = self.type_cache.get(name) {
             return *t;
         }
-        let t = cap.schema.intern_type(&String::from_utf8_lossy(name));
+        let n = String::from_utf8_lossy(name);
+        let t = cap.schema.intern_type(&n);
+        if let Some(sys) = self.opts.systems.get(n.as_ref()) {
+            cap.schema.types[t as usize].system = Some(sys.clone());
+        }
         self.type_cache.insert(name.to_vec(), t);
         t
     }
