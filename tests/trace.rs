@@ -26,11 +26,20 @@ fn bin() -> &'static str {
 
 fn abperf(db: &Path, args: &[&str]) -> Output {
     // through the environment: `--db` cannot follow a `-- COMMAND`
-    Command::new(bin()).args(args).env("ABPERF_DB", db).output().expect("run abperf")
+    Command::new(bin())
+        .args(args)
+        .env("ABPERF_DB", db)
+        .output()
+        .expect("run abperf")
 }
 
 fn text(o: &Output) -> String {
-    format!("status {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// Compile the workload once per test process.
@@ -72,11 +81,20 @@ fn tlb_count(j: &Value, pages: i64, reason: Option<&str>) -> (u64, u64) {
 }
 
 fn pair<'a>(j: &'a Value, name: &str) -> &'a Value {
-    j["pairs"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("no pair table {name} in {j}"))
+    j["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no pair table {name} in {j}"))
 }
 
 fn row<'a>(p: &'a Value, key: i64) -> Option<&'a Value> {
-    p["rows"].as_array().unwrap().iter().find(|r| r["key"].as_i64() == Some(key))
+    p["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"].as_i64() == Some(key))
 }
 
 /// The global tracing state, read through the library (mounts tracefs privately if needed).
@@ -87,7 +105,10 @@ fn global_state() -> String {
 
 fn instances() -> Vec<String> {
     let t = abperf::trace::instance::Tracefs::open().expect("tracefs");
-    let mut v: Vec<String> = std::fs::read_dir(t.root.join("instances")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut v: Vec<String> = std::fs::read_dir(t.root.join("instances"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     v.sort();
     v
 }
@@ -101,14 +122,31 @@ fn madvise_sizes_give_the_flush_table() {
     let reps = 25;
     let o = abperf(
         &db,
-        &["trace", "record", "-q", "--filter", "syscalls:sys_enter_madvise:behavior == 4", "--", w.to_str().unwrap(), &reps.to_string(), "1", "2", "8", "33", "64"],
+        &[
+            "trace",
+            "record",
+            "-q",
+            "--filter",
+            "syscalls:sys_enter_madvise:behavior == 4",
+            "--",
+            w.to_str().unwrap(),
+            &reps.to_string(),
+            "1",
+            "2",
+            "8",
+            "33",
+            "64",
+        ],
     );
     assert!(o.status.success(), "{}", text(&o));
     let j = report_json(&db);
     assert_eq!(j["lost_total"], 0, "lost events in a tiny capture: {j}");
     for pages in [1, 2, 8, 33] {
         let (n, _) = tlb_count(&j, pages, None);
-        assert!(n >= reps, "{pages} pages: {n} flushes, expected at least {reps}");
+        assert!(
+            n >= reps,
+            "{pages} pages: {n} flushes, expected at least {reps}"
+        );
     }
     let (full, _) = tlb_count(&j, -1, None);
     assert!(full >= reps, "full flushes for 64 pages: {full}");
@@ -122,11 +160,33 @@ fn madvise_sizes_give_the_flush_table() {
         mins.push(r["min_cycles"].as_f64().unwrap());
     }
     let r64 = row(md, 64).unwrap();
-    assert!(r64["flushes"].as_array().unwrap().iter().any(|f| f[0] == -1), "64 requested pages give full flushes: {r64}");
+    assert!(
+        r64["flushes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f[0] == -1),
+        "64 requested pages give full flushes: {r64}"
+    );
     // durations grow with size (minimum of >= 25 calls: robust to interrupts)
-    assert!(mins[2] > mins[0], "8 pages {} vs 1 page {}", mins[2], mins[0]);
-    assert!(mins[3] > mins[2], "33 pages {} vs 8 pages {}", mins[3], mins[2]);
-    assert!(mins[4] > mins[2], "64 pages {} vs 8 pages {}", mins[4], mins[2]);
+    assert!(
+        mins[2] > mins[0],
+        "8 pages {} vs 1 page {}",
+        mins[2],
+        mins[0]
+    );
+    assert!(
+        mins[3] > mins[2],
+        "33 pages {} vs 8 pages {}",
+        mins[3],
+        mins[2]
+    );
+    assert!(
+        mins[4] > mins[2],
+        "64 pages {} vs 8 pages {}",
+        mins[4],
+        mins[2]
+    );
     // local flushes are timed by their syscall
     let (_, timed) = tlb_count(&j, 33, Some("local MM shootdown"));
     assert!(timed >= reps, "timed 33-page local flushes: {timed}");
@@ -134,14 +194,23 @@ fn madvise_sizes_give_the_flush_table() {
     // text report in seed 002's layout
     let o = abperf(&db, &["trace", "report", "latest", "--table", "tlb"]);
     let s = String::from_utf8_lossy(&o.stdout);
-    assert!(s.contains("Flush    % of     %<=") && s.contains("    33: "), "{s}");
-    assert!(s.lines().any(|l| l.starts_with("    -1: ") && l.contains("cycles/page: xxxx")), "{s}");
+    assert!(
+        s.contains("Flush    % of     %<=") && s.contains("    33: "),
+        "{s}"
+    );
+    assert!(
+        s.lines()
+            .any(|l| l.starts_with("    -1: ") && l.contains("cycles/page: xxxx")),
+        "{s}"
+    );
 }
 
 #[test]
 fn spinning_sibling_gives_remote_shootdowns() {
     let _g = lock();
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     if cpus < 2 {
         eprintln!("skipped: remote shootdowns need 2 CPUs, this machine has {cpus}");
         return;
@@ -149,7 +218,21 @@ fn spinning_sibling_gives_remote_shootdowns() {
     let w = workload();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
-    let o = abperf(&db, &["trace", "record", "-q", "--", w.to_str().unwrap(), "-s", "20", "1", "8", "33"]);
+    let o = abperf(
+        &db,
+        &[
+            "trace",
+            "record",
+            "-q",
+            "--",
+            w.to_str().unwrap(),
+            "-s",
+            "20",
+            "1",
+            "8",
+            "33",
+        ],
+    );
     assert!(o.status.success(), "{}", text(&o));
     let j = report_json(&db);
     let rs = pair(&j, "remote shootdown");
@@ -161,7 +244,10 @@ fn spinning_sibling_gives_remote_shootdowns() {
         assert!(r["avg_cycles"].as_f64().unwrap() > 0.0, "{r}");
     }
     let (cnt, timed) = tlb_count(&j, 33, Some("remote shootdown"));
-    assert!(cnt >= 10 && timed == cnt, "33-page remote shootdowns {cnt}, timed {timed}");
+    assert!(
+        cnt >= 10 && timed == cnt,
+        "33-page remote shootdowns {cnt}, timed {timed}"
+    );
 }
 
 #[test]
@@ -177,15 +263,54 @@ fn global_state_and_instances_are_left_alone() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(global_state(), before);
     // a command that cannot start
-    let o = abperf(&db, &["trace", "record", "-q", "--", "/nonexistent/abperf-test-command"]);
+    let o = abperf(
+        &db,
+        &[
+            "trace",
+            "record",
+            "-q",
+            "--",
+            "/nonexistent/abperf-test-command",
+        ],
+    );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot start"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot start"),
+        "{}",
+        text(&o)
+    );
     // a filter the kernel rejects: usage error, naming the flag
-    let o = abperf(&db, &["trace", "record", "-q", "--filter", "tlb:tlb_flush:no_such_field == 3", "--", "true"]);
+    let o = abperf(
+        &db,
+        &[
+            "trace",
+            "record",
+            "-q",
+            "--filter",
+            "tlb:tlb_flush:no_such_field == 3",
+            "--",
+            "true",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--filter"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--filter"),
+        "{}",
+        text(&o)
+    );
     // an event that does not exist
-    let o = abperf(&db, &["trace", "record", "-q", "-e", "tlb:no_such_event", "--", "true"]);
+    let o = abperf(
+        &db,
+        &[
+            "trace",
+            "record",
+            "-q",
+            "-e",
+            "tlb:no_such_event",
+            "--",
+            "true",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_eq!(global_state(), before);
     assert_eq!(instances(), inst_before);
@@ -202,14 +327,20 @@ fn global_state_and_instances_are_left_alone() {
     let name = format!("abperf-{}", child.id());
     let t0 = Instant::now();
     while !instances().contains(&name) {
-        assert!(t0.elapsed() < Duration::from_secs(10), "instance {name} never appeared");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "instance {name} never appeared"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(200));
     // SAFETY: kill(2) of our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let st = child.wait().unwrap();
-    assert!(t0.elapsed() < Duration::from_secs(20), "abperf did not stop on SIGINT");
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "abperf did not stop on SIGINT"
+    );
     assert_eq!(st.code(), Some(130));
     assert!(!instances().contains(&name), "instance {name} left behind");
     assert_eq!(instances(), inst_before);
@@ -217,14 +348,22 @@ fn global_state_and_instances_are_left_alone() {
 }
 
 fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
 /// The rows of every table, without names (text imports may lack the `system:` prefix when
 /// tracefs is not mounted on the machine running the test).
 fn rows(j: &Value) -> Value {
     // a binary capture has (empty) tables for events enabled but never seen; text has none
-    let pairs: Vec<Value> = j["pairs"].as_array().unwrap().iter().filter(|p| !p["rows"].as_array().unwrap().is_empty()).map(|p| serde_json::json!([p["name"], p["rows"], p["unmatched"]])).collect();
+    let pairs: Vec<Value> = j["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| !p["rows"].as_array().unwrap().is_empty())
+        .map(|p| serde_json::json!([p["name"], p["rows"], p["unmatched"]]))
+        .collect();
     serde_json::json!({ "tlb": j["tlb"]["rows"], "pairs": pairs, "bias": j["bias_cycles"] })
 }
 
@@ -235,10 +374,30 @@ fn text_import_equals_binary_capture() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
     // the same TSC frequency for both, so that ns agree too
-    let o = abperf(&db, &["trace", "import", "-q", "--tsc-mhz", "2596.138", data("small-capture.raw").to_str().unwrap()]);
+    let o = abperf(
+        &db,
+        &[
+            "trace",
+            "import",
+            "-q",
+            "--tsc-mhz",
+            "2596.138",
+            data("small-capture.raw").to_str().unwrap(),
+        ],
+    );
     assert!(o.status.success(), "{}", text(&o));
     let bin = report_json(&db);
-    let o = abperf(&db, &["trace", "import", "-q", "--tsc-mhz", "2596.138", data("small-capture.txt").to_str().unwrap()]);
+    let o = abperf(
+        &db,
+        &[
+            "trace",
+            "import",
+            "-q",
+            "--tsc-mhz",
+            "2596.138",
+            data("small-capture.txt").to_str().unwrap(),
+        ],
+    );
     assert!(o.status.success(), "{}", text(&o));
     let txt = report_json(&db);
     assert!(bin["tlb"]["rows"].as_array().unwrap().len() > 3);
@@ -248,17 +407,71 @@ fn text_import_equals_binary_capture() {
     let o = abperf(&db, &["trace", "compare", "1", "2"]);
     assert!(o.status.success(), "{}", text(&o));
     let s = String::from_utf8_lossy(&o.stdout);
-    assert!(s.contains("A: capture 1") && s.contains("B: capture 2") && s.contains("   1.000"), "{s}");
+    assert!(
+        s.contains("A: capture 1") && s.contains("B: capture 2") && s.contains("   1.000"),
+        "{s}"
+    );
     // a custom pair from the stored raw pages, and a count by field
-    let o = abperf(&db, &["trace", "report", "1", "--table", "pair", "--begin", "syscalls:sys_enter_madvise", "--end", "syscalls:sys_exit_madvise", "--key", "behavior"]);
+    let o = abperf(
+        &db,
+        &[
+            "trace",
+            "report",
+            "1",
+            "--table",
+            "pair",
+            "--begin",
+            "syscalls:sys_enter_madvise",
+            "--end",
+            "syscalls:sys_exit_madvise",
+            "--key",
+            "behavior",
+        ],
+    );
     assert!(o.status.success(), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("sys_enter_madvise..syscalls:sys_exit_madvise"), "{}", text(&o));
-    let o = abperf(&db, &["trace", "report", "2", "--event", "tlb_flush", "--key", "pages", "--format", "csv"]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("sys_enter_madvise..syscalls:sys_exit_madvise"),
+        "{}",
+        text(&o)
+    );
+    let o = abperf(
+        &db,
+        &[
+            "trace",
+            "report",
+            "2",
+            "--event",
+            "tlb_flush",
+            "--key",
+            "pages",
+            "--format",
+            "csv",
+        ],
+    );
     assert!(o.status.success(), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains(",pages,33,"), "{}", text(&o));
-    let o = abperf(&db, &["trace", "report", "2", "--event", "tlb_flush", "--key", "nope"]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(",pages,33,"),
+        "{}",
+        text(&o)
+    );
+    let o = abperf(
+        &db,
+        &[
+            "trace",
+            "report",
+            "2",
+            "--event",
+            "tlb_flush",
+            "--key",
+            "nope",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("\"nope\""), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("\"nope\""),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -275,9 +488,16 @@ fn malformed_text_names_the_line() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("bad.txt: line 50:"), "{err}");
     assert_eq!(err.lines().count(), 1, "one-line error: {err}");
-    let o = abperf(&db, &["trace", "import", "-q", "--lenient", bad.to_str().unwrap()]);
+    let o = abperf(
+        &db,
+        &["trace", "import", "-q", "--lenient", bad.to_str().unwrap()],
+    );
     assert!(o.status.success(), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("1 lines skipped"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("1 lines skipped"),
+        "{}",
+        text(&o)
+    );
     let j = report_json(&db);
     assert_eq!(j["capture"]["skipped_lines"], 1);
     // not a trace at all
@@ -285,5 +505,9 @@ fn malformed_text_names_the_line() {
     std::fs::write(&junk, "hello\n").unwrap();
     let o = abperf(&db, &["trace", "import", "-q", junk.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("line 1"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("line 1"),
+        "{}",
+        text(&o)
+    );
 }

@@ -35,7 +35,12 @@ pub enum TraceCmd {
 pub struct RecordArgs {
     /// Events, comma-separated or repeated: SYSTEM:NAME, SYSTEM:* or SYSTEM (default: tlb_flush,
     /// call_function[_single] entry/exit, madvise/munmap/mprotect enter/exit, x86_fpu save)
-    #[arg(short = 'e', long = "event", value_delimiter = ',', value_name = "EVENTS")]
+    #[arg(
+        short = 'e',
+        long = "event",
+        value_delimiter = ',',
+        value_name = "EVENTS"
+    )]
     pub events: Vec<String>,
     /// Kernel event filter, SYSTEM:EVENT:EXPRESSION (e.g. 'tlb:tlb_flush:reason != 0'); repeatable
     #[arg(long, value_name = "EVENT:EXPR")]
@@ -153,22 +158,47 @@ fn lost_from_raw(raw: &RawCapture, dec: &trace::record::Decoded) -> Vec<LostCpu>
     raw.cpus
         .iter()
         .map(|(cpu, _)| {
-            let stats = raw.meta.lost_stats.iter().find(|(c, _)| c == cpu).map(|(_, n)| *n);
-            let pages = dec.lost_pages.iter().find(|(c, _)| c == cpu).map(|(_, l)| *l).unwrap_or_default();
-            LostCpu { cpu: *cpu, stats, counted: pages.counted, flagged: pages.flagged_uncounted }
+            let stats = raw
+                .meta
+                .lost_stats
+                .iter()
+                .find(|(c, _)| c == cpu)
+                .map(|(_, n)| *n);
+            let pages = dec
+                .lost_pages
+                .iter()
+                .find(|(c, _)| c == cpu)
+                .map(|(_, l)| *l)
+                .unwrap_or_default();
+            LostCpu {
+                cpu: *cpu,
+                stats,
+                counted: pages.counted,
+                flagged: pages.flagged_uncounted,
+            }
         })
         .collect()
 }
 
 fn record(a: RecordArgs) -> Result<i32> {
-    let filters = a.filter.iter().map(|f| trace::parse_filter(f)).collect::<Result<Vec<_>>>()?;
+    let filters = a
+        .filter
+        .iter()
+        .map(|f| trace::parse_filter(f))
+        .collect::<Result<Vec<_>>>()?;
     let duration = match a.duration {
-        Some(d) if !(d.is_finite() && d > 0.0) => return Err(crate::error::usage(format!("--duration {d}: expected a positive number of seconds"))),
+        Some(d) if !(d.is_finite() && d > 0.0) => {
+            return Err(crate::error::usage(format!(
+                "--duration {d}: expected a positive number of seconds"
+            )));
+        }
         Some(d) => Some(Duration::from_secs_f64(d)),
         None => None,
     };
     if duration.is_none() && a.command.is_empty() {
-        return Err(crate::error::usage("trace record: give --duration SECONDS or -- COMMAND"));
+        return Err(crate::error::usage(
+            "trace record: give --duration SECONDS or -- COMMAND",
+        ));
     }
     if a.buffer_kib == 0 {
         return Err(crate::error::usage("--buffer-kib must be at least 1"));
@@ -218,9 +248,18 @@ fn record(a: RecordArgs) -> Result<i32> {
         skipped_lines: 0,
         exit_code: rec.exit_code,
     };
-    let name = a.name.clone().unwrap_or_else(|| if a.command.is_empty() { "trace".into() } else { format!("trace: {}", shell_words::join(&a.command)) });
+    let name = a.name.clone().unwrap_or_else(|| {
+        if a.command.is_empty() {
+            "trace".into()
+        } else {
+            format!("trace: {}", shell_words::join(&a.command))
+        }
+    });
     let id = store.save_capture(&name, &argv(), &info, &dec.tables)?;
-    let info = CaptureInfo { id: Some(id), ..info };
+    let info = CaptureInfo {
+        id: Some(id),
+        ..info
+    };
     if !a.quiet {
         print!("{}", render::text(&info, &dec.tables, Which::All));
     }
@@ -232,19 +271,25 @@ fn record(a: RecordArgs) -> Result<i32> {
     match rec.exit_code {
         Some(0) | None => Ok(0),
         Some(c) => {
-            eprintln!("abperf: the command exited with status {c}; capture {id} is stored but marked failed");
+            eprintln!(
+                "abperf: the command exited with status {c}; capture {id} is stored but marked failed"
+            );
             Ok(1)
         }
     }
 }
 
 fn absolute(p: &Path) -> String {
-    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()).display().to_string()
+    std::path::absolute(p)
+        .unwrap_or_else(|_| p.to_path_buf())
+        .display()
+        .to_string()
 }
 
 fn is_raw(path: &Path) -> Result<bool> {
     use std::io::Read;
-    let mut f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut m = [0u8; 17];
     let n = f.read(&mut m)?;
     Ok(n == 17 && &m == b"ABPERF-TRACE-RAW1")
@@ -253,8 +298,12 @@ fn is_raw(path: &Path) -> Result<bool> {
 /// Analyse a text trace.
 fn analyze_text(path: &Path, lenient: bool, specs: &[Spec]) -> Result<(text::TextCapture, Tables)> {
     let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let opts = TextOptions { lenient, ..trace::local_text_hints() };
-    let cap = text::parse(&path.display().to_string(), &data, &opts).map_err(|e| crate::error::usage(e.to_string()))?;
+    let opts = TextOptions {
+        lenient,
+        ..trace::local_text_hints()
+    };
+    let cap = text::parse(&path.display().to_string(), &data, &opts)
+        .map_err(|e| crate::error::usage(e.to_string()))?;
     let mut an = trace::tables::Analyzer::new(&cap.schema, specs).map_err(crate::error::usage)?;
     cap.for_each(|e| an.event(e));
     let t = an.finish(&cap.schema);
@@ -265,16 +314,30 @@ fn import(a: ImportArgs) -> Result<i32> {
     let mut store = Store::open_resolved(a.db.db.as_deref())?;
     if let Some(m) = a.tsc_mhz {
         if !(m.is_finite() && m > 0.0) {
-            return Err(crate::error::usage(format!("--tsc-mhz {m}: expected a positive frequency in MHz")));
+            return Err(crate::error::usage(format!(
+                "--tsc-mhz {m}: expected a positive frequency in MHz"
+            )));
         }
     }
-    let tsc_hz = a.tsc_mhz.map(|m| m * 1e6).or_else(|| trace::tsc::calibrate(Duration::from_millis(100)));
+    let tsc_hz = a
+        .tsc_mhz
+        .map(|m| m * 1e6)
+        .or_else(|| trace::tsc::calibrate(Duration::from_millis(100)));
     let (info, tables) = if is_raw(&a.file)? {
         let raw = RawCapture::read(&a.file)?;
         let dec = raw.analyze(&[Spec::Standard])?;
         let info = CaptureInfo {
             source: "import".into(),
-            events: raw.meta.formats.iter().filter_map(|(s, t)| trace::format::parse_event_format(s, t).ok().map(|f| f.full_name())).collect(),
+            events: raw
+                .meta
+                .formats
+                .iter()
+                .filter_map(|(s, t)| {
+                    trace::format::parse_event_format(s, t)
+                        .ok()
+                        .map(|f| f.full_name())
+                })
+                .collect(),
             clock: raw.meta.clock.clone(),
             tsc_hz,
             span_ticks: dec.span,
@@ -287,7 +350,10 @@ fn import(a: ImportArgs) -> Result<i32> {
     } else {
         let (cap, t) = analyze_text(&a.file, a.lenient, &[Spec::Standard])?;
         if cap.is_empty() {
-            return Err(crate::error::usage(format!("{}: no trace events found", a.file.display())));
+            return Err(crate::error::usage(format!(
+                "{}: no trace events found",
+                a.file.display()
+            )));
         }
         let clock = match cap.clock {
             Some(TextClock::Seconds) => "mono".to_string(),
@@ -302,20 +368,35 @@ fn import(a: ImportArgs) -> Result<i32> {
             span_ticks: cap.span(),
             event_count: cap.len() as u64,
             lost: (0..cpus.max(cap.lost.keys().map(|c| c + 1).max().unwrap_or(0)))
-                .map(|c| LostCpu { cpu: c, stats: None, counted: cap.lost.get(&c).copied().unwrap_or(0), flagged: 0 })
+                .map(|c| LostCpu {
+                    cpu: c,
+                    stats: None,
+                    counted: cap.lost.get(&c).copied().unwrap_or(0),
+                    flagged: 0,
+                })
                 .collect(),
             text_path: Some(absolute(&a.file)),
             skipped_lines: cap.skipped,
             ..Default::default()
         };
         if let Some((line, msg)) = &cap.first_bad_line {
-            eprintln!("abperf: {} lines skipped (--lenient); first: {}: line {line}: {msg}", cap.skipped, a.file.display());
+            eprintln!(
+                "abperf: {} lines skipped (--lenient); first: {}: line {line}: {msg}",
+                cap.skipped,
+                a.file.display()
+            );
         }
         (info, t)
     };
-    let name = a.name.clone().unwrap_or_else(|| format!("trace import: {}", a.file.display()));
+    let name = a
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("trace import: {}", a.file.display()));
     let id = store.save_capture(&name, &argv(), &info, &tables)?;
-    let info = CaptureInfo { id: Some(id), ..info };
+    let info = CaptureInfo {
+        id: Some(id),
+        ..info
+    };
     if !a.quiet {
         print!("{}", render::text(&info, &tables, Which::All));
     }
@@ -328,26 +409,44 @@ fn report(a: ReportArgs) -> Result<i32> {
     let id = store.resolve_id(&a.id)?;
     let (info, stored) = store.load_capture(id)?;
     let custom = match (a.table, &a.begin, &a.end, &a.event) {
-        (Some(TableKind::Pair) | None, Some(b), Some(e), None) => Some(Spec::Pair { begin: b.clone(), end: e.clone(), key: a.key.clone() }),
-        (_, Some(_), None, _) | (_, None, Some(_), _) => return Err(crate::error::usage("--begin and --end go together")),
+        (Some(TableKind::Pair) | None, Some(b), Some(e), None) => Some(Spec::Pair {
+            begin: b.clone(),
+            end: e.clone(),
+            key: a.key.clone(),
+        }),
+        (_, Some(_), None, _) | (_, None, Some(_), _) => {
+            return Err(crate::error::usage("--begin and --end go together"));
+        }
         (Some(TableKind::Count) | None, None, None, Some(ev)) => {
-            let key = a.key.clone().ok_or_else(|| crate::error::usage("--event needs --key FIELD (the field to count by)"))?;
-            Some(Spec::Count { event: ev.clone(), key })
+            let key = a.key.clone().ok_or_else(|| {
+                crate::error::usage("--event needs --key FIELD (the field to count by)")
+            })?;
+            Some(Spec::Count {
+                event: ev.clone(),
+                key,
+            })
         }
         (None | Some(_), None, None, None) => {
             if a.key.is_some() {
-                return Err(crate::error::usage("--key goes with --begin/--end or --event"));
+                return Err(crate::error::usage(
+                    "--key goes with --begin/--end or --event",
+                ));
             }
             None
         }
-        _ => return Err(crate::error::usage("--begin/--end go with --table pair, --event with --table count")),
+        _ => {
+            return Err(crate::error::usage(
+                "--begin/--end go with --table pair, --event with --table count",
+            ));
+        }
     };
     let tables = match &custom {
         None => stored,
         Some(spec) => {
             let specs = [spec.clone()];
             if let Some(raw) = info.raw_path.as_deref() {
-                let raw = RawCapture::read(Path::new(raw)).with_context(|| format!("capture {id}: re-reading its raw pages"))?;
+                let raw = RawCapture::read(Path::new(raw))
+                    .with_context(|| format!("capture {id}: re-reading its raw pages"))?;
                 let mut t = raw.analyze(&specs)?.tables;
                 t.events = stored.events.clone();
                 t
@@ -371,7 +470,10 @@ fn report(a: ReportArgs) -> Result<i32> {
     };
     match a.format {
         OutFormat::Text => print!("{}", render::text(&info, &tables, which)),
-        OutFormat::Json => println!("{}", serde_json::to_string_pretty(&render::json(&info, &tables))?),
+        OutFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&render::json(&info, &tables))?
+        ),
         OutFormat::Csv => print!("{}", render::csv(&info, &tables)),
     }
     Ok(0)

@@ -64,14 +64,26 @@ CREATE INDEX IF NOT EXISTS trace_bin_table ON trace_bin(experiment_id, table_seq
 
 /// Create the trace tables when missing. Safe to call on every open.
 pub fn migrate(conn: &Connection) -> Result<()> {
-    conn.execute_batch(SCHEMA_V1).context("creating the trace tables")?;
-    let v: Option<i64> = conn.query_row("SELECT version FROM module_version WHERE module = 'trace'", [], |r| r.get(0)).optional()?;
+    conn.execute_batch(SCHEMA_V1)
+        .context("creating the trace tables")?;
+    let v: Option<i64> = conn
+        .query_row(
+            "SELECT version FROM module_version WHERE module = 'trace'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
     match v {
         None => {
-            conn.execute("INSERT INTO module_version (module, version) VALUES ('trace', ?1)", [VERSION])?;
+            conn.execute(
+                "INSERT INTO module_version (module, version) VALUES ('trace', ?1)",
+                [VERSION],
+            )?;
         }
         Some(v) if v > VERSION => {
-            return Err(anyhow!("the store's trace tables have version {v}, newer than this abperf understands ({VERSION}); upgrade abperf"));
+            return Err(anyhow!(
+                "the store's trace tables have version {v}, newer than this abperf understands ({VERSION}); upgrade abperf"
+            ));
         }
         Some(_) => {}
     }
@@ -84,7 +96,13 @@ fn u(v: u64) -> i64 {
 
 impl Store {
     /// Store a capture and its tables in one transaction; returns its id (an experiment id).
-    pub fn save_capture(&mut self, name: &str, command_line: &[String], info: &CaptureInfo, t: &Tables) -> Result<i64> {
+    pub fn save_capture(
+        &mut self,
+        name: &str,
+        command_line: &[String],
+        info: &CaptureInfo,
+        t: &Tables,
+    ) -> Result<i64> {
         migrate(self.conn())?;
         let exp = NewExperiment {
             name: name.to_string(),
@@ -100,22 +118,45 @@ impl Store {
             parameters: Default::default(),
             knobs: Vec::new(),
         };
-        let id = self.create_experiment(&exp, &[var], &[Slot { seq: 0, variant: 0, block: 0, warmup: false }])?;
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0);
+        let id = self.create_experiment(
+            &exp,
+            &[var],
+            &[Slot {
+                seq: 0,
+                variant: 0,
+                block: 0,
+                warmup: false,
+            }],
+        )?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i64)
+            .unwrap_or(0);
         let started = now - info.wall_ns.map(u).unwrap_or(0);
-        let mut metrics = vec![Metric::new("trace:events", info.event_count as f64, "count"), Metric::new("trace:lost_events", info.lost_total() as f64, "count")];
+        let mut metrics = vec![
+            Metric::new("trace:events", info.event_count as f64, "count"),
+            Metric::new("trace:lost_events", info.lost_total() as f64, "count"),
+        ];
         if let Some(w) = info.wall_ns {
             metrics.push(Metric::new("wall_ns", w as f64, "ns"));
         }
         if let Some(tl) = &t.tlb {
-            metrics.push(Metric::new("tp:tlb:tlb_flush", tl.rows.iter().map(|r| r.bin.count).sum::<u64>() as f64, "count"));
+            metrics.push(Metric::new(
+                "tp:tlb:tlb_flush",
+                tl.rows.iter().map(|r| r.bin.count).sum::<u64>() as f64,
+                "count",
+            ));
         }
         self.commit_run(&NewRun {
             experiment_id: id,
             variant: 0,
             seq: 0,
             warmup: false,
-            status: if info.exit_code.unwrap_or(0) == 0 { RunStatus::Ok } else { RunStatus::Failed },
+            status: if info.exit_code.unwrap_or(0) == 0 {
+                RunStatus::Ok
+            } else {
+                RunStatus::Failed
+            },
             exit_code: info.exit_code,
             signal: None,
             started_ns: started,
@@ -151,27 +192,73 @@ impl Store {
         let bin_sql = "INSERT INTO trace_bin (experiment_id, table_seq, grp, key, count, timed, sum_ticks, min_ticks, max_ticks, inner) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
         let table_sql = "INSERT INTO trace_table (experiment_id, seq, kind, name, meta) VALUES (?1, ?2, ?3, ?4, ?5)";
         if let Some(tl) = &t.tlb {
-            tx.execute(table_sql, params![id, seq, "tlb", tl.event, serde_json::to_string(&tl.reasons)?])?;
+            tx.execute(
+                table_sql,
+                params![
+                    id,
+                    seq,
+                    "tlb",
+                    tl.event,
+                    serde_json::to_string(&tl.reasons)?
+                ],
+            )?;
             for r in &tl.rows {
                 let b = r.bin;
-                tx.execute(bin_sql, params![id, seq, r.reason, r.pages, u(b.count), u(b.timed), u(b.sum), u(b.min), u(b.max), None::<String>])?;
+                tx.execute(
+                    bin_sql,
+                    params![
+                        id,
+                        seq,
+                        r.reason,
+                        r.pages,
+                        u(b.count),
+                        u(b.timed),
+                        u(b.sum),
+                        u(b.min),
+                        u(b.max),
+                        None::<String>
+                    ],
+                )?;
             }
             seq += 1;
         }
         for p in &t.pairs {
             let meta = serde_json::json!({ "begin": p.begin, "end": p.end, "key": p.key, "unmatched": p.unmatched });
-            tx.execute(table_sql, params![id, seq, "pair", p.name, meta.to_string()])?;
+            tx.execute(
+                table_sql,
+                params![id, seq, "pair", p.name, meta.to_string()],
+            )?;
             for r in &p.rows {
                 let b = r.bin;
-                tx.execute(bin_sql, params![id, seq, 0, r.key, u(b.count), u(b.timed), u(b.sum), u(b.min), u(b.max), Some(serde_json::to_string(&r.flushes)?)])?;
+                tx.execute(
+                    bin_sql,
+                    params![
+                        id,
+                        seq,
+                        0,
+                        r.key,
+                        u(b.count),
+                        u(b.timed),
+                        u(b.sum),
+                        u(b.min),
+                        u(b.max),
+                        Some(serde_json::to_string(&r.flushes)?)
+                    ],
+                )?;
             }
             seq += 1;
         }
         for c in &t.counts {
             let meta = serde_json::json!({ "key": c.key, "names": c.names });
-            tx.execute(table_sql, params![id, seq, "count", c.event, meta.to_string()])?;
+            tx.execute(
+                table_sql,
+                params![id, seq, "count", c.event, meta.to_string()],
+            )?;
             for (k, n) in &c.rows {
-                tx.execute(bin_sql, params![id, seq, 0, k, u(*n), 0, 0, 0, 0, None::<String>])?;
+                tx.execute(
+                    bin_sql,
+                    params![id, seq, 0, k, u(*n), 0, 0, 0, 0, None::<String>],
+                )?;
             }
             seq += 1;
         }
@@ -228,18 +315,33 @@ impl Store {
             skipped_lines: row.11 as u64,
             exit_code: row.12,
         };
-        let mut t = Tables { bias: row.13.map(|v| v as u64), events: serde_json::from_str(&row.14).map_err(|_| bad("event counts"))?, ..Default::default() };
-        let mut stmt = conn.prepare("SELECT seq, kind, name, meta FROM trace_table WHERE experiment_id = ?1 ORDER BY seq")?;
-        let tables: Vec<(i64, String, String, String)> = stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect::<rusqlite::Result<_>>()?;
+        let mut t = Tables {
+            bias: row.13.map(|v| v as u64),
+            events: serde_json::from_str(&row.14).map_err(|_| bad("event counts"))?,
+            ..Default::default()
+        };
+        let mut stmt = conn.prepare(
+            "SELECT seq, kind, name, meta FROM trace_table WHERE experiment_id = ?1 ORDER BY seq",
+        )?;
+        let tables: Vec<(i64, String, String, String)> = stmt
+            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .collect::<rusqlite::Result<_>>()?;
         let mut bins = conn.prepare("SELECT grp, key, count, timed, sum_ticks, min_ticks, max_ticks, inner FROM trace_bin WHERE experiment_id = ?1 AND table_seq = ?2 ORDER BY grp, key")?;
         for (seq, kind, name, meta) in tables {
-            let meta: serde_json::Value = serde_json::from_str(&meta).map_err(|_| bad("table metadata"))?;
+            let meta: serde_json::Value =
+                serde_json::from_str(&meta).map_err(|_| bad("table metadata"))?;
             let rows: Vec<(i64, i64, Bin, Option<String>)> = bins
                 .query_map(params![id, seq], |r| {
                     Ok((
                         r.get(0)?,
                         r.get(1)?,
-                        Bin { count: r.get::<_, i64>(2)? as u64, timed: r.get::<_, i64>(3)? as u64, sum: r.get::<_, i64>(4)? as u64, min: r.get::<_, i64>(5)? as u64, max: r.get::<_, i64>(6)? as u64 },
+                        Bin {
+                            count: r.get::<_, i64>(2)? as u64,
+                            timed: r.get::<_, i64>(3)? as u64,
+                            sum: r.get::<_, i64>(4)? as u64,
+                            min: r.get::<_, i64>(5)? as u64,
+                            max: r.get::<_, i64>(6)? as u64,
+                        },
                         r.get(7)?,
                     ))
                 })?
@@ -249,18 +351,38 @@ impl Store {
                     t.tlb = Some(TlbTable {
                         event: name,
                         reasons: serde_json::from_value(meta).map_err(|_| bad("reasons"))?,
-                        rows: rows.into_iter().map(|(g, k, b, _)| TlbRow { reason: g, pages: k, bin: b }).collect(),
+                        rows: rows
+                            .into_iter()
+                            .map(|(g, k, b, _)| TlbRow {
+                                reason: g,
+                                pages: k,
+                                bin: b,
+                            })
+                            .collect(),
                     })
                 }
                 "pair" => {
-                    let strs = |k: &str| -> Vec<String> { meta[k].as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default() };
+                    let strs = |k: &str| -> Vec<String> {
+                        meta[k]
+                            .as_array()
+                            .map(|a| {
+                                a.iter()
+                                    .filter_map(|x| x.as_str().map(String::from))
+                                    .collect()
+                            })
+                            .unwrap_or_default()
+                    };
                     let mut prs = Vec::new();
                     for (_, k, b, inner) in rows {
                         let flushes = match inner {
                             Some(s) => serde_json::from_str(&s).map_err(|_| bad("flushes"))?,
                             None => Vec::new(),
                         };
-                        prs.push(PairRow { key: k, bin: b, flushes });
+                        prs.push(PairRow {
+                            key: k,
+                            bin: b,
+                            flushes,
+                        });
                     }
                     t.pairs.push(PairTable {
                         name,
@@ -301,7 +423,12 @@ mod tests {
             wall_ns: Some(5),
             span_ticks: 100,
             event_count: 7,
-            lost: vec![LostCpu { cpu: 1, stats: Some(3), counted: 2, flagged: 0 }],
+            lost: vec![LostCpu {
+                cpu: 1,
+                stats: Some(3),
+                counted: 2,
+                flagged: 0,
+            }],
             command: vec!["true".into()],
             ..Default::default()
         };
@@ -309,21 +436,48 @@ mod tests {
             tlb: Some(TlbTable {
                 event: "tlb:tlb_flush".into(),
                 reasons: vec![(1, "remote shootdown".into())],
-                rows: vec![TlbRow { reason: 1, pages: -1, bin: Bin { count: 4, timed: 2, sum: 900, min: 400, max: 500 } }],
+                rows: vec![TlbRow {
+                    reason: 1,
+                    pages: -1,
+                    bin: Bin {
+                        count: 4,
+                        timed: 2,
+                        sum: 900,
+                        min: 400,
+                        max: 500,
+                    },
+                }],
             }),
             pairs: vec![PairTable {
                 name: "madvise".into(),
                 begin: vec!["a".into()],
                 end: vec!["b".into()],
                 key: "requested pages".into(),
-                rows: vec![PairRow { key: 64, bin: Bin { count: 1, timed: 1, sum: 9, min: 9, max: 9 }, flushes: vec![(-1, 1)] }],
+                rows: vec![PairRow {
+                    key: 64,
+                    bin: Bin {
+                        count: 1,
+                        timed: 1,
+                        sum: 9,
+                        min: 9,
+                        max: 9,
+                    },
+                    flushes: vec![(-1, 1)],
+                }],
                 unmatched: 2,
             }],
-            counts: vec![CountTable { event: "tlb:tlb_flush".into(), key: "reason".into(), names: vec![(1, "x".into())], rows: vec![(1, 4)] }],
+            counts: vec![CountTable {
+                event: "tlb:tlb_flush".into(),
+                key: "reason".into(),
+                names: vec![(1, "x".into())],
+                rows: vec![(1, 4)],
+            }],
             events: vec![("tlb:tlb_flush".into(), 7)],
             bias: Some(400),
         };
-        let id = st.save_capture("trace test", &["abperf".into()], &info, &t).unwrap();
+        let id = st
+            .save_capture("trace test", &["abperf".into()], &info, &t)
+            .unwrap();
         let (i2, t2) = st.load_capture(id).unwrap();
         assert_eq!(t2, t);
         assert_eq!(i2.lost_total(), 3);

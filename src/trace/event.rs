@@ -11,7 +11,11 @@ pub const ABSENT: i64 = i64::MIN;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FieldLoc {
     /// Binary record: bytes at offset/size with sign.
-    Raw { offset: usize, size: usize, signed: bool },
+    Raw {
+        offset: usize,
+        size: usize,
+        signed: bool,
+    },
     /// Text line: index into the parsed values.
     Slot(usize),
 }
@@ -20,7 +24,11 @@ impl FieldLoc {
     #[inline]
     pub fn get(&self, ev: &Ev) -> Option<i64> {
         match *self {
-            FieldLoc::Raw { offset, size, signed } => read_int(ev.raw, offset, size, signed),
+            FieldLoc::Raw {
+                offset,
+                size,
+                signed,
+            } => read_int(ev.raw, offset, size, signed),
             FieldLoc::Slot(i) => ev.slots.get(i).copied().filter(|v| *v != ABSENT),
         }
     }
@@ -48,7 +56,8 @@ impl EventType {
 #[derive(Debug, Clone, Default)]
 pub struct Schema {
     pub types: Vec<EventType>,
-    by_kernel_id: HashMap<u16, u32>,
+    /// Kernel event id -> type number (u32::MAX: not in the capture); dense for speed.
+    by_kernel_id: Vec<u32>,
 }
 
 impl Schema {
@@ -60,11 +69,28 @@ impl Schema {
                 .fields
                 .iter()
                 .filter(|x| x.is_scalar())
-                .map(|x| (x.name.clone(), FieldLoc::Raw { offset: x.offset, size: x.size, signed: x.signed }))
+                .map(|x| {
+                    (
+                        x.name.clone(),
+                        FieldLoc::Raw {
+                            offset: x.offset,
+                            size: x.size,
+                            signed: x.signed,
+                        },
+                    )
+                })
                 .collect();
             let ty = s.types.len() as u32;
-            s.types.push(EventType { system: Some(f.system.clone()), name: f.name.clone(), fields, symbols: f.symbols.clone() });
-            s.by_kernel_id.insert(f.id, ty);
+            s.types.push(EventType {
+                system: Some(f.system.clone()),
+                name: f.name.clone(),
+                fields,
+                symbols: f.symbols.clone(),
+            });
+            if s.by_kernel_id.len() <= f.id as usize {
+                s.by_kernel_id.resize(f.id as usize + 1, u32::MAX);
+            }
+            s.by_kernel_id[f.id as usize] = ty;
         }
         s
     }
@@ -72,7 +98,10 @@ impl Schema {
     /// Type number for a kernel event id (first two payload bytes).
     #[inline]
     pub fn by_kernel_id(&self, id: u16) -> Option<u32> {
-        self.by_kernel_id.get(&id).copied()
+        self.by_kernel_id
+            .get(id as usize)
+            .copied()
+            .filter(|t| *t != u32::MAX)
     }
 
     /// Find a type by `system:name` or plain `name`. A `system:` prefix must match when both
@@ -84,12 +113,20 @@ impl Schema {
         };
         self.types
             .iter()
-            .position(|t| t.name == name && (sys.is_none() || t.system.is_none() || t.system.as_deref() == sys))
+            .position(|t| {
+                t.name == name
+                    && (sys.is_none() || t.system.is_none() || t.system.as_deref() == sys)
+            })
             .map(|i| i as u32)
     }
 
     pub fn field(&self, ty: u32, name: &str) -> Option<FieldLoc> {
-        self.types.get(ty as usize)?.fields.iter().find(|(n, _)| n == name).map(|(_, l)| *l)
+        self.types
+            .get(ty as usize)?
+            .fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, l)| *l)
     }
 
     /// Text path: get or add a type by name.
@@ -97,7 +134,12 @@ impl Schema {
         if let Some(i) = self.types.iter().position(|t| t.name == name) {
             return i as u32;
         }
-        self.types.push(EventType { system: None, name: name.to_string(), fields: Vec::new(), symbols: HashMap::new() });
+        self.types.push(EventType {
+            system: None,
+            name: name.to_string(),
+            fields: Vec::new(),
+            symbols: HashMap::new(),
+        });
         (self.types.len() - 1) as u32
     }
 
@@ -114,7 +156,13 @@ impl Schema {
 
     /// Symbolic name of a value, e.g. reason 1 -> "remote shootdown".
     pub fn symbol(&self, ty: u32, field: &str, v: i64) -> Option<&str> {
-        self.types.get(ty as usize)?.symbols.get(field)?.iter().find(|(k, _)| *k == v).map(|(_, n)| n.as_str())
+        self.types
+            .get(ty as usize)?
+            .symbols
+            .get(field)?
+            .iter()
+            .find(|(k, _)| *k == v)
+            .map(|(_, n)| n.as_str())
     }
 }
 

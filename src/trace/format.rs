@@ -7,7 +7,11 @@ use thiserror::Error;
 #[derive(Debug, Error, PartialEq)]
 pub enum FormatError {
     #[error("{what}: line {line}: {msg}")]
-    Line { what: String, line: usize, msg: String },
+    Line {
+        what: String,
+        line: usize,
+        msg: String,
+    },
     #[error("{what}: {msg}")]
     Missing { what: String, msg: String },
 }
@@ -57,7 +61,11 @@ impl EventFormat {
     }
     /// Size of the fixed part of the record (end of the last field).
     pub fn min_size(&self) -> usize {
-        self.fields.iter().map(|f| f.offset + f.size).max().unwrap_or(0)
+        self.fields
+            .iter()
+            .map(|f| f.offset + f.size)
+            .max()
+            .unwrap_or(0)
     }
 }
 
@@ -71,7 +79,11 @@ pub fn parse_event_format(system: &str, text: &str) -> Result<EventFormat, Forma
     let mut print_fmt = String::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
-        let err = |msg: String| FormatError::Line { what: what.clone(), line: i + 1, msg };
+        let err = |msg: String| FormatError::Line {
+            what: what.clone(),
+            line: i + 1,
+            msg,
+        };
         if let Some(v) = line.strip_prefix("name:") {
             name = Some(v.trim().to_string());
         } else if let Some(v) = line.strip_prefix("ID:") {
@@ -86,10 +98,19 @@ pub fn parse_event_format(system: &str, text: &str) -> Result<EventFormat, Forma
             print_fmt = v.trim().to_string();
         }
     }
-    let name = name.ok_or_else(|| FormatError::Missing { what: what.clone(), msg: "no `name:` line".into() })?;
-    let id = id.ok_or_else(|| FormatError::Missing { what: what.clone(), msg: "no `ID:` line".into() })?;
+    let name = name.ok_or_else(|| FormatError::Missing {
+        what: what.clone(),
+        msg: "no `name:` line".into(),
+    })?;
+    let id = id.ok_or_else(|| FormatError::Missing {
+        what: what.clone(),
+        msg: "no `ID:` line".into(),
+    })?;
     if fields.is_empty() {
-        return Err(FormatError::Missing { what, msg: "no `field:` lines".into() });
+        return Err(FormatError::Missing {
+            what,
+            msg: "no `field:` lines".into(),
+        });
     }
     let symbols = parse_print_symbolic(&print_fmt);
     for h in hex_fields(&print_fmt) {
@@ -97,7 +118,14 @@ pub fn parse_event_format(system: &str, text: &str) -> Result<EventFormat, Forma
             f.print_hex = true;
         }
     }
-    Ok(EventFormat { system: system.to_string(), name, id, fields, symbols, print_fmt })
+    Ok(EventFormat {
+        system: system.to_string(),
+        name,
+        id,
+        fields,
+        symbols,
+        print_fmt,
+    })
 }
 
 /// `field:unsigned long pages;\toffset:16;\tsize:8;\tsigned:0;`
@@ -111,9 +139,17 @@ fn parse_field_line(line: &str) -> Result<Field, String> {
         if let Some(v) = part.strip_prefix("field:") {
             decl = Some(v.trim().to_string());
         } else if let Some(v) = part.strip_prefix("offset:") {
-            offset = Some(v.trim().parse::<usize>().map_err(|_| format!("offset {v:?} is not a number"))?);
+            offset = Some(
+                v.trim()
+                    .parse::<usize>()
+                    .map_err(|_| format!("offset {v:?} is not a number"))?,
+            );
         } else if let Some(v) = part.strip_prefix("size:") {
-            size = Some(v.trim().parse::<usize>().map_err(|_| format!("size {v:?} is not a number"))?);
+            size = Some(
+                v.trim()
+                    .parse::<usize>()
+                    .map_err(|_| format!("size {v:?} is not a number"))?,
+            );
         } else if let Some(v) = part.strip_prefix("signed:") {
             signed = v.trim() == "1";
         }
@@ -137,8 +173,20 @@ fn parse_field_line(line: &str) -> Result<Field, String> {
     if name.is_empty() {
         return Err(format!("no field name in {decl:?}"));
     }
-    let ctype = format!("{}{}", before_bracket[..name_start].trim(), if is_array { "[]" } else { "" });
-    Ok(Field { name, ctype, offset, size, signed, is_array, print_hex: false })
+    let ctype = format!(
+        "{}{}",
+        before_bracket[..name_start].trim(),
+        if is_array { "[]" } else { "" }
+    );
+    Ok(Field {
+        name,
+        ctype,
+        offset,
+        size,
+        signed,
+        is_array,
+        print_hex: false,
+    })
 }
 
 /// Read a scalar field from a record payload (little-endian host); `None` if out of bounds.
@@ -179,7 +227,11 @@ pub fn parse_header_page(text: &str) -> Result<PageHeader, FormatError> {
         if !line.starts_with("field:") {
             continue;
         }
-        let f = parse_field_line(line).map_err(|msg| FormatError::Line { what: "events/header_page".into(), line: i + 1, msg })?;
+        let f = parse_field_line(line).map_err(|msg| FormatError::Line {
+            what: "events/header_page".into(),
+            line: i + 1,
+            msg,
+        })?;
         match f.name.as_str() {
             "timestamp" => ts = Some(f),
             "commit" => commit = Some(f),
@@ -187,14 +239,20 @@ pub fn parse_header_page(text: &str) -> Result<PageHeader, FormatError> {
             _ => {}
         }
     }
-    let miss = |n: &str| FormatError::Missing { what: "events/header_page".into(), msg: format!("no `{n}` field") };
+    let miss = |n: &str| FormatError::Missing {
+        what: "events/header_page".into(),
+        msg: format!("no `{n}` field"),
+    };
     let ts = ts.ok_or_else(|| miss("timestamp"))?;
     let commit = commit.ok_or_else(|| miss("commit"))?;
     let data = data.ok_or_else(|| miss("data"))?;
     if ts.size != 8 || !(commit.size == 4 || commit.size == 8) {
         return Err(FormatError::Missing {
             what: "events/header_page".into(),
-            msg: format!("unsupported sizes: timestamp {} (expected 8), commit {} (expected 4 or 8)", ts.size, commit.size),
+            msg: format!(
+                "unsupported sizes: timestamp {} (expected 8), commit {} (expected 4 or 8)",
+                ts.size, commit.size
+            ),
         });
     }
     Ok(PageHeader {
@@ -219,10 +277,21 @@ pub struct EventHeader {
 }
 
 pub fn parse_header_event(text: &str) -> Result<EventHeader, FormatError> {
-    let mut h = EventHeader { type_len_bits: 0, time_delta_bits: 0, padding: 0, time_extend: 0, time_stamp: 0, data_max_type_len: 0 };
+    let mut h = EventHeader {
+        type_len_bits: 0,
+        time_delta_bits: 0,
+        padding: 0,
+        time_extend: 0,
+        time_stamp: 0,
+        data_max_type_len: 0,
+    };
     let num = |s: &str, line: usize| -> Result<u32, FormatError> {
         let digits: String = s.chars().filter(|c| c.is_ascii_digit()).collect();
-        digits.parse::<u32>().map_err(|_| FormatError::Line { what: "events/header_event".into(), line, msg: format!("expected a number in {s:?}") })
+        digits.parse::<u32>().map_err(|_| FormatError::Line {
+            what: "events/header_event".into(),
+            line,
+            msg: format!("expected a number in {s:?}"),
+        })
     };
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -230,7 +299,9 @@ pub fn parse_header_event(text: &str) -> Result<EventHeader, FormatError> {
             h.data_max_type_len = num(v, i + 1)?;
             continue;
         }
-        let Some((k, v)) = line.split_once(':') else { continue };
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
         let k = k.trim();
         let v = v.trim();
         match k {
@@ -242,10 +313,17 @@ pub fn parse_header_event(text: &str) -> Result<EventHeader, FormatError> {
             _ => {}
         }
     }
-    if h.type_len_bits + h.time_delta_bits != 32 || h.data_max_type_len == 0 || h.padding == 0 || h.time_extend == 0 || h.time_stamp == 0 {
+    if h.type_len_bits + h.time_delta_bits != 32
+        || h.data_max_type_len == 0
+        || h.padding == 0
+        || h.time_extend == 0
+        || h.time_stamp == 0
+    {
         return Err(FormatError::Missing {
             what: "events/header_event".into(),
-            msg: format!("unsupported record header {h:?} (expected type_len 5 + time_delta 27 bits, padding/time_extend/time_stamp types)"),
+            msg: format!(
+                "unsupported record header {h:?} (expected type_len 5 + time_delta 27 bits, padding/time_extend/time_stamp types)"
+            ),
         });
     }
     Ok(h)
@@ -259,7 +337,9 @@ pub fn parse_print_symbolic(print_fmt: &str) -> HashMap<String, Vec<(i64, String
         rest = &rest[p + "__print_symbolic(".len()..];
         let Some(comma) = rest.find(',') else { break };
         let arg = &rest[..comma];
-        let Some(field) = rec_field(arg) else { continue };
+        let Some(field) = rec_field(arg) else {
+            continue;
+        };
         let mut table = Vec::new();
         let mut body = &rest[comma + 1..];
         loop {
@@ -296,7 +376,9 @@ fn rec_field(expr: &str) -> Option<String> {
     if tail.contains("REC->") {
         return None;
     }
-    let end = tail.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(tail.len());
+    let end = tail
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(tail.len());
     Some(tail[..end].to_string())
 }
 
@@ -318,7 +400,9 @@ pub fn parse_c_int(s: &str) -> Option<i64> {
 /// Fields printed with a bare hex conversion (`%x`, `%lx`, `%llx` not preceded by `0x` and without
 /// the `#` flag): text output shows them as hex digits without a prefix.
 pub fn hex_fields(print_fmt: &str) -> Vec<String> {
-    let Some(fmt_end) = closing_quote(print_fmt) else { return Vec::new() };
+    let Some(fmt_end) = closing_quote(print_fmt) else {
+        return Vec::new();
+    };
     let fmt = &print_fmt[1..fmt_end];
     let args = split_top_level(&print_fmt[fmt_end + 1..]);
     let convs = conversions(fmt);
@@ -449,7 +533,15 @@ mod tests {
         let pages = f.field("pages").unwrap();
         assert_eq!((pages.offset, pages.size, pages.signed), (16, 8, false));
         let reason = f.field("reason").unwrap();
-        assert_eq!((reason.offset, reason.size, reason.signed, reason.ctype.as_str()), (8, 4, true, "int"));
+        assert_eq!(
+            (
+                reason.offset,
+                reason.size,
+                reason.signed,
+                reason.ctype.as_str()
+            ),
+            (8, 4, true, "int")
+        );
         let sym = &f.symbols["reason"];
         assert_eq!(sym.len(), 6);
         assert_eq!(sym[1], (1, "remote shootdown".to_string()));
@@ -472,18 +564,38 @@ mod tests {
     fn bad_format_names_line() {
         let e = parse_event_format("s", "name: x\nID: abc\n").unwrap_err();
         assert!(e.to_string().contains("line 2"), "{e}");
-        let e = parse_event_format("s", "name: x\nID: 3\nfield:int a;\toffset:zz;\tsize:4;\tsigned:1;\n").unwrap_err();
-        assert!(e.to_string().contains("line 3") && e.to_string().contains("offset"), "{e}");
+        let e = parse_event_format(
+            "s",
+            "name: x\nID: 3\nfield:int a;\toffset:zz;\tsize:4;\tsigned:1;\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("line 3") && e.to_string().contains("offset"),
+            "{e}"
+        );
     }
 
     #[test]
     fn headers() {
         let hp = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
         let p = parse_header_page(hp).unwrap();
-        assert_eq!((p.commit_offset, p.commit_size, p.data_offset, p.data_size), (8, 8, 16, 4080));
+        assert_eq!(
+            (p.commit_offset, p.commit_size, p.data_offset, p.data_size),
+            (8, 8, 16, 4080)
+        );
         let he = "# compressed entry header\n\ttype_len    :    5 bits\n\ttime_delta  :   27 bits\n\tarray       :   32 bits\n\n\tpadding     : type == 29\n\ttime_extend : type == 30\n\ttime_stamp : type == 31\n\tdata max type_len  == 28\n";
         let h = parse_header_event(he).unwrap();
-        assert_eq!((h.type_len_bits, h.time_delta_bits, h.padding, h.time_extend, h.time_stamp, h.data_max_type_len), (5, 27, 29, 30, 31, 28));
+        assert_eq!(
+            (
+                h.type_len_bits,
+                h.time_delta_bits,
+                h.padding,
+                h.time_extend,
+                h.time_stamp,
+                h.data_max_type_len
+            ),
+            (5, 27, 29, 30, 31, 28)
+        );
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! in a temporary directory and unmounted again afterwards, so the system's mounts stay as they
 //! were.
 
-use super::format::{EventFormat, EventHeader, PageHeader, parse_event_format, parse_header_event, parse_header_page};
+use super::format::{
+    EventFormat, EventHeader, PageHeader, parse_event_format, parse_header_event, parse_header_page,
+};
 use anyhow::{Context, Result, anyhow, bail};
 use std::ffi::CString;
 use std::fs;
@@ -22,21 +24,39 @@ impl Tracefs {
     /// Find a mounted tracefs, or mount one privately.
     pub fn open() -> Result<Tracefs> {
         if let Some(root) = find_mounted() {
-            return Ok(Tracefs { root, private: false });
+            return Ok(Tracefs {
+                root,
+                private: false,
+            });
         }
         let dir = std::env::temp_dir().join(format!("abperf-tracefs.{}", std::process::id()));
-        fs::create_dir_all(&dir).with_context(|| format!("creating mount point {}", dir.display()))?;
+        fs::create_dir_all(&dir)
+            .with_context(|| format!("creating mount point {}", dir.display()))?;
         let target = CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
         let fstype = CString::new("tracefs").unwrap();
         let src = CString::new("nodev").unwrap();
         // SAFETY: valid NUL-terminated strings; no data argument.
-        let rc = unsafe { libc::mount(src.as_ptr(), target.as_ptr(), fstype.as_ptr(), 0, std::ptr::null()) };
+        let rc = unsafe {
+            libc::mount(
+                src.as_ptr(),
+                target.as_ptr(),
+                fstype.as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        };
         if rc != 0 {
             let e = std::io::Error::last_os_error();
             let _ = fs::remove_dir(&dir);
-            bail!("tracefs is not mounted and mounting it on {} failed: {e} (are you root? is CONFIG_TRACING set?)", dir.display());
+            bail!(
+                "tracefs is not mounted and mounting it on {} failed: {e} (are you root? is CONFIG_TRACING set?)",
+                dir.display()
+            );
         }
-        Ok(Tracefs { root: dir, private: true })
+        Ok(Tracefs {
+            root: dir,
+            private: true,
+        })
     }
 
     pub fn read(&self, rel: &str) -> Result<String> {
@@ -52,8 +72,17 @@ impl Tracefs {
 
     /// Format of `system:name`, with the raw text (kept in raw captures).
     pub fn event_format(&self, full: &str) -> Result<(EventFormat, String)> {
-        let (sys, name) = full.split_once(':').ok_or_else(|| anyhow!("event {full:?}: expected SYSTEM:NAME"))?;
-        let text = self.read(&format!("events/{sys}/{name}/format")).map_err(|_| crate::error::usage(format!("event {full:?} does not exist in {}/events", self.root.display())))?;
+        let (sys, name) = full
+            .split_once(':')
+            .ok_or_else(|| anyhow!("event {full:?}: expected SYSTEM:NAME"))?;
+        let text = self
+            .read(&format!("events/{sys}/{name}/format"))
+            .map_err(|_| {
+                crate::error::usage(format!(
+                    "event {full:?} does not exist in {}/events",
+                    self.root.display()
+                ))
+            })?;
         let f = parse_event_format(sys, &text).map_err(|e| anyhow!("{e}"))?;
         Ok((f, text))
     }
@@ -63,11 +92,16 @@ impl Tracefs {
         let (sys, name) = spec.split_once(':').unwrap_or((spec, "*"));
         let dir = self.root.join("events").join(sys);
         if !dir.is_dir() {
-            return Err(crate::error::usage(format!("-e {spec}: no event system {sys:?} in {}/events", self.root.display())));
+            return Err(crate::error::usage(format!(
+                "-e {spec}: no event system {sys:?} in {}/events",
+                self.root.display()
+            )));
         }
         if name != "*" {
             if !dir.join(name).join("format").exists() {
-                return Err(crate::error::usage(format!("-e {spec}: no event {name:?} in system {sys:?}")));
+                return Err(crate::error::usage(format!(
+                    "-e {spec}: no event {name:?} in system {sys:?}"
+                )));
             }
             return Ok(vec![format!("{sys}:{name}")]);
         }
@@ -83,7 +117,13 @@ impl Tracefs {
     /// The global state a capture must leave alone (for checks and tests).
     pub fn global_state(&self) -> Result<String> {
         let mut s = String::new();
-        for f in ["tracing_on", "current_tracer", "trace_clock", "set_event", "buffer_size_kb"] {
+        for f in [
+            "tracing_on",
+            "current_tracer",
+            "trace_clock",
+            "set_event",
+            "buffer_size_kb",
+        ] {
             s.push_str(&format!("{f}: {}\n", self.read(f)?.trim()));
         }
         Ok(s)
@@ -150,8 +190,15 @@ pub struct InstanceOptions {
 
 impl Default for InstanceOptions {
     fn default() -> Self {
-        let clocks = if cfg!(target_arch = "x86_64") { vec!["x86-tsc".into(), "mono".into()] } else { vec!["mono".into()] };
-        InstanceOptions { buffer_kib: 8192, clocks }
+        let clocks = if cfg!(target_arch = "x86_64") {
+            vec!["x86-tsc".into(), "mono".into()]
+        } else {
+            vec!["mono".into()]
+        };
+        InstanceOptions {
+            buffer_kib: 8192,
+            clocks,
+        }
     }
 }
 
@@ -170,13 +217,33 @@ impl Instance {
     pub fn create(tracefs: Tracefs, opts: &InstanceOptions) -> Result<Instance> {
         let name = format!("abperf-{}", std::process::id());
         let dir = tracefs.root.join("instances").join(&name);
-        fs::create_dir(&dir).with_context(|| format!("creating tracefs instance {}", dir.display()))?;
-        let mut inst = Instance { dir, name, clock: String::new(), removed: false, tracefs };
+        fs::create_dir(&dir)
+            .with_context(|| format!("creating tracefs instance {}", dir.display()))?;
+        let mut inst = Instance {
+            dir,
+            name,
+            clock: String::new(),
+            removed: false,
+            tracefs,
+        };
         // nothing is traced until we say so
         inst.write("tracing_on", "0")?;
         let offered = inst.read("trace_clock")?;
-        let offered: Vec<String> = offered.split_whitespace().map(|c| c.trim_matches(['[', ']']).to_string()).collect();
-        let clock = opts.clocks.iter().find(|c| offered.contains(c)).cloned().ok_or_else(|| anyhow!("none of the clocks {:?} is offered (trace_clock: {offered:?})", opts.clocks))?;
+        let offered: Vec<String> = offered
+            .split_whitespace()
+            .map(|c| c.trim_matches(['[', ']']).to_string())
+            .collect();
+        let clock = opts
+            .clocks
+            .iter()
+            .find(|c| offered.contains(c))
+            .cloned()
+            .ok_or_else(|| {
+                anyhow!(
+                    "none of the clocks {:?} is offered (trace_clock: {offered:?})",
+                    opts.clocks
+                )
+            })?;
         inst.write("trace_clock", &clock)?;
         inst.clock = clock;
         if opts.buffer_kib == 0 {
@@ -198,18 +265,37 @@ impl Instance {
     }
 
     pub fn enable(&self, event: &str) -> Result<()> {
-        let (sys, name) = event.split_once(':').ok_or_else(|| anyhow!("event {event:?}: expected SYSTEM:NAME"))?;
+        let (sys, name) = event
+            .split_once(':')
+            .ok_or_else(|| anyhow!("event {event:?}: expected SYSTEM:NAME"))?;
         self.write(&format!("events/{sys}/{name}/enable"), "1")
     }
 
     /// Set an event filter; a rejected expression is a usage error quoting the kernel's reason.
     pub fn filter(&self, event: &str, expr: &str) -> Result<()> {
-        let (sys, name) = event.split_once(':').ok_or_else(|| anyhow!("event {event:?}: expected SYSTEM:NAME"))?;
+        let (sys, name) = event
+            .split_once(':')
+            .ok_or_else(|| anyhow!("event {event:?}: expected SYSTEM:NAME"))?;
         let p = self.path(&format!("events/{sys}/{name}/filter"));
         if let Err(e) = fs::write(&p, expr) {
             let log = self.read("error_log").unwrap_or_default();
-            let why = log.lines().rev().take(3).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join(" | ");
-            return Err(crate::error::usage(format!("--filter {event}:{expr}: the kernel rejected the filter ({e}){}", if why.is_empty() { String::new() } else { format!(": {why}") })));
+            let why = log
+                .lines()
+                .rev()
+                .take(3)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join(" | ");
+            return Err(crate::error::usage(format!(
+                "--filter {event}:{expr}: the kernel rejected the filter ({e}){}",
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {why}")
+                }
+            )));
         }
         Ok(())
     }
@@ -231,7 +317,12 @@ impl Instance {
     pub fn cpus(&self) -> Result<Vec<u32>> {
         let mut v: Vec<u32> = fs::read_dir(self.path("per_cpu"))?
             .filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().to_string_lossy().strip_prefix("cpu").and_then(|n| n.parse().ok()))
+            .filter_map(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .strip_prefix("cpu")
+                    .and_then(|n| n.parse().ok())
+            })
             .collect();
         v.sort();
         Ok(v)
@@ -273,14 +364,21 @@ impl Instance {
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        Err(anyhow!("removing tracefs instance {}: {}", self.dir.display(), last.unwrap()))
+        Err(anyhow!(
+            "removing tracefs instance {}: {}",
+            self.dir.display(),
+            last.unwrap()
+        ))
     }
 }
 
 impl Drop for Instance {
     fn drop(&mut self) {
         if let Err(e) = self.do_remove() {
-            eprintln!("abperf: warning: {e:#}; remove it with: rmdir {}", self.dir.display());
+            eprintln!(
+                "abperf: warning: {e:#}; remove it with: rmdir {}",
+                self.dir.display()
+            );
         }
     }
 }

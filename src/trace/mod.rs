@@ -103,10 +103,18 @@ pub fn record(opts: &RecordOptions, stop: &Arc<AtomicBool>) -> Result<Recorded> 
     }
     for (ev, _) in &opts.filters {
         if !names.contains(ev) {
-            return Err(crate::error::usage(format!("--filter {ev}:...: event {ev} is not recorded (add it with -e)")));
+            return Err(crate::error::usage(format!(
+                "--filter {ev}:...: event {ev} is not recorded (add it with -e)"
+            )));
         }
     }
-    let inst = instance::Instance::create(tfs, &instance::InstanceOptions { buffer_kib: opts.buffer_kib, ..Default::default() })?;
+    let inst = instance::Instance::create(
+        tfs,
+        &instance::InstanceOptions {
+            buffer_kib: opts.buffer_kib,
+            ..Default::default()
+        },
+    )?;
     for n in &names {
         inst.enable(n)?;
     }
@@ -116,7 +124,11 @@ pub fn record(opts: &RecordOptions, stop: &Arc<AtomicBool>) -> Result<Recorded> 
     let page_size = inst.page_size(&ph);
     let _ = eh;
     let streaming = opts.save_text.is_none();
-    let mut readers = if streaming { Some(record::Readers::start(&inst, page_size)?) } else { None };
+    let mut readers = if streaming {
+        Some(record::Readers::start(&inst, page_size)?)
+    } else {
+        None
+    };
     inst.tracing_on(true)?;
     let t0 = Instant::now();
     let mut exit_code = None;
@@ -152,7 +164,9 @@ pub fn record(opts: &RecordOptions, stop: &Arc<AtomicBool>) -> Result<Recorded> 
                 std::thread::sleep(Duration::from_millis(2));
             }
         } else {
-            let d = opts.duration.ok_or_else(|| crate::error::usage("give --duration SECONDS or -- COMMAND"))?;
+            let d = opts
+                .duration
+                .ok_or_else(|| crate::error::usage("give --duration SECONDS or -- COMMAND"))?;
             while t0.elapsed() < d {
                 if stop.load(Ordering::SeqCst) {
                     interrupted = true;
@@ -167,7 +181,8 @@ pub fn record(opts: &RecordOptions, stop: &Arc<AtomicBool>) -> Result<Recorded> 
     inst.tracing_on(false)?;
     if let Some(path) = &opts.save_text {
         // `trace` does not consume: copy it, then drain the pages
-        let text = std::fs::read(inst.path("trace")).context("reading the instance's trace file")?;
+        let text =
+            std::fs::read(inst.path("trace")).context("reading the instance's trace file")?;
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
         readers = Some(record::Readers::start(&inst, page_size)?);
     }
@@ -180,10 +195,25 @@ pub fn record(opts: &RecordOptions, stop: &Arc<AtomicBool>) -> Result<Recorded> 
     inst.remove()?;
     run?;
     let raw = record::RawCapture {
-        meta: record::RawMeta { clock, page_size, header_page, header_event, formats, lost_stats },
+        meta: record::RawMeta {
+            clock,
+            page_size,
+            header_page,
+            header_event,
+            formats,
+            lost_stats,
+        },
         cpus: pages,
     };
-    Ok(Recorded { raw, events: names, skipped_events: skipped, wall_ns, exit_code, signal, interrupted })
+    Ok(Recorded {
+        raw,
+        events: names,
+        skipped_events: skipped,
+        wall_ns,
+        exit_code,
+        signal,
+        interrupted,
+    })
 }
 
 /// Convert clock ticks to cycles and ns.
@@ -196,13 +226,24 @@ pub struct Units {
 
 impl Units {
     pub fn for_clock(clock: &str, tsc_hz: Option<f64>) -> Units {
-        Units { ticks_are_cycles: matches!(clock, "x86-tsc" | "counter"), tsc_hz }
+        Units {
+            ticks_are_cycles: matches!(clock, "x86-tsc" | "counter"),
+            tsc_hz,
+        }
     }
     pub fn cycles(&self, ticks: f64) -> Option<f64> {
-        if self.ticks_are_cycles { Some(ticks) } else { self.tsc_hz.map(|h| ticks * h / 1e9) }
+        if self.ticks_are_cycles {
+            Some(ticks)
+        } else {
+            self.tsc_hz.map(|h| ticks * h / 1e9)
+        }
     }
     pub fn ns(&self, ticks: f64) -> Option<f64> {
-        if self.ticks_are_cycles { self.tsc_hz.map(|h| ticks * 1e9 / h) } else { Some(ticks) }
+        if self.ticks_are_cycles {
+            self.tsc_hz.map(|h| ticks * 1e9 / h)
+        } else {
+            Some(ticks)
+        }
     }
 }
 
@@ -212,36 +253,61 @@ impl Units {
 pub fn local_text_hints() -> text::TextOptions {
     let mut out = std::collections::HashMap::new();
     let mut systems = std::collections::HashMap::new();
-    for root in ["/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events"] {
-        let Ok(dirs) = std::fs::read_dir(root) else { continue };
+    for root in [
+        "/sys/kernel/tracing/events",
+        "/sys/kernel/debug/tracing/events",
+    ] {
+        let Ok(dirs) = std::fs::read_dir(root) else {
+            continue;
+        };
         for sys in dirs.flatten() {
-            let Ok(evs) = std::fs::read_dir(sys.path()) else { continue };
+            let Ok(evs) = std::fs::read_dir(sys.path()) else {
+                continue;
+            };
             for ev in evs.flatten() {
                 if !ev.path().join("format").exists() {
                     continue;
                 }
-                systems.insert(ev.file_name().to_string_lossy().into_owned(), sys.file_name().to_string_lossy().into_owned());
-                let Ok(text) = instance::read_whole(&ev.path().join("format")) else { continue };
-                let Some(line) = text.lines().find(|l| l.starts_with("print fmt:")) else { continue };
+                systems.insert(
+                    ev.file_name().to_string_lossy().into_owned(),
+                    sys.file_name().to_string_lossy().into_owned(),
+                );
+                let Ok(text) = instance::read_whole(&ev.path().join("format")) else {
+                    continue;
+                };
+                let Some(line) = text.lines().find(|l| l.starts_with("print fmt:")) else {
+                    continue;
+                };
                 let hex = format::hex_fields(line.trim_start_matches("print fmt:").trim());
                 if !hex.is_empty() {
-                    out.insert(ev.file_name().to_string_lossy().into_owned(), hex.into_iter().collect());
+                    out.insert(
+                        ev.file_name().to_string_lossy().into_owned(),
+                        hex.into_iter().collect(),
+                    );
                 }
             }
         }
         break;
     }
-    text::TextOptions { lenient: false, hex: out, systems }
+    text::TextOptions {
+        lenient: false,
+        hex: out,
+        systems,
+    }
 }
 
 /// Parse `EVENT:EXPR` where EVENT is `system:name`.
 pub fn parse_filter(s: &str) -> Result<(String, String)> {
     let mut it = s.splitn(3, ':');
     match (it.next(), it.next(), it.next()) {
-        (Some(sys), Some(name), Some(expr)) if !sys.is_empty() && !name.is_empty() && !expr.trim().is_empty() => {
+        (Some(sys), Some(name), Some(expr))
+            if !sys.is_empty() && !name.is_empty() && !expr.trim().is_empty() =>
+        {
             Ok((format!("{sys}:{name}"), expr.trim().to_string()))
         }
-        _ => Err(anyhow!(crate::error::UsageError(format!("--filter {s:?}: expected SYSTEM:EVENT:EXPRESSION, e.g. 'tlb:tlb_flush:reason != 0'")))),
+        _ => Err(anyhow!(crate::error::UsageError(format!(
+            "--filter {s:?}: expected SYSTEM:EVENT:EXPRESSION, e.g. 'tlb:tlb_flush:reason != 0'"
+        )))),
     }
 }
 
@@ -284,7 +350,10 @@ impl CaptureInfo {
     }
     /// Best estimate of lost events: the larger of the kernel's stats and the page counts.
     pub fn lost_total(&self) -> u64 {
-        self.lost.iter().map(|l| l.stats.unwrap_or(0).max(l.counted)).sum()
+        self.lost
+            .iter()
+            .map(|l| l.stats.unwrap_or(0).max(l.counted))
+            .sum()
     }
     pub fn has_losses(&self) -> bool {
         self.lost_total() > 0 || self.lost.iter().any(|l| l.flagged > 0)

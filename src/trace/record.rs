@@ -84,11 +84,20 @@ impl RawCapture {
                             return;
                         }
                         let id = u16::from_le_bytes([d[0], d[1]]);
-                        let Some(ty) = schema.by_kernel_id(id) else { return };
+                        let Some(ty) = schema.by_kernel_id(id) else {
+                            return;
+                        };
                         let pid = i32::from_le_bytes([d[4], d[5], d[6], d[7]]);
                         first = first.min(ts);
                         last = last.max(ts);
-                        an.event(&Ev { cpu: *cpu, ts, ty, pid, raw: d, slots: &[] });
+                        an.event(&Ev {
+                            cpu: *cpu,
+                            ts,
+                            ty,
+                            pid,
+                            raw: d,
+                            slots: &[],
+                        });
                     })
                     .with_context(|| format!("CPU {cpu}"))?;
                 events += st.events;
@@ -96,7 +105,12 @@ impl RawCapture {
             }
             lost_pages.push((*cpu, lost));
         }
-        Ok(Decoded { tables: an.finish(&schema), events, lost_pages, span: last.saturating_sub(first) })
+        Ok(Decoded {
+            tables: an.finish(&schema),
+            events,
+            lost_pages,
+            span: last.saturating_sub(first),
+        })
     }
 
     pub fn write(&self, path: &Path) -> Result<()> {
@@ -111,11 +125,13 @@ impl RawCapture {
             w.write_all(&(pages.len() as u64).to_le_bytes())?;
             w.write_all(pages)?;
         }
-        w.flush().with_context(|| format!("writing {}", path.display()))
+        w.flush()
+            .with_context(|| format!("writing {}", path.display()))
     }
 
     pub fn read(path: &Path) -> Result<RawCapture> {
-        let f = File::open(path).with_context(|| format!("opening raw capture {}", path.display()))?;
+        let f =
+            File::open(path).with_context(|| format!("opening raw capture {}", path.display()))?;
         let mut r = BufReader::new(f);
         let mut magic = vec![0u8; MAGIC.len()];
         let bad = |what: &str| anyhow!("{}: not an abperf raw capture ({what})", path.display());
@@ -126,8 +142,10 @@ impl RawCapture {
         let mut n4 = [0u8; 4];
         r.read_exact(&mut n4).map_err(|_| bad("truncated header"))?;
         let mut meta = vec![0u8; u32::from_le_bytes(n4) as usize];
-        r.read_exact(&mut meta).map_err(|_| bad("truncated header"))?;
-        let meta: RawMeta = serde_json::from_slice(&meta).map_err(|e| anyhow!("{}: bad header: {e}", path.display()))?;
+        r.read_exact(&mut meta)
+            .map_err(|_| bad("truncated header"))?;
+        let meta: RawMeta = serde_json::from_slice(&meta)
+            .map_err(|e| anyhow!("{}: bad header: {e}", path.display()))?;
         let mut cpus = Vec::new();
         loop {
             match r.read_exact(&mut n4) {
@@ -136,13 +154,19 @@ impl RawCapture {
                 Err(e) => return Err(e.into()),
             }
             let mut n8 = [0u8; 8];
-            r.read_exact(&mut n8).map_err(|_| bad("truncated CPU block"))?;
+            r.read_exact(&mut n8)
+                .map_err(|_| bad("truncated CPU block"))?;
             let len = u64::from_le_bytes(n8) as usize;
             if meta.page_size == 0 || len % meta.page_size != 0 {
-                bail!("{}: CPU block of {len} bytes is not a multiple of the page size {}", path.display(), meta.page_size);
+                bail!(
+                    "{}: CPU block of {len} bytes is not a multiple of the page size {}",
+                    path.display(),
+                    meta.page_size
+                );
             }
             let mut pages = vec![0u8; len];
-            r.read_exact(&mut pages).map_err(|_| bad("truncated CPU block"))?;
+            r.read_exact(&mut pages)
+                .map_err(|_| bad("truncated CPU block"))?;
             cpus.push((u32::from_le_bytes(n4), pages));
         }
         Ok(RawCapture { meta, cpus })
@@ -172,7 +196,9 @@ impl Readers {
                 .open(&path)
                 .with_context(|| format!("opening {}", path.display()))?;
             let stop = stop.clone();
-            let h = std::thread::Builder::new().name(format!("trace-cpu{cpu}")).spawn(move || read_cpu(f, page_size, &stop))?;
+            let h = std::thread::Builder::new()
+                .name(format!("trace-cpu{cpu}"))
+                .spawn(move || read_cpu(f, page_size, &stop))?;
             handles.push((cpu, h));
         }
         Ok(Readers { handles, stop })
@@ -183,7 +209,9 @@ impl Readers {
         self.stop.store(true, Ordering::SeqCst);
         let mut out = Vec::new();
         for (cpu, h) in std::mem::take(&mut self.handles) {
-            let pages = h.join().map_err(|_| anyhow!("reader thread of CPU {cpu} panicked"))??;
+            let pages = h
+                .join()
+                .map_err(|_| anyhow!("reader thread of CPU {cpu} panicked"))??;
             out.push((cpu, pages));
         }
         Ok(out)
@@ -212,7 +240,9 @@ fn read_cpu(mut f: File, page_size: usize, stop: &AtomicBool) -> Result<Vec<u8>>
             match f.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) if n == page_size => out.extend_from_slice(&buf),
-                Ok(n) => bail!("short read of {n} bytes from trace_pipe_raw (page size {page_size})"),
+                Ok(n) => {
+                    bail!("short read of {n} bytes from trace_pipe_raw (page size {page_size})")
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(anyhow!("reading trace_pipe_raw: {e}")),
@@ -221,7 +251,11 @@ fn read_cpu(mut f: File, page_size: usize, stop: &AtomicBool) -> Result<Vec<u8>>
         if stopping {
             return Ok(out);
         }
-        let mut pfd = libc::pollfd { fd: f.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd: f.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
         // SAFETY: one valid pollfd.
         unsafe { libc::poll(&mut pfd, 1, 50) };
     }

@@ -22,7 +22,11 @@ pub enum RingError {
     #[error("page {page}: record at byte {at} runs past the committed data ({commit} bytes)")]
     Overrun { page: u64, at: usize, commit: usize },
     #[error("page {page}: page is {len} bytes, expected {expected}")]
-    Short { page: u64, len: usize, expected: usize },
+    Short {
+        page: u64,
+        len: usize,
+        expected: usize,
+    },
 }
 
 /// Events lost before a page, from its commit flags.
@@ -52,27 +56,52 @@ pub struct Ring {
 
 impl Ring {
     pub fn new(page: PageHeader, hdr: EventHeader, page_size: usize) -> Ring {
-        Ring { page, hdr, page_size }
+        Ring {
+            page,
+            hdr,
+            page_size,
+        }
     }
 
     /// Decode one page, calling `f(timestamp, payload)` for every data record in order.
     /// `page_no` only labels errors.
     #[inline]
-    pub fn parse_page<F: FnMut(u64, &[u8])>(&self, buf: &[u8], page_no: u64, mut f: F) -> Result<PageStats, RingError> {
+    pub fn parse_page<F: FnMut(u64, &[u8])>(
+        &self,
+        buf: &[u8],
+        page_no: u64,
+        mut f: F,
+    ) -> Result<PageStats, RingError> {
         if buf.len() != self.page_size {
-            return Err(RingError::Short { page: page_no, len: buf.len(), expected: self.page_size });
+            return Err(RingError::Short {
+                page: page_no,
+                len: buf.len(),
+                expected: self.page_size,
+            });
         }
         let ph = &self.page;
         let mut ts = u64::from_le_bytes(buf[ph.ts_offset..ph.ts_offset + 8].try_into().unwrap());
         let commit_raw = if ph.commit_size == 8 {
-            u64::from_le_bytes(buf[ph.commit_offset..ph.commit_offset + 8].try_into().unwrap())
+            u64::from_le_bytes(
+                buf[ph.commit_offset..ph.commit_offset + 8]
+                    .try_into()
+                    .unwrap(),
+            )
         } else {
-            u32::from_le_bytes(buf[ph.commit_offset..ph.commit_offset + 4].try_into().unwrap()) as u64
+            u32::from_le_bytes(
+                buf[ph.commit_offset..ph.commit_offset + 4]
+                    .try_into()
+                    .unwrap(),
+            ) as u64
         };
         let data = &buf[ph.data_offset..];
         let commit = commit_raw & COMMIT_MASK;
         if commit as usize > data.len() {
-            return Err(RingError::Commit { page: page_no, commit, max: data.len() });
+            return Err(RingError::Commit {
+                page: page_no,
+                commit,
+                max: data.len(),
+            });
         }
         let commit = commit as usize;
         let mut stats = PageStats::default();
@@ -81,22 +110,38 @@ impl Ring {
             if commit_raw & MISSED_STORED != 0 {
                 let n = ph.commit_size;
                 if let Some(b) = data.get(commit..commit + n) {
-                    let v = if n == 8 { u64::from_le_bytes(b.try_into().unwrap()) } else { u32::from_le_bytes(b.try_into().unwrap()) as u64 };
+                    let v = if n == 8 {
+                        u64::from_le_bytes(b.try_into().unwrap())
+                    } else {
+                        u32::from_le_bytes(b.try_into().unwrap()) as u64
+                    };
                     stats.missed = Missed::Count(v);
                 }
             }
         }
         let tl_mask = (1u32 << self.hdr.type_len_bits) - 1;
         let td_shift = self.hdr.type_len_bits;
-        let (pad, ext, abs, maxd) = (self.hdr.padding, self.hdr.time_extend, self.hdr.time_stamp, self.hdr.data_max_type_len);
-        let overrun = |at| RingError::Overrun { page: page_no, at, commit };
+        let (pad, ext, abs, maxd) = (
+            self.hdr.padding,
+            self.hdr.time_extend,
+            self.hdr.time_stamp,
+            self.hdr.data_max_type_len,
+        );
+        let overrun = |at| RingError::Overrun {
+            page: page_no,
+            at,
+            commit,
+        };
         let mut pos = 0usize;
         while pos + 4 <= commit {
             let h = u32::from_le_bytes(data[pos..pos + 4].try_into().unwrap());
             let type_len = h & tl_mask;
             let delta = (h >> td_shift) as u64;
             let word = |p: usize| -> Result<u32, RingError> {
-                data.get(p..p + 4).filter(|_| p + 4 <= commit).map(|b| u32::from_le_bytes(b.try_into().unwrap())).ok_or(overrun(p))
+                data.get(p..p + 4)
+                    .filter(|_| p + 4 <= commit)
+                    .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+                    .ok_or(overrun(p))
             };
             if type_len == 0 {
                 // length in array[0] counts itself; payload follows it, 4-byte aligned
@@ -190,7 +235,14 @@ pub mod build {
 
     impl PageBuilder {
         pub fn new(page_size: usize) -> PageBuilder {
-            PageBuilder { page_size, pages: Vec::new(), cur: Vec::new(), page_ts: 0, last_ts: 0, open: false }
+            PageBuilder {
+                page_size,
+                pages: Vec::new(),
+                cur: Vec::new(),
+                page_ts: 0,
+                last_ts: 0,
+                open: false,
+            }
         }
         fn cap(&self) -> usize {
             self.page_size - 16
@@ -199,7 +251,11 @@ pub mod build {
         /// bytes for the compact form; other lengths use the type_len 0 form).
         pub fn push(&mut self, ts: u64, payload: &[u8]) {
             let compact = payload.len() % 4 == 0 && payload.len() / 4 <= 28 && !payload.is_empty();
-            let need = if compact { 4 + payload.len() } else { 8 + payload.len().div_ceil(4) * 4 };
+            let need = if compact {
+                4 + payload.len()
+            } else {
+                8 + payload.len().div_ceil(4) * 4
+            };
             let mut delta = ts - if self.open { self.last_ts } else { ts };
             let ext = delta >= (1 << 27);
             let total = need + if ext { 8 } else { 0 };
@@ -213,7 +269,8 @@ pub mod build {
             if delta >= (1 << 27) {
                 let h: u32 = 30 | (((delta & ((1 << 27) - 1)) as u32) << 5);
                 self.cur.extend_from_slice(&h.to_le_bytes());
-                self.cur.extend_from_slice(&((delta >> 27) as u32).to_le_bytes());
+                self.cur
+                    .extend_from_slice(&((delta >> 27) as u32).to_le_bytes());
                 delta = 0;
             }
             if compact {
@@ -223,9 +280,13 @@ pub mod build {
             } else {
                 let h: u32 = (delta as u32) << 5;
                 self.cur.extend_from_slice(&h.to_le_bytes());
-                self.cur.extend_from_slice(&((payload.len() + 4) as u32).to_le_bytes());
+                self.cur
+                    .extend_from_slice(&((payload.len() + 4) as u32).to_le_bytes());
                 self.cur.extend_from_slice(payload);
-                self.cur.resize(self.cur.len() + (payload.len().div_ceil(4) * 4 - payload.len()), 0);
+                self.cur.resize(
+                    self.cur.len() + (payload.len().div_ceil(4) * 4 - payload.len()),
+                    0,
+                );
             }
             self.last_ts = ts;
         }
@@ -236,7 +297,8 @@ pub mod build {
             }
             let start = self.pages.len();
             self.pages.extend_from_slice(&self.page_ts.to_le_bytes());
-            self.pages.extend_from_slice(&((self.cur.len() as u64) | flags).to_le_bytes());
+            self.pages
+                .extend_from_slice(&((self.cur.len() as u64) | flags).to_le_bytes());
             self.pages.extend_from_slice(&self.cur);
             self.pages.resize(start + self.page_size, 0);
             self.cur.clear();
@@ -255,8 +317,22 @@ mod tests {
     use super::*;
 
     fn ring() -> Ring {
-        let page = PageHeader { ts_offset: 0, ts_size: 8, commit_offset: 8, commit_size: 8, data_offset: 16, data_size: 4080 };
-        let hdr = EventHeader { type_len_bits: 5, time_delta_bits: 27, padding: 29, time_extend: 30, time_stamp: 31, data_max_type_len: 28 };
+        let page = PageHeader {
+            ts_offset: 0,
+            ts_size: 8,
+            commit_offset: 8,
+            commit_size: 8,
+            data_offset: 16,
+            data_size: 4080,
+        };
+        let hdr = EventHeader {
+            type_len_bits: 5,
+            time_delta_bits: 27,
+            padding: 29,
+            time_extend: 30,
+            time_stamp: 31,
+            data_max_type_len: 28,
+        };
         Ring::new(page, hdr, 4096)
     }
 
@@ -264,7 +340,10 @@ mod tests {
         let mut out = Vec::new();
         let mut st = Vec::new();
         for (i, p) in pages.chunks(4096).enumerate() {
-            st.push(r.parse_page(p, i as u64, |ts, d| out.push((ts, d.to_vec()))).unwrap());
+            st.push(
+                r.parse_page(p, i as u64, |ts, d| out.push((ts, d.to_vec())))
+                    .unwrap(),
+            );
         }
         (out, st)
     }
@@ -277,7 +356,11 @@ mod tests {
         for i in 0..2000u64 {
             // every 100th record is far in time (time extend) and every 7th is odd-sized (type_len 0)
             ts += if i % 100 == 0 { 1 << 33 } else { 3 + i % 5 };
-            let len = if i % 7 == 0 { 130 } else { 8 + 4 * (i as usize % 4) };
+            let len = if i % 7 == 0 {
+                130
+            } else {
+                8 + 4 * (i as usize % 4)
+            };
             let payload: Vec<u8> = (0..len).map(|k| (i as usize + k) as u8).collect();
             b.push(ts, &payload);
             want.push((ts, payload));
@@ -285,7 +368,11 @@ mod tests {
         let pages = b.finish();
         assert!(pages.len() > 4096 * 10);
         let (got, st) = collect(&ring(), &pages);
-        let got: Vec<(u64, Vec<u8>)> = got.into_iter().zip(want.iter()).map(|((t, d), (_, w))| (t, d[..w.len()].to_vec())).collect();
+        let got: Vec<(u64, Vec<u8>)> = got
+            .into_iter()
+            .zip(want.iter())
+            .map(|((t, d), (_, w))| (t, d[..w.len()].to_vec()))
+            .collect();
         assert_eq!(got, want);
         assert_eq!(st.iter().map(|s| s.events).sum::<u64>(), 2000);
     }
@@ -325,10 +412,19 @@ mod tests {
         let r = ring();
         let mut page = vec![0u8; 4096];
         page[8..16].copy_from_slice(&5000u64.to_le_bytes());
-        assert!(matches!(r.parse_page(&page, 3, |_, _| {}), Err(RingError::Commit { page: 3, .. })));
+        assert!(matches!(
+            r.parse_page(&page, 3, |_, _| {}),
+            Err(RingError::Commit { page: 3, .. })
+        ));
         page[8..16].copy_from_slice(&8u64.to_le_bytes());
         page[16..20].copy_from_slice(&20u32.to_le_bytes()); // claims 80 bytes
-        assert!(matches!(r.parse_page(&page, 0, |_, _| {}), Err(RingError::Overrun { .. })));
-        assert!(matches!(r.parse_page(&page[..100], 0, |_, _| {}), Err(RingError::Short { .. })));
+        assert!(matches!(
+            r.parse_page(&page, 0, |_, _| {}),
+            Err(RingError::Overrun { .. })
+        ));
+        assert!(matches!(
+            r.parse_page(&page[..100], 0, |_, _| {}),
+            Err(RingError::Short { .. })
+        ));
     }
 }

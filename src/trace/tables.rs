@@ -69,7 +69,11 @@ pub struct TlbTable {
 
 impl TlbTable {
     pub fn reason_name(&self, r: i64) -> String {
-        self.reasons.iter().find(|(k, _)| *k == r).map(|(_, n)| n.clone()).unwrap_or_else(|| format!("reason {r}"))
+        self.reasons
+            .iter()
+            .find(|(k, _)| *k == r)
+            .map(|(_, n)| n.clone())
+            .unwrap_or_else(|| format!("reason {r}"))
     }
     /// Rows summed over the reasons in `filter` (all when None), by pages.
     pub fn by_pages(&self, filter: Option<i64>) -> BTreeMap<i64, Bin> {
@@ -130,7 +134,11 @@ pub enum Spec {
     /// tlb_flush counts by reason.
     Standard,
     /// A begin/end pair with an optional key field of the begin event.
-    Pair { begin: String, end: String, key: Option<String> },
+    Pair {
+        begin: String,
+        end: String,
+        key: Option<String>,
+    },
     /// Counts of one event by one field.
     Count { event: String, key: String },
 }
@@ -188,6 +196,42 @@ struct PairAcc {
     unmatched: u64,
 }
 
+/// Counts by value: dense for -1..=1024 (reasons, pages), a map beyond.
+#[derive(Debug, Clone)]
+struct Counter {
+    dense: Vec<u64>,
+    sparse: BTreeMap<i64, u64>,
+}
+
+impl Default for Counter {
+    fn default() -> Self {
+        Counter {
+            dense: vec![0; 1026],
+            sparse: BTreeMap::new(),
+        }
+    }
+}
+
+impl Counter {
+    #[inline]
+    fn add(&mut self, v: i64) {
+        if (-1..=1024).contains(&v) {
+            self.dense[(v + 1) as usize] += 1;
+        } else {
+            *self.sparse.entry(v).or_default() += 1;
+        }
+    }
+    fn rows(&self) -> Vec<(i64, u64)> {
+        let mut m = self.sparse.clone();
+        for (i, n) in self.dense.iter().enumerate() {
+            if *n > 0 {
+                m.insert(i as i64 - 1, *n);
+            }
+        }
+        m.into_iter().collect()
+    }
+}
+
 const DENSE_REASONS: usize = 8;
 const DENSE_PAGES: usize = 1026; // pages -1..=1024
 
@@ -202,7 +246,7 @@ pub struct Analyzer {
     roles: Vec<Vec<Role>>,
     pairs: Vec<PairDef>,
     acc: Vec<PairAcc>,
-    counts: Vec<(String, String, u32, FieldLoc, BTreeMap<i64, u64>)>,
+    counts: Vec<(String, String, u32, FieldLoc, Counter)>,
     open: Vec<Vec<Open>>, // [cpu][pair]
     tlb_dense: Vec<Bin>,
     tlb_sparse: BTreeMap<(i64, i64), Bin>,
@@ -218,10 +262,24 @@ impl Analyzer {
         let flush_reason = flush_ty.and_then(|t| schema.field(t, "reason"));
         let flush_pages = flush_ty.and_then(|t| schema.field(t, "pages"));
         let remote_reason = flush_ty.and_then(|t| {
-            schema.types[t as usize].symbols.get("reason").and_then(|s| s.iter().find(|(_, n)| n == "remote shootdown").map(|(v, _)| *v))
+            schema.types[t as usize]
+                .symbols
+                .get("reason")
+                .and_then(|s| {
+                    s.iter()
+                        .find(|(_, n)| n == "remote shootdown")
+                        .map(|(v, _)| *v)
+                })
         });
         let switch_reason = flush_ty.and_then(|t| {
-            schema.types[t as usize].symbols.get("reason").and_then(|s| s.iter().find(|(_, n)| n == "flush on task switch").map(|(v, _)| *v))
+            schema.types[t as usize]
+                .symbols
+                .get("reason")
+                .and_then(|s| {
+                    s.iter()
+                        .find(|(_, n)| n == "flush on task switch")
+                        .map(|(v, _)| *v)
+                })
         });
         let mut a = Analyzer {
             switch_reason,
@@ -244,37 +302,63 @@ impl Analyzer {
             match spec {
                 Spec::Standard => a.add_standard(schema),
                 Spec::Pair { begin, end, key } => {
-                    let b = schema.find(begin).ok_or_else(|| format!("event {begin:?} (--begin) is not in the capture"))?;
-                    let e = schema.find(end).ok_or_else(|| format!("event {end:?} (--end) is not in the capture"))?;
+                    let b = schema.find(begin).ok_or_else(|| {
+                        format!("event {begin:?} (--begin) is not in the capture")
+                    })?;
+                    let e = schema
+                        .find(end)
+                        .ok_or_else(|| format!("event {end:?} (--end) is not in the capture"))?;
                     let k = match key {
                         Some(k) => KeyOf::Field(schema.field(b, k).ok_or_else(|| {
-                            format!("event {begin:?} has no numeric field {k:?} (--key); fields: {}", field_list(schema, b))
+                            format!(
+                                "event {begin:?} has no numeric field {k:?} (--key); fields: {}",
+                                field_list(schema, b)
+                            )
                         })?),
                         None => KeyOf::None,
                     };
-                    a.add_pair(PairDef {
-                        name: format!("{begin}..{end}"),
-                        begin_names: vec![begin.clone()],
-                        end_names: vec![end.clone()],
-                        key_label: key.clone().unwrap_or_default(),
-                        keys: vec![(b, k)],
-                        flush_remote: None,
-                        same_pid: false,
-                        need_flush: false,
-                        times_flushes: false,
-                    }, &[b], &[e]);
+                    a.add_pair(
+                        PairDef {
+                            name: format!("{begin}..{end}"),
+                            begin_names: vec![begin.clone()],
+                            end_names: vec![end.clone()],
+                            key_label: key.clone().unwrap_or_default(),
+                            keys: vec![(b, k)],
+                            flush_remote: None,
+                            same_pid: false,
+                            need_flush: false,
+                            times_flushes: false,
+                        },
+                        &[b],
+                        &[e],
+                    );
                 }
                 Spec::Count { event, key } => {
-                    let t = schema.find(event).ok_or_else(|| format!("event {event:?} (--event) is not in the capture"))?;
-                    let f = schema
-                        .field(t, key)
-                        .ok_or_else(|| format!("event {event:?} has no numeric field {key:?} (--key); fields: {}", field_list(schema, t)))?;
+                    let t = schema.find(event).ok_or_else(|| {
+                        format!("event {event:?} (--event) is not in the capture")
+                    })?;
+                    let f = schema.field(t, key).ok_or_else(|| {
+                        format!(
+                            "event {event:?} has no numeric field {key:?} (--key); fields: {}",
+                            field_list(schema, t)
+                        )
+                    })?;
                     a.roles[t as usize].push(Role::Count(a.counts.len()));
-                    a.counts.push((schema.types[t as usize].full_name(), key.clone(), t, f, BTreeMap::new()));
+                    a.counts.push((
+                        schema.types[t as usize].full_name(),
+                        key.clone(),
+                        t,
+                        f,
+                        Counter::default(),
+                    ));
                 }
             }
         }
-        if a.want_tlb || a.pairs.iter().any(|p| p.need_flush || p.flush_remote.is_some() || !p.keys.is_empty()) {
+        if a.want_tlb
+            || a.pairs
+                .iter()
+                .any(|p| p.need_flush || p.flush_remote.is_some() || !p.keys.is_empty())
+        {
             if let Some(t) = flush_ty {
                 if !a.roles[t as usize].iter().any(|r| matches!(r, Role::Flush)) {
                     a.roles[t as usize].insert(0, Role::Flush);
@@ -299,16 +383,37 @@ impl Analyzer {
     fn add_standard(&mut self, schema: &Schema) {
         self.want_tlb = self.flush_ty.is_some();
         // remote shootdown on the receiving CPU
-        let begins: Vec<u32> = ["irq_vectors:call_function_entry", "irq_vectors:call_function_single_entry"].iter().filter_map(|n| schema.find(n)).collect();
-        let ends: Vec<u32> = ["irq_vectors:call_function_exit", "irq_vectors:call_function_single_exit"].iter().filter_map(|n| schema.find(n)).collect();
+        let begins: Vec<u32> = [
+            "irq_vectors:call_function_entry",
+            "irq_vectors:call_function_single_entry",
+        ]
+        .iter()
+        .filter_map(|n| schema.find(n))
+        .collect();
+        let ends: Vec<u32> = [
+            "irq_vectors:call_function_exit",
+            "irq_vectors:call_function_single_exit",
+        ]
+        .iter()
+        .filter_map(|n| schema.find(n))
+        .collect();
         if !begins.is_empty() && !ends.is_empty() && self.flush_ty.is_some() {
             self.add_pair(
                 PairDef {
                     name: "remote shootdown".into(),
-                    begin_names: begins.iter().map(|t| schema.types[*t as usize].full_name()).collect(),
-                    end_names: ends.iter().map(|t| schema.types[*t as usize].full_name()).collect(),
+                    begin_names: begins
+                        .iter()
+                        .map(|t| schema.types[*t as usize].full_name())
+                        .collect(),
+                    end_names: ends
+                        .iter()
+                        .map(|t| schema.types[*t as usize].full_name())
+                        .collect(),
                     key_label: "pages".into(),
-                    keys: begins.iter().map(|b| (*b, KeyOf::InnerRemotePages)).collect(),
+                    keys: begins
+                        .iter()
+                        .map(|b| (*b, KeyOf::InnerRemotePages))
+                        .collect(),
                     flush_remote: Some(true),
                     same_pid: false,
                     need_flush: true,
@@ -320,10 +425,17 @@ impl Analyzer {
         }
         let page = page_size();
         for sc in ["madvise", "munmap", "mprotect"] {
-            let (Some(b), Some(e)) = (schema.find(&format!("syscalls:sys_enter_{sc}")), schema.find(&format!("syscalls:sys_exit_{sc}"))) else {
+            let (Some(b), Some(e)) = (
+                schema.find(&format!("syscalls:sys_enter_{sc}")),
+                schema.find(&format!("syscalls:sys_exit_{sc}")),
+            ) else {
                 continue;
             };
-            let key = ["len_in", "len"].iter().find_map(|f| schema.field(b, f)).map(|l| KeyOf::LenPages(l, page)).unwrap_or(KeyOf::None);
+            let key = ["len_in", "len"]
+                .iter()
+                .find_map(|f| schema.field(b, f))
+                .map(|l| KeyOf::LenPages(l, page))
+                .unwrap_or(KeyOf::None);
             self.add_pair(
                 PairDef {
                     name: sc.into(),
@@ -340,8 +452,14 @@ impl Analyzer {
                 &[e],
             );
         }
-        if let (Some(b), Some(e)) = (schema.find("x86_fpu:x86_fpu_before_save"), schema.find("x86_fpu:x86_fpu_after_save")) {
-            let key = schema.field(b, "xfeatures").map(KeyOf::Field).unwrap_or(KeyOf::None);
+        if let (Some(b), Some(e)) = (
+            schema.find("x86_fpu:x86_fpu_before_save"),
+            schema.find("x86_fpu:x86_fpu_after_save"),
+        ) {
+            let key = schema
+                .field(b, "xfeatures")
+                .map(KeyOf::Field)
+                .unwrap_or(KeyOf::None);
             self.add_pair(
                 PairDef {
                     name: "xsave".into(),
@@ -360,7 +478,13 @@ impl Analyzer {
         }
         if let (Some(t), Some(r)) = (self.flush_ty, self.flush_reason) {
             self.roles[t as usize].push(Role::Count(self.counts.len()));
-            self.counts.push((schema.types[t as usize].full_name(), "reason".into(), t, r, BTreeMap::new()));
+            self.counts.push((
+                schema.types[t as usize].full_name(),
+                "reason".into(),
+                t,
+                r,
+                Counter::default(),
+            ));
         }
     }
 
@@ -386,7 +510,8 @@ impl Analyzer {
         }
         let cpu = ev.cpu as usize;
         if self.open.len() <= cpu {
-            self.open.resize(cpu + 1, vec![Open::default(); self.pairs.len()]);
+            self.open
+                .resize(cpu + 1, vec![Open::default(); self.pairs.len()]);
         }
         for ri in 0..self.roles[ty].len() {
             match self.roles[ty][ri] {
@@ -406,7 +531,7 @@ impl Analyzer {
                 Role::End(p) => self.on_end(ev, cpu, p),
                 Role::Count(c) => {
                     if let Some(v) = self.counts[c].3.get(ev) {
-                        *self.counts[c].4.entry(v).or_default() += 1;
+                        self.counts[c].4.add(v);
                     }
                 }
             }
@@ -414,11 +539,19 @@ impl Analyzer {
     }
 
     fn pair_key(&self, p: usize, ev: &Ev) -> i64 {
-        let k = self.pairs[p].keys.iter().find(|(t, _)| *t == ev.ty).map(|(_, k)| *k).unwrap_or(KeyOf::None);
+        let k = self.pairs[p]
+            .keys
+            .iter()
+            .find(|(t, _)| *t == ev.ty)
+            .map(|(_, k)| *k)
+            .unwrap_or(KeyOf::None);
         match k {
             KeyOf::None | KeyOf::InnerRemotePages => 0,
             KeyOf::Field(l) => l.get(ev).unwrap_or(0),
-            KeyOf::LenPages(l, page) => l.get(ev).map(|v| (v as u64).div_ceil(page) as i64).unwrap_or(0),
+            KeyOf::LenPages(l, page) => l
+                .get(ev)
+                .map(|v| (v as u64).div_ceil(page) as i64)
+                .unwrap_or(0),
         }
     }
 
@@ -465,7 +598,10 @@ impl Analyzer {
         if def.need_flush && o.flushes.is_empty() {
             return;
         }
-        let is_remote_key = def.keys.iter().any(|(_, k)| matches!(k, KeyOf::InnerRemotePages));
+        let is_remote_key = def
+            .keys
+            .iter()
+            .any(|(_, k)| matches!(k, KeyOf::InnerRemotePages));
         let key = if is_remote_key { o.flushes[0].1 } else { o.key };
         let flushes = std::mem::take(&mut o.flushes);
         let times = def.times_flushes;
@@ -501,15 +637,31 @@ impl Analyzer {
             let mut rows = Vec::new();
             for (i, b) in self.tlb_dense.iter().enumerate() {
                 if b.count > 0 || b.timed > 0 {
-                    rows.push(TlbRow { reason: (i / DENSE_PAGES) as i64, pages: (i % DENSE_PAGES) as i64 - 1, bin: *b });
+                    rows.push(TlbRow {
+                        reason: (i / DENSE_PAGES) as i64,
+                        pages: (i % DENSE_PAGES) as i64 - 1,
+                        bin: *b,
+                    });
                 }
             }
             for ((r, p), b) in &self.tlb_sparse {
-                rows.push(TlbRow { reason: *r, pages: *p, bin: *b });
+                rows.push(TlbRow {
+                    reason: *r,
+                    pages: *p,
+                    bin: *b,
+                });
             }
             rows.sort_by_key(|r| (r.reason, r.pages));
-            let reasons = schema.types[t as usize].symbols.get("reason").cloned().unwrap_or_default();
-            Some(TlbTable { event: schema.types[t as usize].full_name(), reasons, rows })
+            let reasons = schema.types[t as usize]
+                .symbols
+                .get("reason")
+                .cloned()
+                .unwrap_or_default();
+            Some(TlbTable {
+                event: schema.types[t as usize].full_name(),
+                reasons,
+                rows,
+            })
         } else {
             None
         };
@@ -522,7 +674,15 @@ impl Analyzer {
                 begin: d.begin_names.clone(),
                 end: d.end_names.clone(),
                 key: d.key_label.clone(),
-                rows: a.rows.into_iter().map(|(k, (bin, inner))| PairRow { key: k, bin, flushes: inner.into_iter().collect() }).collect(),
+                rows: a
+                    .rows
+                    .into_iter()
+                    .map(|(k, (bin, inner))| PairRow {
+                        key: k,
+                        bin,
+                        flushes: inner.into_iter().collect(),
+                    })
+                    .collect(),
                 unmatched: a.unmatched,
             })
             .collect();
@@ -531,18 +691,40 @@ impl Analyzer {
             .into_iter()
             .map(|(event, key, t, _, m)| CountTable {
                 event,
-                names: schema.types[t as usize].symbols.get(&key).cloned().unwrap_or_default(),
+                names: schema.types[t as usize]
+                    .symbols
+                    .get(&key)
+                    .cloned()
+                    .unwrap_or_default(),
                 key,
-                rows: m.into_iter().collect(),
+                rows: m.rows(),
             })
             .collect();
-        let events = schema.types.iter().zip(&self.events).filter(|(_, n)| **n > 0).map(|(t, n)| (t.full_name(), *n)).collect();
-        Tables { tlb, pairs, counts, events, bias: self.bias }
+        let events = schema
+            .types
+            .iter()
+            .zip(&self.events)
+            .filter(|(_, n)| **n > 0)
+            .map(|(t, n)| (t.full_name(), *n))
+            .collect();
+        Tables {
+            tlb,
+            pairs,
+            counts,
+            events,
+            bias: self.bias,
+        }
     }
 }
 
 fn field_list(schema: &Schema, ty: u32) -> String {
-    schema.types[ty as usize].fields.iter().map(|(n, _)| n.as_str()).filter(|n| !n.starts_with("common_")).collect::<Vec<_>>().join(", ")
+    schema.types[ty as usize]
+        .fields
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| !n.starts_with("common_"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The system page size (lengths in syscall arguments are shown in pages of this size).
@@ -564,7 +746,13 @@ mod tests {
         let t = s.intern_type("tlb_flush");
         s.intern_field(t, "pages");
         s.intern_field(t, "reason");
-        s.types[t as usize].symbols.insert("reason".into(), vec![(1, "remote shootdown".into()), (3, "local MM shootdown".into())]);
+        s.types[t as usize].symbols.insert(
+            "reason".into(),
+            vec![
+                (1, "remote shootdown".into()),
+                (3, "local MM shootdown".into()),
+            ],
+        );
         s.intern_type("call_function_single_entry");
         s.intern_type("call_function_single_exit");
         let m = s.intern_type("sys_enter_madvise");
@@ -574,7 +762,14 @@ mod tests {
     }
 
     fn ev<'a>(cpu: u32, ts: u64, ty: u32, pid: i32, slots: &'a [i64]) -> Ev<'a> {
-        Ev { cpu, ts, ty, pid, raw: &[], slots }
+        Ev {
+            cpu,
+            ts,
+            ty,
+            pid,
+            raw: &[],
+            slots,
+        }
     }
 
     #[test]
@@ -608,7 +803,11 @@ mod tests {
         let remote = tlb.by_pages(Some(1));
         assert_eq!(remote[&8].sum, 300);
         assert_eq!(tlb.reason_name(1), "remote shootdown");
-        let rs = t.pairs.iter().find(|p| p.name == "remote shootdown").unwrap();
+        let rs = t
+            .pairs
+            .iter()
+            .find(|p| p.name == "remote shootdown")
+            .unwrap();
         assert_eq!(rs.rows.len(), 1);
         assert_eq!((rs.rows[0].key, rs.rows[0].bin.min), (8, 300));
         let md = t.pairs.iter().find(|p| p.name == "madvise").unwrap();
@@ -623,9 +822,38 @@ mod tests {
     #[test]
     fn custom_specs_and_errors() {
         let s = schema();
-        assert!(Analyzer::new(&s, &[Spec::Count { event: "tlb_flush".into(), key: "nope".into() }]).unwrap_err().contains("pages, reason"));
-        assert!(Analyzer::new(&s, &[Spec::Pair { begin: "x".into(), end: "y".into(), key: None }]).unwrap_err().contains("--begin"));
-        let mut a = Analyzer::new(&s, &[Spec::Pair { begin: "sys_enter_madvise".into(), end: "sys_exit_madvise".into(), key: Some("len_in".into()) }]).unwrap();
+        assert!(
+            Analyzer::new(
+                &s,
+                &[Spec::Count {
+                    event: "tlb_flush".into(),
+                    key: "nope".into()
+                }]
+            )
+            .unwrap_err()
+            .contains("pages, reason")
+        );
+        assert!(
+            Analyzer::new(
+                &s,
+                &[Spec::Pair {
+                    begin: "x".into(),
+                    end: "y".into(),
+                    key: None
+                }]
+            )
+            .unwrap_err()
+            .contains("--begin")
+        );
+        let mut a = Analyzer::new(
+            &s,
+            &[Spec::Pair {
+                begin: "sys_enter_madvise".into(),
+                end: "sys_exit_madvise".into(),
+                key: Some("len_in".into()),
+            }],
+        )
+        .unwrap();
         a.event(&ev(0, 10, 3, 1, &[4096]));
         a.event(&ev(0, 15, 0, 1, &[1, 3]));
         a.event(&ev(0, 30, 4, 1, &[]));

@@ -71,14 +71,24 @@ impl TextCapture {
     pub fn for_each(&self, mut f: impl FnMut(&Ev)) {
         for e in &self.events {
             let slots = &self.values[e.start as usize..e.start as usize + e.len as usize];
-            f(&Ev { cpu: e.cpu, ts: e.ts, ty: e.ty, pid: e.pid, raw: &[], slots });
+            f(&Ev {
+                cpu: e.cpu,
+                ts: e.ts,
+                ty: e.ty,
+                pid: e.pid,
+                raw: &[],
+                slots,
+            });
         }
     }
     pub fn cpus(&self) -> u32 {
         self.events.iter().map(|e| e.cpu + 1).max().unwrap_or(0)
     }
     pub fn span(&self) -> u64 {
-        match (self.events.iter().map(|e| e.ts).min(), self.events.iter().map(|e| e.ts).max()) {
+        match (
+            self.events.iter().map(|e| e.ts).min(),
+            self.events.iter().map(|e| e.ts).max(),
+        ) {
             (Some(a), Some(b)) => b - a,
             _ => 0,
         }
@@ -88,7 +98,12 @@ impl TextCapture {
 /// Parse a whole text trace. `file` only labels errors.
 pub fn parse(file: &str, text: &[u8], opts: &TextOptions) -> Result<TextCapture, TextError> {
     let mut cap = TextCapture::default();
-    let mut p = LineParser { opts, slots: Vec::new(), type_cache: HashMap::new() };
+    let mut p = LineParser {
+        opts,
+        slots: Vec::new(),
+        type_cache: Vec::new(),
+        field_cache: Vec::new(),
+    };
     for (i, line) in text.split(|b| *b == b'\n').enumerate() {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let lineno = i as u64 + 1;
@@ -105,7 +120,11 @@ pub fn parse(file: &str, text: &[u8], opts: &TextOptions) -> Result<TextCapture,
                         cap.first_bad_line = Some((lineno, msg));
                     }
                 } else {
-                    return Err(TextError { file: file.to_string(), line: lineno, msg });
+                    return Err(TextError {
+                        file: file.to_string(),
+                        line: lineno,
+                        msg,
+                    });
                 }
             }
         }
@@ -116,7 +135,10 @@ pub fn parse(file: &str, text: &[u8], opts: &TextOptions) -> Result<TextCapture,
 struct LineParser<'o> {
     opts: &'o TextOptions,
     slots: Vec<i64>,
-    type_cache: HashMap<Vec<u8>, u32>,
+    /// Event name -> type (a handful of names: a linear search beats hashing).
+    type_cache: Vec<(Vec<u8>, u32)>,
+    /// Per type: field name -> (slot, printed as bare hex).
+    field_cache: Vec<Vec<(Vec<u8>, usize, bool)>>,
 }
 
 fn trim(mut s: &[u8]) -> &[u8] {
@@ -172,7 +194,11 @@ fn parse_num(s: &[u8], hex: bool) -> Option<i64> {
         return parse_u64(d).map(|v| (v as i64).wrapping_neg());
     }
     parse_u64(s).map(|v| v as i64).or_else(|| {
-        if s.iter().any(|c| c.is_ascii_alphabetic()) && s.len() >= 4 { parse_hex(s).map(|v| v as i64) } else { None }
+        if s.iter().any(|c| c.is_ascii_alphabetic()) && s.len() >= 4 {
+            parse_hex(s).map(|v| v as i64)
+        } else {
+            None
+        }
     })
 }
 
@@ -189,22 +215,32 @@ impl LineParser<'_> {
         if t.is_empty() || t[0] == b'#' || t.starts_with(b"cpus=") || t.starts_with(b"version =") {
             return Ok(());
         }
-        if let Some(lost) = lost_line(t) {
-            if let Some((cpu, n)) = lost {
-                *cap.lost.entry(cpu).or_default() += n;
+        if t.starts_with(b"CPU") {
+            if let Some(lost) = lost_line(t) {
+                if let Some((cpu, n)) = lost {
+                    *cap.lost.entry(cpu).or_default() += n;
+                }
+                return Ok(());
             }
-            return Ok(());
-        }
-        if t.starts_with(b"CPU ") && t.ends_with(b"is empty") {
-            return Ok(());
+            if t.starts_with(b"CPU ") && t.ends_with(b"is empty") {
+                return Ok(());
+            }
         }
         // [CPU]: the first "[digits]"
-        let (lb, rb) = find_cpu(line).ok_or("expected `TASK-PID [CPU] TIMESTAMP: EVENT: ...` (no [CPU] field)")?;
+        let (lb, rb) = find_cpu(line)
+            .ok_or("expected `TASK-PID [CPU] TIMESTAMP: EVENT: ...` (no [CPU] field)")?;
         let cpu = parse_u64(&line[lb + 1..rb]).ok_or("CPU number in [...] is not a number")? as u32;
         let head = trim(&line[..lb]);
         // optional "( tgid)" before [CPU]
-        let head = if head.ends_with(b")") { trim(&head[..head.iter().rposition(|c| *c == b'(').unwrap_or(0)]) } else { head };
-        let dash = head.iter().rposition(|c| *c == b'-').ok_or("expected TASK-PID before [CPU]")?;
+        let head = if head.ends_with(b")") {
+            trim(&head[..head.iter().rposition(|c| *c == b'(').unwrap_or(0)])
+        } else {
+            head
+        };
+        let dash = head
+            .iter()
+            .rposition(|c| *c == b'-')
+            .ok_or("expected TASK-PID before [CPU]")?;
         let pid = parse_u64(&head[dash + 1..]).ok_or("PID after `TASK-` is not a number")? as i32;
         // after ]: [flags] timestamp: rest
         let mut rest = trim(&line[rb + 1..]);
@@ -224,7 +260,14 @@ impl LineParser<'_> {
         let ty = self.event_body(cap, rest)?;
         let start = cap.values.len() as u32;
         cap.values.extend_from_slice(&self.slots);
-        cap.events.push(TEv { cpu, ts, ty, pid, start, len: self.slots.len() as u16 });
+        cap.events.push(TEv {
+            cpu,
+            ts,
+            ty,
+            pid,
+            start,
+            len: self.slots.len() as u16,
+        });
         Ok(())
     }
 
@@ -238,20 +281,25 @@ impl LineParser<'_> {
                 if frac.len() > 9 {
                     return Err(bad());
                 }
-                (TextClock::Seconds, secs * 1_000_000_000 + f * 10u64.pow(9 - frac.len() as u32))
+                (
+                    TextClock::Seconds,
+                    secs * 1_000_000_000 + f * 10u64.pow(9 - frac.len() as u32),
+                )
             }
             None => (TextClock::Counter, parse_u64(s).ok_or_else(bad)?),
         };
         match cap.clock {
             None => cap.clock = Some(clock),
-            Some(c) if c != clock => return Err("timestamp format changes within the file (seconds vs counter)".into()),
+            Some(c) if c != clock => {
+                return Err("timestamp format changes within the file (seconds vs counter)".into());
+            }
             _ => {}
         }
         Ok(v)
     }
 
     fn ty(&mut self, cap: &mut TextCapture, name: &[u8]) -> u32 {
-        if let Some(t) = self.type_cache.get(name) {
+        if let Some((_, t)) = self.type_cache.iter().find(|(n, _)| n == name) {
             return *t;
         }
         let n = String::from_utf8_lossy(name);
@@ -259,21 +307,47 @@ impl LineParser<'_> {
         if let Some(sys) = self.opts.systems.get(n.as_ref()) {
             cap.schema.types[t as usize].system = Some(sys.clone());
         }
-        self.type_cache.insert(name.to_vec(), t);
+        self.type_cache.push((name.to_vec(), t));
+        if self.field_cache.len() <= t as usize {
+            self.field_cache.resize(t as usize + 1, Vec::new());
+        }
         t
     }
 
-    fn set(&mut self, cap: &mut TextCapture, ty: u32, name: &[u8], v: i64) {
-        let name = std::str::from_utf8(name).unwrap_or("?");
-        let i = cap.schema.intern_field(ty, name);
-        if self.slots.len() <= i {
-            self.slots.resize(i + 1, ABSENT);
+    /// Slot of a field, and whether it prints as bare hex.
+    fn field(&mut self, cap: &mut TextCapture, ty: u32, name: &[u8]) -> (usize, bool) {
+        let fc = &mut self.field_cache[ty as usize];
+        if let Some((_, slot, hex)) = fc.iter().find(|(n, _, _)| n == name) {
+            return (*slot, *hex);
         }
-        self.slots[i] = v;
+        let n = std::str::from_utf8(name).unwrap_or("?");
+        let slot = cap.schema.intern_field(ty, n);
+        let hex = self
+            .opts
+            .hex
+            .get(&cap.schema.types[ty as usize].name)
+            .is_some_and(|h| h.contains(n));
+        fc.push((name.to_vec(), slot, hex));
+        (slot, hex)
+    }
+
+    fn set_slot(&mut self, slot: usize, v: i64) {
+        if self.slots.len() <= slot {
+            self.slots.resize(slot + 1, ABSENT);
+        }
+        self.slots[slot] = v;
+    }
+
+    fn set(&mut self, cap: &mut TextCapture, ty: u32, name: &[u8], v: i64) {
+        let (slot, _) = self.field(cap, ty, name);
+        self.set_slot(slot, v);
     }
 
     fn event_body(&mut self, cap: &mut TextCapture, rest: &[u8]) -> Result<u32, String> {
-        let id_end = rest.iter().position(|c| !is_ident(*c)).unwrap_or(rest.len());
+        let id_end = rest
+            .iter()
+            .position(|c| !is_ident(*c))
+            .unwrap_or(rest.len());
         if id_end == 0 || !is_ident_start(rest[0]) {
             return Err("expected an event name after the timestamp".into());
         }
@@ -281,7 +355,9 @@ impl LineParser<'_> {
         let after = &rest[id_end..];
         if let Some(args) = after.strip_prefix(b"(") {
             // sys_X(arg: v, ...)
-            let sc = name.strip_prefix(b"sys_").ok_or("expected `sys_NAME(` for a system-call entry")?;
+            let sc = name
+                .strip_prefix(b"sys_")
+                .ok_or("expected `sys_NAME(` for a system-call entry")?;
             let mut n = b"sys_enter_".to_vec();
             n.extend_from_slice(sc);
             let ty = self.ty(cap, &n);
@@ -290,22 +366,26 @@ impl LineParser<'_> {
             return Ok(ty);
         }
         if let Some(ret) = after.strip_prefix(b" -> ") {
-            let sc = name.strip_prefix(b"sys_").ok_or("expected `sys_NAME -> RET` for a system-call exit")?;
+            let sc = name
+                .strip_prefix(b"sys_")
+                .ok_or("expected `sys_NAME -> RET` for a system-call exit")?;
             let mut n = b"sys_exit_".to_vec();
             n.extend_from_slice(sc);
             let ty = self.ty(cap, &n);
-            let v = parse_num(trim(ret), false).ok_or("system-call return value is not a number")?;
+            let v =
+                parse_num(trim(ret), false).ok_or("system-call return value is not a number")?;
             self.set(cap, ty, b"ret", v);
             return Ok(ty);
         }
-        let body = after.strip_prefix(b":").ok_or("expected `EVENT:` after the timestamp")?;
+        let body = after
+            .strip_prefix(b":")
+            .ok_or("expected `EVENT:` after the timestamp")?;
         let ty = self.ty(cap, name);
         self.fields(cap, ty, body)?;
         Ok(ty)
     }
 
     fn fields(&mut self, cap: &mut TextCapture, ty: u32, s: &[u8]) -> Result<(), String> {
-        let hex_set = self.opts.hex.get(&cap.schema.types[ty as usize].name).cloned();
         let mut i = 0;
         let n = s.len();
         while i < n {
@@ -342,9 +422,9 @@ impl LineParser<'_> {
                 i += 1;
             }
             let val = &s[vs..i];
-            let hex = hex_set.as_ref().is_some_and(|h| h.contains(std::str::from_utf8(key).unwrap_or("")));
+            let (slot, hex) = self.field(cap, ty, key);
             if let Some(v) = parse_num(val, hex) {
-                self.set(cap, ty, key, v);
+                self.set_slot(slot, v);
                 continue;
             }
             // symbolic value: "local MM shootdown (3)"
@@ -353,11 +433,18 @@ impl LineParser<'_> {
                 let after = &tail[open + 2..];
                 if let Some(close) = after.iter().position(|c| *c == b')') {
                     if let Some(v) = parse_num(&after[..close], false) {
-                        let sym = String::from_utf8_lossy(&tail[..open]).into_owned();
-                        let field = String::from_utf8_lossy(key).into_owned();
-                        self.set(cap, ty, key, v);
-                        let syms = cap.schema.types[ty as usize].symbols.entry(field).or_default();
-                        if !syms.iter().any(|(k, _)| *k == v) {
+                        self.set_slot(slot, v);
+                        let field = std::str::from_utf8(key).unwrap_or("?");
+                        let known = cap.schema.types[ty as usize]
+                            .symbols
+                            .get(field)
+                            .is_some_and(|s| s.iter().any(|(k, _)| *k == v));
+                        if !known {
+                            let sym = String::from_utf8_lossy(&tail[..open]).into_owned();
+                            let syms = cap.schema.types[ty as usize]
+                                .symbols
+                                .entry(field.to_string())
+                                .or_default();
                             syms.push((v, sym));
                             syms.sort();
                         }
@@ -378,8 +465,15 @@ fn lost_line(t: &[u8]) -> Option<Option<(u32, u64)>> {
     if !(s.contains("LOST") && s.contains("EVENTS")) && !s.contains("EVENTS DROPPED") {
         return None;
     }
-    let cpu = s.strip_prefix("CPU").map(|r| r.trim_start_matches([':', ' '])).and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok());
-    let n = s.split(|c: char| !c.is_ascii_digit()).filter(|w| !w.is_empty()).nth(if cpu.is_some() { 1 } else { 0 }).and_then(|w| w.parse().ok());
+    let cpu = s
+        .strip_prefix("CPU")
+        .map(|r| r.trim_start_matches([':', ' ']))
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok());
+    let n = s
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|w| !w.is_empty())
+        .nth(if cpu.is_some() { 1 } else { 0 })
+        .and_then(|w| w.parse().ok());
     Some(match (cpu, n) {
         (Some(c), Some(n)) => Some((c, n)),
         (None, Some(n)) => Some((0, n)),
@@ -425,7 +519,12 @@ CPU:1 [LOST 17 EVENTS]
     #[test]
     fn parses_cat_trace_lines() {
         let mut opts = TextOptions::default();
-        opts.hex.insert("x86_fpu_before_save".into(), ["xfeatures".to_string(), "xcomp_bv".to_string()].into_iter().collect());
+        opts.hex.insert(
+            "x86_fpu_before_save".into(),
+            ["xfeatures".to_string(), "xcomp_bv".to_string()]
+                .into_iter()
+                .collect(),
+        );
         let c = parse("t", SAMPLE.as_bytes(), &opts).unwrap();
         assert_eq!(c.len(), 7);
         assert_eq!(c.clock, Some(TextClock::Counter));
@@ -468,9 +567,22 @@ CPU:1 [LOST 17 EVENTS]
         let e = parse("f.txt", t.as_bytes(), &TextOptions::default()).unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.to_string().starts_with("f.txt: line 2:"), "{e}");
-        let c = parse("f.txt", t.as_bytes(), &TextOptions { lenient: true, ..Default::default() }).unwrap();
+        let c = parse(
+            "f.txt",
+            t.as_bytes(),
+            &TextOptions {
+                lenient: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!((c.len(), c.skipped), (1, 1));
-        let e = parse("f", b"  a-1 [000] 12x: tlb_flush: pages:1\n", &TextOptions::default()).unwrap_err();
+        let e = parse(
+            "f",
+            b"  a-1 [000] 12x: tlb_flush: pages:1\n",
+            &TextOptions::default(),
+        )
+        .unwrap_err();
         assert!(e.msg.contains("timestamp"), "{e}");
     }
 }

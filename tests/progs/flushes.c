@@ -1,7 +1,8 @@
 /* Test workload for `abperf trace`: REPS x madvise(MADV_DONTNEED) on each of the given numbers of
  * touched pages.  With -s, a second thread of the same process spins on another CPU, so every
  * flush must also shoot down that CPU's TLB (IPI -> call_function on the remote CPU).
- * Usage: flushes [-s] REPS PAGES...   Exit 0 on success, 1 on a failed system call. */
+ * With -t, prints the time spent in the loop (ns, CLOCK_MONOTONIC) on stdout.
+ * Usage: flushes [-s] [-t] REPS PAGES...   Exit 0 on success, 1 on a failed system call. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 static atomic_int stop;
@@ -35,13 +37,17 @@ static void *spin(void *arg)
 
 int main(int argc, char **argv)
 {
-	int spinner = 0, i = 1;
-	if (argc > 1 && strcmp(argv[1], "-s") == 0) {
-		spinner = 1;
-		i++;
+	int spinner = 0, timed = 0, i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "-s") == 0)
+			spinner = 1;
+		else if (strcmp(argv[i], "-t") == 0)
+			timed = 1;
+		else
+			break;
 	}
 	if (argc - i < 2) {
-		fprintf(stderr, "usage: flushes [-s] REPS PAGES...\n");
+		fprintf(stderr, "usage: flushes [-s] [-t] REPS PAGES...\n");
 		return 2;
 	}
 	long reps = atol(argv[i++]);
@@ -54,6 +60,8 @@ int main(int argc, char **argv)
 		while (!atomic_load(&started))
 			;
 	}
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (; i < argc; i++) {
 		long pages = atol(argv[i]);
 		size_t len = (size_t)pages * psz;
@@ -69,6 +77,9 @@ int main(int argc, char **argv)
 		}
 		munmap(p, len);
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (timed)
+		printf("%lld\n", (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
 	if (spinner) {
 		atomic_store(&stop, 1);
 		pthread_join(th, NULL);
