@@ -89,7 +89,7 @@ fn pair<'a>(j: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no pair table {name} in {j}"))
 }
 
-fn row<'a>(p: &'a Value, key: i64) -> Option<&'a Value> {
+fn row(p: &Value, key: i64) -> Option<&Value> {
     p["rows"]
         .as_array()
         .unwrap()

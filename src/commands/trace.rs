@@ -312,12 +312,12 @@ fn analyze_text(path: &Path, lenient: bool, specs: &[Spec]) -> Result<(text::Tex
 
 fn import(a: ImportArgs) -> Result<i32> {
     let mut store = Store::open_resolved(a.db.db.as_deref())?;
-    if let Some(m) = a.tsc_mhz {
-        if !(m.is_finite() && m > 0.0) {
-            return Err(crate::error::usage(format!(
-                "--tsc-mhz {m}: expected a positive frequency in MHz"
-            )));
-        }
+    if let Some(m) = a.tsc_mhz
+        && !(m.is_finite() && m > 0.0)
+    {
+        return Err(crate::error::usage(format!(
+            "--tsc-mhz {m}: expected a positive frequency in MHz"
+        )));
     }
     let tsc_hz = a
         .tsc_mhz

@@ -408,10 +408,11 @@ pub fn hex_fields(print_fmt: &str) -> Vec<String> {
     let convs = conversions(fmt);
     let mut out = Vec::new();
     for (i, (conv, prefixed)) in convs.iter().enumerate() {
-        if *conv == 'x' && !prefixed {
-            if let Some(f) = args.get(i).and_then(|a| rec_field(a)) {
-                out.push(f);
-            }
+        if *conv == 'x'
+            && !prefixed
+            && let Some(f) = args.get(i).and_then(|a| rec_field(a))
+        {
+            out.push(f);
         }
     }
     out

@@ -333,10 +333,10 @@ impl Instance {
         let s = self.read(&format!("per_cpu/cpu{cpu}/stats"))?;
         let mut n = 0;
         for l in s.lines() {
-            if let Some((k, v)) = l.split_once(':') {
-                if matches!(k.trim(), "overrun" | "dropped events" | "commit overrun") {
-                    n += v.trim().parse::<u64>().unwrap_or(0);
-                }
+            if let Some((k, v)) = l.split_once(':')
+                && matches!(k.trim(), "overrun" | "dropped events" | "commit overrun")
+            {
+                n += v.trim().parse::<u64>().unwrap_or(0);
             }
         }
         Ok(n)

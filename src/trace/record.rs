@@ -157,7 +157,7 @@ impl RawCapture {
             r.read_exact(&mut n8)
                 .map_err(|_| bad("truncated CPU block"))?;
             let len = u64::from_le_bytes(n8) as usize;
-            if meta.page_size == 0 || len % meta.page_size != 0 {
+            if meta.page_size == 0 || !len.is_multiple_of(meta.page_size) {
                 bail!(
                     "{}: CPU block of {len} bytes is not a multiple of the page size {}",
                     path.display(),

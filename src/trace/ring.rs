@@ -250,7 +250,8 @@ pub mod build {
         /// Append a record with absolute time `ts` (>= previous) and a payload (multiple of 4
         /// bytes for the compact form; other lengths use the type_len 0 form).
         pub fn push(&mut self, ts: u64, payload: &[u8]) {
-            let compact = payload.len() % 4 == 0 && payload.len() / 4 <= 28 && !payload.is_empty();
+            let compact =
+                payload.len().is_multiple_of(4) && payload.len() / 4 <= 28 && !payload.is_empty();
             let need = if compact {
                 4 + payload.len()
             } else {

@@ -354,16 +354,14 @@ impl Analyzer {
                 }
             }
         }
-        if a.want_tlb
+        if (a.want_tlb
             || a.pairs
                 .iter()
-                .any(|p| p.need_flush || p.flush_remote.is_some() || !p.keys.is_empty())
+                .any(|p| p.need_flush || p.flush_remote.is_some() || !p.keys.is_empty()))
+            && let Some(t) = flush_ty
+            && !a.roles[t as usize].iter().any(|r| matches!(r, Role::Flush))
         {
-            if let Some(t) = flush_ty {
-                if !a.roles[t as usize].iter().any(|r| matches!(r, Role::Flush)) {
-                    a.roles[t as usize].insert(0, Role::Flush);
-                }
-            }
+            a.roles[t as usize].insert(0, Role::Flush);
         }
         Ok(a)
     }

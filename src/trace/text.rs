@@ -431,26 +431,26 @@ impl LineParser<'_> {
             let tail = &s[vs..];
             if let Some(open) = tail.windows(2).position(|w| w == b" (") {
                 let after = &tail[open + 2..];
-                if let Some(close) = after.iter().position(|c| *c == b')') {
-                    if let Some(v) = parse_num(&after[..close], false) {
-                        self.set_slot(slot, v);
-                        let field = std::str::from_utf8(key).unwrap_or("?");
-                        let known = cap.schema.types[ty as usize]
+                if let Some(close) = after.iter().position(|c| *c == b')')
+                    && let Some(v) = parse_num(&after[..close], false)
+                {
+                    self.set_slot(slot, v);
+                    let field = std::str::from_utf8(key).unwrap_or("?");
+                    let known = cap.schema.types[ty as usize]
+                        .symbols
+                        .get(field)
+                        .is_some_and(|s| s.iter().any(|(k, _)| *k == v));
+                    if !known {
+                        let sym = String::from_utf8_lossy(&tail[..open]).into_owned();
+                        let syms = cap.schema.types[ty as usize]
                             .symbols
-                            .get(field)
-                            .is_some_and(|s| s.iter().any(|(k, _)| *k == v));
-                        if !known {
-                            let sym = String::from_utf8_lossy(&tail[..open]).into_owned();
-                            let syms = cap.schema.types[ty as usize]
-                                .symbols
-                                .entry(field.to_string())
-                                .or_default();
-                            syms.push((v, sym));
-                            syms.sort();
-                        }
-                        i = vs + open + 2 + close + 1;
-                        continue;
+                            .entry(field.to_string())
+                            .or_default();
+                        syms.push((v, sym));
+                        syms.sort();
                     }
+                    i = vs + open + 2 + close + 1;
+                    continue;
                 }
             }
             // a string value (comm=..., name=...): not numeric, not stored
@@ -462,7 +462,8 @@ impl LineParser<'_> {
 /// `CPU:1 [LOST 12 EVENTS]` -> Some(Some((1, 12))); not a lost line -> None.
 fn lost_line(t: &[u8]) -> Option<Option<(u32, u64)>> {
     let s = std::str::from_utf8(t).ok()?;
-    if !(s.contains("LOST") && s.contains("EVENTS")) && !s.contains("EVENTS DROPPED") {
+    let lost = s.contains("LOST") && s.contains("EVENTS");
+    if !lost && !s.contains("EVENTS DROPPED") {
         return None;
     }
     let cpu = s
