@@ -171,6 +171,8 @@ struct PairDef {
     need_flush: bool,
     /// Use the durations of single flushes for the TLB table.
     times_flushes: bool,
+    /// The key is the pages of the first flush inside (remote shootdowns).
+    key_inner: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -190,10 +192,33 @@ struct Open {
     flushes: Vec<(i64, i64)>,
 }
 
+/// Rows of a pair table: a vector with an index, and the last row used cached (workloads
+/// repeat the same key many times in a row).
 #[derive(Debug, Clone, Default)]
 struct PairAcc {
-    rows: BTreeMap<i64, (Bin, BTreeMap<i64, u64>)>,
+    rows: Vec<(i64, Bin, Vec<(i64, u64)>)>,
+    index: std::collections::HashMap<i64, usize>,
+    last: usize,
     unmatched: u64,
+}
+
+impl PairAcc {
+    #[inline]
+    fn row(&mut self, key: i64) -> &mut (i64, Bin, Vec<(i64, u64)>) {
+        if self.rows.get(self.last).is_some_and(|r| r.0 == key) {
+            return &mut self.rows[self.last];
+        }
+        let i = match self.index.get(&key) {
+            Some(i) => *i,
+            None => {
+                self.rows.push((key, Bin::default(), Vec::new()));
+                self.index.insert(key, self.rows.len() - 1);
+                self.rows.len() - 1
+            }
+        };
+        self.last = i;
+        &mut self.rows[i]
+    }
 }
 
 /// Counts by value: dense for -1..=1024 (reasons, pages), a map beyond.
@@ -328,6 +353,7 @@ impl Analyzer {
                             same_pid: false,
                             need_flush: false,
                             times_flushes: false,
+                            key_inner: false,
                         },
                         &[b],
                         &[e],
@@ -366,7 +392,11 @@ impl Analyzer {
         Ok(a)
     }
 
-    fn add_pair(&mut self, def: PairDef, begins: &[u32], ends: &[u32]) {
+    fn add_pair(&mut self, mut def: PairDef, begins: &[u32], ends: &[u32]) {
+        def.key_inner = def
+            .keys
+            .iter()
+            .any(|(_, k)| matches!(k, KeyOf::InnerRemotePages));
         let i = self.pairs.len();
         for b in begins {
             self.roles[*b as usize].push(Role::Begin(i));
@@ -416,6 +446,7 @@ impl Analyzer {
                     same_pid: false,
                     need_flush: true,
                     times_flushes: true,
+                    key_inner: false,
                 },
                 &begins,
                 &ends,
@@ -445,6 +476,7 @@ impl Analyzer {
                     same_pid: true,
                     need_flush: false,
                     times_flushes: true,
+                    key_inner: false,
                 },
                 &[b],
                 &[e],
@@ -469,6 +501,7 @@ impl Analyzer {
                     same_pid: false,
                     need_flush: false,
                     times_flushes: false,
+                    key_inner: false,
                 },
                 &[b],
                 &[e],
@@ -596,18 +629,17 @@ impl Analyzer {
         if def.need_flush && o.flushes.is_empty() {
             return;
         }
-        let is_remote_key = def
-            .keys
-            .iter()
-            .any(|(_, k)| matches!(k, KeyOf::InnerRemotePages));
-        let key = if is_remote_key { o.flushes[0].1 } else { o.key };
+        let key = if def.key_inner { o.flushes[0].1 } else { o.key };
         let flushes = std::mem::take(&mut o.flushes);
         let times = def.times_flushes;
-        let (bin, inner) = self.acc[p].rows.entry(key).or_default();
+        let (_, bin, inner) = self.acc[p].row(key);
         bin.count += 1;
         bin.add_time(d);
         for (_, pages) in &flushes {
-            *inner.entry(*pages).or_default() += 1;
+            match inner.iter_mut().find(|(pg, _)| pg == pages) {
+                Some(e) => e.1 += 1,
+                None => inner.push((*pages, 1)),
+            }
         }
         if times && self.want_tlb {
             // a flush is timed by the pair when it is the only one of its reason inside
@@ -672,15 +704,18 @@ impl Analyzer {
                 begin: d.begin_names.clone(),
                 end: d.end_names.clone(),
                 key: d.key_label.clone(),
-                rows: a
-                    .rows
-                    .into_iter()
-                    .map(|(k, (bin, inner))| PairRow {
-                        key: k,
-                        bin,
-                        flushes: inner.into_iter().collect(),
-                    })
-                    .collect(),
+                rows: {
+                    let mut rows: Vec<PairRow> = a
+                        .rows
+                        .into_iter()
+                        .map(|(key, bin, mut flushes)| {
+                            flushes.sort();
+                            PairRow { key, bin, flushes }
+                        })
+                        .collect();
+                    rows.sort_by_key(|r| r.key);
+                    rows
+                },
                 unmatched: a.unmatched,
             })
             .collect();
