@@ -192,11 +192,14 @@ struct Open {
     flushes: Vec<(i64, i64)>,
 }
 
+/// One row of a pair table being built: key, durations, flushes inside (pages, count).
+type AccRow = (i64, Bin, Vec<(i64, u64)>);
+
 /// Rows of a pair table: a vector with an index, and the last row used cached (workloads
 /// repeat the same key many times in a row).
 #[derive(Debug, Clone, Default)]
 struct PairAcc {
-    rows: Vec<(i64, Bin, Vec<(i64, u64)>)>,
+    rows: Vec<AccRow>,
     index: std::collections::HashMap<i64, usize>,
     last: usize,
     unmatched: u64,
@@ -204,7 +207,7 @@ struct PairAcc {
 
 impl PairAcc {
     #[inline]
-    fn row(&mut self, key: i64) -> &mut (i64, Bin, Vec<(i64, u64)>) {
+    fn row(&mut self, key: i64) -> &mut AccRow {
         if self.rows.get(self.last).is_some_and(|r| r.0 == key) {
             return &mut self.rows[self.last];
         }
