@@ -7,6 +7,9 @@
 //! events (default 10 million) and MIN_LINES lines (default 5 million), then decoded on one
 //! thread: the raw pages by the ring-buffer reader alone and with the standard tables, the text
 //! by the text parser with the standard tables. Prints events (lines) per second.
+//!
+//! Without arguments (as `cargo test --all-targets` runs it) it does a quick pass over the small
+//! capture in tests/data (100 000 events, 50 000 lines), so the bench cannot rot unnoticed.
 
 use abperf::trace::event::Ev;
 use abperf::trace::record::RawCapture;
@@ -16,10 +19,19 @@ use std::path::Path;
 use std::time::Instant;
 
 fn main() {
-    let args: Vec<String> = std::env::args()
+    let mut args: Vec<String> = std::env::args()
         .skip(1)
-        .filter(|a| a != "--bench")
+        .filter(|a| !a.starts_with("--"))
         .collect();
+    if args.is_empty() {
+        let d = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/");
+        args = vec![
+            format!("{d}small-capture.raw"),
+            format!("{d}small-capture.txt"),
+            "100000".into(),
+            "50000".into(),
+        ];
+    }
     if args.len() < 2 {
         eprintln!("usage: trace_parse RAW_FILE TEXT_FILE [MIN_EVENTS] [MIN_LINES]");
         std::process::exit(2);
