@@ -56,18 +56,21 @@ else
     echo "== trace-cmd not installed: no trace-cmd comparison (apt-get install trace-cmd)"
 fi
 
-echo "== slowdown of the workload with capture on (9 runs each, alternating; workload's own loop time)"
-off=""; on=""
-for i in 1 2 3 4 5 6 7 8 9; do
-    off="$off $($OUT/flushes -t -s 400 1 2 4 8 16 33 64)"
-    on="$on $("$AB" trace record --db "$DB" -q --buffer-kib 16384 -- "$OUT/flushes" -t -s 400 1 2 4 8 16 33 64 2>/dev/null)"
+echo "== slowdown of the workload with capture on (15 runs each, alternating)"
+# the workload reports its main thread's CPU time (user + system: the tracepoints' cost is
+# system time in that thread; preemption by other load does not count) and its wall time
+: > "$OUT/off.txt"; : > "$OUT/on.txt"
+for i in $(seq 15); do
+    "$OUT/flushes" -t -s 400 1 2 4 8 16 33 64 >> "$OUT/off.txt"
+    "$AB" trace record --db "$DB" -q --buffer-kib 16384 -- "$OUT/flushes" -t -s 400 1 2 4 8 16 33 64 2>/dev/null >> "$OUT/on.txt"
 done
-med() { echo "$@" | tr ' ' '\n' | grep . | sort -n | sed -n 5p; }
-mn() { echo "$@" | tr ' ' '\n' | grep . | sort -n | sed -n 1p; }
-MOFF=$(med $off); MON=$(med $on)
-echo "off: $off"
-echo "on:  $on"
-echo "$MOFF $MON" | awk '{ printf "median off %.1f ms, on %.1f ms: slowdown %.1f%%\n", $1/1e6, $2/1e6, ($2/$1-1)*100 }'
-echo "$(mn $off) $(mn $on)" | awk '{ printf "minimum off %.1f ms, on %.1f ms: slowdown %.1f%%\n", $1/1e6, $2/1e6, ($2/$1-1)*100 }'
+col() { cut -d' ' -f"$1" "$2" | sort -n; }
+med() { sed -n 8p; }
+mn() { sed -n 1p; }
+for c in 1 2; do
+    [ $c = 1 ] && what="thread CPU time" || what="wall time"
+    echo "$(col $c "$OUT/off.txt" | med) $(col $c "$OUT/on.txt" | med) $(col $c "$OUT/off.txt" | mn) $(col $c "$OUT/on.txt" | mn)" |
+        awk -v w="$what" '{ printf "%s: median off %.1f ms, on %.1f ms (%+.1f%%); minimum off %.1f ms, on %.1f ms (%+.1f%%)\n", w, $1/1e6, $2/1e6, ($2/$1-1)*100, $3/1e6, $4/1e6, ($4/$3-1)*100 }'
+done
 "$AB" trace report latest --db "$DB" --table count | sed -n 1,8p
 echo "results in $OUT"

@@ -356,7 +356,8 @@ fn import(a: ImportArgs) -> Result<i32> {
             )));
         }
         let clock = match cap.clock {
-            Some(TextClock::Seconds) => "mono".to_string(),
+            // seconds with a fraction: ns (whatever the clock was)
+            Some(TextClock::Seconds) => "text-seconds".to_string(),
             _ => a.clock.clone(),
         };
         let cpus = cap.cpus();

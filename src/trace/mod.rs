@@ -92,7 +92,8 @@ pub fn record(opts: &RecordOptions, stop: &Arc<AtomicBool>) -> Result<Recorded> 
             names.extend(tfs.expand(spec)?);
         }
     }
-    names.dedup();
+    let mut seen = std::collections::HashSet::new();
+    names.retain(|n| seen.insert(n.clone()));
     if names.is_empty() {
         bail!("none of the events to record exists on this kernel");
     }

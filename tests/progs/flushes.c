@@ -1,7 +1,8 @@
 /* Test workload for `abperf trace`: REPS x madvise(MADV_DONTNEED) on each of the given numbers of
  * touched pages.  With -s, a second thread of the same process spins on another CPU, so every
  * flush must also shoot down that CPU's TLB (IPI -> call_function on the remote CPU).
- * With -t, prints the time spent in the loop (ns, CLOCK_MONOTONIC) on stdout.
+ * With -t, prints the main thread's CPU time in the loop (ns, user + system, so that a busy
+ * machine's preemptions do not count) and the wall time (ns) on stdout.
  * Usage: flushes [-s] [-t] REPS PAGES...   Exit 0 on success, 1 on a failed system call. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -60,8 +61,9 @@ int main(int argc, char **argv)
 		while (!atomic_load(&started))
 			;
 	}
-	struct timespec t0, t1;
+	struct timespec t0, t1, c0, c1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	for (; i < argc; i++) {
 		long pages = atol(argv[i]);
 		size_t len = (size_t)pages * psz;
@@ -77,9 +79,11 @@ int main(int argc, char **argv)
 		}
 		munmap(p, len);
 	}
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (timed)
-		printf("%lld\n", (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
+		printf("%lld %lld\n", (long long)(c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec),
+		       (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
 	if (spinner) {
 		atomic_store(&stop, 1);
 		pthread_join(th, NULL);
