@@ -37,6 +37,10 @@ pub enum Command {
     Export(crate::commands::export::ExportArgs),
     /// Delete an experiment
     Delete(crate::commands::delete::DeleteArgs),
+    /// Verdicts: each variant against the baseline (stored experiment, two experiments, or files)
+    Compare(crate::commands::compare::CompareArgs),
+    /// Runs per variant needed to resolve an effect, and their wall-clock cost
+    Plan(crate::commands::plan::PlanArgs),
     /// Tracepoint captures (tracefs) into TLB-flush, pair-duration and count tables
     Trace(crate::commands::trace::TraceArgs),
 }

@@ -1,8 +1,11 @@
 //! One file per subcommand: glue from parsed options to the library.
 
+pub mod compare;
+pub mod compare_input;
 pub mod delete;
 pub mod export;
 pub mod list;
+pub mod plan;
 pub mod run;
 pub mod show;
 pub mod trace;
@@ -36,6 +39,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Show(a) => show::run(a),
         Command::Export(a) => export::run(a),
         Command::Delete(a) => delete::run(a),
+        Command::Compare(args) => compare::run(args),
+        Command::Plan(args) => plan::run(args),
         Command::Trace(a) => trace::run(a),
     }
 }
