@@ -132,6 +132,7 @@ impl RawCapture {
     pub fn read(path: &Path) -> Result<RawCapture> {
         let f =
             File::open(path).with_context(|| format!("opening raw capture {}", path.display()))?;
+        let file_len = f.metadata().map(|m| m.len()).unwrap_or(0);
         let mut r = BufReader::new(f);
         let mut magic = vec![0u8; MAGIC.len()];
         let bad = |what: &str| anyhow!("{}: not an abperf raw capture ({what})", path.display());
@@ -141,7 +142,11 @@ impl RawCapture {
         }
         let mut n4 = [0u8; 4];
         r.read_exact(&mut n4).map_err(|_| bad("truncated header"))?;
-        let mut meta = vec![0u8; u32::from_le_bytes(n4) as usize];
+        let meta_len = u32::from_le_bytes(n4) as u64;
+        if meta_len > file_len {
+            return Err(bad("header longer than the file"));
+        }
+        let mut meta = vec![0u8; meta_len as usize];
         r.read_exact(&mut meta)
             .map_err(|_| bad("truncated header"))?;
         let meta: RawMeta = serde_json::from_slice(&meta)
@@ -163,6 +168,10 @@ impl RawCapture {
                     path.display(),
                     meta.page_size
                 );
+            }
+            // a corrupt length must not make us allocate more than the file holds
+            if len as u64 > file_len {
+                return Err(bad("CPU block longer than the file"));
             }
             let mut pages = vec![0u8; len];
             r.read_exact(&mut pages)
