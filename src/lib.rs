@@ -12,3 +12,4 @@ pub mod report;
 pub mod runner;
 pub mod stats;
 pub mod store;
+pub mod trace;

@@ -8,6 +8,7 @@ pub mod list;
 pub mod plan;
 pub mod run;
 pub mod show;
+pub mod trace;
 
 use crate::cli::{Cli, Command};
 use clap::Parser;
@@ -40,5 +41,6 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Delete(a) => delete::run(a),
         Command::Compare(args) => compare::run(args),
         Command::Plan(args) => plan::run(args),
+        Command::Trace(a) => trace::run(a),
     }
 }

@@ -5,6 +5,7 @@
 
 mod experiments;
 mod schema;
+pub mod trace;
 
 pub use experiments::*;
 pub use schema::{MIGRATIONS, current_version};
