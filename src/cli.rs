@@ -45,4 +45,6 @@ pub enum Command {
     Compare(crate::commands::compare::CompareArgs),
     /// Runs per variant needed to resolve an effect, and their wall-clock cost
     Plan(crate::commands::plan::PlanArgs),
+    /// Tracepoint captures (tracefs) into TLB-flush, pair-duration and count tables
+    Trace(crate::commands::trace::TraceArgs),
 }

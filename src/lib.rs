@@ -13,3 +13,4 @@ pub mod report;
 pub mod runner;
 pub mod stats;
 pub mod store;
+pub mod trace;

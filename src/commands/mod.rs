@@ -10,6 +10,7 @@ pub mod plan;
 pub mod report;
 pub mod run;
 pub mod show;
+pub mod trace;
 
 use crate::cli::{Cli, Command};
 use clap::Parser;
@@ -44,5 +45,6 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Plan(args) => plan::run(args),
+        Command::Trace(a) => trace::run(a),
     }
 }

@@ -6,6 +6,7 @@
 mod experiments;
 mod import;
 mod schema;
+pub mod trace;
 
 pub use experiments::*;
 pub use import::*;
