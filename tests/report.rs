@@ -240,3 +240,31 @@ fn bad_options_are_usage_errors() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no experiment 9"));
 }
+
+#[test]
+fn trace_capture_tables_in_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let rec = Command::new(env!("CARGO_BIN_EXE_abperf"))
+        .args(["trace", "record", "-q", "--name", "ls <x>", "--db"])
+        .arg(&db)
+        .args(["--", "ls", "/usr"])
+        .output()
+        .unwrap();
+    ok(rec);
+    let text = ok(abperf(&db, &["report", "latest"]));
+    assert!(text.contains("Trace tables:"), "{text}");
+    assert!(text.contains("tlb:tlb_flush"), "{text}");
+    let json = ok(abperf(&db, &["report", "latest", "--format", "json"]));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(v["trace"].is_object(), "{}", v["trace"]);
+    let html = ok(abperf(&db, &["report", "latest", "--format", "html"]));
+    assert!(html.contains("<h2>Trace tables</h2><pre class=\"trace\">"));
+    assert!(html.contains("ls &lt;x&gt;") && !html.contains("ls <x>"));
+    let mail = ok(abperf(&db, &["report", "latest", "--format", "mail"]));
+    assert!(mail.lines().all(|l| l.chars().count() <= 72), "{mail}");
+    assert!(
+        mail.contains("Trace tables (wider than a mail line)"),
+        "{mail}"
+    );
+}

@@ -154,6 +154,14 @@ pub fn render(d: &ReportData) -> String {
         }
     }
 
+    if let Some(t) = &d.trace {
+        let _ = writeln!(
+            s,
+            "<h2>Trace tables</h2><pre class=\"trace\">{}</pre>",
+            esc(&t.text)
+        );
+    }
+
     // Raw runs.
     let names: Vec<&str> = d.metrics.iter().map(|m| m.name.as_str()).collect();
     let _ = write!(

@@ -36,6 +36,7 @@ pub fn value(d: &ReportData) -> serde_json::Value {
         "comparisons": d.verdicts,
         "verdict_notes": d.verdict_notes,
         "runs": d.runs,
+        "trace": d.trace.as_ref().map(|t| t.json.clone()),
         "sources": d.sources,
         "data_sha256": d.data_sha256,
     })

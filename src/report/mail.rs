@@ -59,6 +59,14 @@ pub fn render(d: &ReportData) -> String {
         out.push(String::new());
     }
 
+    if d.trace.is_some() {
+        let hint = format!(
+            "Trace tables (wider than a mail line): abperf report {} --format text",
+            d.experiment.id
+        );
+        para(&hint, &mut out);
+        out.push(String::new());
+    }
     let seed = d
         .experiment
         .seed

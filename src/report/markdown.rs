@@ -88,6 +88,10 @@ pub fn render(d: &ReportData) -> String {
         },
         d.alpha
     );
+    if let Some(t) = &d.trace {
+        let body = t.text.trim_end().replace("```", "'''");
+        let _ = writeln!(s, "\n#### Trace tables\n\n```text\n{body}\n```");
+    }
     let src = if d.sources.is_empty() {
         String::new()
     } else {

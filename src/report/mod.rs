@@ -147,6 +147,13 @@ pub struct VerdictRow {
     pub detail: serde_json::Value,
 }
 
+/// The tables of a trace capture, rendered by the trace module.
+#[derive(Debug, Clone)]
+pub struct TraceTables {
+    pub text: String,
+    pub json: serde_json::Value,
+}
+
 /// Everything a report shows.
 #[derive(Debug, Clone)]
 pub struct ReportData {
@@ -169,6 +176,8 @@ pub struct ReportData {
     pub sources: Vec<String>,
     /// SHA-256 of the raw data (variant, seq, status, metrics of every run).
     pub data_sha256: String,
+    /// A trace capture's tables (experiments of kind `trace`): the trace module's text and JSON.
+    pub trace: Option<TraceTables>,
     pub tool_version: String,
 }
 
@@ -529,6 +538,7 @@ pub fn build(store: &Store, id: i64, opts: &ReportOptions) -> anyhow::Result<Rep
         verdicts: Vec::new(),
         verdict_notes: Vec::new(),
         tests: String::new(),
+        trace: None,
         sources: file_list,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
     };
@@ -536,6 +546,13 @@ pub fn build(store: &Store, id: i64, opts: &ReportOptions) -> anyhow::Result<Rep
     data.verdicts = v.rows;
     data.verdict_notes = v.notes;
     data.tests = v.tests;
+    if data.experiment.kind == "trace" {
+        let (info, tables) = store.load_capture(id)?;
+        data.trace = Some(TraceTables {
+            text: crate::trace::render::text(&info, &tables, crate::trace::render::Which::All),
+            json: crate::trace::render::json(&info, &tables),
+        });
+    }
     Ok(data)
 }
 
@@ -680,6 +697,7 @@ pub(crate) mod testdata {
             verdicts: Vec::new(),
             verdict_notes: Vec::new(),
             tests: String::new(),
+            trace: None,
             sources: vec!["seed000-time.txt".into()],
             tool_version: "0.1.0".into(),
         };

@@ -84,6 +84,14 @@ pub fn render(d: &ReportData) -> String {
         let _ = writeln!(s, "  {}", one_line(n));
     }
     let _ = writeln!(s);
+    if let Some(t) = &d.trace {
+        let _ = writeln!(s, "Trace tables:\n{}", t.text.trim_end());
+        let _ = writeln!(s);
+    }
+    let _ = writeln!(s, "{}", one_line(&d.machine_text()));
+    if !d.tests.is_empty() {
+        let _ = writeln!(s, "tests: {}", d.tests);
+    }
     let _ = writeln!(
         s,
         "abperf {}, data sha256 {}",
