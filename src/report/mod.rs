@@ -547,11 +547,18 @@ pub fn build(store: &Store, id: i64, opts: &ReportOptions) -> anyhow::Result<Rep
     data.verdict_notes = v.notes;
     data.tests = v.tests;
     if data.experiment.kind == "trace" {
-        let (info, tables) = store.load_capture(id)?;
-        data.trace = Some(TraceTables {
-            text: crate::trace::render::text(&info, &tables, crate::trace::render::Which::All),
-            json: crate::trace::render::json(&info, &tables),
-        });
+        match store.load_capture(id) {
+            Ok((info, tables)) => {
+                let which = crate::trace::render::Which::All;
+                data.trace = Some(TraceTables {
+                    text: crate::trace::render::text(&info, &tables, which),
+                    json: crate::trace::render::json(&info, &tables),
+                });
+            }
+            Err(e) => data
+                .verdict_notes
+                .push(format!("trace tables unavailable: {e:#}")),
+        }
     }
     Ok(data)
 }
