@@ -3,7 +3,7 @@
 # This is the command CI runs (.ci/run) and the one README.md shows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PKGS="gcc libc6-dev perl"
+PKGS="gcc libc6-dev perl chromium"
 missing=""
 for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

@@ -39,8 +39,14 @@ pub enum Command {
     Delete(crate::commands::delete::DeleteArgs),
     /// Check this machine for noise sources; --fix applies safe settings, --restore puts them back
     Doctor(crate::commands::doctor::DoctorArgs),
+    /// Import /usr/bin/time, perf stat or hyperfine output as runs
+    Import(crate::commands::import::ImportArgs),
+    /// Report an experiment as text, mail, Markdown, JSON, CSV, HTML or hyperfine JSON
+    Report(crate::commands::report::ReportArgs),
     /// Verdicts: each variant against the baseline (stored experiment, two experiments, or files)
     Compare(crate::commands::compare::CompareArgs),
     /// Runs per variant needed to resolve an effect, and their wall-clock cost
     Plan(crate::commands::plan::PlanArgs),
+    /// Tracepoint captures (tracefs) into TLB-flush, pair-duration and count tables
+    Trace(crate::commands::trace::TraceArgs),
 }

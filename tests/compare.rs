@@ -24,7 +24,7 @@ fn abperf(args: &[&str]) -> (i32, String, String) {
 fn seed000_files(dir: &Path) -> (String, String) {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/seed000_time.txt"
+        "/tests/data/seed000-time.txt"
     ))
     .unwrap();
     let (mut n, mut y) = (
@@ -32,7 +32,7 @@ fn seed000_files(dir: &Path) -> (String, String) {
         String::new(),
     );
     for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
+        let f: Vec<&str> = line.trim_start_matches("> ").split_whitespace().collect();
         let row = format!("{} {} {}\n", f[1], f[2], f[3]);
         if f[0] == "n" { n += &row } else { y += &row }
     }

@@ -74,6 +74,9 @@ pub fn from_store(store: &Store, id: i64) -> anyhow::Result<Dataset> {
     let exp = store.experiment(id)?;
     let variants = store.variants(id)?;
     let runs = store.runs(id)?;
+    // An imported file's line order is not a run schedule (seed 000's lines are sorted by user
+    // time): without a real order there is no drift to test for.
+    let scheduled = exp.design.get("order").and_then(|o| o.as_str()) != Some("imported");
     let mut ds = Dataset {
         variants: variants
             .iter()
@@ -103,7 +106,7 @@ pub fn from_store(store: &Store, id: i64) -> anyhow::Result<Dataset> {
         let duration = (r.ended_ns > r.started_ns).then(|| (r.ended_ns - r.started_ns) as f64);
         if let Some(v) = ds.variants.get_mut(r.variant) {
             v.runs.push(RunData {
-                seq: Some(r.seq as f64),
+                seq: scheduled.then_some(r.seq as f64),
                 duration_ns: duration,
                 metrics: r.metrics,
             });

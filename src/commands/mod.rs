@@ -5,10 +5,13 @@ pub mod compare_input;
 pub mod delete;
 pub mod doctor;
 pub mod export;
+pub mod import;
 pub mod list;
 pub mod plan;
+pub mod report;
 pub mod run;
 pub mod show;
+pub mod trace;
 
 use crate::cli::{Cli, Command};
 use clap::Parser;
@@ -40,7 +43,10 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Export(a) => export::run(a),
         Command::Delete(a) => delete::run(a),
         Command::Doctor(a) => doctor::run(a),
+        Command::Import(args) => import::run(args),
+        Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Plan(args) => plan::run(args),
+        Command::Trace(a) => trace::run(a),
     }
 }

@@ -552,10 +552,10 @@ mod tests {
 
     /// The user-time column of the 24 `/usr/bin/time` lines of seed 000 (Dave Hansen, 2017).
     fn seed000() -> (Vec<f64>, Vec<f64>) {
-        let text = include_str!("../../tests/data/seed000_time.txt");
+        let text = include_str!("../../tests/data/seed000-time.txt");
         let (mut n, mut y) = (Vec::new(), Vec::new());
         for line in text.lines() {
-            let mut f = line.split_whitespace();
+            let mut f = line.trim_start_matches("> ").split_whitespace();
             let label = f.next().unwrap();
             let user: f64 = f.next().unwrap().parse().unwrap();
             if label == "n" {

@@ -4,10 +4,13 @@
 //! mode with `synchronous=FULL`, so a crash, `kill -9` or power cut loses at most the run in flight.
 
 mod experiments;
+mod import;
 mod schema;
+pub mod trace;
 mod tune;
 
 pub use experiments::*;
+pub use import::*;
 pub use schema::{MIGRATIONS, current_version};
 pub use tune::{SOURCE_FIX, SOURCE_RUN, TuneRecord};
 

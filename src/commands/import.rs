@@ -1,0 +1,243 @@
+//! `abperf import`: store `/usr/bin/time`, `perf stat` or hyperfine output as runs.
+//!
+//! Every file is parsed before the store is touched, and everything is written in one
+//! transaction: a malformed line anywhere means nothing is stored.
+
+use crate::error::usage;
+use crate::import::{self, Exit, Format, Imported, RunKind};
+use crate::store::{
+    ImportRun, ImportSource, ImportTarget, ImportVariant, Metric, NewExperiment, NewVariant,
+    RunStatus, Store,
+};
+use anyhow::Context;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Import measurements made by other tools.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Formats:
+  time       GNU /usr/bin/time: default two-line output, -v output, or one run per line with the
+             variant label first (\"n 879.25 77.50 4:15.52 374%CPU (0avgtext+...) ...\"); mail
+             quoting ('> ') is stripped
+  perf-stat  perf stat human output (each 'Performance counter stats' block is one run; with -r N
+             it is the mean of N runs and the '+-' column is kept as EVENT.stderr_pct) or -x, CSV
+  hyperfine  hyperfine --export-json: one variant per command, one run per entry of \"times\"
+
+Runs without a label go to --variant, else to a variant named after the file.")]
+pub struct ImportArgs {
+    /// Add the runs to this existing experiment (number or 'latest'); variants are matched by name
+    #[arg(long, value_name = "ID", conflicts_with = "new")]
+    pub experiment: Option<String>,
+    /// Create a new experiment with this name (default: a new one named after the first file)
+    #[arg(long, value_name = "NAME")]
+    pub new: Option<String>,
+    /// Put every run of a file into this variant (for files that hold one variant)
+    #[arg(long, value_name = "NAME")]
+    pub variant: Option<String>,
+    /// Input format
+    #[arg(long, value_enum)]
+    pub format: Format,
+    /// Files to import ('-' for standard input)
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub db: crate::cli::DbArgs,
+}
+
+fn file_stem(p: &Path) -> String {
+    if p.as_os_str() == "-" {
+        return "stdin".to_string();
+    }
+    p.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "imported".to_string())
+}
+
+fn read_input(p: &Path) -> anyhow::Result<String> {
+    if p.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+            .context("cannot read standard input")?;
+        return Ok(s);
+    }
+    let bytes =
+        std::fs::read(p).map_err(|e| usage(format!("{}: cannot read: {e}", p.display())))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let upto = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
+        usage(format!("{}:{line}: not UTF-8 text", p.display()))
+    })
+}
+
+/// Parse every file; apply `--variant`.
+pub fn parse_files(args: &ImportArgs) -> anyhow::Result<Vec<Imported>> {
+    let mut all = Vec::new();
+    for p in &args.files {
+        let text = read_input(p)?;
+        let shown = if p.as_os_str() == "-" {
+            "<stdin>".to_string()
+        } else {
+            p.display().to_string()
+        };
+        let default = args.variant.clone().unwrap_or_else(|| file_stem(p));
+        let mut imp = import::parse(args.format, &shown, &text, &default)
+            .map_err(|e| usage(e.to_string()))?;
+        if let Some(name) = &args.variant {
+            if imp.variants.len() > 1 {
+                let names: Vec<&str> = imp.variants.iter().map(|v| v.name.as_str()).collect();
+                return Err(usage(format!(
+                    "{shown} holds {} variants ({}); --variant applies only to a file with one",
+                    names.len(),
+                    names.join(", ")
+                )));
+            }
+            imp.variants[0].name = name.clone();
+        }
+        all.push(imp);
+    }
+    Ok(all)
+}
+
+/// Turn parsed files into store rows: variants merged by name in order of first appearance.
+pub fn to_store_rows(imports: &[Imported]) -> (Vec<ImportVariant>, Vec<ImportRun>) {
+    let mut variants: Vec<ImportVariant> = Vec::new();
+    let mut runs = Vec::new();
+    for imp in imports {
+        for v in &imp.variants {
+            let idx = match variants.iter().position(|x| x.variant.name == v.name) {
+                Some(i) => i,
+                None => {
+                    variants.push(ImportVariant {
+                        variant: NewVariant {
+                            name: v.name.clone(),
+                            command: v.command.clone(),
+                            parameters: v.parameters.clone(),
+                            knobs: Vec::new(),
+                        },
+                        summary: BTreeMap::new(),
+                    });
+                    variants.len() - 1
+                }
+            };
+            for (k, val) in &v.summary {
+                variants[idx]
+                    .summary
+                    .insert(k.clone(), (*val, import::unit::NS.to_string()));
+            }
+            for r in &v.runs {
+                let (exit_code, signal) = match r.exit {
+                    Some(Exit::Code(c)) => (Some(c), None),
+                    Some(Exit::Signal(s)) => (None, Some(s.unwrap_or(0))),
+                    None => (None, None),
+                };
+                let failed = exit_code.is_some_and(|c| c != 0) || signal.is_some();
+                let (summary, repeats) = match r.kind {
+                    RunKind::Single => (false, None),
+                    RunKind::Summary { repeats } => (true, repeats),
+                };
+                runs.push(ImportRun {
+                    variant: idx,
+                    status: if failed {
+                        RunStatus::Failed
+                    } else {
+                        RunStatus::Ok
+                    },
+                    exit_code,
+                    signal,
+                    metrics: r
+                        .metrics
+                        .iter()
+                        .map(|m| Metric::new(m.name.clone(), m.value, m.unit.clone()))
+                        .collect(),
+                    source: ImportSource {
+                        format: imp.format.to_string(),
+                        file: imp.file.clone(),
+                        line: r.line as u32,
+                        summary,
+                        repeats,
+                    },
+                });
+            }
+        }
+    }
+    (variants, runs)
+}
+
+pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
+    let imports = parse_files(&args)?;
+    let (variants, runs) = to_store_rows(&imports);
+    let target = match &args.experiment {
+        Some(_) => None,
+        None => {
+            let name = args
+                .new
+                .clone()
+                .unwrap_or_else(|| file_stem(&args.files[0]));
+            if name.trim().is_empty() {
+                return Err(usage("--new: the experiment name is empty"));
+            }
+            let files: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
+            Some(ImportTarget::New(NewExperiment {
+                name,
+                kind: "import".into(),
+                command_line: std::env::args().collect(),
+                design: serde_json::json!({
+                    "order": "imported",
+                    "format": args.format.to_string(),
+                    "files": files,
+                }),
+                seed: None,
+                environment: serde_json::json!({
+                    "imported": true,
+                    "note": "measured elsewhere by another tool; the measuring machine is not recorded",
+                }),
+            }))
+        }
+    };
+    let mut store = Store::open_resolved(args.db.db.as_deref())?;
+    let target = match target {
+        Some(t) => t,
+        None => ImportTarget::Existing(
+            store.resolve_id(args.experiment.as_deref().unwrap_or("latest"))?,
+        ),
+    };
+    let out = store
+        .import_runs(&target, &variants, &runs)
+        .context("import not stored")?;
+    for imp in &imports {
+        for note in &imp.notes {
+            eprintln!("abperf: note: {note}");
+        }
+    }
+    let summaries = runs.iter().filter(|r| r.source.summary).count();
+    if summaries > 0 {
+        eprintln!(
+            "abperf: note: {summaries} imported row(s) are means over repeats (perf stat -r), not single runs; \
+             tests count each as one observation"
+        );
+    }
+    let per_variant: Vec<String> = variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            format!(
+                "{}: {}",
+                v.variant.name,
+                runs.iter().filter(|r| r.variant == i).count()
+            )
+        })
+        .collect();
+    println!(
+        "imported {} run(s) ({}) from {} file(s) into experiment {}{}",
+        runs.len(),
+        per_variant.join(", "),
+        imports.len(),
+        out.experiment_id,
+        if out.new_variants.is_empty() || matches!(target, ImportTarget::New(_)) {
+            String::new()
+        } else {
+            format!(", new variant(s): {}", out.new_variants.join(", "))
+        }
+    );
+    Ok(0)
+}

@@ -1,0 +1,491 @@
+//! `abperf trace record|import|report|compare`: tracepoint captures into seed 002's tables.
+
+use crate::store::Store;
+use crate::trace::record::RawCapture;
+use crate::trace::render::{self, Which};
+use crate::trace::tables::{Spec, Tables};
+use crate::trace::text::{self, TextClock, TextOptions};
+use crate::trace::{self, CaptureInfo, LostCpu, RecordOptions};
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+#[derive(Debug, clap::Args)]
+pub struct TraceArgs {
+    #[command(subcommand)]
+    pub cmd: TraceCmd,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum TraceCmd {
+    /// Record tracepoints in a private tracefs instance while COMMAND runs (or for --duration)
+    Record(RecordArgs),
+    /// Import an ftrace text file (`cat trace`, trace_pipe, `trace-cmd report`) or a raw capture
+    /// written by `record --keep-raw`
+    Import(ImportArgs),
+    /// Show a stored capture's tables
+    Report(ReportArgs),
+    /// Two captures side by side (TLB table and pair tables)
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RecordArgs {
+    /// Events, comma-separated or repeated: SYSTEM:NAME, SYSTEM:* or SYSTEM (default: tlb_flush,
+    /// call_function[_single] entry/exit, madvise/munmap/mprotect enter/exit, x86_fpu save)
+    #[arg(
+        short = 'e',
+        long = "event",
+        value_delimiter = ',',
+        value_name = "EVENTS"
+    )]
+    pub events: Vec<String>,
+    /// Kernel event filter, SYSTEM:EVENT:EXPRESSION (e.g. 'tlb:tlb_flush:reason != 0'); repeatable
+    #[arg(long, value_name = "EVENT:EXPR")]
+    pub filter: Vec<String>,
+    /// Ring buffer per CPU, KiB
+    #[arg(long, default_value_t = 8192, value_name = "N")]
+    pub buffer_kib: u64,
+    /// Record for S seconds (with a COMMAND: stop it after S seconds)
+    #[arg(long, value_name = "S")]
+    pub duration: Option<f64>,
+    /// Also keep the raw ring-buffer pages in FILE (re-analysis with other --begin/--end/--key)
+    #[arg(long, value_name = "FILE")]
+    pub keep_raw: Option<PathBuf>,
+    /// Also write the ftrace text of the capture to FILE. The buffer is then read after the
+    /// workload, so it must hold the whole capture (raise --buffer-kib)
+    #[arg(long, value_name = "FILE")]
+    pub save_text: Option<PathBuf>,
+    /// Name of the stored capture (default: "trace: COMMAND")
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Do not print the tables after recording
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub db: crate::cli::DbArgs,
+    /// The workload
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// ftrace text file or abperf raw capture
+    pub file: PathBuf,
+    /// Skip lines that do not parse (counted and reported) instead of failing
+    #[arg(long)]
+    pub lenient: bool,
+    /// Clock of integer timestamps in a text file (x86-tsc: ticks are cycles)
+    #[arg(long, default_value = "x86-tsc")]
+    pub clock: String,
+    /// TSC frequency of the machine that made the trace, MHz (default: this machine's, when
+    /// tracing here; needed to convert between cycles and ns)
+    #[arg(long, value_name = "MHZ")]
+    pub tsc_mhz: Option<f64>,
+    #[arg(long)]
+    pub name: Option<String>,
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub db: crate::cli::DbArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TableKind {
+    Tlb,
+    Fpu,
+    Pair,
+    Count,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutFormat {
+    Text,
+    Json,
+    Csv,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Capture id (or `latest`)
+    pub id: String,
+    /// Which table (default: all)
+    #[arg(long)]
+    pub table: Option<TableKind>,
+    #[arg(long, value_enum, default_value_t = OutFormat::Text)]
+    pub format: OutFormat,
+    /// Begin event of a custom pair (with --table pair)
+    #[arg(long, value_name = "EVENT")]
+    pub begin: Option<String>,
+    /// End event of a custom pair (with --table pair)
+    #[arg(long, value_name = "EVENT")]
+    pub end: Option<String>,
+    /// Event to count (with --table count)
+    #[arg(long, value_name = "EVENT")]
+    pub event: Option<String>,
+    /// Key field: of the begin event (pair) or of the counted event (count)
+    #[arg(long, value_name = "FIELD")]
+    pub key: Option<String>,
+    #[command(flatten)]
+    pub db: crate::cli::DbArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    pub id_a: String,
+    pub id_b: String,
+    #[command(flatten)]
+    pub db: crate::cli::DbArgs,
+}
+
+pub fn run(args: TraceArgs) -> Result<i32> {
+    match args.cmd {
+        TraceCmd::Record(a) => record(a),
+        TraceCmd::Import(a) => import(a),
+        TraceCmd::Report(a) => report(a),
+        TraceCmd::Compare(a) => compare(a),
+    }
+}
+
+fn argv() -> Vec<String> {
+    std::env::args().collect()
+}
+
+fn lost_from_raw(raw: &RawCapture, dec: &trace::record::Decoded) -> Vec<LostCpu> {
+    raw.cpus
+        .iter()
+        .map(|(cpu, _)| {
+            let stats = raw
+                .meta
+                .lost_stats
+                .iter()
+                .find(|(c, _)| c == cpu)
+                .map(|(_, n)| *n);
+            let pages = dec
+                .lost_pages
+                .iter()
+                .find(|(c, _)| c == cpu)
+                .map(|(_, l)| *l)
+                .unwrap_or_default();
+            LostCpu {
+                cpu: *cpu,
+                stats,
+                counted: pages.counted,
+                flagged: pages.flagged_uncounted,
+            }
+        })
+        .collect()
+}
+
+fn record(a: RecordArgs) -> Result<i32> {
+    let filters = a
+        .filter
+        .iter()
+        .map(|f| trace::parse_filter(f))
+        .collect::<Result<Vec<_>>>()?;
+    let duration = match a.duration {
+        Some(d) if !(d.is_finite() && d > 0.0) => {
+            return Err(crate::error::usage(format!(
+                "--duration {d}: expected a positive number of seconds"
+            )));
+        }
+        Some(d) => Some(Duration::from_secs_f64(d)),
+        None => None,
+    };
+    if duration.is_none() && a.command.is_empty() {
+        return Err(crate::error::usage(
+            "trace record: give --duration SECONDS or -- COMMAND",
+        ));
+    }
+    if a.buffer_kib == 0 {
+        return Err(crate::error::usage("--buffer-kib must be at least 1"));
+    }
+    // Open the store first: a bad --db fails before anything is traced.
+    let mut store = Store::open_resolved(a.db.db.as_deref())?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // a second signal while we clean up terminates at once
+        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())?;
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let tsc_hz = trace::tsc::calibrate(Duration::from_millis(100));
+    let opts = RecordOptions {
+        events: a.events.clone(),
+        filters,
+        buffer_kib: a.buffer_kib,
+        duration,
+        command: a.command.clone(),
+        save_text: a.save_text.clone(),
+    };
+    let rec = trace::record(&opts, &stop)?;
+    if rec.interrupted {
+        eprintln!("abperf: interrupted: capture discarded, tracing instance removed");
+        return Ok(130);
+    }
+    for s in &rec.skipped_events {
+        eprintln!("abperf: note: event {s} does not exist on this kernel; not recorded");
+    }
+    let dec = rec.raw.analyze(&[Spec::Standard])?;
+    if let Some(p) = &a.keep_raw {
+        rec.raw.write(p)?;
+    }
+    let info = CaptureInfo {
+        id: None,
+        source: "record".into(),
+        events: rec.events.clone(),
+        clock: rec.raw.meta.clock.clone(),
+        tsc_hz,
+        wall_ns: Some(rec.wall_ns),
+        span_ticks: dec.span,
+        event_count: dec.events,
+        lost: lost_from_raw(&rec.raw, &dec),
+        command: a.command.clone(),
+        raw_path: a.keep_raw.as_ref().map(|p| absolute(p)),
+        text_path: None,
+        skipped_lines: 0,
+        exit_code: rec.exit_code,
+    };
+    let name = a.name.clone().unwrap_or_else(|| {
+        if a.command.is_empty() {
+            "trace".into()
+        } else {
+            format!("trace: {}", shell_words::join(&a.command))
+        }
+    });
+    let id = store.save_capture(&name, &argv(), &info, &dec.tables)?;
+    let info = CaptureInfo {
+        id: Some(id),
+        ..info
+    };
+    if !a.quiet {
+        print!("{}", render::text(&info, &dec.tables, Which::All));
+    }
+    eprintln!("abperf: stored capture {id} in {}", store.path().display());
+    if let Some(sig) = rec.signal {
+        eprintln!("abperf: the command was killed by signal {sig}");
+        return Ok(1);
+    }
+    match rec.exit_code {
+        Some(0) | None => Ok(0),
+        Some(c) => {
+            eprintln!(
+                "abperf: the command exited with status {c}; capture {id} is stored but marked failed"
+            );
+            Ok(1)
+        }
+    }
+}
+
+fn absolute(p: &Path) -> String {
+    std::path::absolute(p)
+        .unwrap_or_else(|_| p.to_path_buf())
+        .display()
+        .to_string()
+}
+
+fn is_raw(path: &Path) -> Result<bool> {
+    use std::io::Read;
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut m = [0u8; 17];
+    let n = f.read(&mut m)?;
+    Ok(n == 17 && &m == b"ABPERF-TRACE-RAW1")
+}
+
+/// Analyse a text trace.
+fn analyze_text(path: &Path, lenient: bool, specs: &[Spec]) -> Result<(text::TextCapture, Tables)> {
+    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let opts = TextOptions {
+        lenient,
+        ..trace::local_text_hints()
+    };
+    let cap = text::parse(&path.display().to_string(), &data, &opts)
+        .map_err(|e| crate::error::usage(e.to_string()))?;
+    let mut an = trace::tables::Analyzer::new(&cap.schema, specs).map_err(crate::error::usage)?;
+    cap.for_each(|e| an.event(e));
+    let t = an.finish(&cap.schema);
+    Ok((cap, t))
+}
+
+fn import(a: ImportArgs) -> Result<i32> {
+    let mut store = Store::open_resolved(a.db.db.as_deref())?;
+    if let Some(m) = a.tsc_mhz
+        && !(m.is_finite() && m > 0.0)
+    {
+        return Err(crate::error::usage(format!(
+            "--tsc-mhz {m}: expected a positive frequency in MHz"
+        )));
+    }
+    let tsc_hz = a
+        .tsc_mhz
+        .map(|m| m * 1e6)
+        .or_else(|| trace::tsc::calibrate(Duration::from_millis(100)));
+    let (info, tables) = if is_raw(&a.file)? {
+        let raw = RawCapture::read(&a.file)?;
+        let dec = raw.analyze(&[Spec::Standard])?;
+        let info = CaptureInfo {
+            source: "import".into(),
+            events: raw
+                .meta
+                .formats
+                .iter()
+                .filter_map(|(s, t)| {
+                    trace::format::parse_event_format(s, t)
+                        .ok()
+                        .map(|f| f.full_name())
+                })
+                .collect(),
+            clock: raw.meta.clock.clone(),
+            tsc_hz,
+            span_ticks: dec.span,
+            event_count: dec.events,
+            lost: lost_from_raw(&raw, &dec),
+            raw_path: Some(absolute(&a.file)),
+            ..Default::default()
+        };
+        (info, dec.tables)
+    } else {
+        let (cap, t) = analyze_text(&a.file, a.lenient, &[Spec::Standard])?;
+        if cap.is_empty() {
+            return Err(crate::error::usage(format!(
+                "{}: no trace events found",
+                a.file.display()
+            )));
+        }
+        let clock = match cap.clock {
+            // seconds with a fraction: ns (whatever the clock was)
+            Some(TextClock::Seconds) => "text-seconds".to_string(),
+            _ => a.clock.clone(),
+        };
+        let cpus = cap.cpus();
+        let info = CaptureInfo {
+            source: "import".into(),
+            events: cap.schema.types.iter().map(|t| t.full_name()).collect(),
+            clock,
+            tsc_hz,
+            span_ticks: cap.span(),
+            event_count: cap.len() as u64,
+            lost: (0..cpus.max(cap.lost.keys().map(|c| c + 1).max().unwrap_or(0)))
+                .map(|c| LostCpu {
+                    cpu: c,
+                    stats: None,
+                    counted: cap.lost.get(&c).copied().unwrap_or(0),
+                    flagged: 0,
+                })
+                .collect(),
+            text_path: Some(absolute(&a.file)),
+            skipped_lines: cap.skipped,
+            ..Default::default()
+        };
+        if let Some((line, msg)) = &cap.first_bad_line {
+            eprintln!(
+                "abperf: {} lines skipped (--lenient); first: {}: line {line}: {msg}",
+                cap.skipped,
+                a.file.display()
+            );
+        }
+        (info, t)
+    };
+    let name = a
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("trace import: {}", a.file.display()));
+    let id = store.save_capture(&name, &argv(), &info, &tables)?;
+    let info = CaptureInfo {
+        id: Some(id),
+        ..info
+    };
+    if !a.quiet {
+        print!("{}", render::text(&info, &tables, Which::All));
+    }
+    eprintln!("abperf: stored capture {id} in {}", store.path().display());
+    Ok(0)
+}
+
+fn report(a: ReportArgs) -> Result<i32> {
+    let store = Store::open_resolved(a.db.db.as_deref())?;
+    let id = store.resolve_id(&a.id)?;
+    let (info, stored) = store.load_capture(id)?;
+    let custom = match (a.table, &a.begin, &a.end, &a.event) {
+        (Some(TableKind::Pair) | None, Some(b), Some(e), None) => Some(Spec::Pair {
+            begin: b.clone(),
+            end: e.clone(),
+            key: a.key.clone(),
+        }),
+        (_, Some(_), None, _) | (_, None, Some(_), _) => {
+            return Err(crate::error::usage("--begin and --end go together"));
+        }
+        (Some(TableKind::Count) | None, None, None, Some(ev)) => {
+            let key = a.key.clone().ok_or_else(|| {
+                crate::error::usage("--event needs --key FIELD (the field to count by)")
+            })?;
+            Some(Spec::Count {
+                event: ev.clone(),
+                key,
+            })
+        }
+        (None | Some(_), None, None, None) => {
+            if a.key.is_some() {
+                return Err(crate::error::usage(
+                    "--key goes with --begin/--end or --event",
+                ));
+            }
+            None
+        }
+        _ => {
+            return Err(crate::error::usage(
+                "--begin/--end go with --table pair, --event with --table count",
+            ));
+        }
+    };
+    let tables = match &custom {
+        None => stored,
+        Some(spec) => {
+            let specs = [spec.clone()];
+            if let Some(raw) = info.raw_path.as_deref() {
+                let raw = RawCapture::read(Path::new(raw))
+                    .with_context(|| format!("capture {id}: re-reading its raw pages"))?;
+                let mut t = raw.analyze(&specs)?.tables;
+                t.events = stored.events.clone();
+                t
+            } else if let Some(txt) = info.text_path.as_deref() {
+                analyze_text(Path::new(txt), info.skipped_lines > 0, &specs)?.1
+            } else {
+                return Err(crate::error::usage(format!(
+                    "capture {id} has no raw pages to re-analyse; record with --keep-raw FILE to compute other pairs or counts"
+                )));
+            }
+        }
+    };
+    let which = match (a.table, &custom) {
+        (_, Some(Spec::Pair { .. })) => Which::Pair,
+        (_, Some(Spec::Count { .. })) => Which::Count,
+        (Some(TableKind::Tlb), _) => Which::Tlb,
+        (Some(TableKind::Fpu), _) => Which::Fpu,
+        (Some(TableKind::Pair), _) => Which::Pair,
+        (Some(TableKind::Count), _) => Which::Count,
+        (None, _) => Which::All,
+    };
+    match a.format {
+        OutFormat::Text => print!("{}", render::text(&info, &tables, which)),
+        OutFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&render::json(&info, &tables))?
+        ),
+        OutFormat::Csv => print!("{}", render::csv(&info, &tables)),
+    }
+    Ok(0)
+}
+
+fn compare(a: CompareArgs) -> Result<i32> {
+    let store = Store::open_resolved(a.db.db.as_deref())?;
+    let ia = store.resolve_id(&a.id_a)?;
+    let ib = store.resolve_id(&a.id_b)?;
+    let (ca, ta) = store.load_capture(ia)?;
+    let (cb, tb) = store.load_capture(ib)?;
+    print!("{}", render::compare((&ca, &ta), (&cb, &tb)));
+    Ok(0)
+}

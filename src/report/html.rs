@@ -1,0 +1,266 @@
+//! `--format html`: one self-contained page. No scripts, no network, no external assets (a
+//! Content-Security-Policy forbids them); inline CSS and SVG only. Every piece of user text
+//! (experiment, variant and metric names, commands, paths) is escaped.
+
+use super::ReportData;
+use super::fmt::{change_pct, metric_scale, pm};
+use super::svg::{self, colour, esc};
+use std::fmt::Write;
+
+/// Raw runs listed in the page (all of them are in the CSV and JSON reports).
+pub const MAX_RUN_ROWS: usize = 5000;
+
+const STYLE: &str = "body{font-family:sans-serif;margin:1.5em auto;max-width:800px;color:#222}\
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}\
+table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\
+td.l,th.l{text-align:left}.verdict{font-weight:bold}.note{color:#555}.swatch{display:inline-block;\
+width:.8em;height:.8em;margin-right:.3em}code{font-size:.9em}.prov{color:#555;font-size:.85em}";
+
+pub fn render(d: &ReportData) -> String {
+    let e = &d.experiment;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
+<meta name=\"viewport\" content=\"width=device-width\"><title>abperf experiment {} {}</title><style>{STYLE}</style></head><body>\n",
+        e.id,
+        esc(&e.name)
+    );
+    let _ = writeln!(
+        s,
+        "<h1>Experiment {}: <span class=\"name\">{}</span></h1>",
+        e.id,
+        esc(&e.name)
+    );
+    let _ = writeln!(
+        s,
+        "<p>{} experiment, {}, created {}; {} variant(s), {} run(s), {} analysed (n={}); {}.</p>",
+        esc(&e.kind),
+        esc(e.status.as_str()),
+        esc(&e.created),
+        d.variants.len(),
+        d.runs.len(),
+        d.analysed_runs(),
+        esc(&d.n_text()),
+        esc(&d.order_text())
+    );
+
+    // Verdicts.
+    let _ = writeln!(
+        s,
+        "<h2>Verdicts</h2><p class=\"note\">Baseline <b>{}</b>, alpha {}, metric {}.</p><ul id=\"verdicts\">",
+        esc(d.variant_name(d.baseline)),
+        d.alpha,
+        esc(&d.selected.join(", "))
+    );
+    for v in &d.verdicts {
+        let _ = writeln!(
+            s,
+            "<li class=\"verdict\">{}: {}</li>",
+            esc(&v.metric),
+            esc(&v.line)
+        );
+    }
+    for n in &d.verdict_notes {
+        let _ = writeln!(s, "<li class=\"note\">{}</li>", esc(n));
+    }
+    s.push_str("</ul>\n");
+    if let Some(f) = svg::forest(d) {
+        let _ = writeln!(s, "<h2>Ratio of means (forest plot)</h2>\n{f}");
+    }
+
+    // Variants.
+    s.push_str("<h2>Variants</h2><table id=\"variants\"><tr><th class=\"l\">variant</th><th class=\"l\">command</th><th class=\"l\">parameters</th><th>runs</th></tr>\n");
+    for (i, v) in d.variants.iter().enumerate() {
+        let params: Vec<String> = v
+            .parameters
+            .iter()
+            .map(|(k, val)| format!("{k}={val}"))
+            .collect();
+        let n = d.runs.iter().filter(|r| r.variant == v.position).count();
+        let _ = writeln!(
+            s,
+            "<tr><td class=\"l\"><span class=\"swatch\" style=\"background:{}\"></span><span class=\"variant-name\">{}</span></td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{n}</td></tr>",
+            colour(i),
+            esc(&v.name),
+            esc(v.command.as_deref().unwrap_or("")),
+            esc(&params.join(", "))
+        );
+    }
+    s.push_str("</table>\n");
+
+    // Summary table.
+    let base = d.variant_name(d.baseline).to_string();
+    s.push_str("<h2>Summary</h2><p class=\"note\">Mean ± perf stat's figure (SD/√n/mean); change of the mean against the baseline.</p><table id=\"summary\"><tr><th class=\"l\">metric</th>");
+    for v in &d.variants {
+        let _ = write!(s, "<th>{}</th>", esc(&v.name));
+        if v.position != d.baseline {
+            s.push_str("<th>change</th>");
+        }
+    }
+    s.push_str("</tr>\n");
+    for m in d.main_metrics() {
+        let sc = metric_scale(d, &m.name);
+        let unit = sc.unit_label(&m.unit);
+        let _ = write!(
+            s,
+            "<tr><td class=\"l\">{} {}</td>",
+            esc(&m.name),
+            esc(&unit)
+        );
+        let bmean = d.description(&base, &m.name).map(|x| x.mean);
+        for v in &d.variants {
+            let desc = d.description(&v.name, &m.name);
+            let cell = desc
+                .map(|x| {
+                    let p = pm(d.pm_pct(&v.name, &m.name));
+                    if p.is_empty() {
+                        sc.num(x.mean)
+                    } else {
+                        format!("{} ± {p}", sc.num(x.mean))
+                    }
+                })
+                .unwrap_or_default();
+            let _ = write!(s, "<td>{}</td>", esc(&cell));
+            if v.position != d.baseline {
+                let ch = match (bmean, desc) {
+                    (Some(a), Some(b)) => change_pct(a, b.mean),
+                    _ => String::new(),
+                };
+                let _ = write!(s, "<td>{}</td>", esc(&ch));
+            }
+        }
+        s.push_str("</tr>\n");
+    }
+    s.push_str("</table>\n");
+
+    // Plots.
+    if d.order_text() == "order as imported" {
+        s.push_str("<h2>Run order</h2><p class=\"note\">Each point is a run in the order it was imported, coloured by variant. An imported file's order is not necessarily the order the runs were measured in.</p>\n");
+    } else {
+        s.push_str("<h2>Run order</h2><p class=\"note\">Each point is a run at its place in the schedule, coloured by variant: drift and interleaving show at a glance.</p>\n");
+    }
+    for m in &d.selected {
+        if let Some(p) = svg::run_order(d, m) {
+            s.push_str(&p);
+            s.push('\n');
+        }
+    }
+    s.push_str("<h2>Distributions</h2><p class=\"note\">Points are runs; the box spans the quartiles with the median marked, whiskers reach the furthest runs within 1.5 IQR.</p>\n");
+    for m in d.main_metrics() {
+        if let Some(p) = svg::distribution(d, &m.name) {
+            let _ = writeln!(s, "<h3>{}</h3>\n{p}", esc(&m.name));
+        }
+    }
+
+    if let Some(t) = &d.trace {
+        let _ = writeln!(
+            s,
+            "<h2>Trace tables</h2><pre class=\"trace\">{}</pre>",
+            esc(&t.text)
+        );
+    }
+
+    // Raw runs.
+    let names: Vec<&str> = d.metrics.iter().map(|m| m.name.as_str()).collect();
+    let _ = write!(
+        s,
+        "<h2>Runs</h2><details><summary>{} stored run(s), raw values</summary><table id=\"runs\"><tr><th>seq</th><th class=\"l\">variant</th><th class=\"l\">status</th><th>exit</th>",
+        d.runs.len()
+    );
+    for n in &names {
+        let _ = write!(s, "<th>{}</th>", esc(n));
+    }
+    s.push_str("<th class=\"l\">source</th></tr>\n");
+    for r in d.runs.iter().take(MAX_RUN_ROWS) {
+        let status = if r.analysed {
+            r.status.as_str().to_string()
+        } else {
+            format!("{} (not analysed)", r.status.as_str())
+        };
+        let exit = match (r.exit_code, r.signal) {
+            (Some(c), _) => c.to_string(),
+            (None, Some(sig)) => format!("signal {sig}"),
+            _ => String::new(),
+        };
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>",
+            r.seq,
+            esc(&r.variant_name),
+            esc(&status),
+            esc(&exit)
+        );
+        for n in &names {
+            let v = r
+                .metrics
+                .get(*n)
+                .map(|v| format!("{v}"))
+                .unwrap_or_default();
+            let _ = write!(s, "<td>{}</td>", esc(&v));
+        }
+        let src = r
+            .source
+            .as_ref()
+            .map(|x| format!("{}:{}", x.file, x.line))
+            .unwrap_or_default();
+        let _ = writeln!(s, "<td class=\"l\">{}</td></tr>", esc(&src));
+    }
+    s.push_str("</table>");
+    if d.runs.len() > MAX_RUN_ROWS {
+        let _ = write!(
+            s,
+            "<p class=\"note\">The first {MAX_RUN_ROWS} of {} runs; --format csv or json has them all.</p>",
+            d.runs.len()
+        );
+    }
+    s.push_str("</details>\n");
+
+    // Provenance.
+    let cmd = e.command_line.join(" ");
+    let _ = writeln!(
+        s,
+        "<h2>Provenance</h2><p class=\"prov\">abperf {}; made by <code>{}</code>; {}; tests: {}; {}; data sha256 <code>{}</code>.</p>",
+        esc(&d.tool_version),
+        esc(&cmd),
+        esc(&d.machine_text()),
+        if d.tests.is_empty() {
+            "none".to_string()
+        } else {
+            esc(&d.tests)
+        },
+        if d.sources.is_empty() {
+            String::new()
+        } else {
+            format!("imported from {}", esc(&d.sources.join(", ")))
+        },
+        esc(&d.data_sha256)
+    );
+    s.push_str("</body></html>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testdata::sample_named;
+
+    #[test]
+    fn self_contained_and_escaped() {
+        let d = sample_named("<script>alert(1)</script>", "B");
+        let h = super::render(&d);
+        assert!(h.starts_with("<!DOCTYPE html>"));
+        assert!(!h.contains("<script"), "no script element may appear");
+        assert!(h.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(h.contains("tlb &lt;flush&gt; &amp; co"));
+        assert!(
+            !h.contains("http://")
+                || h.matches("http://").count()
+                    == h.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
+        );
+        assert!(!h.contains("https://"));
+        assert!(h.contains("class=\"plot distribution\""));
+        assert!(h.contains("class=\"plot run-order\""));
+        assert!(!h.contains("NaN"));
+    }
+}

@@ -1,0 +1,133 @@
+//! `--format md`: GitHub-flavoured Markdown: verdicts, a summary table (one row per metric, one
+//! column per variant, mean +- perf's relative standard error, change against the baseline),
+//! method and provenance.
+
+use super::ReportData;
+use super::fmt::{change_pct, metric_scale, one_line, pm};
+use std::fmt::Write;
+
+/// User text inside a Markdown table cell: no line breaks, no table or HTML syntax.
+pub fn cell(s: &str) -> String {
+    one_line(s)
+        .replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('`', "\\`")
+        .replace('*', "\\*")
+        .replace('_', "\\_")
+}
+
+pub fn render(d: &ReportData) -> String {
+    let mut s = String::new();
+    let e = &d.experiment;
+    let _ = writeln!(s, "### abperf experiment {}: {}\n", e.id, cell(&e.name));
+    for v in &d.verdicts {
+        let _ = writeln!(s, "- **{}**: {}", cell(&v.metric), cell(&v.line));
+    }
+    for n in &d.verdict_notes {
+        let _ = writeln!(s, "- {}", cell(n));
+    }
+    let _ = writeln!(s);
+    let base = d.variant_name(d.baseline).to_string();
+    let others: Vec<&str> = d
+        .variants
+        .iter()
+        .filter(|v| v.position != d.baseline)
+        .map(|v| v.name.as_str())
+        .collect();
+    let mut header = format!("| metric | {} (baseline) |", cell(&base));
+    let mut rule = "|---|---:|".to_string();
+    for o in &others {
+        let _ = write!(header, " {} | change |", cell(o));
+        rule.push_str("---:|---:|");
+    }
+    let _ = writeln!(s, "{header}\n{rule}");
+    for m in d.main_metrics() {
+        let sc = metric_scale(d, &m.name);
+        let unit = sc.unit_label(&m.unit);
+        let shown = |v: &str| {
+            d.description(v, &m.name)
+                .map(|x| {
+                    let p = pm(d.pm_pct(v, &m.name));
+                    if p.is_empty() {
+                        sc.num(x.mean)
+                    } else {
+                        format!("{} ± {p}", sc.num(x.mean))
+                    }
+                })
+                .unwrap_or_default()
+        };
+        let label = if unit.is_empty() {
+            cell(&m.name)
+        } else {
+            format!("{} ({})", cell(&m.name), cell(&unit))
+        };
+        let mut row = format!("| {label} | {} |", shown(&base));
+        let bmean = d.description(&base, &m.name).map(|x| x.mean);
+        for o in &others {
+            let ch = match (bmean, d.description(o, &m.name)) {
+                (Some(a), Some(b)) => change_pct(a, b.mean),
+                _ => String::new(),
+            };
+            let _ = write!(row, " {} | {ch} |", shown(o));
+        }
+        let _ = writeln!(s, "{row}");
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "Runs per variant: {}. Mean ± perf stat's figure (SD/√n/mean). {}, {}, alpha {}.",
+        d.n_text(),
+        cell(&d.order_text()),
+        if d.tests.is_empty() {
+            "no tests".to_string()
+        } else {
+            cell(&d.tests)
+        },
+        d.alpha
+    );
+    if let Some(t) = &d.trace {
+        let body = t.text.trim_end().replace("```", "'''");
+        let _ = writeln!(s, "\n#### Trace tables\n\n```text\n{body}\n```");
+    }
+    let src = if d.sources.is_empty() {
+        String::new()
+    } else {
+        format!(", imported from {}", cell(&d.sources.join(", ")))
+    };
+    let _ = writeln!(
+        s,
+        "\n<sub>abperf {}, experiment {} created {}{src}; {}; data sha256 `{}`</sub>",
+        d.tool_version,
+        e.id,
+        e.created,
+        cell(&d.machine_text()),
+        &d.data_sha256[..16.min(d.data_sha256.len())]
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testdata::sample_named;
+
+    #[test]
+    fn table_shape_and_escaping() {
+        let d = sample_named("a|b", "<script>x</script>");
+        let m = super::render(&d);
+        assert!(
+            m.contains("| metric | a\\|b (baseline) | &lt;script&gt;x&lt;/script&gt; | change |"),
+            "{m}"
+        );
+        assert!(m.contains("|---|---:|---:|---:|"), "{m}");
+        let row = m
+            .lines()
+            .find(|l| l.starts_with("| user\\_ns (s)"))
+            .expect(&m);
+        assert_eq!(row.matches(" | ").count(), 3, "{row}");
+        assert!(row.contains('%'), "{row}");
+        assert!(!m.contains("<script>"));
+    }
+}

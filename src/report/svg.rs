@@ -1,0 +1,486 @@
+//! Inline SVG plots for the HTML report: per-variant distribution (strip plus box), run-order
+//! plot coloured by variant, forest plot of ratio CIs. Plain strings, no external assets; every
+//! piece of user text goes through [`esc`].
+
+use super::ReportData;
+use super::fmt::{Scale, metric_scale, truncate};
+use std::fmt::Write;
+
+/// At most this many points per variant in a distribution plot, and in a run-order plot; the
+/// box (quartiles, median, whiskers) always uses every run. Beyond it, points are taken at an
+/// even stride and the plot says so.
+pub const MAX_POINTS: usize = 2000;
+
+/// Indices of at most `max` of `n` items, evenly spread (all of them when n <= max).
+pub fn thin(n: usize, max: usize) -> impl Iterator<Item = usize> {
+    let step = n.div_ceil(max.max(1)).max(1);
+    (0..n).step_by(step)
+}
+
+/// Okabe-Ito colours (colour-blind safe), cycled for more variants.
+const PALETTE: &[&str] = &[
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#999933", "#000000",
+];
+
+pub fn colour(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// Escape text for HTML and SVG (element content and quoted attributes).
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// About `n` round tick values covering [lo, hi].
+pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    if !(lo.is_finite() && hi.is_finite()) || hi <= lo || n == 0 {
+        return vec![lo];
+    }
+    let raw = (hi - lo) / n as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| raw <= *s)
+        .unwrap_or(10.0 * mag);
+    let first = (lo / step).ceil() * step;
+    let mut t = Vec::new();
+    let mut x = first;
+    while x <= hi + step * 1e-9 && t.len() < 50 {
+        t.push(if x.abs() < step * 1e-9 { 0.0 } else { x });
+        x += step;
+    }
+    t
+}
+
+/// Decimals that show every tick of `ticks` (evenly spaced) distinctly.
+pub fn tick_decimals(ticks: &[f64]) -> usize {
+    if ticks.len() < 2 {
+        return 3;
+    }
+    let step = (ticks[1] - ticks[0]).abs();
+    let mut dec = 0;
+    while dec < 9
+        && ((step * 10f64.powi(dec as i32)).round() - step * 10f64.powi(dec as i32)).abs() > 1e-6
+    {
+        dec += 1;
+    }
+    dec
+}
+
+/// Ticks for raw values in [lo, hi], chosen round in the display scale `sc`: (raw value, label).
+fn scaled_ticks(lo: f64, hi: f64, n: usize, sc: &Scale) -> Vec<(f64, String)> {
+    let t = nice_ticks(lo / sc.div, hi / sc.div, n);
+    let dec = tick_decimals(&t);
+    t.into_iter()
+        .map(|v| (v * sc.div, format!("{v:.dec$}")))
+        .collect()
+}
+
+/// [lo, hi] padded by 5%, never empty.
+fn padded_range(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in values.filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return None;
+    }
+    let span = if hi > lo {
+        hi - lo
+    } else {
+        lo.abs().max(1.0) * 0.01
+    };
+    Some((lo - span * 0.05, hi + span * 0.05))
+}
+
+/// Deterministic vertical jitter for point `i`, in [-1, 1].
+fn jitter(i: usize) -> f64 {
+    ((i * 7919 + 13) % 17) as f64 / 8.0 - 1.0
+}
+
+fn axis_x(s: &mut String, ticks: &[(f64, String)], x: impl Fn(f64) -> f64, y0: f64, y1: f64) {
+    for (t, label) in ticks {
+        let px = x(*t);
+        let _ = write!(
+            s,
+            r##"<line x1="{px:.1}" y1="{y0:.1}" x2="{px:.1}" y2="{y1:.1}" stroke="#ddd"/><text x="{px:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#333">{}</text>"##,
+            y1 + 14.0,
+            esc(label)
+        );
+    }
+}
+
+/// Strip plus box plot of `metric`, one row per variant.
+pub fn distribution(d: &ReportData, metric: &str) -> Option<String> {
+    let sc: Scale = metric_scale(d, metric);
+    let unit = d.metric(metric).map(|m| m.unit.clone()).unwrap_or_default();
+    let rows: Vec<(usize, &str, Vec<f64>)> = d
+        .variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (i, v.name.as_str(), d.values(v.position, metric)))
+        .filter(|(_, _, xs)| !xs.is_empty())
+        .collect();
+    let (lo, hi) = padded_range(rows.iter().flat_map(|(_, _, xs)| xs.iter().copied()))?;
+    let (w, left, right, top, row_h) = (760.0, 180.0, 20.0, 10.0, 46.0);
+    let h = top + row_h * rows.len() as f64 + 40.0;
+    let x = |v: f64| left + (v - lo) / (hi - lo) * (w - left - right);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="plot distribution" data-metric="{m}" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="distribution of {m} per variant">"#,
+        m = esc(metric)
+    );
+    let y_axis = top + row_h * rows.len() as f64;
+    axis_x(&mut s, &scaled_ticks(lo, hi, 6, &sc), x, top, y_axis);
+    if rows.iter().any(|(_, _, xs)| xs.len() > MAX_POINTS) {
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end" fill="#555">points: at most {MAX_POINTS} runs per variant shown; boxes use all</text>"##,
+            w - right,
+            h - 4.0
+        );
+    }
+    let _ = write!(
+        s,
+        r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#333">{} {}</text>"##,
+        left + (w - left - right) / 2.0,
+        h - 4.0,
+        esc(metric),
+        esc(&sc.unit_label(&unit))
+    );
+    for (row, (ci, name, xs)) in rows.iter().enumerate() {
+        let cy = top + row_h * (row as f64 + 0.5);
+        let col = colour(*ci);
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#222"><title>{}</title>{}</text>"##,
+            left - 8.0,
+            cy + 4.0,
+            esc(name),
+            esc(&truncate(name, 26))
+        );
+        if let Some(desc) = d.description(name, metric) {
+            let iqr = desc.q3 - desc.q1;
+            let wlo = xs
+                .iter()
+                .copied()
+                .filter(|v| *v >= desc.q1 - 1.5 * iqr)
+                .fold(f64::INFINITY, f64::min);
+            let whi = xs
+                .iter()
+                .copied()
+                .filter(|v| *v <= desc.q3 + 1.5 * iqr)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let _ = write!(
+                s,
+                r##"<line class="whisker" x1="{:.1}" y1="{cy:.1}" x2="{:.1}" y2="{cy:.1}" stroke="#555"/><rect class="box" x="{:.1}" y="{:.1}" width="{:.1}" height="22" fill="none" stroke="#555"/><line class="median" x1="{m:.1}" y1="{:.1}" x2="{m:.1}" y2="{:.1}" stroke="#111" stroke-width="2"/>"##,
+                x(wlo),
+                x(whi),
+                x(desc.q1),
+                cy - 11.0,
+                (x(desc.q3) - x(desc.q1)).max(0.5),
+                cy - 11.0,
+                cy + 11.0,
+                m = x(desc.median)
+            );
+        }
+        for i in thin(xs.len(), MAX_POINTS) {
+            let v = &xs[i];
+            let _ = write!(
+                s,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{col}" fill-opacity="0.65"><title>{}</title></circle>"#,
+                x(*v),
+                cy + jitter(i) * 14.0,
+                esc(&format!("{name}: {}", sc.show(*v, &unit)))
+            );
+        }
+    }
+    s.push_str("</svg>");
+    Some(s)
+}
+
+/// Values of `metric` against schedule position, coloured by variant (drift and interleaving).
+pub fn run_order(d: &ReportData, metric: &str) -> Option<String> {
+    let sc = metric_scale(d, metric);
+    let unit = d.metric(metric).map(|m| m.unit.clone()).unwrap_or_default();
+    let pts: Vec<(u32, usize, f64)> = d
+        .runs
+        .iter()
+        .filter(|r| r.analysed)
+        .filter_map(|r| r.metrics.get(metric).map(|v| (r.seq, r.variant, *v)))
+        .collect();
+    let (lo, hi) = padded_range(pts.iter().map(|p| p.2))?;
+    let (smin, smax) = (
+        pts.iter().map(|p| p.0).min()? as f64,
+        pts.iter().map(|p| p.0).max()? as f64,
+    );
+    let (smin, smax) = if smax > smin {
+        (smin - 0.5, smax + 0.5)
+    } else {
+        (smin - 1.0, smax + 1.0)
+    };
+    let (w, h, left, right, top, bottom) = (760.0, 300.0, 80.0, 20.0, 34.0, 40.0);
+    let x = |s: f64| left + (s - smin) / (smax - smin) * (w - left - right);
+    let y = |v: f64| top + (hi - v) / (hi - lo) * (h - top - bottom);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="plot run-order" data-metric="{m}" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{m} in run order">"#,
+        m = esc(metric)
+    );
+    for (t, label) in scaled_ticks(lo, hi, 5, &sc) {
+        let py = y(t);
+        let _ = write!(
+            s,
+            r##"<line x1="{left}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end" fill="#333">{}</text>"##,
+            w - right,
+            left - 6.0,
+            py + 4.0,
+            esc(&label)
+        );
+    }
+    let seq_ticks: Vec<(f64, String)> = nice_ticks(smin.max(0.0), smax, 8)
+        .into_iter()
+        .filter(|t| t.fract() == 0.0)
+        .map(|t| (t, format!("{t:.0}")))
+        .collect();
+    axis_x(&mut s, &seq_ticks, x, top, h - bottom);
+    let _ = write!(
+        s,
+        r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#333">run (schedule position); y: {} {}</text>"##,
+        left + (w - left - right) / 2.0,
+        h - 4.0,
+        esc(metric),
+        esc(&sc.unit_label(&unit))
+    );
+    // Legend.
+    let mut lx = left;
+    for (i, v) in d.variants.iter().enumerate() {
+        let label = truncate(&v.name, 24);
+        let _ = write!(
+            s,
+            r##"<circle cx="{:.1}" cy="14" r="5" fill="{}"/><text x="{:.1}" y="18" font-size="12" fill="#222">{}</text>"##,
+            lx + 5.0,
+            colour(i),
+            lx + 14.0,
+            esc(&label)
+        );
+        lx += 30.0 + 7.0 * label.chars().count() as f64;
+    }
+    let shown: Vec<usize> = thin(pts.len(), MAX_POINTS).collect();
+    if shown.len() < pts.len() {
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="18" font-size="11" text-anchor="end" fill="#555">{} of {} runs shown</text>"##,
+            w - right,
+            shown.len(),
+            pts.len()
+        );
+    }
+    for (seq, pos, v) in shown.iter().map(|&i| &pts[i]) {
+        let ci = d
+            .variants
+            .iter()
+            .position(|x| x.position == *pos)
+            .unwrap_or(0);
+        let _ = write!(
+            s,
+            r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{}"><title>{}</title></circle>"#,
+            x(*seq as f64),
+            y(*v),
+            colour(ci),
+            esc(&format!(
+                "run {seq}, {}: {}",
+                d.variant_name(*pos),
+                sc.show(*v, &unit)
+            ))
+        );
+    }
+    s.push_str("</svg>");
+    Some(s)
+}
+
+/// Forest plot: each verdict's change (ratio - 1, %) with its 95% CI; the line at 0 is "same".
+pub fn forest(d: &ReportData) -> Option<String> {
+    let rows: Vec<_> = d.verdicts.iter().filter(|v| v.ratio.is_finite()).collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let pct = |r: f64| (r - 1.0) * 100.0;
+    let mut vals: Vec<f64> = vec![0.0];
+    for r in &rows {
+        vals.push(pct(r.ratio));
+        if let Some([a, b]) = r.ratio_ci {
+            vals.extend([pct(a), pct(b)]);
+        }
+    }
+    let (lo, hi) = padded_range(vals.into_iter())?;
+    let (w, left, right, top, row_h) = (760.0, 260.0, 20.0, 10.0, 30.0);
+    let h = top + row_h * rows.len() as f64 + 40.0;
+    let x = |v: f64| left + (v - lo) / (hi - lo) * (w - left - right);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="plot forest" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="ratio of means with 95% confidence intervals">"#
+    );
+    let y_axis = top + row_h * rows.len() as f64;
+    let t = nice_ticks(lo, hi, 6);
+    let dec = tick_decimals(&t);
+    let ticks: Vec<(f64, String)> = t.into_iter().map(|v| (v, format!("{v:+.dec$}%"))).collect();
+    axis_x(&mut s, &ticks, x, top, y_axis);
+    let _ = write!(
+        s,
+        r##"<line x1="{z:.1}" y1="{top}" x2="{z:.1}" y2="{y_axis:.1}" stroke="#000" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#333">change of the mean against the baseline, 95% CI</text>"##,
+        left + (w - left - right) / 2.0,
+        h - 4.0,
+        z = x(0.0)
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let cy = top + row_h * (i as f64 + 0.5);
+        let label = format!("{} vs {} ({})", r.variant, r.baseline, r.metric);
+        let ci = d
+            .variants
+            .iter()
+            .position(|v| v.name == r.variant)
+            .unwrap_or(0);
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#222"><title>{}</title>{}</text>"##,
+            left - 8.0,
+            cy + 4.0,
+            esc(&r.line),
+            esc(&truncate(&label, 38))
+        );
+        if let Some([a, b]) = r.ratio_ci {
+            let _ = write!(
+                s,
+                r#"<line class="ci" x1="{:.1}" y1="{cy:.1}" x2="{:.1}" y2="{cy:.1}" stroke="{}" stroke-width="2"/>"#,
+                x(pct(a)),
+                x(pct(b)),
+                colour(ci)
+            );
+        }
+        let _ = write!(
+            s,
+            r#"<rect x="{:.1}" y="{:.1}" width="8" height="8" fill="{}"><title>{}</title></rect>"#,
+            x(pct(r.ratio)) - 4.0,
+            cy - 4.0,
+            colour(ci),
+            esc(&r.line)
+        );
+    }
+    s.push_str("</svg>");
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testdata::sample_named;
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_and_cover() {
+        assert_eq!(nice_ticks(0.0, 10.0, 5), [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        let t = nice_ticks(874.1, 881.9, 6);
+        assert!(
+            t.first().unwrap() >= &874.1 && t.last().unwrap() <= &881.9,
+            "{t:?}"
+        );
+        assert!(t.len() >= 3);
+        assert_eq!(nice_ticks(1.0, 1.0, 5), [1.0]);
+        assert_eq!(tick_decimals(&[0.0, 2.5, 5.0]), 1);
+        assert_eq!(tick_decimals(&[0.0, 200.0]), 0);
+        assert_eq!(tick_decimals(&[0.1, 0.15]), 2);
+        let sc = Scale {
+            div: 1024.0,
+            suffix: "MiB",
+            decimals: 1,
+        };
+        let t = scaled_ticks(0.0, 800_000.0, 4, &sc);
+        assert_eq!(t[1].1, "200");
+        assert_eq!(t[1].0, 200.0 * 1024.0);
+    }
+
+    #[test]
+    fn plots_escape_names_and_have_marks() {
+        let d = sample_named("<script>alert(1)</script>", "B&\"q\"");
+        let dist = distribution(&d, "user_ns").unwrap();
+        assert!(dist.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(!dist.contains("<script>"));
+        assert!(dist.contains("B&amp;&quot;q&quot;"));
+        assert_eq!(dist.matches("<circle").count(), 16);
+        assert_eq!(dist.matches("class=\"box\"").count(), 2);
+        let ro = run_order(&d, "user_ns").unwrap();
+        assert_eq!(ro.matches("<circle").count(), 16 + 2);
+        assert!(distribution(&d, "no-such-metric").is_none());
+        for svg in [&dist, &ro] {
+            assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+        }
+    }
+
+    #[test]
+    fn thinning() {
+        assert_eq!(thin(5, 10).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+        assert_eq!(thin(10, 5).collect::<Vec<_>>(), [0, 2, 4, 6, 8]);
+        assert_eq!(thin(11, 5).count(), 4);
+        assert!(thin(100_000, MAX_POINTS).count() <= MAX_POINTS);
+        assert_eq!(thin(0, 5).count(), 0);
+    }
+
+    #[test]
+    fn forest_plot_rows_and_zero_line() {
+        let mut d = sample_named("A", "<i>B</i>");
+        d.verdicts.clear();
+        assert!(forest(&d).is_none(), "no verdicts, no forest plot");
+        d.verdicts.push(crate::report::VerdictRow {
+            metric: "user_ns".into(),
+            baseline: "A".into(),
+            variant: "<i>B</i>".into(),
+            verdict: "faster".into(),
+            line: "<i>B</i> is 0.58% faster than A".into(),
+            ratio: 0.9942,
+            ratio_ci: Some([0.9937, 0.9947]),
+            p: Some(1e-9),
+            detail: serde_json::Value::Null,
+        });
+        let f = forest(&d).unwrap();
+        assert_eq!(f.matches("class=\"ci\"").count(), 1);
+        assert!(f.contains("stroke-dasharray"), "the no-change line");
+        assert!(f.contains("&lt;i&gt;B&lt;/i&gt; vs A (user_ns)"));
+        assert!(!f.contains("<i>"));
+        assert!(f.contains("-0.60%") || f.contains("-0.6%"), "{f}");
+    }
+
+    #[test]
+    fn equal_values_do_not_divide_by_zero() {
+        let mut d = sample_named("A", "B");
+        for r in &mut d.runs {
+            r.metrics.insert("user_ns".into(), 5e9);
+        }
+        d.describe = d
+            .variants
+            .iter()
+            .map(|v| {
+                super::super::describe(&v.name, "user_ns", &d.values(v.position, "user_ns"))
+                    .unwrap()
+            })
+            .collect();
+        let s = distribution(&d, "user_ns").unwrap() + &run_order(&d, "user_ns").unwrap();
+        assert!(!s.contains("NaN") && !s.contains("inf"));
+    }
+}

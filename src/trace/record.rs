@@ -1,0 +1,271 @@
+//! Recording: every CPU's `trace_pipe_raw` is read by its own thread while the workload runs;
+//! the pages are kept in memory ([`RawCapture`]), optionally written to a raw file
+//! (`--keep-raw`) that [`RawCapture::read`] loads again for re-analysis.
+//!
+//! Raw file layout: `ABPERF-TRACE-RAW1\n`, u32 length + JSON [`RawMeta`] (clock, page size,
+//! header_page, header_event and the format file of every event), then per CPU: u32 cpu,
+//! u64 byte count, the pages.
+
+use super::event::{Ev, Schema};
+use super::format::{parse_event_format, parse_header_event, parse_header_page};
+use super::instance::Instance;
+use super::ring::{Lost, Ring};
+use super::tables::{Analyzer, Spec, Tables};
+use anyhow::{Context, Result, anyhow, bail};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+const MAGIC: &[u8] = b"ABPERF-TRACE-RAW1\n";
+
+/// Everything needed to decode the pages again.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RawMeta {
+    pub clock: String,
+    pub page_size: usize,
+    pub header_page: String,
+    pub header_event: String,
+    /// (system, format file text) per enabled event.
+    pub formats: Vec<(String, String)>,
+    /// Lost events per CPU according to the kernel's per-CPU stats at the end.
+    pub lost_stats: Vec<(u32, u64)>,
+}
+
+/// A recorded capture: per-CPU pages.
+#[derive(Debug)]
+pub struct RawCapture {
+    pub meta: RawMeta,
+    pub cpus: Vec<(u32, Vec<u8>)>,
+}
+
+/// Result of decoding a capture.
+#[derive(Debug, Clone)]
+pub struct Decoded {
+    pub tables: Tables,
+    pub events: u64,
+    /// Per CPU: losses flagged in the pages.
+    pub lost_pages: Vec<(u32, Lost)>,
+    /// Time from the first to the last event (clock ticks).
+    pub span: u64,
+}
+
+impl RawCapture {
+    pub fn ring(&self) -> Result<Ring> {
+        let ph = parse_header_page(&self.meta.header_page).map_err(|e| anyhow!("{e}"))?;
+        let eh = parse_header_event(&self.meta.header_event).map_err(|e| anyhow!("{e}"))?;
+        Ok(Ring::new(ph, eh, self.meta.page_size))
+    }
+
+    pub fn schema(&self) -> Result<Schema> {
+        let mut f = Vec::new();
+        for (sys, text) in &self.meta.formats {
+            f.push(parse_event_format(sys, text).map_err(|e| anyhow!("{e}"))?);
+        }
+        Ok(Schema::from_formats(&f))
+    }
+
+    /// Decode all pages and aggregate with `specs`.
+    pub fn analyze(&self, specs: &[Spec]) -> Result<Decoded> {
+        let ring = self.ring()?;
+        let schema = self.schema()?;
+        let mut an = Analyzer::new(&schema, specs).map_err(crate::error::usage)?;
+        let mut events = 0u64;
+        let mut lost_pages = Vec::new();
+        let (mut first, mut last) = (u64::MAX, 0u64);
+        for (cpu, pages) in &self.cpus {
+            let mut lost = Lost::default();
+            for (i, page) in pages.chunks(ring.page_size).enumerate() {
+                let st = ring
+                    .parse_page(page, i as u64, |ts, d| {
+                        if d.len() < 8 {
+                            return;
+                        }
+                        let id = u16::from_le_bytes([d[0], d[1]]);
+                        let Some(ty) = schema.by_kernel_id(id) else {
+                            return;
+                        };
+                        let pid = i32::from_le_bytes([d[4], d[5], d[6], d[7]]);
+                        first = first.min(ts);
+                        last = last.max(ts);
+                        an.event(&Ev {
+                            cpu: *cpu,
+                            ts,
+                            ty,
+                            pid,
+                            raw: d,
+                            slots: &[],
+                        });
+                    })
+                    .with_context(|| format!("CPU {cpu}"))?;
+                events += st.events;
+                lost.add(st.missed);
+            }
+            lost_pages.push((*cpu, lost));
+        }
+        Ok(Decoded {
+            tables: an.finish(&schema),
+            events,
+            lost_pages,
+            span: last.saturating_sub(first),
+        })
+    }
+
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let f = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        let mut w = BufWriter::new(f);
+        let meta = serde_json::to_vec(&self.meta)?;
+        w.write_all(MAGIC)?;
+        w.write_all(&(meta.len() as u32).to_le_bytes())?;
+        w.write_all(&meta)?;
+        for (cpu, pages) in &self.cpus {
+            w.write_all(&cpu.to_le_bytes())?;
+            w.write_all(&(pages.len() as u64).to_le_bytes())?;
+            w.write_all(pages)?;
+        }
+        w.flush()
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    pub fn read(path: &Path) -> Result<RawCapture> {
+        let f =
+            File::open(path).with_context(|| format!("opening raw capture {}", path.display()))?;
+        let file_len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut r = BufReader::new(f);
+        let mut magic = vec![0u8; MAGIC.len()];
+        let bad = |what: &str| anyhow!("{}: not an abperf raw capture ({what})", path.display());
+        r.read_exact(&mut magic).map_err(|_| bad("too short"))?;
+        if magic != MAGIC {
+            return Err(bad("wrong magic"));
+        }
+        let mut n4 = [0u8; 4];
+        r.read_exact(&mut n4).map_err(|_| bad("truncated header"))?;
+        let meta_len = u32::from_le_bytes(n4) as u64;
+        if meta_len > file_len {
+            return Err(bad("header longer than the file"));
+        }
+        let mut meta = vec![0u8; meta_len as usize];
+        r.read_exact(&mut meta)
+            .map_err(|_| bad("truncated header"))?;
+        let meta: RawMeta = serde_json::from_slice(&meta)
+            .map_err(|e| anyhow!("{}: bad header: {e}", path.display()))?;
+        let mut cpus = Vec::new();
+        loop {
+            match r.read_exact(&mut n4) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+                Err(e) => return Err(e.into()),
+            }
+            let mut n8 = [0u8; 8];
+            r.read_exact(&mut n8)
+                .map_err(|_| bad("truncated CPU block"))?;
+            let len = u64::from_le_bytes(n8) as usize;
+            if meta.page_size == 0 || !len.is_multiple_of(meta.page_size) {
+                bail!(
+                    "{}: CPU block of {len} bytes is not a multiple of the page size {}",
+                    path.display(),
+                    meta.page_size
+                );
+            }
+            // a corrupt length must not make us allocate more than the file holds
+            if len as u64 > file_len {
+                return Err(bad("CPU block longer than the file"));
+            }
+            let mut pages = vec![0u8; len];
+            r.read_exact(&mut pages)
+                .map_err(|_| bad("truncated CPU block"))?;
+            cpus.push((u32::from_le_bytes(n4), pages));
+        }
+        Ok(RawCapture { meta, cpus })
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.cpus.iter().map(|(_, p)| p.len()).sum()
+    }
+}
+
+/// Read every CPU's trace_pipe_raw until `stop`; returns pages per CPU. The caller turns
+/// tracing off before setting `stop`, so the final drain sees everything.
+pub struct Readers {
+    handles: Vec<(u32, std::thread::JoinHandle<Result<Vec<u8>>>)>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Readers {
+    pub fn start(inst: &Instance, page_size: usize) -> Result<Readers> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut handles = Vec::new();
+        for cpu in inst.cpus()? {
+            let path = inst.path(&format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&path)
+                .with_context(|| format!("opening {}", path.display()))?;
+            let stop = stop.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("trace-cpu{cpu}"))
+                .spawn(move || read_cpu(f, page_size, &stop))?;
+            handles.push((cpu, h));
+        }
+        Ok(Readers { handles, stop })
+    }
+
+    /// Signal the threads to drain and finish; collect their pages.
+    pub fn finish(mut self) -> Result<Vec<(u32, Vec<u8>)>> {
+        self.stop.store(true, Ordering::SeqCst);
+        let mut out = Vec::new();
+        for (cpu, h) in std::mem::take(&mut self.handles) {
+            let pages = h
+                .join()
+                .map_err(|_| anyhow!("reader thread of CPU {cpu} panicked"))??;
+            out.push((cpu, pages));
+        }
+        Ok(out)
+    }
+}
+
+impl Drop for Readers {
+    fn drop(&mut self) {
+        // on an early return: make the threads exit (they close their files, so the instance
+        // can be removed)
+        self.stop.store(true, Ordering::SeqCst);
+        for (_, h) in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+fn read_cpu(mut f: File, page_size: usize, stop: &AtomicBool) -> Result<Vec<u8>> {
+    use std::os::fd::AsRawFd;
+    let mut out = Vec::with_capacity(page_size * 64);
+    let mut buf = vec![0u8; page_size];
+    loop {
+        let stopping = stop.load(Ordering::SeqCst);
+        // read everything available now
+        loop {
+            match f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) if n == page_size => out.extend_from_slice(&buf),
+                Ok(n) => {
+                    bail!("short read of {n} bytes from trace_pipe_raw (page size {page_size})")
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(anyhow!("reading trace_pipe_raw: {e}")),
+            }
+        }
+        if stopping {
+            return Ok(out);
+        }
+        let mut pfd = libc::pollfd {
+            fd: f.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut pfd, 1, 50) };
+    }
+}

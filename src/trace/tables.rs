@@ -1,0 +1,902 @@
+//! Aggregation of a stream of events into the tables of seed 002: the TLB flush histogram per
+//! `pages` value (with durations from enclosing begin/end pairs), begin/end pair durations
+//! matched per CPU, and counts by any field. Pure computation: events in, [`Tables`] out.
+//!
+//! Durations for the TLB table: a `tlb_flush` with reason "remote shootdown" is timed by the
+//! `call_function[_single]_entry`..`_exit` pair around it on the same CPU (the cost on the
+//! receiving CPU); any other flush is timed by the `sys_enter_X`..`sys_exit_X` pair (madvise,
+//! munmap, mprotect) around it on the same CPU and task, when that call holds exactly one flush
+//! of that reason. The syscall time includes the syscall and the page zap, not the flush alone;
+//! the smallest begin-end delta seen (the tracing bias) bounds what is not flush work.
+
+use super::event::{Ev, FieldLoc, Schema};
+use std::collections::BTreeMap;
+
+/// Accumulated durations, in trace clock ticks (cycles with x86-tsc, ns with mono).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Bin {
+    /// Events (flushes, pairs, occurrences).
+    pub count: u64,
+    /// How many of them have a duration.
+    pub timed: u64,
+    pub sum: u64,
+    pub min: u64,
+    pub max: u64,
+}
+
+impl Bin {
+    #[inline]
+    pub fn add_time(&mut self, d: u64) {
+        if self.timed == 0 || d < self.min {
+            self.min = d;
+        }
+        if d > self.max {
+            self.max = d;
+        }
+        self.timed += 1;
+        self.sum += d;
+    }
+    pub fn merge(&mut self, o: &Bin) {
+        if o.timed > 0 {
+            if self.timed == 0 || o.min < self.min {
+                self.min = o.min;
+            }
+            self.max = self.max.max(o.max);
+        }
+        self.count += o.count;
+        self.timed += o.timed;
+        self.sum += o.sum;
+    }
+    pub fn mean(&self) -> Option<f64> {
+        (self.timed > 0).then(|| self.sum as f64 / self.timed as f64)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TlbRow {
+    pub reason: i64,
+    pub pages: i64,
+    pub bin: Bin,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct TlbTable {
+    pub event: String,
+    /// Reason names from the format file (or text), by value.
+    pub reasons: Vec<(i64, String)>,
+    pub rows: Vec<TlbRow>,
+}
+
+impl TlbTable {
+    pub fn reason_name(&self, r: i64) -> String {
+        self.reasons
+            .iter()
+            .find(|(k, _)| *k == r)
+            .map(|(_, n)| n.clone())
+            .unwrap_or_else(|| format!("reason {r}"))
+    }
+    /// Rows summed over the reasons in `filter` (all when None), by pages.
+    pub fn by_pages(&self, filter: Option<i64>) -> BTreeMap<i64, Bin> {
+        let mut m: BTreeMap<i64, Bin> = BTreeMap::new();
+        for r in &self.rows {
+            if filter.is_none_or(|f| f == r.reason) {
+                m.entry(r.pages).or_default().merge(&r.bin);
+            }
+        }
+        m
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PairRow {
+    pub key: i64,
+    pub bin: Bin,
+    /// tlb_flush events inside the pairs of this row: (pages, count).
+    pub flushes: Vec<(i64, u64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PairTable {
+    pub name: String,
+    pub begin: Vec<String>,
+    pub end: Vec<String>,
+    /// What the key is (`pages`, `requested pages`, `xfeatures`, a field name, or empty).
+    pub key: String,
+    pub rows: Vec<PairRow>,
+    /// Ends without a begin on the CPU, begins replaced before their end, pid mismatches.
+    pub unmatched: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CountTable {
+    pub event: String,
+    pub key: String,
+    pub names: Vec<(i64, String)>,
+    pub rows: Vec<(i64, u64)>,
+}
+
+/// Everything computed from one capture.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Tables {
+    pub tlb: Option<TlbTable>,
+    pub pairs: Vec<PairTable>,
+    pub counts: Vec<CountTable>,
+    /// Events seen per type name.
+    pub events: Vec<(String, u64)>,
+    /// Smallest begin-end delta over all pairs (ticks): the cost of the tracing itself.
+    pub bias: Option<u64>,
+}
+
+/// What to compute.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Spec {
+    /// The standard set: TLB table, remote shootdown pairs, syscall pairs, x86_fpu pairs,
+    /// tlb_flush counts by reason.
+    Standard,
+    /// A begin/end pair with an optional key field of the begin event.
+    Pair {
+        begin: String,
+        end: String,
+        key: Option<String>,
+    },
+    /// Counts of one event by one field.
+    Count { event: String, key: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum KeyOf {
+    None,
+    /// A field of the begin event.
+    Field(FieldLoc),
+    /// A length field in bytes, shown as pages (rounded up).
+    LenPages(FieldLoc, u64),
+    /// `pages` of the remote-shootdown flush inside.
+    InnerRemotePages,
+}
+
+#[derive(Debug, Clone)]
+struct PairDef {
+    name: String,
+    begin_names: Vec<String>,
+    end_names: Vec<String>,
+    key_label: String,
+    /// Per begin type: how to get the key.
+    keys: Vec<(u32, KeyOf)>,
+    /// Which flushes to attach: Some(true) only remote shootdowns, Some(false) all but remote
+    /// shootdowns, None every flush.
+    flush_remote: Option<bool>,
+    /// Require the same pid at begin and end (syscalls).
+    same_pid: bool,
+    /// Keep only pairs that contain a flush (remote shootdown pairs).
+    need_flush: bool,
+    /// Use the durations of single flushes for the TLB table.
+    times_flushes: bool,
+    /// The key is the pages of the first flush inside (remote shootdowns).
+    key_inner: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Role {
+    Flush,
+    Begin(usize),
+    End(usize),
+    Count(usize),
+}
+
+#[derive(Debug, Clone, Default)]
+struct Open {
+    ts: u64,
+    key: i64,
+    pid: i32,
+    active: bool,
+    flushes: Vec<(i64, i64)>,
+}
+
+/// One row of a pair table being built: key, durations, flushes inside (pages, count).
+type AccRow = (i64, Bin, Vec<(i64, u64)>);
+
+/// Rows of a pair table: a vector with an index, and the last row used cached (workloads
+/// repeat the same key many times in a row).
+#[derive(Debug, Clone, Default)]
+struct PairAcc {
+    rows: Vec<AccRow>,
+    index: std::collections::HashMap<i64, usize>,
+    last: usize,
+    unmatched: u64,
+}
+
+impl PairAcc {
+    #[inline]
+    fn row(&mut self, key: i64) -> &mut AccRow {
+        if self.rows.get(self.last).is_some_and(|r| r.0 == key) {
+            return &mut self.rows[self.last];
+        }
+        let i = match self.index.get(&key) {
+            Some(i) => *i,
+            None => {
+                self.rows.push((key, Bin::default(), Vec::new()));
+                self.index.insert(key, self.rows.len() - 1);
+                self.rows.len() - 1
+            }
+        };
+        self.last = i;
+        &mut self.rows[i]
+    }
+}
+
+/// Counts by value: dense for -1..=1024 (reasons, pages), a map beyond.
+#[derive(Debug, Clone)]
+struct Counter {
+    dense: Vec<u64>,
+    sparse: BTreeMap<i64, u64>,
+}
+
+impl Default for Counter {
+    fn default() -> Self {
+        Counter {
+            dense: vec![0; 1026],
+            sparse: BTreeMap::new(),
+        }
+    }
+}
+
+impl Counter {
+    #[inline]
+    fn add(&mut self, v: i64) {
+        if (-1..=1024).contains(&v) {
+            self.dense[(v + 1) as usize] += 1;
+        } else {
+            *self.sparse.entry(v).or_default() += 1;
+        }
+    }
+    fn rows(&self) -> Vec<(i64, u64)> {
+        let mut m = self.sparse.clone();
+        for (i, n) in self.dense.iter().enumerate() {
+            if *n > 0 {
+                m.insert(i as i64 - 1, *n);
+            }
+        }
+        m.into_iter().collect()
+    }
+}
+
+const DENSE_REASONS: usize = 8;
+const DENSE_PAGES: usize = 1026; // pages -1..=1024
+
+/// Streaming aggregator. Feed events of each CPU in time order (CPUs may interleave).
+#[derive(Debug)]
+pub struct Analyzer {
+    flush_ty: Option<u32>,
+    flush_reason: Option<FieldLoc>,
+    flush_pages: Option<FieldLoc>,
+    remote_reason: Option<i64>,
+    switch_reason: Option<i64>,
+    roles: Vec<Vec<Role>>,
+    pairs: Vec<PairDef>,
+    acc: Vec<PairAcc>,
+    counts: Vec<(String, String, u32, FieldLoc, Counter)>,
+    open: Vec<Vec<Open>>, // [cpu][pair]
+    tlb_dense: Vec<Bin>,
+    tlb_sparse: BTreeMap<(i64, i64), Bin>,
+    events: Vec<u64>,
+    bias: Option<u64>,
+    want_tlb: bool,
+}
+
+impl Analyzer {
+    /// Resolve the specs against the schema. Errors name the missing event or field.
+    pub fn new(schema: &Schema, specs: &[Spec]) -> Result<Analyzer, String> {
+        let flush_ty = schema.find("tlb:tlb_flush");
+        let flush_reason = flush_ty.and_then(|t| schema.field(t, "reason"));
+        let flush_pages = flush_ty.and_then(|t| schema.field(t, "pages"));
+        let remote_reason = flush_ty.and_then(|t| {
+            schema.types[t as usize]
+                .symbols
+                .get("reason")
+                .and_then(|s| {
+                    s.iter()
+                        .find(|(_, n)| n == "remote shootdown")
+                        .map(|(v, _)| *v)
+                })
+        });
+        let switch_reason = flush_ty.and_then(|t| {
+            schema.types[t as usize]
+                .symbols
+                .get("reason")
+                .and_then(|s| {
+                    s.iter()
+                        .find(|(_, n)| n == "flush on task switch")
+                        .map(|(v, _)| *v)
+                })
+        });
+        let mut a = Analyzer {
+            switch_reason,
+            flush_ty,
+            flush_reason,
+            flush_pages,
+            remote_reason,
+            roles: vec![Vec::new(); schema.types.len()],
+            pairs: Vec::new(),
+            acc: Vec::new(),
+            counts: Vec::new(),
+            open: Vec::new(),
+            tlb_dense: vec![Bin::default(); DENSE_REASONS * DENSE_PAGES],
+            tlb_sparse: BTreeMap::new(),
+            events: vec![0; schema.types.len()],
+            bias: None,
+            want_tlb: false,
+        };
+        for spec in specs {
+            match spec {
+                Spec::Standard => a.add_standard(schema),
+                Spec::Pair { begin, end, key } => {
+                    let b = schema.find(begin).ok_or_else(|| {
+                        format!("event {begin:?} (--begin) is not in the capture")
+                    })?;
+                    let e = schema
+                        .find(end)
+                        .ok_or_else(|| format!("event {end:?} (--end) is not in the capture"))?;
+                    let k = match key {
+                        Some(k) => KeyOf::Field(schema.field(b, k).ok_or_else(|| {
+                            format!(
+                                "event {begin:?} has no numeric field {k:?} (--key); fields: {}",
+                                field_list(schema, b)
+                            )
+                        })?),
+                        None => KeyOf::None,
+                    };
+                    a.add_pair(
+                        PairDef {
+                            name: format!("{begin}..{end}"),
+                            begin_names: vec![begin.clone()],
+                            end_names: vec![end.clone()],
+                            key_label: key.clone().unwrap_or_default(),
+                            keys: vec![(b, k)],
+                            flush_remote: None,
+                            same_pid: false,
+                            need_flush: false,
+                            times_flushes: false,
+                            key_inner: false,
+                        },
+                        &[b],
+                        &[e],
+                    );
+                }
+                Spec::Count { event, key } => {
+                    let t = schema.find(event).ok_or_else(|| {
+                        format!("event {event:?} (--event) is not in the capture")
+                    })?;
+                    let f = schema.field(t, key).ok_or_else(|| {
+                        format!(
+                            "event {event:?} has no numeric field {key:?} (--key); fields: {}",
+                            field_list(schema, t)
+                        )
+                    })?;
+                    a.roles[t as usize].push(Role::Count(a.counts.len()));
+                    a.counts.push((
+                        schema.types[t as usize].full_name(),
+                        key.clone(),
+                        t,
+                        f,
+                        Counter::default(),
+                    ));
+                }
+            }
+        }
+        if (a.want_tlb
+            || a.pairs
+                .iter()
+                .any(|p| p.need_flush || p.flush_remote.is_some() || !p.keys.is_empty()))
+            && let Some(t) = flush_ty
+            && !a.roles[t as usize].iter().any(|r| matches!(r, Role::Flush))
+        {
+            a.roles[t as usize].insert(0, Role::Flush);
+        }
+        Ok(a)
+    }
+
+    fn add_pair(&mut self, mut def: PairDef, begins: &[u32], ends: &[u32]) {
+        def.key_inner = def
+            .keys
+            .iter()
+            .any(|(_, k)| matches!(k, KeyOf::InnerRemotePages));
+        let i = self.pairs.len();
+        for b in begins {
+            self.roles[*b as usize].push(Role::Begin(i));
+        }
+        for e in ends {
+            self.roles[*e as usize].push(Role::End(i));
+        }
+        self.pairs.push(def);
+        self.acc.push(PairAcc::default());
+    }
+
+    fn add_standard(&mut self, schema: &Schema) {
+        self.want_tlb = self.flush_ty.is_some();
+        // remote shootdown on the receiving CPU
+        let begins: Vec<u32> = [
+            "irq_vectors:call_function_entry",
+            "irq_vectors:call_function_single_entry",
+        ]
+        .iter()
+        .filter_map(|n| schema.find(n))
+        .collect();
+        let ends: Vec<u32> = [
+            "irq_vectors:call_function_exit",
+            "irq_vectors:call_function_single_exit",
+        ]
+        .iter()
+        .filter_map(|n| schema.find(n))
+        .collect();
+        if !begins.is_empty() && !ends.is_empty() && self.flush_ty.is_some() {
+            self.add_pair(
+                PairDef {
+                    name: "remote shootdown".into(),
+                    begin_names: begins
+                        .iter()
+                        .map(|t| schema.types[*t as usize].full_name())
+                        .collect(),
+                    end_names: ends
+                        .iter()
+                        .map(|t| schema.types[*t as usize].full_name())
+                        .collect(),
+                    key_label: "pages".into(),
+                    keys: begins
+                        .iter()
+                        .map(|b| (*b, KeyOf::InnerRemotePages))
+                        .collect(),
+                    flush_remote: Some(true),
+                    same_pid: false,
+                    need_flush: true,
+                    times_flushes: true,
+                    key_inner: false,
+                },
+                &begins,
+                &ends,
+            );
+        }
+        let page = page_size();
+        for sc in ["madvise", "munmap", "mprotect"] {
+            let (Some(b), Some(e)) = (
+                schema.find(&format!("syscalls:sys_enter_{sc}")),
+                schema.find(&format!("syscalls:sys_exit_{sc}")),
+            ) else {
+                continue;
+            };
+            let key = ["len_in", "len"]
+                .iter()
+                .find_map(|f| schema.field(b, f))
+                .map(|l| KeyOf::LenPages(l, page))
+                .unwrap_or(KeyOf::None);
+            self.add_pair(
+                PairDef {
+                    name: sc.into(),
+                    begin_names: vec![schema.types[b as usize].full_name()],
+                    end_names: vec![schema.types[e as usize].full_name()],
+                    key_label: "requested pages".into(),
+                    keys: vec![(b, key)],
+                    flush_remote: Some(false),
+                    same_pid: true,
+                    need_flush: false,
+                    times_flushes: true,
+                    key_inner: false,
+                },
+                &[b],
+                &[e],
+            );
+        }
+        if let (Some(b), Some(e)) = (
+            schema.find("x86_fpu:x86_fpu_before_save"),
+            schema.find("x86_fpu:x86_fpu_after_save"),
+        ) {
+            let key = schema
+                .field(b, "xfeatures")
+                .map(KeyOf::Field)
+                .unwrap_or(KeyOf::None);
+            self.add_pair(
+                PairDef {
+                    name: "xsave".into(),
+                    begin_names: vec![schema.types[b as usize].full_name()],
+                    end_names: vec![schema.types[e as usize].full_name()],
+                    key_label: "xfeatures".into(),
+                    keys: vec![(b, key)],
+                    flush_remote: None,
+                    same_pid: false,
+                    need_flush: false,
+                    times_flushes: false,
+                    key_inner: false,
+                },
+                &[b],
+                &[e],
+            );
+        }
+        if let (Some(t), Some(r)) = (self.flush_ty, self.flush_reason) {
+            self.roles[t as usize].push(Role::Count(self.counts.len()));
+            self.counts.push((
+                schema.types[t as usize].full_name(),
+                "reason".into(),
+                t,
+                r,
+                Counter::default(),
+            ));
+        }
+    }
+
+    #[inline]
+    fn tlb_bin(&mut self, reason: i64, pages: i64) -> &mut Bin {
+        if (0..DENSE_REASONS as i64).contains(&reason) && (-1..=1024).contains(&pages) {
+            &mut self.tlb_dense[reason as usize * DENSE_PAGES + (pages + 1) as usize]
+        } else {
+            self.tlb_sparse.entry((reason, pages)).or_default()
+        }
+    }
+
+    /// Feed one event.
+    #[inline]
+    pub fn event(&mut self, ev: &Ev) {
+        let ty = ev.ty as usize;
+        if ty >= self.roles.len() {
+            return;
+        }
+        self.events[ty] += 1;
+        if self.roles[ty].is_empty() {
+            return;
+        }
+        let cpu = ev.cpu as usize;
+        if self.open.len() <= cpu {
+            self.open
+                .resize(cpu + 1, vec![Open::default(); self.pairs.len()]);
+        }
+        for ri in 0..self.roles[ty].len() {
+            match self.roles[ty][ri] {
+                Role::Flush => self.on_flush(ev, cpu),
+                Role::Begin(p) => {
+                    let key = self.pair_key(p, ev);
+                    let o = &mut self.open[cpu][p];
+                    if o.active {
+                        self.acc[p].unmatched += 1;
+                    }
+                    o.active = true;
+                    o.ts = ev.ts;
+                    o.key = key;
+                    o.pid = ev.pid;
+                    o.flushes.clear();
+                }
+                Role::End(p) => self.on_end(ev, cpu, p),
+                Role::Count(c) => {
+                    if let Some(v) = self.counts[c].3.get(ev) {
+                        self.counts[c].4.add(v);
+                    }
+                }
+            }
+        }
+    }
+
+    fn pair_key(&self, p: usize, ev: &Ev) -> i64 {
+        let k = self.pairs[p]
+            .keys
+            .iter()
+            .find(|(t, _)| *t == ev.ty)
+            .map(|(_, k)| *k)
+            .unwrap_or(KeyOf::None);
+        match k {
+            KeyOf::None | KeyOf::InnerRemotePages => 0,
+            KeyOf::Field(l) => l.get(ev).unwrap_or(0),
+            KeyOf::LenPages(l, page) => l
+                .get(ev)
+                .map(|v| (v as u64).div_ceil(page) as i64)
+                .unwrap_or(0),
+        }
+    }
+
+    #[inline]
+    fn on_flush(&mut self, ev: &Ev, cpu: usize) {
+        let reason = self.flush_reason.and_then(|l| l.get(ev)).unwrap_or(-1);
+        let pages = self.flush_pages.and_then(|l| l.get(ev)).unwrap_or(0);
+        if self.want_tlb {
+            self.tlb_bin(reason, pages).count += 1;
+        }
+        let remote = Some(reason) == self.remote_reason;
+        for (p, def) in self.pairs.iter().enumerate() {
+            let o = &mut self.open[cpu][p];
+            if !o.active {
+                continue;
+            }
+            let take = match def.flush_remote {
+                Some(true) => remote,
+                // a flush on task switch inside a syscall belongs to the switch, not the call
+                Some(false) => !remote && Some(reason) != self.switch_reason && ev.pid == o.pid,
+                None => true,
+            };
+            if take {
+                o.flushes.push((reason, pages));
+            }
+        }
+    }
+
+    fn on_end(&mut self, ev: &Ev, cpu: usize, p: usize) {
+        let o = &mut self.open[cpu][p];
+        if !o.active {
+            self.acc[p].unmatched += 1;
+            return;
+        }
+        o.active = false;
+        let def = &self.pairs[p];
+        if def.same_pid && o.pid != ev.pid {
+            self.acc[p].unmatched += 1;
+            return;
+        }
+        let d = ev.ts.saturating_sub(o.ts);
+        // the shortest pair, also one with nothing inside, is the cost of tracing itself
+        self.bias = Some(self.bias.map_or(d, |b| b.min(d)));
+        if def.need_flush && o.flushes.is_empty() {
+            return;
+        }
+        let key = if def.key_inner { o.flushes[0].1 } else { o.key };
+        let flushes = std::mem::take(&mut o.flushes);
+        let times = def.times_flushes;
+        let (_, bin, inner) = self.acc[p].row(key);
+        bin.count += 1;
+        bin.add_time(d);
+        for (_, pages) in &flushes {
+            match inner.iter_mut().find(|(pg, _)| pg == pages) {
+                Some(e) => e.1 += 1,
+                None => inner.push((*pages, 1)),
+            }
+        }
+        if times && self.want_tlb {
+            // a flush is timed by the pair when it is the only one of its reason inside
+            for (r, pg) in &flushes {
+                if flushes.iter().filter(|(r2, _)| r2 == r).count() == 1 {
+                    self.tlb_bin(*r, *pg).add_time(d);
+                }
+            }
+        }
+        self.open[cpu][p].flushes = flushes;
+        self.open[cpu][p].flushes.clear();
+    }
+
+    /// Finish: open pairs at the end count as unmatched.
+    pub fn finish(mut self, schema: &Schema) -> Tables {
+        for cpu in &self.open {
+            for (p, o) in cpu.iter().enumerate() {
+                if o.active {
+                    self.acc[p].unmatched += 1;
+                }
+            }
+        }
+        let tlb = if self.want_tlb {
+            let t = self.flush_ty.unwrap();
+            let mut rows = Vec::new();
+            for (i, b) in self.tlb_dense.iter().enumerate() {
+                if b.count > 0 || b.timed > 0 {
+                    rows.push(TlbRow {
+                        reason: (i / DENSE_PAGES) as i64,
+                        pages: (i % DENSE_PAGES) as i64 - 1,
+                        bin: *b,
+                    });
+                }
+            }
+            for ((r, p), b) in &self.tlb_sparse {
+                rows.push(TlbRow {
+                    reason: *r,
+                    pages: *p,
+                    bin: *b,
+                });
+            }
+            rows.sort_by_key(|r| (r.reason, r.pages));
+            let reasons = schema.types[t as usize]
+                .symbols
+                .get("reason")
+                .cloned()
+                .unwrap_or_default();
+            Some(TlbTable {
+                event: schema.types[t as usize].full_name(),
+                reasons,
+                rows,
+            })
+        } else {
+            None
+        };
+        let pairs = self
+            .pairs
+            .iter()
+            .zip(self.acc)
+            .map(|(d, a)| PairTable {
+                name: d.name.clone(),
+                begin: d.begin_names.clone(),
+                end: d.end_names.clone(),
+                key: d.key_label.clone(),
+                rows: {
+                    let mut rows: Vec<PairRow> = a
+                        .rows
+                        .into_iter()
+                        .map(|(key, bin, mut flushes)| {
+                            flushes.sort();
+                            PairRow { key, bin, flushes }
+                        })
+                        .collect();
+                    rows.sort_by_key(|r| r.key);
+                    rows
+                },
+                unmatched: a.unmatched,
+            })
+            .collect();
+        let counts = self
+            .counts
+            .into_iter()
+            .map(|(event, key, t, _, m)| CountTable {
+                event,
+                names: schema.types[t as usize]
+                    .symbols
+                    .get(&key)
+                    .cloned()
+                    .unwrap_or_default(),
+                key,
+                rows: m.rows(),
+            })
+            .collect();
+        let events = schema
+            .types
+            .iter()
+            .zip(&self.events)
+            .filter(|(_, n)| **n > 0)
+            .map(|(t, n)| (t.full_name(), *n))
+            .collect();
+        Tables {
+            tlb,
+            pairs,
+            counts,
+            events,
+            bias: self.bias,
+        }
+    }
+}
+
+fn field_list(schema: &Schema, ty: u32) -> String {
+    schema.types[ty as usize]
+        .fields
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| !n.starts_with("common_"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The system page size (lengths in syscall arguments are shown in pages of this size).
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if v > 0 { v as u64 } else { 4096 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::event::{ABSENT, Schema};
+
+    /// A text-style schema: tlb_flush(reason, pages), call_function_single entry/exit,
+    /// sys_enter_madvise(len_in) / sys_exit_madvise.
+    fn schema() -> Schema {
+        let mut s = Schema::default();
+        let t = s.intern_type("tlb_flush");
+        s.intern_field(t, "pages");
+        s.intern_field(t, "reason");
+        s.types[t as usize].symbols.insert(
+            "reason".into(),
+            vec![
+                (1, "remote shootdown".into()),
+                (3, "local MM shootdown".into()),
+            ],
+        );
+        s.intern_type("call_function_single_entry");
+        s.intern_type("call_function_single_exit");
+        let m = s.intern_type("sys_enter_madvise");
+        s.intern_field(m, "len_in");
+        s.intern_type("sys_exit_madvise");
+        s
+    }
+
+    fn ev<'a>(cpu: u32, ts: u64, ty: u32, pid: i32, slots: &'a [i64]) -> Ev<'a> {
+        Ev {
+            cpu,
+            ts,
+            ty,
+            pid,
+            raw: &[],
+            slots,
+        }
+    }
+
+    #[test]
+    fn tlb_pairs_and_bias() {
+        let s = schema();
+        let mut a = Analyzer::new(&s, &[Spec::Standard]).unwrap();
+        // cpu 0: madvise of 8 pages with one local flush of 8 pages, 1000 ticks
+        a.event(&ev(0, 100, 3, 10, &[8 * 4096]));
+        a.event(&ev(0, 400, 0, 10, &[8, 3]));
+        a.event(&ev(0, 1100, 4, 10, &[]));
+        // cpu 1: remote shootdown of 8 pages inside call_function_single, 300 ticks
+        a.event(&ev(1, 500, 1, 11, &[]));
+        a.event(&ev(1, 600, 0, 11, &[8, 1]));
+        a.event(&ev(1, 800, 2, 11, &[]));
+        // cpu 1: call function without a flush: not a shootdown pair
+        a.event(&ev(1, 900, 1, 11, &[]));
+        a.event(&ev(1, 950, 2, 11, &[]));
+        // a flush outside any pair, full flush, and a stray exit
+        a.event(&ev(0, 2000, 0, 10, &[-1, 3]));
+        a.event(&ev(0, 2100, 4, 10, &[]));
+        a.event(&ev(0, 2200, 0, 10, &[ABSENT, 3]));
+        let t = a.finish(&s);
+        let tlb = t.tlb.unwrap();
+        let all = tlb.by_pages(None);
+        assert_eq!(all[&8].count, 2);
+        assert_eq!(all[&8].timed, 2);
+        assert_eq!(all[&-1].count, 1);
+        assert_eq!(all[&-1].timed, 0);
+        let local = tlb.by_pages(Some(3));
+        assert_eq!(local[&8].sum, 1000);
+        let remote = tlb.by_pages(Some(1));
+        assert_eq!(remote[&8].sum, 300);
+        assert_eq!(tlb.reason_name(1), "remote shootdown");
+        let rs = t
+            .pairs
+            .iter()
+            .find(|p| p.name == "remote shootdown")
+            .unwrap();
+        assert_eq!(rs.rows.len(), 1);
+        assert_eq!((rs.rows[0].key, rs.rows[0].bin.min), (8, 300));
+        let md = t.pairs.iter().find(|p| p.name == "madvise").unwrap();
+        assert_eq!(md.rows[0].key, 8);
+        assert_eq!(md.rows[0].flushes, vec![(8, 1)]);
+        assert_eq!(md.unmatched, 1);
+        assert_eq!(t.bias, Some(50));
+        let c = &t.counts[0];
+        assert_eq!(c.rows, vec![(1, 1), (3, 3)]);
+    }
+
+    #[test]
+    fn custom_specs_and_errors() {
+        let s = schema();
+        assert!(
+            Analyzer::new(
+                &s,
+                &[Spec::Count {
+                    event: "tlb_flush".into(),
+                    key: "nope".into()
+                }]
+            )
+            .unwrap_err()
+            .contains("pages, reason")
+        );
+        assert!(
+            Analyzer::new(
+                &s,
+                &[Spec::Pair {
+                    begin: "x".into(),
+                    end: "y".into(),
+                    key: None
+                }]
+            )
+            .unwrap_err()
+            .contains("--begin")
+        );
+        let mut a = Analyzer::new(
+            &s,
+            &[Spec::Pair {
+                begin: "sys_enter_madvise".into(),
+                end: "sys_exit_madvise".into(),
+                key: Some("len_in".into()),
+            }],
+        )
+        .unwrap();
+        a.event(&ev(0, 10, 3, 1, &[4096]));
+        a.event(&ev(0, 15, 0, 1, &[1, 3]));
+        a.event(&ev(0, 30, 4, 1, &[]));
+        let t = a.finish(&s);
+        assert!(t.tlb.is_none());
+        assert_eq!(t.pairs[0].rows[0].key, 4096);
+        assert_eq!(t.pairs[0].rows[0].bin.sum, 20);
+        assert_eq!(t.pairs[0].rows[0].flushes, vec![(1, 1)]);
+    }
+}

@@ -1,0 +1,589 @@
+//! ftrace text import: the output of `cat trace`, `trace_pipe` and `trace-cmd report`.
+//!
+//! A line is `COMM-PID [(TGID)] [CPU] [FLAGS] TIMESTAMP: EVENT: FIELDS`. Fields are read as
+//! `name:value`, `name=value` or `name: value`; a value such as `local MM shootdown (3)` gives
+//! both the number and the symbolic name. System-call events print as `sys_X(arg: v, ...)` and
+//! `sys_X -> ret` and become `sys_enter_X` / `sys_exit_X`. Timestamps with a decimal point are
+//! seconds (converted to ns); integers are raw counter ticks (x86-tsc).
+
+use super::event::{ABSENT, Ev, Schema};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use thiserror::Error;
+
+#[derive(Debug, Error, PartialEq)]
+#[error("{file}: line {line}: {msg}")]
+pub struct TextError {
+    pub file: String,
+    pub line: u64,
+    pub msg: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum TextClock {
+    /// `123.456789`: seconds, stored as ns.
+    Seconds,
+    /// `863443460867`: raw counter ticks.
+    Counter,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct TEv {
+    cpu: u32,
+    ts: u64,
+    ty: u32,
+    pid: i32,
+    start: u32,
+    len: u16,
+}
+
+/// A parsed text capture, kept in memory for analysis.
+#[derive(Debug, Default)]
+pub struct TextCapture {
+    pub schema: Schema,
+    events: Vec<TEv>,
+    values: Vec<i64>,
+    /// Events the kernel reported lost, per CPU (`[LOST N EVENTS]` lines).
+    pub lost: BTreeMap<u32, u64>,
+    /// Lines that did not parse (only with `lenient`).
+    pub skipped: u64,
+    pub first_bad_line: Option<(u64, String)>,
+    pub lines: u64,
+    pub clock: Option<TextClock>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TextOptions {
+    pub lenient: bool,
+    /// Fields printed as bare hex, by event name (from the local format files when available).
+    pub hex: HashMap<String, HashSet<String>>,
+    /// System of an event name (`tlb_flush` -> `tlb`), to name events as the binary path does.
+    pub systems: HashMap<String, String>,
+}
+
+impl TextCapture {
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+    /// Call `f` for every event in file order.
+    pub fn for_each(&self, mut f: impl FnMut(&Ev)) {
+        for e in &self.events {
+            let slots = &self.values[e.start as usize..e.start as usize + e.len as usize];
+            f(&Ev {
+                cpu: e.cpu,
+                ts: e.ts,
+                ty: e.ty,
+                pid: e.pid,
+                raw: &[],
+                slots,
+            });
+        }
+    }
+    pub fn cpus(&self) -> u32 {
+        self.events.iter().map(|e| e.cpu + 1).max().unwrap_or(0)
+    }
+    pub fn span(&self) -> u64 {
+        match (
+            self.events.iter().map(|e| e.ts).min(),
+            self.events.iter().map(|e| e.ts).max(),
+        ) {
+            (Some(a), Some(b)) => b - a,
+            _ => 0,
+        }
+    }
+}
+
+/// Parse a whole text trace. `file` only labels errors.
+pub fn parse(file: &str, text: &[u8], opts: &TextOptions) -> Result<TextCapture, TextError> {
+    let mut cap = TextCapture::default();
+    let mut p = LineParser {
+        opts,
+        slots: Vec::new(),
+        type_cache: Vec::new(),
+        field_cache: Vec::new(),
+    };
+    for (i, line) in text.split(|b| *b == b'\n').enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let lineno = i as u64 + 1;
+        if line.is_empty() {
+            continue;
+        }
+        cap.lines = lineno;
+        match p.line(&mut cap, line) {
+            Ok(()) => {}
+            Err(msg) => {
+                if opts.lenient {
+                    cap.skipped += 1;
+                    if cap.first_bad_line.is_none() {
+                        cap.first_bad_line = Some((lineno, msg));
+                    }
+                } else {
+                    return Err(TextError {
+                        file: file.to_string(),
+                        line: lineno,
+                        msg,
+                    });
+                }
+            }
+        }
+    }
+    Ok(cap)
+}
+
+struct LineParser<'o> {
+    opts: &'o TextOptions,
+    slots: Vec<i64>,
+    /// Event name -> type (a handful of names: a linear search beats hashing).
+    type_cache: Vec<(Vec<u8>, u32)>,
+    /// Per type: field name -> (slot, printed as bare hex).
+    field_cache: Vec<Vec<(Vec<u8>, usize, bool)>>,
+}
+
+fn trim(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', r @ ..] = s {
+        s = r;
+    }
+    while let [r @ .., b' ' | b'\t'] = s {
+        s = r;
+    }
+    s
+}
+
+fn parse_u64(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in s {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    Some(v)
+}
+
+fn parse_hex(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 16 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in s {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | d as u64;
+    }
+    Some(v)
+}
+
+/// A number as ftrace prints it: `-1`, `42`, `0x1f`; bare hex when `hex` (or when it has a-f).
+fn parse_num(s: &[u8], hex: bool) -> Option<i64> {
+    if let Some(h) = s.strip_prefix(b"0x").or_else(|| s.strip_prefix(b"0X")) {
+        return parse_hex(h).map(|v| v as i64);
+    }
+    if hex {
+        return parse_hex(s).map(|v| v as i64);
+    }
+    if let Some(d) = s.strip_prefix(b"-") {
+        return parse_u64(d).map(|v| (v as i64).wrapping_neg());
+    }
+    parse_u64(s).map(|v| v as i64).or_else(|| {
+        if s.iter().any(|c| c.is_ascii_alphabetic()) && s.len() >= 4 {
+            parse_hex(s).map(|v| v as i64)
+        } else {
+            None
+        }
+    })
+}
+
+fn is_ident_start(c: u8) -> bool {
+    c.is_ascii_alphabetic() || c == b'_'
+}
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+impl LineParser<'_> {
+    fn line(&mut self, cap: &mut TextCapture, line: &[u8]) -> Result<(), String> {
+        let t = trim(line);
+        if t.is_empty() || t[0] == b'#' || t.starts_with(b"cpus=") || t.starts_with(b"version =") {
+            return Ok(());
+        }
+        if t.starts_with(b"CPU") {
+            if let Some(lost) = lost_line(t) {
+                if let Some((cpu, n)) = lost {
+                    *cap.lost.entry(cpu).or_default() += n;
+                }
+                return Ok(());
+            }
+            if t.starts_with(b"CPU ") && t.ends_with(b"is empty") {
+                return Ok(());
+            }
+        }
+        // [CPU]: the first "[digits]"
+        let (lb, rb) = find_cpu(line)
+            .ok_or("expected `TASK-PID [CPU] TIMESTAMP: EVENT: ...` (no [CPU] field)")?;
+        let cpu = parse_u64(&line[lb + 1..rb]).ok_or("CPU number in [...] is not a number")? as u32;
+        let head = trim(&line[..lb]);
+        // optional "( tgid)" before [CPU]
+        let head = if head.ends_with(b")") {
+            trim(&head[..head.iter().rposition(|c| *c == b'(').unwrap_or(0)])
+        } else {
+            head
+        };
+        let dash = head
+            .iter()
+            .rposition(|c| *c == b'-')
+            .ok_or("expected TASK-PID before [CPU]")?;
+        let pid = parse_u64(&head[dash + 1..]).ok_or("PID after `TASK-` is not a number")? as i32;
+        // after ]: [flags] timestamp: rest
+        let mut rest = trim(&line[rb + 1..]);
+        let mut ts = None;
+        for _ in 0..2 {
+            let end = rest.iter().position(|c| *c == b' ').unwrap_or(rest.len());
+            let tok = &rest[..end];
+            if let Some(tsb) = tok.strip_suffix(b":") {
+                ts = Some(self.timestamp(cap, tsb)?);
+                rest = trim(&rest[end..]);
+                break;
+            }
+            rest = trim(&rest[end..]);
+        }
+        let ts = ts.ok_or("expected a TIMESTAMP: after [CPU] (and the optional flags column)")?;
+        self.slots.clear();
+        let ty = self.event_body(cap, rest)?;
+        let start = cap.values.len() as u32;
+        cap.values.extend_from_slice(&self.slots);
+        cap.events.push(TEv {
+            cpu,
+            ts,
+            ty,
+            pid,
+            start,
+            len: self.slots.len() as u16,
+        });
+        Ok(())
+    }
+
+    fn timestamp(&self, cap: &mut TextCapture, s: &[u8]) -> Result<u64, String> {
+        let bad = || format!("timestamp {:?} is not a number", String::from_utf8_lossy(s));
+        let (clock, v) = match s.iter().position(|c| *c == b'.') {
+            Some(dot) => {
+                let secs = parse_u64(&s[..dot]).ok_or_else(bad)?;
+                let frac = &s[dot + 1..];
+                let f = parse_u64(frac).ok_or_else(bad)?;
+                if frac.len() > 9 {
+                    return Err(bad());
+                }
+                (
+                    TextClock::Seconds,
+                    secs * 1_000_000_000 + f * 10u64.pow(9 - frac.len() as u32),
+                )
+            }
+            None => (TextClock::Counter, parse_u64(s).ok_or_else(bad)?),
+        };
+        match cap.clock {
+            None => cap.clock = Some(clock),
+            Some(c) if c != clock => {
+                return Err("timestamp format changes within the file (seconds vs counter)".into());
+            }
+            _ => {}
+        }
+        Ok(v)
+    }
+
+    fn ty(&mut self, cap: &mut TextCapture, name: &[u8]) -> u32 {
+        if let Some((_, t)) = self.type_cache.iter().find(|(n, _)| n == name) {
+            return *t;
+        }
+        let n = String::from_utf8_lossy(name);
+        let t = cap.schema.intern_type(&n);
+        if let Some(sys) = self.opts.systems.get(n.as_ref()) {
+            cap.schema.types[t as usize].system = Some(sys.clone());
+        }
+        self.type_cache.push((name.to_vec(), t));
+        if self.field_cache.len() <= t as usize {
+            self.field_cache.resize(t as usize + 1, Vec::new());
+        }
+        t
+    }
+
+    /// Slot of a field, and whether it prints as bare hex.
+    fn field(&mut self, cap: &mut TextCapture, ty: u32, name: &[u8]) -> (usize, bool) {
+        let fc = &mut self.field_cache[ty as usize];
+        if let Some((_, slot, hex)) = fc.iter().find(|(n, _, _)| n == name) {
+            return (*slot, *hex);
+        }
+        let n = std::str::from_utf8(name).unwrap_or("?");
+        let slot = cap.schema.intern_field(ty, n);
+        let hex = self
+            .opts
+            .hex
+            .get(&cap.schema.types[ty as usize].name)
+            .is_some_and(|h| h.contains(n));
+        fc.push((name.to_vec(), slot, hex));
+        (slot, hex)
+    }
+
+    fn set_slot(&mut self, slot: usize, v: i64) {
+        if self.slots.len() <= slot {
+            self.slots.resize(slot + 1, ABSENT);
+        }
+        self.slots[slot] = v;
+    }
+
+    fn set(&mut self, cap: &mut TextCapture, ty: u32, name: &[u8], v: i64) {
+        let (slot, _) = self.field(cap, ty, name);
+        self.set_slot(slot, v);
+    }
+
+    fn event_body(&mut self, cap: &mut TextCapture, rest: &[u8]) -> Result<u32, String> {
+        let id_end = rest
+            .iter()
+            .position(|c| !is_ident(*c))
+            .unwrap_or(rest.len());
+        if id_end == 0 || !is_ident_start(rest[0]) {
+            return Err("expected an event name after the timestamp".into());
+        }
+        let name = &rest[..id_end];
+        let after = &rest[id_end..];
+        if let Some(args) = after.strip_prefix(b"(") {
+            // sys_X(arg: v, ...)
+            let sc = name
+                .strip_prefix(b"sys_")
+                .ok_or("expected `sys_NAME(` for a system-call entry")?;
+            let mut n = b"sys_enter_".to_vec();
+            n.extend_from_slice(sc);
+            let ty = self.ty(cap, &n);
+            let args = args.strip_suffix(b")").unwrap_or(args);
+            self.fields(cap, ty, args)?;
+            return Ok(ty);
+        }
+        if let Some(ret) = after.strip_prefix(b" -> ") {
+            let sc = name
+                .strip_prefix(b"sys_")
+                .ok_or("expected `sys_NAME -> RET` for a system-call exit")?;
+            let mut n = b"sys_exit_".to_vec();
+            n.extend_from_slice(sc);
+            let ty = self.ty(cap, &n);
+            let v =
+                parse_num(trim(ret), false).ok_or("system-call return value is not a number")?;
+            self.set(cap, ty, b"ret", v);
+            return Ok(ty);
+        }
+        let body = after
+            .strip_prefix(b":")
+            .ok_or("expected `EVENT:` after the timestamp")?;
+        let ty = self.ty(cap, name);
+        self.fields(cap, ty, body)?;
+        Ok(ty)
+    }
+
+    fn fields(&mut self, cap: &mut TextCapture, ty: u32, s: &[u8]) -> Result<(), String> {
+        let mut i = 0;
+        let n = s.len();
+        while i < n {
+            while i < n && matches!(s[i], b' ' | b',' | b'\t') {
+                i += 1;
+            }
+            if i >= n {
+                break;
+            }
+            if !is_ident_start(s[i]) {
+                // not a field: skip the word
+                while i < n && s[i] != b' ' {
+                    i += 1;
+                }
+                continue;
+            }
+            let ks = i;
+            while i < n && is_ident(s[i]) {
+                i += 1;
+            }
+            let key = &s[ks..i];
+            if i >= n || !(s[i] == b':' || s[i] == b'=') {
+                while i < n && s[i] != b' ' {
+                    i += 1;
+                }
+                continue;
+            }
+            i += 1;
+            while i < n && s[i] == b' ' {
+                i += 1;
+            }
+            let vs = i;
+            while i < n && !matches!(s[i], b' ' | b',' | b')') {
+                i += 1;
+            }
+            let val = &s[vs..i];
+            let (slot, hex) = self.field(cap, ty, key);
+            if let Some(v) = parse_num(val, hex) {
+                self.set_slot(slot, v);
+                continue;
+            }
+            // symbolic value: "local MM shootdown (3)"
+            let tail = &s[vs..];
+            if let Some(open) = tail.windows(2).position(|w| w == b" (") {
+                let after = &tail[open + 2..];
+                if let Some(close) = after.iter().position(|c| *c == b')')
+                    && let Some(v) = parse_num(&after[..close], false)
+                {
+                    self.set_slot(slot, v);
+                    let field = std::str::from_utf8(key).unwrap_or("?");
+                    let known = cap.schema.types[ty as usize]
+                        .symbols
+                        .get(field)
+                        .is_some_and(|s| s.iter().any(|(k, _)| *k == v));
+                    if !known {
+                        let sym = String::from_utf8_lossy(&tail[..open]).into_owned();
+                        let syms = cap.schema.types[ty as usize]
+                            .symbols
+                            .entry(field.to_string())
+                            .or_default();
+                        syms.push((v, sym));
+                        syms.sort();
+                    }
+                    i = vs + open + 2 + close + 1;
+                    continue;
+                }
+            }
+            // a string value (comm=..., name=...): not numeric, not stored
+        }
+        Ok(())
+    }
+}
+
+/// `CPU:1 [LOST 12 EVENTS]` -> Some(Some((1, 12))); not a lost line -> None.
+fn lost_line(t: &[u8]) -> Option<Option<(u32, u64)>> {
+    let s = std::str::from_utf8(t).ok()?;
+    let lost = s.contains("LOST") && s.contains("EVENTS");
+    if !lost && !s.contains("EVENTS DROPPED") {
+        return None;
+    }
+    let cpu = s
+        .strip_prefix("CPU")
+        .map(|r| r.trim_start_matches([':', ' ']))
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok());
+    let n = s
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|w| !w.is_empty())
+        .nth(if cpu.is_some() { 1 } else { 0 })
+        .and_then(|w| w.parse().ok());
+    Some(match (cpu, n) {
+        (Some(c), Some(n)) => Some((c, n)),
+        (None, Some(n)) => Some((0, n)),
+        _ => None,
+    })
+}
+
+/// Position of `[` and `]` around the CPU number: the first bracketed run of digits.
+fn find_cpu(line: &[u8]) -> Option<(usize, usize)> {
+    let mut i = 0;
+    while i < line.len() {
+        if line[i] == b'[' {
+            let mut j = i + 1;
+            while j < line.len() && line[j].is_ascii_digit() {
+                j += 1;
+            }
+            if j > i + 1 && j < line.len() && line[j] == b']' {
+                return Some((i, j));
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "# tracer: nop
+#
+#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION
+            bash-8660    [000] d..1. 863443460867: tlb_flush: pages:-1 reason:flush on task switch (0)
+         flushes-8665    [000] ..... 863460750191: sys_madvise(start: 0x7f2ac405b000, len_in: 0x1000, behavior: 4)
+         flushes-8665    [000] ...1. 863460763763: tlb_flush: pages:1 reason:remote IPI send (4)
+         flushes-8666    [001] d.h.. 863460806975: tlb_flush: pages:1 reason:remote shootdown (1)
+         flushes-8665    [000] ..... 863460811135: sys_madvise -> 0x0
+ kworker/u4:1-12     [001] d.h.. 863460906000: call_function_single_entry: vector=251
+CPU:1 [LOST 17 EVENTS]
+   <...>-77  (   77) [001] 863460906100: x86_fpu_before_save: x86/fpu: 00000000deadbeef load: 0 xfeatures: 2e7 xcomp_bv: 8000000000000000
+";
+
+    #[test]
+    fn parses_cat_trace_lines() {
+        let mut opts = TextOptions::default();
+        opts.hex.insert(
+            "x86_fpu_before_save".into(),
+            ["xfeatures".to_string(), "xcomp_bv".to_string()]
+                .into_iter()
+                .collect(),
+        );
+        let c = parse("t", SAMPLE.as_bytes(), &opts).unwrap();
+        assert_eq!(c.len(), 7);
+        assert_eq!(c.clock, Some(TextClock::Counter));
+        assert_eq!(c.lost.get(&1), Some(&17));
+        let s = &c.schema;
+        let tlb = s.find("tlb:tlb_flush").unwrap();
+        assert_eq!(s.symbol(tlb, "reason", 1), Some("remote shootdown"));
+        let enter = s.find("syscalls:sys_enter_madvise").unwrap();
+        let mut seen = Vec::new();
+        c.for_each(|e| {
+            if e.ty == enter {
+                seen.push(s.field(enter, "len_in").unwrap().get(e).unwrap());
+                seen.push(s.field(enter, "behavior").unwrap().get(e).unwrap());
+            }
+            if e.ty == tlb {
+                seen.push(s.field(tlb, "pages").unwrap().get(e).unwrap());
+            }
+            if s.types[e.ty as usize].name == "x86_fpu_before_save" {
+                seen.push(s.field(e.ty, "xfeatures").unwrap().get(e).unwrap());
+                assert_eq!(e.pid, 77);
+            }
+            if s.types[e.ty as usize].name == "call_function_single_entry" {
+                assert_eq!(e.pid, 12);
+            }
+        });
+        assert_eq!(seen, vec![-1, 4096, 4, 1, 1, 0x2e7]);
+    }
+
+    #[test]
+    fn seconds_and_trace_cmd_lines() {
+        let t = "cpus=2\n          <idle>-0     [001]  1234.567890: tlb_flush:            pages:33 reason:local shootdown (2)\nCPU 0 is empty\n";
+        let c = parse("t", t.as_bytes(), &TextOptions::default()).unwrap();
+        assert_eq!(c.clock, Some(TextClock::Seconds));
+        c.for_each(|e| assert_eq!(e.ts, 1_234_567_890_000));
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let t = "            bash-1    [000] d..1. 100: tlb_flush: pages:1 reason:x (2)\nthis is not a trace line\n";
+        let e = parse("f.txt", t.as_bytes(), &TextOptions::default()).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.to_string().starts_with("f.txt: line 2:"), "{e}");
+        let c = parse(
+            "f.txt",
+            t.as_bytes(),
+            &TextOptions {
+                lenient: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!((c.len(), c.skipped), (1, 1));
+        let e = parse(
+            "f",
+            b"  a-1 [000] 12x: tlb_flush: pages:1\n",
+            &TextOptions::default(),
+        )
+        .unwrap_err();
+        assert!(e.msg.contains("timestamp"), "{e}");
+    }
+}
