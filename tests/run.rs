@@ -229,29 +229,37 @@ fn real_thp_knob_is_written_verified_and_restored_also_on_sigint() {
     );
 }
 
-/// Poll the store until experiment number `nth` has at least `n` runs; returns its id.
-fn wait_for_runs(db: &Path, nth: i64, n: usize) -> i64 {
+/// Poll the store until experiment number `nth` has at least `n` runs (false after 30 s).
+fn poll_runs(db: &Path, nth: i64, n: usize) -> bool {
     let t = Instant::now();
-    loop {
-        if let Ok(store) = Store::open(db)
+    while t.elapsed() < Duration::from_secs(30) {
+        if db.exists()
+            && let Ok(store) = Store::open(db)
             && let Ok(runs) = store.runs(nth)
             && runs.len() >= n
         {
-            return nth;
+            return true;
         }
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "no runs appeared in {}",
-            db.display()
-        );
         std::thread::sleep(Duration::from_millis(50));
     }
+    false
+}
+
+/// Like `poll_runs`, failing the test on time-out; returns `nth`.
+fn wait_for_runs(db: &Path, nth: i64, n: usize) -> i64 {
+    assert!(
+        poll_runs(db, nth, n),
+        "no runs appeared in {}",
+        db.display()
+    );
+    nth
 }
 
 #[test]
 fn kill_9_keeps_completed_runs_and_resume_finishes_the_same_schedule() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
+    let err_log = dir.path().join("stderr");
     let mut child = Command::new(BIN)
         .args([
             "run",
@@ -265,10 +273,15 @@ fn kill_9_keeps_completed_runs_and_resume_finishes_the_same_schedule() {
             "sleep 0.06",
         ])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&err_log).unwrap())
         .spawn()
         .unwrap();
-    wait_for_runs(&db, 1, 4);
+    if !poll_runs(&db, 1, 4) {
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        let err = std::fs::read_to_string(&err_log).unwrap_or_default();
+        panic!("no runs appeared; abperf {status}: {err}");
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     let store = Store::open(&db).unwrap();

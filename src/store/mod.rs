@@ -64,7 +64,25 @@ impl Store {
             conn.pragma_update(None, "foreign_keys", true)?;
             Ok(())
         };
-        setup(&mut conn).map_err(|e| store_error(path, e))?;
+        // Switching a new store to WAL does not wait on the busy handler when another process
+        // is creating the same store at that moment: retry for as long as the busy timeout.
+        let started = std::time::Instant::now();
+        loop {
+            match setup(&mut conn) {
+                Ok(()) => break,
+                Err(e)
+                    if matches!(
+                        e.sqlite_error_code(),
+                        Some(
+                            rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                        )
+                    ) && started.elapsed() < Duration::from_secs(10) =>
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => return Err(store_error(path, e)),
+            }
+        }
         schema::migrate(&mut conn).map_err(|e| match e.downcast::<rusqlite::Error>() {
             Ok(sql) => store_error(path, sql),
             Err(other) => other.context(format!("store {shown}")),
