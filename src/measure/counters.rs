@@ -130,53 +130,30 @@ fn parse_cache(name: &str) -> Option<u64> {
     None
 }
 
-/// The tracefs roots where tracepoint ids can be read.
-const TRACEFS_ROOTS: &[&str] = &["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
-
-/// Make sure tracefs is mounted so tracepoint ids can be read: when neither root has an
-/// `events` directory, mount tracefs at /sys/kernel/tracing (root only), as systemd does at boot.
-/// It is left mounted: a mount is a view, not a setting that changes what is measured.
-fn ensure_tracefs() {
-    if TRACEFS_ROOTS
-        .iter()
-        .any(|r| std::path::Path::new(&format!("{r}/events")).is_dir())
-    {
-        return;
-    }
-    // SAFETY: all arguments are NUL-terminated static strings; data may be NULL for tracefs.
-    let rc = unsafe {
-        libc::mount(
-            c"nodev".as_ptr(),
-            c"/sys/kernel/tracing".as_ptr(),
-            c"tracefs".as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    };
-    if rc == 0 {
-        eprintln!("abperf: mounted tracefs at /sys/kernel/tracing to read tracepoint ids");
-    }
-}
-
+/// The perf type id of tracepoint `subsys:event`, read from tracefs (found where it is mounted,
+/// else mounted privately for the look-up and unmounted again, by `trace::instance::Tracefs`).
 fn tracepoint_id(subsys: &str, event: &str) -> Result<u64, String> {
-    ensure_tracefs();
-    if subsys.contains('/') || event.contains('/') || subsys.contains("..") || event.contains("..")
-    {
-        return Err("a tracepoint is subsys:event without slashes".into());
+    let valid = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    if !valid(subsys) || !valid(event) {
+        return Err(format!(
+            "'{subsys}:{event}': a tracepoint is subsys:event, letters, digits and '_'"
+        ));
     }
-    for root in TRACEFS_ROOTS {
-        let p = format!("{root}/events/{subsys}/{event}/id");
-        if let Ok(s) = fs::read_to_string(&p) {
-            return s
-                .trim()
-                .parse()
-                .map_err(|_| format!("{p} does not hold a number"));
-        }
-    }
-    Err(format!(
-        "no tracepoint {subsys}:{event} (no events/{subsys}/{event}/id under {}; is tracefs mounted?)",
-        TRACEFS_ROOTS.join(" or ")
-    ))
+    let tracefs = crate::trace::instance::Tracefs::open().map_err(|e| format!("{e:#}"))?;
+    let rel = format!("events/{subsys}/{event}/id");
+    let text = tracefs.read(&rel).map_err(|_| {
+        format!(
+            "no tracepoint {subsys}:{event} (no {rel} under {})",
+            tracefs.root.display()
+        )
+    })?;
+    text.trim()
+        .parse()
+        .map_err(|_| format!("{rel} does not hold a number"))
 }
 
 /// Parse one event name as perf stat spells it.
