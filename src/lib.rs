@@ -8,6 +8,7 @@ pub mod commands;
 pub mod design;
 pub mod error;
 pub mod measure;
+pub mod micro;
 pub mod runner;
 pub mod stats;
 pub mod store;
