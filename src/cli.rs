@@ -5,7 +5,11 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
-#[command(name = "abperf", version, about = "A/B/n performance experiments for Linux kernel and systems work")]
+#[command(
+    name = "abperf",
+    version,
+    about = "A/B/n performance experiments for Linux kernel and systems work"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

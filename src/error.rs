@@ -15,7 +15,10 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
 
 /// Exit code for an error: 2 for usage errors, 1 for everything else.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
-    if err.chain().any(|e| e.downcast_ref::<UsageError>().is_some()) {
+    if err
+        .chain()
+        .any(|e| e.downcast_ref::<UsageError>().is_some())
+    {
         2
     } else {
         1

@@ -1,1 +1,6 @@
-//! (in progress)
+//! What is measured besides wall time: rusage from wait4, perf_event_open counters, and the
+//! environment snapshot stored with every experiment.
+
+pub mod counters;
+pub mod env;
+pub mod rusage;

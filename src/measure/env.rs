@@ -1,0 +1,180 @@
+//! The environment snapshot stored with every experiment: what a reviewer asks before trusting a
+//! number (kernel, cmdline, CPU, memory, THP, governor, mitigations, VM or bare metal).
+
+use serde_json::{Map, Value, json};
+use std::fs;
+
+fn read_trim(path: &str) -> Option<String> {
+    fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+/// The bracketed choice of a sysfs multiple-choice file (`always [madvise] never` -> `madvise`),
+/// or the trimmed content when there is no bracket.
+pub fn selected_choice(content: &str) -> String {
+    let t = content.trim();
+    match (t.find('['), t.find(']')) {
+        (Some(a), Some(b)) if b > a => t[a + 1..b].to_string(),
+        _ => t.to_string(),
+    }
+}
+
+fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == key).then(|| v.trim().to_string())
+    })
+}
+
+/// `hypervisor` if the CPU reports running under one (cpuinfo flag), with the vendor where the
+/// kernel exposes it; `bare metal` otherwise.
+fn virtualization(cpuinfo: &str) -> Value {
+    let flags = cpuinfo_field(cpuinfo, "flags").unwrap_or_default();
+    let under = flags.split_whitespace().any(|f| f == "hypervisor");
+    let vendor = read_trim("/sys/hypervisor/type")
+        .or_else(|| read_trim("/sys/class/dmi/id/sys_vendor"))
+        .filter(|s| !s.is_empty());
+    if under {
+        json!({"kind": "virtual machine", "vendor": vendor})
+    } else {
+        json!({"kind": "bare metal"})
+    }
+}
+
+fn vulnerabilities() -> Value {
+    let mut m = Map::new();
+    if let Ok(dir) = fs::read_dir("/sys/devices/system/cpu/vulnerabilities") {
+        let mut entries: Vec<_> = dir.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            if let Ok(v) = fs::read_to_string(e.path()) {
+                m.insert(
+                    e.file_name().to_string_lossy().into_owned(),
+                    Value::String(v.trim().into()),
+                );
+            }
+        }
+    }
+    Value::Object(m)
+}
+
+fn hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is valid for buf.len() bytes; gethostname NUL-terminates within it on success.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    Some(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
+fn kernel_release() -> Option<String> {
+    read_trim("/proc/sys/kernel/osrelease")
+}
+
+/// Take the snapshot. Fields that cannot be read on this machine are `null`, never guessed.
+pub fn snapshot() -> Value {
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_kib = cpuinfo_field(&meminfo, "MemTotal").and_then(|v| {
+        v.split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+    });
+    let governor = read_trim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
+    json!({
+        "kernel": kernel_release(),
+        "kernel_version": read_trim("/proc/sys/kernel/version"),
+        "cmdline": read_trim("/proc/cmdline"),
+        "arch": std::env::consts::ARCH,
+        "cpu_model": cpuinfo_field(&cpuinfo, "model name"),
+        "cpu_flags": cpuinfo_field(&cpuinfo, "flags"),
+        "cpus_online": read_trim("/sys/devices/system/cpu/online"),
+        "cpu_count": std::thread::available_parallelism().map(|n| n.get()).ok(),
+        "mem_total_kib": mem_kib,
+        "thp_enabled": read_trim("/sys/kernel/mm/transparent_hugepage/enabled").map(|s| selected_choice(&s)),
+        "thp_defrag": read_trim("/sys/kernel/mm/transparent_hugepage/defrag").map(|s| selected_choice(&s)),
+        "cpufreq_governor": governor,
+        "smt": read_trim("/sys/devices/system/cpu/smt/control"),
+        "clocksource": read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        "aslr": read_trim("/proc/sys/kernel/randomize_va_space"),
+        "perf_event_paranoid": read_trim("/proc/sys/kernel/perf_event_paranoid"),
+        "vulnerabilities": vulnerabilities(),
+        "virtualization": virtualization(&cpuinfo),
+        "hostname": hostname(),
+        "abperf_version": env!("CARGO_PKG_VERSION"),
+    })
+}
+
+/// Every field whose value differs between two snapshots, as (field, a, b), nested objects
+/// flattened with dots (`vulnerabilities.spectre_v2`).
+pub fn differences(a: &Value, b: &Value) -> Vec<(String, String, String)> {
+    fn walk(prefix: &str, a: &Value, b: &Value, out: &mut Vec<(String, String, String)>) {
+        match (a, b) {
+            (Value::Object(ma), Value::Object(mb)) => {
+                let mut keys: Vec<&String> = ma.keys().chain(mb.keys()).collect();
+                keys.sort();
+                keys.dedup();
+                for k in keys {
+                    let name = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(
+                        &name,
+                        ma.get(k).unwrap_or(&Value::Null),
+                        mb.get(k).unwrap_or(&Value::Null),
+                        out,
+                    );
+                }
+            }
+            _ if a != b => {
+                let show = |v: &Value| match v {
+                    Value::String(s) => s.clone(),
+                    Value::Null => "(absent)".to_string(),
+                    other => other.to_string(),
+                };
+                out.push((prefix.to_string(), show(a), show(b)));
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk("", a, b, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bracketed_choice() {
+        assert_eq!(selected_choice("always [madvise] never\n"), "madvise");
+        assert_eq!(selected_choice("33\n"), "33");
+    }
+
+    #[test]
+    fn snapshot_reads_this_machine() {
+        let s = snapshot();
+        assert!(s["kernel"].as_str().is_some_and(|k| !k.is_empty()));
+        assert!(s["cpu_count"].as_u64().unwrap() >= 1);
+        assert!(s["mem_total_kib"].as_u64().unwrap() > 0);
+    }
+
+    #[test]
+    fn differences_are_listed_flat() {
+        let a = json!({"kernel": "6.1", "vulnerabilities": {"x": "Mitigated"}, "same": 1});
+        let b = json!({"kernel": "6.2", "vulnerabilities": {"x": "Vulnerable"}, "same": 1, "new": true});
+        let d = differences(&a, &b);
+        assert_eq!(d.len(), 3);
+        assert!(d.contains(&("kernel".into(), "6.1".into(), "6.2".into())));
+        assert!(d.contains(&(
+            "vulnerabilities.x".into(),
+            "Mitigated".into(),
+            "Vulnerable".into()
+        )));
+        assert!(d.contains(&("new".into(), "(absent)".into(), "true".into())));
+    }
+}

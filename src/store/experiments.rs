@@ -1,0 +1,659 @@
+//! Experiments, variants, the schedule, runs and metrics: writing and reading them.
+
+use super::Store;
+use crate::error::usage;
+use anyhow::Context;
+use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Life cycle of an experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Running,
+    Complete,
+    Interrupted,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Complete => "complete",
+            Status::Interrupted => "interrupted",
+            Status::Failed => "failed",
+        }
+    }
+    fn parse(s: &str) -> Status {
+        match s {
+            "complete" => Status::Complete,
+            "interrupted" => Status::Interrupted,
+            "failed" => Status::Failed,
+            _ => Status::Running,
+        }
+    }
+}
+
+/// How one run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Ok,
+    Failed,
+    Timeout,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Ok => "ok",
+            RunStatus::Failed => "failed",
+            RunStatus::Timeout => "timeout",
+        }
+    }
+    fn parse(s: &str) -> RunStatus {
+        match s {
+            "ok" => RunStatus::Ok,
+            "timeout" => RunStatus::Timeout,
+            _ => RunStatus::Failed,
+        }
+    }
+}
+
+/// A knob as stored with its variant: the value this variant sets and what was there before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KnobSetting {
+    pub path: String,
+    pub value: String,
+    /// The file's content before abperf touched it (None until read).
+    pub original: Option<String>,
+}
+
+/// What is needed to create an experiment.
+#[derive(Debug, Clone)]
+pub struct NewExperiment {
+    pub name: String,
+    /// run | micro | import | trace
+    pub kind: String,
+    pub command_line: Vec<String>,
+    pub design: serde_json::Value,
+    pub seed: Option<u64>,
+    pub environment: serde_json::Value,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewVariant {
+    pub name: String,
+    pub command: Option<String>,
+    pub parameters: BTreeMap<String, String>,
+    pub knobs: Vec<KnobSetting>,
+}
+
+/// One planned run: which variant (by position), whether it is a warm-up, its ABBA block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slot {
+    pub seq: u32,
+    pub variant: usize,
+    pub block: i32,
+    pub warmup: bool,
+}
+
+/// A measured value with its unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    pub name: String,
+    pub value: f64,
+    pub unit: String,
+}
+
+impl Metric {
+    pub fn new(name: impl Into<String>, value: f64, unit: impl Into<String>) -> Metric {
+        Metric {
+            name: name.into(),
+            value,
+            unit: unit.into(),
+        }
+    }
+}
+
+/// A finished run, ready to commit.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub experiment_id: i64,
+    /// Position of the variant in the experiment (0-based).
+    pub variant: usize,
+    pub seq: u32,
+    pub warmup: bool,
+    pub status: RunStatus,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub started_ns: i64,
+    pub ended_ns: i64,
+    pub metrics: Vec<Metric>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Experiment {
+    pub id: i64,
+    pub name: String,
+    pub kind: String,
+    pub created: String,
+    pub command_line: Vec<String>,
+    pub design: serde_json::Value,
+    pub seed: Option<u64>,
+    pub environment: serde_json::Value,
+    pub status: Status,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Variant {
+    #[serde(skip)]
+    pub id: i64,
+    pub position: usize,
+    pub name: String,
+    pub command: Option<String>,
+    pub parameters: BTreeMap<String, String>,
+    pub knobs: Vec<KnobSetting>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    #[serde(skip)]
+    pub id: i64,
+    /// Position of the variant in the experiment.
+    #[serde(skip)]
+    pub variant: usize,
+    pub seq: u32,
+    pub warmup: bool,
+    pub status: RunStatus,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub started_ns: i64,
+    pub ended_ns: i64,
+    pub excluded: Option<String>,
+    pub metrics: BTreeMap<String, f64>,
+    #[serde(skip)]
+    pub units: BTreeMap<String, String>,
+}
+
+/// One line of `abperf list`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExperimentSummary {
+    pub id: i64,
+    pub name: String,
+    pub kind: String,
+    pub created: String,
+    pub status: Status,
+    pub variants: i64,
+    pub runs_done: i64,
+    pub runs_planned: i64,
+}
+
+fn to_json<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("serialising plain data cannot fail")
+}
+
+fn from_json<T: for<'de> Deserialize<'de>>(s: &str, what: &str) -> anyhow::Result<T> {
+    serde_json::from_str(s).with_context(|| format!("stored {what} is not valid JSON"))
+}
+
+impl Store {
+    /// Create an experiment with its variants and planned schedule, in one transaction.
+    pub fn create_experiment(
+        &mut self,
+        exp: &NewExperiment,
+        variants: &[NewVariant],
+        schedule: &[Slot],
+    ) -> anyhow::Result<i64> {
+        let tx = self.conn_mut().transaction()?;
+        tx.execute(
+            "INSERT INTO experiment (name, kind, created, command_line, design, seed, environment, status)
+             VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ','now'), ?3, ?4, ?5, ?6, 'running')",
+            params![
+                exp.name,
+                exp.kind,
+                to_json(&exp.command_line),
+                to_json(&exp.design),
+                exp.seed.map(|s| s.to_string()),
+                to_json(&exp.environment),
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        let mut ids = Vec::with_capacity(variants.len());
+        for (pos, v) in variants.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO variant (experiment_id, position, name, command, parameters, knobs)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    id,
+                    pos as i64,
+                    v.name,
+                    v.command,
+                    to_json(&v.parameters),
+                    to_json(&v.knobs)
+                ],
+            )
+            .with_context(|| format!("variant '{}'", v.name))?;
+            ids.push(tx.last_insert_rowid());
+        }
+        for s in schedule {
+            let vid = *ids.get(s.variant).with_context(|| {
+                format!(
+                    "schedule slot {} names variant {} of {}",
+                    s.seq,
+                    s.variant,
+                    ids.len()
+                )
+            })?;
+            tx.execute(
+                "INSERT INTO slot (experiment_id, seq, variant_id, block, warmup) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![id, s.seq, vid, s.block, s.warmup],
+            )?;
+        }
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Commit one finished run and its metrics in their own transaction.
+    pub fn commit_run(&mut self, run: &NewRun) -> anyhow::Result<i64> {
+        let tx = self.conn_mut().transaction()?;
+        let vid: i64 = tx
+            .query_row(
+                "SELECT id FROM variant WHERE experiment_id = ?1 AND position = ?2",
+                params![run.experiment_id, run.variant as i64],
+                |r| r.get(0),
+            )
+            .with_context(|| {
+                format!(
+                    "experiment {} has no variant #{}",
+                    run.experiment_id, run.variant
+                )
+            })?;
+        tx.execute(
+            "INSERT INTO run (experiment_id, variant_id, seq, warmup, status, exit_code, signal, started_ns, ended_ns)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                run.experiment_id,
+                vid,
+                run.seq,
+                run.warmup,
+                run.status.as_str(),
+                run.exit_code,
+                run.signal,
+                run.started_ns,
+                run.ended_ns
+            ],
+        )?;
+        let run_id = tx.last_insert_rowid();
+        {
+            let mut stmt = tx.prepare(
+                "INSERT INTO metric (run_id, name, value, unit) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for m in &run.metrics {
+                if !m.value.is_finite() {
+                    anyhow::bail!(
+                        "metric {} of run {} is not a finite number ({})",
+                        m.name,
+                        run.seq,
+                        m.value
+                    );
+                }
+                stmt.execute(params![run_id, m.name, m.value, m.unit])
+                    .with_context(|| format!("metric {} of run {}", m.name, run.seq))?;
+            }
+        }
+        tx.commit()?;
+        Ok(run_id)
+    }
+
+    pub fn set_status(&self, id: i64, status: Status) -> anyhow::Result<()> {
+        self.conn().execute(
+            "UPDATE experiment SET status = ?1 WHERE id = ?2",
+            params![status.as_str(), id],
+        )?;
+        Ok(())
+    }
+
+    /// Record what a knob held before abperf wrote it (kept with every variant that sets it).
+    pub fn set_knob_originals(
+        &mut self,
+        id: i64,
+        originals: &BTreeMap<String, String>,
+    ) -> anyhow::Result<()> {
+        let variants = self.variants(id)?;
+        let tx = self.conn_mut().transaction()?;
+        for mut v in variants {
+            for k in &mut v.knobs {
+                if let Some(o) = originals.get(&k.path) {
+                    k.original = Some(o.clone());
+                }
+            }
+            tx.execute(
+                "UPDATE variant SET knobs = ?1 WHERE id = ?2",
+                params![to_json(&v.knobs), v.id],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Turn a user's experiment reference (`latest` or a number) into an existing id.
+    pub fn resolve_id(&self, reference: &str) -> anyhow::Result<i64> {
+        let id = if reference == "latest" {
+            self.conn()
+                .query_row("SELECT max(id) FROM experiment", [], |r| {
+                    r.get::<_, Option<i64>>(0)
+                })?
+                .with_context(|| {
+                    format!(
+                        "'latest': the store {} holds no experiment yet",
+                        self.path().display()
+                    )
+                })?
+        } else {
+            reference.parse::<i64>().map_err(|_| {
+                usage(format!(
+                    "experiment id '{reference}': expected a number or 'latest'"
+                ))
+            })?
+        };
+        let exists: Option<i64> = self
+            .conn()
+            .query_row("SELECT id FROM experiment WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        exists.with_context(|| format!("no experiment {id} in the store {}", self.path().display()))
+    }
+
+    pub fn experiment(&self, id: i64) -> anyhow::Result<Experiment> {
+        let row = self.conn().query_row(
+            "SELECT id, name, kind, created, command_line, design, seed, environment, status
+             FROM experiment WHERE id = ?1",
+            [id],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, Option<String>>(6)?,
+                    r.get::<_, String>(7)?,
+                    r.get::<_, String>(8)?,
+                ))
+            },
+        );
+        let (id, name, kind, created, cmd, design, seed, env, status) =
+            row.optional()?.with_context(|| {
+                format!("no experiment {id} in the store {}", self.path().display())
+            })?;
+        Ok(Experiment {
+            id,
+            name,
+            kind,
+            created,
+            command_line: from_json(&cmd, "command line")?,
+            design: from_json(&design, "design")?,
+            seed: seed.and_then(|s| s.parse().ok()),
+            environment: from_json(&env, "environment")?,
+            status: Status::parse(&status),
+        })
+    }
+
+    pub fn variants(&self, id: i64) -> anyhow::Result<Vec<Variant>> {
+        let mut stmt = self.conn().prepare(
+            "SELECT id, position, name, command, parameters, knobs FROM variant
+             WHERE experiment_id = ?1 ORDER BY position",
+        )?;
+        let rows = stmt.query_map([id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, Option<String>>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, String>(5)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (vid, pos, name, command, params, knobs) = row?;
+            out.push(Variant {
+                id: vid,
+                position: pos as usize,
+                name,
+                command,
+                parameters: from_json(&params, "parameters")?,
+                knobs: from_json(&knobs, "knobs")?,
+            });
+        }
+        Ok(out)
+    }
+
+    pub fn schedule(&self, id: i64) -> anyhow::Result<Vec<Slot>> {
+        let mut stmt = self.conn().prepare(
+            "SELECT s.seq, v.position, s.block, s.warmup FROM slot s JOIN variant v ON v.id = s.variant_id
+             WHERE s.experiment_id = ?1 ORDER BY s.seq",
+        )?;
+        let rows = stmt.query_map([id], |r| {
+            Ok(Slot {
+                seq: r.get(0)?,
+                variant: r.get::<_, i64>(1)? as usize,
+                block: r.get(2)?,
+                warmup: r.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Every stored run of an experiment in schedule order, with its metrics.
+    pub fn runs(&self, id: i64) -> anyhow::Result<Vec<Run>> {
+        let mut stmt = self.conn().prepare(
+            "SELECT r.id, v.position, r.seq, r.warmup, r.status, r.exit_code, r.signal, r.started_ns,
+                    r.ended_ns, r.excluded
+             FROM run r JOIN variant v ON v.id = r.variant_id
+             WHERE r.experiment_id = ?1 ORDER BY r.seq",
+        )?;
+        let rows = stmt.query_map([id], |r| {
+            Ok(Run {
+                id: r.get(0)?,
+                variant: r.get::<_, i64>(1)? as usize,
+                seq: r.get(2)?,
+                warmup: r.get(3)?,
+                status: RunStatus::parse(&r.get::<_, String>(4)?),
+                exit_code: r.get(5)?,
+                signal: r.get(6)?,
+                started_ns: r.get(7)?,
+                ended_ns: r.get(8)?,
+                excluded: r.get(9)?,
+                metrics: BTreeMap::new(),
+                units: BTreeMap::new(),
+            })
+        })?;
+        let mut runs: Vec<Run> = rows.collect::<Result<_, _>>()?;
+        let mut index: BTreeMap<i64, usize> = BTreeMap::new();
+        for (i, r) in runs.iter().enumerate() {
+            index.insert(r.id, i);
+        }
+        let mut mstmt = self.conn().prepare(
+            "SELECT m.run_id, m.name, m.value, m.unit FROM metric m JOIN run r ON r.id = m.run_id
+             WHERE r.experiment_id = ?1",
+        )?;
+        let mrows = mstmt.query_map([id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, f64>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        for m in mrows {
+            let (rid, name, value, unit) = m?;
+            if let Some(&i) = index.get(&rid) {
+                runs[i].units.insert(name.clone(), unit);
+                runs[i].metrics.insert(name, value);
+            }
+        }
+        Ok(runs)
+    }
+
+    pub fn list(&self) -> anyhow::Result<Vec<ExperimentSummary>> {
+        let mut stmt = self.conn().prepare(
+            "SELECT e.id, e.name, e.kind, e.created, e.status,
+                    (SELECT count(*) FROM variant v WHERE v.experiment_id = e.id),
+                    (SELECT count(*) FROM run r WHERE r.experiment_id = e.id),
+                    (SELECT count(*) FROM slot s WHERE s.experiment_id = e.id)
+             FROM experiment e ORDER BY e.id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(ExperimentSummary {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                kind: r.get(2)?,
+                created: r.get(3)?,
+                status: Status::parse(&r.get::<_, String>(4)?),
+                variants: r.get(5)?,
+                runs_done: r.get(6)?,
+                runs_planned: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Delete an experiment and everything under it.
+    pub fn delete(&mut self, id: i64) -> anyhow::Result<()> {
+        let n = self
+            .conn()
+            .execute("DELETE FROM experiment WHERE id = ?1", [id])?;
+        if n == 0 {
+            anyhow::bail!("no experiment {id} in the store {}", self.path().display());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(store: &mut Store) -> i64 {
+        let exp = NewExperiment {
+            name: "t".into(),
+            kind: "run".into(),
+            command_line: vec!["abperf".into(), "run".into()],
+            design: serde_json::json!({"order": "abba"}),
+            seed: Some(u64::MAX),
+            environment: serde_json::json!({}),
+        };
+        let v = |n: &str| NewVariant {
+            name: n.into(),
+            command: Some(format!("echo {n}")),
+            parameters: BTreeMap::new(),
+            knobs: vec![KnobSetting {
+                path: "/tmp/k".into(),
+                value: n.into(),
+                original: None,
+            }],
+        };
+        let sched = [
+            Slot {
+                seq: 0,
+                variant: 0,
+                block: 0,
+                warmup: false,
+            },
+            Slot {
+                seq: 1,
+                variant: 1,
+                block: 0,
+                warmup: false,
+            },
+        ];
+        store
+            .create_experiment(&exp, &[v("a"), v("b")], &sched)
+            .unwrap()
+    }
+
+    #[test]
+    fn round_trip_and_cascade_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("sub/x.db")).unwrap();
+        let id = sample(&mut store);
+        assert_eq!(store.resolve_id("latest").unwrap(), id);
+        let exp = store.experiment(id).unwrap();
+        assert_eq!(exp.seed, Some(u64::MAX));
+        assert_eq!(store.schedule(id).unwrap().len(), 2);
+        store
+            .commit_run(&NewRun {
+                experiment_id: id,
+                variant: 1,
+                seq: 1,
+                warmup: false,
+                status: RunStatus::Ok,
+                exit_code: Some(0),
+                signal: None,
+                started_ns: 1,
+                ended_ns: 2,
+                metrics: vec![Metric::new("wall_ns", 1.5, "ns")],
+            })
+            .unwrap();
+        let runs = store.runs(id).unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].variant, 1);
+        assert_eq!(runs[0].metrics["wall_ns"], 1.5);
+        let mut orig = BTreeMap::new();
+        orig.insert("/tmp/k".to_string(), "old".to_string());
+        store.set_knob_originals(id, &orig).unwrap();
+        assert_eq!(
+            store.variants(id).unwrap()[1].knobs[0].original.as_deref(),
+            Some("old")
+        );
+        store.delete(id).unwrap();
+        assert!(store.experiment(id).is_err());
+        let left: i64 = store
+            .conn()
+            .query_row("SELECT count(*) FROM metric", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0);
+    }
+
+    #[test]
+    fn duplicate_seq_is_refused_and_nothing_half_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("x.db")).unwrap();
+        let id = sample(&mut store);
+        let run = NewRun {
+            experiment_id: id,
+            variant: 0,
+            seq: 0,
+            warmup: false,
+            status: RunStatus::Ok,
+            exit_code: Some(0),
+            signal: None,
+            started_ns: 1,
+            ended_ns: 2,
+            metrics: vec![
+                Metric::new("wall_ns", 1.0, "ns"),
+                Metric::new("bad", f64::NAN, "ns"),
+            ],
+        };
+        assert!(store.commit_run(&run).is_err());
+        assert!(store.runs(id).unwrap().is_empty());
+    }
+
+    #[test]
+    fn garbage_file_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("junk.db");
+        std::fs::write(&p, vec![0x55u8; 8192]).unwrap();
+        let err = format!("{:#}", Store::open(&p).err().unwrap());
+        assert!(
+            err.contains("junk.db") && err.contains("not an abperf"),
+            "{err}"
+        );
+    }
+}

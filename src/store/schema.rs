@@ -1,0 +1,91 @@
+//! The versioned schema. `PRAGMA user_version` holds the version; each migration moves the
+//! database one version up inside a transaction, so a store is never left half-migrated.
+//! To change the schema, append a migration: never edit one that has shipped.
+
+use rusqlite::Connection;
+
+/// Migrations in order; migration `i` moves the store from version `i` to `i + 1`.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: experiments, variants, the planned schedule, runs and their metrics.
+    "
+    CREATE TABLE experiment (
+        id            INTEGER PRIMARY KEY,
+        name          TEXT NOT NULL,
+        kind          TEXT NOT NULL,            -- run | micro | import | trace
+        created       TEXT NOT NULL,            -- UTC, RFC 3339
+        command_line  TEXT NOT NULL,            -- JSON array: the argv that made it
+        design        TEXT NOT NULL,            -- JSON: order, seed, runs, warm-ups, options
+        seed          TEXT,                     -- u64 as decimal text (SQLite has no u64)
+        environment   TEXT NOT NULL,            -- JSON snapshot of machine and kernel
+        status        TEXT NOT NULL,            -- running | complete | interrupted | failed
+        notes         TEXT
+    );
+    CREATE TABLE variant (
+        id            INTEGER PRIMARY KEY,
+        experiment_id INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,
+        position      INTEGER NOT NULL,         -- 0 = first variant (default baseline)
+        name          TEXT NOT NULL,
+        command       TEXT,
+        parameters    TEXT NOT NULL,            -- JSON object NAME -> value
+        knobs         TEXT NOT NULL,            -- JSON list of {path, value, original}
+        UNIQUE (experiment_id, position),
+        UNIQUE (experiment_id, name)
+    );
+    -- The whole planned schedule, written before the first run, so that --resume continues it
+    -- exactly and a reader can tell planned from done.
+    CREATE TABLE slot (
+        experiment_id INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,
+        seq           INTEGER NOT NULL,         -- position in the schedule, from 0
+        variant_id    INTEGER NOT NULL REFERENCES variant(id) ON DELETE CASCADE,
+        block         INTEGER NOT NULL,         -- ABBA block number (-1 for warm-ups)
+        warmup        INTEGER NOT NULL,
+        PRIMARY KEY (experiment_id, seq)
+    );
+    CREATE TABLE run (
+        id            INTEGER PRIMARY KEY,
+        experiment_id INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,
+        variant_id    INTEGER NOT NULL REFERENCES variant(id) ON DELETE CASCADE,
+        seq           INTEGER NOT NULL,
+        warmup        INTEGER NOT NULL,
+        status        TEXT NOT NULL,            -- ok | failed | timeout
+        exit_code     INTEGER,
+        signal        INTEGER,
+        started_ns    INTEGER NOT NULL,         -- CLOCK_REALTIME, ns since the epoch
+        ended_ns      INTEGER NOT NULL,
+        excluded      TEXT,                     -- reason, when a user excluded the run
+        UNIQUE (experiment_id, seq)
+    );
+    CREATE TABLE metric (
+        run_id        INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+        name          TEXT NOT NULL,            -- wall_ns, maxrss_kib, tlb:tlb_flush, ...
+        value         REAL NOT NULL,
+        unit          TEXT NOT NULL,            -- ns, KiB, count, ...
+        PRIMARY KEY (run_id, name)
+    );
+    CREATE INDEX run_variant ON run(variant_id);
+    ",
+];
+
+/// The schema version this build writes.
+pub fn current_version() -> i64 {
+    MIGRATIONS.len() as i64
+}
+
+/// Bring `conn` up to the current version. Refuses a store written by a newer abperf.
+pub fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version > current_version() {
+        anyhow::bail!(
+            "the store has schema version {version}, newer than this abperf understands ({}); \
+             upgrade abperf",
+            current_version()
+        );
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
