@@ -25,4 +25,7 @@ pub struct DbArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Microbenchmarks: TLB flush/shootdown/miss/refill, faults, syscall, ctxsw, xstate, signal
+    Micro(crate::commands::micro::MicroArgs),
+}

@@ -1,5 +1,7 @@
 //! One file per subcommand: glue from parsed options to the library.
 
+pub mod micro;
+
 use crate::cli::{Cli, Command};
 use clap::Parser;
 
@@ -23,5 +25,7 @@ pub fn main() -> i32 {
 }
 
 fn dispatch(cli: Cli) -> anyhow::Result<i32> {
-    match cli.command {}
+    match cli.command {
+        Command::Micro(a) => micro::run(a),
+    }
 }

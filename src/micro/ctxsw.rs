@@ -126,8 +126,9 @@ fn run_threads(cpu: usize, peer: usize, dirty: bool, trips: usize, samples: usiz
     let (r1, w1) = pipe()?;
     let (r2, w2) = pipe()?;
     let info2 = info.clone();
+    let rt = super::harness::is_realtime();
     let h = std::thread::spawn(move || {
-        let ok = pin_current(peer).is_ok();
+        let ok = pin_current(peer).is_ok() && (!rt || super::harness::make_realtime().is_ok());
         if ok {
             echo(r1.as_raw_fd(), w2.as_raw_fd(), dirty, &info2);
         }
@@ -152,6 +153,12 @@ fn run_processes(peer: usize, dirty: bool, trips: usize, samples: usize, oh: f64
         return Err(std::io::Error::last_os_error()).context("fork");
     }
     if pid == 0 {
+        // The child's copies of the parent's ends must go, or its read never sees EOF.
+        // SAFETY: closing descriptors this process owns; nothing else uses them here.
+        unsafe {
+            libc::close(w1.as_raw_fd());
+            libc::close(r2.as_raw_fd());
+        }
         let ok = pin_current(peer).is_ok();
         if ok {
             echo(r1.as_raw_fd(), w2.as_raw_fd(), dirty, info);

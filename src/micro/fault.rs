@@ -102,7 +102,7 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
         }
         let fpp = super::harness::median(&faults);
         let mut params = vec![("kind", kind.name().to_string()), ("pages", PAGES.to_string()),
-                              ("faults_per_page", format!("{fpp:.3}"))];
+                              ("faults_per_page", format!("{fpp:.4}"))];
         if !matches!(kind, Kind::AnonWrite | Kind::ZeroRead) {
             params.push(("fs", fs.clone()));
         }
@@ -110,8 +110,8 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
         if fpp > 0.0 {
             let c = sink.measurements.last().expect("just added").cycles.median;
             sink.finding("page-fault", &format!("{}-per-fault", kind.name()), Some(c / fpp), "cycles",
-                format!("{}: {:.2} faults per page ({}), {:.0} cycles per fault", kind.name(), fpp,
-                    if fpp < 0.9 { "fault-around maps several pages per fault" } else { "one fault per page" },
+                format!("{}: {:.3} faults per page ({}), {:.0} cycles per fault", kind.name(), fpp,
+                    if fpp < 0.9 { "several pages mapped per fault: fault-around or a large folio" } else { "one fault per page" },
                     c / fpp));
         }
     }

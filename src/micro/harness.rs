@@ -58,6 +58,53 @@ pub fn allowed_cpus() -> Vec<usize> {
     }
 }
 
+/// Runs the calling thread under SCHED_FIFO priority 1 (so that other load on the machine
+/// cannot preempt a measurement or deschedule a helper thread); restores the previous policy
+/// when dropped.
+pub struct Realtime {
+    policy: i32,
+    param: libc::sched_param,
+}
+
+impl Realtime {
+    pub fn enter() -> std::io::Result<Realtime> {
+        // SAFETY: sched_* calls on the calling thread with valid structs.
+        unsafe {
+            let policy = libc::sched_getscheduler(0);
+            let mut param: libc::sched_param = std::mem::zeroed();
+            if policy < 0 || libc::sched_getparam(0, &mut param) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            make_realtime()?;
+            Ok(Realtime { policy, param })
+        }
+    }
+}
+
+impl Drop for Realtime {
+    fn drop(&mut self) {
+        // SAFETY: restoring what we read.
+        unsafe { libc::sched_setscheduler(0, self.policy, &self.param) };
+    }
+}
+
+/// Put the calling thread under SCHED_FIFO priority 1, without saving anything (helper threads
+/// and forked children that end with the benchmark).
+pub fn make_realtime() -> std::io::Result<()> {
+    let p = libc::sched_param { sched_priority: 1 };
+    // SAFETY: valid struct, calling thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether the calling thread runs under SCHED_FIFO (helpers copy the measuring thread).
+pub fn is_realtime() -> bool {
+    // SAFETY: plain query.
+    unsafe { libc::sched_getscheduler(0) == libc::SCHED_FIFO }
+}
+
 /// Run `f` `warmup` times discarding the result, then `samples` times collecting it.
 pub fn collect(warmup: usize, samples: usize, mut f: impl FnMut() -> f64) -> Vec<f64> {
     for _ in 0..warmup {

@@ -11,6 +11,7 @@ pub mod ctxsw;
 pub mod fault;
 pub mod harness;
 pub mod mem;
+pub mod record;
 pub mod render;
 pub mod signal;
 pub mod syscall;
@@ -47,6 +48,8 @@ pub struct Options {
     pub cpu: usize,
     /// CPU for the other side (shootdown spinner, ping-pong partner); `None` if only one CPU.
     pub remote_cpu: Option<usize>,
+    /// Run the measuring and helper threads under SCHED_FIFO when permitted.
+    pub realtime: bool,
 }
 
 impl Options {
@@ -210,8 +213,26 @@ pub fn run_suite(
     let cpu_info = cpu::CpuInfo::detect();
     let _pin = harness::Pin::to(opts.cpu)
         .map_err(|e| anyhow::anyhow!("cannot pin to CPU {} (--cpu): {e}", opts.cpu))?;
+    let mut sched_note = None;
+    let _rt = if opts.realtime {
+        match harness::Realtime::enter() {
+            Ok(g) => Some(g),
+            Err(e) => {
+                sched_note = Some(format!("SCHED_FIFO refused ({e}): measured under the normal scheduler, \
+                                          other load can preempt samples"));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let timer = timer::TimerInfo::measure(opts.quick);
     let mut sink = Sink::new(&timer);
+    sink.notes.push(match (&_rt, sched_note) {
+        (Some(_), _) => "measuring and helper threads ran under SCHED_FIFO priority 1".to_string(),
+        (None, Some(n)) => n,
+        (None, None) => "normal scheduler (--no-rt): other load can preempt samples".to_string(),
+    });
     if cpu_info.hypervisor {
         sink.notes.push(
             "running under a hypervisor: IPIs, faults and context switches include exits to the host"

@@ -98,7 +98,12 @@ impl FlushRegions {
              sizes: &[usize], samples: usize) -> Result<Vec<(usize, f64)>> {
         let oh = sink.timer.overhead;
         let mut net = Vec::new();
-        for &n in sizes {
+        // Visit the sizes in a shuffled (seeded) order so that slow drift of the machine does
+        // not masquerade as a trend in N; results are reported in ascending order.
+        let mut order = sizes.to_vec();
+        order.shuffle(&mut ChaCha8Rng::seed_from_u64(0x7cb));
+        let mut results = Vec::new();
+        for &n in &order {
             for _ in 0..3 {
                 self.sample(op, n, true, oh)?;
                 self.sample(op, n, false, oh)?;
@@ -109,6 +114,11 @@ impl FlushRegions {
                 empty.push(self.sample(op, n, false, oh)?);
             }
             net.push((n, median(&full) - median(&empty)));
+            results.push((n, full, empty));
+        }
+        net.sort_by_key(|p| p.0);
+        results.sort_by_key(|r| r.0);
+        for (n, full, empty) in results {
             for (kind, v) in [("touched", full), ("empty", empty)] {
                 let mut params = vec![("op", op.name().to_string()), ("pages", n.to_string()),
                                       ("range", kind.to_string())];
@@ -148,7 +158,8 @@ fn fit(p: &[(f64, f64)]) -> (f64, f64, f64) {
 
 /// Find the knee in `(pages, cycles)` points (pages ascending, at least 12 points). A knee is
 /// reported only if two segments explain the curve much better than one line (SSE below half)
-/// and the right segment starts lower or climbs slower than the left.
+/// and the right segment starts lower or climbs slower than the left, or if the right segment
+/// starts lower by more than 2.5 residual standard deviations (and two lines fit clearly better).
 pub fn find_knee(points: &[(usize, f64)]) -> Option<Knee> {
     if points.len() < 12 {
         return None;
@@ -170,7 +181,11 @@ pub fn find_knee(points: &[(usize, f64)]) -> Option<Knee> {
     let step = (ra + rb * x) - (la + lb * x);
     let ratio = if sse_one > 0.0 { sse / sse_one } else { 1.0 };
     let bends = step < -0.5 * lb.abs().max(1.0) || rb < 0.7 * lb;
-    (ratio < 0.5 && bends).then_some(Knee {
+    // Or a drop that stands out of the noise around the two lines (full flush cheaper than one
+    // more page even when the per-page zap cost keeps the slopes alike).
+    let sigma = (sse / (p.len() - 4) as f64).sqrt();
+    let drop = step < 0.0 && -step > 2.5 * sigma && ratio < 0.8;
+    ((ratio < 0.5 && bends) || drop).then_some(Knee {
         at: points[b].0,
         left_slope: lb,
         right_slope: rb,
@@ -183,18 +198,19 @@ fn knee_finding(sink: &mut Sink, bench: &str, key: &str, net: &[(usize, f64)]) {
     let upto64: Vec<(usize, f64)> = net.iter().copied().filter(|p| p.0 <= 64).collect();
     match find_knee(&upto64) {
         Some(k) => sink.finding(bench, key, Some(k.at as f64), "pages", format!(
-            "knee after {} pages (implied tlb_single_page_flush_ceiling {}; kernel default {}): \
+            "{}: knee after {} pages (implied tlb_single_page_flush_ceiling {}; kernel default {}): \
              {:.0} cycles/page below, {:.0} above, step {:+.0} cycles at {}",
-            k.at, k.at, DEFAULT_CEILING, k.left_slope, k.right_slope, k.step, k.at + 1)),
+            key.trim_end_matches("-knee"), k.at, k.at, DEFAULT_CEILING, k.left_slope, k.right_slope, k.step, k.at + 1)),
         None => sink.finding(bench, key, None, "pages",
-            "no clear knee in 1..64 pages (two lines fit no better than one, or no drop)".into()),
+            format!("{}: no clear knee in 1..64 pages (two lines fit no better than one, or no drop)",
+                    key.trim_end_matches("-knee"))),
     }
 }
 
 /// `tlb-flush`: local madvise(MADV_DONTNEED) and mprotect on N touched pages minus empty range.
 pub fn bench_flush(sink: &mut Sink, opts: &Options) -> Result<()> {
     let sizes = flush_sizes();
-    let samples = opts.samples(31, 201);
+    let samples = opts.samples(101, 501);
     let regions = FlushRegions::new(512)?;
     for op in [Op::Madvise, Op::Mprotect] {
         let net = regions.sweep(sink, "tlb-flush", "tlb-flush", &[], op, &sizes, samples)?;
@@ -220,10 +236,11 @@ impl Remotes {
         let stop = Arc::new(AtomicBool::new(false));
         let ready = Arc::new(AtomicUsize::new(0));
         let mut handles = Vec::new();
+        let rt = super::harness::is_realtime();
         for &cpu in cpus {
             let (stop, ready) = (stop.clone(), ready.clone());
             handles.push(std::thread::Builder::new().name(format!("abperf-remote{cpu}")).spawn(move || {
-                let pinned = pin_current(cpu).is_ok();
+                let pinned = pin_current(cpu).is_ok() && (!rt || super::harness::make_realtime().is_ok());
                 ready.fetch_add(if pinned { 1 } else { 1 << 20 }, Ordering::SeqCst);
                 while !stop.load(Ordering::Relaxed) {
                     if spin {
@@ -239,7 +256,7 @@ impl Remotes {
             std::thread::yield_now();
         }
         if ready.load(Ordering::SeqCst) >> 20 != 0 {
-            anyhow::bail!("cannot pin a remote thread to CPUs {cpus:?}");
+            anyhow::bail!("cannot pin a remote thread to CPUs {cpus:?} (or give it SCHED_FIFO)");
         }
         // Let sleepers reach their futex wait.
         std::thread::sleep(std::time::Duration::from_millis(if spin { 1 } else { 20 }));
@@ -296,20 +313,18 @@ pub fn bench_shootdown(sink: &mut Sink, opts: &Options) -> Result<()> {
         let extra = [("remote", mode.clone()), ("remote_threads", m.to_string()),
                      ("remote_cpus", format!("{:?}", &remotes[..m]))];
         for op in [Op::Madvise, Op::Mprotect] {
-            let net = regions.sweep(sink, "tlb-shootdown", &format!("tlb-shootdown/{mode}"), &extra, op,
+            regions.sweep(sink, "tlb-shootdown", &format!("tlb-shootdown/{mode}"), &extra, op,
                                     &sizes, samples)?;
-            if m > 0
-                && let Some(&(_, c)) = net.iter().find(|p| p.0 == 1)
-            {
-                let local = sink.measurements.iter()
-                    .filter(|x| x.name == format!("tlb-shootdown/local/{}/touched/n=1", op.name())
-                        || x.name == format!("tlb-shootdown/local/{}/empty/n=1", op.name()))
-                    .map(|x| x.cycles.median).collect::<Vec<_>>();
-                if local.len() == 2 {
-                    let l = local[0] - local[1];
-                    sink.finding("tlb-shootdown", &format!("{}-{mode}-extra", op.name()), Some(c - l), "cycles",
-                        format!("1-page {} with {m} {} remote thread(s): {:.0} cycles net vs {:.0} local",
-                            op.name(), if spin { "spinning" } else { "sleeping" }, c, l));
+            if m > 0 {
+                let touched = |sink: &Sink, mode: &str, n: usize| {
+                    sink.median(&format!("tlb-shootdown/{mode}/{}/touched/n={n}", op.name()))
+                };
+                for n in [1usize, 33, 34] {
+                    if let (Some(l), Some(r)) = (touched(sink, "local", n), touched(sink, &mode, n)) {
+                        sink.finding("tlb-shootdown", &format!("{}-{mode}-n{n}-extra", op.name()), Some(r - l), "cycles",
+                            format!("{n}-page {}: {r:.0} cycles with {m} {} remote thread(s), {l:.0} local ({:+.0})",
+                                op.name(), if spin { "spinning" } else { "sleeping" }, r - l));
+                    }
                 }
             }
         }
@@ -420,11 +435,15 @@ pub fn bench_miss(sink: &mut Sink, opts: &Options) -> Result<()> {
         let (big_n, big) = *miss.last().expect("nonempty");
         sink.finding("tlb-miss", &format!("{kind}-miss-cycles"), Some(big), "cycles",
             format!("{kind} pages, {big_n} pages: {big:.1} cycles per access above the dense chain"));
-        let jump = miss.windows(2).max_by(|a, b| (a[1].1 - a[0].1).total_cmp(&(b[1].1 - b[0].1)));
-        if let Some(w) = jump {
-            sink.finding("tlb-miss", &format!("{kind}-reach"), Some(w[0].0 as f64), "pages", format!(
-                "{kind} pages: largest jump in miss cost between {} and {} pages ({:+.1} cycles/access): TLB reach ~{} pages",
-                w[0].0, w[1].0, w[1].1 - w[0].1, w[0].0));
+        // The reach: the last size before the miss cost exceeds 20 cycles per access.
+        match miss.iter().position(|&(_, c)| c > 20.0) {
+            Some(0) => sink.finding("tlb-miss", &format!("{kind}-reach"), None, "pages", format!(
+                "{kind} pages: misses cost over 20 cycles already at {} pages (the smallest size)", miss[0].0)),
+            Some(i) => sink.finding("tlb-miss", &format!("{kind}-reach"), Some(miss[i - 1].0 as f64), "pages", format!(
+                "{kind} pages: miss cost jumps from {:.1} to {:.1} cycles/access between {} and {} pages: TLB reach ~{} pages",
+                miss[i - 1].1, miss[i].1, miss[i - 1].0, miss[i].0, miss[i - 1].0)),
+            None => sink.finding("tlb-miss", &format!("{kind}-reach"), None, "pages", format!(
+                "{kind} pages: miss cost stays below 20 cycles/access up to {} pages", big_n)),
         }
     }
     Ok(())
@@ -489,6 +508,23 @@ mod tests {
         let k = find_knee(&pts).expect("knee");
         assert_eq!(k.at, 33);
         assert!(k.step < 0.0 && (k.left_slope - 300.0).abs() < 1.0 && (k.right_slope - 50.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn knee_found_in_noise_and_not_invented() {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        use rand::Rng;
+        for _ in 0..20 {
+            let mut noise = || rng.random_range(-900.0..900.0);
+            // madvise-like: 700/page, drop of 2500 after 33, then 600/page.
+            let knee: Vec<(usize, f64)> = (1..=64)
+                .map(|n| (n, if n <= 33 { 700.0 * n as f64 } else { 700.0 * 33.0 - 2500.0 + 600.0 * (n - 33) as f64 } + noise()))
+                .collect();
+            let k = find_knee(&knee).expect("knee in noise");
+            assert!((32..=34).contains(&k.at), "{k:?}");
+            let line: Vec<(usize, f64)> = (1..=64).map(|n| (n, 650.0 * n as f64 + noise())).collect();
+            assert_eq!(find_knee(&line), None, "no knee on a noisy line");
+        }
     }
 
     #[test]

@@ -4,9 +4,11 @@
 //! mode with `synchronous=FULL`, so a crash, `kill -9` or power cut loses at most the run in flight.
 
 mod experiments;
+mod micro;
 mod schema;
 
 pub use experiments::*;
+pub use micro::MicroFinding;
 pub use schema::{MIGRATIONS, current_version};
 
 use anyhow::Context;
