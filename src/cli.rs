@@ -20,12 +20,23 @@ pub struct Cli {
 pub struct DbArgs {
     /// SQLite store (default: $ABPERF_DB, else $XDG_DATA_HOME/abperf/abperf.db, else
     /// ~/.local/share/abperf/abperf.db)
-    #[arg(long, value_name = "PATH", global = true)]
+    #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 pub enum Command {
+    /// Run an A/B/n experiment: commands, -L parameters or -k kernel knobs as variants
+    Run(crate::commands::run::RunArgs),
+    /// List stored experiments
+    List(crate::commands::list::ListArgs),
+    /// Show an experiment: design, environment, per-variant summary
+    Show(crate::commands::show::ShowArgs),
+    /// Export every run and metric of an experiment (json or csv)
+    Export(crate::commands::export::ExportArgs),
+    /// Delete an experiment
+    Delete(crate::commands::delete::DeleteArgs),
     /// Microbenchmarks: TLB flush/shootdown/miss/refill, faults, syscall, ctxsw, xstate, signal
     Micro(crate::commands::micro::MicroArgs),
 }

@@ -9,6 +9,7 @@ pub mod design;
 pub mod error;
 pub mod measure;
 pub mod micro;
+pub mod report;
 pub mod runner;
 pub mod stats;
 pub mod store;

@@ -1,5 +1,10 @@
 //! One file per subcommand: glue from parsed options to the library.
 
+pub mod delete;
+pub mod export;
+pub mod list;
+pub mod run;
+pub mod show;
 pub mod micro;
 
 use crate::cli::{Cli, Command};
@@ -26,6 +31,11 @@ pub fn main() -> i32 {
 
 fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::List(a) => list::run(a),
+        Command::Show(a) => show::run(a),
+        Command::Export(a) => export::run(a),
+        Command::Delete(a) => delete::run(a),
         Command::Micro(a) => micro::run(a),
     }
 }

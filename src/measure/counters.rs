@@ -133,7 +133,33 @@ fn parse_cache(name: &str) -> Option<u64> {
 /// The tracefs roots where tracepoint ids can be read.
 const TRACEFS_ROOTS: &[&str] = &["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
+/// Make sure tracefs is mounted so tracepoint ids can be read: when neither root has an
+/// `events` directory, mount tracefs at /sys/kernel/tracing (root only), as systemd does at boot.
+/// It is left mounted: a mount is a view, not a setting that changes what is measured.
+fn ensure_tracefs() {
+    if TRACEFS_ROOTS
+        .iter()
+        .any(|r| std::path::Path::new(&format!("{r}/events")).is_dir())
+    {
+        return;
+    }
+    // SAFETY: all arguments are NUL-terminated static strings; data may be NULL for tracefs.
+    let rc = unsafe {
+        libc::mount(
+            c"nodev".as_ptr(),
+            c"/sys/kernel/tracing".as_ptr(),
+            c"tracefs".as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if rc == 0 {
+        eprintln!("abperf: mounted tracefs at /sys/kernel/tracing to read tracepoint ids");
+    }
+}
+
 fn tracepoint_id(subsys: &str, event: &str) -> Result<u64, String> {
+    ensure_tracefs();
     if subsys.contains('/') || event.contains('/') || subsys.contains("..") || event.contains("..")
     {
         return Err("a tracepoint is subsys:event without slashes".into());

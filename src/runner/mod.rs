@@ -1,1 +1,13 @@
-//! (in progress)
+//! Running workloads: spawn a timed child (fork/exec to wait4), knobs (write, verify, restore),
+//! signal handling, and the experiment loop that commits every run the moment it ends.
+
+pub mod command;
+pub mod cpuset;
+pub mod experiment;
+pub mod knobs;
+pub mod signals;
+pub mod spawn;
+
+pub use command::Prepared;
+pub use experiment::{RunConfig, execute};
+pub use knobs::KnobGuard;

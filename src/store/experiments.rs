@@ -63,7 +63,7 @@ impl RunStatus {
 }
 
 /// A knob as stored with its variant: the value this variant sets and what was there before.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KnobSetting {
     pub path: String,
     pub value: String,

@@ -73,19 +73,23 @@ pub fn current_version() -> i64 {
 
 /// Bring `conn` up to the current version. Refuses a store written by a newer abperf.
 pub fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if version > current_version() {
-        anyhow::bail!(
-            "the store has schema version {version}, newer than this abperf understands ({}); \
-             upgrade abperf",
-            current_version()
-        );
-    }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-        let tx = conn.transaction()?;
+    loop {
+        // IMMEDIATE takes the write lock first, so two processes opening a new store at once
+        // cannot both apply the same migration; the version is read again under the lock.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version > current_version() {
+            anyhow::bail!(
+                "the store has schema version {version}, newer than this abperf understands ({}); \
+                 upgrade abperf",
+                current_version()
+            );
+        }
+        let Some(sql) = MIGRATIONS.get(version as usize) else {
+            return Ok(());
+        };
         tx.execute_batch(sql)?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.pragma_update(None, "user_version", version + 1)?;
         tx.commit()?;
     }
-    Ok(())
 }

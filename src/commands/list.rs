@@ -1,0 +1,36 @@
+//! `abperf list`: every stored experiment, one line each.
+
+use crate::cli::DbArgs;
+use crate::store::Store;
+
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+pub fn run(args: ListArgs) -> anyhow::Result<i32> {
+    let store = Store::open_resolved(args.db.db.as_deref())?;
+    let list = store.list()?;
+    if list.is_empty() {
+        println!("no experiments in {}", store.path().display());
+        return Ok(0);
+    }
+    println!(
+        "{:>5}  {:<20}  {:<6}  {:<11}  {:>8}  {:>9}  name",
+        "id", "created", "kind", "status", "variants", "runs"
+    );
+    for e in list {
+        println!(
+            "{:>5}  {:<20}  {:<6}  {:<11}  {:>8}  {:>9}  {}",
+            e.id,
+            e.created,
+            e.kind,
+            e.status.as_str(),
+            e.variants,
+            format!("{}/{}", e.runs_done, e.runs_planned.max(e.runs_done)),
+            e.name
+        );
+    }
+    Ok(0)
+}

@@ -1,0 +1,3 @@
+//! Turning stored experiments into text for people.
+
+pub mod perfstat;

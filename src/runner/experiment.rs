@@ -1,0 +1,309 @@
+//! The experiment loop: walk the stored schedule from where it stands, set knobs and run setup
+//! when the variant changes, run pre (untimed), the timed workload, post (untimed), and commit
+//! each run the moment it ends. Stops cleanly on failure (unless ignored) and on signals; knobs
+//! are restored on every way out.
+
+use super::command::Prepared;
+use super::cpuset::CpuSet;
+use super::knobs::KnobGuard;
+use super::signals;
+use super::spawn::{self, Exit, SpawnOptions};
+use crate::design::{Order, substitute};
+use crate::measure::counters::{EventSpec, parse_event};
+use crate::measure::rusage;
+use crate::store::{Metric, NewRun, RunStatus, Slot, Store, Variant};
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Everything needed to run (and resume) an experiment; stored as the experiment's design.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub order: Order,
+    pub runs: u32,
+    pub warmup: u32,
+    pub seed: u64,
+    pub pre: Option<String>,
+    pub post: Option<String>,
+    pub setup: Option<String>,
+    pub cleanup: Option<String>,
+    /// Run commands through `sh -c` (false: `-N`, split into words and exec'd directly).
+    pub shell: bool,
+    pub pin: Option<String>,
+    pub timeout_s: Option<f64>,
+    /// Events asked for with `-e`.
+    pub events: Vec<String>,
+    /// Events that this machine can count (the rest were reported and skipped).
+    pub counted_events: Vec<String>,
+    pub ignore_failure: bool,
+    pub show_output: bool,
+}
+
+/// How an execution ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    Complete,
+    /// The workload failed or timed out (message), and failures were not ignored.
+    Failed(String),
+    Interrupted(i32),
+}
+
+/// Commands of one variant, prepared for exec.
+struct VariantCommands {
+    main: Prepared,
+    pre: Option<Prepared>,
+    post: Option<Prepared>,
+    setup: Option<Prepared>,
+}
+
+fn prepare_opt(
+    text: &Option<String>,
+    params: &BTreeMap<String, String>,
+    shell: bool,
+    flag: &str,
+) -> anyhow::Result<Option<Prepared>> {
+    text.as_ref()
+        .map(|t| Prepared::new(&substitute(t, params), shell).with_context(|| flag.to_string()))
+        .transpose()
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+/// Resolve the counted events of a config to perf specs (names were checked when it was made).
+pub fn event_specs(names: &[String]) -> anyhow::Result<Vec<EventSpec>> {
+    names
+        .iter()
+        .map(|n| parse_event(n).map_err(|e| anyhow::anyhow!("-e/--event: {e}")))
+        .collect()
+}
+
+/// Prepared state for one execution: checked before the first run, so a bad command, knob or
+/// CPU list fails with nothing run.
+pub struct ExecPlan {
+    commands: Vec<VariantCommands>,
+    cleanups: Vec<Prepared>,
+    pin: Option<CpuSet>,
+    events: Vec<EventSpec>,
+}
+
+/// Check and prepare every command of every variant.
+pub fn prepare(cfg: &RunConfig, variants: &[Variant]) -> anyhow::Result<ExecPlan> {
+    let mut commands = Vec::new();
+    let mut cleanup_texts = BTreeSet::new();
+    let mut cleanups = Vec::new();
+    for v in variants {
+        let p = &v.parameters;
+        let main = Prepared::new(v.command.as_deref().unwrap_or_default(), cfg.shell)
+            .with_context(|| format!("variant '{}'", v.name))?;
+        commands.push(VariantCommands {
+            main,
+            pre: prepare_opt(&cfg.pre, p, cfg.shell, "--pre")?,
+            post: prepare_opt(&cfg.post, p, cfg.shell, "--post")?,
+            setup: prepare_opt(&cfg.setup, p, cfg.shell, "--setup")?,
+        });
+        if let Some(c) = prepare_opt(&cfg.cleanup, p, cfg.shell, "--cleanup")?
+            && cleanup_texts.insert(c.text.clone())
+        {
+            cleanups.push(c);
+        }
+    }
+    let pin = cfg.pin.as_deref().map(CpuSet::parse).transpose()?;
+    Ok(ExecPlan {
+        commands,
+        cleanups,
+        pin,
+        events: event_specs(&cfg.counted_events)?,
+    })
+}
+
+/// Run an untimed helper command (pre/post/setup/cleanup); a failure is an error.
+fn run_helper(what: &str, cmd: &Prepared, prep: &ExecPlan, quiet: bool) -> anyhow::Result<()> {
+    let opts = SpawnOptions {
+        pin: prep.pin.as_ref(),
+        timeout: None,
+        events: &[],
+        quiet,
+    };
+    let out = spawn::run(cmd, &opts).with_context(|| what.to_string())?;
+    match out.exit {
+        Exit::Code(0) => Ok(()),
+        Exit::Code(c) => anyhow::bail!("{what} '{}' exited with status {c}", cmd.text),
+        Exit::Signal(s) => {
+            anyhow::bail!("{what} '{}' was killed by {}", cmd.text, signals::name(s))
+        }
+        Exit::TimedOut => anyhow::bail!("{what} '{}' timed out", cmd.text),
+    }
+}
+
+/// Progress display: a bar with ETA on a terminal, nothing otherwise.
+pub trait Progress {
+    fn start(&mut self, _total: u64) {}
+    fn ran(&mut self, _variant: &str, _done_of_variant: u32, _of: u32, _wall_ns: u64) {}
+    fn finish(&mut self) {}
+}
+
+/// A progress sink that shows nothing.
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// Execute the not-yet-done slots of `schedule` for experiment `exp_id`.
+pub fn execute(
+    store: &mut Store,
+    exp_id: i64,
+    cfg: &RunConfig,
+    variants: &[Variant],
+    schedule: &[Slot],
+    knobs: &mut KnobGuard,
+    progress: &mut dyn Progress,
+) -> anyhow::Result<Ending> {
+    signals::install()?;
+    let prep = prepare(cfg, variants)?;
+    let done: BTreeSet<u32> = store.runs(exp_id)?.iter().map(|r| r.seq).collect();
+    let todo: Vec<&Slot> = schedule.iter().filter(|s| !done.contains(&s.seq)).collect();
+    let mut timed_done: BTreeMap<usize, u32> = BTreeMap::new();
+    for s in schedule
+        .iter()
+        .filter(|s| done.contains(&s.seq) && !s.warmup)
+    {
+        *timed_done.entry(s.variant).or_default() += 1;
+    }
+    let timeout = cfg.timeout_s.map(Duration::from_secs_f64);
+    let quiet = !cfg.show_output;
+    progress.start(todo.len() as u64);
+    let mut last_variant: Option<usize> = None;
+    let mut ending = Ending::Complete;
+    let mut error: Option<anyhow::Error> = None;
+    for slot in todo {
+        if let Some(sig) = signals::received() {
+            ending = Ending::Interrupted(sig);
+            break;
+        }
+        let v = &variants[slot.variant];
+        let cmds = &prep.commands[slot.variant];
+        let step = (|| -> anyhow::Result<Option<String>> {
+            if last_variant != Some(slot.variant) {
+                for k in &v.knobs {
+                    knobs.apply(&k.path, &k.value)?;
+                }
+                if let Some(setup) = &cmds.setup {
+                    run_helper("--setup", setup, &prep, quiet)?;
+                }
+                last_variant = Some(slot.variant);
+            }
+            if let Some(pre) = &cmds.pre {
+                run_helper("--pre", pre, &prep, quiet)?;
+            }
+            let started_ns = now_ns();
+            let opts = SpawnOptions {
+                pin: prep.pin.as_ref(),
+                timeout,
+                events: &prep.events,
+                quiet,
+            };
+            let out =
+                spawn::run(&cmds.main, &opts).with_context(|| format!("variant '{}'", v.name))?;
+            let ended_ns = now_ns();
+            if signals::received().is_some() {
+                // The run was cut short by the signal: it is not a measurement.
+                return Ok(None);
+            }
+            let mut metrics = vec![Metric::new("wall_ns", out.wall_ns as f64, "ns")];
+            metrics.extend(rusage::metrics(&out.rusage));
+            metrics.extend(out.counters);
+            let (status, exit_code, signal) = match out.exit {
+                Exit::Code(0) => (RunStatus::Ok, Some(0), None),
+                Exit::Code(c) => (RunStatus::Failed, Some(c), None),
+                Exit::Signal(s) => (RunStatus::Failed, None, Some(s)),
+                Exit::TimedOut => (RunStatus::Timeout, None, Some(libc::SIGKILL)),
+            };
+            store.commit_run(&NewRun {
+                experiment_id: exp_id,
+                variant: slot.variant,
+                seq: slot.seq,
+                warmup: slot.warmup,
+                status,
+                exit_code,
+                signal,
+                started_ns,
+                ended_ns,
+                metrics,
+            })?;
+            if !slot.warmup {
+                *timed_done.entry(slot.variant).or_default() += 1;
+            }
+            progress.ran(
+                &v.name,
+                timed_done.get(&slot.variant).copied().unwrap_or(0),
+                cfg.runs,
+                out.wall_ns,
+            );
+            let what = match out.exit {
+                Exit::Code(0) => return Ok(None),
+                Exit::Code(c) => format!("exited with status {c}"),
+                Exit::Signal(s) => format!("was killed by {}", signals::name(s)),
+                Exit::TimedOut => format!(
+                    "timed out after {} s and was killed",
+                    cfg.timeout_s.unwrap_or(0.0)
+                ),
+            };
+            Ok(Some(format!(
+                "run {} of variant '{}' ({}) {what}",
+                slot.seq, v.name, cmds.main.text
+            )))
+        })();
+        match step {
+            Ok(None) => {}
+            Ok(Some(failure)) if cfg.ignore_failure => {
+                progress.finish();
+                eprintln!("abperf: warning: {failure}; recorded, going on (--ignore-failure)");
+            }
+            Ok(Some(failure)) => {
+                ending = Ending::Failed(format!(
+                    "{failure}; the experiment stops here (use -i/--ignore-failure to record failures and go on)"
+                ));
+                break;
+            }
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+        if let Some(post) = &cmds.post
+            && let Err(e) = run_helper("--post", post, &prep, quiet)
+        {
+            error = Some(e);
+            break;
+        }
+    }
+    progress.finish();
+    if let Some(sig) = signals::received() {
+        ending = Ending::Interrupted(sig);
+    }
+    if !matches!(ending, Ending::Interrupted(_)) {
+        for c in &prep.cleanups {
+            if let Err(e) = run_helper("--cleanup", c, &prep, quiet) {
+                eprintln!("abperf: warning: {e:#}");
+            }
+        }
+    }
+    let restore_errors = knobs.restore();
+    for e in &restore_errors {
+        eprintln!("abperf: error: {e}");
+    }
+    if let Some(e) = error {
+        return Err(e);
+    }
+    if !restore_errors.is_empty() {
+        anyhow::bail!(
+            "{} knob(s) could not be restored (see above)",
+            restore_errors.len()
+        );
+    }
+    Ok(ending)
+}

@@ -1,0 +1,65 @@
+//! SIGINT, SIGTERM and SIGHUP during an experiment: a watcher thread records the signal and kills
+//! the workload's process group; the experiment loop sees the flag, stops, restores every knob and
+//! marks the experiment interrupted.
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+use std::sync::Once;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// The signal that interrupted us (0 = none).
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
+/// Process group of the child being waited for (0 = none). Cleared before the child is reaped,
+/// so the group id cannot have been reused when the watcher kills it.
+static CHILD_PGID: AtomicI32 = AtomicI32::new(0);
+static INSTALL: Once = Once::new();
+
+/// Start watching (idempotent). Errors if the handlers cannot be installed.
+pub fn install() -> anyhow::Result<()> {
+    let mut result = Ok(());
+    INSTALL.call_once(|| match Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+        Ok(mut signals) => {
+            std::thread::spawn(move || {
+                for sig in signals.forever() {
+                    RECEIVED.store(sig, Ordering::SeqCst);
+                    let pgid = CHILD_PGID.load(Ordering::SeqCst);
+                    if pgid > 0 {
+                        // SAFETY: plain syscall; pgid is a live, unreaped child's group.
+                        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                    }
+                }
+            });
+        }
+        Err(e) => result = Err(anyhow::anyhow!("cannot install signal handlers: {e}")),
+    });
+    result
+}
+
+/// The signal received since `install`, if any.
+pub fn received() -> Option<i32> {
+    match RECEIVED.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+pub fn set_child(pgid: libc::pid_t) {
+    CHILD_PGID.store(pgid, Ordering::SeqCst);
+}
+
+pub fn clear_child() {
+    CHILD_PGID.store(0, Ordering::SeqCst);
+}
+
+/// The conventional name of a signal number.
+pub fn name(sig: i32) -> String {
+    match sig {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        libc::SIGKILL => "SIGKILL".into(),
+        libc::SIGSEGV => "SIGSEGV".into(),
+        libc::SIGABRT => "SIGABRT".into(),
+        other => format!("signal {other}"),
+    }
+}

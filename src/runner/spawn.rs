@@ -1,0 +1,270 @@
+//! One timed child: fork, (optionally) attach counters while the child waits at a gate, exec, and
+//! wait. The timed region runs from just before the child is let go (fork, or the gate when
+//! counters must be attached first) until `waitid` reports its exit, on CLOCK_MONOTONIC; the
+//! rusage is that one child's, from `wait4`.
+
+use super::command::Prepared;
+use super::cpuset::CpuSet;
+use super::signals;
+use crate::measure::counters::{Counters, EventSpec};
+use crate::store::Metric;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+unsafe extern "C" {
+    static environ: *const *const libc::c_char;
+}
+
+/// How the child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+    TimedOut,
+}
+
+#[derive(Debug)]
+pub struct Outcome {
+    pub exit: Exit,
+    pub wall_ns: u64,
+    pub rusage: libc::rusage,
+    pub counters: Vec<Metric>,
+    /// Events that were attached but never ran (not measured this run).
+    pub missing_counters: Vec<String>,
+}
+
+/// Options for one spawn.
+pub struct SpawnOptions<'a> {
+    pub pin: Option<&'a CpuSet>,
+    pub timeout: Option<Duration>,
+    pub events: &'a [EventSpec],
+    /// Send the child's stdout and stderr to /dev/null.
+    pub quiet: bool,
+}
+
+fn pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid array of two ints.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    // SAFETY: both fds are fresh and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Run `cmd` once and measure it.
+pub fn run(cmd: &Prepared, opts: &SpawnOptions) -> anyhow::Result<Outcome> {
+    let devnull = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?;
+    let (gate_r, gate_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
+    let mut argv: Vec<*const libc::c_char> = cmd.argv.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    let gated = !opts.events.is_empty();
+    let null_fd = devnull.as_raw_fd();
+
+    let mut t0 = Instant::now();
+    // SAFETY: between fork and exec the child only makes async-signal-safe syscalls on memory
+    // prepared before the fork (argv, program, fds), then execs or _exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(anyhow::anyhow!(
+            "fork failed: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    if pid == 0 {
+        unsafe {
+            libc::setpgid(0, 0);
+            libc::dup2(null_fd, 0);
+            if opts.quiet {
+                libc::dup2(null_fd, 1);
+                libc::dup2(null_fd, 2);
+            }
+            if let Some(p) = opts.pin
+                && p.apply_to_self() != 0
+            {
+                let e = *libc::__errno_location();
+                libc::write(err_w.as_raw_fd(), (&e as *const i32).cast(), 4);
+                libc::_exit(127);
+            }
+            if gated {
+                libc::close(gate_w.as_raw_fd());
+                let mut b = 0u8;
+                libc::read(gate_r.as_raw_fd(), (&mut b as *mut u8).cast(), 1);
+            }
+            libc::execve(cmd.program.as_ptr(), argv.as_ptr(), environ);
+            let e = *libc::__errno_location();
+            libc::write(err_w.as_raw_fd(), (&e as *const i32).cast(), 4);
+            libc::_exit(127);
+        }
+    }
+    // Parent. Put the child in its own group too (closes the race with its own setpgid).
+    // SAFETY: plain syscalls on our own child.
+    unsafe { libc::setpgid(pid, pid) };
+    signals::set_child(pid);
+    drop(gate_r);
+    drop(err_w);
+    let counters = if gated {
+        match Counters::attach(pid, opts.events) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                kill_and_reap(pid);
+                return Err(e);
+            }
+        }
+    } else {
+        None
+    };
+    if gated {
+        t0 = Instant::now();
+        // SAFETY: one byte from a valid buffer to our own pipe.
+        unsafe { libc::write(gate_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+    }
+    drop(gate_w);
+    // Exec succeeded when the CLOEXEC error pipe closes with nothing in it.
+    let mut errno = [0u8; 4];
+    // SAFETY: errno is 4 writable bytes.
+    let n = unsafe { libc::read(err_r.as_raw_fd(), errno.as_mut_ptr().cast(), 4) };
+    if n == 4 {
+        let e = std::io::Error::from_raw_os_error(i32::from_ne_bytes(errno));
+        kill_and_reap(pid);
+        anyhow::bail!("cannot execute '{}': {e}", cmd.text);
+    }
+
+    let (cancel, watchdog) = match opts.timeout {
+        Some(limit) => {
+            let (tx, rx) = mpsc::channel::<()>();
+            let h = std::thread::spawn(move || {
+                if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
+                    // SAFETY: the child is not reaped before this thread is joined.
+                    unsafe { libc::kill(-pid, libc::SIGKILL) };
+                    return true;
+                }
+                false
+            });
+            (Some(tx), Some(h))
+        }
+        None => (None, None),
+    };
+
+    // Wait for the exit without reaping (so the pid cannot be reused while anyone may kill it).
+    loop {
+        // SAFETY: siginfo_t is plain data; waitid fills it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 {
+            break;
+        }
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            anyhow::bail!("waitid for '{}' failed: {err}", cmd.text);
+        }
+    }
+    let wall_ns = t0.elapsed().as_nanos() as u64;
+    signals::clear_child();
+    let timed_out = match (cancel, watchdog) {
+        (Some(tx), Some(h)) => {
+            drop(tx);
+            h.join().unwrap_or(false)
+        }
+        _ => false,
+    };
+    // Make sure nothing of the group outlives a timed-out run.
+    if timed_out {
+        // SAFETY: the group leader is still an unreaped zombie, so the id is ours.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+    }
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 fills it for this one child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    if rc != pid {
+        anyhow::bail!(
+            "wait4 for '{}' failed: {}",
+            cmd.text,
+            std::io::Error::last_os_error()
+        );
+    }
+    let exit = if timed_out {
+        Exit::TimedOut
+    } else if libc::WIFEXITED(status) {
+        Exit::Code(libc::WEXITSTATUS(status))
+    } else {
+        Exit::Signal(libc::WTERMSIG(status))
+    };
+    let (counters, missing_counters) = counters.map(|c| c.read()).unwrap_or_default();
+    Ok(Outcome {
+        exit,
+        wall_ns,
+        rusage: ru,
+        counters,
+        missing_counters,
+    })
+}
+
+fn kill_and_reap(pid: libc::pid_t) {
+    // SAFETY: plain syscalls on our own unreaped child.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+        let mut status = 0;
+        libc::waitpid(pid, &mut status, 0);
+    }
+    signals::clear_child();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> SpawnOptions<'static> {
+        SpawnOptions {
+            pin: None,
+            timeout: None,
+            events: &[],
+            quiet: true,
+        }
+    }
+
+    #[test]
+    fn exit_codes_and_signals() {
+        let o = run(&Prepared::new("exit 3", true).unwrap(), &opts()).unwrap();
+        assert_eq!(o.exit, Exit::Code(3));
+        let o = run(&Prepared::new("kill -SEGV $$", true).unwrap(), &opts()).unwrap();
+        assert_eq!(o.exit, Exit::Signal(libc::SIGSEGV));
+    }
+
+    #[test]
+    fn timeout_kills_the_group() {
+        let mut o = opts();
+        o.timeout = Some(Duration::from_millis(200));
+        let t = Instant::now();
+        let out = run(&Prepared::new("sleep 5 & sleep 5; wait", true).unwrap(), &o).unwrap();
+        assert_eq!(out.exit, Exit::TimedOut);
+        assert!(t.elapsed() < Duration::from_secs(3));
+    }
+
+    #[test]
+    fn missing_program_is_an_error() {
+        assert!(Prepared::new("/nonexistent/prog", false).is_err());
+        let p = Prepared::new("./Cargo.toml", false);
+        assert!(p.is_err());
+    }
+
+    #[test]
+    fn wall_time_covers_the_child() {
+        let o = run(&Prepared::new("sleep 0.05", false).unwrap(), &opts()).unwrap();
+        assert!(o.wall_ns >= 50_000_000, "{}", o.wall_ns);
+        assert!(o.wall_ns < 1_000_000_000);
+    }
+}
