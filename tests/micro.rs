@@ -19,13 +19,15 @@ fn median(report: &Value, name: &str) -> Option<f64> {
 }
 
 fn must(report: &Value, name: &str) -> f64 {
-    median(report, name).unwrap_or_else(|| {
-        panic!("no measurement {name}; skips: {}", report["skips"])
-    })
+    median(report, name)
+        .unwrap_or_else(|| panic!("no measurement {name}; skips: {}", report["skips"]))
 }
 
 fn skipped(report: &Value, bench: &str, config: &str) -> Option<String> {
-    report["skips"].as_array()?.iter().find(|s| s["bench"] == bench && s["config"] == config)
+    report["skips"]
+        .as_array()?
+        .iter()
+        .find(|s| s["bench"] == bench && s["config"] == config)
         .map(|s| s["reason"].as_str().unwrap_or("").to_string())
 }
 
@@ -33,8 +35,16 @@ fn skipped(report: &Value, bench: &str, config: &str) -> Option<String> {
 fn quick_suite_is_plausible_stored_and_exportable() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("micro.db");
-    let out = abperf().args(["micro", "--quick", "--format", "json", "--db"]).arg(&db).output().unwrap();
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let out = abperf()
+        .args(["micro", "--quick", "--format", "json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r: Value = serde_json::from_slice(&out.stdout).expect("json report");
 
     // Timer.
@@ -45,7 +55,10 @@ fn quick_suite_is_plausible_stored_and_exportable() {
     // Every summary is ordered and finite; every skip says why.
     for m in r["measurements"].as_array().unwrap() {
         let c = &m["cycles"];
-        let v: Vec<f64> = ["min", "p10", "median", "p90", "max"].iter().map(|k| c[k].as_f64().unwrap()).collect();
+        let v: Vec<f64> = ["min", "p10", "median", "p90", "max"]
+            .iter()
+            .map(|k| c[k].as_f64().unwrap())
+            .collect();
         assert!(v.windows(2).all(|w| w[0] <= w[1]), "{}: {v:?}", m["name"]);
         assert!(c["n"].as_u64().unwrap() >= 3, "{}", m["name"]);
     }
@@ -63,10 +76,20 @@ fn quick_suite_is_plausible_stored_and_exportable() {
         let many = must(&r, &format!("tlb-flush/{op}/touched/n=256"));
         assert!(many > one * 1.5, "{op}: 256 pages {many} vs 1 page {one}");
     }
-    let knee = r["findings"].as_array().unwrap().iter()
-        .find(|f| f["key"] == "mprotect-knee").expect("mprotect knee finding");
-    let k = knee["value"].as_f64().unwrap_or_else(|| panic!("no knee found: {}", knee["text"]));
-    assert!((28.0..=38.0).contains(&k), "mprotect knee at {k} (kernel default ceiling 33): {}", knee["text"]);
+    let knee = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["key"] == "mprotect-knee")
+        .expect("mprotect knee finding");
+    let k = knee["value"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no knee found: {}", knee["text"]));
+    assert!(
+        (28.0..=38.0).contains(&k),
+        "mprotect knee at {k} (kernel default ceiling 33): {}",
+        knee["text"]
+    );
 
     // Shootdown: with a thread spinning on another CPU the flush needs an IPI.
     if r["remote_cpu"].is_null() {
@@ -75,7 +98,10 @@ fn quick_suite_is_plausible_stored_and_exportable() {
         for op in ["madvise", "mprotect"] {
             let local = must(&r, &format!("tlb-shootdown/local/{op}/touched/n=1"));
             let remote = must(&r, &format!("tlb-shootdown/spin1/{op}/touched/n=1"));
-            assert!(remote > local + 1000.0, "{op}: remote {remote} vs local {local}");
+            assert!(
+                remote > local + 1000.0,
+                "{op}: remote {remote} vs local {local}"
+            );
         }
     }
 
@@ -89,7 +115,10 @@ fn quick_suite_is_plausible_stored_and_exportable() {
         }
         let clean = must(&r, "xstate/xsave/clean/hot");
         let dirty = must(&r, "xstate/xsave/avx512/hot");
-        assert!(dirty >= clean * 0.9, "XSAVE avx512-dirty {dirty} cheaper than clean {clean}");
+        assert!(
+            dirty >= clean * 0.9,
+            "XSAVE avx512-dirty {dirty} cheaper than clean {clean}"
+        );
         // XSAVEC skips components in their init state: dirty AVX-512 means 2 KiB more to write.
         let cc = must(&r, "xstate/xsavec/clean/hot");
         let cd = must(&r, "xstate/xsavec/avx512/hot");
@@ -112,8 +141,17 @@ fn quick_suite_is_plausible_stored_and_exportable() {
     }
 
     // Faults: one fault per page for anonymous first writes.
-    let anon = r["measurements"].as_array().unwrap().iter().find(|m| m["name"] == "page-fault/anon-write").unwrap();
-    let fpp: f64 = anon["params"]["faults_per_page"].as_str().unwrap().parse().unwrap();
+    let anon = r["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "page-fault/anon-write")
+        .unwrap();
+    let fpp: f64 = anon["params"]["faults_per_page"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((0.9..=1.1).contains(&fpp), "anon faults per page {fpp}");
 
     // Signals are delivered (the benchmark checks the handler count) and cost more than tgkill.
@@ -121,41 +159,108 @@ fn quick_suite_is_plausible_stored_and_exportable() {
 
     // Stored: every sample is a run; export gives them back.
     let id = r["experiment_id"].as_i64().expect("experiment id");
-    let samples: u64 = r["measurements"].as_array().unwrap().iter().map(|m| m["samples"].as_array().unwrap().len() as u64).sum();
-    let out = abperf().args(["export", &id.to_string(), "--format", "json", "--db"]).arg(&db).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let samples: u64 = r["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["samples"].as_array().unwrap().len() as u64)
+        .sum();
+    let out = abperf()
+        .args(["export", &id.to_string(), "--format", "json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("tlb-flush/mprotect/touched/n=33"), "export lacks the variant");
-    let out = abperf().args(["export", &id.to_string(), "--format", "csv", "--db"]).arg(&db).output().unwrap();
+    assert!(
+        text.contains("tlb-flush/mprotect/touched/n=33"),
+        "export lacks the variant"
+    );
+    let out = abperf()
+        .args(["export", &id.to_string(), "--format", "csv", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let csv = String::from_utf8_lossy(&out.stdout);
     let header = csv.lines().next().unwrap();
-    assert!(header.contains("cycles") && header.contains("ns"), "{header}");
-    assert_eq!(csv.lines().count() as u64, samples + 1, "one CSV row per sample");
+    assert!(
+        header.contains("cycles") && header.contains("ns"),
+        "{header}"
+    );
+    assert_eq!(
+        csv.lines().count() as u64,
+        samples + 1,
+        "one CSV row per sample"
+    );
     let list = abperf().args(["list", "--db"]).arg(&db).output().unwrap();
     assert!(String::from_utf8_lossy(&list.stdout).contains("micro"));
 }
 
 #[test]
 fn text_tables_and_bad_input() {
-    let out = abperf().args(["micro", "--quick", "--no-store", "timer", "syscall", "xstate"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = abperf()
+        .args([
+            "micro",
+            "--quick",
+            "--no-store",
+            "timer",
+            "syscall",
+            "xstate",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let t = String::from_utf8_lossy(&out.stdout);
-    assert!(t.contains("== timer ==") && t.contains("syscall/getppid") && t.contains("overhead"), "{t}");
+    assert!(
+        t.contains("== timer ==") && t.contains("syscall/getppid") && t.contains("overhead"),
+        "{t}"
+    );
     if cfg!(target_arch = "x86_64") {
         assert!(t.contains("xstate/xrstor/clean/hot"), "{t}");
     }
     assert!(!t.contains("NaN"), "{t}");
 
     for (args, needle) in [
-        (vec!["micro", "--no-store", "tlbflush"], "unknown benchmark 'tlbflush'"),
-        (vec!["micro", "--no-store", "--cpu", "4096", "timer"], "--cpu 4096"),
-        (vec!["micro", "--no-store", "--samples", "1", "timer"], "--samples 1"),
-        (vec!["micro", "--no-store", "--cpu", "0", "--remote-cpu", "0", "timer"], "--remote-cpu 0"),
+        (
+            vec!["micro", "--no-store", "tlbflush"],
+            "unknown benchmark 'tlbflush'",
+        ),
+        (
+            vec!["micro", "--no-store", "--cpu", "4096", "timer"],
+            "--cpu 4096",
+        ),
+        (
+            vec!["micro", "--no-store", "--samples", "1", "timer"],
+            "--samples 1",
+        ),
+        (
+            vec![
+                "micro",
+                "--no-store",
+                "--cpu",
+                "0",
+                "--remote-cpu",
+                "0",
+                "timer",
+            ],
+            "--remote-cpu 0",
+        ),
     ] {
         let out = abperf().args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let e = String::from_utf8_lossy(&out.stderr);
-        assert!(e.contains(needle) && e.lines().count() == 1, "{args:?}: {e}");
+        assert!(
+            e.contains(needle) && e.lines().count() == 1,
+            "{args:?}: {e}"
+        );
     }
 }

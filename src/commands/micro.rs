@@ -53,27 +53,49 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
     if let Some(n) = args.samples
         && !(3..=1_000_000).contains(&n)
     {
-        return Err(usage(format!("--samples {n}: expected a number from 3 to 1000000")));
+        return Err(usage(format!(
+            "--samples {n}: expected a number from 3 to 1000000"
+        )));
     }
     let allowed = micro::harness::allowed_cpus();
-    let shown = allowed.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",");
+    let shown = allowed
+        .iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
     let cpu = args.cpu.unwrap_or(allowed[0]);
     if !allowed.contains(&cpu) {
-        return Err(usage(format!("--cpu {cpu}: not a CPU this process may run on (allowed: {shown})")));
+        return Err(usage(format!(
+            "--cpu {cpu}: not a CPU this process may run on (allowed: {shown})"
+        )));
     }
     let remote_cpu = match args.remote_cpu {
         Some(r) if r == cpu => {
-            return Err(usage(format!("--remote-cpu {r}: must differ from --cpu {cpu}")));
+            return Err(usage(format!(
+                "--remote-cpu {r}: must differ from --cpu {cpu}"
+            )));
         }
         Some(r) if !allowed.contains(&r) => {
-            return Err(usage(format!("--remote-cpu {r}: not a CPU this process may run on (allowed: {shown})")));
+            return Err(usage(format!(
+                "--remote-cpu {r}: not a CPU this process may run on (allowed: {shown})"
+            )));
         }
         Some(r) => Some(r),
         None => allowed.iter().copied().find(|&c| c != cpu),
     };
     // Open the store first: a bad --db fails before minutes of measuring.
-    let mut store = if args.no_store { None } else { Some(crate::store::Store::open_resolved(args.db.db.as_deref())?) };
-    let opts = Options { quick: args.quick, samples: args.samples, cpu, remote_cpu, realtime: !args.no_rt };
+    let mut store = if args.no_store {
+        None
+    } else {
+        Some(crate::store::Store::open_resolved(args.db.db.as_deref())?)
+    };
+    let opts = Options {
+        quick: args.quick,
+        samples: args.samples,
+        cpu,
+        remote_cpu,
+        realtime: !args.no_rt,
+    };
     let bar = indicatif::ProgressBar::new(benches.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("micro [{pos}/{len}] {msg} {elapsed}")
@@ -88,7 +110,11 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
     let id = match store.as_mut() {
         Some(s) => {
             let name = args.name.clone().unwrap_or_else(|| {
-                if benches.len() == micro::BENCHES.len() { "micro".to_string() } else { format!("micro {}", benches.join(" ")) }
+                if benches.len() == micro::BENCHES.len() {
+                    "micro".to_string()
+                } else {
+                    format!("micro {}", benches.join(" "))
+                }
             });
             Some(micro::record::save(s, &report, &name, &argv)?)
         }

@@ -3,9 +3,9 @@
 pub mod delete;
 pub mod export;
 pub mod list;
+pub mod micro;
 pub mod run;
 pub mod show;
-pub mod micro;
 
 use crate::cli::{Cli, Command};
 use clap::Parser;

@@ -53,7 +53,10 @@ impl CpuInfo {
             return Some("CPU has no AVX-512F".into());
         }
         if !self.osxsave || self.xcr0 & 0xE6 != 0xE6 {
-            return Some(format!("OS has not enabled AVX-512 state in XCR0 (0x{:x})", self.xcr0));
+            return Some(format!(
+                "OS has not enabled AVX-512 state in XCR0 (0x{:x})",
+                self.xcr0
+            ));
         }
         None
     }
@@ -68,7 +71,11 @@ impl CpuInfo {
         }
         let (eax1, _, ecx1, _) = cpuid(1, 0);
         let base_family = (eax1 >> 8) & 0xf;
-        let family = if base_family == 0xf { base_family + ((eax1 >> 20) & 0xff) } else { base_family };
+        let family = if base_family == 0xf {
+            base_family + ((eax1 >> 20) & 0xff)
+        } else {
+            base_family
+        };
         let model = ((eax1 >> 4) & 0xf) | (((eax1 >> 16) & 0xf) << 4);
         let ext_max = cpuid(0x8000_0000, 0).0;
         let mut brand = Vec::new();
@@ -81,12 +88,20 @@ impl CpuInfo {
             }
         }
         let leaf7 = if max >= 7 { cpuid(7, 0) } else { (0, 0, 0, 0) };
-        let leaf_d1 = if max >= 0xd { cpuid(0xd, 1) } else { (0, 0, 0, 0) };
+        let leaf_d1 = if max >= 0xd {
+            cpuid(0xd, 1)
+        } else {
+            (0, 0, 0, 0)
+        };
         let osxsave = ecx1 & (1 << 27) != 0;
         let xcr0 = if osxsave { xgetbv(0) } else { 0 };
         CpuInfo {
-            vendor: String::from_utf8_lossy(&vendor).trim_matches('\0').to_string(),
-            brand: String::from_utf8_lossy(&brand).trim_matches(['\0', ' ']).to_string(),
+            vendor: String::from_utf8_lossy(&vendor)
+                .trim_matches('\0')
+                .to_string(),
+            brand: String::from_utf8_lossy(&brand)
+                .trim_matches(['\0', ' '])
+                .to_string(),
             family,
             model,
             hypervisor: ecx1 & (1 << 31) != 0,
@@ -148,7 +163,11 @@ impl CpuInfo {
         }
         format!(
             "{} (family {} model {}), {} CPUs; {}; XCR0=0x{:x}, XSAVE area {} bytes",
-            if self.brand.is_empty() { &self.vendor } else { &self.brand },
+            if self.brand.is_empty() {
+                &self.vendor
+            } else {
+                &self.brand
+            },
             self.family,
             self.model,
             self.logical_cpus,
@@ -160,7 +179,9 @@ impl CpuInfo {
 }
 
 fn online_cpus() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 /// CPUID leaf/subleaf: (eax, ebx, ecx, edx).

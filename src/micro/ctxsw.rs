@@ -101,7 +101,14 @@ fn pipe() -> Result<(OwnedFd, OwnedFd)> {
 }
 
 /// Round trips timed by the initiator (this thread): returns cycles per round trip per sample.
-fn initiate(w: &OwnedFd, r: &OwnedFd, dirty: bool, trips: usize, samples: usize, oh: f64) -> Result<Vec<f64>> {
+fn initiate(
+    w: &OwnedFd,
+    r: &OwnedFd,
+    dirty: bool,
+    trips: usize,
+    samples: usize,
+    oh: f64,
+) -> Result<Vec<f64>> {
     let mut b = 1u8;
     let mut failed = false;
     let s = collect(3, samples, || {
@@ -121,8 +128,15 @@ fn initiate(w: &OwnedFd, r: &OwnedFd, dirty: bool, trips: usize, samples: usize,
     Ok(s)
 }
 
-fn run_threads(cpu: usize, peer: usize, dirty: bool, trips: usize, samples: usize, oh: f64,
-               info: &CpuInfo) -> Result<Vec<f64>> {
+fn run_threads(
+    cpu: usize,
+    peer: usize,
+    dirty: bool,
+    trips: usize,
+    samples: usize,
+    oh: f64,
+    info: &CpuInfo,
+) -> Result<Vec<f64>> {
     let (r1, w1) = pipe()?;
     let (r2, w2) = pipe()?;
     let info2 = info.clone();
@@ -137,14 +151,23 @@ fn run_threads(cpu: usize, peer: usize, dirty: bool, trips: usize, samples: usiz
     let _ = cpu;
     let res = initiate(&w1, &r2, dirty, trips, samples, oh);
     drop(w1);
-    let pinned = h.join().map_err(|_| anyhow::anyhow!("ping-pong thread panicked"))?;
+    let pinned = h
+        .join()
+        .map_err(|_| anyhow::anyhow!("ping-pong thread panicked"))?;
     if !pinned {
         anyhow::bail!("cannot pin the partner thread to CPU {peer}");
     }
     res
 }
 
-fn run_processes(peer: usize, dirty: bool, trips: usize, samples: usize, oh: f64, info: &CpuInfo) -> Result<Vec<f64>> {
+fn run_processes(
+    peer: usize,
+    dirty: bool,
+    trips: usize,
+    samples: usize,
+    oh: f64,
+    info: &CpuInfo,
+) -> Result<Vec<f64>> {
     let (r1, w1) = pipe()?;
     let (r2, w2) = pipe()?;
     // SAFETY: the child only makes raw syscalls (affinity, read, write) and _exit.
@@ -186,7 +209,11 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
     let mut placements = vec![("same-cpu", opts.cpu)];
     match opts.remote_cpu {
         Some(r) if r != opts.cpu => placements.push(("cross-cpu", r)),
-        _ => sink.skip("ctxsw", Some("cross-cpu".into()), "needs a second CPU (--remote-cpu)"),
+        _ => sink.skip(
+            "ctxsw",
+            Some("cross-cpu".into()),
+            "needs a second CPU (--remote-cpu)",
+        ),
     }
     let avx_missing = cpu.avx512_missing();
     if let Some(why) = &avx_missing {
@@ -205,15 +232,28 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
                 } else {
                     run_processes(peer, dirty, trips, samples, oh, cpu)
                 };
-                let xin = super::cpu::xinuse(cpu).map(|x| format!("0x{x:x}")).unwrap_or_else(|| "n/a".into());
+                let xin = super::cpu::xinuse(cpu)
+                    .map(|x| format!("0x{x:x}"))
+                    .unwrap_or_else(|| "n/a".into());
                 let state = if dirty { "avx512-dirty" } else { "clean" };
                 let name = format!("ctxsw/{kind}/{place}/{state}");
                 match s {
                     Ok(s) => {
-                        sink.add("ctxsw", name, &[("kind", kind.into()), ("placement", place.into()),
-                                 ("state", state.into()), ("peer_cpu", peer.to_string()),
-                                 ("trips_per_sample", trips.to_string()), ("xinuse_after", xin)],
-                                 "round trip", 1, s);
+                        sink.add(
+                            "ctxsw",
+                            name,
+                            &[
+                                ("kind", kind.into()),
+                                ("placement", place.into()),
+                                ("state", state.into()),
+                                ("peer_cpu", peer.to_string()),
+                                ("trips_per_sample", trips.to_string()),
+                                ("xinuse_after", xin),
+                            ],
+                            "round trip",
+                            1,
+                            s,
+                        );
                     }
                     Err(e) => sink.skip("ctxsw", Some(name), format!("{e:#}")),
                 }
@@ -223,8 +263,10 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
     #[cfg(target_arch = "x86_64")]
     super::xstate::reset_upper_state(cpu);
     for kind in ["threads", "processes"] {
-        if let (Some(c), Some(d)) = (sink.median(&format!("ctxsw/{kind}/same-cpu/clean")),
-                                     sink.median(&format!("ctxsw/{kind}/same-cpu/avx512-dirty"))) {
+        if let (Some(c), Some(d)) = (
+            sink.median(&format!("ctxsw/{kind}/same-cpu/clean")),
+            sink.median(&format!("ctxsw/{kind}/same-cpu/avx512-dirty")),
+        ) {
             sink.finding("ctxsw", &format!("{kind}-switch"), Some(c / 2.0), "cycles", format!(
                 "{kind}, one CPU: {:.0} cycles per switch (round trip / 2), {:.0} with dirty AVX-512 ({:+.0} per switch)",
                 c / 2.0, d / 2.0, (d - c) / 2.0));

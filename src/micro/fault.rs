@@ -4,7 +4,7 @@
 //! fault-around).
 
 use super::harness::collect;
-use super::mem::{Mapping, PAGE, minor_faults, touch_read, touch_write};
+use super::mem::{Mapping, PAGE, minor_faults};
 use super::timer::{start, stop};
 use super::{Options, Sink};
 use anyhow::{Context, Result};
@@ -37,7 +37,9 @@ impl Kind {
 }
 
 fn fs_type(path: &std::path::Path) -> String {
-    let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else { return "?".into() };
+    let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else {
+        return "?".into();
+    };
     let p = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let mut best = ("", "?");
     for l in mounts.lines() {
@@ -55,27 +57,42 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
     let dir = std::env::temp_dir();
     // An unlinked file: nothing is left behind whatever happens.
     let path = dir.join(format!("abperf-micro-{}.tmp", std::process::id()));
-    let mut file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path)
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
         .with_context(|| format!("creating temporary file {}", path.display()))?;
     std::fs::remove_file(&path).with_context(|| format!("unlinking {}", path.display()))?;
-    file.write_all(&vec![7u8; PAGES * PAGE]).context("filling the temporary file")?;
+    file.write_all(&vec![7u8; PAGES * PAGE])
+        .context("filling the temporary file")?;
     file.sync_all().ok();
     let fs = fs_type(&dir);
     let fd = file.as_raw_fd();
     // Bring the file into the page cache.
     {
         let m = Mapping::file(fd, PAGES * PAGE, libc::MAP_SHARED)?;
-        touch_read(m.base, PAGES);
+        m.touch_read(PAGES);
     }
-    for kind in [Kind::AnonWrite, Kind::ZeroRead, Kind::PrivateFileWrite, Kind::PrivateFileRead,
-                 Kind::SharedFileWrite, Kind::SharedFileRead] {
+    for kind in [
+        Kind::AnonWrite,
+        Kind::ZeroRead,
+        Kind::PrivateFileWrite,
+        Kind::PrivateFileRead,
+        Kind::SharedFileWrite,
+        Kind::SharedFileRead,
+    ] {
         let mut faults = Vec::new();
         let mut err = None;
         let s = collect(2, samples, || {
             let m = match kind {
                 Kind::AnonWrite | Kind::ZeroRead => Mapping::anon(PAGES * PAGE, PAGE, Some(false)),
-                Kind::PrivateFileWrite | Kind::PrivateFileRead => Mapping::file(fd, PAGES * PAGE, libc::MAP_PRIVATE),
-                Kind::SharedFileWrite | Kind::SharedFileRead => Mapping::file(fd, PAGES * PAGE, libc::MAP_SHARED),
+                Kind::PrivateFileWrite | Kind::PrivateFileRead => {
+                    Mapping::file(fd, PAGES * PAGE, libc::MAP_PRIVATE)
+                }
+                Kind::SharedFileWrite | Kind::SharedFileRead => {
+                    Mapping::file(fd, PAGES * PAGE, libc::MAP_SHARED)
+                }
             };
             let m = match m {
                 Ok(m) => m,
@@ -87,9 +104,11 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
             let f0 = minor_faults();
             let t0 = start();
             match kind {
-                Kind::AnonWrite | Kind::PrivateFileWrite | Kind::SharedFileWrite => touch_write(m.base, PAGES),
+                Kind::AnonWrite | Kind::PrivateFileWrite | Kind::SharedFileWrite => {
+                    m.touch_write(PAGES)
+                }
                 _ => {
-                    std::hint::black_box(touch_read(m.base, PAGES));
+                    std::hint::black_box(m.touch_read(PAGES));
                 }
             }
             let t1 = stop();
@@ -101,18 +120,41 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
             continue;
         }
         let fpp = super::harness::median(&faults);
-        let mut params = vec![("kind", kind.name().to_string()), ("pages", PAGES.to_string()),
-                              ("faults_per_page", format!("{fpp:.4}"))];
+        let mut params = vec![
+            ("kind", kind.name().to_string()),
+            ("pages", PAGES.to_string()),
+            ("faults_per_page", format!("{fpp:.4}")),
+        ];
         if !matches!(kind, Kind::AnonWrite | Kind::ZeroRead) {
             params.push(("fs", fs.clone()));
         }
-        sink.add("page-fault", format!("page-fault/{}", kind.name()), &params, "page", 1, s);
+        sink.add(
+            "page-fault",
+            format!("page-fault/{}", kind.name()),
+            &params,
+            "page",
+            1,
+            s,
+        );
         if fpp > 0.0 {
             let c = sink.measurements.last().expect("just added").cycles.median;
-            sink.finding("page-fault", &format!("{}-per-fault", kind.name()), Some(c / fpp), "cycles",
-                format!("{}: {:.3} faults per page ({}), {:.0} cycles per fault", kind.name(), fpp,
-                    if fpp < 0.9 { "several pages mapped per fault: fault-around or a large folio" } else { "one fault per page" },
-                    c / fpp));
+            sink.finding(
+                "page-fault",
+                &format!("{}-per-fault", kind.name()),
+                Some(c / fpp),
+                "cycles",
+                format!(
+                    "{}: {:.3} faults per page ({}), {:.0} cycles per fault",
+                    kind.name(),
+                    fpp,
+                    if fpp < 0.9 {
+                        "several pages mapped per fault: fault-around or a large folio"
+                    } else {
+                        "one fault per page"
+                    },
+                    c / fpp
+                ),
+            );
         }
     }
     Ok(())

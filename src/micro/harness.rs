@@ -33,7 +33,10 @@ impl Drop for Pin {
 /// Pin the calling thread (or a freshly forked process) to `cpu`, without saving anything.
 pub fn pin_current(cpu: usize) -> std::io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "CPU number too large"));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "CPU number too large",
+        ));
     }
     // SAFETY: as above.
     unsafe {
@@ -54,7 +57,9 @@ pub fn allowed_cpus() -> Vec<usize> {
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
             return vec![0];
         }
-        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
     }
 }
 

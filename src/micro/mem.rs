@@ -35,13 +35,24 @@ impl Mapping {
         }
         let ptr = ptr as *mut u8;
         let base = ((ptr as usize).div_ceil(align) * align) as *mut u8;
-        let m = Mapping { ptr, len: total, base };
+        let m = Mapping {
+            ptr,
+            len: total,
+            base,
+        };
         if let Some(h) = huge {
-            let advice = if h { libc::MADV_HUGEPAGE } else { libc::MADV_NOHUGEPAGE };
+            let advice = if h {
+                libc::MADV_HUGEPAGE
+            } else {
+                libc::MADV_NOHUGEPAGE
+            };
             // SAFETY: advising our own mapping.
             if unsafe { libc::madvise(base as *mut _, len, advice) } != 0 {
-                return Err(std::io::Error::last_os_error())
-                    .context(if h { "madvise(MADV_HUGEPAGE)" } else { "madvise(MADV_NOHUGEPAGE)" });
+                return Err(std::io::Error::last_os_error()).context(if h {
+                    "madvise(MADV_HUGEPAGE)"
+                } else {
+                    "madvise(MADV_NOHUGEPAGE)"
+                });
             }
         }
         Ok(m)
@@ -51,12 +62,23 @@ impl Mapping {
     pub fn file(fd: i32, len: usize, flags: i32) -> Result<Mapping> {
         // SAFETY: mapping a file descriptor we own.
         let ptr = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, fd, 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                fd,
+                0,
+            )
         };
         if ptr == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error()).context("mmap of file");
         }
-        Ok(Mapping { ptr: ptr as *mut u8, len, base: ptr as *mut u8 })
+        Ok(Mapping {
+            ptr: ptr as *mut u8,
+            len,
+            base: ptr as *mut u8,
+        })
     }
 }
 
@@ -67,24 +89,37 @@ impl Drop for Mapping {
     }
 }
 
-/// Write one byte in each of `n` pages starting at `p`.
-#[inline(never)]
-pub fn touch_write(p: *mut u8, n: usize) {
-    for i in 0..n {
-        // SAFETY: callers pass pages of their own mapping.
-        unsafe { std::ptr::write_volatile(p.add(i * PAGE), 1) };
+impl Mapping {
+    /// Write one byte in each of the first `n` pages of the usable region.
+    #[inline(never)]
+    pub fn touch_write(&self, n: usize) {
+        self.check(n);
+        for i in 0..n {
+            // SAFETY: inside the mapping (checked above).
+            unsafe { std::ptr::write_volatile(self.base.add(i * PAGE), 1) };
+        }
     }
-}
 
-/// Read one byte in each of `n` pages starting at `p`.
-#[inline(never)]
-pub fn touch_read(p: *const u8, n: usize) -> u8 {
-    let mut acc = 0u8;
-    for i in 0..n {
-        // SAFETY: as above.
-        acc = acc.wrapping_add(unsafe { std::ptr::read_volatile(p.add(i * PAGE)) });
+    /// Read one byte in each of the first `n` pages of the usable region.
+    #[inline(never)]
+    pub fn touch_read(&self, n: usize) -> u8 {
+        self.check(n);
+        let mut acc = 0u8;
+        for i in 0..n {
+            // SAFETY: as above.
+            acc = acc.wrapping_add(unsafe { std::ptr::read_volatile(self.base.add(i * PAGE)) });
+        }
+        acc
     }
-    acc
+
+    fn check(&self, n: usize) {
+        let end = self.base as usize - self.ptr as usize + n * PAGE;
+        assert!(
+            end <= self.len,
+            "touching {n} pages beyond a mapping of {} bytes",
+            self.len
+        );
+    }
 }
 
 pub fn madvise(p: *mut u8, len: usize, advice: i32) -> Result<()> {
@@ -155,7 +190,10 @@ mod tests {
 
     #[test]
     fn parses_thp_mode_and_smaps() {
-        assert_eq!(bracketed("always [madvise] never\n").as_deref(), Some("madvise"));
+        assert_eq!(
+            bracketed("always [madvise] never\n").as_deref(),
+            Some("madvise")
+        );
         assert_eq!(bracketed("always madvise never"), None);
         let smaps = "7f0000000000-7f0000400000 rw-p 00000000 00:00 0\nSize: 4096 kB\nAnonHugePages:  2048 kB\n7f0000400000-7f0000500000 rw-p 00000000 00:00 0\nAnonHugePages:  0 kB\n";
         assert_eq!(anon_huge_kib_in(smaps, 0x7f0000001000), Some(2048));
@@ -167,7 +205,7 @@ mod tests {
     fn mapping_aligned_and_touchable() {
         let m = Mapping::anon(4 * PAGE, HUGE, Some(false)).unwrap();
         assert_eq!(m.base as usize % HUGE, 0);
-        touch_write(m.base, 4);
-        assert_eq!(touch_read(m.base, 4), 4);
+        m.touch_write(4);
+        assert_eq!(m.touch_read(4), 4);
     }
 }

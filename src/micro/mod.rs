@@ -55,7 +55,8 @@ pub struct Options {
 impl Options {
     /// Samples for a configuration: the user's `--samples`, else `quick` or `full`.
     pub fn samples(&self, quick: usize, full: usize) -> usize {
-        self.samples.unwrap_or(if self.quick { quick } else { full })
+        self.samples
+            .unwrap_or(if self.quick { quick } else { full })
     }
 }
 
@@ -128,7 +129,13 @@ pub struct Sink<'a> {
 
 impl<'a> Sink<'a> {
     pub fn new(timer: &'a timer::TimerInfo) -> Self {
-        Sink { timer, measurements: Vec::new(), findings: Vec::new(), skips: Vec::new(), notes: Vec::new() }
+        Sink {
+            timer,
+            measurements: Vec::new(),
+            findings: Vec::new(),
+            skips: Vec::new(),
+            notes: Vec::new(),
+        }
     }
 
     /// Record a configuration. `params` are `(key, value)` pairs.
@@ -146,7 +153,10 @@ impl<'a> Sink<'a> {
         self.measurements.push(Measurement {
             bench: bench.to_string(),
             name,
-            params: params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            params: params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
             per: per.to_string(),
             pages: pages.max(1),
             samples,
@@ -156,7 +166,14 @@ impl<'a> Sink<'a> {
         self.measurements.last().expect("just pushed")
     }
 
-    pub fn finding(&mut self, bench: &str, key: &str, value: Option<f64>, unit: &str, text: String) {
+    pub fn finding(
+        &mut self,
+        bench: &str,
+        key: &str,
+        value: Option<f64>,
+        unit: &str,
+        text: String,
+    ) {
         self.findings.push(Finding {
             bench: bench.to_string(),
             key: key.to_string(),
@@ -167,12 +184,19 @@ impl<'a> Sink<'a> {
     }
 
     pub fn skip(&mut self, bench: &str, config: Option<String>, reason: impl Into<String>) {
-        self.skips.push(Skip { bench: bench.to_string(), config, reason: reason.into() });
+        self.skips.push(Skip {
+            bench: bench.to_string(),
+            config,
+            reason: reason.into(),
+        });
     }
 
     /// Median cycles of a configuration recorded earlier in this run.
     pub fn median(&self, name: &str) -> Option<f64> {
-        self.measurements.iter().find(|m| m.name == name).map(|m| m.cycles.median)
+        self.measurements
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| m.cycles.median)
     }
 }
 
@@ -185,12 +209,19 @@ pub fn select(names: &[String]) -> Result<Vec<&'static str>, String> {
     for n in names {
         // `tlb` selects every TLB family.
         let matched: Vec<&'static str> = if n == "tlb" {
-            BENCHES.iter().copied().filter(|b| b.starts_with("tlb-")).collect()
+            BENCHES
+                .iter()
+                .copied()
+                .filter(|b| b.starts_with("tlb-"))
+                .collect()
         } else {
             BENCHES.iter().copied().filter(|b| *b == n).collect()
         };
         if matched.is_empty() {
-            return Err(format!("unknown benchmark '{n}': expected one of {}, tlb or all", BENCHES.join(", ")));
+            return Err(format!(
+                "unknown benchmark '{n}': expected one of {}, tlb or all",
+                BENCHES.join(", ")
+            ));
         }
         for m in matched {
             if !out.contains(&m) {
@@ -218,8 +249,10 @@ pub fn run_suite(
         match harness::Realtime::enter() {
             Ok(g) => Some(g),
             Err(e) => {
-                sched_note = Some(format!("SCHED_FIFO refused ({e}): measured under the normal scheduler, \
-                                          other load can preempt samples"));
+                sched_note = Some(format!(
+                    "SCHED_FIFO refused ({e}): measured under the normal scheduler, \
+                                          other load can preempt samples"
+                ));
                 None
             }
         }
@@ -258,7 +291,13 @@ pub fn run_suite(
             sink.skip(b, None, format!("failed: {e:#}"));
         }
     }
-    let Sink { measurements, findings, skips, notes, .. } = sink;
+    let Sink {
+        measurements,
+        findings,
+        skips,
+        notes,
+        ..
+    } = sink;
     Ok(SuiteReport {
         arch: std::env::consts::ARCH.to_string(),
         quick: opts.quick,
@@ -283,7 +322,16 @@ mod tests {
     fn select_all_and_groups() {
         assert_eq!(select(&[]).unwrap().len(), BENCHES.len());
         let t = select(&["tlb".into(), "syscall".into()]).unwrap();
-        assert_eq!(t, vec!["syscall", "tlb-flush", "tlb-shootdown", "tlb-miss", "tlb-refill"]);
+        assert_eq!(
+            t,
+            vec![
+                "syscall",
+                "tlb-flush",
+                "tlb-shootdown",
+                "tlb-miss",
+                "tlb-refill"
+            ]
+        );
         let e = select(&["tlbflush".into()]).unwrap_err();
         assert!(e.contains("unknown benchmark 'tlbflush'"), "{e}");
     }

@@ -7,7 +7,9 @@
 //! other experiment: samples are runs.
 
 use super::SuiteReport;
-use crate::store::{Metric, MicroFinding, NewExperiment, NewRun, NewVariant, RunStatus, Slot, Status, Store};
+use crate::store::{
+    Metric, MicroFinding, NewExperiment, NewRun, NewVariant, RunStatus, Slot, Status, Store,
+};
 use std::collections::BTreeMap;
 
 fn now_ns() -> i64 {
@@ -18,7 +20,12 @@ fn now_ns() -> i64 {
 }
 
 /// Store the report; returns the experiment id.
-pub fn save(store: &mut Store, report: &SuiteReport, name: &str, argv: &[String]) -> anyhow::Result<i64> {
+pub fn save(
+    store: &mut Store,
+    report: &SuiteReport,
+    name: &str,
+    argv: &[String],
+) -> anyhow::Result<i64> {
     let design = serde_json::json!({
         "kind": "micro",
         "quick": report.quick,
@@ -38,9 +45,19 @@ pub fn save(store: &mut Store, report: &SuiteReport, name: &str, argv: &[String]
         p.insert("bench".into(), m.bench.clone());
         p.insert("per".into(), m.per.clone());
         p.insert("pages".into(), m.pages.to_string());
-        variants.push(NewVariant { name: m.name.clone(), command: None, parameters: p, knobs: vec![] });
+        variants.push(NewVariant {
+            name: m.name.clone(),
+            command: None,
+            parameters: p,
+            knobs: vec![],
+        });
         for _ in &m.samples {
-            schedule.push(Slot { seq, variant: i, block: 0, warmup: false });
+            schedule.push(Slot {
+                seq,
+                variant: i,
+                block: 0,
+                warmup: false,
+            });
             seq += 1;
         }
     }
@@ -60,7 +77,10 @@ pub fn save(store: &mut Store, report: &SuiteReport, name: &str, argv: &[String]
         for (i, m) in report.measurements.iter().enumerate() {
             let mut runs = Vec::with_capacity(m.samples.len());
             for &c in &m.samples {
-                let mut metrics = vec![Metric::new("cycles", c, "cycles"), Metric::new("ns", c * ns_per_cycle, "ns")];
+                let mut metrics = vec![
+                    Metric::new("cycles", c, "cycles"),
+                    Metric::new("ns", c * ns_per_cycle, "ns"),
+                ];
                 if m.pages > 1 {
                     metrics.push(Metric::new("cycles_per_page", c / m.pages as f64, "cycles"));
                 }
@@ -72,7 +92,11 @@ pub fn save(store: &mut Store, report: &SuiteReport, name: &str, argv: &[String]
                     variant: i,
                     seq,
                     warmup: false,
-                    status: if c.is_finite() { RunStatus::Ok } else { RunStatus::Failed },
+                    status: if c.is_finite() {
+                        RunStatus::Ok
+                    } else {
+                        RunStatus::Failed
+                    },
                     exit_code: None,
                     signal: None,
                     started_ns: stamp,
@@ -83,25 +107,40 @@ pub fn save(store: &mut Store, report: &SuiteReport, name: &str, argv: &[String]
             }
             store.commit_runs(&runs)?;
         }
-        let mut findings: Vec<MicroFinding> = report.findings.iter().map(|f| MicroFinding {
-            bench: f.bench.clone(),
-            key: f.key.clone(),
-            value: f.value,
-            unit: f.unit.clone(),
-            text: f.text.clone(),
-        }).collect();
+        let mut findings: Vec<MicroFinding> = report
+            .findings
+            .iter()
+            .map(|f| MicroFinding {
+                bench: f.bench.clone(),
+                key: f.key.clone(),
+                value: f.value,
+                unit: f.unit.clone(),
+                text: f.text.clone(),
+            })
+            .collect();
         for s in &report.skips {
             findings.push(MicroFinding {
                 bench: s.bench.clone(),
-                key: format!("skipped{}", s.config.as_ref().map(|c| format!(":{c}")).unwrap_or_default()),
+                key: format!(
+                    "skipped{}",
+                    s.config
+                        .as_ref()
+                        .map(|c| format!(":{c}"))
+                        .unwrap_or_default()
+                ),
                 value: None,
                 unit: String::new(),
                 text: s.reason.clone(),
             });
         }
         for n in &report.notes {
-            findings.push(MicroFinding { bench: String::new(), key: "note".into(), value: None, unit: String::new(),
-                                         text: n.clone() });
+            findings.push(MicroFinding {
+                bench: String::new(),
+                key: "note".into(),
+                value: None,
+                unit: String::new(),
+                text: n.clone(),
+            });
         }
         store.set_micro_findings(id, &findings)?;
         Ok(())

@@ -4,11 +4,19 @@ use super::{Measurement, SuiteReport};
 use std::fmt::Write;
 
 fn f0(x: f64) -> String {
-    if x.is_finite() { format!("{x:.0}") } else { "-".into() }
+    if x.is_finite() {
+        format!("{x:.0}")
+    } else {
+        "-".into()
+    }
 }
 
 fn f1(x: f64) -> String {
-    if x.is_finite() { format!("{x:.1}") } else { "-".into() }
+    if x.is_finite() {
+        format!("{x:.1}")
+    } else {
+        "-".into()
+    }
 }
 
 fn by<'a>(r: &'a SuiteReport, name: &str) -> Option<&'a Measurement> {
@@ -18,12 +26,24 @@ fn by<'a>(r: &'a SuiteReport, name: &str) -> Option<&'a Measurement> {
 /// Generic table: one row per configuration.
 fn generic(out: &mut String, ms: &[&Measurement]) {
     let w = ms.iter().map(|m| m.name.len()).max().unwrap_or(10).max(10);
-    let _ = writeln!(out, "  {:w$}  {:>9} {:>9} {:>9} {:>9} {:>9}  {:>8}  per", "config", "min", "p10",
-                     "median", "p90", "ns(med)", "samples");
+    let _ = writeln!(
+        out,
+        "  {:w$}  {:>9} {:>9} {:>9} {:>9} {:>9}  {:>8}  per",
+        "config", "min", "p10", "median", "p90", "ns(med)", "samples"
+    );
     for m in ms {
-        let _ = writeln!(out, "  {:w$}  {:>9} {:>9} {:>9} {:>9} {:>9}  {:>8}  {}", m.name, f0(m.cycles.min),
-                         f0(m.cycles.p10), f0(m.cycles.median), f0(m.cycles.p90), f1(m.ns.median), m.cycles.n,
-                         m.per);
+        let _ = writeln!(
+            out,
+            "  {:w$}  {:>9} {:>9} {:>9} {:>9} {:>9}  {:>8}  {}",
+            m.name,
+            f0(m.cycles.min),
+            f0(m.cycles.p10),
+            f0(m.cycles.median),
+            f0(m.cycles.p90),
+            f1(m.ns.median),
+            m.cycles.n,
+            m.per
+        );
     }
 }
 
@@ -31,9 +51,12 @@ fn generic(out: &mut String, ms: &[&Measurement]) {
 fn flush_table(out: &mut String, r: &SuiteReport, prefix: &str, knee: Option<usize>) {
     let ops = ["madvise", "mprotect"];
     let sizes: Vec<u64> = {
-        let mut v: Vec<u64> = r.measurements.iter()
+        let mut v: Vec<u64> = r
+            .measurements
+            .iter()
             .filter(|m| m.name.starts_with(&format!("{prefix}/")) && m.name.contains("/touched/"))
-            .map(|m| m.pages).collect();
+            .map(|m| m.pages)
+            .collect();
         v.sort();
         v.dedup();
         v
@@ -41,9 +64,15 @@ fn flush_table(out: &mut String, r: &SuiteReport, prefix: &str, knee: Option<usi
     if sizes.is_empty() {
         return;
     }
-    let _ = writeln!(out, "  {prefix}: median cycles per call (touched minus empty range) and per page");
-    let _ = writeln!(out, "  {:>5}  {:>9} {:>8} {:>9}   {:>9} {:>8} {:>9}", "pages", "madvise", "/page", "empty",
-                     "mprotect", "/page", "empty");
+    let _ = writeln!(
+        out,
+        "  {prefix}: median cycles per call (touched minus empty range) and per page"
+    );
+    let _ = writeln!(
+        out,
+        "  {:>5}  {:>9} {:>8} {:>9}   {:>9} {:>8} {:>9}",
+        "pages", "madvise", "/page", "empty", "mprotect", "/page", "empty"
+    );
     for n in sizes {
         let mut line = format!("  {n:>5} ");
         for op in ops {
@@ -52,7 +81,13 @@ fn flush_table(out: &mut String, r: &SuiteReport, prefix: &str, knee: Option<usi
             match (t, e) {
                 (Some(t), Some(e)) => {
                     let net = t.cycles.median - e.cycles.median;
-                    let _ = write!(line, " {:>9} {:>8} {:>9}  ", f0(net), f0(net / n as f64), f0(e.cycles.median));
+                    let _ = write!(
+                        line,
+                        " {:>9} {:>8} {:>9}  ",
+                        f0(net),
+                        f0(net / n as f64),
+                        f0(e.cycles.median)
+                    );
                 }
                 _ => line.push_str(&format!(" {:>9} {:>8} {:>9}  ", "-", "-", "-")),
             }
@@ -67,44 +102,92 @@ fn flush_table(out: &mut String, r: &SuiteReport, prefix: &str, knee: Option<usi
 pub fn text(r: &SuiteReport) -> String {
     let mut out = String::new();
     let t = &r.timer;
-    let _ = writeln!(out, "abperf micro{}  ({})", if r.quick { " --quick" } else { "" }, r.arch);
+    let _ = writeln!(
+        out,
+        "abperf micro{}  ({})",
+        if r.quick { " --quick" } else { "" },
+        r.arch
+    );
     let _ = writeln!(out, "cpu: {}", r.cpu_info.describe());
-    let _ = writeln!(out, "pinned to CPU {}, remote CPU {}", r.cpu,
-                     r.remote_cpu.map(|c| c.to_string()).unwrap_or_else(|| "none".into()));
-    let _ = writeln!(out, "timer: {} at {:.3} MHz ({}); overhead {:.0} cycles subtracted, resolution {} cycles",
-                     t.counter, t.hz / 1e6, t.hz_source, t.overhead, t.resolution);
+    let _ = writeln!(
+        out,
+        "pinned to CPU {}, remote CPU {}",
+        r.cpu,
+        r.remote_cpu
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "none".into())
+    );
+    let _ = writeln!(
+        out,
+        "timer: {} at {:.3} MHz ({}); overhead {:.0} cycles subtracted, resolution {} cycles",
+        t.counter,
+        t.hz / 1e6,
+        t.hz_source,
+        t.overhead,
+        t.resolution
+    );
     for n in &r.notes {
         let _ = writeln!(out, "note: {n}");
     }
     for b in &r.benches {
         let ms: Vec<&Measurement> = r.measurements.iter().filter(|m| &m.bench == b).collect();
         let _ = writeln!(out, "\n== {b} ==");
-        let knee_of = |op: &str| r.findings.iter()
-            .find(|f| f.bench == *b && f.key == format!("{op}-knee")).and_then(|f| f.value).map(|v| v as usize);
+        let knee_of = |op: &str| {
+            r.findings
+                .iter()
+                .find(|f| f.bench == *b && f.key == format!("{op}-knee"))
+                .and_then(|f| f.value)
+                .map(|v| v as usize)
+        };
         match b.as_str() {
-            "tlb-flush" => flush_table(&mut out, r, "tlb-flush", knee_of("madvise").or(knee_of("mprotect"))),
+            "tlb-flush" => flush_table(
+                &mut out,
+                r,
+                "tlb-flush",
+                knee_of("madvise").or(knee_of("mprotect")),
+            ),
             "tlb-shootdown" => {
-                let mut modes: Vec<String> = ms.iter()
-                    .filter_map(|m| m.name.split('/').nth(1).map(str::to_string)).collect();
+                let mut modes: Vec<String> = ms
+                    .iter()
+                    .filter_map(|m| m.name.split('/').nth(1).map(str::to_string))
+                    .collect();
                 modes.dedup();
                 for mode in modes {
                     flush_table(&mut out, r, &format!("tlb-shootdown/{mode}"), None);
                 }
             }
             "tlb-miss" => {
-                let mut ns: Vec<u64> = ms.iter().filter_map(|m| m.params.get("nodes")?.parse().ok()).collect();
+                let mut ns: Vec<u64> = ms
+                    .iter()
+                    .filter_map(|m| m.params.get("nodes")?.parse().ok())
+                    .collect();
                 ns.sort();
                 ns.dedup();
-                let _ = writeln!(out, "  median cycles per access; miss = page-strided minus dense (same lines)");
-                let _ = writeln!(out, "  {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}", "pages", "dense", "4K", "4K miss",
-                                 "2M", "2M miss");
+                let _ = writeln!(
+                    out,
+                    "  median cycles per access; miss = page-strided minus dense (same lines)"
+                );
+                let _ = writeln!(
+                    out,
+                    "  {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                    "pages", "dense", "4K", "4K miss", "2M", "2M miss"
+                );
                 for n in ns {
-                    let g = |k: &str| by(r, &format!("tlb-miss/{k}/n={n}")).map(|m| m.cycles.median);
+                    let g =
+                        |k: &str| by(r, &format!("tlb-miss/{k}/n={n}")).map(|m| m.cycles.median);
                     let d = g("dense").unwrap_or(f64::NAN);
                     let s = g("4k").unwrap_or(f64::NAN);
                     let h = g("2m").unwrap_or(f64::NAN);
-                    let _ = writeln!(out, "  {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}", n, f1(d), f1(s), f1(s - d),
-                                     f1(h), f1(h - d));
+                    let _ = writeln!(
+                        out,
+                        "  {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                        n,
+                        f1(d),
+                        f1(s),
+                        f1(s - d),
+                        f1(h),
+                        f1(h - d)
+                    );
                 }
             }
             _ => generic(&mut out, &ms),
@@ -113,10 +196,22 @@ pub fn text(r: &SuiteReport) -> String {
             let _ = writeln!(out, "  * {}", f.text);
         }
         for s in r.skips.iter().filter(|s| &s.bench == b) {
-            let _ = writeln!(out, "  skipped{}: {}", s.config.as_ref().map(|c| format!(" {c}")).unwrap_or_default(),
-                             s.reason);
+            let _ = writeln!(
+                out,
+                "  skipped{}: {}",
+                s.config
+                    .as_ref()
+                    .map(|c| format!(" {c}"))
+                    .unwrap_or_default(),
+                s.reason
+            );
         }
     }
-    let _ = writeln!(out, "\n{} configurations in {:.1} s", r.measurements.len(), r.elapsed_s);
+    let _ = writeln!(
+        out,
+        "\n{} configurations in {:.1} s",
+        r.measurements.len(),
+        r.elapsed_s
+    );
     out
 }

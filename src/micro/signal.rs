@@ -117,8 +117,14 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
     };
     let base = collect(10, samples, || time(0, false));
     let b = median(&base);
-    sink.add("signal", "signal/tgkill-sig0".into(), &[("sig", "0".into()), ("state", "clean".into())],
-             "call", 1, base);
+    sink.add(
+        "signal",
+        "signal/tgkill-sig0".into(),
+        &[("sig", "0".into()), ("state", "clean".into())],
+        "call",
+        1,
+        base,
+    );
     let before = HITS.load(Ordering::Relaxed);
     let avx_missing = cpu.avx512_missing();
     if let Some(why) = &avx_missing {
@@ -151,14 +157,39 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
     if delivered != expected {
         anyhow::bail!("signal handler ran {delivered} times, expected {expected}");
     }
-    let hex = |x: Option<u64>| x.map(|x| format!("0x{x:x}")).unwrap_or_else(|| "n/a".into());
-    sink.add("signal", "signal/deliver/clean".into(),
-             &[("sig", "SIGUSR1".into()), ("state", "clean".into()), ("xinuse", hex(xin_clean))], "signal", 1, clean);
+    let hex = |x: Option<u64>| {
+        x.map(|x| format!("0x{x:x}"))
+            .unwrap_or_else(|| "n/a".into())
+    };
+    sink.add(
+        "signal",
+        "signal/deliver/clean".into(),
+        &[
+            ("sig", "SIGUSR1".into()),
+            ("state", "clean".into()),
+            ("xinuse", hex(xin_clean)),
+        ],
+        "signal",
+        1,
+        clean,
+    );
     if avx_missing.is_none() {
-        sink.add("signal", "signal/deliver/avx512-dirty".into(),
-                 &[("sig", "SIGUSR1".into()), ("state", "avx512-dirty".into()), ("xinuse", hex(xin_dirty))],
-                 "signal", 1, dirty);
-        if let (Some(c), Some(d)) = (sink.median("signal/deliver/clean"), sink.median("signal/deliver/avx512-dirty")) {
+        sink.add(
+            "signal",
+            "signal/deliver/avx512-dirty".into(),
+            &[
+                ("sig", "SIGUSR1".into()),
+                ("state", "avx512-dirty".into()),
+                ("xinuse", hex(xin_dirty)),
+            ],
+            "signal",
+            1,
+            dirty,
+        );
+        if let (Some(c), Some(d)) = (
+            sink.median("signal/deliver/clean"),
+            sink.median("signal/deliver/avx512-dirty"),
+        ) {
             sink.finding("signal", "avx512-extra", Some(d - c), "cycles", format!(
                 "signal delivery+return: {c:.0} cycles clean, {d:.0} with dirty AVX-512 ({:+.0}; tgkill itself {b:.0})",
                 d - c));

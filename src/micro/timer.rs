@@ -74,7 +74,10 @@ fn raw() -> u64 {
 }
 
 pub fn mono_raw_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid pointer to a timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -105,7 +108,10 @@ impl TimerInfo {
         let hz_calibrated = calibrate(if quick { 20 } else { 100 });
         let (hz, hz_source) = match fixed {
             Some((hz, src)) => (hz, src),
-            None => (hz_calibrated, "calibrated against CLOCK_MONOTONIC_RAW".to_string()),
+            None => (
+                hz_calibrated,
+                "calibrated against CLOCK_MONOTONIC_RAW".to_string(),
+            ),
         };
         let pairs = empty_pairs(if quick { 20_000 } else { 200_000 });
         let empty_pair = Summary::of(&pairs);
@@ -162,7 +168,11 @@ fn resolution() -> u64 {
 pub fn resolution_of(steps: &[u64]) -> u64 {
     let mut sorted = steps.to_vec();
     sorted.sort_unstable();
-    let typical = sorted.get(sorted.len() / 2).copied().unwrap_or(1).clamp(1, 1024);
+    let typical = sorted
+        .get(sorted.len() / 2)
+        .copied()
+        .unwrap_or(1)
+        .clamp(1, 1024);
     (1..=typical)
         .rev()
         .find(|&g| steps.iter().filter(|&&d| d % g == 0).count() * 4 >= steps.len() * 3)
@@ -179,14 +189,20 @@ fn counter_frequency() -> (&'static str, Option<(f64, String)>) {
             let (den, num, crystal, _) = cpuid(0x15, 0);
             if den != 0 && num != 0 && crystal != 0 {
                 let hz = crystal as f64 * num as f64 / den as f64;
-                return ("tsc", Some((hz, "cpuid leaf 0x15 (crystal x ratio)".into())));
+                return (
+                    "tsc",
+                    Some((hz, "cpuid leaf 0x15 (crystal x ratio)".into())),
+                );
             }
         }
         let hv = cpuid(1, 0).2 & (1 << 31) != 0;
         if hv && cpuid(0x4000_0000, 0).0 >= 0x4000_0010 {
             let khz = cpuid(0x4000_0010, 0).0;
             if khz != 0 {
-                return ("tsc", Some((khz as f64 * 1e3, "hypervisor cpuid leaf 0x40000010".into())));
+                return (
+                    "tsc",
+                    Some((khz as f64 * 1e3, "hypervisor cpuid leaf 0x40000010".into())),
+                );
             }
         }
         // Leaf 0x16 only gives the nominal base frequency (not the TSC's): calibrate instead.
@@ -197,11 +213,17 @@ fn counter_frequency() -> (&'static str, Option<(f64, String)>) {
         let f: u64;
         // SAFETY: reading the architectural counter frequency register is allowed at EL0 on Linux.
         unsafe { core::arch::asm!("mrs {f}, cntfrq_el0", f = out(reg) f, options(nostack, nomem)) };
-        ("cntvct_el0", (f != 0).then(|| (f as f64, "cntfrq_el0".to_string())))
+        (
+            "cntvct_el0",
+            (f != 0).then(|| (f as f64, "cntfrq_el0".to_string())),
+        )
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
-        ("clock_monotonic_raw", Some((1e9, "nanoseconds".to_string())))
+        (
+            "clock_monotonic_raw",
+            Some((1e9, "nanoseconds".to_string())),
+        )
     }
 }
 
@@ -236,14 +258,43 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> anyhow::Result<()> {
     let n = opts.samples(20_000, 200_000);
     let pairs = empty_pairs(n);
     let t = sink.timer.clone();
-    sink.add("timer", "timer/empty-pair".into(), &[("counter", t.counter.clone())], "pair", 1, pairs);
-    sink.finding("timer", "overhead", Some(t.overhead), "cycles",
-        format!("empty start/stop pair, subtracted from every timed region (min {:.0}, p90 {:.0})",
-            t.empty_pair.min, t.empty_pair.p90));
-    sink.finding("timer", "resolution", Some(t.resolution as f64), "cycles",
-        "step of the counter (largest step dividing 75% of the changes seen in a tight read loop)".into());
-    sink.finding("timer", "frequency", Some(t.hz / 1e6), "MHz",
-        format!("{} (calibration against CLOCK_MONOTONIC_RAW: {:.3} MHz)", t.hz_source, t.hz_calibrated / 1e6));
+    sink.add(
+        "timer",
+        "timer/empty-pair".into(),
+        &[("counter", t.counter.clone())],
+        "pair",
+        1,
+        pairs,
+    );
+    sink.finding(
+        "timer",
+        "overhead",
+        Some(t.overhead),
+        "cycles",
+        format!(
+            "empty start/stop pair, subtracted from every timed region (min {:.0}, p90 {:.0})",
+            t.empty_pair.min, t.empty_pair.p90
+        ),
+    );
+    sink.finding(
+        "timer",
+        "resolution",
+        Some(t.resolution as f64),
+        "cycles",
+        "step of the counter (largest step dividing 75% of the changes seen in a tight read loop)"
+            .into(),
+    );
+    sink.finding(
+        "timer",
+        "frequency",
+        Some(t.hz / 1e6),
+        "MHz",
+        format!(
+            "{} (calibration against CLOCK_MONOTONIC_RAW: {:.3} MHz)",
+            t.hz_source,
+            t.hz_calibrated / 1e6
+        ),
+    );
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 //! (`tlb-refill`).
 
 use super::harness::{allowed_cpus, collect, median, pin_current};
-use super::mem::{HUGE, Mapping, PAGE, anon_huge_kib, madvise, mprotect, thp_mode, touch_write};
+use super::mem::{HUGE, Mapping, PAGE, anon_huge_kib, madvise, mprotect, thp_mode};
 use super::timer::{start, stop};
 use super::{Options, Sink};
 use anyhow::Result;
@@ -56,7 +56,7 @@ impl FlushRegions {
     fn new(max: usize) -> Result<FlushRegions> {
         let full = Mapping::anon(max * PAGE, PAGE, Some(false))?;
         let empty = Mapping::anon(max * PAGE, PAGE, Some(false))?;
-        touch_write(empty.base, max);
+        empty.touch_write(max);
         madvise(empty.base, max * PAGE, libc::MADV_DONTNEED)?;
         Ok(FlushRegions { full, empty })
     }
@@ -64,11 +64,12 @@ impl FlushRegions {
     /// One timed call on `n` pages; `touched` selects the populated region. Cycles, overhead
     /// subtracted.
     fn sample(&self, op: Op, n: usize, touched: bool, oh: f64) -> Result<f64> {
-        let base = if touched { self.full.base } else { self.empty.base };
+        let map = if touched { &self.full } else { &self.empty };
+        let base = map.base;
         let len = n * PAGE;
         if touched {
             // Populate (after madvise) or re-load the TLB entries (after mprotect).
-            touch_write(base, n);
+            map.touch_write(n);
         }
         let (t0, r, t1) = match op {
             Op::Madvise => {
@@ -94,25 +95,42 @@ impl FlushRegions {
     }
 
     /// Sweep `sizes` for `op`, recording touched and empty configurations under `prefix`.
-    fn sweep(&self, sink: &mut Sink, bench: &str, prefix: &str, extra: &[(&str, String)], op: Op,
-             sizes: &[usize], samples: usize) -> Result<Vec<(usize, f64)>> {
+    #[allow(clippy::too_many_arguments)] // labels of the stored configurations
+    fn sweep(
+        &self,
+        sink: &mut Sink,
+        bench: &str,
+        prefix: &str,
+        extra: &[(&str, String)],
+        op: Op,
+        sizes: &[usize],
+        samples: usize,
+    ) -> Result<Vec<(usize, f64)>> {
         let oh = sink.timer.overhead;
         let mut net = Vec::new();
         // Visit the sizes in a shuffled (seeded) order so that slow drift of the machine does
         // not masquerade as a trend in N; results are reported in ascending order.
         let mut order = sizes.to_vec();
         order.shuffle(&mut ChaCha8Rng::seed_from_u64(0x7cb));
+        // Samples in rounds over all sizes: each median spans the whole sweep.
+        let rounds = 5.min(samples);
+        let mut got: std::collections::BTreeMap<usize, (Vec<f64>, Vec<f64>)> = Default::default();
+        for round in 0..rounds {
+            let per = samples / rounds + usize::from(round < samples % rounds);
+            for &n in &order {
+                for _ in 0..if round == 0 { 3 } else { 1 } {
+                    self.sample(op, n, true, oh)?;
+                    self.sample(op, n, false, oh)?;
+                }
+                let e = got.entry(n).or_default();
+                for _ in 0..per {
+                    e.0.push(self.sample(op, n, true, oh)?);
+                    e.1.push(self.sample(op, n, false, oh)?);
+                }
+            }
+        }
         let mut results = Vec::new();
-        for &n in &order {
-            for _ in 0..3 {
-                self.sample(op, n, true, oh)?;
-                self.sample(op, n, false, oh)?;
-            }
-            let (mut full, mut empty) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
-            for _ in 0..samples {
-                full.push(self.sample(op, n, true, oh)?);
-                empty.push(self.sample(op, n, false, oh)?);
-            }
+        for (n, (full, empty)) in got {
             net.push((n, median(&full) - median(&empty)));
             results.push((n, full, empty));
         }
@@ -120,10 +138,20 @@ impl FlushRegions {
         results.sort_by_key(|r| r.0);
         for (n, full, empty) in results {
             for (kind, v) in [("touched", full), ("empty", empty)] {
-                let mut params = vec![("op", op.name().to_string()), ("pages", n.to_string()),
-                                      ("range", kind.to_string())];
+                let mut params = vec![
+                    ("op", op.name().to_string()),
+                    ("pages", n.to_string()),
+                    ("range", kind.to_string()),
+                ];
                 params.extend(extra.iter().cloned());
-                sink.add(bench, format!("{prefix}/{}/{kind}/n={n}", op.name()), &params, "call", n as u64, v);
+                sink.add(
+                    bench,
+                    format!("{prefix}/{}/{kind}/n={n}", op.name()),
+                    &params,
+                    "call",
+                    n as u64,
+                    v,
+                );
             }
         }
         Ok(net)
@@ -239,20 +267,27 @@ impl Remotes {
         let rt = super::harness::is_realtime();
         for &cpu in cpus {
             let (stop, ready) = (stop.clone(), ready.clone());
-            handles.push(std::thread::Builder::new().name(format!("abperf-remote{cpu}")).spawn(move || {
-                let pinned = pin_current(cpu).is_ok() && (!rt || super::harness::make_realtime().is_ok());
-                ready.fetch_add(if pinned { 1 } else { 1 << 20 }, Ordering::SeqCst);
-                while !stop.load(Ordering::Relaxed) {
-                    if spin {
-                        std::hint::spin_loop();
-                    } else {
-                        std::thread::park();
-                    }
-                }
-            })?);
+            handles.push(
+                std::thread::Builder::new()
+                    .name(format!("abperf-remote{cpu}"))
+                    .spawn(move || {
+                        let pinned = pin_current(cpu).is_ok()
+                            && (!rt || super::harness::make_realtime().is_ok());
+                        ready.fetch_add(if pinned { 1 } else { 1 << 20 }, Ordering::SeqCst);
+                        while !stop.load(Ordering::Relaxed) {
+                            if spin {
+                                std::hint::spin_loop();
+                            } else {
+                                std::thread::park();
+                            }
+                        }
+                    })?,
+            );
         }
         let r = Remotes { stop, handles };
-        while ready.load(Ordering::SeqCst) & ((1 << 20) - 1) < cpus.len() && ready.load(Ordering::SeqCst) >> 20 == 0 {
+        while ready.load(Ordering::SeqCst) & ((1 << 20) - 1) < cpus.len()
+            && ready.load(Ordering::SeqCst) >> 20 == 0
+        {
             std::thread::yield_now();
         }
         if ready.load(Ordering::SeqCst) >> 20 != 0 {
@@ -289,7 +324,11 @@ fn remote_cpus(opts: &Options) -> Vec<usize> {
 pub fn bench_shootdown(sink: &mut Sink, opts: &Options) -> Result<()> {
     let remotes = remote_cpus(opts);
     if remotes.is_empty() {
-        sink.skip("tlb-shootdown", None, "needs a second CPU (only one is allowed for this process)");
+        sink.skip(
+            "tlb-shootdown",
+            None,
+            "needs a second CPU (only one is allowed for this process)",
+        );
         return Ok(());
     }
     let sizes = [1, 2, 4, 8, 16, 32, 33, 34, 40, 64, 128, 256, 512];
@@ -309,18 +348,33 @@ pub fn bench_shootdown(sink: &mut Sink, opts: &Options) -> Result<()> {
         modes.push((format!("sleep{m}"), m, false));
     }
     for (mode, m, spin) in modes {
-        let _threads = if m > 0 { Some(Remotes::start(&remotes[..m], spin)?) } else { None };
-        let extra = [("remote", mode.clone()), ("remote_threads", m.to_string()),
-                     ("remote_cpus", format!("{:?}", &remotes[..m]))];
+        let _threads = if m > 0 {
+            Some(Remotes::start(&remotes[..m], spin)?)
+        } else {
+            None
+        };
+        let extra = [
+            ("remote", mode.clone()),
+            ("remote_threads", m.to_string()),
+            ("remote_cpus", format!("{:?}", &remotes[..m])),
+        ];
         for op in [Op::Madvise, Op::Mprotect] {
-            regions.sweep(sink, "tlb-shootdown", &format!("tlb-shootdown/{mode}"), &extra, op,
-                                    &sizes, samples)?;
+            regions.sweep(
+                sink,
+                "tlb-shootdown",
+                &format!("tlb-shootdown/{mode}"),
+                &extra,
+                op,
+                &sizes,
+                samples,
+            )?;
             if m > 0 {
                 let touched = |sink: &Sink, mode: &str, n: usize| {
                     sink.median(&format!("tlb-shootdown/{mode}/{}/touched/n={n}", op.name()))
                 };
                 for n in [1usize, 33, 34] {
-                    if let (Some(l), Some(r)) = (touched(sink, "local", n), touched(sink, &mode, n)) {
+                    if let (Some(l), Some(r)) = (touched(sink, "local", n), touched(sink, &mode, n))
+                    {
                         sink.finding("tlb-shootdown", &format!("{}-{mode}-n{n}-extra", op.name()), Some(r - l), "cycles",
                             format!("{n}-page {}: {r:.0} cycles with {m} {} remote thread(s), {l:.0} local ({:+.0})",
                                 op.name(), if spin { "spinning" } else { "sleeping" }, r - l));
@@ -339,7 +393,11 @@ fn build_chain(base: *mut u8, count: usize, stride: usize, seed: u64) -> *const 
     let mut order: Vec<usize> = (0..count).collect();
     order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
     let node = |i: usize| {
-        let line = if stride > 64 { (i % (stride / 64)) * 64 } else { 0 };
+        let line = if stride > 64 {
+            (i % (stride / 64)) * 64
+        } else {
+            0
+        };
         // SAFETY: inside the caller's mapping of count * stride bytes.
         unsafe { base.add(i * stride + line) as *mut usize }
     };
@@ -366,7 +424,9 @@ pub fn bench_miss(sink: &mut Sink, opts: &Options) -> Result<()> {
     let counts: Vec<usize> = if opts.quick {
         vec![16, 64, 256, 1024, 2048, 4096, 8192, 16384]
     } else {
-        vec![8, 16, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 16384]
+        vec![
+            8, 16, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 16384,
+        ]
     };
     let max = *counts.last().expect("sizes");
     let samples = opts.samples(9, 41);
@@ -375,15 +435,15 @@ pub fn bench_miss(sink: &mut Sink, opts: &Options) -> Result<()> {
     let thp = thp_mode();
     let mut kinds: Vec<(&str, Mapping, usize)> = Vec::new();
     let dense = Mapping::anon(max * 64, PAGE, Some(false))?;
-    touch_write(dense.base, (max * 64).div_ceil(PAGE));
+    dense.touch_write((max * 64).div_ceil(PAGE));
     kinds.push(("dense", dense, 64));
     let small = Mapping::anon(max * PAGE, PAGE, Some(false))?;
-    touch_write(small.base, max);
+    small.touch_write(max);
     kinds.push(("4k", small, PAGE));
     match thp.as_deref() {
         Some("always") | Some("madvise") => {
             let big = Mapping::anon(max * PAGE, HUGE, Some(true))?;
-            touch_write(big.base, max);
+            big.touch_write(max);
             let kib = anon_huge_kib(big.base).unwrap_or(0);
             let want = (max * PAGE / 1024) as u64;
             if kib < want {
@@ -391,7 +451,9 @@ pub fn bench_miss(sink: &mut Sink, opts: &Options) -> Result<()> {
                 let _ = madvise(big.base, max * PAGE, 25 /* MADV_COLLAPSE */);
             }
             let kib = anon_huge_kib(big.base).unwrap_or(0);
-            sink.notes.push(format!("tlb-miss: 2 MiB chase region {kib} of {want} KiB backed by huge pages"));
+            sink.notes.push(format!(
+                "tlb-miss: 2 MiB chase region {kib} of {want} KiB backed by huge pages"
+            ));
             if kib * 2 < want {
                 sink.skip("tlb-miss", Some("2m".into()), format!(
                     "THP is '{}' but only {kib} of {want} KiB got huge pages (fragmented memory?)",
@@ -401,10 +463,20 @@ pub fn bench_miss(sink: &mut Sink, opts: &Options) -> Result<()> {
             }
         }
         Some(mode) => {
-            sink.notes.push(format!("transparent huge pages are '{mode}' (not changed): no 2 MiB chase"));
-            sink.skip("tlb-miss", Some("2m".into()), format!("THP is '{mode}' (left unchanged)"));
+            sink.notes.push(format!(
+                "transparent huge pages are '{mode}' (not changed): no 2 MiB chase"
+            ));
+            sink.skip(
+                "tlb-miss",
+                Some("2m".into()),
+                format!("THP is '{mode}' (left unchanged)"),
+            );
         }
-        None => sink.skip("tlb-miss", Some("2m".into()), "kernel has no transparent huge pages"),
+        None => sink.skip(
+            "tlb-miss",
+            Some("2m".into()),
+            "kernel has no transparent huge pages",
+        ),
     }
     let mut per: std::collections::BTreeMap<(&str, usize), f64> = Default::default();
     for &n in &counts {
@@ -419,22 +491,47 @@ pub fn bench_miss(sink: &mut Sink, opts: &Options) -> Result<()> {
                 (t1.wrapping_sub(t0) as f64 - oh) / steps as f64
             });
             per.insert((kind, n), median(&s));
-            let page = if *kind == "2m" { "2M" } else if *kind == "4k" { "4K" } else { "dense" };
-            sink.add("tlb-miss", format!("tlb-miss/{kind}/n={n}"),
-                     &[("chain", kind.to_string()), ("nodes", n.to_string()), ("page", page.into()),
-                       ("footprint_lines", n.to_string())], "access", 1, s);
+            let page = if *kind == "2m" {
+                "2M"
+            } else if *kind == "4k" {
+                "4K"
+            } else {
+                "dense"
+            };
+            sink.add(
+                "tlb-miss",
+                format!("tlb-miss/{kind}/n={n}"),
+                &[
+                    ("chain", kind.to_string()),
+                    ("nodes", n.to_string()),
+                    ("page", page.into()),
+                    ("footprint_lines", n.to_string()),
+                ],
+                "access",
+                1,
+                s,
+            );
         }
     }
     // The miss cost: page-strided minus dense; where it jumps.
     for kind in ["4k", "2m"] {
-        let miss: Vec<(usize, f64)> = counts.iter()
-            .filter_map(|&n| Some((n, per.get(&(kind, n))? - per.get(&("dense", n))?))).collect();
+        let miss: Vec<(usize, f64)> = counts
+            .iter()
+            .filter_map(|&n| Some((n, per.get(&(kind, n))? - per.get(&("dense", n))?)))
+            .collect();
         if miss.is_empty() {
             continue;
         }
         let (big_n, big) = *miss.last().expect("nonempty");
-        sink.finding("tlb-miss", &format!("{kind}-miss-cycles"), Some(big), "cycles",
-            format!("{kind} pages, {big_n} pages: {big:.1} cycles per access above the dense chain"));
+        sink.finding(
+            "tlb-miss",
+            &format!("{kind}-miss-cycles"),
+            Some(big),
+            "cycles",
+            format!(
+                "{kind} pages, {big_n} pages: {big:.1} cycles per access above the dense chain"
+            ),
+        );
         // The reach: the last size before the miss cost exceeds 20 cycles per access.
         match miss.iter().position(|&(_, c)| c > 20.0) {
             Some(0) => sink.finding("tlb-miss", &format!("{kind}-reach"), None, "pages", format!(
@@ -453,19 +550,27 @@ pub fn bench_miss(sink: &mut Sink, opts: &Options) -> Result<()> {
 /// INVLPG per page) against `ceiling + 1` pages (full flush) and no flush.
 pub fn bench_refill(sink: &mut Sink, opts: &Options) -> Result<()> {
     let ceiling = kernel_ceiling().unwrap_or(DEFAULT_CEILING);
-    let ks: Vec<usize> = if opts.quick { vec![64, 512, 2048] } else { vec![16, 64, 256, 512, 1024, 2048, 4096] };
+    let ks: Vec<usize> = if opts.quick {
+        vec![64, 512, 2048]
+    } else {
+        vec![16, 64, 256, 512, 1024, 2048, 4096]
+    };
     let max = *ks.last().expect("sizes");
     let samples = opts.samples(21, 101);
     let oh = sink.timer.overhead;
     let ws = Mapping::anon(max * PAGE, PAGE, Some(false))?;
-    touch_write(ws.base, max);
+    ws.touch_write(max);
     let fl = Mapping::anon((ceiling + 1) * PAGE, PAGE, Some(false))?;
     for &k in &ks {
         let head = build_chain(ws.base, k, PAGE, 0xfeed + k as u64);
         let mut med = std::collections::BTreeMap::new();
-        for (kind, pages) in [("none", 0usize), ("partial", ceiling), ("full", ceiling + 1)] {
+        for (kind, pages) in [
+            ("none", 0usize),
+            ("partial", ceiling),
+            ("full", ceiling + 1),
+        ] {
             let one = || -> Result<f64> {
-                touch_write(fl.base, ceiling + 1);
+                fl.touch_write(ceiling + 1);
                 std::hint::black_box(chase(head, 2 * k));
                 if pages > 0 {
                     madvise(fl.base, pages * PAGE, libc::MADV_DONTNEED)?;
@@ -481,10 +586,19 @@ pub fn bench_refill(sink: &mut Sink, opts: &Options) -> Result<()> {
             }
             let s = (0..samples).map(|_| one()).collect::<Result<Vec<f64>>>()?;
             med.insert(kind, median(&s));
-            sink.add("tlb-refill", format!("tlb-refill/{kind}/k={k}"),
-                     &[("flush", kind.into()), ("flush_pages", pages.to_string()),
-                       ("working_set_pages", k.to_string()), ("ceiling", ceiling.to_string())],
-                     "re-touch", k as u64, s);
+            sink.add(
+                "tlb-refill",
+                format!("tlb-refill/{kind}/k={k}"),
+                &[
+                    ("flush", kind.into()),
+                    ("flush_pages", pages.to_string()),
+                    ("working_set_pages", k.to_string()),
+                    ("ceiling", ceiling.to_string()),
+                ],
+                "re-touch",
+                k as u64,
+                s,
+            );
         }
         let price = med["full"] - med["partial"];
         sink.finding("tlb-refill", &format!("full-flush-price-k{k}"), Some(price), "cycles", format!(
@@ -503,11 +617,24 @@ mod tests {
     fn knee_found_at_drop() {
         // 300/page up to 33, then a constant-ish full flush plus a small per-page zap cost.
         let pts: Vec<(usize, f64)> = (1..=64)
-            .map(|n| (n, if n <= 33 { 1000.0 + 300.0 * n as f64 } else { 6000.0 + 50.0 * n as f64 }))
+            .map(|n| {
+                (
+                    n,
+                    if n <= 33 {
+                        1000.0 + 300.0 * n as f64
+                    } else {
+                        6000.0 + 50.0 * n as f64
+                    },
+                )
+            })
             .collect();
         let k = find_knee(&pts).expect("knee");
         assert_eq!(k.at, 33);
-        assert!(k.step < 0.0 && (k.left_slope - 300.0).abs() < 1.0 && (k.right_slope - 50.0).abs() < 1.0);
+        assert!(
+            k.step < 0.0
+                && (k.left_slope - 300.0).abs() < 1.0
+                && (k.right_slope - 50.0).abs() < 1.0
+        );
     }
 
     #[test]
@@ -518,18 +645,30 @@ mod tests {
             let mut noise = || rng.random_range(-900.0..900.0);
             // madvise-like: 700/page, drop of 2500 after 33, then 600/page.
             let knee: Vec<(usize, f64)> = (1..=64)
-                .map(|n| (n, if n <= 33 { 700.0 * n as f64 } else { 700.0 * 33.0 - 2500.0 + 600.0 * (n - 33) as f64 } + noise()))
+                .map(|n| {
+                    (
+                        n,
+                        if n <= 33 {
+                            700.0 * n as f64
+                        } else {
+                            700.0 * 33.0 - 2500.0 + 600.0 * (n - 33) as f64
+                        } + noise(),
+                    )
+                })
                 .collect();
             let k = find_knee(&knee).expect("knee in noise");
             assert!((32..=34).contains(&k.at), "{k:?}");
-            let line: Vec<(usize, f64)> = (1..=64).map(|n| (n, 650.0 * n as f64 + noise())).collect();
+            let line: Vec<(usize, f64)> =
+                (1..=64).map(|n| (n, 650.0 * n as f64 + noise())).collect();
             assert_eq!(find_knee(&line), None, "no knee on a noisy line");
         }
     }
 
     #[test]
     fn no_knee_on_a_line() {
-        let pts: Vec<(usize, f64)> = (1..=64).map(|n| (n, 500.0 + 200.0 * n as f64 + (n % 3) as f64)).collect();
+        let pts: Vec<(usize, f64)> = (1..=64)
+            .map(|n| (n, 500.0 + 200.0 * n as f64 + (n % 3) as f64))
+            .collect();
         assert_eq!(find_knee(&pts), None);
         assert_eq!(find_knee(&pts[..5]), None);
     }

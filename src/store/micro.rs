@@ -34,7 +34,9 @@ const TABLES: &str = "
 
 impl Store {
     fn micro_migrate(&self) -> anyhow::Result<()> {
-        self.conn().execute_batch(TABLES).context("creating the micro_finding table")?;
+        self.conn()
+            .execute_batch(TABLES)
+            .context("creating the micro_finding table")?;
         Ok(())
     }
 
@@ -60,7 +62,10 @@ impl Store {
                         let v: i64 = vstmt
                             .query_row(params![run.experiment_id, run.variant as i64], |r| r.get(0))
                             .with_context(|| {
-                                format!("experiment {} has no variant #{}", run.experiment_id, run.variant)
+                                format!(
+                                    "experiment {} has no variant #{}",
+                                    run.experiment_id, run.variant
+                                )
                             })?;
                         cached = Some((run.experiment_id, run.variant, v));
                         v
@@ -80,7 +85,12 @@ impl Store {
                 let run_id = tx.last_insert_rowid();
                 for m in &run.metrics {
                     if !m.value.is_finite() {
-                        anyhow::bail!("metric {} of run {} is not a finite number ({})", m.name, run.seq, m.value);
+                        anyhow::bail!(
+                            "metric {} of run {} is not a finite number ({})",
+                            m.name,
+                            run.seq,
+                            m.value
+                        );
                     }
                     mstmt
                         .execute(params![run_id, m.name, m.value, m.unit])
@@ -93,15 +103,30 @@ impl Store {
     }
 
     /// Store the findings of a micro experiment (replacing any stored before).
-    pub fn set_micro_findings(&mut self, experiment_id: i64, findings: &[MicroFinding]) -> anyhow::Result<()> {
+    pub fn set_micro_findings(
+        &mut self,
+        experiment_id: i64,
+        findings: &[MicroFinding],
+    ) -> anyhow::Result<()> {
         self.micro_migrate()?;
         let tx = self.conn_mut().transaction()?;
-        tx.execute("DELETE FROM micro_finding WHERE experiment_id = ?1", [experiment_id])?;
+        tx.execute(
+            "DELETE FROM micro_finding WHERE experiment_id = ?1",
+            [experiment_id],
+        )?;
         for (i, f) in findings.iter().enumerate() {
             tx.execute(
                 "INSERT INTO micro_finding (experiment_id, position, bench, key, value, unit, text)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![experiment_id, i as i64, f.bench, f.key, f.value.filter(|v| v.is_finite()), f.unit, f.text],
+                params![
+                    experiment_id,
+                    i as i64,
+                    f.bench,
+                    f.key,
+                    f.value.filter(|v| v.is_finite()),
+                    f.unit,
+                    f.text
+                ],
             )?;
         }
         tx.commit()?;
@@ -115,7 +140,13 @@ impl Store {
             "SELECT bench, key, value, unit, text FROM micro_finding WHERE experiment_id = ?1 ORDER BY position",
         )?;
         let rows = stmt.query_map([experiment_id], |r| {
-            Ok(MicroFinding { bench: r.get(0)?, key: r.get(1)?, value: r.get(2)?, unit: r.get(3)?, text: r.get(4)? })
+            Ok(MicroFinding {
+                bench: r.get(0)?,
+                key: r.get(1)?,
+                value: r.get(2)?,
+                unit: r.get(3)?,
+                text: r.get(4)?,
+            })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -139,7 +170,12 @@ mod tests {
             seed: None,
             environment: serde_json::json!({}),
         };
-        let v = NewVariant { name: "syscall/getppid".into(), command: None, parameters: BTreeMap::new(), knobs: vec![] };
+        let v = NewVariant {
+            name: "syscall/getppid".into(),
+            command: None,
+            parameters: BTreeMap::new(),
+            knobs: vec![],
+        };
         let id = store.create_experiment(&exp, &[v], &[]).unwrap();
         let run = |seq: u32, c: f64| NewRun {
             experiment_id: id,
@@ -158,9 +194,16 @@ mod tests {
         // A bad value aborts the whole batch.
         assert!(store.commit_runs(&[run(2, 1.0), run(3, f64::NAN)]).is_err());
         assert_eq!(store.runs(id).unwrap().len(), 2);
-        let f = MicroFinding { bench: "tlb-flush".into(), key: "madvise-knee".into(), value: Some(33.0),
-                               unit: "pages".into(), text: "knee".into() };
-        store.set_micro_findings(id, &[f.clone()]).unwrap();
+        let f = MicroFinding {
+            bench: "tlb-flush".into(),
+            key: "madvise-knee".into(),
+            value: Some(33.0),
+            unit: "pages".into(),
+            text: "knee".into(),
+        };
+        store
+            .set_micro_findings(id, std::slice::from_ref(&f))
+            .unwrap();
         assert_eq!(store.micro_findings(id).unwrap(), vec![f]);
         store.delete(id).unwrap();
         assert!(store.micro_findings(id).unwrap().is_empty());
