@@ -79,6 +79,18 @@ pub struct Measurement {
     pub cycles: Summary,
     /// Summary of `samples` in nanoseconds (TSC frequency).
     pub ns: Summary,
+    /// Core clock (GHz) measured right after the samples (dependent add chain).
+    pub core_ghz: f64,
+    /// Summary of `samples` in core clock cycles (counter ticks / ticks per core cycle): the unit
+    /// that stays put when turbo moves the core clock against the fixed-rate TSC.
+    pub core_cycles: Summary,
+}
+
+impl Measurement {
+    /// Counter ticks per core cycle when this configuration ran.
+    pub fn ticks_per_core_cycle(&self, hz: f64) -> f64 {
+        hz / 1e9 / self.core_ghz
+    }
 }
 
 /// A derived figure (knee, per-miss cost, ...), with the configurations it was computed from.
@@ -150,6 +162,9 @@ impl<'a> Sink<'a> {
     ) -> &Measurement {
         let cycles = Summary::of(&samples);
         let ns = cycles.scaled(1e9 / self.timer.hz);
+        let ticks = timer::ticks_per_core_cycle();
+        let core_ghz = self.timer.hz / ticks / 1e9;
+        let core_cycles = cycles.scaled(1.0 / ticks);
         self.measurements.push(Measurement {
             bench: bench.to_string(),
             name,
@@ -162,6 +177,8 @@ impl<'a> Sink<'a> {
             samples,
             cycles,
             ns,
+            core_ghz,
+            core_cycles,
         });
         self.measurements.last().expect("just pushed")
     }
@@ -290,6 +307,14 @@ pub fn run_suite(
         if let Err(e) = r {
             sink.skip(b, None, format!("failed: {e:#}"));
         }
+    }
+    let end_ghz = timer.hz / timer::ticks_per_core_cycle() / 1e9;
+    if (end_ghz / timer.core_ghz - 1.0).abs() > 0.03 {
+        sink.notes.push(format!(
+            "core clock moved from {:.2} GHz at the start to {:.2} GHz at the end: cycle figures of \
+             different benchmarks are not at the same clock",
+            timer.core_ghz, end_ghz
+        ));
     }
     let Sink {
         measurements,

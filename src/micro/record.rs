@@ -1,7 +1,8 @@
 //! Saving a [`SuiteReport`] in the store as an experiment of kind `micro`:
-//! one variant per benchmark configuration (parameters: bench, per, pages and the
-//! configuration's own), one run per sample with metrics `cycles`, `ns` and, where an operation
-//! covers several pages, `cycles_per_page`. Findings, skips and notes go to `micro_finding`.
+//! one variant per benchmark configuration (parameters: bench, per, pages, core_ghz and the
+//! configuration's own), one run per sample with metrics `cycles` (counter ticks), `ns`,
+//! `core_cycles` (ticks / ticks per core cycle measured after the configuration) and, where an
+//! operation covers several pages, `cycles_per_page`. Findings, skips and notes go to `micro_finding`.
 //! Timer, TSC frequency and CPU features go into the design JSON, the machine into the usual
 //! environment snapshot. `abperf compare` and `abperf export` then treat a micro result like any
 //! other experiment: samples are runs.
@@ -45,6 +46,7 @@ pub fn save(
         p.insert("bench".into(), m.bench.clone());
         p.insert("per".into(), m.per.clone());
         p.insert("pages".into(), m.pages.to_string());
+        p.insert("core_ghz".into(), format!("{:.3}", m.core_ghz));
         variants.push(NewVariant {
             name: m.name.clone(),
             command: None,
@@ -76,10 +78,12 @@ pub fn save(
         let mut seq = 0u32;
         for (i, m) in report.measurements.iter().enumerate() {
             let mut runs = Vec::with_capacity(m.samples.len());
+            let tpc = m.ticks_per_core_cycle(report.timer.hz);
             for &c in &m.samples {
                 let mut metrics = vec![
                     Metric::new("cycles", c, "cycles"),
                     Metric::new("ns", c * ns_per_cycle, "ns"),
+                    Metric::new("core_cycles", c / tpc, "cycles"),
                 ];
                 if m.pages > 1 {
                     metrics.push(Metric::new("cycles_per_page", c / m.pages as f64, "cycles"));

@@ -28,19 +28,20 @@ fn generic(out: &mut String, ms: &[&Measurement]) {
     let w = ms.iter().map(|m| m.name.len()).max().unwrap_or(10).max(10);
     let _ = writeln!(
         out,
-        "  {:w$}  {:>9} {:>9} {:>9} {:>9} {:>9}  {:>8}  per",
-        "config", "min", "p10", "median", "p90", "ns(med)", "samples"
+        "  {:w$}  {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}  {:>8}  per",
+        "config", "min", "p10", "median", "p90", "ns(med)", "core(med)", "samples"
     );
     for m in ms {
         let _ = writeln!(
             out,
-            "  {:w$}  {:>9} {:>9} {:>9} {:>9} {:>9}  {:>8}  {}",
+            "  {:w$}  {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}  {:>8}  {}",
             m.name,
             f0(m.cycles.min),
             f0(m.cycles.p10),
             f0(m.cycles.median),
             f0(m.cycles.p90),
             f1(m.ns.median),
+            f0(m.core_cycles.median),
             m.cycles.n,
             m.per
         );
@@ -119,12 +120,19 @@ pub fn text(r: &SuiteReport) -> String {
     );
     let _ = writeln!(
         out,
-        "timer: {} at {:.3} MHz ({}); overhead {:.0} cycles subtracted, resolution {} cycles",
+        "cycles are counter ticks; core(med) = median in core clock cycles (core clock measured after each \
+         configuration)"
+    );
+    let _ = writeln!(
+        out,
+        "timer: {} at {:.3} MHz ({}); overhead {:.0} cycles subtracted, resolution {} cycles; \
+         core clock {:.2} GHz",
         t.counter,
         t.hz / 1e6,
         t.hz_source,
         t.overhead,
-        t.resolution
+        t.resolution,
+        t.core_ghz
     );
     for n in &r.notes {
         let _ = writeln!(out, "note: {n}");

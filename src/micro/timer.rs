@@ -73,6 +73,55 @@ fn raw() -> u64 {
     }
 }
 
+/// Counter ticks per core clock cycle: a chain of 10,000 dependent adds (one cycle each on any
+/// modern core) timed with the counter; the median of 21 tries. On x86 the TSC runs at a fixed
+/// rate, so this shows the core's actual clock (turbo, throttling, a busy SMT sibling).
+pub fn ticks_per_core_cycle() -> f64 {
+    let mut v: Vec<f64> = (0..21)
+        .map(|_| {
+            let t0 = start();
+            add_chain_1000();
+            let t1 = stop();
+            t1.wrapping_sub(t0) as f64 / 10_000.0
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[10]
+}
+
+#[inline(never)]
+fn add_chain_1000() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: register-only arithmetic.
+    unsafe {
+        core::arch::asm!(
+            "2:",
+            "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
+            "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
+            "dec {n}", "jnz 2b",
+            x = inout(reg) 0u64 => _, n = inout(reg) 1000u64 => _, options(nostack, nomem),
+        );
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: register-only arithmetic.
+    unsafe {
+        core::arch::asm!(
+            "2:",
+            "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1",
+            "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1",
+            "subs {n}, {n}, 1", "b.ne 2b",
+            x = inout(reg) 0u64 => _, n = inout(reg) 1000u64 => _, options(nostack, nomem),
+        );
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let mut x = 0u64;
+        for _ in 0..10_000 {
+            x = std::hint::black_box(x + 1);
+        }
+    }
+}
+
 pub fn mono_raw_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -98,6 +147,9 @@ pub struct TimerInfo {
     pub overhead: f64,
     /// Distribution of the empty start/stop pair, cycles.
     pub empty_pair: Summary,
+    /// Core clock in GHz when the timer was measured (counter frequency / ticks per dependent
+    /// add); compare it between runs to see frequency changes.
+    pub core_ghz: f64,
     /// Step of the counter, cycles (26 on this VM's scaled TSC, 1 on bare-metal x86).
     pub resolution: u64,
 }
@@ -123,6 +175,7 @@ impl TimerInfo {
             overhead: empty_pair.median,
             empty_pair,
             resolution: resolution(),
+            core_ghz: hz / ticks_per_core_cycle() / 1e9,
         }
     }
 
@@ -283,6 +336,18 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> anyhow::Result<()> {
         "cycles",
         "step of the counter (largest step dividing 75% of the changes seen in a tight read loop)"
             .into(),
+    );
+    sink.finding(
+        "timer",
+        "core-clock",
+        Some(t.core_ghz),
+        "GHz",
+        format!(
+            "core clock {:.2} GHz (dependent add chain: {:.3} counter ticks per core cycle); \
+             figures are in counter ticks",
+            t.core_ghz,
+            t.hz / 1e9 / t.core_ghz
+        ),
     );
     sink.finding(
         "timer",
