@@ -39,4 +39,8 @@ pub enum Command {
     Delete(crate::commands::delete::DeleteArgs),
     /// Microbenchmarks: TLB flush/shootdown/miss/refill, faults, syscall, ctxsw, xstate, signal
     Micro(crate::commands::micro::MicroArgs),
+    /// Verdicts: each variant against the baseline (stored experiment, two experiments, or files)
+    Compare(crate::commands::compare::CompareArgs),
+    /// Runs per variant needed to resolve an effect, and their wall-clock cost
+    Plan(crate::commands::plan::PlanArgs),
 }

@@ -1,9 +1,12 @@
 //! One file per subcommand: glue from parsed options to the library.
 
+pub mod compare;
+pub mod compare_input;
 pub mod delete;
 pub mod export;
 pub mod list;
 pub mod micro;
+pub mod plan;
 pub mod run;
 pub mod show;
 
@@ -37,5 +40,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Export(a) => export::run(a),
         Command::Delete(a) => delete::run(a),
         Command::Micro(a) => micro::run(a),
+        Command::Compare(args) => compare::run(args),
+        Command::Plan(args) => plan::run(args),
     }
 }

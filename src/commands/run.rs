@@ -322,6 +322,17 @@ fn finish(
     for v in variants {
         println!("{}", perfstat::variant_block(v, &runs));
     }
+    if variants.len() > 1 {
+        match crate::commands::compare::verdict_lines(store, id) {
+            Ok(lines) => {
+                for l in lines {
+                    println!("{l}");
+                }
+                println!();
+            }
+            Err(e) => eprintln!("abperf: no verdict: {e:#}"),
+        }
+    }
     match result {
         Ok(Ending::Complete) => {
             println!(

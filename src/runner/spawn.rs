@@ -53,19 +53,64 @@ fn pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Run `cmd` once and measure it.
-pub fn run(cmd: &Prepared, opts: &SpawnOptions) -> anyhow::Result<Outcome> {
-    let devnull = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/null")?;
+/// Start the child the cheap way: posix_spawn (glibc: clone with CLONE_VM|CLONE_VFORK), in its
+/// own process group, stdin (and with `quiet` stdout/stderr) on /dev/null. Used when nothing has
+/// to happen between fork and exec (no counters to attach, no pinning).
+fn start_spawn(
+    cmd: &Prepared,
+    argv: &[*const libc::c_char],
+    null_fd: i32,
+    quiet: bool,
+) -> anyhow::Result<(libc::pid_t, Instant)> {
+    // SAFETY: the attr and file-action objects are initialised before use and destroyed after;
+    // argv is NULL-terminated and, with program and environ, outlives the call.
+    unsafe {
+        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
+        let mut fa: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+        libc::posix_spawnattr_init(&mut attr);
+        libc::posix_spawnattr_setflags(&mut attr, libc::POSIX_SPAWN_SETPGROUP as libc::c_short);
+        libc::posix_spawnattr_setpgroup(&mut attr, 0);
+        libc::posix_spawn_file_actions_init(&mut fa);
+        libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 0);
+        if quiet {
+            libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 1);
+            libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 2);
+        }
+        let mut pid: libc::pid_t = 0;
+        let t0 = Instant::now();
+        let rc = libc::posix_spawn(
+            &mut pid,
+            cmd.program.as_ptr(),
+            &fa,
+            &attr,
+            argv.as_ptr() as *const *mut libc::c_char,
+            environ as *const *mut libc::c_char,
+        );
+        libc::posix_spawn_file_actions_destroy(&mut fa);
+        libc::posix_spawnattr_destroy(&mut attr);
+        if rc != 0 {
+            anyhow::bail!(
+                "cannot execute '{}': {}",
+                cmd.text,
+                std::io::Error::from_raw_os_error(rc)
+            );
+        }
+        signals::set_child(pid);
+        Ok((pid, t0))
+    }
+}
+
+/// Start the child with fork: it pins itself if asked, then waits at a gate until the counters
+/// are attached to it, then execs. Returns the pid, the start of the timed region and the counters.
+fn start_fork(
+    cmd: &Prepared,
+    argv: &[*const libc::c_char],
+    null_fd: i32,
+    opts: &SpawnOptions,
+) -> anyhow::Result<(libc::pid_t, Instant, Option<Counters>)> {
     let (gate_r, gate_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
-    let mut argv: Vec<*const libc::c_char> = cmd.argv.iter().map(|a| a.as_ptr()).collect();
-    argv.push(std::ptr::null());
     let gated = !opts.events.is_empty();
-    let null_fd = devnull.as_raw_fd();
-
     let mut t0 = Instant::now();
     // SAFETY: between fork and exec the child only makes async-signal-safe syscalls on memory
     // prepared before the fork (argv, program, fds), then execs or _exits.
@@ -134,6 +179,24 @@ pub fn run(cmd: &Prepared, opts: &SpawnOptions) -> anyhow::Result<Outcome> {
         kill_and_reap(pid);
         anyhow::bail!("cannot execute '{}': {e}", cmd.text);
     }
+    Ok((pid, t0, counters))
+}
+
+/// Run `cmd` once and measure it.
+pub fn run(cmd: &Prepared, opts: &SpawnOptions) -> anyhow::Result<Outcome> {
+    let devnull = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?;
+    let mut argv: Vec<*const libc::c_char> = cmd.argv.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    let null_fd = devnull.as_raw_fd();
+    let (pid, t0, counters) = if opts.events.is_empty() && opts.pin.is_none() {
+        let (pid, t0) = start_spawn(cmd, &argv, null_fd, opts.quiet)?;
+        (pid, t0, None)
+    } else {
+        start_fork(cmd, &argv, null_fd, opts)?
+    };
 
     let (cancel, watchdog) = match opts.timeout {
         Some(limit) => {

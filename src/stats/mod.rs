@@ -1,1 +1,55 @@
-//! (in progress)
+//! Statistics for A/B/n performance comparisons, as specified in STATISTICS.md.
+//!
+//! Pure computation: no I/O. Every function returns a clear [`StatsError`] (or a documented
+//! `None`) instead of NaN or a panic on degenerate input (too few values, zero variance, ties).
+//! Reference values for the unit tests come from scipy (`tools/stats_reference.py` writes
+//! `tests/data/stats_reference.json`); the product itself never calls Python.
+
+pub mod bootstrap;
+pub mod compare;
+pub mod describe;
+pub mod direction;
+pub mod dist;
+pub mod drift;
+pub mod equivalence;
+pub mod multiple;
+pub mod outliers;
+pub mod power;
+pub mod rank;
+pub mod render;
+pub mod selfcheck;
+pub mod variance;
+pub mod verdict;
+pub mod welch;
+
+#[cfg(test)]
+pub(crate) mod reference;
+
+use thiserror::Error;
+
+/// Why a statistic could not be computed. The message is meant for the user.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum StatsError {
+    #[error("{what} needs at least {need} values, got {got}")]
+    TooFew {
+        what: &'static str,
+        need: usize,
+        got: usize,
+    },
+    #[error("{0}: every value is the same (zero variance), so no test is possible")]
+    ZeroVariance(&'static str),
+    #[error("value {index} is not a finite number")]
+    NonFinite { index: usize },
+    #[error("the baseline mean is {0}; a ratio needs a positive baseline mean")]
+    NonPositiveMean(f64),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Check that every value is finite.
+pub fn check_finite(xs: &[f64]) -> Result<(), StatsError> {
+    match xs.iter().position(|x| !x.is_finite()) {
+        Some(index) => Err(StatsError::NonFinite { index }),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,187 @@
+//! `abperf plan`: runs per variant needed to resolve an effect with the requested power
+//! (non-central t), from a CV or from a stored pilot experiment, with the expected wall-clock
+//! cost from the stored run durations.
+
+use super::compare::DEFAULT_METRIC;
+use super::compare_input::from_store;
+use crate::error::usage;
+use crate::stats::describe::describe;
+use crate::stats::power::{power_two_sample, runs_needed_cv};
+use crate::stats::verdict::{fmt_effect, fmt_pct};
+use crate::store::Store;
+
+#[derive(Debug, clap::Args)]
+pub struct PlanArgs {
+    /// Smallest effect to resolve, in percent (e.g. 0.5)
+    #[arg(long, value_name = "PCT")]
+    pub effect: f64,
+    /// Pilot: a stored experiment whose run-to-run variation (CV) and durations to use
+    #[arg(
+        long,
+        value_name = "ID",
+        conflicts_with = "cv",
+        required_unless_present = "cv"
+    )]
+    pub from: Option<String>,
+    /// Coefficient of variation (SD / mean) in percent
+    #[arg(long, value_name = "PCT")]
+    pub cv: Option<f64>,
+    /// Power to reach
+    #[arg(long, default_value_t = 0.8, value_name = "P")]
+    pub power: f64,
+    /// Significance level (two-sided)
+    #[arg(long, default_value_t = 0.05, value_name = "A")]
+    pub alpha: f64,
+    /// With --from: the metric whose CV is used (default wall_ns)
+    #[arg(long, value_name = "NAME")]
+    pub metric: Option<String>,
+    #[command(flatten)]
+    pub db: crate::cli::DbArgs,
+}
+
+/// "2 h 05 min", "3.4 min", "12.3 s".
+pub fn fmt_duration(ns: f64) -> String {
+    let s = ns / 1e9;
+    if s >= 3600.0 {
+        let m = (s / 60.0).round() as u64;
+        format!("{} h {:02} min", m / 60, m % 60)
+    } else if s >= 60.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
+fn runs_text(cv: f64, args: &PlanArgs) -> (Option<usize>, String) {
+    let n = runs_needed_cv(cv, args.effect, args.alpha, args.power);
+    let thumb = 15.7 * (cv / args.effect).powi(2);
+    let text = match n {
+        Some(n) => format!(
+            "{n} runs per variant (power {:.2} at n={n}; rule of thumb 15.7 (CV/effect)^2 = {:.1})",
+            power_two_sample(args.effect / cv.max(f64::MIN_POSITIVE), n, args.alpha),
+            thumb
+        ),
+        None => format!(
+            "more than {} runs per variant",
+            crate::stats::power::MAX_RUNS
+        ),
+    };
+    (n, text)
+}
+
+pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
+    if !(args.effect > 0.0 && args.effect < 100.0) {
+        return Err(usage(format!(
+            "--effect {}: expected a percentage between 0 and 100, e.g. 0.5",
+            args.effect
+        )));
+    }
+    if !(args.power > 0.0 && args.power < 1.0) {
+        return Err(usage(format!(
+            "--power {}: expected a probability between 0 and 1, e.g. 0.8",
+            args.power
+        )));
+    }
+    if !(args.alpha > 0.0 && args.alpha < 0.5) {
+        return Err(usage(format!(
+            "--alpha {}: expected a level between 0 and 0.5, e.g. 0.05",
+            args.alpha
+        )));
+    }
+    let head = format!(
+        "To resolve a {} change with {:.0}% power (two-sided Welch, alpha {}):",
+        fmt_effect(args.effect),
+        args.power * 100.0,
+        args.alpha
+    );
+    if let Some(cv) = args.cv {
+        if !(cv > 0.0 && cv.is_finite()) {
+            return Err(usage(format!(
+                "--cv {cv}: expected a percentage above 0, e.g. 0.3"
+            )));
+        }
+        let (_, text) = runs_text(cv, &args);
+        println!("{head}");
+        println!("  at a CV of {}: {text}", fmt_pct(cv));
+        return Ok(0);
+    }
+    let reference = args.from.as_deref().expect("clap requires --from or --cv");
+    let store = Store::open_resolved(args.db.db.as_deref())?;
+    let id = store.resolve_id(reference)?;
+    let ds = from_store(&store, id)?;
+    let metric = args
+        .metric
+        .clone()
+        .unwrap_or_else(|| DEFAULT_METRIC.to_string());
+    let mut worst: Option<(f64, String)> = None;
+    let mut per_variant = Vec::new();
+    let mut cost_ns = 0.0;
+    let mut durations_known = true;
+    for v in &ds.variants {
+        let values: Vec<f64> = v
+            .runs
+            .iter()
+            .filter_map(|r| r.metrics.get(&metric).copied())
+            .collect();
+        let Some(d) = describe(&values) else { continue };
+        if d.n < 2 {
+            per_variant.push(format!(
+                "  {}: {} run(s), too few to estimate the CV",
+                v.name, d.n
+            ));
+            continue;
+        }
+        let Some(cv) = d.cv.map(|c| 100.0 * c) else {
+            continue;
+        };
+        per_variant.push(format!(
+            "  {}: CV {} over {} runs",
+            v.name,
+            fmt_pct(cv),
+            d.n
+        ));
+        if worst.as_ref().is_none_or(|w| cv > w.0) {
+            worst = Some((cv, v.name.clone()));
+        }
+        let durs: Vec<f64> = v.runs.iter().filter_map(|r| r.duration_ns).collect();
+        match describe(&durs) {
+            Some(dd) => cost_ns += dd.mean,
+            None => durations_known = false,
+        }
+    }
+    let Some((cv, name)) = worst else {
+        return Err(usage(format!(
+            "experiment {id}: no variant has two or more values of {metric}; choose --metric or run more"
+        )));
+    };
+    println!("{head}");
+    for line in per_variant {
+        println!("{line}");
+    }
+    let (n, text) = runs_text(cv, &args);
+    println!("  at the largest CV, {} ({name}): {text}", fmt_pct(cv));
+    if let Some(n) = n {
+        if durations_known && cost_ns > 0.0 {
+            println!(
+                "  expected wall-clock: {} variants x {n} runs = {} (from the mean stored run durations, without warm-ups)",
+                ds.variants.len(),
+                fmt_duration(cost_ns * n as f64)
+            );
+        } else {
+            println!("  expected wall-clock: unknown (no stored run durations)");
+        }
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(fmt_duration(12.34e9), "12.3 s");
+        assert_eq!(fmt_duration(125e9), "2.1 min");
+        assert_eq!(fmt_duration(7500e9), "2 h 05 min");
+    }
+}

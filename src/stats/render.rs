@@ -1,0 +1,262 @@
+//! Plain-text rendering of comparisons: the verdict line first, then the per-variant summary,
+//! the robust cross-checks, variability, drift, outliers and notes. Pure string formatting.
+
+use super::compare::Comparison;
+use super::describe::Description;
+use super::outliers::{Outliers, Severity};
+use super::verdict::{fmt_p, fmt_pct};
+use std::fmt::Write;
+
+/// `v` with `sig` significant digits, no exponent for ordinary magnitudes.
+pub fn fmt_sig(v: f64, sig: usize) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let mag = v.abs().log10().floor() as i32;
+    if !(-5..=15).contains(&mag) {
+        return format!("{v:.prec$e}", prec = sig.saturating_sub(1));
+    }
+    let decimals = (sig as i32 - 1 - mag).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// A value in its unit, nanoseconds scaled to a readable unit.
+pub fn fmt_value(v: f64, unit: &str) -> String {
+    if unit == "ns" {
+        let a = v.abs();
+        let (x, u) = if a >= 1e9 {
+            (v / 1e9, "s")
+        } else if a >= 1e6 {
+            (v / 1e6, "ms")
+        } else if a >= 1e3 {
+            (v / 1e3, "us")
+        } else {
+            (v, "ns")
+        };
+        return format!("{} {u}", fmt_sig(x, 6));
+    }
+    if unit.is_empty() {
+        fmt_sig(v, 6)
+    } else {
+        format!("{} {unit}", fmt_sig(v, 6))
+    }
+}
+
+fn summary_row(out: &mut String, name: &str, d: &Description, unit: &str, width: usize) {
+    let pct = |x: Option<f64>| {
+        x.map(|v| fmt_pct(100.0 * v))
+            .unwrap_or_else(|| "n/a".into())
+    };
+    let _ = writeln!(
+        out,
+        "    {name:<width$} {:>4} {:>14} {:>14} {:>12} {:>7} {:>14} {:>14}  (+- {})",
+        d.n,
+        fmt_value(d.mean, unit),
+        fmt_value(d.median, unit),
+        fmt_value(d.sd, unit),
+        pct(d.cv),
+        fmt_value(d.min, unit),
+        fmt_value(d.max, unit),
+        d.pm_pct.map(fmt_pct).unwrap_or_else(|| "n/a".into()),
+    );
+}
+
+fn outlier_text(name: &str, o: &Outliers, unit: &str) -> String {
+    if o.flags.is_empty() {
+        return format!("{name}: none");
+    }
+    let items: Vec<String> = o
+        .flags
+        .iter()
+        .map(|f| {
+            let kind = match f.tukey {
+                Some(Severity::Severe) => "severe",
+                Some(Severity::Mild) => "mild",
+                None => "modified-z",
+            };
+            format!(
+                "{} ({kind}, run #{})",
+                fmt_value(f.value, unit),
+                f.index + 1
+            )
+        })
+        .collect();
+    format!("{name}: {}", items.join(", "))
+}
+
+/// Full text of one comparison (the verdict line first).
+pub fn comparison_text(c: &Comparison, unit: &str) -> String {
+    let mut out = String::new();
+    let d = &c.details;
+    let dir = if c.higher_is_better {
+        "higher is better"
+    } else {
+        "lower is better"
+    };
+    let _ = writeln!(
+        out,
+        "{}: {} vs {} (baseline), {dir}",
+        c.metric, c.variant, c.baseline
+    );
+    let _ = writeln!(out, "  {} {}", c.verdict.upper(), c.line);
+    let width = c.baseline.len().max(c.variant.len()).max(7);
+    let _ = writeln!(
+        out,
+        "    {:<width$} {:>4} {:>14} {:>14} {:>12} {:>7} {:>14} {:>14}",
+        "variant", "n", "mean", "median", "sd", "cv", "min", "max"
+    );
+    summary_row(&mut out, &c.baseline, &d.baseline, unit, width);
+    summary_row(&mut out, &c.variant, &d.variant, unit, width);
+    if let Some(w) = &d.welch {
+        let ci = c
+            .ratio_ci
+            .map(|[l, h]| format!(", ratio {:.5} (95% Fieller CI {:.5}..{:.5})", c.ratio, l, h));
+        let _ = writeln!(
+            out,
+            "  primary: Welch t={:.3} df={:.1} {}{}",
+            w.t,
+            w.df,
+            fmt_p(w.p),
+            ci.unwrap_or_default()
+        );
+    }
+    if let Some(an) = &d.ancova {
+        let _ = writeln!(
+            out,
+            "  primary (drift): ANCOVA with run index, effect {} ({}), ratio {:.5} (95% CI {:.5}..{:.5}), drift {} per run",
+            fmt_value(an.effect, unit),
+            fmt_p(an.p),
+            an.ratio,
+            an.ratio_ci.0,
+            an.ratio_ci.1,
+            fmt_value(an.slope, unit)
+        );
+    }
+    let mut robust = Vec::new();
+    if let Some(mw) = &d.mann_whitney {
+        let how = match mw.method {
+            super::rank::Method::Exact => "exact",
+            super::rank::Method::Asymptotic => "normal approx.",
+        };
+        robust.push(format!(
+            "Mann-Whitney U={} {} ({how})",
+            fmt_sig(mw.u_a, 6),
+            fmt_p(mw.p)
+        ));
+    }
+    if let Some(hl) = &d.hodges_lehmann {
+        let ci = hl
+            .ci
+            .map(|(l, h)| format!(" (95% CI {}..{})", fmt_value(l, unit), fmt_value(h, unit)))
+            .unwrap_or_else(|| " (too few runs for a 95% CI)".into());
+        robust.push(format!(
+            "Hodges-Lehmann shift {}{ci}",
+            fmt_value(hl.shift, unit)
+        ));
+    }
+    if !robust.is_empty() {
+        let _ = writeln!(out, "  robust: {}", robust.join("; "));
+    }
+    if let Some(bs) = &d.bootstrap {
+        let show = |r: &Result<super::bootstrap::BcaCi, String>| match r {
+            Ok(ci) => format!("{:.5} (95% BCa {:.5}..{:.5})", ci.estimate, ci.low, ci.high),
+            Err(e) => format!("n/a ({e})"),
+        };
+        let _ = writeln!(
+            out,
+            "  bootstrap ({} resamples, seed {}): ratio of means {}; ratio of medians {}",
+            bs.resamples,
+            bs.seed,
+            show(&bs.ratio_means),
+            show(&bs.ratio_medians)
+        );
+    }
+    if let Some(d) = &c.disagree {
+        let _ = writeln!(out, "  {d}");
+    }
+    let sd = match (c.sd_ratio, c.sd_ratio_ci) {
+        (Some(r), Some([l, h])) => format!("SD ratio {r:.3} (95% BCa {l:.3}..{h:.3})"),
+        (Some(r), None) => format!("SD ratio {r:.3}"),
+        _ => "SD ratio n/a (baseline SD is 0)".into(),
+    };
+    let bf = match c.p_brown_forsythe {
+        Some(p) if p < c.options.alpha => {
+            format!("Brown-Forsythe {}: the variability differs", fmt_p(p))
+        }
+        Some(p) => format!("Brown-Forsythe {}: no difference in variability", fmt_p(p)),
+        None => "Brown-Forsythe n/a".into(),
+    };
+    let _ = writeln!(out, "  variability: {sd}; {bf}");
+    match &d.drift {
+        Some(dr) => {
+            let _ = writeln!(
+                out,
+                "  drift: Mann-Kendall (within variants) {}{}{}",
+                fmt_p(dr.mann_kendall.p),
+                dr.sen_slope
+                    .map(|s| format!(", Sen's slope {} per run", fmt_value(s, unit)))
+                    .unwrap_or_default(),
+                dr.lag1
+                    .map(|r| format!(", lag-1 autocorrelation {r:.2}"))
+                    .unwrap_or_default()
+            );
+        }
+        None => {
+            let _ = writeln!(out, "  drift: not checked (no common run order)");
+        }
+    }
+    if let Some(t) = &d.tost {
+        let _ = writeln!(
+            out,
+            "  equivalence: TOST within +-{} {}",
+            fmt_pct(t.margin * 100.0),
+            fmt_p(t.p)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  outliers (flagged, kept): {}; {}",
+        outlier_text(&c.baseline, &d.outliers_baseline, unit),
+        outlier_text(&c.variant, &d.outliers_variant, unit)
+    );
+    if let Some(r) = &d.without_severe_outliers {
+        let what = if r.changed {
+            "CHANGES the verdict"
+        } else {
+            "same verdict"
+        };
+        let when = if c.m > 1 {
+            " (both before correction)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "  without severe outliers ({}+{} removed): {what}{when}: {}",
+            r.removed_baseline, r.removed_variant, r.line
+        );
+    }
+    for n in &c.notes {
+        let _ = writeln!(out, "  note: {n}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_values() {
+        assert_eq!(fmt_sig(880.4375, 6), "880.438");
+        assert_eq!(fmt_value(26_346_436_425.0, "ns"), "26.3464 s");
+        assert_eq!(fmt_value(1500.0, "ns"), "1.5 us");
+        assert_eq!(fmt_value(12.0, "count"), "12 count");
+        assert_eq!(fmt_sig(-5.115, 6), "-5.115");
+    }
+}

@@ -1,0 +1,440 @@
+//! `abperf compare` and `abperf plan` through the real binary: ministat mode on files, and
+//! store-backed comparisons on experiments written with the store's own API (each test has its
+//! own temporary --db).
+
+use abperf::stats::dist::norm_ppf;
+use abperf::store::{Metric, NewExperiment, NewRun, NewVariant, RunStatus, Slot, Store};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::path::Path;
+use std::process::Command;
+
+fn abperf(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_abperf"))
+        .args(args)
+        .output()
+        .expect("run abperf");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn seed000_files(dir: &Path) -> (String, String) {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/seed000_time.txt"
+    ))
+    .unwrap();
+    let (mut n, mut y) = (
+        String::from("# seed 000, user seconds, use_invpcid_flush_one=n\n"),
+        String::new(),
+    );
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let row = format!("{} {} {}\n", f[1], f[2], f[3]);
+        if f[0] == "n" { n += &row } else { y += &row }
+    }
+    let (pn, py) = (dir.join("n"), dir.join("y"));
+    std::fs::write(&pn, n).unwrap();
+    std::fs::write(&py, y).unwrap();
+    (pn.display().to_string(), py.display().to_string())
+}
+
+#[test]
+fn ministat_mode_seed000() {
+    let dir = tempfile::tempdir().unwrap();
+    let (n, y) = seed000_files(dir.path());
+    let (code, out, err) = abperf(&["compare", &n, &y]);
+    assert_eq!(code, 0, "{err}");
+    let first = out.lines().nth(1).unwrap();
+    assert!(
+        first.starts_with("  FASTER y is 0.58% faster than n (95% CI "),
+        "{out}"
+    );
+    assert!(first.ends_with("p<0.0001, n=12+12, Welch)"), "{out}");
+    assert!(
+        out.contains("Brown-Forsythe p=0.31: no difference in variability"),
+        "{out}"
+    );
+
+    let (code, out, err) = abperf(&["compare", &n, &y, "--format", "json", "--resamples", "2000"]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let c = &j["comparisons"][0];
+    assert_eq!(c["verdict"], "faster");
+    assert_eq!(c["baseline"], "n");
+    assert_eq!(c["n_baseline"], 12);
+    assert!((c["change_pct"].as_f64().unwrap() + 0.578).abs() < 0.001);
+    assert!(c["p_welch"].as_f64().unwrap() < 1e-4);
+    assert!(c["drift_p"].is_null());
+    assert!(c["runs_needed"].is_null());
+    assert_eq!(c["ratio_ci"].as_array().unwrap().len(), 2);
+
+    // Column 2 is system time; column 3 is /usr/bin/time's m:ss elapsed, not a number.
+    let (code, out, _) = abperf(&["compare", "-c", "2", &n, &y]);
+    assert_eq!(code, 0);
+    assert!(out.contains("column 2: y vs n"), "{out}");
+    let (code, _, err) = abperf(&["compare", "-c", "3", &n, &y]);
+    assert_eq!(code, 2);
+    assert!(
+        err.ends_with(":2: column 3: expected a number, got '4:15.52'\n"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ministat_mode_errors_name_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.txt");
+    let b = dir.path().join("b.txt");
+    std::fs::write(&a, "1.0\n1.1\n# comment\n1.2\n1.05\n").unwrap();
+    std::fs::write(&b, "1.0\n1.1\nfast\n").unwrap();
+    let (code, _, err) = abperf(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("b.txt:3: column 1: expected a number, got 'fast'"),
+        "{err}"
+    );
+    std::fs::write(&b, "1.0\n-1.1\n").unwrap();
+    let (code, _, err) = abperf(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("b.txt:2: column 1: negative value"), "{err}");
+    std::fs::write(&b, "1.0\ninf\n").unwrap();
+    let (code, _, err) = abperf(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("b.txt:2:"), "{err}");
+    let (code, _, err) = abperf(&["compare", a.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("give at least two files"), "{err}");
+    let (code, _, err) = abperf(&["compare", a.to_str().unwrap(), "/no/such/file"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("'/no/such/file': no such file"), "{err}");
+    // Too few runs: description only, exit 0, no NaN.
+    std::fs::write(&b, "1.0\n1.1\n1.2\n").unwrap();
+    let (code, out, _) = abperf(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("Description only") && !out.contains("NaN"),
+        "{out}"
+    );
+    let (code, _, err) = abperf(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--alpha",
+        "2",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--alpha 2"), "{err}");
+}
+
+/// An experiment with variants A (baseline), B (1% slower) and C (A's values reshuffled), ABBA-like
+/// order, wall_ns and user_ns metrics, 20 runs per variant plus one warm-up each.
+fn make_experiment(store: &mut Store, kernel: &str, seed: u64) -> i64 {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let names = ["A", "B", "C"];
+    let variants: Vec<NewVariant> = names
+        .iter()
+        .map(|n| NewVariant {
+            name: n.to_string(),
+            command: Some(format!("true {n}")),
+            parameters: Default::default(),
+            knobs: vec![],
+        })
+        .collect();
+    let mut order: Vec<usize> = vec![0, 1, 2];
+    let mut schedule = Vec::new();
+    for v in 0..3 {
+        schedule.push(Slot {
+            seq: v as u32,
+            variant: v,
+            block: -1,
+            warmup: true,
+        });
+    }
+    for blk in 0..20 {
+        if blk % 2 == 1 {
+            order.reverse();
+        }
+        for &v in &order {
+            schedule.push(Slot {
+                seq: schedule.len() as u32,
+                variant: v,
+                block: blk,
+                warmup: false,
+            });
+        }
+    }
+    let exp = NewExperiment {
+        name: format!("cmp-{kernel}"),
+        kind: "run".into(),
+        command_line: vec!["abperf".into(), "run".into()],
+        design: serde_json::json!({"order": "abba", "seed": seed, "runs": 20, "warmup": 1}),
+        seed: Some(seed),
+        environment: serde_json::json!({"kernel": kernel, "cpu_model": "test CPU", "thp_enabled": "madvise"}),
+    };
+    let id = store.create_experiment(&exp, &variants, &schedule).unwrap();
+    let base: Vec<f64> = (0..20)
+        .map(|_| 1e9 * (1.0 + 0.002 * norm_ppf(rng.random_range(1e-9..1.0))))
+        .collect();
+    let mut c_vals = base.clone();
+    c_vals.rotate_left(7);
+    let mut k = [0usize; 3];
+    let mut t = 1_000_000_000_000i64;
+    for s in &schedule {
+        let v = s.variant;
+        let wall = if s.warmup {
+            2e9
+        } else {
+            let i = k[v];
+            k[v] += 1;
+            match v {
+                0 => base[i],
+                1 => 1.01e9 * (1.0 + 0.002 * norm_ppf(rng.random_range(1e-9..1.0))),
+                _ => c_vals[i],
+            }
+        };
+        let user = wall * 0.9;
+        store
+            .commit_run(&NewRun {
+                experiment_id: id,
+                variant: v,
+                seq: s.seq,
+                warmup: s.warmup,
+                status: RunStatus::Ok,
+                exit_code: Some(0),
+                signal: None,
+                started_ns: t,
+                ended_ns: t + wall as i64,
+                metrics: vec![
+                    Metric::new("wall_ns", wall, "ns"),
+                    Metric::new("user_ns", user, "ns"),
+                ],
+            })
+            .unwrap();
+        t += wall as i64 + 1000;
+    }
+    id
+}
+
+#[test]
+fn store_backed_compare_plan_and_verdict_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let dbs = db.to_str().unwrap();
+    let (id1, id2) = {
+        let mut store = Store::open(&db).unwrap();
+        (
+            make_experiment(&mut store, "6.18.0", 11),
+            make_experiment(&mut store, "6.19.0-rc1", 12),
+        )
+    };
+
+    let (code, out, err) = abperf(&[
+        "compare",
+        &id1.to_string(),
+        "--db",
+        dbs,
+        "--resamples",
+        "1000",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("SLOWER B is 1.0"), "{out}");
+    assert!(out.contains("Holm m=2"), "{out}");
+    assert!(
+        out.contains("NO DIFFERENCE No significant difference: C vs A +0.00%"),
+        "{out}"
+    );
+    assert!(
+        out.contains("drift: Mann-Kendall (within variants)"),
+        "{out}"
+    );
+    assert!(out.contains("left out: 3 runs"), "{out}");
+    assert!(out.contains("kernel 6.18.0"), "{out}");
+
+    let (code, out, err) = abperf(&[
+        "compare",
+        "latest",
+        "--db",
+        dbs,
+        "--metric",
+        "all",
+        "--format",
+        "json",
+        "--resamples",
+        "0",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let comps = j["comparisons"].as_array().unwrap();
+    assert_eq!(comps.len(), 4, "2 variants x 2 metrics");
+    assert!(
+        comps
+            .iter()
+            .all(|c| c["m"] == 4 && c["drift_p"].is_number())
+    );
+    assert_eq!(j["provenance"]["m"], 4);
+
+    let (code, out, err) = abperf(&[
+        "compare",
+        &id1.to_string(),
+        "--db",
+        dbs,
+        "--baseline",
+        "B",
+        "--resamples",
+        "0",
+        "--correction",
+        "bh",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("FASTER A is 1.00% faster than B") && out.contains("BH m=2"),
+        "{out}"
+    );
+
+    let (code, out, err) = abperf(&[
+        "compare",
+        &id1.to_string(),
+        &id2.to_string(),
+        "--db",
+        dbs,
+        "--variant",
+        "B",
+        "--resamples",
+        "0",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let first: Vec<&str> = out.lines().take(2).collect();
+    assert_eq!(
+        first,
+        [
+            "Environment differences (baseline -> candidate):",
+            "  kernel: 6.18.0 -> 6.19.0-rc1"
+        ],
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("#{id2}:B vs #{id1}:B (baseline)")),
+        "{out}"
+    );
+
+    let (code, _, err) = abperf(&["compare", &id1.to_string(), "--db", dbs, "--metric", "nope"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--metric nope: not stored; metrics: user_ns, wall_ns"),
+        "{err}"
+    );
+    let (code, _, err) = abperf(&["compare", "99", "--db", dbs]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no experiment 99"), "{err}");
+
+    let (code, out, err) = abperf(&[
+        "plan",
+        "--effect",
+        "0.3",
+        "--from",
+        &id1.to_string(),
+        "--db",
+        dbs,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("runs per variant"), "{out}");
+    assert!(out.contains("expected wall-clock: 3 variants x"), "{out}");
+
+    let store = Store::open(&db).unwrap();
+    let lines = abperf::commands::compare::verdict_lines(&store, id1).unwrap();
+    assert_eq!(lines.len(), 2);
+    assert!(
+        lines[0].starts_with("B is 1.0") && lines[0].contains("slower than A"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].starts_with("No significant difference: C vs A"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn plan_from_cv() {
+    let (code, out, _) = abperf(&["plan", "--effect", "0.3", "--cv", "0.3"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("17 runs per variant"), "{out}");
+    let (code, _, err) = abperf(&["plan", "--effect", "0.3"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = abperf(&["plan", "--effect", "0", "--cv", "1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--effect 0"), "{err}");
+}
+
+#[test]
+fn compare_after_real_abperf_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    let dbs = db.to_str().unwrap();
+    let (code, _, err) = abperf(&[
+        "run",
+        "--db",
+        dbs,
+        "-r",
+        "6",
+        "--warmup",
+        "1",
+        "--seed",
+        "7",
+        "-n",
+        "short",
+        "-n",
+        "long",
+        "sleep 0.01",
+        "sleep 0.03",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = abperf(&[
+        "compare",
+        "latest",
+        "--db",
+        dbs,
+        "--format",
+        "json",
+        "--resamples",
+        "1000",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let c = &j["comparisons"][0];
+    assert_eq!(
+        (c["baseline"].as_str(), c["variant"].as_str()),
+        (Some("short"), Some("long"))
+    );
+    assert_eq!(c["metric"], "wall_ns");
+    assert_eq!(c["verdict"], "slower", "{}", c["line"]);
+    assert_eq!(
+        (c["n_baseline"].as_u64(), c["n_variant"].as_u64()),
+        (Some(6), Some(6))
+    );
+    assert!(
+        c["drift_p"].is_number(),
+        "ABBA order is stored, so drift is checked"
+    );
+    assert!(c["ratio"].as_f64().unwrap() > 1.3, "{}", c["line"]);
+    assert_eq!(
+        j["provenance"]["runs_left_out"], 2,
+        "warm-ups are never analysed"
+    );
+    let store = Store::open(&db).unwrap();
+    let id = store.resolve_id("latest").unwrap();
+    let lines = abperf::commands::compare::verdict_lines(&store, id).unwrap();
+    assert!(
+        lines[0].starts_with("long is ") && lines[0].contains("% slower than short"),
+        "{lines:?}"
+    );
+}
