@@ -199,6 +199,37 @@ fn quick_suite_is_plausible_stored_and_exportable() {
     );
     let list = abperf().args(["list", "--db"]).arg(&db).output().unwrap();
     assert!(String::from_utf8_lossy(&list.stdout).contains("micro"));
+    // A second run of one benchmark compares against the first like any two experiments.
+    let out = abperf()
+        .args(["micro", "--quick", "--samples", "101", "syscall", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = abperf()
+        .args([
+            "compare",
+            &id.to_string(),
+            "latest",
+            "--variant",
+            "syscall/getppid",
+            "--metric",
+            "cycles",
+            "--db",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("syscall/getppid") && text.contains("cycles"),
+        "compare output: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
