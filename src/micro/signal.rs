@@ -93,7 +93,7 @@ mod raw {
 
 pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
     const K: usize = 32;
-    let samples = opts.samples(61, 501);
+    let samples = opts.samples(61, 301);
     let oh = sink.timer.overhead;
     let _h = Handler::install()?;
     // SAFETY: plain getters.

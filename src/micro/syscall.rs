@@ -28,7 +28,7 @@ fn empty_loop(n: usize) -> u64 {
 }
 
 pub fn bench(sink: &mut Sink, opts: &Options) -> anyhow::Result<()> {
-    let samples = opts.samples(1001, 5001);
+    let samples = opts.samples(1001, 2001);
     let oh = sink.timer.overhead;
     // Rounds alternating the two loops, so that both medians span the whole benchmark.
     let rounds = 10.min(samples);

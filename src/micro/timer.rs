@@ -308,7 +308,7 @@ fn calibrate(ms: u64) -> f64 {
 
 /// The `timer` benchmark: record the empty pair's distribution and the counter's properties.
 pub fn bench(sink: &mut Sink, opts: &Options) -> anyhow::Result<()> {
-    let n = opts.samples(20_000, 200_000);
+    let n = opts.samples(2001, 20_001);
     let pairs = empty_pairs(n);
     let t = sink.timer.clone();
     sink.add(

@@ -238,7 +238,7 @@ fn knee_finding(sink: &mut Sink, bench: &str, key: &str, net: &[(usize, f64)]) {
 /// `tlb-flush`: local madvise(MADV_DONTNEED) and mprotect on N touched pages minus empty range.
 pub fn bench_flush(sink: &mut Sink, opts: &Options) -> Result<()> {
     let sizes = flush_sizes();
-    let samples = opts.samples(101, 501);
+    let samples = opts.samples(101, 201);
     let regions = FlushRegions::new(512)?;
     for op in [Op::Madvise, Op::Mprotect] {
         let net = regions.sweep(sink, "tlb-flush", "tlb-flush", &[], op, &sizes, samples)?;

@@ -287,7 +287,7 @@ mod imp {
             .div_ceil(64)
             * 64;
         let lines = size / 64;
-        let samples = opts.samples(301, 3001);
+        let samples = opts.samples(301, 1001);
         let oh = sink.timer.overhead;
         const K: usize = 32;
 
