@@ -43,6 +43,8 @@ pub enum Command {
     Import(crate::commands::import::ImportArgs),
     /// Report an experiment as text, mail, Markdown, JSON, CSV, HTML or hyperfine JSON
     Report(crate::commands::report::ReportArgs),
+    /// Microbenchmarks: TLB flush/shootdown/miss/refill, faults, syscall, ctxsw, xstate, signal
+    Micro(crate::commands::micro::MicroArgs),
     /// Verdicts: each variant against the baseline (stored experiment, two experiments, or files)
     Compare(crate::commands::compare::CompareArgs),
     /// Runs per variant needed to resolve an effect, and their wall-clock cost

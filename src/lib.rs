@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod error;
 pub mod import;
 pub mod measure;
+pub mod micro;
 pub mod report;
 pub mod runner;
 pub mod stats;

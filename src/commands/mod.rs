@@ -7,6 +7,7 @@ pub mod doctor;
 pub mod export;
 pub mod import;
 pub mod list;
+pub mod micro;
 pub mod plan;
 pub mod report;
 pub mod run;
@@ -45,6 +46,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Doctor(a) => doctor::run(a),
         Command::Import(args) => import::run(args),
         Command::Report(args) => report::run(args),
+        Command::Micro(a) => micro::run(a),
         Command::Compare(args) => compare::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Trace(a) => trace::run(a),

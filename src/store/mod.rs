@@ -5,12 +5,14 @@
 
 mod experiments;
 mod import;
+mod micro;
 mod schema;
 pub mod trace;
 mod tune;
 
 pub use experiments::*;
 pub use import::*;
+pub use micro::MicroFinding;
 pub use schema::{MIGRATIONS, current_version};
 pub use tune::{SOURCE_FIX, SOURCE_RUN, TuneRecord};
 

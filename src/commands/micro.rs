@@ -1,0 +1,137 @@
+//! `abperf micro`: microbenchmarks of TLB flushes, faults, syscalls, context switches, xstate and
+//! signals; results printed and stored as an experiment.
+
+use crate::cli::DbArgs;
+use crate::error::usage;
+use crate::micro::{self, Options};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// Microbenchmarks: timer, syscall, xstate, signal, page-fault, tlb-flush, tlb-shootdown,
+/// tlb-miss, tlb-refill, ctxsw. Figures are cycles of the timestamp counter (TSC on x86,
+/// cntvct_el0 on aarch64) with the timer's own overhead subtracted, and nanoseconds.
+#[derive(Debug, clap::Args)]
+pub struct MicroArgs {
+    /// Benchmarks to run (default: all). `tlb` selects every tlb-* benchmark.
+    #[arg(value_name = "BENCH")]
+    pub benches: Vec<String>,
+    /// Fewer samples and smaller sweeps (whole suite well under a minute)
+    #[arg(long)]
+    pub quick: bool,
+    /// Samples per configuration (default depends on the benchmark and on --quick)
+    #[arg(long, value_name = "N")]
+    pub samples: Option<usize>,
+    /// CPU to pin the measuring thread to (default: the first CPU this process may use)
+    #[arg(long, value_name = "C")]
+    pub cpu: Option<usize>,
+    /// CPU for the other side of shootdowns and cross-CPU ping-pong (default: the next one)
+    #[arg(long, value_name = "C")]
+    pub remote_cpu: Option<usize>,
+    /// Output format on stdout
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Experiment name in the store (default: "micro" and the benchmarks)
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Do not run the measuring and helper threads under SCHED_FIFO (default: they do, when
+    /// permitted, so that other load cannot preempt a sample or deschedule a helper)
+    #[arg(long)]
+    pub no_rt: bool,
+    /// Do not store the results
+    #[arg(long)]
+    pub no_store: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
+    let benches = micro::select(&args.benches).map_err(usage)?;
+    if let Some(n) = args.samples
+        && !(3..=1_000_000).contains(&n)
+    {
+        return Err(usage(format!(
+            "--samples {n}: expected a number from 3 to 1000000"
+        )));
+    }
+    let allowed = micro::harness::allowed_cpus();
+    let shown = allowed
+        .iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let cpu = args.cpu.unwrap_or(allowed[0]);
+    if !allowed.contains(&cpu) {
+        return Err(usage(format!(
+            "--cpu {cpu}: not a CPU this process may run on (allowed: {shown})"
+        )));
+    }
+    let remote_cpu = match args.remote_cpu {
+        Some(r) if r == cpu => {
+            return Err(usage(format!(
+                "--remote-cpu {r}: must differ from --cpu {cpu}"
+            )));
+        }
+        Some(r) if !allowed.contains(&r) => {
+            return Err(usage(format!(
+                "--remote-cpu {r}: not a CPU this process may run on (allowed: {shown})"
+            )));
+        }
+        Some(r) => Some(r),
+        None => allowed.iter().copied().find(|&c| c != cpu),
+    };
+    // Open the store first: a bad --db fails before minutes of measuring.
+    let mut store = if args.no_store {
+        None
+    } else {
+        Some(crate::store::Store::open_resolved(args.db.db.as_deref())?)
+    };
+    let opts = Options {
+        quick: args.quick,
+        samples: args.samples,
+        cpu,
+        remote_cpu,
+        realtime: !args.no_rt,
+    };
+    let bar = indicatif::ProgressBar::new(benches.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("micro [{pos}/{len}] {msg} {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let report = micro::run_suite(&benches, &opts, |b| {
+        bar.set_message(b.to_string());
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+    let argv: Vec<String> = std::env::args().collect();
+    let id = match store.as_mut() {
+        Some(s) => {
+            let name = args.name.clone().unwrap_or_else(|| {
+                if benches.len() == micro::BENCHES.len() {
+                    "micro".to_string()
+                } else {
+                    format!("micro {}", benches.join(" "))
+                }
+            });
+            Some(micro::record::save(s, &report, &name, &argv)?)
+        }
+        None => None,
+    };
+    match args.format {
+        Format::Text => {
+            print!("{}", micro::render::text(&report));
+            if let (Some(id), Some(s)) = (id, store.as_ref()) {
+                println!("stored as experiment {id} in {}", s.path().display());
+            }
+        }
+        Format::Json => {
+            let mut v = serde_json::to_value(&report)?;
+            v["experiment_id"] = serde_json::json!(id);
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,202 @@
+//! Measurement harness: CPU pinning (restored on drop), warm-up, sampling and summaries.
+
+use serde::Serialize;
+
+/// Pins the calling thread to one CPU; restores the previous affinity when dropped.
+pub struct Pin {
+    saved: libc::cpu_set_t,
+}
+
+impl Pin {
+    pub fn to(cpu: usize) -> std::io::Result<Pin> {
+        // SAFETY: cpu_set_t is plain data; the calls get valid pointers and sizes.
+        unsafe {
+            let mut saved: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut saved) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            pin_current(cpu)?;
+            Ok(Pin { saved })
+        }
+    }
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        // SAFETY: restoring a mask we read earlier.
+        unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.saved);
+        }
+    }
+}
+
+/// Pin the calling thread (or a freshly forked process) to `cpu`, without saving anything.
+pub fn pin_current(cpu: usize) -> std::io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "CPU number too large",
+        ));
+    }
+    // SAFETY: as above.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// CPUs this process may run on.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: as above.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return vec![0];
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// Runs the calling thread under SCHED_FIFO priority 1 (so that other load on the machine
+/// cannot preempt a measurement or deschedule a helper thread); restores the previous policy
+/// when dropped.
+pub struct Realtime {
+    policy: i32,
+    param: libc::sched_param,
+}
+
+impl Realtime {
+    pub fn enter() -> std::io::Result<Realtime> {
+        // SAFETY: sched_* calls on the calling thread with valid structs.
+        unsafe {
+            let policy = libc::sched_getscheduler(0);
+            let mut param: libc::sched_param = std::mem::zeroed();
+            if policy < 0 || libc::sched_getparam(0, &mut param) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            make_realtime()?;
+            Ok(Realtime { policy, param })
+        }
+    }
+}
+
+impl Drop for Realtime {
+    fn drop(&mut self) {
+        // SAFETY: restoring what we read.
+        unsafe { libc::sched_setscheduler(0, self.policy, &self.param) };
+    }
+}
+
+/// Put the calling thread under SCHED_FIFO priority 1, without saving anything (helper threads
+/// and forked children that end with the benchmark).
+pub fn make_realtime() -> std::io::Result<()> {
+    let p = libc::sched_param { sched_priority: 1 };
+    // SAFETY: valid struct, calling thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether the calling thread runs under SCHED_FIFO (helpers copy the measuring thread).
+pub fn is_realtime() -> bool {
+    // SAFETY: plain query.
+    unsafe { libc::sched_getscheduler(0) == libc::SCHED_FIFO }
+}
+
+/// Run `f` `warmup` times discarding the result, then `samples` times collecting it.
+pub fn collect(warmup: usize, samples: usize, mut f: impl FnMut() -> f64) -> Vec<f64> {
+    for _ in 0..warmup {
+        std::hint::black_box(f());
+    }
+    (0..samples).map(|_| f()).collect()
+}
+
+/// Order statistics of a sample.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Summary {
+    pub n: usize,
+    pub min: f64,
+    pub p10: f64,
+    pub median: f64,
+    pub p90: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl Summary {
+    /// Summary of `v` (non-finite values are ignored; an empty sample gives all zeros, n = 0).
+    pub fn of(v: &[f64]) -> Summary {
+        let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        if s.is_empty() {
+            return Summary::default();
+        }
+        s.sort_by(f64::total_cmp);
+        Summary {
+            n: s.len(),
+            min: s[0],
+            p10: quantile(&s, 0.10),
+            median: quantile(&s, 0.5),
+            p90: quantile(&s, 0.90),
+            max: s[s.len() - 1],
+            mean: s.iter().sum::<f64>() / s.len() as f64,
+        }
+    }
+
+    pub fn scaled(&self, k: f64) -> Summary {
+        Summary {
+            n: self.n,
+            min: self.min * k,
+            p10: self.p10 * k,
+            median: self.median * k,
+            p90: self.p90 * k,
+            max: self.max * k,
+            mean: self.mean * k,
+        }
+    }
+}
+
+/// Linear-interpolated quantile of sorted data (type 7, as R and numpy default).
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let h = (sorted.len() - 1) as f64 * q;
+    let lo = h.floor() as usize;
+    let hi = h.ceil() as usize;
+    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+/// Median of an unsorted sample (0 for an empty one).
+pub fn median(v: &[f64]) -> f64 {
+    Summary::of(v).median
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_quantiles() {
+        let v: Vec<f64> = (1..=11).map(|x| x as f64).collect();
+        let s = Summary::of(&v);
+        assert_eq!((s.min, s.median, s.max, s.n), (1.0, 6.0, 11.0, 11));
+        assert!((s.p10 - 2.0).abs() < 1e-9 && (s.p90 - 10.0).abs() < 1e-9);
+        assert_eq!(Summary::of(&[f64::NAN]).n, 0);
+        assert_eq!(Summary::of(&[2.0, 4.0]).median, 3.0);
+    }
+
+    #[test]
+    fn pin_and_restore() {
+        let before = allowed_cpus();
+        {
+            let _p = Pin::to(before[0]).unwrap();
+            assert_eq!(allowed_cpus(), vec![before[0]]);
+        }
+        assert_eq!(allowed_cpus(), before);
+        assert!(Pin::to(100_000).is_err());
+    }
+}

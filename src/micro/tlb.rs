@@ -1,0 +1,690 @@
+//! TLB benchmarks: local flush cost by pages (`tlb-flush`), remote shootdown (`tlb-shootdown`),
+//! TLB miss cost by pointer chasing (`tlb-miss`) and the refill price of a full flush
+//! (`tlb-refill`).
+
+use super::harness::{allowed_cpus, collect, median, pin_current};
+use super::mem::{HUGE, Mapping, PAGE, anon_huge_kib, madvise, mprotect, thp_mode};
+use super::timer::{start, stop};
+use super::{Options, Sink};
+use anyhow::Result;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// The kernel's default `tlb_single_page_flush_ceiling` on x86.
+pub const DEFAULT_CEILING: usize = 33;
+
+/// Flush sizes swept by `tlb-flush`: 1..64, 128, 256, 512.
+pub fn flush_sizes() -> Vec<usize> {
+    (1..=64).chain([128, 256, 512]).collect()
+}
+
+/// The ceiling the running kernel uses, if debugfs lets us read it.
+pub fn kernel_ceiling() -> Option<usize> {
+    std::fs::read_to_string("/sys/kernel/debug/x86/tlb_single_page_flush_ceiling")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Op {
+    Madvise,
+    Mprotect,
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Madvise => "madvise",
+            Op::Mprotect => "mprotect",
+        }
+    }
+}
+
+/// Two regions of `max` pages: `full` is touched before every timed call, `empty` has page
+/// tables but no present pages (its calls do the syscall and the walk but flush nothing).
+struct FlushRegions {
+    full: Mapping,
+    empty: Mapping,
+}
+
+impl FlushRegions {
+    fn new(max: usize) -> Result<FlushRegions> {
+        let full = Mapping::anon(max * PAGE, PAGE, Some(false))?;
+        let empty = Mapping::anon(max * PAGE, PAGE, Some(false))?;
+        empty.touch_write(max);
+        madvise(empty.base, max * PAGE, libc::MADV_DONTNEED)?;
+        Ok(FlushRegions { full, empty })
+    }
+
+    /// One timed call on `n` pages; `touched` selects the populated region. Cycles, overhead
+    /// subtracted.
+    fn sample(&self, op: Op, n: usize, touched: bool, oh: f64) -> Result<f64> {
+        let map = if touched { &self.full } else { &self.empty };
+        let base = map.base;
+        let len = n * PAGE;
+        if touched {
+            // Populate (after madvise) or re-load the TLB entries (after mprotect).
+            map.touch_write(n);
+        }
+        let (t0, r, t1) = match op {
+            Op::Madvise => {
+                let t0 = start();
+                // SAFETY: our own mapping.
+                let r = unsafe { libc::madvise(base as *mut _, len, libc::MADV_DONTNEED) };
+                (t0, r, stop())
+            }
+            Op::Mprotect => {
+                let t0 = start();
+                // SAFETY: as above.
+                let r = unsafe { libc::mprotect(base as *mut _, len, libc::PROT_READ) };
+                (t0, r, stop())
+            }
+        };
+        if r != 0 {
+            return Err(std::io::Error::last_os_error().into());
+        }
+        if op == Op::Mprotect {
+            mprotect(base, len, libc::PROT_READ | libc::PROT_WRITE)?;
+        }
+        Ok(t1.wrapping_sub(t0) as f64 - oh)
+    }
+
+    /// Sweep `sizes` for `op`, recording touched and empty configurations under `prefix`.
+    #[allow(clippy::too_many_arguments)] // labels of the stored configurations
+    fn sweep(
+        &self,
+        sink: &mut Sink,
+        bench: &str,
+        prefix: &str,
+        extra: &[(&str, String)],
+        op: Op,
+        sizes: &[usize],
+        samples: usize,
+    ) -> Result<Vec<(usize, f64)>> {
+        let oh = sink.timer.overhead;
+        let mut net = Vec::new();
+        // Visit the sizes in a shuffled (seeded) order so that slow drift of the machine does
+        // not masquerade as a trend in N; results are reported in ascending order.
+        let mut order = sizes.to_vec();
+        order.shuffle(&mut ChaCha8Rng::seed_from_u64(0x7cb));
+        // Samples in rounds over all sizes: each median spans the whole sweep.
+        let rounds = 5.min(samples);
+        let mut got: std::collections::BTreeMap<usize, (Vec<f64>, Vec<f64>)> = Default::default();
+        for round in 0..rounds {
+            let per = samples / rounds + usize::from(round < samples % rounds);
+            for &n in &order {
+                for _ in 0..if round == 0 { 3 } else { 1 } {
+                    self.sample(op, n, true, oh)?;
+                    self.sample(op, n, false, oh)?;
+                }
+                let e = got.entry(n).or_default();
+                for _ in 0..per {
+                    e.0.push(self.sample(op, n, true, oh)?);
+                    e.1.push(self.sample(op, n, false, oh)?);
+                }
+            }
+        }
+        let mut results = Vec::new();
+        for (n, (full, empty)) in got {
+            net.push((n, median(&full) - median(&empty)));
+            results.push((n, full, empty));
+        }
+        net.sort_by_key(|p| p.0);
+        results.sort_by_key(|r| r.0);
+        for (n, full, empty) in results {
+            for (kind, v) in [("touched", full), ("empty", empty)] {
+                let mut params = vec![
+                    ("op", op.name().to_string()),
+                    ("pages", n.to_string()),
+                    ("range", kind.to_string()),
+                ];
+                params.extend(extra.iter().cloned());
+                sink.add(
+                    bench,
+                    format!("{prefix}/{}/{kind}/n={n}", op.name()),
+                    &params,
+                    "call",
+                    n as u64,
+                    v,
+                );
+            }
+        }
+        Ok(net)
+    }
+}
+
+/// Where the per-call cost curve bends: two straight lines fitted left and right of a break.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Knee {
+    /// Last size of the left segment: the implied ceiling (sizes above it are full flushes).
+    pub at: usize,
+    pub left_slope: f64,
+    pub right_slope: f64,
+    /// Right-segment value at `at + 1` minus the left segment extrapolated there (negative:
+    /// the full flush is cheaper than one more single-page flush).
+    pub step: f64,
+    /// SSE of the two-segment fit divided by the SSE of a single line.
+    pub sse_ratio: f64,
+}
+
+fn fit(p: &[(f64, f64)]) -> (f64, f64, f64) {
+    let n = p.len() as f64;
+    let mx = p.iter().map(|x| x.0).sum::<f64>() / n;
+    let my = p.iter().map(|x| x.1).sum::<f64>() / n;
+    let sxx: f64 = p.iter().map(|x| (x.0 - mx).powi(2)).sum();
+    let sxy: f64 = p.iter().map(|x| (x.0 - mx) * (x.1 - my)).sum();
+    let b = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    let a = my - b * mx;
+    let sse = p.iter().map(|x| (x.1 - a - b * x.0).powi(2)).sum();
+    (a, b, sse)
+}
+
+/// Find the knee in `(pages, cycles)` points (pages ascending, at least 12 points). A knee is
+/// reported only if two segments explain the curve much better than one line (SSE below half)
+/// and the right segment starts lower or climbs slower than the left, or if the right segment
+/// starts lower by more than 2.5 residual standard deviations (and two lines fit clearly better).
+pub fn find_knee(points: &[(usize, f64)]) -> Option<Knee> {
+    if points.len() < 12 {
+        return None;
+    }
+    let p: Vec<(f64, f64)> = points.iter().map(|&(n, c)| (n as f64, c)).collect();
+    let (_, _, sse_one) = fit(&p);
+    let mut best: Option<(f64, usize)> = None;
+    for b in 3..p.len() - 4 {
+        let (_, _, l) = fit(&p[..=b]);
+        let (_, _, r) = fit(&p[b + 1..]);
+        if best.is_none_or(|(s, _)| l + r < s) {
+            best = Some((l + r, b));
+        }
+    }
+    let (sse, b) = best?;
+    let (la, lb, _) = fit(&p[..=b]);
+    let (ra, rb, _) = fit(&p[b + 1..]);
+    let x = p[b + 1].0;
+    let step = (ra + rb * x) - (la + lb * x);
+    let ratio = if sse_one > 0.0 { sse / sse_one } else { 1.0 };
+    let bends = step < -0.5 * lb.abs().max(1.0) || rb < 0.7 * lb;
+    // Or a drop that stands out of the noise around the two lines (full flush cheaper than one
+    // more page even when the per-page zap cost keeps the slopes alike).
+    let sigma = (sse / (p.len() - 4) as f64).sqrt();
+    let drop = step < 0.0 && -step > 2.5 * sigma && ratio < 0.8;
+    ((ratio < 0.5 && bends) || drop).then_some(Knee {
+        at: points[b].0,
+        left_slope: lb,
+        right_slope: rb,
+        step,
+        sse_ratio: ratio,
+    })
+}
+
+fn knee_finding(sink: &mut Sink, bench: &str, key: &str, net: &[(usize, f64)]) {
+    let upto64: Vec<(usize, f64)> = net.iter().copied().filter(|p| p.0 <= 64).collect();
+    match find_knee(&upto64) {
+        Some(k) => sink.finding(bench, key, Some(k.at as f64), "pages", format!(
+            "{}: knee after {} pages (implied tlb_single_page_flush_ceiling {}; kernel default {}): \
+             {:.0} cycles/page below, {:.0} above, step {:+.0} cycles at {}",
+            key.trim_end_matches("-knee"), k.at, k.at, DEFAULT_CEILING, k.left_slope, k.right_slope, k.step, k.at + 1)),
+        None => sink.finding(bench, key, None, "pages",
+            format!("{}: no clear knee in 1..64 pages (two lines fit no better than one, or no drop)",
+                    key.trim_end_matches("-knee"))),
+    }
+}
+
+/// `tlb-flush`: local madvise(MADV_DONTNEED) and mprotect on N touched pages minus empty range.
+pub fn bench_flush(sink: &mut Sink, opts: &Options) -> Result<()> {
+    let sizes = flush_sizes();
+    let samples = opts.samples(101, 201);
+    let regions = FlushRegions::new(512)?;
+    for op in [Op::Madvise, Op::Mprotect] {
+        let net = regions.sweep(sink, "tlb-flush", "tlb-flush", &[], op, &sizes, samples)?;
+        knee_finding(sink, "tlb-flush", &format!("{}-knee", op.name()), &net);
+    }
+    match kernel_ceiling() {
+        Some(c) => sink.notes.push(format!("kernel tlb_single_page_flush_ceiling = {c} (debugfs)")),
+        None => sink.notes.push(format!(
+            "tlb_single_page_flush_ceiling not readable (debugfs); kernel default is {DEFAULT_CEILING}")),
+    }
+    Ok(())
+}
+
+/// Threads of this process on other CPUs, spinning (their CPUs stay in our mm: flushes need IPIs)
+/// or sleeping (their CPUs go idle in lazy-TLB mode). Stopped and joined on drop.
+struct Remotes {
+    stop: Arc<AtomicBool>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Remotes {
+    fn start(cpus: &[usize], spin: bool) -> Result<Remotes> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let ready = Arc::new(AtomicUsize::new(0));
+        let mut handles = Vec::new();
+        let rt = super::harness::is_realtime();
+        for &cpu in cpus {
+            let (stop, ready) = (stop.clone(), ready.clone());
+            handles.push(
+                std::thread::Builder::new()
+                    .name(format!("abperf-remote{cpu}"))
+                    .spawn(move || {
+                        let pinned = pin_current(cpu).is_ok()
+                            && (!rt || super::harness::make_realtime().is_ok());
+                        ready.fetch_add(if pinned { 1 } else { 1 << 20 }, Ordering::SeqCst);
+                        while !stop.load(Ordering::Relaxed) {
+                            if spin {
+                                std::hint::spin_loop();
+                            } else {
+                                std::thread::park();
+                            }
+                        }
+                    })?,
+            );
+        }
+        let r = Remotes { stop, handles };
+        while ready.load(Ordering::SeqCst) & ((1 << 20) - 1) < cpus.len()
+            && ready.load(Ordering::SeqCst) >> 20 == 0
+        {
+            std::thread::yield_now();
+        }
+        if ready.load(Ordering::SeqCst) >> 20 != 0 {
+            anyhow::bail!("cannot pin a remote thread to CPUs {cpus:?} (or give it SCHED_FIFO)");
+        }
+        // Let sleepers reach their futex wait.
+        std::thread::sleep(std::time::Duration::from_millis(if spin { 1 } else { 20 }));
+        Ok(r)
+    }
+}
+
+impl Drop for Remotes {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for h in self.handles.drain(..) {
+            h.thread().unpark();
+            let _ = h.join();
+        }
+    }
+}
+
+/// The CPUs for remote threads: `--remote-cpu` first, then the other allowed CPUs.
+fn remote_cpus(opts: &Options) -> Vec<usize> {
+    let mut v: Vec<usize> = opts.remote_cpu.into_iter().collect();
+    for c in allowed_cpus() {
+        if c != opts.cpu && !v.contains(&c) {
+            v.push(c);
+        }
+    }
+    v
+}
+
+/// `tlb-shootdown`: the flush sweep with 1..(CPUs-1) remote threads spinning, and sleeping.
+pub fn bench_shootdown(sink: &mut Sink, opts: &Options) -> Result<()> {
+    let remotes = remote_cpus(opts);
+    if remotes.is_empty() {
+        sink.skip(
+            "tlb-shootdown",
+            None,
+            "needs a second CPU (only one is allowed for this process)",
+        );
+        return Ok(());
+    }
+    let sizes = [1, 2, 4, 8, 16, 32, 33, 34, 40, 64, 128, 256, 512];
+    let samples = opts.samples(21, 101);
+    let regions = FlushRegions::new(512)?;
+    // Thread counts 1, 2, 4, ... up to all other CPUs.
+    let mut counts = Vec::new();
+    let mut m = 1;
+    while m < remotes.len() {
+        counts.push(m);
+        m *= 2;
+    }
+    counts.push(remotes.len());
+    let mut modes: Vec<(String, usize, bool)> = vec![("local".into(), 0, true)];
+    for &m in &counts {
+        modes.push((format!("spin{m}"), m, true));
+        modes.push((format!("sleep{m}"), m, false));
+    }
+    for (mode, m, spin) in modes {
+        let _threads = if m > 0 {
+            Some(Remotes::start(&remotes[..m], spin)?)
+        } else {
+            None
+        };
+        let extra = [
+            ("remote", mode.clone()),
+            ("remote_threads", m.to_string()),
+            ("remote_cpus", format!("{:?}", &remotes[..m])),
+        ];
+        for op in [Op::Madvise, Op::Mprotect] {
+            regions.sweep(
+                sink,
+                "tlb-shootdown",
+                &format!("tlb-shootdown/{mode}"),
+                &extra,
+                op,
+                &sizes,
+                samples,
+            )?;
+            if m > 0 {
+                let touched = |sink: &Sink, mode: &str, n: usize| {
+                    sink.median(&format!("tlb-shootdown/{mode}/{}/touched/n={n}", op.name()))
+                };
+                for n in [1usize, 33, 34] {
+                    if let (Some(l), Some(r)) = (touched(sink, "local", n), touched(sink, &mode, n))
+                    {
+                        sink.finding("tlb-shootdown", &format!("{}-{mode}-n{n}-extra", op.name()), Some(r - l), "cycles",
+                            format!("{n}-page {}: {r:.0} cycles with {m} {} remote thread(s), {l:.0} local ({:+.0})",
+                                op.name(), if spin { "spinning" } else { "sleeping" }, r - l));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A chain of pointers, one per `stride` bytes, visited in random order. With a page stride the
+/// node sits at a staggered cache line of its page so that the chain covers as many cache sets
+/// as a dense chain of the same number of lines.
+fn build_chain(base: *mut u8, count: usize, stride: usize, seed: u64) -> *const usize {
+    let mut order: Vec<usize> = (0..count).collect();
+    order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+    let node = |i: usize| {
+        let line = if stride > 64 {
+            (i % (stride / 64)) * 64
+        } else {
+            0
+        };
+        // SAFETY: inside the caller's mapping of count * stride bytes.
+        unsafe { base.add(i * stride + line) as *mut usize }
+    };
+    for w in 0..count {
+        let next = node(order[(w + 1) % count]);
+        // SAFETY: as above; nodes are 8-byte aligned.
+        unsafe { *node(order[w]) = next as usize };
+    }
+    node(order[0])
+}
+
+#[inline(never)]
+fn chase(mut p: *const usize, steps: usize) -> *const usize {
+    for _ in 0..steps {
+        // SAFETY: the chain only holds pointers to its own nodes.
+        p = unsafe { std::ptr::read_volatile(p) } as *const usize;
+    }
+    p
+}
+
+/// `tlb-miss`: cycles per access of a page-strided random chase against a dense chase of the same
+/// number of cache lines, with 4 KiB and with 2 MiB pages.
+pub fn bench_miss(sink: &mut Sink, opts: &Options) -> Result<()> {
+    let counts: Vec<usize> = if opts.quick {
+        vec![16, 64, 256, 1024, 2048, 4096, 8192, 16384]
+    } else {
+        vec![
+            8, 16, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 16384,
+        ]
+    };
+    let max = *counts.last().expect("sizes");
+    let samples = opts.samples(9, 41);
+    let steps = if opts.quick { 100_000 } else { 400_000 };
+    let oh = sink.timer.overhead;
+    let thp = thp_mode();
+    let mut kinds: Vec<(&str, Mapping, usize)> = Vec::new();
+    let dense = Mapping::anon(max * 64, PAGE, Some(false))?;
+    dense.touch_write((max * 64).div_ceil(PAGE));
+    kinds.push(("dense", dense, 64));
+    let small = Mapping::anon(max * PAGE, PAGE, Some(false))?;
+    small.touch_write(max);
+    kinds.push(("4k", small, PAGE));
+    match thp.as_deref() {
+        Some("always") | Some("madvise") => {
+            let big = Mapping::anon(max * PAGE, HUGE, Some(true))?;
+            big.touch_write(max);
+            let kib = anon_huge_kib(big.base).unwrap_or(0);
+            let want = (max * PAGE / 1024) as u64;
+            if kib < want {
+                // Ask khugepaged-free synchronous collapse (Linux 6.1+); ignore if unsupported.
+                let _ = madvise(big.base, max * PAGE, 25 /* MADV_COLLAPSE */);
+            }
+            let kib = anon_huge_kib(big.base).unwrap_or(0);
+            sink.notes.push(format!(
+                "tlb-miss: 2 MiB chase region {kib} of {want} KiB backed by huge pages"
+            ));
+            if kib * 2 < want {
+                sink.skip("tlb-miss", Some("2m".into()), format!(
+                    "THP is '{}' but only {kib} of {want} KiB got huge pages (fragmented memory?)",
+                    thp.as_deref().unwrap_or("?")));
+            } else {
+                kinds.push(("2m", big, PAGE));
+            }
+        }
+        Some(mode) => {
+            sink.notes.push(format!(
+                "transparent huge pages are '{mode}' (not changed): no 2 MiB chase"
+            ));
+            sink.skip(
+                "tlb-miss",
+                Some("2m".into()),
+                format!("THP is '{mode}' (left unchanged)"),
+            );
+        }
+        None => sink.skip(
+            "tlb-miss",
+            Some("2m".into()),
+            "kernel has no transparent huge pages",
+        ),
+    }
+    let mut per: std::collections::BTreeMap<(&str, usize), f64> = Default::default();
+    for &n in &counts {
+        for (kind, map, stride) in &kinds {
+            let head = build_chain(map.base, n, *stride, 0x5eed + n as u64);
+            let s = collect(2, samples, || {
+                std::hint::black_box(chase(head, n.min(steps)));
+                let t0 = start();
+                let p = chase(head, steps);
+                let t1 = stop();
+                std::hint::black_box(p);
+                (t1.wrapping_sub(t0) as f64 - oh) / steps as f64
+            });
+            per.insert((kind, n), median(&s));
+            let page = if *kind == "2m" {
+                "2M"
+            } else if *kind == "4k" {
+                "4K"
+            } else {
+                "dense"
+            };
+            sink.add(
+                "tlb-miss",
+                format!("tlb-miss/{kind}/n={n}"),
+                &[
+                    ("chain", kind.to_string()),
+                    ("nodes", n.to_string()),
+                    ("page", page.into()),
+                    ("footprint_lines", n.to_string()),
+                ],
+                "access",
+                1,
+                s,
+            );
+        }
+    }
+    // The miss cost: page-strided minus dense; where it jumps.
+    for kind in ["4k", "2m"] {
+        let miss: Vec<(usize, f64)> = counts
+            .iter()
+            .filter_map(|&n| Some((n, per.get(&(kind, n))? - per.get(&("dense", n))?)))
+            .collect();
+        if miss.is_empty() {
+            continue;
+        }
+        let (big_n, big) = *miss.last().expect("nonempty");
+        sink.finding(
+            "tlb-miss",
+            &format!("{kind}-miss-cycles"),
+            Some(big),
+            "cycles",
+            format!(
+                "{kind} pages, {big_n} pages: {big:.1} cycles per access above the dense chain"
+            ),
+        );
+        // The reach: the last size before the miss cost exceeds 20 cycles per access.
+        match miss.iter().position(|&(_, c)| c > 20.0) {
+            Some(0) => sink.finding("tlb-miss", &format!("{kind}-reach"), None, "pages", format!(
+                "{kind} pages: misses cost over 20 cycles already at {} pages (the smallest size)", miss[0].0)),
+            Some(i) => sink.finding("tlb-miss", &format!("{kind}-reach"), Some(miss[i - 1].0 as f64), "pages", format!(
+                "{kind} pages: miss cost jumps from {:.1} to {:.1} cycles/access between {} and {} pages: TLB reach ~{} pages",
+                miss[i - 1].1, miss[i].1, miss[i - 1].0, miss[i].0, miss[i - 1].0)),
+            None => sink.finding("tlb-miss", &format!("{kind}-reach"), None, "pages", format!(
+                "{kind} pages: miss cost stays below 20 cycles/access up to {} pages", big_n)),
+        }
+    }
+    Ok(())
+}
+
+/// `tlb-refill`: re-touch a working set of K pages after a flush of `ceiling` pages (partial,
+/// INVLPG per page) against `ceiling + 1` pages (full flush) and no flush.
+pub fn bench_refill(sink: &mut Sink, opts: &Options) -> Result<()> {
+    let ceiling = kernel_ceiling().unwrap_or(DEFAULT_CEILING);
+    let ks: Vec<usize> = if opts.quick {
+        vec![64, 512, 2048]
+    } else {
+        vec![16, 64, 256, 512, 1024, 2048, 4096]
+    };
+    let max = *ks.last().expect("sizes");
+    let samples = opts.samples(21, 101);
+    let oh = sink.timer.overhead;
+    let ws = Mapping::anon(max * PAGE, PAGE, Some(false))?;
+    ws.touch_write(max);
+    let fl = Mapping::anon((ceiling + 1) * PAGE, PAGE, Some(false))?;
+    for &k in &ks {
+        let head = build_chain(ws.base, k, PAGE, 0xfeed + k as u64);
+        let mut med = std::collections::BTreeMap::new();
+        for (kind, pages) in [
+            ("none", 0usize),
+            ("partial", ceiling),
+            ("full", ceiling + 1),
+        ] {
+            let one = || -> Result<f64> {
+                fl.touch_write(ceiling + 1);
+                std::hint::black_box(chase(head, 2 * k));
+                if pages > 0 {
+                    madvise(fl.base, pages * PAGE, libc::MADV_DONTNEED)?;
+                }
+                let t0 = start();
+                let p = chase(head, k);
+                let t1 = stop();
+                std::hint::black_box(p);
+                Ok(t1.wrapping_sub(t0) as f64 - oh)
+            };
+            for _ in 0..3 {
+                one()?;
+            }
+            let s = (0..samples).map(|_| one()).collect::<Result<Vec<f64>>>()?;
+            med.insert(kind, median(&s));
+            sink.add(
+                "tlb-refill",
+                format!("tlb-refill/{kind}/k={k}"),
+                &[
+                    ("flush", kind.into()),
+                    ("flush_pages", pages.to_string()),
+                    ("working_set_pages", k.to_string()),
+                    ("ceiling", ceiling.to_string()),
+                ],
+                "re-touch",
+                k as u64,
+                s,
+            );
+        }
+        let price = med["full"] - med["partial"];
+        sink.finding("tlb-refill", &format!("full-flush-price-k{k}"), Some(price), "cycles", format!(
+            "re-touching {k} pages after a full ({}-page) flush costs {price:+.0} cycles more than after a \
+             partial ({ceiling}-page) flush ({:+.1} per page; no flush: {:.0} cycles)",
+            ceiling + 1, price / k as f64, med["none"]));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knee_found_at_drop() {
+        // 300/page up to 33, then a constant-ish full flush plus a small per-page zap cost.
+        let pts: Vec<(usize, f64)> = (1..=64)
+            .map(|n| {
+                (
+                    n,
+                    if n <= 33 {
+                        1000.0 + 300.0 * n as f64
+                    } else {
+                        6000.0 + 50.0 * n as f64
+                    },
+                )
+            })
+            .collect();
+        let k = find_knee(&pts).expect("knee");
+        assert_eq!(k.at, 33);
+        assert!(
+            k.step < 0.0
+                && (k.left_slope - 300.0).abs() < 1.0
+                && (k.right_slope - 50.0).abs() < 1.0
+        );
+    }
+
+    #[test]
+    fn knee_found_in_noise_and_not_invented() {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        use rand::Rng;
+        for _ in 0..20 {
+            let mut noise = || rng.random_range(-900.0..900.0);
+            // madvise-like: 700/page, drop of 2500 after 33, then 600/page.
+            let knee: Vec<(usize, f64)> = (1..=64)
+                .map(|n| {
+                    (
+                        n,
+                        if n <= 33 {
+                            700.0 * n as f64
+                        } else {
+                            700.0 * 33.0 - 2500.0 + 600.0 * (n - 33) as f64
+                        } + noise(),
+                    )
+                })
+                .collect();
+            let k = find_knee(&knee).expect("knee in noise");
+            assert!((32..=34).contains(&k.at), "{k:?}");
+            let line: Vec<(usize, f64)> =
+                (1..=64).map(|n| (n, 650.0 * n as f64 + noise())).collect();
+            assert_eq!(find_knee(&line), None, "no knee on a noisy line");
+        }
+    }
+
+    #[test]
+    fn no_knee_on_a_line() {
+        let pts: Vec<(usize, f64)> = (1..=64)
+            .map(|n| (n, 500.0 + 200.0 * n as f64 + (n % 3) as f64))
+            .collect();
+        assert_eq!(find_knee(&pts), None);
+        assert_eq!(find_knee(&pts[..5]), None);
+    }
+
+    #[test]
+    fn chain_visits_every_node() {
+        let m = Mapping::anon(64 * PAGE, PAGE, None).unwrap();
+        let head = build_chain(m.base, 64, PAGE, 1);
+        let mut seen = std::collections::HashSet::new();
+        let mut p = head;
+        for _ in 0..64 {
+            assert!(seen.insert(p as usize));
+            let off = p as usize - m.base as usize;
+            assert_eq!(off % PAGE, (off / PAGE % 64) * 64, "staggered line");
+            p = chase(p, 1);
+        }
+        assert_eq!(p, head);
+    }
+}

@@ -1,0 +1,297 @@
+//! `abperf micro --quick` against the real kernel and CPU: plausible, internally consistent
+//! figures, stored and exportable. Timings on a shared 2-CPU VM are noisy, so the checks compare
+//! medians with margins that the effect dwarfs (an IPI is ~10x a local 1-page flush here), never
+//! exact values.
+
+use serde_json::Value;
+use std::process::Command;
+
+fn abperf() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_abperf"))
+}
+
+fn median(report: &Value, name: &str) -> Option<f64> {
+    report["measurements"]
+        .as_array()?
+        .iter()
+        .find(|m| m["name"] == name)
+        .and_then(|m| m["cycles"]["median"].as_f64())
+}
+
+fn must(report: &Value, name: &str) -> f64 {
+    median(report, name)
+        .unwrap_or_else(|| panic!("no measurement {name}; skips: {}", report["skips"]))
+}
+
+fn skipped(report: &Value, bench: &str, config: &str) -> Option<String> {
+    report["skips"]
+        .as_array()?
+        .iter()
+        .find(|s| s["bench"] == bench && s["config"] == config)
+        .map(|s| s["reason"].as_str().unwrap_or("").to_string())
+}
+
+#[test]
+fn quick_suite_is_plausible_stored_and_exportable() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("micro.db");
+    let out = abperf()
+        .args(["micro", "--quick", "--format", "json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json report");
+
+    // Timer.
+    let oh = r["timer"]["overhead"].as_f64().unwrap();
+    assert!(oh > 0.0 && oh < 200.0, "timer overhead {oh}");
+    assert!(r["timer"]["hz"].as_f64().unwrap() > 1e8);
+
+    // Every summary is ordered and finite; every skip says why.
+    for m in r["measurements"].as_array().unwrap() {
+        let c = &m["cycles"];
+        let v: Vec<f64> = ["min", "p10", "median", "p90", "max"]
+            .iter()
+            .map(|k| c[k].as_f64().unwrap())
+            .collect();
+        assert!(v.windows(2).all(|w| w[0] <= w[1]), "{}: {v:?}", m["name"]);
+        assert!(c["n"].as_u64().unwrap() >= 3, "{}", m["name"]);
+    }
+    for s in r["skips"].as_array().unwrap() {
+        assert!(!s["reason"].as_str().unwrap().is_empty(), "{s}");
+    }
+
+    // Syscall: a real kernel entry costs far more than the timer's step and less than 100 us.
+    let sc = must(&r, "syscall/getppid");
+    assert!(sc > 50.0 && sc < 260_000.0, "getppid {sc}");
+
+    // TLB flush: 256 pages cost more than 1, for both calls; the mprotect knee is the ceiling.
+    for op in ["madvise", "mprotect"] {
+        let one = must(&r, &format!("tlb-flush/{op}/touched/n=1"));
+        let many = must(&r, &format!("tlb-flush/{op}/touched/n=256"));
+        assert!(many > one * 1.5, "{op}: 256 pages {many} vs 1 page {one}");
+    }
+    let knee = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["key"] == "mprotect-knee")
+        .expect("mprotect knee finding");
+    let k = knee["value"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no knee found: {}", knee["text"]));
+    assert!(
+        (28.0..=38.0).contains(&k),
+        "mprotect knee at {k} (kernel default ceiling 33): {}",
+        knee["text"]
+    );
+
+    // Shootdown: with a thread spinning on another CPU the flush needs an IPI.
+    if r["remote_cpu"].is_null() {
+        eprintln!("one CPU only: remote flush not checked");
+    } else {
+        for op in ["madvise", "mprotect"] {
+            let local = must(&r, &format!("tlb-shootdown/local/{op}/touched/n=1"));
+            let remote = must(&r, &format!("tlb-shootdown/spin1/{op}/touched/n=1"));
+            assert!(
+                remote > local + 1000.0,
+                "{op}: remote {remote} vs local {local}"
+            );
+        }
+    }
+
+    // Xstate.
+    if let Some(why) = skipped(&r, "xstate", "avx512-dirty") {
+        eprintln!("AVX-512 state not checked: {why}");
+    } else {
+        for state in ["clean", "sse", "avx", "avx512"] {
+            let x = must(&r, &format!("xstate/xrstor/{state}/hot"));
+            assert!(x > 50.0, "XRSTOR {state} {x}");
+        }
+        let clean = must(&r, "xstate/xsave/clean/hot");
+        let dirty = must(&r, "xstate/xsave/avx512/hot");
+        assert!(
+            dirty >= clean * 0.9,
+            "XSAVE avx512-dirty {dirty} cheaper than clean {clean}"
+        );
+        // XSAVEC skips components in their init state: dirty AVX-512 means 2 KiB more to write.
+        let cc = must(&r, "xstate/xsavec/clean/hot");
+        let cd = must(&r, "xstate/xsavec/avx512/hot");
+        assert!(cd > cc, "XSAVEC avx512-dirty {cd} vs clean {cc}");
+        let cold = must(&r, "xstate/xrstor/avx512/clflushed");
+        let hot = must(&r, "xstate/xrstor/avx512/hot");
+        assert!(cold > hot, "XRSTOR from a flushed area {cold} vs hot {hot}");
+    }
+
+    // TLB miss: 2 MiB pages are cheaper per access than 4 KiB ones at the largest footprint.
+    let four = must(&r, "tlb-miss/4k/n=16384");
+    let dense = must(&r, "tlb-miss/dense/n=16384");
+    assert!(four > dense, "4K page-strided {four} vs dense {dense}");
+    match skipped(&r, "tlb-miss", "2m") {
+        Some(why) => eprintln!("2 MiB chase not checked: {why}"),
+        None => {
+            let two = must(&r, "tlb-miss/2m/n=16384");
+            assert!(two < four * 0.9, "2M {two} vs 4K {four}");
+        }
+    }
+
+    // Faults: one fault per page for anonymous first writes.
+    let anon = r["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "page-fault/anon-write")
+        .unwrap();
+    let fpp: f64 = anon["params"]["faults_per_page"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((0.9..=1.1).contains(&fpp), "anon faults per page {fpp}");
+
+    // Signals are delivered (the benchmark checks the handler count) and cost more than tgkill.
+    assert!(must(&r, "signal/deliver/clean") > 0.0);
+
+    // Stored: every sample is a run; export gives them back.
+    let id = r["experiment_id"].as_i64().expect("experiment id");
+    let samples: u64 = r["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["samples"].as_array().unwrap().len() as u64)
+        .sum();
+    let out = abperf()
+        .args(["export", &id.to_string(), "--format", "json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("tlb-flush/mprotect/touched/n=33"),
+        "export lacks the variant"
+    );
+    let out = abperf()
+        .args(["export", &id.to_string(), "--format", "csv", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let csv = String::from_utf8_lossy(&out.stdout);
+    let header = csv.lines().next().unwrap();
+    assert!(
+        header.contains("cycles") && header.contains("ns"),
+        "{header}"
+    );
+    assert_eq!(
+        csv.lines().count() as u64,
+        samples + 1,
+        "one CSV row per sample"
+    );
+    let list = abperf().args(["list", "--db"]).arg(&db).output().unwrap();
+    assert!(String::from_utf8_lossy(&list.stdout).contains("micro"));
+    // A second run of one benchmark compares against the first like any two experiments.
+    let out = abperf()
+        .args(["micro", "--quick", "--samples", "101", "syscall", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = abperf()
+        .args([
+            "compare",
+            &id.to_string(),
+            "latest",
+            "--variant",
+            "syscall/getppid",
+            "--metric",
+            "cycles",
+            "--db",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("syscall/getppid") && text.contains("cycles"),
+        "compare output: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn text_tables_and_bad_input() {
+    let out = abperf()
+        .args([
+            "micro",
+            "--quick",
+            "--no-store",
+            "timer",
+            "syscall",
+            "xstate",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        t.contains("== timer ==") && t.contains("syscall/getppid") && t.contains("overhead"),
+        "{t}"
+    );
+    if cfg!(target_arch = "x86_64") {
+        assert!(t.contains("xstate/xrstor/clean/hot"), "{t}");
+    }
+    assert!(!t.contains("NaN"), "{t}");
+
+    for (args, needle) in [
+        (
+            vec!["micro", "--no-store", "tlbflush"],
+            "unknown benchmark 'tlbflush'",
+        ),
+        (
+            vec!["micro", "--no-store", "--cpu", "4096", "timer"],
+            "--cpu 4096",
+        ),
+        (
+            vec!["micro", "--no-store", "--samples", "1", "timer"],
+            "--samples 1",
+        ),
+        (
+            vec![
+                "micro",
+                "--no-store",
+                "--cpu",
+                "0",
+                "--remote-cpu",
+                "0",
+                "timer",
+            ],
+            "--remote-cpu 0",
+        ),
+    ] {
+        let out = abperf().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            e.contains(needle) && e.lines().count() == 1,
+            "{args:?}: {e}"
+        );
+    }
+}
