@@ -19,6 +19,10 @@ use clap::Parser;
 
 /// Parse the command line, run the subcommand, print a one-line error; returns the exit code.
 pub fn main() -> i32 {
+    // Die quietly on a closed pipe (`abperf show 3 | head`), as Unix tools do, instead of
+    // panicking in println!. Commands that change system settings restore them before printing.
+    // SAFETY: setting a signal disposition to SIG_DFL has no preconditions.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -68,8 +68,18 @@ fn start_spawn(
         let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
         let mut fa: libc::posix_spawn_file_actions_t = std::mem::zeroed();
         libc::posix_spawnattr_init(&mut attr);
-        libc::posix_spawnattr_setflags(&mut attr, libc::POSIX_SPAWN_SETPGROUP as libc::c_short);
+        // Own process group; SIGPIPE back to default and no blocked signals, whatever abperf's
+        // own dispositions are (ignored signals would otherwise be inherited across exec).
+        let flags = libc::POSIX_SPAWN_SETPGROUP
+            | libc::POSIX_SPAWN_SETSIGDEF
+            | libc::POSIX_SPAWN_SETSIGMASK;
+        libc::posix_spawnattr_setflags(&mut attr, flags as libc::c_short);
         libc::posix_spawnattr_setpgroup(&mut attr, 0);
+        let mut sigs: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut sigs);
+        libc::posix_spawnattr_setsigmask(&mut attr, &sigs);
+        libc::sigaddset(&mut sigs, libc::SIGPIPE);
+        libc::posix_spawnattr_setsigdefault(&mut attr, &sigs);
         libc::posix_spawn_file_actions_init(&mut fa);
         libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 0);
         if quiet {
@@ -124,6 +134,10 @@ fn start_fork(
     if pid == 0 {
         unsafe {
             libc::setpgid(0, 0);
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
             libc::dup2(null_fd, 0);
             if opts.quiet {
                 libc::dup2(null_fd, 1);
@@ -305,6 +319,32 @@ mod tests {
         assert_eq!(o.exit, Exit::Code(3));
         let o = run(&Prepared::new("kill -SEGV $$", true).unwrap(), &opts()).unwrap();
         assert_eq!(o.exit, Exit::Signal(libc::SIGSEGV));
+    }
+
+    #[test]
+    fn workloads_get_default_sigpipe() {
+        // The test harness ignores SIGPIPE (Rust does); the workload must not inherit that, on
+        // the posix_spawn path or on the fork path (taken for pinning).
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("status");
+        let cmd = format!("grep SigIgn /proc/self/status > {}", out.display());
+        let cpu0 = CpuSet::parse("0").unwrap();
+        for pin in [None, Some(&cpu0)] {
+            let mut o = opts();
+            o.pin = pin;
+            assert_eq!(
+                run(&Prepared::new(&cmd, true).unwrap(), &o).unwrap().exit,
+                Exit::Code(0)
+            );
+            let line = std::fs::read_to_string(&out).unwrap();
+            let hex = line.split_whitespace().nth(1).unwrap();
+            let ignored = u64::from_str_radix(hex, 16).unwrap();
+            assert_eq!(
+                ignored & (1 << (libc::SIGPIPE - 1)),
+                0,
+                "SIGPIPE ignored in the workload: {line}"
+            );
+        }
     }
 
     #[test]
