@@ -258,23 +258,22 @@ impl Store {
 
     /// Commit one finished run and its metrics in their own transaction.
     pub fn commit_run(&mut self, run: &NewRun) -> anyhow::Result<i64> {
+        self.pace_sync(false)?;
         let tx = self.conn_mut().transaction()?;
         let vid: i64 = tx
-            .query_row(
-                "SELECT id FROM variant WHERE experiment_id = ?1 AND position = ?2",
-                params![run.experiment_id, run.variant as i64],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT id FROM variant WHERE experiment_id = ?1 AND position = ?2")?
+            .query_row(params![run.experiment_id, run.variant as i64], |r| r.get(0))
             .with_context(|| {
                 format!(
                     "experiment {} has no variant #{}",
                     run.experiment_id, run.variant
                 )
             })?;
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO run (experiment_id, variant_id, seq, warmup, status, exit_code, signal, started_ns, ended_ns)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
+        )?
+        .execute(params![
                 run.experiment_id,
                 vid,
                 run.seq,
@@ -284,11 +283,10 @@ impl Store {
                 run.signal,
                 run.started_ns,
                 run.ended_ns
-            ],
-        )?;
+            ])?;
         let run_id = tx.last_insert_rowid();
         {
-            let mut stmt = tx.prepare(
+            let mut stmt = tx.prepare_cached(
                 "INSERT INTO metric (run_id, name, value, unit) VALUES (?1, ?2, ?3, ?4)",
             )?;
             for m in &run.metrics {
@@ -308,7 +306,8 @@ impl Store {
         Ok(run_id)
     }
 
-    pub fn set_status(&self, id: i64, status: Status) -> anyhow::Result<()> {
+    pub fn set_status(&mut self, id: i64, status: Status) -> anyhow::Result<()> {
+        self.pace_sync(true)?;
         self.conn().execute(
             "UPDATE experiment SET status = ?1 WHERE id = ?2",
             params![status.as_str(), id],

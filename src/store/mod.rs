@@ -1,7 +1,9 @@
 //! The SQLite store: experiment -> variants -> runs -> metrics. The only module that speaks SQL.
 //!
 //! Every run is committed in its own transaction the moment it ends (`Store::commit_run`), in WAL
-//! mode with `synchronous=FULL`, so a crash, `kill -9` or power cut loses at most the run in flight.
+//! mode, so a crash or `kill -9` of abperf loses at most the run in flight. The WAL is fsynced at
+//! least once a second and at every status change, so a power cut or OS crash loses at most the
+//! last second of runs (an fsync after every sub-millisecond run would dominate its cost).
 
 mod experiments;
 mod import;
@@ -25,7 +27,13 @@ use std::time::Duration;
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// When the WAL was last synced to disk by a commit (see `commit_run`).
+    last_sync: std::time::Instant,
 }
+
+/// The longest a committed run may stay unsynced (lost to a power cut or OS crash, never to a
+/// crash or kill -9 of abperf itself, which WAL survives without any sync).
+pub const SYNC_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Where the store lives: `--db PATH`, else `$ABPERF_DB`, else `$XDG_DATA_HOME/abperf/abperf.db`,
 /// else `~/.local/share/abperf/abperf.db`.
@@ -92,6 +100,7 @@ impl Store {
         Ok(Store {
             conn,
             path: path.to_path_buf(),
+            last_sync: std::time::Instant::now(),
         })
     }
 
@@ -111,6 +120,19 @@ impl Store {
 
     pub(crate) fn conn_mut(&mut self) -> &mut Connection {
         &mut self.conn
+    }
+
+    /// Choose the durability of the next commit: `synchronous=FULL` (fsync of the WAL) when the
+    /// last sync is older than [`SYNC_INTERVAL`] or `force`, else `NORMAL` (written to the WAL,
+    /// synced later). An fsync per run would double abperf's per-run cost on short runs.
+    pub(crate) fn pace_sync(&mut self, force: bool) -> rusqlite::Result<()> {
+        let full = force || self.last_sync.elapsed() >= SYNC_INTERVAL;
+        self.conn
+            .pragma_update(None, "synchronous", if full { "FULL" } else { "NORMAL" })?;
+        if full {
+            self.last_sync = std::time::Instant::now();
+        }
+        Ok(())
     }
 }
 
