@@ -85,6 +85,7 @@ fn order_is_abba_balanced_and_reproducible_and_export_has_the_fields() {
         assert_ne!(block[0], block[1], "{order:?}");
     }
     assert_eq!(a["experiment"]["seed"], 77);
+    assert_eq!(a["experiment"]["order"], "abba");
     assert_eq!(a["experiment"]["status"], "complete");
     assert!(a["experiment"]["environment"]["kernel"].is_string());
     assert_eq!(a["variants"][0]["name"], "A");
@@ -198,6 +199,11 @@ fn real_thp_knob_is_written_verified_and_restored_also_on_sigint() {
     assert_eq!(s.matches("[never]").count(), 2, "{s}");
     assert_eq!(s.matches("[always]").count(), 2, "{s}");
 
+    // A failing workload: stopped, THP restored.
+    let o = abperf(&db, &["run", "-r", "2", "-k", &k, "exit 7"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(THP).unwrap(), before);
+
     // SIGINT in the middle: the knob comes back, the experiment is marked interrupted.
     let mut child = Command::new(BIN)
         .args([
@@ -216,7 +222,7 @@ fn real_thp_knob_is_written_verified_and_restored_also_on_sigint() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let id = wait_for_runs(&db, 2, 2);
+    let id = wait_for_runs(&db, 3, 2);
     // SAFETY: plain kill(2) of our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
@@ -581,4 +587,44 @@ fn bad_input_is_a_one_line_error_with_nothing_written() {
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).contains("/proc/no/such/dir"), "{}", text(&o));
     assert_eq!(text(&o).lines().count(), 1, "{}", text(&o));
+}
+
+#[test]
+fn sigterm_and_sighup_restore_a_file_knob_and_mark_the_experiment_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let knob = dir.path().join("knob");
+    std::fs::write(&knob, "always [madvise] never\n").unwrap();
+    let k = format!("{}=a,b", knob.display());
+    for (nth, sig) in [(1, libc::SIGTERM), (2, libc::SIGHUP)] {
+        let mut child = Command::new(BIN)
+            .args([
+                "run",
+                "--db",
+                db.to_str().unwrap(),
+                "-r",
+                "50",
+                "-k",
+                &k,
+                "sleep 0.05",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_runs(&db, nth, 2);
+        // SAFETY: plain kill(2) of our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(128 + sig));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("abperf run --resume {nth}")), "{err}");
+        // The bracketed choice was what the knob held; that is what comes back.
+        assert_eq!(std::fs::read_to_string(&knob).unwrap(), "madvise");
+        let store = Store::open(&db).unwrap();
+        assert_eq!(
+            store.experiment(nth).unwrap().status,
+            abperf::store::Status::Interrupted
+        );
+    }
 }

@@ -41,10 +41,17 @@ pub fn json_document(store: &Store, id: i64) -> anyhow::Result<serde_json::Value
             v
         })
         .collect();
+    let mut exp_json = serde_json::to_value(&exp)?;
+    // The run order at the top level too (it is also inside `design`).
+    exp_json["order"] = exp
+        .design
+        .get("order")
+        .cloned()
+        .unwrap_or(serde_json::Value::Null);
     Ok(json!({
         "format": "abperf-export",
         "version": 1,
-        "experiment": exp,
+        "experiment": exp_json,
         "variants": variants,
         "runs": runs_json,
     }))
