@@ -597,7 +597,7 @@ fn sigterm_and_sighup_restore_a_file_knob_and_mark_the_experiment_interrupted() 
     std::fs::write(&knob, "always [madvise] never\n").unwrap();
     let k = format!("{}=a,b", knob.display());
     for (nth, sig) in [(1, libc::SIGTERM), (2, libc::SIGHUP)] {
-        let mut child = Command::new(BIN)
+        let child = Command::new(BIN)
             .args([
                 "run",
                 "--db",
