@@ -2,20 +2,20 @@
 //! where each run came from (format, file, line) and whether it is a tool's summary of several
 //! repeats (`perf stat -r N` prints only means).
 //!
-//! Own tables, created on first use by [`ensure_import_tables`] (not part of the core migrations):
+//! Own tables, created by migration 3 (`SCHEMA`, listed in `schema.rs`):
 //! - `import_run`: run_id -> format, file, line, summary flag, repeats.
 //! - `import_variant_summary`: per-variant means a tool reports without per-run values
 //!   (hyperfine's user/system time), never copied onto runs.
 
 use super::{Metric, NewExperiment, NewVariant, RunStatus, Store};
 use anyhow::Context;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{OptionalExtension, params};
 use std::collections::BTreeMap;
 
-/// Create the import tables if they do not exist yet (idempotent).
-pub fn ensure_import_tables(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS import_run (
+/// Migration 3: where imported runs came from, and per-variant figures a tool reports only as
+/// means.
+pub(super) const SCHEMA: &str = "
+        CREATE TABLE IF NOT EXISTS import_run (
             run_id     INTEGER PRIMARY KEY REFERENCES run(id) ON DELETE CASCADE,
             format     TEXT NOT NULL,           -- time | perf-stat | hyperfine
             file       TEXT NOT NULL,
@@ -29,18 +29,7 @@ pub fn ensure_import_tables(conn: &Connection) -> rusqlite::Result<()> {
             value      REAL NOT NULL,
             unit       TEXT NOT NULL,
             PRIMARY KEY (variant_id, name)
-        );",
-    )
-}
-
-fn has_import_tables(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'import_run'",
-        [],
-        |r| r.get::<_, i64>(0),
-    )
-    .map(|n| n > 0)
-}
+        );";
 
 /// Per-variant means: name -> (value, unit).
 pub type SummaryMap = BTreeMap<String, (f64, String)>;
@@ -105,7 +94,6 @@ impl Store {
         runs: &[ImportRun],
     ) -> anyhow::Result<ImportOutcome> {
         let tx = self.conn_mut().transaction()?;
-        ensure_import_tables(&tx)?;
         let exp_id = match target {
             ImportTarget::New(exp) => {
                 tx.execute(
@@ -251,9 +239,6 @@ impl Store {
         experiment_id: i64,
     ) -> anyhow::Result<BTreeMap<i64, ImportSource>> {
         let mut out = BTreeMap::new();
-        if !has_import_tables(self.conn())? {
-            return Ok(out);
-        }
         let mut stmt = self.conn().prepare(
             "SELECT i.run_id, i.format, i.file, i.line, i.summary, i.repeats
              FROM import_run i JOIN run r ON r.id = i.run_id WHERE r.experiment_id = ?1",
@@ -283,9 +268,6 @@ impl Store {
         experiment_id: i64,
     ) -> anyhow::Result<BTreeMap<usize, SummaryMap>> {
         let mut out: BTreeMap<usize, SummaryMap> = BTreeMap::new();
-        if !has_import_tables(self.conn())? {
-            return Ok(out);
-        }
         let mut stmt = self.conn().prepare(
             "SELECT v.position, s.name, s.value, s.unit FROM import_variant_summary s
              JOIN variant v ON v.id = s.variant_id WHERE v.experiment_id = ?1",

@@ -19,7 +19,8 @@ pub struct MicroFinding {
     pub text: String,
 }
 
-const TABLES: &str = "
+/// Migration 4: what `abperf micro` concluded (knee, implied ceiling, skipped benchmarks).
+pub(super) const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS micro_finding (
         experiment_id INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,
         position      INTEGER NOT NULL,
@@ -33,13 +34,6 @@ const TABLES: &str = "
 ";
 
 impl Store {
-    fn micro_migrate(&self) -> anyhow::Result<()> {
-        self.conn()
-            .execute_batch(TABLES)
-            .context("creating the micro_finding table")?;
-        Ok(())
-    }
-
     /// Commit many finished runs of one experiment in a single transaction: all or none.
     pub fn commit_runs(&mut self, runs: &[NewRun]) -> anyhow::Result<()> {
         let tx = self.conn_mut().transaction()?;
@@ -108,7 +102,6 @@ impl Store {
         experiment_id: i64,
         findings: &[MicroFinding],
     ) -> anyhow::Result<()> {
-        self.micro_migrate()?;
         let tx = self.conn_mut().transaction()?;
         tx.execute(
             "DELETE FROM micro_finding WHERE experiment_id = ?1",
@@ -135,7 +128,6 @@ impl Store {
 
     /// The findings of a micro experiment, in the order they were stored (empty if none).
     pub fn micro_findings(&self, experiment_id: i64) -> anyhow::Result<Vec<MicroFinding>> {
-        self.micro_migrate()?;
         let mut stmt = self.conn().prepare(
             "SELECT bench, key, value, unit, text FROM micro_finding WHERE experiment_id = ?1 ORDER BY position",
         )?;

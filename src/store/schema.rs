@@ -64,6 +64,14 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX run_variant ON run(variant_id);
     ",
+    // 2: trace captures and their aggregated tables.
+    super::trace::SCHEMA,
+    // 3: provenance of imported runs.
+    super::import::SCHEMA,
+    // 4: micro benchmark findings.
+    super::micro::SCHEMA,
+    // 5: originals of settings changed by doctor --fix and run --tune.
+    super::tune::SCHEMA,
 ];
 
 /// The schema version this build writes.

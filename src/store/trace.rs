@@ -1,8 +1,7 @@
 //! Trace captures in the store. A capture is an experiment of kind `trace` with one variant
 //! (`capture`) and one run whose metrics summarise it (events, lost events, wall time, flushes),
 //! so `list`, `show` and `delete` see it; its metadata and aggregated tables live in three
-//! tables of their own, created by [`migrate`] (`IF NOT EXISTS`, versioned in
-//! `module_version`) so that they do not take numbers in the shared migration list:
+//! tables of their own, created by migration 2 (`SCHEMA`, listed in `schema.rs`):
 //!
 //! - `trace_capture`: one row per capture (events, clock, TSC frequency, duration, lost events
 //!   per CPU, command, raw file, ...), as JSON columns where lists are stored
@@ -13,13 +12,11 @@
 use super::{Metric, NewExperiment, NewRun, NewVariant, RunStatus, Slot, Store};
 use crate::trace::CaptureInfo;
 use crate::trace::tables::{Bin, CountTable, PairRow, PairTable, Tables, TlbRow, TlbTable};
-use anyhow::{Context, Result, anyhow};
-use rusqlite::{Connection, OptionalExtension, params};
+use anyhow::{Result, anyhow};
+use rusqlite::{OptionalExtension, params};
 
-const VERSION: i64 = 1;
-
-const SCHEMA_V1: &str = "
-CREATE TABLE IF NOT EXISTS module_version (module TEXT PRIMARY KEY, version INTEGER NOT NULL);
+/// Migration 2: the trace tables.
+pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS trace_capture (
     experiment_id INTEGER PRIMARY KEY REFERENCES experiment(id) ON DELETE CASCADE,
     source        TEXT NOT NULL,            -- record | import
@@ -62,34 +59,6 @@ CREATE TABLE IF NOT EXISTS trace_bin (
 CREATE INDEX IF NOT EXISTS trace_bin_table ON trace_bin(experiment_id, table_seq);
 ";
 
-/// Create the trace tables when missing. Safe to call on every open.
-pub fn migrate(conn: &Connection) -> Result<()> {
-    conn.execute_batch(SCHEMA_V1)
-        .context("creating the trace tables")?;
-    let v: Option<i64> = conn
-        .query_row(
-            "SELECT version FROM module_version WHERE module = 'trace'",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?;
-    match v {
-        None => {
-            conn.execute(
-                "INSERT INTO module_version (module, version) VALUES ('trace', ?1)",
-                [VERSION],
-            )?;
-        }
-        Some(v) if v > VERSION => {
-            return Err(anyhow!(
-                "the store's trace tables have version {v}, newer than this abperf understands ({VERSION}); upgrade abperf"
-            ));
-        }
-        Some(_) => {}
-    }
-    Ok(())
-}
-
 fn u(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
@@ -103,7 +72,6 @@ impl Store {
         info: &CaptureInfo,
         t: &Tables,
     ) -> Result<i64> {
-        migrate(self.conn())?;
         let exp = NewExperiment {
             name: name.to_string(),
             kind: "trace".into(),
@@ -269,7 +237,6 @@ impl Store {
 
     /// Load a capture and its tables. A usage error when `id` is not a trace capture.
     pub fn load_capture(&self, id: i64) -> Result<(CaptureInfo, Tables)> {
-        migrate(self.conn())?;
         let conn = self.conn();
         let row = conn
             .query_row(

@@ -3,15 +3,13 @@
 //! A row is written *before* its file is touched (state `pending`), so even a crash mid-write
 //! leaves the original on record.
 //!
-//! Own tables, created by `ensure_tables` (idempotent) rather than the main migration list.
+//! Own tables, created by migration 5 (`SCHEMA`, listed in `schema.rs`).
 
 use super::Store;
-use rusqlite::{Connection, params};
+use rusqlite::params;
 
-/// Create the tune tables if they are missing.
-pub fn ensure_tables(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch(
-        "
+/// Migration 5: the tune tables.
+pub(super) const SCHEMA: &str = "
         CREATE TABLE IF NOT EXISTS tune_session (
             id            INTEGER PRIMARY KEY,
             source        TEXT NOT NULL,        -- 'doctor --fix' | 'run --tune'
@@ -29,9 +27,7 @@ pub fn ensure_tables(conn: &Connection) -> rusqlite::Result<()> {
             changed       TEXT NOT NULL,
             restored      TEXT
         );
-        ",
-    )
-}
+        ";
 
 /// Who made a tune session.
 pub const SOURCE_FIX: &str = "doctor --fix";
@@ -54,7 +50,6 @@ pub struct TuneRecord {
 impl Store {
     /// Start a session (one `doctor --fix`, or the settings of one experiment).
     pub fn tune_session(&mut self, source: &str, experiment: Option<i64>) -> anyhow::Result<i64> {
-        ensure_tables(self.conn())?;
         self.conn().execute(
             "INSERT INTO tune_session (source, experiment_id, created)
              VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
@@ -65,7 +60,6 @@ impl Store {
 
     /// Attach a session to the experiment it was made for (created after the settings were).
     pub fn tune_link(&mut self, session: i64, experiment: i64) -> anyhow::Result<()> {
-        ensure_tables(self.conn())?;
         self.conn().execute(
             "UPDATE tune_session SET experiment_id = ?1 WHERE id = ?2",
             params![experiment, session],
@@ -81,7 +75,6 @@ impl Store {
         original: &str,
         value: &str,
     ) -> anyhow::Result<i64> {
-        ensure_tables(self.conn())?;
         self.conn().execute(
             "INSERT INTO tune_setting (session_id, path, original, value, state, changed)
              VALUES (?1, ?2, ?3, ?4, 'pending', strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
@@ -96,7 +89,6 @@ impl Store {
             ["pending", "applied", "failed", "restored"].contains(&state),
             "internal: unknown tune state '{state}'"
         );
-        ensure_tables(self.conn())?;
         let restored = (state == "restored").then_some(());
         self.conn().execute(
             "UPDATE tune_setting SET state = ?1,
@@ -123,7 +115,6 @@ impl Store {
         source: Option<&str>,
         experiment: Option<i64>,
     ) -> anyhow::Result<Vec<TuneRecord>> {
-        ensure_tables(self.conn())?;
         let mut stmt = self.conn().prepare(
             "SELECT t.id, t.session_id, s.source, s.experiment_id, t.path, t.original, t.value,
                     t.state, t.changed
