@@ -1,6 +1,6 @@
 //! Storage for `abperf micro`: bulk commit of a configuration's samples (one run each) in one
 //! transaction, and the derived findings (knee, per-miss cost, skips, notes) in a table of their
-//! own, created on first use.
+//! own (migration 4, `SCHEMA`).
 
 use super::{NewRun, Store};
 use anyhow::Context;
