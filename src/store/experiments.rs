@@ -199,6 +199,50 @@ fn from_json<T: for<'de> Deserialize<'de>>(s: &str, what: &str) -> anyhow::Resul
     serde_json::from_str(s).with_context(|| format!("stored {what} is not valid JSON"))
 }
 
+/// Insert one run and its metrics inside the caller's transaction; returns the run's row id.
+fn insert_run(tx: &rusqlite::Transaction, run: &NewRun) -> anyhow::Result<i64> {
+    let vid: i64 = tx
+        .prepare_cached("SELECT id FROM variant WHERE experiment_id = ?1 AND position = ?2")?
+        .query_row(params![run.experiment_id, run.variant as i64], |r| r.get(0))
+        .with_context(|| {
+            format!(
+                "experiment {} has no variant #{}",
+                run.experiment_id, run.variant
+            )
+        })?;
+    tx.prepare_cached(
+        "INSERT INTO run (experiment_id, variant_id, seq, warmup, status, exit_code, signal, started_ns, ended_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        run.experiment_id,
+        vid,
+        run.seq,
+        run.warmup,
+        run.status.as_str(),
+        run.exit_code,
+        run.signal,
+        run.started_ns,
+        run.ended_ns
+    ])?;
+    let run_id = tx.last_insert_rowid();
+    let mut stmt = tx
+        .prepare_cached("INSERT INTO metric (run_id, name, value, unit) VALUES (?1, ?2, ?3, ?4)")?;
+    for m in &run.metrics {
+        if !m.value.is_finite() {
+            anyhow::bail!(
+                "metric {} of run {} is not a finite number ({})",
+                m.name,
+                run.seq,
+                m.value
+            );
+        }
+        stmt.execute(params![run_id, m.name, m.value, m.unit])
+            .with_context(|| format!("metric {} of run {}", m.name, run.seq))?;
+    }
+    Ok(run_id)
+}
+
 impl Store {
     /// Create an experiment with its variants and planned schedule, in one transaction.
     pub fn create_experiment(
@@ -260,50 +304,20 @@ impl Store {
     pub fn commit_run(&mut self, run: &NewRun) -> anyhow::Result<i64> {
         self.pace_sync(false)?;
         let tx = self.conn_mut().transaction()?;
-        let vid: i64 = tx
-            .prepare_cached("SELECT id FROM variant WHERE experiment_id = ?1 AND position = ?2")?
-            .query_row(params![run.experiment_id, run.variant as i64], |r| r.get(0))
-            .with_context(|| {
-                format!(
-                    "experiment {} has no variant #{}",
-                    run.experiment_id, run.variant
-                )
-            })?;
-        tx.prepare_cached(
-            "INSERT INTO run (experiment_id, variant_id, seq, warmup, status, exit_code, signal, started_ns, ended_ns)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )?
-        .execute(params![
-                run.experiment_id,
-                vid,
-                run.seq,
-                run.warmup,
-                run.status.as_str(),
-                run.exit_code,
-                run.signal,
-                run.started_ns,
-                run.ended_ns
-            ])?;
-        let run_id = tx.last_insert_rowid();
-        {
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO metric (run_id, name, value, unit) VALUES (?1, ?2, ?3, ?4)",
-            )?;
-            for m in &run.metrics {
-                if !m.value.is_finite() {
-                    anyhow::bail!(
-                        "metric {} of run {} is not a finite number ({})",
-                        m.name,
-                        run.seq,
-                        m.value
-                    );
-                }
-                stmt.execute(params![run_id, m.name, m.value, m.unit])
-                    .with_context(|| format!("metric {} of run {}", m.name, run.seq))?;
-            }
-        }
+        let run_id = insert_run(&tx, run)?;
         tx.commit()?;
         Ok(run_id)
+    }
+
+    /// Commit many finished runs in a single transaction, all or none (micro benchmarks store
+    /// thousands of samples at once, where a transaction per sample would dominate).
+    pub fn commit_runs(&mut self, runs: &[NewRun]) -> anyhow::Result<()> {
+        let tx = self.conn_mut().transaction()?;
+        for run in runs {
+            insert_run(&tx, run)?;
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     pub fn set_status(&mut self, id: i64, status: Status) -> anyhow::Result<()> {

@@ -1,9 +1,8 @@
-//! Storage for `abperf micro`: bulk commit of a configuration's samples (one run each) in one
-//! transaction, and the derived findings (knee, per-miss cost, skips, notes) in a table of their
-//! own (migration 4, `SCHEMA`).
+//! Storage for `abperf micro`: the derived findings (knee, per-miss cost, skips, notes) in a table
+//! of their own (migration 4, `SCHEMA`). The samples themselves are runs, committed in bulk
+//! through `Store::commit_runs`.
 
-use super::{NewRun, Store};
-use anyhow::Context;
+use super::Store;
 use rusqlite::params;
 use serde::Serialize;
 
@@ -34,68 +33,6 @@ pub(super) const SCHEMA: &str = "
 ";
 
 impl Store {
-    /// Commit many finished runs of one experiment in a single transaction: all or none.
-    pub fn commit_runs(&mut self, runs: &[NewRun]) -> anyhow::Result<()> {
-        let tx = self.conn_mut().transaction()?;
-        {
-            let mut vstmt = tx.prepare_cached(
-                "SELECT id FROM variant WHERE experiment_id = ?1 AND position = ?2",
-            )?;
-            let mut rstmt = tx.prepare_cached(
-                "INSERT INTO run (experiment_id, variant_id, seq, warmup, status, exit_code, signal, started_ns, ended_ns)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?;
-            let mut mstmt = tx.prepare_cached(
-                "INSERT INTO metric (run_id, name, value, unit) VALUES (?1, ?2, ?3, ?4)",
-            )?;
-            let mut cached: Option<(i64, usize, i64)> = None;
-            for run in runs {
-                let vid = match cached {
-                    Some((e, p, v)) if e == run.experiment_id && p == run.variant => v,
-                    _ => {
-                        let v: i64 = vstmt
-                            .query_row(params![run.experiment_id, run.variant as i64], |r| r.get(0))
-                            .with_context(|| {
-                                format!(
-                                    "experiment {} has no variant #{}",
-                                    run.experiment_id, run.variant
-                                )
-                            })?;
-                        cached = Some((run.experiment_id, run.variant, v));
-                        v
-                    }
-                };
-                rstmt.execute(params![
-                    run.experiment_id,
-                    vid,
-                    run.seq,
-                    run.warmup,
-                    run.status.as_str(),
-                    run.exit_code,
-                    run.signal,
-                    run.started_ns,
-                    run.ended_ns
-                ])?;
-                let run_id = tx.last_insert_rowid();
-                for m in &run.metrics {
-                    if !m.value.is_finite() {
-                        anyhow::bail!(
-                            "metric {} of run {} is not a finite number ({})",
-                            m.name,
-                            run.seq,
-                            m.value
-                        );
-                    }
-                    mstmt
-                        .execute(params![run_id, m.name, m.value, m.unit])
-                        .with_context(|| format!("metric {} of run {}", m.name, run.seq))?;
-                }
-            }
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
     /// Store the findings of a micro experiment (replacing any stored before).
     pub fn set_micro_findings(
         &mut self,
