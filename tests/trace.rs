@@ -301,7 +301,7 @@ fn global_state_and_instances_are_left_alone() {
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("cannot start"),
+        String::from_utf8_lossy(&o.stderr).contains("cannot execute"),
         "{}",
         text(&o)
     );

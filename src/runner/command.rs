@@ -45,6 +45,22 @@ pub fn resolve_program(program: &str) -> anyhow::Result<PathBuf> {
 }
 
 impl Prepared {
+    /// Prepare an argv for direct execution (no shell).
+    pub fn from_argv(argv: &[String]) -> anyhow::Result<Prepared> {
+        let first = argv
+            .first()
+            .ok_or_else(|| crate::error::usage("empty command"))?;
+        let program = resolve_program(first)?;
+        Ok(Prepared {
+            text: shell_words::join(argv),
+            program: cstring(&program.to_string_lossy(), "program")?,
+            argv: argv
+                .iter()
+                .map(|w| cstring(w, "argument"))
+                .collect::<anyhow::Result<_>>()?,
+        })
+    }
+
     /// Prepare `text` for execution through `sh -c` (shell) or directly (no shell).
     pub fn new(text: &str, shell: bool) -> anyhow::Result<Prepared> {
         let words: Vec<String> = if shell {

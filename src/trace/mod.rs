@@ -21,7 +21,6 @@ pub mod text;
 pub mod tsc;
 
 use anyhow::{Context, Result, anyhow, bail};
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -137,33 +136,25 @@ pub fn record(opts: &RecordOptions, stop: &Arc<AtomicBool>) -> Result<Recorded> 
     let mut interrupted = false;
     let run = (|| -> Result<()> {
         if !opts.command.is_empty() {
-            // The runner module is the general place for workloads; a trace capture needs only
-            // spawn, wait and kill on interrupt, done here.
-            let mut child = Command::new(&opts.command[0])
-                .args(&opts.command[1..])
-                .spawn()
-                .with_context(|| format!("cannot start {:?}", opts.command[0]))?;
-            loop {
-                if let Some(st) = child.try_wait()? {
-                    use std::os::unix::process::ExitStatusExt;
-                    exit_code = st.code();
-                    signal = st.signal();
-                    break;
-                }
-                if stop.load(Ordering::SeqCst) {
-                    interrupted = true;
-                    // SAFETY: plain kill(2) of our own child.
-                    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-                    let _ = child.wait();
-                    break;
-                }
-                if opts.duration.is_some_and(|d| t0.elapsed() >= d) {
-                    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-                    let _ = child.wait();
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(2));
+            // The workload runs through the runner: own process group, killed (with its
+            // children) after --duration or when a signal arrives.
+            use crate::runner::spawn::{self, Exit, SpawnOptions};
+            crate::runner::signals::install()?;
+            let cmd = crate::runner::Prepared::from_argv(&opts.command)?;
+            let spawn_opts = SpawnOptions {
+                pin: None,
+                timeout: opts.duration,
+                events: &[],
+                quiet: false,
+            };
+            let out = spawn::run(&cmd, &spawn_opts)?;
+            match out.exit {
+                Exit::Code(c) => exit_code = Some(c),
+                Exit::Signal(s) => signal = Some(s),
+                Exit::TimedOut => {}
             }
+            interrupted =
+                stop.load(Ordering::SeqCst) || crate::runner::signals::received().is_some();
         } else {
             let d = opts
                 .duration
