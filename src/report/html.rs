@@ -345,9 +345,9 @@ fn micro_section(s: &mut String, m: &MicroData) {
 
 /// Median, p10, p90 cycles and median ns of each configuration of `bench`.
 fn table(s: &mut String, m: &MicroData, bench: &str) {
-    let _ = write!(
+    let _ = writeln!(
         s,
-        "<table class=\"micro-table\" data-bench=\"{}\"><tr><th class=\"l\">configuration</th><th>median cycles</th><th>p10</th><th>p90</th><th>median ns</th><th>samples</th><th class=\"l\">per</th></tr>\n",
+        "<table class=\"micro-table\" data-bench=\"{}\"><tr><th class=\"l\">configuration</th><th>median cycles</th><th>p10</th><th>p90</th><th>median ns</th><th>samples</th><th class=\"l\">per</th></tr>",
         esc(bench)
     );
     for r in m.rows.iter().filter(|r| r.bench == bench) {
@@ -386,6 +386,67 @@ mod tests {
         assert!(!h.contains("https://"));
         assert!(h.contains("class=\"plot distribution\""));
         assert!(h.contains("class=\"plot run-order\""));
+        assert!(!h.contains("NaN"));
+    }
+
+    #[test]
+    fn micro_experiment_gets_curves_not_summary() {
+        use crate::micro::harness::Summary;
+        use crate::report::micro::{MicroData, MicroRow};
+        use crate::store::MicroFinding;
+        let mut d = sample_named("A", "B");
+        let row = |op: &str, range: &str, n: u64| MicroRow {
+            variant: format!("tlb-flush/{op}/{range}/n={n}"),
+            bench: "tlb-flush".into(),
+            op: Some(op.into()),
+            range: Some(range.into()),
+            remote: None,
+            pages: n,
+            per: "call".into(),
+            cycles: Summary::of(&[n as f64 * 100.0, n as f64 * 110.0]),
+            ns: Summary::of(&[n as f64 * 40.0]),
+        };
+        let mut rows: Vec<MicroRow> = [1, 2, 4, 33, 64]
+            .iter()
+            .flat_map(|&n| [row("madvise", "touched", n), row("madvise", "empty", n)])
+            .collect();
+        rows.push(MicroRow {
+            variant: "syscall/<getppid>".into(),
+            bench: "syscall".into(),
+            op: None,
+            range: None,
+            remote: None,
+            pages: 1,
+            per: "call".into(),
+            cycles: Summary::of(&[300.0, 310.0, 320.0]),
+            ns: Summary::of(&[100.0]),
+        });
+        d.micro = Some(MicroData {
+            rows,
+            findings: vec![MicroFinding {
+                bench: "tlb-flush".into(),
+                key: "madvise-knee".into(),
+                value: Some(33.0),
+                unit: "pages".into(),
+                text: "madvise: knee after 33 pages".into(),
+            }],
+        });
+        let h = super::render(&d);
+        assert_eq!(h.matches("class=\"plot micro-curve").count(), 2);
+        assert_eq!(h.matches("class=\"ceiling\" data-pages=\"33\"").count(), 2);
+        assert!(h.contains("implied ceiling 33 (madvise)"));
+        assert!(h.contains("data-bench=\"syscall\""));
+        assert!(h.contains("syscall/&lt;getppid&gt;"));
+        assert!(!h.contains("<getppid>"));
+        assert!(
+            h.contains("<td>310</td><td>302</td><td>318</td><td>100.0</td><td>3</td>"),
+            "{h}"
+        );
+        assert!(
+            !h.contains("id=\"summary\""),
+            "no per-variant summary columns"
+        );
+        assert!(!h.contains("class=\"plot distribution\""));
         assert!(!h.contains("NaN"));
     }
 }

@@ -351,7 +351,7 @@ mod tests {
             s[0].points.iter().map(|p| p.0).collect::<Vec<_>>(),
             [1.0, 2.0, 4.0]
         );
-        assert_eq!(s[0].points[2], (4.0, 3990.0, 4000.0, 4010.0));
+        assert_eq!(s[0].points[2], (4.0, 3992.0, 4000.0, 4008.0));
         let pp = d.per_page_series("tlb-flush");
         // (4000 - 500) / 4
         assert_eq!(pp[0].points[2].2, 875.0);
@@ -365,6 +365,6 @@ mod tests {
         assert_eq!(m[0].label, "implied ceiling 33 (madvise, mprotect)");
         let t = d.text_table();
         assert!(t.contains("x-knee text"));
-        assert!(t.lines().nth(1).unwrap().contains("3990"), "{t}");
+        assert!(t.lines().nth(1).unwrap().contains("3992"), "{t}");
     }
 }
