@@ -121,15 +121,19 @@ pub fn render(d: &ReportData) -> String {
 }
 
 /// Runs per variant: "12+12", or for a micro experiment whose configurations all have the same
-/// count "101 per configuration" (hundreds of them otherwise run off the page).
+/// counts "101 per configuration" or "31 to 2001 per configuration" (hundreds of them otherwise run off the page).
 fn n_text(d: &ReportData) -> String {
     let n = d.n_text();
-    let mut parts = n.split('+');
-    let first = parts.next().unwrap_or("");
-    if d.micro.is_some() && d.variants.len() > 1 && parts.all(|p| p == first) {
-        format!("{first} per configuration")
-    } else {
-        n
+    let counts: Vec<u64> = n.split('+').filter_map(|p| p.parse().ok()).collect();
+    match (counts.iter().min(), counts.iter().max()) {
+        (Some(lo), Some(hi)) if d.micro.is_some() && counts.len() > 1 => {
+            if lo == hi {
+                format!("{lo} per configuration")
+            } else {
+                format!("{lo} to {hi} per configuration")
+            }
+        }
+        _ => n,
     }
 }
 
