@@ -187,3 +187,104 @@ fn html_report_in_headless_chromium() {
         "screenshot is not a PNG of a page"
     );
 }
+
+/// `abperf micro tlb-flush --quick` into a fresh store, reported as HTML: the flush curves (per
+/// call and per page, against pages on a log2 axis) with the p10-p90 band and, when the run
+/// found a knee, the implied ceiling as a labelled vertical line; the page loads in headless
+/// Chromium without console messages. Also the text report's micro table.
+#[test]
+fn micro_curves_in_html_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let out = abperf(&db, &["micro", "tlb-flush", "--quick"]);
+    assert!(out.contains("tlb-flush"), "{out}");
+    let html = dir.path().join("micro.html");
+    abperf(
+        &db,
+        &[
+            "report",
+            "1",
+            "--format",
+            "html",
+            "-o",
+            html.to_str().unwrap(),
+        ],
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    // The knee findings as stored by `abperf micro`, read back through the JSON-free text report.
+    let text = abperf(&db, &["report", "1", "--format", "text"]);
+    assert!(text.contains("Micro configurations (cycles):"), "{text}");
+    assert!(
+        text.contains("tlb-flush/mprotect/touched/n=33"),
+        "micro table misses a configuration"
+    );
+    assert!(text.contains("no verdicts against the first"), "{text}");
+    let knees: Vec<u64> = text
+        .lines()
+        .filter_map(|l| {
+            l.split_once(": knee after ")?
+                .1
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let judged = text
+        .lines()
+        .filter(|l| l.contains(": knee after ") || l.contains(": no clear knee"))
+        .count();
+    assert_eq!(judged, 2, "one knee finding per operation: {text}");
+
+    let url = format!("file://{}", html.display());
+    let (ok, dom, stderr) = headless(dir.path(), "micro", &["--dump-dom"], &url);
+    assert!(ok, "chromium --dump-dom failed: {stderr}");
+    let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    assert!(dom.contains("</html>"), "no DOM dumped");
+    for plot in ["tlb-flush per-call", "tlb-flush per-page"] {
+        let start = dom
+            .find(&format!("class=\"plot micro-curve {plot}\""))
+            .unwrap_or_else(|| panic!("no {plot} curve in the DOM"));
+        let svg = &dom[start..start + dom[start..].find("</svg>").unwrap()];
+        // One line per operation (plus the dashed empty range in the per-call plot), bands.
+        assert!(svg.matches("<polyline").count() >= 2, "{plot}: {svg}");
+        assert_eq!(svg.matches("class=\"band\"").count(), 2, "{plot}");
+        for op in ["madvise", "mprotect"] {
+            assert!(svg.contains(&format!(">{op}</text>")), "{plot}: no {op}");
+        }
+        // log2 x axis: powers of two from 1 to 512.
+        for t in ["1", "32", "512"] {
+            assert!(svg.contains(&format!(">{t}</text>")), "{plot}: no tick {t}");
+        }
+        // 67 sizes per operation, each a point.
+        assert_eq!(svg.matches("<circle").count(), 2 * 67, "{plot}");
+        // The implied ceiling of every knee found, as a vertical line labelled with its value.
+        for k in &knees {
+            assert!(
+                svg.contains(&format!("class=\"ceiling\" data-pages=\"{k}\"")),
+                "{plot}: no ceiling line at {k}"
+            );
+            assert!(
+                svg.contains(&format!(">implied ceiling {k} (")),
+                "{plot}: no ceiling label {k}"
+            );
+        }
+        assert_eq!(
+            svg.matches("class=\"ceiling\"").count(),
+            {
+                let mut k = knees.clone();
+                k.sort();
+                k.dedup();
+                k.len()
+            },
+            "{plot}: one line per distinct knee"
+        );
+    }
+    // The compact table of configurations and the findings.
+    assert!(dom.contains("class=\"micro-table\" data-bench=\"tlb-flush\""));
+    assert!(dom.contains("tlb-flush/madvise/empty/n=512"));
+    assert!(dom.contains("madvise: "), "madvise knee finding missing");
+    assert!(!page.contains("NaN"));
+    assert!(!dom.contains("<script"));
+}

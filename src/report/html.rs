@@ -4,6 +4,7 @@
 
 use super::ReportData;
 use super::fmt::{change_pct, metric_scale, pm};
+use super::micro::{CURVE_BENCHES, MicroData, finding_text, num};
 use super::svg::{self, colour, esc};
 use std::fmt::Write;
 
@@ -42,7 +43,7 @@ pub fn render(d: &ReportData) -> String {
         d.variants.len(),
         d.runs.len(),
         d.analysed_runs(),
-        esc(&d.n_text()),
+        esc(&n_text(d)),
         esc(&d.order_text())
     );
 
@@ -71,7 +72,20 @@ pub fn render(d: &ReportData) -> String {
     }
 
     // Variants.
-    s.push_str("<h2>Variants</h2><table id=\"variants\"><tr><th class=\"l\">variant</th><th class=\"l\">command</th><th class=\"l\">parameters</th><th>runs</th></tr>\n");
+    let is_micro = d.micro.is_some();
+    if let Some(m) = &d.micro {
+        micro_section(&mut s, m);
+    }
+    if is_micro {
+        let _ = write!(
+            s,
+            "<h2>Variants</h2><details><summary>{} configuration(s)</summary>",
+            d.variants.len()
+        );
+    } else {
+        s.push_str("<h2>Variants</h2>");
+    }
+    s.push_str("<table id=\"variants\"><tr><th class=\"l\">variant</th><th class=\"l\">command</th><th class=\"l\">parameters</th><th>runs</th></tr>\n");
     for (i, v) in d.variants.iter().enumerate() {
         let params: Vec<String> = v
             .parameters
@@ -89,7 +103,43 @@ pub fn render(d: &ReportData) -> String {
         );
     }
     s.push_str("</table>\n");
+    if is_micro {
+        s.push_str("</details>\n");
+    } else {
+        summary_and_plots(&mut s, d);
+    }
 
+    if let Some(t) = &d.trace {
+        let _ = writeln!(
+            s,
+            "<h2>Trace tables</h2><pre class=\"trace\">{}</pre>",
+            esc(&t.text)
+        );
+    }
+    runs_and_provenance(&mut s, d);
+    s
+}
+
+/// Runs per variant: "12+12", or for a micro experiment whose configurations all have the same
+/// counts "101 per configuration" or "31 to 2001 per configuration" (hundreds of them otherwise run off the page).
+fn n_text(d: &ReportData) -> String {
+    let n = d.n_text();
+    let counts: Vec<u64> = n.split('+').filter_map(|p| p.parse().ok()).collect();
+    match (counts.iter().min(), counts.iter().max()) {
+        (Some(lo), Some(hi)) if d.micro.is_some() && counts.len() > 1 => {
+            if lo == hi {
+                format!("{lo} per configuration")
+            } else {
+                format!("{lo} to {hi} per configuration")
+            }
+        }
+        _ => n,
+    }
+}
+
+/// The summary table, run-order and distribution plots (one column and one row per variant:
+/// left out for micro experiments, whose hundreds of configurations get curves and a table).
+fn summary_and_plots(s: &mut String, d: &ReportData) {
     // Summary table.
     let base = d.variant_name(d.baseline).to_string();
     s.push_str("<h2>Summary</h2><p class=\"note\">Mean ± perf stat's figure (SD/√n/mean); change of the mean against the baseline.</p><table id=\"summary\"><tr><th class=\"l\">metric</th>");
@@ -153,15 +203,11 @@ pub fn render(d: &ReportData) -> String {
             let _ = writeln!(s, "<h3>{}</h3>\n{p}", esc(&m.name));
         }
     }
+}
 
-    if let Some(t) = &d.trace {
-        let _ = writeln!(
-            s,
-            "<h2>Trace tables</h2><pre class=\"trace\">{}</pre>",
-            esc(&t.text)
-        );
-    }
-
+/// The raw runs (collapsed) and the provenance line; closes the page.
+fn runs_and_provenance(s: &mut String, d: &ReportData) {
+    let e = &d.experiment;
     // Raw runs.
     let names: Vec<&str> = d.metrics.iter().map(|m| m.name.as_str()).collect();
     let _ = write!(
@@ -238,7 +284,90 @@ pub fn render(d: &ReportData) -> String {
         esc(&d.data_sha256)
     );
     s.push_str("</body></html>\n");
-    s
+}
+
+/// Micro benchmarks: findings, the TLB flush curves (per call and per page, implied ceiling
+/// marked), and a compact table of every configuration.
+fn micro_section(s: &mut String, m: &MicroData) {
+    s.push_str("<h2>Micro benchmarks</h2>\n");
+    let notes: Vec<_> = m.notes().collect();
+    if !notes.is_empty() {
+        s.push_str("<ul class=\"micro-notes note\">");
+        for f in notes {
+            let _ = write!(s, "<li>{}</li>", esc(&f.text));
+        }
+        s.push_str("</ul>\n");
+    }
+    let knees = m.knee_markers();
+    for bench in m.benches() {
+        let _ = writeln!(s, "<h3>{}</h3>", esc(bench));
+        let findings: Vec<_> = m.findings_of(bench).collect();
+        if !findings.is_empty() {
+            s.push_str("<ul class=\"micro-findings\">");
+            for f in findings {
+                let _ = write!(s, "<li>{}</li>", esc(&finding_text(f)));
+            }
+            s.push_str("</ul>\n");
+        }
+        if CURVE_BENCHES.contains(&bench) {
+            let calls = svg::micro_curve(
+                &format!("{bench} per-call"),
+                &m.call_series(bench),
+                &knees,
+                "median cycles per call",
+            );
+            let pages = svg::micro_curve(
+                &format!("{bench} per-page"),
+                &m.per_page_series(bench),
+                &knees,
+                "cycles per page (touched minus empty-range median)",
+            );
+            if let Some(p) = calls {
+                let _ = writeln!(
+                    s,
+                    "<p class=\"note\">Cycles per call against pages (log2): median of the touched range with its p10-p90 band; dashed: the empty range (syscall and page-table walk, nothing to flush). The vertical line is the implied tlb_single_page_flush_ceiling (the knee).</p>\n{p}"
+                );
+            }
+            if let Some(p) = pages {
+                let _ = writeln!(
+                    s,
+                    "<p class=\"note\">The flush per page: (touched - empty-range median) / pages; band: the touched p10-p90 less the same median.</p>\n{p}"
+                );
+            }
+            let _ = write!(
+                s,
+                "<details><summary>{bench} configurations</summary>",
+                bench = esc(bench)
+            );
+            table(s, m, bench);
+            s.push_str("</details>\n");
+        } else {
+            table(s, m, bench);
+        }
+    }
+}
+
+/// Median, p10, p90 cycles and median ns of each configuration of `bench`.
+fn table(s: &mut String, m: &MicroData, bench: &str) {
+    let _ = writeln!(
+        s,
+        "<table class=\"micro-table\" data-bench=\"{}\"><tr><th class=\"l\">configuration</th><th>median cycles</th><th>p10</th><th>p90</th><th>median ns</th><th>samples</th><th class=\"l\">per</th></tr>",
+        esc(bench)
+    );
+    for r in m.rows.iter().filter(|r| r.bench == bench) {
+        let _ = writeln!(
+            s,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            esc(&r.variant),
+            num(r.cycles.median, 0),
+            num(r.cycles.p10, 0),
+            num(r.cycles.p90, 0),
+            num(r.ns.median, 1),
+            r.cycles.n,
+            esc(&r.per)
+        );
+    }
+    s.push_str("</table>\n");
 }
 
 #[cfg(test)]
@@ -261,6 +390,67 @@ mod tests {
         assert!(!h.contains("https://"));
         assert!(h.contains("class=\"plot distribution\""));
         assert!(h.contains("class=\"plot run-order\""));
+        assert!(!h.contains("NaN"));
+    }
+
+    #[test]
+    fn micro_experiment_gets_curves_not_summary() {
+        use crate::micro::harness::Summary;
+        use crate::report::micro::{MicroData, MicroRow};
+        use crate::store::MicroFinding;
+        let mut d = sample_named("A", "B");
+        let row = |op: &str, range: &str, n: u64| MicroRow {
+            variant: format!("tlb-flush/{op}/{range}/n={n}"),
+            bench: "tlb-flush".into(),
+            op: Some(op.into()),
+            range: Some(range.into()),
+            remote: None,
+            pages: n,
+            per: "call".into(),
+            cycles: Summary::of(&[n as f64 * 100.0, n as f64 * 110.0]),
+            ns: Summary::of(&[n as f64 * 40.0]),
+        };
+        let mut rows: Vec<MicroRow> = [1, 2, 4, 33, 64]
+            .iter()
+            .flat_map(|&n| [row("madvise", "touched", n), row("madvise", "empty", n)])
+            .collect();
+        rows.push(MicroRow {
+            variant: "syscall/<getppid>".into(),
+            bench: "syscall".into(),
+            op: None,
+            range: None,
+            remote: None,
+            pages: 1,
+            per: "call".into(),
+            cycles: Summary::of(&[300.0, 310.0, 320.0]),
+            ns: Summary::of(&[100.0]),
+        });
+        d.micro = Some(MicroData {
+            rows,
+            findings: vec![MicroFinding {
+                bench: "tlb-flush".into(),
+                key: "madvise-knee".into(),
+                value: Some(33.0),
+                unit: "pages".into(),
+                text: "madvise: knee after 33 pages".into(),
+            }],
+        });
+        let h = super::render(&d);
+        assert_eq!(h.matches("class=\"plot micro-curve").count(), 2);
+        assert_eq!(h.matches("class=\"ceiling\" data-pages=\"33\"").count(), 2);
+        assert!(h.contains("implied ceiling 33 (madvise)"));
+        assert!(h.contains("data-bench=\"syscall\""));
+        assert!(h.contains("syscall/&lt;getppid&gt;"));
+        assert!(!h.contains("<getppid>"));
+        assert!(
+            h.contains("<td>310</td><td>302</td><td>318</td><td>100.0</td><td>3</td>"),
+            "{h}"
+        );
+        assert!(
+            !h.contains("id=\"summary\""),
+            "no per-variant summary columns"
+        );
+        assert!(!h.contains("class=\"plot distribution\""));
         assert!(!h.contains("NaN"));
     }
 }

@@ -92,6 +92,13 @@ pub fn render(d: &ReportData) -> String {
         let body = t.text.trim_end().replace("```", "'''");
         let _ = writeln!(s, "\n#### Trace tables\n\n```text\n{body}\n```");
     }
+    if let Some(m) = &d.micro {
+        let body = m.text_table().trim_end().replace("```", "'''");
+        let _ = writeln!(
+            s,
+            "\n#### Micro configurations (cycles)\n\n```text\n{body}\n```"
+        );
+    }
     let src = if d.sources.is_empty() {
         String::new()
     } else {

@@ -12,6 +12,7 @@ pub mod hyperfine;
 pub mod json;
 pub mod mail;
 pub mod markdown;
+pub mod micro;
 pub mod perfstat;
 pub mod svg;
 pub mod text;
@@ -178,6 +179,8 @@ pub struct ReportData {
     pub data_sha256: String,
     /// A trace capture's tables (experiments of kind `trace`): the trace module's text and JSON.
     pub trace: Option<TraceTables>,
+    /// A micro experiment's configurations and findings (experiments of kind `micro`).
+    pub micro: Option<micro::MicroData>,
     pub tool_version: String,
 }
 
@@ -539,13 +542,33 @@ pub fn build(store: &Store, id: i64, opts: &ReportOptions) -> anyhow::Result<Rep
         verdict_notes: Vec::new(),
         tests: String::new(),
         trace: None,
+        micro: None,
         sources: file_list,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
     };
-    let v = verdicts::compute(&data);
-    data.verdicts = v.rows;
-    data.verdict_notes = v.notes;
-    data.tests = v.tests;
+    // A micro experiment's variants are configurations (op, pages, ...), not treatments of one
+    // workload: every one against the first is meaningless (and hundreds of comparisons). Only
+    // when the user names a baseline.
+    if data.experiment.kind == "micro" && opts.baseline.is_none() {
+        data.verdict_notes.push(
+            "micro experiment: its variants are configurations, not treatments of one workload; \
+             no verdicts against the first (name one with --baseline)"
+                .to_string(),
+        );
+    } else {
+        let v = verdicts::compute(&data);
+        data.verdicts = v.rows;
+        data.verdict_notes = v.notes;
+        data.tests = v.tests;
+    }
+    if data.experiment.kind == "micro" {
+        match store.micro_findings(id) {
+            Ok(f) => data.micro = Some(micro::build(&data, f)),
+            Err(e) => data
+                .verdict_notes
+                .push(format!("micro findings unavailable: {e:#}")),
+        }
+    }
     if data.experiment.kind == "trace" {
         match store.load_capture(id) {
             Ok((info, tables)) => {
@@ -705,6 +728,7 @@ pub(crate) mod testdata {
             verdict_notes: Vec::new(),
             tests: String::new(),
             trace: None,
+            micro: None,
             sources: vec!["seed000-time.txt".into()],
             tool_version: "0.1.0".into(),
         };

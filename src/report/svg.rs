@@ -124,6 +124,34 @@ fn axis_x(s: &mut String, ticks: &[(f64, String)], x: impl Fn(f64) -> f64, y0: f
     }
 }
 
+/// Horizontal grid lines at `ticks` (raw value, label) with labels left of `x0`.
+fn axis_y(s: &mut String, ticks: &[(f64, String)], y: impl Fn(f64) -> f64, x0: f64, x1: f64) {
+    for (t, label) in ticks {
+        let py = y(*t);
+        let _ = write!(
+            s,
+            r##"<line x1="{x0:.1}" y1="{py:.1}" x2="{x1:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end" fill="#333">{}</text>"##,
+            x0 - 6.0,
+            py + 4.0,
+            esc(label)
+        );
+    }
+}
+
+/// Powers of two covering [lo, hi] (both > 0), for a log2 axis: (value, label). Every other
+/// power when there are more than 12.
+pub fn log2_ticks(lo: f64, hi: f64) -> Vec<(f64, String)> {
+    if !(lo > 0.0 && hi >= lo && hi.is_finite()) {
+        return Vec::new();
+    }
+    let (a, b) = (lo.log2().ceil() as i32, hi.log2().floor() as i32);
+    let step = if b - a > 12 { 2 } else { 1 };
+    (a..=b)
+        .step_by(step)
+        .map(|e| (2f64.powi(e), format!("{}", 2f64.powi(e))))
+        .collect()
+}
+
 /// Strip plus box plot of `metric`, one row per variant.
 pub fn distribution(d: &ReportData, metric: &str) -> Option<String> {
     let sc: Scale = metric_scale(d, metric);
@@ -243,17 +271,7 @@ pub fn run_order(d: &ReportData, metric: &str) -> Option<String> {
         r#"<svg xmlns="http://www.w3.org/2000/svg" class="plot run-order" data-metric="{m}" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{m} in run order">"#,
         m = esc(metric)
     );
-    for (t, label) in scaled_ticks(lo, hi, 5, &sc) {
-        let py = y(t);
-        let _ = write!(
-            s,
-            r##"<line x1="{left}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end" fill="#333">{}</text>"##,
-            w - right,
-            left - 6.0,
-            py + 4.0,
-            esc(&label)
-        );
-    }
+    axis_y(&mut s, &scaled_ticks(lo, hi, 5, &sc), y, left, w - right);
     let seq_ticks: Vec<(f64, String)> = nice_ticks(smin.max(0.0), smax, 8)
         .into_iter()
         .filter(|t| t.fract() == 0.0)
@@ -388,6 +406,156 @@ pub fn forest(d: &ReportData) -> Option<String> {
     Some(s)
 }
 
+/// A curve plot for micro benchmarks: each series' median against pages on a log2 x axis, a
+/// p10-p90 band (solid series), dashed series as plain lines, and vertical markers (the implied
+/// flush ceiling) labelled with their value. `class` names the plot in the DOM.
+pub fn micro_curve(
+    class: &str,
+    series: &[super::micro::Series],
+    markers: &[super::micro::Marker],
+    y_label: &str,
+) -> Option<String> {
+    let pts = || series.iter().flat_map(|s| s.points.iter());
+    let (xmin, xmax) = pts()
+        .map(|p| p.0)
+        .filter(|x| *x > 0.0)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(x), b.max(x))
+        });
+    if !(xmin.is_finite() && xmax.is_finite()) {
+        return None;
+    }
+    let (lx0, lx1) = if xmax > xmin {
+        let pad = (xmax.log2() - xmin.log2()) * 0.03;
+        (xmin.log2() - pad, xmax.log2() + pad)
+    } else {
+        (xmin.log2() - 1.0, xmin.log2() + 1.0)
+    };
+    let (lo, hi) = padded_range(pts().flat_map(|p| [p.1, p.2, p.3]))?;
+    let (w, h, left, right, top, bottom) = (
+        760.0,
+        340.0,
+        80.0,
+        20.0,
+        14.0 + 18.0 * ((series.len() as f64) / 3.0).ceil(),
+        40.0,
+    );
+    let x = |v: f64| left + (v.log2() - lx0) / (lx1 - lx0) * (w - left - right);
+    let y = |v: f64| top + (hi - v) / (hi - lo) * (h - top - bottom);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="plot micro-curve {c}" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{l} against pages (log2)">"#,
+        c = esc(class),
+        l = esc(y_label)
+    );
+    let t = nice_ticks(lo, hi, 5);
+    let dec = tick_decimals(&t);
+    let yt: Vec<(f64, String)> = t.into_iter().map(|v| (v, format!("{v:.dec$}"))).collect();
+    axis_y(&mut s, &yt, y, left, w - right);
+    axis_x(
+        &mut s,
+        &log2_ticks(2f64.powf(lx0), 2f64.powf(lx1)),
+        x,
+        top,
+        h - bottom,
+    );
+    let _ = write!(
+        s,
+        r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#333">pages (log2); y: {}; band: p10-p90</text>"##,
+        left + (w - left - right) / 2.0,
+        h - 4.0,
+        esc(y_label)
+    );
+    // Legend, three entries a line.
+    for (i, se) in series.iter().enumerate() {
+        let (lx, ly) = (left + 220.0 * (i % 3) as f64, 16.0 + 18.0 * (i / 3) as f64);
+        let _ = write!(
+            s,
+            r##"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}" stroke-width="2"{d}/><text x="{:.1}" y="{ly:.1}" font-size="12" fill="#222">{}</text>"##,
+            ly - 4.0,
+            lx + 18.0,
+            ly - 4.0,
+            lx + 22.0,
+            esc(&truncate(&se.label, 28)),
+            c = colour(se.colour),
+            d = if se.dashed {
+                r#" stroke-dasharray="5 3""#
+            } else {
+                ""
+            }
+        );
+    }
+    for se in series {
+        let c = colour(se.colour);
+        if !se.dashed && se.points.len() > 1 {
+            let mut poly: Vec<String> = se
+                .points
+                .iter()
+                .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.3)))
+                .collect();
+            poly.extend(
+                se.points
+                    .iter()
+                    .rev()
+                    .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.1))),
+            );
+            let _ = write!(
+                s,
+                r#"<polygon class="band" points="{}" fill="{c}" fill-opacity="0.15" stroke="none"/>"#,
+                poly.join(" ")
+            );
+        }
+        let line: Vec<String> = se
+            .points
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.2)))
+            .collect();
+        let _ = write!(
+            s,
+            r#"<polyline class="median" points="{}" fill="none" stroke="{c}" stroke-width="{}"{}/>"#,
+            line.join(" "),
+            if se.dashed { 1 } else { 2 },
+            if se.dashed {
+                r#" stroke-dasharray="5 3""#
+            } else {
+                ""
+            }
+        );
+        if !se.dashed {
+            for p in &se.points {
+                let _ = write!(
+                    s,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}"><title>{}</title></circle>"#,
+                    x(p.0),
+                    y(p.2),
+                    esc(&format!(
+                        "{}, {} pages: median {:.1} (p10 {:.1}, p90 {:.1})",
+                        se.label, p.0, p.2, p.1, p.3
+                    ))
+                );
+            }
+        }
+    }
+    for (i, m) in markers.iter().enumerate() {
+        if !(m.x >= 2f64.powf(lx0) && m.x <= 2f64.powf(lx1)) {
+            continue;
+        }
+        let px = x(m.x);
+        let _ = write!(
+            s,
+            r##"<line class="ceiling" data-pages="{v}" x1="{px:.1}" y1="{top:.1}" x2="{px:.1}" y2="{:.1}" stroke="#000" stroke-width="1.5" stroke-dasharray="6 3"/><text class="ceiling-label" x="{:.1}" y="{:.1}" font-size="12" fill="#000">{}</text>"##,
+            h - bottom,
+            px + 4.0,
+            top + 14.0 + 14.0 * i as f64,
+            esc(&m.label),
+            v = m.x
+        );
+    }
+    s.push_str("</svg>");
+    Some(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testdata::sample_named;
@@ -482,5 +650,62 @@ mod tests {
             .collect();
         let s = distribution(&d, "user_ns").unwrap() + &run_order(&d, "user_ns").unwrap();
         assert!(!s.contains("NaN") && !s.contains("inf"));
+    }
+
+    #[test]
+    fn micro_curve_has_log_axis_band_and_ceiling() {
+        use super::super::micro::{Marker, Series};
+        assert_eq!(
+            log2_ticks(0.9, 600.0)
+                .iter()
+                .map(|t| t.1.as_str())
+                .collect::<Vec<_>>(),
+            ["1", "2", "4", "8", "16", "32", "64", "128", "256", "512"]
+        );
+        assert!(log2_ticks(0.0, 4.0).is_empty());
+        let se = vec![
+            Series {
+                label: "<b>madvise</b>".into(),
+                points: (0..10)
+                    .map(|i| {
+                        let n = 2f64.powi(i);
+                        (n, n * 90.0, n * 100.0, n * 110.0)
+                    })
+                    .collect(),
+                dashed: false,
+                colour: 0,
+            },
+            Series {
+                label: "madvise (empty range)".into(),
+                points: vec![(1.0, 5.0, 5.0, 5.0), (512.0, 9.0, 9.0, 9.0)],
+                dashed: true,
+                colour: 0,
+            },
+        ];
+        let m = [Marker {
+            x: 33.0,
+            label: "implied ceiling 33 (madvise)".into(),
+        }];
+        let svg = micro_curve("tlb-flush calls", &se, &m, "cycles per call").unwrap();
+        assert!(svg.contains("class=\"plot micro-curve tlb-flush calls\""));
+        assert_eq!(svg.matches("class=\"band\"").count(), 1);
+        assert_eq!(svg.matches("<polyline").count(), 2);
+        assert_eq!(svg.matches("<circle").count(), 10);
+        assert!(svg.contains("data-pages=\"33\""));
+        assert!(svg.contains(">implied ceiling 33 (madvise)</text>"));
+        assert!(svg.contains(">512</text>") && svg.contains(">1</text>"));
+        assert!(svg.contains("&lt;b&gt;madvise&lt;/b&gt;") && !svg.contains("<b>"));
+        assert!(!svg.contains("NaN") && !svg.contains("inf"));
+        // A marker outside the plotted pages is left out rather than drawn off the plot.
+        let far = [Marker {
+            x: 4096.0,
+            label: "x".into(),
+        }];
+        assert!(
+            !micro_curve("c", &se, &far, "y")
+                .unwrap()
+                .contains("ceiling")
+        );
+        assert!(micro_curve("c", &[], &m, "y").is_none());
     }
 }

@@ -88,6 +88,14 @@ pub fn render(d: &ReportData) -> String {
         let _ = writeln!(s, "Trace tables:\n{}", t.text.trim_end());
         let _ = writeln!(s);
     }
+    if let Some(m) = &d.micro {
+        let _ = writeln!(
+            s,
+            "Micro configurations (cycles):\n{}",
+            m.text_table().trim_end()
+        );
+        let _ = writeln!(s);
+    }
     let _ = writeln!(s, "{}", one_line(&d.machine_text()));
     if !d.tests.is_empty() {
         let _ = writeln!(s, "tests: {}", d.tests);
