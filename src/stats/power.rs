@@ -159,8 +159,18 @@ pub fn power_two_sample(d: f64, n: usize, alpha: f64) -> f64 {
         return 0.0;
     }
     let df = 2.0 * (n as f64 - 1.0);
+    if df > LARGE_DF {
+        // The t distributions are normal to O(1/df) here (power off by < 1e-5), and the exact
+        // quantile and series cost seconds at millions of degrees of freedom.
+        let z = norm_ppf(1.0 - alpha / 2.0);
+        let ncp = d.abs() * (n as f64 / 2.0).sqrt();
+        return (norm_cdf(ncp - z) + norm_cdf(-ncp - z)).clamp(0.0, 1.0);
+    }
     power_at(d, n, t_ppf(1.0 - alpha / 2.0, df))
 }
+
+/// Degrees of freedom above which power uses the normal limit.
+const LARGE_DF: f64 = 1e5;
 
 /// Power with the critical value `tc` already known.
 fn power_at(d: f64, n: usize, tc: f64) -> f64 {
@@ -185,20 +195,35 @@ pub fn runs_needed(d: f64, alpha: f64, power: f64) -> Option<usize> {
     if guess > MAX_RUNS as f64 {
         return None;
     }
-    let mut n = (guess.floor() as usize).max(2);
-    if power_two_sample(d, n, alpha) >= power {
-        while n > 2 && power_two_sample(d, n - 1, alpha) >= power {
-            n -= 1;
+    // Power grows with n: bracket the answer around the normal-approximation guess, then bisect
+    // (a step-by-one search from a guess of millions would take millions of t quantiles).
+    let enough = |n: usize| power_two_sample(d, n, alpha) >= power;
+    let guess = (guess.floor() as usize).max(2);
+    let (mut lo, mut hi) = if enough(guess) {
+        let mut lo = guess;
+        while lo > 2 && enough(lo) {
+            lo = (lo / 2).max(2);
         }
+        if enough(lo) {
+            return Some(lo);
+        }
+        (lo, guess)
     } else {
-        while power_two_sample(d, n, alpha) < power {
-            n += 1;
-            if n > MAX_RUNS {
+        let mut hi = guess;
+        while !enough(hi) {
+            if hi >= MAX_RUNS {
                 return None;
             }
+            hi = (hi * 2).min(MAX_RUNS);
         }
+        (guess, hi)
+    };
+    // Invariant: not enough(lo), enough(hi).
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if enough(mid) { hi = mid } else { lo = mid }
     }
-    Some(n)
+    Some(hi)
 }
 
 /// Runs per variant for a relative effect (`effect` and `cv` in the same unit, e.g. percent).
@@ -244,6 +269,20 @@ mod tests {
     use crate::stats::reference::{Reference, assert_rel};
 
     /// 1e-9 relative (1e-14 absolute for values near 0).
+    #[test]
+    fn huge_run_counts_are_found_by_bisection_not_by_stepping() {
+        // cv 368% against a 0.5% effect: about 8.5 million runs per variant, near MAX_RUNS. A
+        // search stepping one run at a time from the guess never finished.
+        let d = 0.5 / 368.0;
+        let n = runs_needed(d, 0.05, 0.8).expect("below MAX_RUNS");
+        let z = norm_ppf(0.975) + norm_ppf(0.8);
+        let approx = 2.0 * z * z / (d * d);
+        assert!((n as f64 - approx).abs() / approx < 1e-3, "{n} vs {approx}");
+        assert!(power_two_sample(d, n, 0.05) >= 0.8);
+        assert!(power_two_sample(d, n - 1, 0.05) < 0.8);
+        assert_eq!(runs_needed(0.5 / 400.0, 0.05, 0.8), None, "above MAX_RUNS");
+    }
+
     #[test]
     fn nct_matches_scipy() {
         let r = Reference::load();
