@@ -136,7 +136,33 @@ fn quick_suite_is_plausible_stored_and_exportable() {
         Some(why) => eprintln!("2 MiB chase not checked: {why}"),
         None => {
             let two = must(&r, "tlb-miss/2m/n=16384");
-            assert!(two < four * 0.9, "2M {two} vs 4K {four}");
+            if two >= four * 0.9 {
+                // Seen once in many suite runs on the shared VM: both chases at the same cost.
+                // Measure that benchmark once more on its own; a real regression fails again.
+                eprintln!("2M {two} vs 4K {four}: measuring tlb-miss once more");
+                let again = abperf()
+                    .args([
+                        "micro",
+                        "tlb-miss",
+                        "--quick",
+                        "--format",
+                        "json",
+                        "--no-store",
+                    ])
+                    .output()
+                    .unwrap();
+                assert!(
+                    again.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&again.stderr)
+                );
+                let r2: Value = serde_json::from_slice(&again.stdout).expect("json report");
+                let (two, four) = (
+                    must(&r2, "tlb-miss/2m/n=16384"),
+                    must(&r2, "tlb-miss/4k/n=16384"),
+                );
+                assert!(two < four * 0.9, "2M {two} vs 4K {four} (measured twice)");
+            }
         }
     }
 
