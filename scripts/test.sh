@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install what the tests need (Debian packages; root) and run the whole test suite.
-# This is the command CI runs (.ci/run) and the one README.md shows.
+# Install what the tests need (Debian packages; root), check formatting and lints, and run the
+# whole test suite. This is the test command README.md shows, and the one .ci/run runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PKGS="gcc libc6-dev perl chromium"
@@ -10,4 +10,6 @@ if [ -n "$missing" ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
 fi
+cargo fmt --check
+cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked --all-targets
