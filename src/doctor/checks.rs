@@ -871,13 +871,8 @@ pub fn run_all(sys: &Sys, window: Duration) -> Vec<Check> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
-    fn put(root: &Path, abs: &str, content: &str) {
-        let p = root.join(abs.trim_start_matches('/'));
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, content).unwrap();
-    }
+    use crate::doctor::sys::put;
 
     #[test]
     fn governor_powersave_is_a_warning_and_absent_is_not_available() {

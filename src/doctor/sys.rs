@@ -15,6 +15,14 @@ impl Default for Sys {
     }
 }
 
+/// Write `content` at the kernel path `abs` of a test tree rooted at `root`.
+#[cfg(test)]
+pub fn put(root: &Path, abs: &str, content: &str) {
+    let p = root.join(abs.trim_start_matches('/'));
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, content).unwrap();
+}
+
 impl Sys {
     /// The running kernel.
     pub fn real() -> Sys {

@@ -86,13 +86,8 @@ pub fn recommended(sys: &Sys) -> Vec<Setting> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
-    fn put(root: &Path, abs: &str, content: &str) {
-        let p = root.join(abs.trim_start_matches('/'));
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, content).unwrap();
-    }
+    use crate::doctor::sys::put;
 
     #[test]
     fn only_existing_files_that_differ() {

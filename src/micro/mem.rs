@@ -142,13 +142,7 @@ pub fn mprotect(p: *mut u8, len: usize, prot: i32) -> Result<()> {
 /// `never`), or None when THP is not built in.
 pub fn thp_mode() -> Option<String> {
     let s = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok()?;
-    bracketed(&s)
-}
-
-pub fn bracketed(s: &str) -> Option<String> {
-    let a = s.find('[')?;
-    let b = s[a..].find(']')? + a;
-    Some(s[a + 1..b].to_string())
+    Some(crate::measure::env::selected_choice(&s))
 }
 
 /// KiB of the VMA containing `addr` that are backed by anonymous huge pages (/proc/self/smaps).
@@ -189,12 +183,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_thp_mode_and_smaps() {
-        assert_eq!(
-            bracketed("always [madvise] never\n").as_deref(),
-            Some("madvise")
-        );
-        assert_eq!(bracketed("always madvise never"), None);
+    fn parses_smaps() {
         let smaps = "7f0000000000-7f0000400000 rw-p 00000000 00:00 0\nSize: 4096 kB\nAnonHugePages:  2048 kB\n7f0000400000-7f0000500000 rw-p 00000000 00:00 0\nAnonHugePages:  0 kB\n";
         assert_eq!(anon_huge_kib_in(smaps, 0x7f0000001000), Some(2048));
         assert_eq!(anon_huge_kib_in(smaps, 0x7f0000400000), Some(0));
