@@ -8,8 +8,6 @@ use crate::trace::text::{self, TextClock, TextOptions};
 use crate::trace::{self, CaptureInfo, LostCpu, RecordOptions};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
@@ -205,12 +203,6 @@ fn record(a: RecordArgs) -> Result<i32> {
     }
     // Open the store first: a bad --db fails before anything is traced.
     let mut store = Store::open_resolved(a.db.db.as_deref())?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // a second signal while we clean up terminates at once
-        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())?;
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
     let tsc_hz = trace::tsc::calibrate(Duration::from_millis(100));
     let opts = RecordOptions {
         events: a.events.clone(),
@@ -220,7 +212,7 @@ fn record(a: RecordArgs) -> Result<i32> {
         command: a.command.clone(),
         save_text: a.save_text.clone(),
     };
-    let rec = trace::record(&opts, &stop)?;
+    let rec = trace::record(&opts)?;
     if rec.interrupted {
         eprintln!("abperf: interrupted: capture discarded, tracing instance removed");
         return Ok(130);

@@ -21,8 +21,6 @@ pub mod text;
 pub mod tsc;
 
 use anyhow::{Context, Result, anyhow, bail};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Events enabled when `-e` is not given: what the standard tables need. Missing ones are
@@ -69,9 +67,12 @@ pub struct Recorded {
     pub interrupted: bool,
 }
 
-/// Record while running `opts.command` (or for `opts.duration`, or until `stop`). The instance
-/// is removed before this returns, whatever happens. `stop` is set by SIGINT/SIGTERM handlers.
-pub fn record(opts: &RecordOptions, stop: &Arc<AtomicBool>) -> Result<Recorded> {
+/// Record while running `opts.command` (or for `opts.duration`), until SIGINT, SIGTERM or SIGHUP
+/// (watched by `runner::signals`, which also kills the workload). The instance is removed before
+/// this returns, whatever happens.
+pub fn record(opts: &RecordOptions) -> Result<Recorded> {
+    use crate::runner::signals;
+    signals::install()?;
     let tfs = instance::Tracefs::open()?;
     let ph = tfs.page_header()?;
     let eh = tfs.event_header()?;
@@ -139,7 +140,6 @@ pub fn record(opts: &RecordOptions, stop: &Arc<AtomicBool>) -> Result<Recorded> 
             // The workload runs through the runner: own process group, killed (with its
             // children) after --duration or when a signal arrives.
             use crate::runner::spawn::{self, Exit, SpawnOptions};
-            crate::runner::signals::install()?;
             let cmd = crate::runner::Prepared::from_argv(&opts.command)?;
             let spawn_opts = SpawnOptions {
                 pin: None,
@@ -153,14 +153,13 @@ pub fn record(opts: &RecordOptions, stop: &Arc<AtomicBool>) -> Result<Recorded> 
                 Exit::Signal(s) => signal = Some(s),
                 Exit::TimedOut => {}
             }
-            interrupted =
-                stop.load(Ordering::SeqCst) || crate::runner::signals::received().is_some();
+            interrupted = signals::received().is_some();
         } else {
             let d = opts
                 .duration
                 .ok_or_else(|| crate::error::usage("give --duration SECONDS or -- COMMAND"))?;
             while t0.elapsed() < d {
-                if stop.load(Ordering::SeqCst) {
+                if signals::received().is_some() {
                     interrupted = true;
                     break;
                 }
