@@ -1,12 +1,11 @@
 //! `abperf compare`: verdicts for each variant against the baseline, from a stored experiment,
 //! two stored experiments (e.g. two kernels), or files of numbers (ministat mode).
 
-use super::compare_input::{Dataset, VariantData, from_files, from_store};
+use super::compare_input::{from_files, from_store};
 use crate::error::usage;
-use crate::stats::compare::{Comparison, Options, Sample, apply_correction, compare};
-use crate::stats::direction::higher_is_better;
+use crate::stats::analysis::{Dataset, Settings, VariantData, analyse};
+use crate::stats::compare::{Comparison, Options};
 use crate::stats::multiple::Correction;
-use crate::stats::outliers;
 use crate::stats::render::comparison_text;
 use crate::store::Store;
 use anyhow::Context;
@@ -221,96 +220,6 @@ fn load(args: &CompareArgs) -> anyhow::Result<(Dataset, EnvDiffs)> {
         n => Err(usage(format!(
             "{n} experiment ids: give one experiment, or two to compare with each other"
         ))),
-    }
-}
-
-/// Values (and run order when every run has one) of `metric` for one variant.
-fn series(v: &VariantData, metric: &str) -> (Vec<f64>, Option<Vec<f64>>) {
-    let runs: Vec<_> = v
-        .runs
-        .iter()
-        .filter_map(|r| r.metrics.get(metric).map(|&x| (x, r.seq)))
-        .collect();
-    let values = runs.iter().map(|r| r.0).collect();
-    let order = runs.iter().map(|r| r.1).collect::<Option<Vec<f64>>>();
-    (values, order)
-}
-
-/// The analysis behind `compare` and `verdict_lines`.
-pub struct Analysis {
-    pub comparisons: Vec<Comparison>,
-    pub skipped: Vec<String>,
-    pub outliers_removed: usize,
-    pub m: usize,
-}
-
-/// Analysis settings that do not come from the data.
-pub struct Settings {
-    pub baseline: usize,
-    pub metrics: Vec<String>,
-    pub options: Options,
-    pub correction: Correction,
-    pub without_outliers: bool,
-    pub force_higher_is_better: bool,
-}
-
-/// Compare every variant with the baseline on every metric, then correct across the family.
-pub fn analyse(ds: &Dataset, s: &Settings) -> Analysis {
-    let mut comps = Vec::new();
-    let mut skipped = Vec::new();
-    let mut removed = 0;
-    let base = &ds.variants[s.baseline];
-    for metric in &s.metrics {
-        let unit = ds.unit(metric);
-        let opts = Options {
-            higher_is_better: s.force_higher_is_better || higher_is_better(metric, unit),
-            ..s.options.clone()
-        };
-        let (mut a, mut oa) = series(base, metric);
-        if s.without_outliers {
-            let drop = outliers::flag(&a).tukey_indices();
-            removed += drop.len();
-            a = outliers::without(&a, &drop);
-            oa = oa.map(|o| outliers::without(&o, &drop));
-        }
-        for (i, v) in ds.variants.iter().enumerate() {
-            if i == s.baseline {
-                continue;
-            }
-            let (mut b, mut ob) = series(v, metric);
-            if s.without_outliers {
-                let drop = outliers::flag(&b).tukey_indices();
-                removed += drop.len();
-                b = outliers::without(&b, &drop);
-                ob = ob.map(|o| outliers::without(&o, &drop));
-            }
-            if a.is_empty() || b.is_empty() {
-                skipped.push(format!(
-                    "{metric}: {} vs {}: no values stored",
-                    v.name, base.name
-                ));
-                continue;
-            }
-            let (sa, sb) = match (&oa, &ob) {
-                (Some(x), Some(y)) => (
-                    Sample::with_order(&base.name, &a, x),
-                    Sample::with_order(&v.name, &b, y),
-                ),
-                _ => (Sample::new(&base.name, &a), Sample::new(&v.name, &b)),
-            };
-            match compare(metric, sa, sb, &opts) {
-                Ok(c) => comps.push(c),
-                Err(e) => skipped.push(format!("{metric}: {} vs {}: {e}", v.name, base.name)),
-            }
-        }
-    }
-    apply_correction(&mut comps, s.correction);
-    let m = comps.iter().map(|c| c.m).max().unwrap_or(0);
-    Analysis {
-        comparisons: comps,
-        skipped,
-        outliers_removed: removed,
-        m,
     }
 }
 

@@ -2,72 +2,10 @@
 //! experiments, or plain files of numbers (ministat mode).
 
 use crate::error::usage;
+use crate::stats::analysis::{Dataset, RunData, VariantData};
 use crate::store::{RunStatus, Store};
 use std::collections::BTreeMap;
 use std::path::Path;
-
-/// One measured run of a variant.
-#[derive(Debug, Clone)]
-pub struct RunData {
-    /// Position in the experiment's schedule; `None` for file input.
-    pub seq: Option<f64>,
-    /// Duration of the run in ns, when stored.
-    pub duration_ns: Option<f64>,
-    pub metrics: BTreeMap<String, f64>,
-}
-
-#[derive(Debug, Clone)]
-pub struct VariantData {
-    pub name: String,
-    pub runs: Vec<RunData>,
-}
-
-/// Everything a comparison reads.
-#[derive(Debug, Clone, Default)]
-pub struct Dataset {
-    pub variants: Vec<VariantData>,
-    pub units: BTreeMap<String, String>,
-    /// Environment snapshot (store input).
-    pub environment: Option<serde_json::Value>,
-    pub design: Option<serde_json::Value>,
-    pub seed: Option<u64>,
-    /// Where the data came from, for the provenance footer.
-    pub source: String,
-    /// Runs left out (warm-ups, failed, excluded), for the report.
-    pub left_out: usize,
-}
-
-impl Dataset {
-    /// Metric names present in the runs, in name order.
-    pub fn metric_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .variants
-            .iter()
-            .flat_map(|v| v.runs.iter().flat_map(|r| r.metrics.keys().cloned()))
-            .collect();
-        names.sort();
-        names.dedup();
-        names
-    }
-
-    pub fn unit(&self, metric: &str) -> &str {
-        self.units.get(metric).map(String::as_str).unwrap_or("")
-    }
-
-    /// Position of the variant called `name`.
-    pub fn position(&self, name: &str) -> anyhow::Result<usize> {
-        self.variants
-            .iter()
-            .position(|v| v.name == name)
-            .ok_or_else(|| {
-                let names: Vec<&str> = self.variants.iter().map(|v| v.name.as_str()).collect();
-                usage(format!(
-                    "no variant named '{name}' (variants: {})",
-                    names.join(", ")
-                ))
-            })
-    }
-}
 
 /// The analysable runs of a stored experiment: not warm-ups, status ok, not excluded.
 pub fn from_store(store: &Store, id: i64) -> anyhow::Result<Dataset> {

@@ -1,5 +1,5 @@
 //! Verdicts for a report: every non-baseline variant against the baseline on each selected
-//! metric, through the same analysis as `abperf compare` (`commands::compare::analyse`: Welch +
+//! metric, through the same analysis as `abperf compare` (`stats::analysis::analyse`: Welch +
 //! Fieller primary, robust cross-checks, Holm across the family), so the two never disagree.
 //!
 //! One deliberate difference in input: runs of an experiment whose order is `imported` carry no
@@ -7,8 +7,7 @@
 //! sorted by user time; a trend test on that order would report "drift" that is only sorting).
 
 use super::{ReportData, VerdictRow};
-use crate::commands::compare::{Settings, analyse};
-use crate::commands::compare_input::{Dataset, RunData, VariantData};
+use crate::stats::analysis::{Dataset, RunData, Settings, VariantData, analyse};
 use crate::stats::compare::Options;
 use crate::stats::multiple::Correction;
 

@@ -5,6 +5,7 @@
 //! Reference values for the unit tests come from scipy (`tools/stats_reference.py` writes
 //! `tests/data/stats_reference.json`); the product itself never calls Python.
 
+pub mod analysis;
 pub mod bootstrap;
 pub mod compare;
 pub mod describe;
