@@ -11,7 +11,6 @@
 //! Without arguments (as `cargo test --all-targets` runs it) it does a quick pass over the small
 //! capture in tests/data (100 000 events, 50 000 lines), so the bench cannot rot unnoticed.
 
-use abperf::trace::event::Ev;
 use abperf::trace::record::RawCapture;
 use abperf::trace::tables::{Analyzer, Spec};
 use abperf::trace::text::{self, TextOptions};
@@ -94,34 +93,15 @@ fn main() {
         n as f64 / best_cpu / 1e6,
         best
     );
-    // decode + tables
-    let schema = raw.schema().unwrap();
+    // decode + tables: the library's own path (RawCapture::analyze), as `trace report` runs it
     let mut best = f64::MAX;
     let mut best_cpu = f64::MAX;
     for _ in 0..3 {
         let t = Instant::now();
         let c = cpu_now();
-        let mut an = Analyzer::new(&schema, &[Spec::Standard]).unwrap();
-        for (cpu, pages) in &raw.cpus {
-            for (i, p) in pages.chunks(ring.page_size).enumerate() {
-                ring.parse_page(p, i as u64, |ts, d| {
-                    let id = u16::from_le_bytes([d[0], d[1]]);
-                    if let Some(ty) = schema.by_kernel_id(id) {
-                        let pid = i32::from_le_bytes([d[4], d[5], d[6], d[7]]);
-                        an.event(&Ev {
-                            cpu: *cpu,
-                            ts,
-                            ty,
-                            pid,
-                            raw: d,
-                            slots: &[],
-                        });
-                    }
-                })
-                .unwrap();
-            }
-        }
-        let tables = an.finish(&schema);
+        let decoded = raw.analyze(&[Spec::Standard]).unwrap();
+        assert_eq!(decoded.events, n);
+        let tables = decoded.tables;
         assert!(tables.tlb.is_some());
         best = best.min(t.elapsed().as_secs_f64());
         best_cpu = best_cpu.min(cpu_now() - c);
