@@ -8,6 +8,18 @@ use super::harness::Summary;
 use super::{Options, Sink};
 use serde::Serialize;
 
+/// `isb; mrs cntvct_el0; isb`: the virtual counter, with instructions on both sides kept out.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+fn cntvct_serialised() -> u64 {
+    let t: u64;
+    // SAFETY: reading the virtual counter is allowed at EL0 on Linux; no memory is touched.
+    unsafe {
+        core::arch::asm!("isb", "mrs {t}, cntvct_el0", "isb", t = out(reg) t, options(nostack))
+    };
+    t
+}
+
 /// Read the counter at the start of a timed region (no earlier instruction leaks in).
 #[inline(always)]
 pub fn start() -> u64 {
@@ -20,10 +32,8 @@ pub fn start() -> u64 {
         t
     }
     #[cfg(target_arch = "aarch64")]
-    unsafe {
-        let t: u64;
-        core::arch::asm!("isb", "mrs {t}, cntvct_el0", "isb", t = out(reg) t, options(nostack));
-        t
+    {
+        cntvct_serialised()
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
@@ -43,10 +53,8 @@ pub fn stop() -> u64 {
         t
     }
     #[cfg(target_arch = "aarch64")]
-    unsafe {
-        let t: u64;
-        core::arch::asm!("isb", "mrs {t}, cntvct_el0", "isb", t = out(reg) t, options(nostack));
-        t
+    {
+        cntvct_serialised()
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
@@ -281,7 +289,7 @@ fn counter_frequency() -> (&'static str, Option<(f64, String)>) {
 }
 
 /// Counter ticks per second against CLOCK_MONOTONIC_RAW: median of 3 windows of `ms` ms.
-fn calibrate(ms: u64) -> f64 {
+pub fn calibrate(ms: u64) -> f64 {
     let read_pair = || {
         // Bracket the counter read by two clock reads; keep the tightest of a few tries.
         let mut best = (u64::MAX, 0u64, 0u64);
