@@ -196,12 +196,22 @@ fn start_fork(
     Ok((pid, t0, counters))
 }
 
-/// Run `cmd` once and measure it.
-pub fn run(cmd: &Prepared, opts: &SpawnOptions) -> anyhow::Result<Outcome> {
-    let devnull = std::fs::OpenOptions::new()
+/// /dev/null, opened once per process (close-on-exec; children get it through dup2).
+fn devnull() -> anyhow::Result<&'static std::fs::File> {
+    static NULL: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+    if let Some(f) = NULL.get() {
+        return Ok(f);
+    }
+    let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/null")?;
+    Ok(NULL.get_or_init(|| f))
+}
+
+/// Run `cmd` once and measure it.
+pub fn run(cmd: &Prepared, opts: &SpawnOptions) -> anyhow::Result<Outcome> {
+    let devnull = devnull()?;
     let mut argv: Vec<*const libc::c_char> = cmd.argv.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
     let null_fd = devnull.as_raw_fd();
