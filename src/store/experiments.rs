@@ -199,17 +199,70 @@ fn from_json<T: for<'de> Deserialize<'de>>(s: &str, what: &str) -> anyhow::Resul
     serde_json::from_str(s).with_context(|| format!("stored {what} is not valid JSON"))
 }
 
-/// Insert one run and its metrics inside the caller's transaction; returns the run's row id.
-fn insert_run(tx: &rusqlite::Transaction, run: &NewRun) -> anyhow::Result<i64> {
-    let vid: i64 = tx
-        .prepare_cached("SELECT id FROM variant WHERE experiment_id = ?1 AND position = ?2")?
-        .query_row(params![run.experiment_id, run.variant as i64], |r| r.get(0))
-        .with_context(|| {
-            format!(
-                "experiment {} has no variant #{}",
-                run.experiment_id, run.variant
-            )
-        })?;
+/// Insert an experiment row (created now, with `status`) in the caller's transaction.
+pub(super) fn insert_experiment(
+    tx: &rusqlite::Transaction,
+    exp: &NewExperiment,
+    status: Status,
+) -> anyhow::Result<i64> {
+    tx.execute(
+        "INSERT INTO experiment (name, kind, created, command_line, design, seed, environment, status)
+         VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ','now'), ?3, ?4, ?5, ?6, ?7)",
+        params![
+            exp.name,
+            exp.kind,
+            to_json(&exp.command_line),
+            to_json(&exp.design),
+            exp.seed.map(|s| s.to_string()),
+            to_json(&exp.environment),
+            status.as_str(),
+        ],
+    )?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// Insert a variant at `position` of experiment `exp_id` in the caller's transaction.
+pub(super) fn insert_variant(
+    tx: &rusqlite::Transaction,
+    exp_id: i64,
+    position: i64,
+    v: &NewVariant,
+) -> anyhow::Result<i64> {
+    tx.prepare_cached(
+        "INSERT INTO variant (experiment_id, position, name, command, parameters, knobs)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        exp_id,
+        position,
+        v.name,
+        v.command,
+        to_json(&v.parameters),
+        to_json(&v.knobs)
+    ])
+    .with_context(|| format!("variant '{}'", v.name))?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// Insert a schedule slot in the caller's transaction.
+pub(super) fn insert_slot(
+    tx: &rusqlite::Transaction,
+    exp_id: i64,
+    vid: i64,
+    s: &Slot,
+) -> anyhow::Result<()> {
+    tx.prepare_cached("INSERT INTO slot (experiment_id, seq, variant_id, block, warmup) VALUES (?1, ?2, ?3, ?4, ?5)")?
+        .execute(params![exp_id, s.seq, vid, s.block, s.warmup])?;
+    Ok(())
+}
+
+/// Insert one run of variant row `vid` and its metrics in the caller's transaction (the run's
+/// `variant` position is not consulted); returns the run's row id.
+pub(super) fn insert_run_row(
+    tx: &rusqlite::Transaction,
+    vid: i64,
+    run: &NewRun,
+) -> anyhow::Result<i64> {
     tx.prepare_cached(
         "INSERT INTO run (experiment_id, variant_id, seq, warmup, status, exit_code, signal, started_ns, ended_ns)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -243,6 +296,20 @@ fn insert_run(tx: &rusqlite::Transaction, run: &NewRun) -> anyhow::Result<i64> {
     Ok(run_id)
 }
 
+/// Insert one run and its metrics, its variant found by position; returns the run's row id.
+fn insert_run(tx: &rusqlite::Transaction, run: &NewRun) -> anyhow::Result<i64> {
+    let vid: i64 = tx
+        .prepare_cached("SELECT id FROM variant WHERE experiment_id = ?1 AND position = ?2")?
+        .query_row(params![run.experiment_id, run.variant as i64], |r| r.get(0))
+        .with_context(|| {
+            format!(
+                "experiment {} has no variant #{}",
+                run.experiment_id, run.variant
+            )
+        })?;
+    insert_run_row(tx, vid, run)
+}
+
 impl Store {
     /// Create an experiment with its variants and planned schedule, in one transaction.
     pub fn create_experiment(
@@ -252,35 +319,10 @@ impl Store {
         schedule: &[Slot],
     ) -> anyhow::Result<i64> {
         let tx = self.conn_mut().transaction()?;
-        tx.execute(
-            "INSERT INTO experiment (name, kind, created, command_line, design, seed, environment, status)
-             VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ','now'), ?3, ?4, ?5, ?6, 'running')",
-            params![
-                exp.name,
-                exp.kind,
-                to_json(&exp.command_line),
-                to_json(&exp.design),
-                exp.seed.map(|s| s.to_string()),
-                to_json(&exp.environment),
-            ],
-        )?;
-        let id = tx.last_insert_rowid();
+        let id = insert_experiment(&tx, exp, Status::Running)?;
         let mut ids = Vec::with_capacity(variants.len());
         for (pos, v) in variants.iter().enumerate() {
-            tx.execute(
-                "INSERT INTO variant (experiment_id, position, name, command, parameters, knobs)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    id,
-                    pos as i64,
-                    v.name,
-                    v.command,
-                    to_json(&v.parameters),
-                    to_json(&v.knobs)
-                ],
-            )
-            .with_context(|| format!("variant '{}'", v.name))?;
-            ids.push(tx.last_insert_rowid());
+            ids.push(insert_variant(&tx, id, pos as i64, v)?);
         }
         for s in schedule {
             let vid = *ids.get(s.variant).with_context(|| {
@@ -291,10 +333,7 @@ impl Store {
                     ids.len()
                 )
             })?;
-            tx.execute(
-                "INSERT INTO slot (experiment_id, seq, variant_id, block, warmup) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![id, s.seq, vid, s.block, s.warmup],
-            )?;
+            insert_slot(&tx, id, vid, s)?;
         }
         tx.commit()?;
         Ok(id)

@@ -7,7 +7,8 @@
 //! - `import_variant_summary`: per-variant means a tool reports without per-run values
 //!   (hyperfine's user/system time), never copied onto runs.
 
-use super::{Metric, NewExperiment, NewVariant, RunStatus, Store};
+use super::experiments::{insert_experiment, insert_run_row, insert_slot, insert_variant};
+use super::{Metric, NewExperiment, NewRun, NewVariant, RunStatus, Slot, Status, Store};
 use anyhow::Context;
 use rusqlite::{OptionalExtension, params};
 use std::collections::BTreeMap;
@@ -95,21 +96,7 @@ impl Store {
     ) -> anyhow::Result<ImportOutcome> {
         let tx = self.conn_mut().transaction()?;
         let exp_id = match target {
-            ImportTarget::New(exp) => {
-                tx.execute(
-                    "INSERT INTO experiment (name, kind, created, command_line, design, seed, environment, status)
-                     VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ','now'), ?3, ?4, ?5, ?6, 'complete')",
-                    params![
-                        exp.name,
-                        exp.kind,
-                        serde_json::to_string(&exp.command_line)?,
-                        serde_json::to_string(&exp.design)?,
-                        exp.seed.map(|s| s.to_string()),
-                        serde_json::to_string(&exp.environment)?,
-                    ],
-                )?;
-                tx.last_insert_rowid()
-            }
+            ImportTarget::New(exp) => insert_experiment(&tx, exp, Status::Complete)?,
             ImportTarget::Existing(id) => {
                 let found: Option<i64> = tx
                     .query_row("SELECT id FROM experiment WHERE id = ?1", [id], |r| {
@@ -138,22 +125,10 @@ impl Store {
             let vid = match existing {
                 Some(id) => id,
                 None => {
-                    tx.execute(
-                        "INSERT INTO variant (experiment_id, position, name, command, parameters, knobs)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                        params![
-                            exp_id,
-                            next_pos,
-                            v.name,
-                            v.command,
-                            serde_json::to_string(&v.parameters)?,
-                            serde_json::to_string(&v.knobs)?,
-                        ],
-                    )
-                    .with_context(|| format!("variant '{}'", v.name))?;
+                    let vid = insert_variant(&tx, exp_id, next_pos, v)?;
                     next_pos += 1;
                     new_variants.push(v.name.clone());
-                    tx.last_insert_rowid()
+                    vid
                 }
             };
             for (name, (value, unit)) in &iv.summary {
@@ -176,16 +151,6 @@ impl Store {
         )?;
         let mut run_ids = Vec::with_capacity(runs.len());
         {
-            let mut slot = tx.prepare(
-                "INSERT INTO slot (experiment_id, seq, variant_id, block, warmup) VALUES (?1, ?2, ?3, 0, 0)",
-            )?;
-            let mut run_stmt = tx.prepare(
-                "INSERT INTO run (experiment_id, variant_id, seq, warmup, status, exit_code, signal, started_ns, ended_ns)
-                 VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, 0, 0)",
-            )?;
-            let mut metric = tx.prepare(
-                "INSERT INTO metric (run_id, name, value, unit) VALUES (?1, ?2, ?3, ?4)",
-            )?;
             let mut source = tx.prepare(
                 "INSERT INTO import_run (run_id, format, file, line, summary, repeats) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
@@ -194,24 +159,26 @@ impl Store {
                 let vid = *vids
                     .get(r.variant)
                     .with_context(|| format!("{}: no variant #{}", where_(), r.variant))?;
-                slot.execute(params![exp_id, seq, vid])?;
-                run_stmt.execute(params![
-                    exp_id,
-                    vid,
-                    seq,
-                    r.status.as_str(),
-                    r.exit_code,
-                    r.signal
-                ])?;
-                let run_id = tx.last_insert_rowid();
-                for m in &r.metrics {
-                    if !m.value.is_finite() {
-                        anyhow::bail!("{}: metric {} is not a finite number", where_(), m.name);
-                    }
-                    metric
-                        .execute(params![run_id, m.name, m.value, m.unit])
-                        .with_context(|| format!("{}: metric {}", where_(), m.name))?;
-                }
+                let slot = Slot {
+                    seq: seq as u32,
+                    variant: r.variant,
+                    block: 0,
+                    warmup: false,
+                };
+                insert_slot(&tx, exp_id, vid, &slot)?;
+                let run = NewRun {
+                    experiment_id: exp_id,
+                    variant: r.variant,
+                    seq: seq as u32,
+                    warmup: false,
+                    status: r.status,
+                    exit_code: r.exit_code,
+                    signal: r.signal,
+                    started_ns: 0,
+                    ended_ns: 0,
+                    metrics: r.metrics.clone(),
+                };
+                let run_id = insert_run_row(&tx, vid, &run).with_context(where_)?;
                 source.execute(params![
                     run_id,
                     r.source.format,
