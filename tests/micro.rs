@@ -31,6 +31,21 @@ fn skipped(report: &Value, bench: &str, config: &str) -> Option<String> {
         .map(|s| s["reason"].as_str().unwrap_or("").to_string())
 }
 
+/// One benchmark again, quick and not stored, for a check that two configurations measured at
+/// different moments failed by a margin that host noise can reach on a shared VM.
+fn remeasure(bench: &str) -> Value {
+    let out = abperf()
+        .args(["micro", bench, "--quick", "--format", "json", "--no-store"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json report")
+}
+
 #[test]
 fn quick_suite_is_plausible_stored_and_exportable() {
     let dir = tempfile::tempdir().unwrap();
@@ -113,11 +128,23 @@ fn quick_suite_is_plausible_stored_and_exportable() {
             let x = must(&r, &format!("xstate/xrstor/{state}/hot"));
             assert!(x > 50.0, "XRSTOR {state} {x}");
         }
-        let clean = must(&r, "xstate/xsave/clean/hot");
-        let dirty = must(&r, "xstate/xsave/avx512/hot");
+        // XSAVE writes the whole area whatever the state on some CPUs (Zen 4 here): the two
+        // medians are then equal but for noise, and a shift of the host between the two
+        // configurations can exceed the margin. Then measure xstate once more on its own.
+        let xsave = |r: &Value| {
+            (
+                must(r, "xstate/xsave/clean/hot"),
+                must(r, "xstate/xsave/avx512/hot"),
+            )
+        };
+        let (mut clean, mut dirty) = xsave(&r);
+        if dirty < clean * 0.9 {
+            eprintln!("XSAVE avx512-dirty {dirty} vs clean {clean}: measuring xstate once more");
+            (clean, dirty) = xsave(&remeasure("xstate"));
+        }
         assert!(
             dirty >= clean * 0.9,
-            "XSAVE avx512-dirty {dirty} cheaper than clean {clean}"
+            "XSAVE avx512-dirty {dirty} cheaper than clean {clean} (measured twice)"
         );
         // XSAVEC skips components in their init state: dirty AVX-512 means 2 KiB more to write.
         let cc = must(&r, "xstate/xsavec/clean/hot");
@@ -140,23 +167,7 @@ fn quick_suite_is_plausible_stored_and_exportable() {
                 // Seen once in many suite runs on the shared VM: both chases at the same cost.
                 // Measure that benchmark once more on its own; a real regression fails again.
                 eprintln!("2M {two} vs 4K {four}: measuring tlb-miss once more");
-                let again = abperf()
-                    .args([
-                        "micro",
-                        "tlb-miss",
-                        "--quick",
-                        "--format",
-                        "json",
-                        "--no-store",
-                    ])
-                    .output()
-                    .unwrap();
-                assert!(
-                    again.status.success(),
-                    "{}",
-                    String::from_utf8_lossy(&again.stderr)
-                );
-                let r2: Value = serde_json::from_slice(&again.stdout).expect("json report");
+                let r2 = remeasure("tlb-miss");
                 let (two, four) = (
                     must(&r2, "tlb-miss/2m/n=16384"),
                     must(&r2, "tlb-miss/4k/n=16384"),
