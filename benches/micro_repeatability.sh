@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Quality targets of `abperf micro` on this machine:
 #  - repeatability: two consecutive `--quick` runs agree within 5% on the medians of syscall,
-#    xstate and tlb-flush (1 and 33 pages);
+#    xstate and tlb-flush (1 and 33 pages); each run's SMT sibling pressure (independent adds
+#    per core cycle, probed at the start of every round) is printed beside them, since on a
+#    shared host port-bound costs move with it;
 #  - `--quick` whole suite within 60 s; full suite within 10 minutes (with --full).
 # Usage: benches/micro_repeatability.sh [--full]     (needs python3 for the comparison)
 # Medians are compared in counter ticks (`cycles`, TSC) and in core clock cycles
@@ -41,6 +43,10 @@ ma, mb = med(a), med(b)
 print(f"unit: {unit}")
 print(f"core clock: {a['timer']['core_ghz']:.2f} GHz and {b['timer']['core_ghz']:.2f} GHz "
       f"(dependent add chain at the start of each run)")
+pa, pb = a["adds_per_cycle"]["median"], b["adds_per_cycle"]["median"]
+print(f"SMT sibling pressure: {pa:.2f} and {pb:.2f} independent adds per cycle, median over "
+      f"{a['adds_per_cycle']['n']} and {b['adds_per_cycle']['n']} rounds ({100 * (pb / pa - 1):+.1f}%)"
+      + ("; the host's load changed between the runs" if abs(pb / pa - 1) > 0.05 else ""))
 def wanted(n):
     return (n == "syscall/getppid" or n.startswith("xstate/")
             or any(n == f"tlb-flush/{op}/touched/n={k}" for op in ("madvise", "mprotect") for k in (1, 33)))

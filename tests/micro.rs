@@ -81,6 +81,16 @@ fn quick_suite_is_plausible_stored_and_exportable() {
         assert!(!s["reason"].as_str().unwrap().is_empty(), "{s}");
     }
 
+    // Rounds: syscall, xstate and tlb-flush are measured in 32 rounds each, and every round
+    // probed the core: independent adds retire at least as fast as a dependent chain.
+    let apc = &r["adds_per_cycle"];
+    let rounds = apc["n"].as_u64().unwrap();
+    let expected = if cfg!(target_arch = "x86_64") { 96 } else { 64 };
+    assert!(rounds >= expected, "{rounds} probed rounds: {apc}");
+    assert!(apc["min"].as_f64().unwrap() > 0.9, "{apc}");
+    let notes = r["notes"].to_string();
+    assert!(notes.contains("SMT sibling pressure"), "{notes}");
+
     // Syscall: a real kernel entry costs far more than the timer's step and less than 100 us.
     let sc = must(&r, "syscall/getppid");
     assert!(sc > 50.0 && sc < 260_000.0, "getppid {sc}");
@@ -309,6 +319,10 @@ fn text_tables_and_bad_input() {
         (
             vec!["micro", "--no-store", "--samples", "1", "timer"],
             "--samples 1",
+        ),
+        (
+            vec!["micro", "--no-store", "--span=-1", "syscall"],
+            "--span -1",
         ),
         (
             vec![

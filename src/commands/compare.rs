@@ -198,10 +198,13 @@ fn load(args: &CompareArgs) -> anyhow::Result<(Dataset, EnvDiffs)> {
                 }
                 Ok(v)
             };
-            let diffs = match (&a.environment, &b.environment) {
+            let mut diffs = match (&a.environment, &b.environment) {
                 (Some(x), Some(y)) => crate::measure::env::differences(x, y),
                 _ => Vec::new(),
             };
+            if let (Some(x), Some(y)) = (&a.design, &b.design) {
+                diffs.extend(crate::micro::pressure_difference(x, y));
+            }
             let mut units = a.units.clone();
             for (k, u) in &b.units {
                 units.entry(k.clone()).or_insert_with(|| u.clone());

@@ -41,6 +41,12 @@ pub struct MicroArgs {
     /// permitted, so that other load cannot preempt a sample or deschedule a helper)
     #[arg(long)]
     pub no_rt: bool,
+    /// Wall time over which the rounds of syscall, xstate and tlb-flush are spread, seconds
+    /// (default 3 with --quick, 10 without; 0 = rounds back to back). On a shared host the
+    /// cost of kernel paths moves with the SMT sibling's load in ~100 ms phases: samples taken
+    /// in one burst see one phase, and two runs disagree.
+    #[arg(long, value_name = "SECONDS")]
+    pub span: Option<f64>,
     /// Do not store the results
     #[arg(long)]
     pub no_store: bool,
@@ -57,6 +63,17 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
             "--samples {n}: expected a number from 3 to 1000000"
         )));
     }
+    let span = match args.span {
+        None => None,
+        Some(s) if s.is_finite() && (0.0..=3600.0).contains(&s) => {
+            Some(std::time::Duration::from_secs_f64(s))
+        }
+        Some(s) => {
+            return Err(usage(format!(
+                "--span {s}: expected seconds from 0 to 3600"
+            )));
+        }
+    };
     let allowed = micro::harness::allowed_cpus();
     let shown = allowed
         .iter()
@@ -95,6 +112,7 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
         cpu,
         remote_cpu,
         realtime: !args.no_rt,
+        span,
     };
     let bar = indicatif::ProgressBar::new(benches.len() as u64);
     bar.set_style(

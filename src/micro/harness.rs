@@ -118,6 +118,60 @@ pub fn collect(warmup: usize, samples: usize, mut f: impl FnMut() -> f64) -> Vec
     (0..samples).map(|_| f()).collect()
 }
 
+/// A benchmark's samples split into rounds spread evenly over a span of wall time.
+///
+/// On a shared host the cost of a kernel path moves with what the SMT sibling of the vCPU is
+/// doing, in phases of about 100 ms (getppid here: 427 cycles with the sibling idle, 545-628 with
+/// it busy), and with where the benchmark's memory happens to sit. Samples taken within a few
+/// milliseconds see one phase, so two runs disagreed by up to 35%. Rounds spread over a couple
+/// of seconds, each on fresh memory where the benchmark allows, see the mixture instead, and
+/// the median of all samples becomes repeatable (see `benches/micro_repeatability.sh`).
+#[derive(Debug, Clone)]
+pub struct Rounds {
+    count: usize,
+    samples: usize,
+    span: std::time::Duration,
+    origin: Option<std::time::Instant>,
+}
+
+impl Rounds {
+    /// `samples` split into at most `count` rounds (at least one sample each), the starts of the
+    /// rounds spread over `span` (zero: back to back).
+    pub fn new(samples: usize, count: usize, span: std::time::Duration) -> Rounds {
+        Rounds {
+            count: count.min(samples).max(1),
+            samples,
+            span,
+            origin: None,
+        }
+    }
+
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Samples taken in round `r`; the rounds add up to the total.
+    pub fn per(&self, r: usize) -> usize {
+        self.samples / self.count + usize::from(r < self.samples % self.count)
+    }
+
+    /// Wait until round `r` is due: `r * span / count` after round 0 began. The wait sleeps, and
+    /// spins for its last 2 ms so that the CPU is awake (not in an idle state or halted on the
+    /// host) when the round's warm-up starts.
+    pub fn wait(&mut self, r: usize) {
+        let origin = *self.origin.get_or_insert_with(std::time::Instant::now);
+        let due = origin + self.span.mul_f64(r as f64 / self.count as f64);
+        let spin = std::time::Duration::from_millis(2);
+        let now = std::time::Instant::now();
+        if due > now + spin {
+            std::thread::sleep(due - now - spin);
+        }
+        while std::time::Instant::now() < due {
+            std::hint::spin_loop();
+        }
+    }
+}
+
 /// Order statistics of a sample.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
 pub struct Summary {
@@ -187,6 +241,27 @@ mod tests {
         assert!((s.p10 - 2.0).abs() < 1e-9 && (s.p90 - 10.0).abs() < 1e-9);
         assert_eq!(Summary::of(&[f64::NAN]).n, 0);
         assert_eq!(Summary::of(&[2.0, 4.0]).median, 3.0);
+    }
+
+    #[test]
+    fn rounds_split_samples_and_spread_in_time() {
+        let r = Rounds::new(101, 16, std::time::Duration::ZERO);
+        assert_eq!(r.count(), 16);
+        assert_eq!((0..16).map(|i| r.per(i)).sum::<usize>(), 101);
+        assert!((0..16).all(|i| r.per(i) == 6 || r.per(i) == 7));
+        // Never more rounds than samples, never zero rounds.
+        assert_eq!(Rounds::new(3, 16, std::time::Duration::ZERO).count(), 3);
+        assert_eq!(Rounds::new(0, 16, std::time::Duration::ZERO).count(), 1);
+        let span = std::time::Duration::from_millis(80);
+        let mut r = Rounds::new(8, 4, span);
+        let t0 = std::time::Instant::now();
+        for i in 0..4 {
+            r.wait(i);
+        }
+        let took = t0.elapsed();
+        // Round 3 starts 3/4 of the span after round 0.
+        assert!(took >= span.mul_f64(0.75), "{took:?}");
+        assert!(took < span * 4, "{took:?}");
     }
 
     #[test]

@@ -50,6 +50,9 @@ pub struct Options {
     pub remote_cpu: Option<usize>,
     /// Run the measuring and helper threads under SCHED_FIFO when permitted.
     pub realtime: bool,
+    /// Wall time over which the rounds of a spread benchmark (syscall, xstate, tlb-flush) are
+    /// spread; `None` means the default for the mode ([`Options::DEFAULT_SPAN`]).
+    pub span: Option<std::time::Duration>,
 }
 
 impl Options {
@@ -57,6 +60,23 @@ impl Options {
     pub fn samples(&self, quick: usize, full: usize) -> usize {
         self.samples
             .unwrap_or(if self.quick { quick } else { full })
+    }
+
+    /// Default span of a spread benchmark's rounds, seconds: quick, full.
+    pub const DEFAULT_SPAN: (f64, f64) = (3.0, 10.0);
+
+    /// Rounds for `samples` samples of a spread benchmark: 32 rounds (quick) or 64, their starts
+    /// spread over the span.
+    pub fn rounds(&self, samples: usize) -> harness::Rounds {
+        let (quick, full) = Self::DEFAULT_SPAN;
+        let span = self
+            .span
+            .unwrap_or(std::time::Duration::from_secs_f64(if self.quick {
+                quick
+            } else {
+                full
+            }));
+        harness::Rounds::new(samples, if self.quick { 32 } else { 64 }, span)
     }
 }
 
@@ -79,7 +99,8 @@ pub struct Measurement {
     pub cycles: Summary,
     /// Summary of `samples` in nanoseconds (TSC frequency).
     pub ns: Summary,
-    /// Core clock (GHz) measured right after the samples (dependent add chain).
+    /// Core clock (GHz) while the samples were taken: the median over the rounds of a benchmark
+    /// measured in rounds, else measured right after the samples (dependent add chain).
     pub core_ghz: f64,
     /// Summary of `samples` in core clock cycles (counter ticks / ticks per core cycle): the unit
     /// that stays put when turbo moves the core clock against the fixed-rate TSC.
@@ -127,6 +148,10 @@ pub struct SuiteReport {
     pub skips: Vec<Skip>,
     /// Facts about the environment that change the meaning of numbers (THP off, VM, ...).
     pub notes: Vec<String>,
+    /// Independent adds per core cycle at the start of each round of the spread benchmarks
+    /// ([`timer::CoreProbe`]): below the core's best, an SMT sibling (on the host, for a VM)
+    /// was competing for the execution ports while those rounds ran.
+    pub adds_per_cycle: Summary,
     pub elapsed_s: f64,
 }
 
@@ -137,6 +162,10 @@ pub struct Sink<'a> {
     pub findings: Vec<Finding>,
     pub skips: Vec<Skip>,
     pub notes: Vec<String>,
+    /// [`timer::probe_core`] at the start of each round of every benchmark.
+    pub probes: Vec<timer::CoreProbe>,
+    /// Counter ticks per core cycle at the start of each round of the running benchmark.
+    bench_ticks: Vec<f64>,
 }
 
 impl<'a> Sink<'a> {
@@ -147,7 +176,23 @@ impl<'a> Sink<'a> {
             findings: Vec::new(),
             skips: Vec::new(),
             notes: Vec::new(),
+            probes: Vec::new(),
+            bench_ticks: Vec::new(),
         }
+    }
+
+    /// Begin round `r` of `rounds`: wait until it is due, then probe the core (its clock, and
+    /// the SMT sibling pressure).
+    pub fn round(&mut self, rounds: &mut harness::Rounds, r: usize) {
+        rounds.wait(r);
+        let p = timer::probe_core();
+        self.probes.push(p);
+        self.bench_ticks.push(p.ticks_per_core_cycle);
+    }
+
+    /// A new benchmark starts: its configurations get the core clock of its own rounds.
+    fn begin_bench(&mut self) {
+        self.bench_ticks.clear();
     }
 
     /// Record a configuration. `params` are `(key, value)` pairs.
@@ -162,7 +207,14 @@ impl<'a> Sink<'a> {
     ) -> &Measurement {
         let cycles = Summary::of(&samples);
         let ns = cycles.scaled(1e9 / self.timer.hz);
-        let ticks = timer::ticks_per_core_cycle();
+        // A benchmark measured in rounds converts with the median clock of its rounds (its
+        // configurations are recorded together at the end); others measure the clock now,
+        // right after the configuration.
+        let ticks = if self.bench_ticks.is_empty() {
+            timer::ticks_per_core_cycle()
+        } else {
+            harness::median(&self.bench_ticks)
+        };
         let core_ghz = self.timer.hz / ticks / 1e9;
         let core_cycles = cycles.scaled(1.0 / ticks);
         self.measurements.push(Measurement {
@@ -291,6 +343,7 @@ pub fn run_suite(
     }
     for b in benches {
         progress(b);
+        sink.begin_bench();
         let r = match *b {
             "timer" => timer::bench(&mut sink, opts),
             "syscall" => syscall::bench(&mut sink, opts),
@@ -316,6 +369,11 @@ pub fn run_suite(
             timer.core_ghz, end_ghz
         ));
     }
+    let apc: Vec<f64> = sink.probes.iter().map(|p| p.adds_per_cycle).collect();
+    let adds_per_cycle = Summary::of(&apc);
+    if let Some(n) = smt_note(&apc, cpu_info.hypervisor) {
+        sink.notes.push(n);
+    }
     let Sink {
         measurements,
         findings,
@@ -334,14 +392,78 @@ pub fn run_suite(
         findings,
         skips,
         notes,
+        adds_per_cycle,
         elapsed_s: started.elapsed().as_secs_f64(),
         timer,
     })
 }
 
+/// Two micro experiments' designs: a difference row when the SMT sibling pressure (median
+/// independent adds per cycle over the rounds) differs by more than 5% between them, since
+/// port-bound costs move with it on a shared host. `None` when it does not, or when either
+/// experiment did not record it.
+pub fn pressure_difference(
+    a: &serde_json::Value,
+    b: &serde_json::Value,
+) -> Option<(String, String, String)> {
+    let get = |d: &serde_json::Value| {
+        d.pointer("/adds_per_cycle/median")
+            .and_then(|v| v.as_f64())
+            .filter(|&x| x > 0.0)
+    };
+    let (x, y) = (get(a)?, get(b)?);
+    ((y / x - 1.0).abs() > 0.05).then(|| {
+        (
+            "micro: independent adds per cycle, median over rounds (SMT sibling pressure)".into(),
+            format!("{x:.2}"),
+            format!("{y:.2}"),
+        )
+    })
+}
+
+/// What the per-round SMT probe says, if anything: how often the core retired clearly fewer
+/// independent adds per cycle than its best in this run.
+fn smt_note(adds_per_cycle: &[f64], hypervisor: bool) -> Option<String> {
+    let best = adds_per_cycle.iter().copied().fold(0.0, f64::max);
+    if adds_per_cycle.is_empty() || best <= 0.0 {
+        return None;
+    }
+    let slow = adds_per_cycle.iter().filter(|&&x| x < 0.9 * best).count();
+    let s = Summary::of(adds_per_cycle);
+    Some(format!(
+        "SMT sibling pressure: the core retired {:.1}-{:.1} independent adds per cycle at the \
+         start of {} rounds (median {:.1}); {slow} rounds ({:.0}%) ran below 90% of the best, \
+         with the ports shared by a busy sibling{}: kernel paths run slower in such rounds, and \
+         the medians here are of that mixture",
+        s.min,
+        s.max,
+        s.n,
+        s.median,
+        100.0 * slow as f64 / s.n as f64,
+        if hypervisor { " (on the host)" } else { "" }
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pressure_difference_beyond_five_percent() {
+        let d = |m: f64| serde_json::json!({"adds_per_cycle": {"median": m}});
+        assert_eq!(pressure_difference(&d(2.85), &d(2.80)), None);
+        let r = pressure_difference(&d(2.85), &d(2.41)).unwrap();
+        assert_eq!((r.1.as_str(), r.2.as_str()), ("2.85", "2.41"));
+        assert_eq!(pressure_difference(&d(2.85), &serde_json::json!({})), None);
+    }
+
+    #[test]
+    fn smt_note_counts_slow_rounds() {
+        assert_eq!(smt_note(&[], true), None);
+        let n = smt_note(&[3.7, 3.6, 2.5, 3.0], false).unwrap();
+        assert!(n.contains("2.5-3.7"), "{n}");
+        assert!(n.contains("2 rounds (50%)"), "{n}");
+    }
 
     #[test]
     fn select_all_and_groups() {

@@ -36,6 +36,7 @@ pub fn save(
         "timer": report.timer,
         "cpu_info": report.cpu_info,
         "elapsed_s": report.elapsed_s,
+        "adds_per_cycle": report.adds_per_cycle,
         "samples_are_runs": true,
     });
     let mut variants = Vec::new();

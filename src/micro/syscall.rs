@@ -30,12 +30,14 @@ fn empty_loop(n: usize) -> u64 {
 pub fn bench(sink: &mut Sink, opts: &Options) -> anyhow::Result<()> {
     let samples = opts.samples(1001, 2001);
     let oh = sink.timer.overhead;
-    // Rounds alternating the two loops, so that both medians span the whole benchmark.
-    let rounds = 10.min(samples);
+    // Rounds alternating the two loops, spread over the span (see harness::Rounds), so that
+    // both medians see the same mixture of the host's phases.
+    let mut rounds = opts.rounds(samples);
     let (mut empty, mut raw) = (Vec::new(), Vec::new());
-    for r in 0..rounds {
-        let per = samples / rounds + usize::from(r < samples % rounds);
-        let w = if r == 0 { 20 } else { 2 };
+    for r in 0..rounds.count() {
+        sink.round(&mut rounds, r);
+        let per = rounds.per(r);
+        let w = if r == 0 { 20 } else { 5 };
         empty.extend(collect(w, per, || {
             (empty_loop(ITERS) as f64 - oh) / ITERS as f64
         }));

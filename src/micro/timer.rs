@@ -97,6 +97,86 @@ pub fn ticks_per_core_cycle() -> f64 {
     v[10]
 }
 
+/// The core's state at one moment: its clock against the counter, and how many of its
+/// execution ports it has to itself.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CoreProbe {
+    /// Counter ticks per core cycle (a chain of 10,000 dependent adds, one cycle each).
+    pub ticks_per_core_cycle: f64,
+    /// Independent adds retired per core cycle: 16,000 adds spread over 8 registers against the
+    /// dependent chain. A core with its execution ports to itself retires close to its ALU
+    /// count (3.7 on this Zen 4 VM); a busy SMT sibling takes ports away (2.2-3.3 here, in
+    /// phases from a millisecond to minutes) while the dependent chain does not notice. Kernel
+    /// paths and port-bound code slow down with it.
+    pub adds_per_cycle: f64,
+}
+
+/// Probe the core now: the median of 7 tries of each loop (about 40 us in all).
+pub fn probe_core() -> CoreProbe {
+    let median_of_7 = |f: fn()| {
+        let mut v: Vec<f64> = (0..7)
+            .map(|_| {
+                let t0 = start();
+                f();
+                stop().wrapping_sub(t0) as f64
+            })
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v[3]
+    };
+    let dep = median_of_7(add_chain_1000) / 10_000.0;
+    let wide = median_of_7(add_wide_1000) / 16_000.0;
+    CoreProbe {
+        ticks_per_core_cycle: dep,
+        adds_per_cycle: dep / wide,
+    }
+}
+
+#[inline(never)]
+fn add_wide_1000() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: register-only arithmetic.
+    unsafe {
+        core::arch::asm!(
+            "2:",
+            "add {a}, 1", "add {b}, 1", "add {c}, 1", "add {d}, 1",
+            "add {e}, 1", "add {f}, 1", "add {g}, 1", "add {h}, 1",
+            "add {a}, 1", "add {b}, 1", "add {c}, 1", "add {d}, 1",
+            "add {e}, 1", "add {f}, 1", "add {g}, 1", "add {h}, 1",
+            "dec {n}", "jnz 2b",
+            a = inout(reg) 0u64 => _, b = inout(reg) 0u64 => _, c = inout(reg) 0u64 => _,
+            d = inout(reg) 0u64 => _, e = inout(reg) 0u64 => _, f = inout(reg) 0u64 => _,
+            g = inout(reg) 0u64 => _, h = inout(reg) 0u64 => _, n = inout(reg) 1000u64 => _,
+            options(nostack, nomem),
+        );
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: register-only arithmetic.
+    unsafe {
+        core::arch::asm!(
+            "2:",
+            "add {a}, {a}, 1", "add {b}, {b}, 1", "add {c}, {c}, 1", "add {d}, {d}, 1",
+            "add {e}, {e}, 1", "add {f}, {f}, 1", "add {g}, {g}, 1", "add {h}, {h}, 1",
+            "add {a}, {a}, 1", "add {b}, {b}, 1", "add {c}, {c}, 1", "add {d}, {d}, 1",
+            "add {e}, {e}, 1", "add {f}, {f}, 1", "add {g}, {g}, 1", "add {h}, {h}, 1",
+            "subs {n}, {n}, 1", "b.ne 2b",
+            a = inout(reg) 0u64 => _, b = inout(reg) 0u64 => _, c = inout(reg) 0u64 => _,
+            d = inout(reg) 0u64 => _, e = inout(reg) 0u64 => _, f = inout(reg) 0u64 => _,
+            g = inout(reg) 0u64 => _, h = inout(reg) 0u64 => _, n = inout(reg) 1000u64 => _,
+            options(nostack, nomem),
+        );
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let mut x = [0u64; 8];
+        for _ in 0..2000 {
+            for v in &mut x {
+                *v = std::hint::black_box(*v + 1);
+            }
+        }
+    }
+}
+
 #[inline(never)]
 fn add_chain_1000() {
     #[cfg(target_arch = "x86_64")]
@@ -374,6 +454,14 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn adds_per_cycle_is_between_one_and_the_alu_count() {
+        // Independent adds never retire slower than a dependent chain, and no core has more
+        // than 8 integer ALUs.
+        let x = probe_core().adds_per_cycle;
+        assert!((0.9..8.5).contains(&x), "{x}");
+    }
 
     #[test]
     fn resolution_of_coarse_and_fine_counters() {

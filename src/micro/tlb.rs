@@ -2,7 +2,7 @@
 //! TLB miss cost by pointer chasing (`tlb-miss`) and the refill price of a full flush
 //! (`tlb-refill`).
 
-use super::harness::{allowed_cpus, collect, median, pin_current};
+use super::harness::{Rounds, allowed_cpus, collect, median, pin_current};
 use super::mem::{HUGE, Mapping, PAGE, anon_huge_kib, madvise, mprotect, thp_mode};
 use super::timer::{start, stop};
 use super::{Options, Sink};
@@ -10,6 +10,7 @@ use anyhow::Result;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -93,50 +94,57 @@ impl FlushRegions {
         }
         Ok(t1.wrapping_sub(t0) as f64 - oh)
     }
+}
 
-    /// Sweep `sizes` for `op`, recording touched and empty configurations under `prefix`.
-    #[allow(clippy::too_many_arguments)] // labels of the stored configurations
-    fn sweep(
-        &self,
-        sink: &mut Sink,
-        bench: &str,
-        prefix: &str,
-        extra: &[(&str, String)],
-        op: Op,
-        sizes: &[usize],
-        samples: usize,
-    ) -> Result<Vec<(usize, f64)>> {
-        let oh = sink.timer.overhead;
-        let mut net = Vec::new();
-        // Visit the sizes in a shuffled (seeded) order so that slow drift of the machine does
-        // not masquerade as a trend in N; results are reported in ascending order.
-        let mut order = sizes.to_vec();
-        order.shuffle(&mut ChaCha8Rng::seed_from_u64(0x7cb));
-        // Samples in rounds over all sizes: each median spans the whole sweep.
-        let rounds = 5.min(samples);
-        let mut got: std::collections::BTreeMap<usize, (Vec<f64>, Vec<f64>)> = Default::default();
-        for round in 0..rounds {
-            let per = samples / rounds + usize::from(round < samples % rounds);
+/// Net cost (touched minus empty median, cycles) by pages.
+type Net = Vec<(usize, f64)>;
+
+/// Sweep `sizes` for each of `ops`, recording touched and empty configurations under `prefix`;
+/// returns, per op, the net cost (touched minus empty median) by size. Every round maps fresh
+/// regions (the cost of a 1-page madvise differed by 15% between two mappings of one process
+/// here), and visits all ops and sizes.
+#[allow(clippy::too_many_arguments)] // labels of the stored configurations
+fn sweep(
+    sink: &mut Sink,
+    bench: &str,
+    prefix: &str,
+    extra: &[(&str, String)],
+    ops: &[Op],
+    sizes: &[usize],
+    rounds: &mut Rounds,
+) -> Result<Vec<(Op, Net)>> {
+    let oh = sink.timer.overhead;
+    let max = sizes.iter().copied().max().unwrap_or(1);
+    // Visit the sizes in a shuffled (seeded) order so that slow drift of the machine does not
+    // masquerade as a trend in N; results are reported in ascending order.
+    let mut order = sizes.to_vec();
+    order.shuffle(&mut ChaCha8Rng::seed_from_u64(0x7cb));
+    type Samples = (Vec<f64>, Vec<f64>);
+    let mut got: BTreeMap<(usize, usize), Samples> = BTreeMap::new();
+    for round in 0..rounds.count() {
+        sink.round(rounds, round);
+        let regions = FlushRegions::new(max)?;
+        let per = rounds.per(round);
+        for (oi, &op) in ops.iter().enumerate() {
             for &n in &order {
                 for _ in 0..if round == 0 { 3 } else { 1 } {
-                    self.sample(op, n, true, oh)?;
-                    self.sample(op, n, false, oh)?;
+                    regions.sample(op, n, true, oh)?;
+                    regions.sample(op, n, false, oh)?;
                 }
-                let e = got.entry(n).or_default();
+                let e = got.entry((oi, n)).or_default();
                 for _ in 0..per {
-                    e.0.push(self.sample(op, n, true, oh)?);
-                    e.1.push(self.sample(op, n, false, oh)?);
+                    e.0.push(regions.sample(op, n, true, oh)?);
+                    e.1.push(regions.sample(op, n, false, oh)?);
                 }
             }
         }
-        let mut results = Vec::new();
-        for (n, (full, empty)) in got {
-            net.push((n, median(&full) - median(&empty)));
-            results.push((n, full, empty));
-        }
-        net.sort_by_key(|p| p.0);
-        results.sort_by_key(|r| r.0);
-        for (n, full, empty) in results {
+    }
+    let mut nets = Vec::new();
+    for (oi, &op) in ops.iter().enumerate() {
+        let mut net = Vec::new();
+        // BTreeMap order: sizes ascending within the op.
+        for (&(_, n), (full, empty)) in got.range_mut((oi, 0)..=(oi, usize::MAX)) {
+            net.push((n, median(full) - median(empty)));
             for (kind, v) in [("touched", full), ("empty", empty)] {
                 let mut params = vec![
                     ("op", op.name().to_string()),
@@ -150,12 +158,13 @@ impl FlushRegions {
                     &params,
                     "call",
                     n as u64,
-                    v,
+                    std::mem::take(v),
                 );
             }
         }
-        Ok(net)
+        nets.push((op, net));
     }
+    Ok(nets)
 }
 
 /// Where the per-call cost curve bends: two straight lines fitted left and right of a break.
@@ -239,9 +248,17 @@ fn knee_finding(sink: &mut Sink, bench: &str, key: &str, net: &[(usize, f64)]) {
 pub fn bench_flush(sink: &mut Sink, opts: &Options) -> Result<()> {
     let sizes = flush_sizes();
     let samples = opts.samples(101, 201);
-    let regions = FlushRegions::new(512)?;
-    for op in [Op::Madvise, Op::Mprotect] {
-        let net = regions.sweep(sink, "tlb-flush", "tlb-flush", &[], op, &sizes, samples)?;
+    let mut rounds = opts.rounds(samples);
+    let ops = [Op::Madvise, Op::Mprotect];
+    for (op, net) in sweep(
+        sink,
+        "tlb-flush",
+        "tlb-flush",
+        &[],
+        &ops,
+        &sizes,
+        &mut rounds,
+    )? {
         knee_finding(sink, "tlb-flush", &format!("{}-knee", op.name()), &net);
     }
     match kernel_ceiling() {
@@ -333,7 +350,6 @@ pub fn bench_shootdown(sink: &mut Sink, opts: &Options) -> Result<()> {
     }
     let sizes = [1, 2, 4, 8, 16, 32, 33, 34, 40, 64, 128, 256, 512];
     let samples = opts.samples(21, 101);
-    let regions = FlushRegions::new(512)?;
     // Thread counts 1, 2, 4, ... up to all other CPUs.
     let mut counts = Vec::new();
     let mut m = 1;
@@ -358,16 +374,20 @@ pub fn bench_shootdown(sink: &mut Sink, opts: &Options) -> Result<()> {
             ("remote_threads", m.to_string()),
             ("remote_cpus", format!("{:?}", &remotes[..m])),
         ];
-        for op in [Op::Madvise, Op::Mprotect] {
-            regions.sweep(
-                sink,
-                "tlb-shootdown",
-                &format!("tlb-shootdown/{mode}"),
-                &extra,
-                op,
-                &sizes,
-                samples,
-            )?;
+        // Rounds back to back: the remote threads run only while this mode is measured.
+        let mut rounds = Rounds::new(samples, 5, std::time::Duration::ZERO);
+        let ops = [Op::Madvise, Op::Mprotect];
+        let prefix = format!("tlb-shootdown/{mode}");
+        sweep(
+            sink,
+            "tlb-shootdown",
+            &prefix,
+            &extra,
+            &ops,
+            &sizes,
+            &mut rounds,
+        )?;
+        for op in ops {
             if m > 0 {
                 let touched = |sink: &Sink, mode: &str, n: usize| {
                     sink.median(&format!("tlb-shootdown/{mode}/{}/touched/n={n}", op.name()))

@@ -337,17 +337,19 @@ mod imp {
         let configs: Vec<(usize, usize, bool)> = (0..ops.len())
             .flat_map(|o| (0..states.len()).flat_map(move |st| [(o, st, false), (o, st, true)]))
             .collect();
-        // Samples are taken in rounds over all configurations, so that each median spans the
-        // whole benchmark and a burst of load elsewhere hits every configuration alike.
-        let rounds = 5.min(samples);
+        // Samples are taken in rounds over all configurations, spread over the span (see
+        // harness::Rounds), so that each median spans the whole benchmark and the host's
+        // phases hit every configuration alike.
+        let mut rounds = opts.rounds(samples);
         let mut got: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
-        for round in 0..rounds {
-            let per = samples / rounds + usize::from(round < samples % rounds);
+        for round in 0..rounds.count() {
+            sink.round(&mut rounds, round);
+            let per = rounds.per(round);
             for (ci, &(o, st, cold)) in configs.iter().enumerate() {
                 let f = ops[o].1;
                 let tmpl = &states[st].1;
                 let (k, stride) = if cold { (AREAS, size) } else { (K, 0) };
-                let s = collect(if round == 0 { 20 } else { 2 }, per, || {
+                let s = collect(if round == 0 { 20 } else { 3 }, per, || {
                     for a in 0..k.min(AREAS) {
                         work.bytes_mut()[a * size..(a + 1) * size].copy_from_slice(tmpl.bytes());
                     }
