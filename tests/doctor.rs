@@ -94,13 +94,13 @@ fn doctor_reports_this_machine_and_exits_0() {
     if let Some(mode) = &thp_mode {
         assert!(line("thp").contains(&format!("enabled: {mode}")), "{out}");
     }
-    assert!(out.contains("17 checks:"), "{out}");
+    assert!(out.contains("18 checks:"), "{out}");
 
     let o = abperf(&["doctor", "--db", db, "--format", "json", "--sample", "0.2"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let checks = doc["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 17);
+    assert_eq!(checks.len(), 18);
     let mut names = Vec::new();
     for c in checks {
         let status = c["status"].as_str().unwrap();
@@ -114,7 +114,7 @@ fn doctor_reports_this_machine_and_exits_0() {
     }
     names.sort();
     names.dedup();
-    assert_eq!(names.len(), 17);
+    assert_eq!(names.len(), 18);
     let by = |n: &str| checks.iter().find(|c| c["name"] == n).unwrap().clone();
     if !governors {
         assert_eq!(by("cpufreq_governor")["status"], "not available");

@@ -643,6 +643,78 @@ pub fn virtualization(sys: &Sys, steal_pct: Option<f64>) -> Check {
     .fix("confirm sub-1% results on bare metal; on the host, pin the vCPUs and keep other guests idle")
 }
 
+/// Virtio feature bit of a balloon that reports freed pages to the host
+/// (VIRTIO_BALLOON_F_REPORTING, virtio spec 5.5.3).
+const BALLOON_F_REPORTING: usize = 5;
+
+pub fn free_page_reporting(sys: &Sys) -> Check {
+    const WHY: &str = "a virtio balloon with free page reporting hands the memory the guest frees \
+                       back to the host; the next touch of it faults on the host and may be backed \
+                       by small host pages, so the cost of the same page fault, flush or cache miss \
+                       depends on how long ago the memory was freed";
+    let Some(devices) = sys.list("/sys/bus/virtio/devices") else {
+        return check(
+            "free_page_reporting",
+            Status::Ok,
+            "no virtio devices".into(),
+            WHY,
+        );
+    };
+    // Device id 5 is the balloon; `features` is one character per feature bit, bit 0 first.
+    let balloons: Vec<String> = devices
+        .iter()
+        .filter(|d| {
+            sys.read(&format!("/sys/bus/virtio/devices/{d}/device"))
+                .is_some_and(|id| id == "0x0005")
+        })
+        .cloned()
+        .collect();
+    if balloons.is_empty() {
+        return check(
+            "free_page_reporting",
+            Status::Ok,
+            "no virtio balloon".into(),
+            WHY,
+        );
+    }
+    let reporting: Vec<&String> = balloons
+        .iter()
+        .filter(|d| {
+            sys.read(&format!("/sys/bus/virtio/devices/{d}/features"))
+                .is_some_and(|f| f.as_bytes().get(BALLOON_F_REPORTING) == Some(&b'1'))
+        })
+        .collect();
+    if reporting.is_empty() {
+        check(
+            "free_page_reporting",
+            Status::Ok,
+            format!(
+                "virtio balloon ({}) without free page reporting",
+                balloons.join(", ")
+            ),
+            WHY,
+        )
+    } else {
+        check(
+            "free_page_reporting",
+            Status::Warn,
+            format!(
+                "virtio balloon {} reports freed pages to the host",
+                reporting
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            WHY,
+        )
+        .fix(
+            "let a benchmark reuse its own memory (allocate once, touch, then measure); \
+             on the host, start the VM without free page reporting when measuring memory paths",
+        )
+    }
+}
+
 pub fn mitigations(sys: &Sys) -> Check {
     const WHY: &str = "speculation mitigations (page-table isolation, retpolines, buffer clearing) \
                        change the cost of syscalls, interrupts and context switches by tens of \
@@ -861,6 +933,7 @@ pub fn run_all(sys: &Sys, window: Duration) -> Vec<Check> {
         busy_processes(&act),
         load_average(sys, cpus),
         virtualization(sys, act.steal_pct),
+        free_page_reporting(sys),
         mitigations(sys),
         clocksource(sys),
         tracing(sys),
@@ -873,6 +946,59 @@ mod tests {
     use super::*;
 
     use crate::doctor::sys::put;
+
+    #[test]
+    fn free_page_reporting_from_the_balloon_feature_bits() {
+        let d = tempfile::tempdir().unwrap();
+        let sys = Sys::at(d.path());
+        assert_eq!(free_page_reporting(&sys).status, Status::Ok);
+        put(
+            d.path(),
+            "/sys/bus/virtio/devices/virtio1/device",
+            "0x0002\n",
+        );
+        put(
+            d.path(),
+            "/sys/bus/virtio/devices/virtio1/features",
+            "0010011\n",
+        );
+        let c = free_page_reporting(&sys);
+        assert_eq!(
+            (c.status, c.finding.as_str()),
+            (Status::Ok, "no virtio balloon")
+        );
+        // This machine's balloon: bits 1 (stats), 2 (deflate on OOM), 5 (reporting), 7.
+        put(
+            d.path(),
+            "/sys/bus/virtio/devices/virtio0/device",
+            "0x0005\n",
+        );
+        put(
+            d.path(),
+            "/sys/bus/virtio/devices/virtio0/features",
+            "01100101000000\n",
+        );
+        let c = free_page_reporting(&sys);
+        assert_eq!(c.status, Status::Warn);
+        assert!(
+            c.finding.contains("virtio0 reports freed pages"),
+            "{}",
+            c.finding
+        );
+        assert!(c.fix.is_some());
+        put(
+            d.path(),
+            "/sys/bus/virtio/devices/virtio0/features",
+            "01100001000000\n",
+        );
+        let c = free_page_reporting(&sys);
+        assert_eq!(c.status, Status::Ok);
+        assert!(
+            c.finding.contains("without free page reporting"),
+            "{}",
+            c.finding
+        );
+    }
 
     #[test]
     fn governor_powersave_is_a_warning_and_absent_is_not_available() {
@@ -1003,11 +1129,11 @@ mod tests {
     #[test]
     fn every_check_runs_on_this_machine() {
         let checks = run_all(&Sys::real(), Duration::from_millis(50));
-        assert_eq!(checks.len(), 17);
+        assert_eq!(checks.len(), 18);
         let mut names: Vec<&str> = checks.iter().map(|c| c.name).collect();
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 17);
+        assert_eq!(names.len(), 18);
         for c in &checks {
             assert!(!c.finding.is_empty(), "{}", c.name);
         }

@@ -205,7 +205,7 @@ mod tests {
         assert!(s["mem_total_kib"].as_u64().unwrap() > 0);
         let d = s["doctor"].as_object().unwrap();
         assert!(d["thp"].as_str().unwrap().contains("enabled: "));
-        assert_eq!(d.len(), 17);
+        assert_eq!(d.len(), 18);
         assert!(s["doctor_sampled"]["load_average"].as_str().is_some());
     }
 
