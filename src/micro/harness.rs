@@ -121,11 +121,12 @@ pub fn collect(warmup: usize, samples: usize, mut f: impl FnMut() -> f64) -> Vec
 /// A benchmark's samples split into rounds spread evenly over a span of wall time.
 ///
 /// On a shared host the cost of a kernel path moves with what the SMT sibling of the vCPU is
-/// doing, in phases of about 100 ms (getppid here: 427 cycles with the sibling idle, 545-628 with
-/// it busy), and with where the benchmark's memory happens to sit. Samples taken within a few
-/// milliseconds see one phase, so two runs disagreed by up to 35%. Rounds spread over a couple
-/// of seconds, each on fresh memory where the benchmark allows, see the mixture instead, and
-/// the median of all samples becomes repeatable (see `benches/micro_repeatability.sh`).
+/// doing, in phases from a millisecond to minutes (getppid here: 427 cycles with the sibling
+/// idle, 545-628 with it busy), and with where the benchmark's memory happens to sit. Samples
+/// taken within a few milliseconds see one phase, so two runs disagreed by up to 44%. Rounds
+/// spread over a few seconds, each on fresh memory where the benchmark allows, see the mixture
+/// instead: the worst of 37 medians then differed by 8.5-13% between two runs here, what the
+/// host's load did between them (see `benches/micro_repeatability.sh`).
 #[derive(Debug, Clone)]
 pub struct Rounds {
     count: usize,
