@@ -66,27 +66,45 @@ fn summary_row(out: &mut String, name: &str, d: &Description, unit: &str, width:
     );
 }
 
+/// Outliers listed by value and run in the text; the rest are counted (the JSON report lists all).
+const OUTLIERS_SHOWN: usize = 8;
+
 fn outlier_text(name: &str, o: &Outliers, unit: &str) -> String {
     if o.flags.is_empty() {
         return format!("{name}: none");
     }
+    let kind = |t: Option<Severity>| match t {
+        Some(Severity::Severe) => "severe",
+        Some(Severity::Mild) => "mild",
+        None => "modified-z",
+    };
     let items: Vec<String> = o
         .flags
         .iter()
+        .take(OUTLIERS_SHOWN)
         .map(|f| {
-            let kind = match f.tukey {
-                Some(Severity::Severe) => "severe",
-                Some(Severity::Mild) => "mild",
-                None => "modified-z",
-            };
             format!(
-                "{} ({kind}, run #{})",
+                "{} ({}, run #{})",
                 fmt_value(f.value, unit),
+                kind(f.tukey),
                 f.index + 1
             )
         })
         .collect();
-    format!("{name}: {}", items.join(", "))
+    let rest = &o.flags[o.flags.len().min(OUTLIERS_SHOWN)..];
+    let more = if rest.is_empty() {
+        String::new()
+    } else {
+        let severe = rest
+            .iter()
+            .filter(|f| f.tukey == Some(Severity::Severe))
+            .count();
+        format!(
+            " and {} more ({severe} severe; all in --format json)",
+            rest.len()
+        )
+    };
+    format!("{name}: {}{more}", items.join(", "))
 }
 
 /// Full text of one comparison (the verdict line first).
@@ -258,5 +276,22 @@ mod tests {
         assert_eq!(fmt_value(1500.0, "ns"), "1.5 us");
         assert_eq!(fmt_value(12.0, "count"), "12 count");
         assert_eq!(fmt_sig(-5.115, 6), "-5.115");
+    }
+
+    #[test]
+    fn long_outlier_lists_are_cut_and_counted() {
+        // 100 values near 10 and 20 far out (severe): 8 listed, 12 counted.
+        let mut xs: Vec<f64> = (0..100).map(|i| 10.0 + (i % 7) as f64 * 0.1).collect();
+        xs.extend((0..20).map(|i| 1000.0 + i as f64));
+        let o = crate::stats::outliers::flag(&xs);
+        assert_eq!(o.severe_count(), 20);
+        let t = outlier_text("a", &o, "ns");
+        assert_eq!(t.matches("run #").count(), OUTLIERS_SHOWN, "{t}");
+        assert!(
+            t.ends_with(" and 12 more (12 severe; all in --format json)"),
+            "{t}"
+        );
+        let few = crate::stats::outliers::flag(&xs[..103]);
+        assert!(!outlier_text("a", &few, "ns").contains("more"));
     }
 }
