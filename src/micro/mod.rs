@@ -164,8 +164,8 @@ pub struct Sink<'a> {
     pub notes: Vec<String>,
     /// [`timer::probe_core`] at the start of each round of every benchmark.
     pub probes: Vec<timer::CoreProbe>,
-    /// Counter ticks per core cycle at the start of each round of the running benchmark.
-    bench_ticks: Vec<f64>,
+    /// Index in `probes` of the running benchmark's first round.
+    bench_first_probe: usize,
 }
 
 impl<'a> Sink<'a> {
@@ -177,7 +177,7 @@ impl<'a> Sink<'a> {
             skips: Vec::new(),
             notes: Vec::new(),
             probes: Vec::new(),
-            bench_ticks: Vec::new(),
+            bench_first_probe: 0,
         }
     }
 
@@ -185,14 +185,12 @@ impl<'a> Sink<'a> {
     /// the SMT sibling pressure).
     pub fn round(&mut self, rounds: &mut harness::Rounds, r: usize) {
         rounds.wait(r);
-        let p = timer::probe_core();
-        self.probes.push(p);
-        self.bench_ticks.push(p.ticks_per_core_cycle);
+        self.probes.push(timer::probe_core());
     }
 
     /// A new benchmark starts: its configurations get the core clock of its own rounds.
     fn begin_bench(&mut self) {
-        self.bench_ticks.clear();
+        self.bench_first_probe = self.probes.len();
     }
 
     /// Record a configuration. `params` are `(key, value)` pairs.
@@ -210,10 +208,12 @@ impl<'a> Sink<'a> {
         // A benchmark measured in rounds converts with the median clock of its rounds (its
         // configurations are recorded together at the end); others measure the clock now,
         // right after the configuration.
-        let ticks = if self.bench_ticks.is_empty() {
+        let rounds = &self.probes[self.bench_first_probe..];
+        let ticks = if rounds.is_empty() {
             timer::ticks_per_core_cycle()
         } else {
-            harness::median(&self.bench_ticks)
+            let t: Vec<f64> = rounds.iter().map(|p| p.ticks_per_core_cycle).collect();
+            harness::median(&t)
         };
         let core_ghz = self.timer.hz / ticks / 1e9;
         let core_cycles = cycles.scaled(1.0 / ticks);

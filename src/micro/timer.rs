@@ -83,18 +83,22 @@ fn raw() -> u64 {
 
 /// Counter ticks per core clock cycle: a chain of 10,000 dependent adds (one cycle each on any
 /// modern core) timed with the counter; the median of 21 tries. On x86 the TSC runs at a fixed
-/// rate, so this shows the core's actual clock (turbo, throttling, a busy SMT sibling).
+/// rate, so this shows the core's actual clock (turbo, throttling); a busy SMT sibling hardly
+/// slows a dependent chain (see [`CoreProbe`]).
 pub fn ticks_per_core_cycle() -> f64 {
-    let mut v: Vec<f64> = (0..21)
+    median_ticks(add_chain_1000, 21) / 10_000.0
+}
+
+/// Median counter ticks of `tries` timed calls of `f`.
+fn median_ticks(f: fn(), tries: usize) -> f64 {
+    let v: Vec<f64> = (0..tries)
         .map(|_| {
             let t0 = start();
-            add_chain_1000();
-            let t1 = stop();
-            t1.wrapping_sub(t0) as f64 / 10_000.0
+            f();
+            stop().wrapping_sub(t0) as f64
         })
         .collect();
-    v.sort_by(f64::total_cmp);
-    v[10]
+    super::harness::median(&v)
 }
 
 /// The core's state at one moment: its clock against the counter, and how many of its
@@ -105,27 +109,16 @@ pub struct CoreProbe {
     pub ticks_per_core_cycle: f64,
     /// Independent adds retired per core cycle: 16,000 adds spread over 8 registers against the
     /// dependent chain. A core with its execution ports to itself retires close to its ALU
-    /// count (3.7 on this Zen 4 VM); a busy SMT sibling takes ports away (2.2-3.3 here, in
+    /// count (3.7 on this Zen 4 VM); a busy SMT sibling takes ports away (2.0-3.3 here, in
     /// phases from a millisecond to minutes) while the dependent chain does not notice. Kernel
     /// paths and port-bound code slow down with it.
     pub adds_per_cycle: f64,
 }
 
-/// Probe the core now: the median of 7 tries of each loop (about 40 us in all).
+/// Probe the core now: the median of 7 tries of each loop (about 30 us in all).
 pub fn probe_core() -> CoreProbe {
-    let median_of_7 = |f: fn()| {
-        let mut v: Vec<f64> = (0..7)
-            .map(|_| {
-                let t0 = start();
-                f();
-                stop().wrapping_sub(t0) as f64
-            })
-            .collect();
-        v.sort_by(f64::total_cmp);
-        v[3]
-    };
-    let dep = median_of_7(add_chain_1000) / 10_000.0;
-    let wide = median_of_7(add_wide_1000) / 16_000.0;
+    let dep = median_ticks(add_chain_1000, 7) / 10_000.0;
+    let wide = median_ticks(add_wide_1000, 7) / 16_000.0;
     CoreProbe {
         ticks_per_core_cycle: dep,
         adds_per_cycle: dep / wide,
