@@ -1,8 +1,8 @@
 //! Command-line definitions (clap). One `Args` struct per subcommand lives beside its command in
-//! `commands/`; this file only lists the subcommands and the options every store user shares.
+//! `commands/` (with the options several share, `DbArgs` and `AnalysisArgs`); this file only
+//! lists the subcommands.
 
 use clap::{Parser, Subcommand};
-use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -13,15 +13,6 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// `--db PATH`, shared by every subcommand that reads or writes the store.
-#[derive(Debug, Clone, clap::Args)]
-pub struct DbArgs {
-    /// SQLite store (default: $ABPERF_DB, else $XDG_DATA_HOME/abperf/abperf.db, else
-    /// ~/.local/share/abperf/abperf.db)
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

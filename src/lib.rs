@@ -11,6 +11,7 @@ pub mod error;
 pub mod import;
 pub mod measure;
 pub mod micro;
+pub mod model;
 pub mod report;
 pub mod runner;
 pub mod stats;

@@ -2,24 +2,14 @@
 //! store-backed comparisons on experiments written with the store's own API (each test has its
 //! own temporary --db).
 
+mod common;
+use abperf::model::{Kind, Metric, NewExperiment, Run, RunStatus, Slot, Variant};
 use abperf::stats::dist::norm_ppf;
-use abperf::store::{Metric, NewExperiment, NewRun, NewVariant, RunStatus, Slot, Store};
+use abperf::store::Store;
+use common::Lab;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::Path;
-use std::process::Command;
-
-fn abperf(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_abperf"))
-        .args(args)
-        .output()
-        .expect("run abperf");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn seed000_files(dir: &Path) -> (String, String) {
     let text = std::fs::read_to_string(concat!(
@@ -44,9 +34,10 @@ fn seed000_files(dir: &Path) -> (String, String) {
 
 #[test]
 fn ministat_mode_seed000() {
-    let dir = tempfile::tempdir().unwrap();
+    let lab = Lab::new();
+    let dir = &lab.dir;
     let (n, y) = seed000_files(dir.path());
-    let (code, out, err) = abperf(&["compare", &n, &y]);
+    let (code, out, err) = lab.run(&["compare", &n, &y]).parts();
     assert_eq!(code, 0, "{err}");
     let first = out.lines().nth(1).unwrap();
     assert!(
@@ -59,10 +50,12 @@ fn ministat_mode_seed000() {
         "{out}"
     );
 
-    let (code, out, err) = abperf(&["compare", &n, &y, "--format", "json", "--resamples", "2000"]);
+    let (code, out, err) = lab
+        .run(&["compare", &n, &y, "--format", "json", "--resamples", "2000"])
+        .parts();
     assert_eq!(code, 0, "{err}");
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let c = &j["comparisons"][0];
+    let c = &j["analysis"]["comparisons"][0];
     assert_eq!(c["verdict"], "faster");
     assert_eq!(c["baseline"], "n");
     assert_eq!(c["n_baseline"], 12);
@@ -73,10 +66,10 @@ fn ministat_mode_seed000() {
     assert_eq!(c["ratio_ci"].as_array().unwrap().len(), 2);
 
     // Column 2 is system time; column 3 is /usr/bin/time's m:ss elapsed, not a number.
-    let (code, out, _) = abperf(&["compare", "-c", "2", &n, &y]);
+    let (code, out, _) = lab.run(&["compare", "-c", "2", &n, &y]).parts();
     assert_eq!(code, 0);
     assert!(out.contains("column 2: y vs n"), "{out}");
-    let (code, _, err) = abperf(&["compare", "-c", "3", &n, &y]);
+    let (code, _, err) = lab.run(&["compare", "-c", "3", &n, &y]).parts();
     assert_eq!(code, 2);
     assert!(
         err.ends_with(":2: column 3: expected a number, got '4:15.52'\n"),
@@ -86,52 +79,65 @@ fn ministat_mode_seed000() {
 
 #[test]
 fn ministat_mode_errors_name_file_and_line() {
-    let dir = tempfile::tempdir().unwrap();
+    let lab = Lab::new();
+    let dir = &lab.dir;
     let a = dir.path().join("a.txt");
     let b = dir.path().join("b.txt");
     std::fs::write(&a, "1.0\n1.1\n# comment\n1.2\n1.05\n").unwrap();
     std::fs::write(&b, "1.0\n1.1\nfast\n").unwrap();
-    let (code, _, err) = abperf(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let (code, _, err) = lab
+        .run(&["compare", a.to_str().unwrap(), b.to_str().unwrap()])
+        .parts();
     assert_eq!(code, 2);
     assert!(
         err.contains("b.txt:3: column 1: expected a number, got 'fast'"),
         "{err}"
     );
     std::fs::write(&b, "1.0\n-1.1\n").unwrap();
-    let (code, _, err) = abperf(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let (code, _, err) = lab
+        .run(&["compare", a.to_str().unwrap(), b.to_str().unwrap()])
+        .parts();
     assert_eq!(code, 2);
     assert!(err.contains("b.txt:2: column 1: negative value"), "{err}");
     std::fs::write(&b, "1.0\ninf\n").unwrap();
-    let (code, _, err) = abperf(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let (code, _, err) = lab
+        .run(&["compare", a.to_str().unwrap(), b.to_str().unwrap()])
+        .parts();
     assert_eq!(code, 2);
     assert!(err.contains("b.txt:2:"), "{err}");
-    let (code, _, err) = abperf(&["compare", a.to_str().unwrap()]);
+    let (code, _, err) = lab.run(&["compare", a.to_str().unwrap()]).parts();
     assert_eq!(code, 2);
     assert!(err.contains("give at least two files"), "{err}");
-    let (code, _, err) = abperf(&["compare", a.to_str().unwrap(), "/no/such/file"]);
+    let (code, _, err) = lab
+        .run(&["compare", a.to_str().unwrap(), "/no/such/file"])
+        .parts();
     assert_eq!(code, 2);
     assert!(err.contains("'/no/such/file': no such file"), "{err}");
     // Too few runs: description only, exit 0, no NaN.
     std::fs::write(&b, "1.0\n1.1\n1.2\n").unwrap();
-    let (code, out, _) = abperf(&[
-        "compare",
-        a.to_str().unwrap(),
-        b.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let (code, out, _) = lab
+        .run(&[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .parts();
     assert_eq!(code, 0);
     assert!(
         out.contains("Description only") && !out.contains("NaN"),
         "{out}"
     );
-    let (code, _, err) = abperf(&[
-        "compare",
-        a.to_str().unwrap(),
-        b.to_str().unwrap(),
-        "--alpha",
-        "2",
-    ]);
+    let (code, _, err) = lab
+        .run(&[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--alpha",
+            "2",
+        ])
+        .parts();
     assert_eq!(code, 2);
     assert!(err.contains("--alpha 2"), "{err}");
 }
@@ -141,13 +147,11 @@ fn ministat_mode_errors_name_file_and_line() {
 fn make_experiment(store: &mut Store, kernel: &str, seed: u64) -> i64 {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let names = ["A", "B", "C"];
-    let variants: Vec<NewVariant> = names
+    let variants: Vec<Variant> = names
         .iter()
-        .map(|n| NewVariant {
-            name: n.to_string(),
+        .map(|n| Variant {
             command: Some(format!("true {n}")),
-            parameters: Default::default(),
-            knobs: vec![],
+            ..Variant::named(n)
         })
         .collect();
     let mut order: Vec<usize> = vec![0, 1, 2];
@@ -175,7 +179,7 @@ fn make_experiment(store: &mut Store, kernel: &str, seed: u64) -> i64 {
     }
     let exp = NewExperiment {
         name: format!("cmp-{kernel}"),
-        kind: "run".into(),
+        kind: Kind::Run,
         command_line: vec!["abperf".into(), "run".into()],
         design: serde_json::json!({"order": "abba", "seed": seed, "runs": 20, "warmup": 1}),
         seed: Some(seed),
@@ -204,21 +208,26 @@ fn make_experiment(store: &mut Store, kernel: &str, seed: u64) -> i64 {
         };
         let user = wall * 0.9;
         store
-            .commit_run(&NewRun {
-                experiment_id: id,
-                variant: v,
-                seq: s.seq,
-                warmup: s.warmup,
-                status: RunStatus::Ok,
-                exit_code: Some(0),
-                signal: None,
-                started_ns: t,
-                ended_ns: t + wall as i64,
-                metrics: vec![
-                    Metric::new("wall_ns", wall, "ns"),
-                    Metric::new("user_ns", user, "ns"),
-                ],
-            })
+            .commit_run(
+                id,
+                &Run {
+                    variant: v,
+                    seq: s.seq,
+                    warmup: s.warmup,
+                    block: if s.warmup { -1 } else { 0 },
+                    status: RunStatus::Ok,
+                    exit_code: Some(0),
+                    signal: None,
+                    started_ns: t,
+                    ended_ns: t + wall as i64,
+                    metrics: vec![
+                        Metric::new("wall_ns", wall, "ns"),
+                        Metric::new("user_ns", user, "ns"),
+                    ],
+                    excluded: None,
+                    source: None,
+                },
+            )
             .unwrap();
         t += wall as i64 + 1000;
     }
@@ -227,7 +236,8 @@ fn make_experiment(store: &mut Store, kernel: &str, seed: u64) -> i64 {
 
 #[test]
 fn store_backed_compare_plan_and_verdict_lines() {
-    let dir = tempfile::tempdir().unwrap();
+    let lab = Lab::new();
+    let dir = &lab.dir;
     let db = dir.path().join("s.db");
     let dbs = db.to_str().unwrap();
     let (id1, id2) = {
@@ -238,14 +248,16 @@ fn store_backed_compare_plan_and_verdict_lines() {
         )
     };
 
-    let (code, out, err) = abperf(&[
-        "compare",
-        &id1.to_string(),
-        "--db",
-        dbs,
-        "--resamples",
-        "1000",
-    ]);
+    let (code, out, err) = lab
+        .run(&[
+            "compare",
+            &id1.to_string(),
+            "--db",
+            dbs,
+            "--resamples",
+            "1000",
+        ])
+        .parts();
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("SLOWER B is 1.0"), "{out}");
     assert!(out.contains("Holm m=2"), "{out}");
@@ -260,58 +272,64 @@ fn store_backed_compare_plan_and_verdict_lines() {
     assert!(out.contains("left out: 3 runs"), "{out}");
     assert!(out.contains("kernel 6.18.0"), "{out}");
 
-    let (code, out, err) = abperf(&[
-        "compare",
-        "latest",
-        "--db",
-        dbs,
-        "--metric",
-        "all",
-        "--format",
-        "json",
-        "--resamples",
-        "0",
-    ]);
+    let (code, out, err) = lab
+        .run(&[
+            "compare",
+            "latest",
+            "--db",
+            dbs,
+            "--metric",
+            "all",
+            "--format",
+            "json",
+            "--resamples",
+            "0",
+        ])
+        .parts();
     assert_eq!(code, 0, "{err}");
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let comps = j["comparisons"].as_array().unwrap();
+    let comps = j["analysis"]["comparisons"].as_array().unwrap();
     assert_eq!(comps.len(), 4, "2 variants x 2 metrics");
     assert!(
         comps
             .iter()
             .all(|c| c["m"] == 4 && c["drift_p"].is_number())
     );
-    assert_eq!(j["provenance"]["m"], 4);
+    assert_eq!(j["analysis"]["m"], 4);
 
-    let (code, out, err) = abperf(&[
-        "compare",
-        &id1.to_string(),
-        "--db",
-        dbs,
-        "--baseline",
-        "B",
-        "--resamples",
-        "0",
-        "--correction",
-        "bh",
-    ]);
+    let (code, out, err) = lab
+        .run(&[
+            "compare",
+            &id1.to_string(),
+            "--db",
+            dbs,
+            "--baseline",
+            "B",
+            "--resamples",
+            "0",
+            "--correction",
+            "bh",
+        ])
+        .parts();
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains("FASTER A is 1.00% faster than B") && out.contains("BH m=2"),
         "{out}"
     );
 
-    let (code, out, err) = abperf(&[
-        "compare",
-        &id1.to_string(),
-        &id2.to_string(),
-        "--db",
-        dbs,
-        "--variant",
-        "B",
-        "--resamples",
-        "0",
-    ]);
+    let (code, out, err) = lab
+        .run(&[
+            "compare",
+            &id1.to_string(),
+            &id2.to_string(),
+            "--db",
+            dbs,
+            "--variant",
+            "B",
+            "--resamples",
+            "0",
+        ])
+        .parts();
     assert_eq!(code, 0, "{err}");
     let first: Vec<&str> = out.lines().take(2).collect();
     assert_eq!(
@@ -327,32 +345,34 @@ fn store_backed_compare_plan_and_verdict_lines() {
         "{out}"
     );
 
-    let (code, _, err) = abperf(&["compare", &id1.to_string(), "--db", dbs, "--metric", "nope"]);
+    let (code, _, err) = lab
+        .run(&["compare", &id1.to_string(), "--db", dbs, "--metric", "nope"])
+        .parts();
     assert_eq!(code, 2);
     assert!(
-        err.contains("--metric nope: not stored; metrics: user_ns, wall_ns"),
+        err.contains("--metric nope: not stored; metrics: wall_ns, user_ns"),
         "{err}"
     );
-    let (code, _, err) = abperf(&["compare", "99", "--db", dbs]);
+    let (code, _, err) = lab.run(&["compare", "99", "--db", dbs]).parts();
     assert_eq!(code, 1);
     assert!(err.contains("no experiment 99"), "{err}");
 
-    let (code, out, err) = abperf(&[
-        "plan",
-        "--effect",
-        "0.3",
-        "--from",
-        &id1.to_string(),
-        "--db",
-        dbs,
-    ]);
+    let (code, out, err) = lab
+        .run(&[
+            "plan",
+            "--effect",
+            "0.3",
+            "--from",
+            &id1.to_string(),
+            "--db",
+            dbs,
+        ])
+        .parts();
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("runs per variant"), "{out}");
     assert!(out.contains("expected wall-clock: 3 variants x"), "{out}");
 
-    let store = Store::open(&db).unwrap();
-    let lines = abperf::commands::compare::verdict_lines(&store, id1).unwrap();
-    assert_eq!(lines.len(), 2);
+    let lines = verdict_lines(&lab, &id1.to_string(), dbs);
     assert!(
         lines[0].starts_with("B is 1.0") && lines[0].contains("slower than A"),
         "{lines:?}"
@@ -363,54 +383,71 @@ fn store_backed_compare_plan_and_verdict_lines() {
     );
 }
 
+/// The verdict lines `abperf report` gives for experiment `id`.
+fn verdict_lines(lab: &Lab, id: &str, db: &str) -> Vec<String> {
+    lab.ok(&["report", id, "--db", db, "--format", "json"])
+        .json()["analysis"]["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["line"].as_str().unwrap().to_string())
+        .collect()
+}
+
 #[test]
 fn plan_from_cv() {
-    let (code, out, _) = abperf(&["plan", "--effect", "0.3", "--cv", "0.3"]);
+    let lab = Lab::new();
+    let (code, out, _) = lab.run(&["plan", "--effect", "0.3", "--cv", "0.3"]).parts();
     assert_eq!(code, 0);
     assert!(out.contains("17 runs per variant"), "{out}");
-    let (code, _, err) = abperf(&["plan", "--effect", "0.3"]);
+    let (code, _, err) = lab.run(&["plan", "--effect", "0.3"]).parts();
     assert_eq!(code, 2, "{err}");
-    let (code, _, err) = abperf(&["plan", "--effect", "0", "--cv", "1"]);
+    let (code, _, err) = lab.run(&["plan", "--effect", "0", "--cv", "1"]).parts();
     assert_eq!(code, 2);
     assert!(err.contains("--effect 0"), "{err}");
 }
 
 #[test]
 fn compare_after_real_abperf_run() {
-    let dir = tempfile::tempdir().unwrap();
+    let lab = Lab::new();
+    let dir = &lab.dir;
     let db = dir.path().join("run.db");
     let dbs = db.to_str().unwrap();
-    let (code, _, err) = abperf(&[
-        "run",
-        "--db",
-        dbs,
-        "-r",
-        "6",
-        "--warmup",
-        "1",
-        "--seed",
-        "7",
-        "-n",
-        "short",
-        "-n",
-        "long",
-        "sleep 0.01",
-        "sleep 0.03",
-    ]);
+    let (code, _, err) = lab
+        .run(&[
+            "run",
+            "--db",
+            dbs,
+            "-r",
+            "6",
+            "--warmup",
+            "1",
+            "--seed",
+            "7",
+            "-n",
+            "short",
+            "-n",
+            "long",
+            "sleep 0.01",
+            "sleep 0.03",
+        ])
+        .parts();
     assert_eq!(code, 0, "{err}");
-    let (code, out, err) = abperf(&[
-        "compare",
-        "latest",
-        "--db",
-        dbs,
-        "--format",
-        "json",
-        "--resamples",
-        "1000",
-    ]);
+    let (code, out, err) = lab
+        .run(&[
+            "compare",
+            "latest",
+            "--db",
+            dbs,
+            "--format",
+            "json",
+            "--resamples",
+            "1000",
+        ])
+        .parts();
     assert_eq!(code, 0, "{err}");
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let c = &j["comparisons"][0];
+    let c = &j["analysis"]["comparisons"][0];
     assert_eq!(
         (c["baseline"].as_str(), c["variant"].as_str()),
         (Some("short"), Some("long"))
@@ -426,13 +463,14 @@ fn compare_after_real_abperf_run() {
         "ABBA order is stored, so drift is checked"
     );
     assert!(c["ratio"].as_f64().unwrap() > 1.3, "{}", c["line"]);
-    assert_eq!(
-        j["provenance"]["runs_left_out"], 2,
-        "warm-ups are never analysed"
-    );
-    let store = Store::open(&db).unwrap();
-    let id = store.resolve_id("latest").unwrap();
-    let lines = abperf::commands::compare::verdict_lines(&store, id).unwrap();
+    let left_out = j["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["counted"] == false)
+        .count();
+    assert_eq!(left_out, 2, "warm-ups are never analysed");
+    let lines = verdict_lines(&lab, "latest", dbs);
     assert!(
         lines[0].starts_with("long is ") && lines[0].contains("% slower than short"),
         "{lines:?}"

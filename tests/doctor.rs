@@ -1,30 +1,19 @@
 //! Integration tests of `abperf doctor` and the noise controls of `abperf run`: the real binary
 //! against the real kernel files (THP, perf_event_paranoid, drop_caches, memfd, tmpfs mounts).
 
+mod common;
 use abperf::store::Store;
+use common::{BIN, Lab};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_abperf");
 const THP: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
 const PARANOID: &str = "/proc/sys/kernel/perf_event_paranoid";
 
 /// Tests that change kernel settings (THP, --fix/--tune) must not overlap.
 static KNOB_LOCK: Mutex<()> = Mutex::new(());
-
-fn abperf(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("abperf runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn selected(content: &str) -> String {
     abperf::measure::env::selected_choice(content)
@@ -55,7 +44,8 @@ impl Drop for PutBack {
 
 #[test]
 fn doctor_reports_this_machine_and_exits_0() {
-    let dir = tempfile::tempdir().unwrap();
+    let lab = Lab::new();
+    let dir = &lab.dir;
     let db = dir.path().join("d.db");
     let db = db.to_str().unwrap();
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
@@ -71,9 +61,9 @@ fn doctor_reports_this_machine_and_exits_0() {
         .any(|e| e.path().join("cpufreq/scaling_governor").exists());
     let thp_mode = std::fs::read_to_string(THP).ok().map(|s| selected(&s));
 
-    let o = abperf(&["doctor", "--db", db, "--sample", "0.3"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
+    let o = lab.run(&["doctor", "--db", db, "--sample", "0.3"]);
+    assert_eq!(o.code, Some(0), "{}", o.all());
+    let out = &o.stdout;
     let line = |name: &str| -> String {
         out.lines()
             .find(|l| l.split_whitespace().any(|w| w == name) && !l.starts_with(' '))
@@ -96,9 +86,9 @@ fn doctor_reports_this_machine_and_exits_0() {
     }
     assert!(out.contains("18 checks:"), "{out}");
 
-    let o = abperf(&["doctor", "--db", db, "--format", "json", "--sample", "0.2"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let o = lab.run(&["doctor", "--db", db, "--format", "json", "--sample", "0.2"]);
+    assert_eq!(o.code, Some(0), "{}", o.all());
+    let doc = o.json();
     let checks = doc["checks"].as_array().unwrap();
     assert_eq!(checks.len(), 18);
     let mut names = Vec::new();
@@ -127,8 +117,8 @@ fn doctor_reports_this_machine_and_exits_0() {
                 .contains("virtual machine")
         );
     }
-    let o = abperf(&["doctor", "--format", "yaml"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = lab.run(&["doctor", "--format", "yaml"]);
+    assert_eq!(o.code, Some(2), "{}", o.all());
 }
 
 /// Every test that writes THP or the other tuned files is in this one function.
@@ -139,7 +129,8 @@ fn fix_restore_and_tune_put_back_exactly_what_was_there() {
         panic!("{THP} is absent: this kernel has no THP; the THP tests cannot run here");
     }
     let _put_back = PutBack::save(&[THP, PARANOID]);
-    let dir = tempfile::tempdir().unwrap();
+    let lab = Lab::new();
+    let dir = &lab.dir;
     let db = dir.path().join("f.db");
     let db = db.to_str().unwrap();
 
@@ -149,35 +140,35 @@ fn fix_restore_and_tune_put_back_exactly_what_was_there() {
     let paranoid_before = std::fs::read_to_string(PARANOID).unwrap();
     assert!(thp_before.contains("[always]"));
 
-    let o = abperf(&["doctor", "--fix", "--db", db]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let out = text(&o);
+    let o = lab.run(&["doctor", "--fix", "--db", db]);
+    assert_eq!(o.code, Some(0), "{}", o.all());
+    let out = o.all();
     assert!(
         out.contains(&format!("changed {THP}: 'always' -> 'madvise'")),
         "{out}"
     );
     assert_eq!(selected(&std::fs::read_to_string(THP).unwrap()), "madvise");
     // doctor (check mode) now tells that settings are outstanding.
-    let o = abperf(&["doctor", "--db", db, "--sample", "0.1"]);
-    assert!(text(&o).contains("not restored yet"), "{}", text(&o));
+    let o = lab.run(&["doctor", "--db", db, "--sample", "0.1"]);
+    assert!(o.all().contains("not restored yet"), "{}", o.all());
 
-    let o = abperf(&["doctor", "--restore", "--db", db]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(text(&o).contains(&format!("restored {THP}: 'always'")));
+    let o = lab.run(&["doctor", "--restore", "--db", db]);
+    assert_eq!(o.code, Some(0), "{}", o.all());
+    assert!(o.all().contains(&format!("restored {THP}: 'always'")));
     assert_eq!(std::fs::read_to_string(THP).unwrap(), thp_before);
     assert_eq!(std::fs::read_to_string(PARANOID).unwrap(), paranoid_before);
-    let o = abperf(&["doctor", "--restore", "--db", db]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(text(&o).contains("nothing to restore"), "{}", text(&o));
+    let o = lab.run(&["doctor", "--restore", "--db", db]);
+    assert_eq!(o.code, Some(0), "{}", o.all());
+    assert!(o.all().contains("nothing to restore"), "{}", o.all());
 
     // run --tune: applied for the experiment (the workload sees madvise), restored at the end,
     // and the environment snapshot shows the tuned state.
     let seen = dir.path().join("seen");
     let cmd = format!("grep -o '\\[[a-z]*\\]' {THP} >> {}", seen.display());
-    let o = abperf(&[
+    let o = lab.run(&[
         "run", "--db", db, "-r", "2", "--warmup", "0", "--tune", &cmd,
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.code, Some(0), "{}", o.all());
     assert_eq!(
         std::fs::read_to_string(&seen).unwrap(),
         "[madvise]\n[madvise]\n"
@@ -204,11 +195,11 @@ fn fix_restore_and_tune_put_back_exactly_what_was_there() {
 
     // A variant knob on the same file wins over --tune.
     let k = format!("{THP}=never");
-    let o = abperf(&[
+    let o = lab.run(&[
         "run", "--db", db, "-r", "1", "--warmup", "0", "--tune", "-k", &k, &cmd,
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(text(&o).contains("it is a variant knob"), "{}", text(&o));
+    assert_eq!(o.code, Some(0), "{}", o.all());
+    assert!(o.all().contains("it is a variant knob"), "{}", o.all());
     assert!(
         std::fs::read_to_string(&seen)
             .unwrap()
@@ -253,7 +244,7 @@ fn fix_restore_and_tune_put_back_exactly_what_was_there() {
     assert!(store.tune_outstanding(None, None).unwrap().is_empty());
     assert_eq!(
         store.experiment(3).unwrap().status,
-        abperf::store::Status::Interrupted
+        abperf::model::Status::Interrupted
     );
     drop(store);
 
@@ -287,8 +278,8 @@ fn fix_restore_and_tune_put_back_exactly_what_was_there() {
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     child.wait().unwrap();
     assert_eq!(selected(&std::fs::read_to_string(THP).unwrap()), "madvise");
-    let o = abperf(&["run", "--db", db, "--resume", "4"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = lab.run(&["run", "--db", db, "--resume", "4"]);
+    assert_eq!(o.code, Some(0), "{}", o.all());
     assert_eq!(std::fs::read_to_string(THP).unwrap(), thp_before);
     assert_eq!(std::fs::read_to_string(PARANOID).unwrap(), paranoid_before);
     let store = Store::open(Path::new(db)).unwrap();
@@ -296,29 +287,30 @@ fn fix_restore_and_tune_put_back_exactly_what_was_there() {
     drop(store);
 
     // Comparing the tuned experiment with an untuned one lists the doctor differences.
-    let o = abperf(&["run", "--db", db, "-r", "2", "--warmup", "0", &cmd]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let o = abperf(&["compare", "--db", db, "1", "5"]);
-    let out = text(&o);
+    let o = lab.run(&["run", "--db", db, "-r", "2", "--warmup", "0", &cmd]);
+    assert_eq!(o.code, Some(0), "{}", o.all());
+    let o = lab.run(&["compare", "--db", db, "1", "5"]);
+    let out = o.all();
     assert!(out.contains("doctor.thp"), "{out}");
     assert!(out.contains("enabled: always"), "{out}");
     assert!(!out.contains("doctor_sampled"), "{out}");
 }
 
-fn export_runs(db: &str, id: i64) -> Vec<abperf::store::Run> {
+fn export_runs(db: &str, id: i64) -> Vec<abperf::model::Run> {
     Store::open(Path::new(db)).unwrap().runs(id).unwrap()
 }
 
 #[test]
 fn noise_controls_are_not_timed() {
-    let dir = tempfile::tempdir().unwrap();
+    let lab = Lab::new();
+    let dir = &lab.dir;
     let db = dir.path().join("n.db");
     let db = db.to_str().unwrap();
     let tree = dir.path().join("tree");
     std::fs::create_dir_all(tree.join("a")).unwrap();
     std::fs::write(tree.join("a/f"), vec![7u8; 1 << 20]).unwrap();
     let t = Instant::now();
-    let o = abperf(&[
+    let o = lab.run(&[
         "run",
         "--db",
         db,
@@ -336,16 +328,18 @@ fn noise_controls_are_not_timed() {
         "32",
         "true",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.code, Some(0), "{}", o.all());
     // The pre steps really ran ...
     assert!(t.elapsed() >= Duration::from_millis(1500));
     // ... and none of them is in the timed region.
     let runs = export_runs(db, 1);
     assert_eq!(runs.len(), 3);
     for r in &runs {
-        let wall = r.metrics["wall_ns"];
+        let wall = r.value("wall_ns").unwrap();
+        // `--pre` sleeps 0.5 s: a run under that cannot hold it. (`true` itself can take
+        // 0.2 s here: --drop-caches makes its exec read the binary back from a busy disk.)
         assert!(
-            wall < 150e6,
+            wall < 450e6,
             "wall time of `true` {wall} ns includes the pre steps"
         );
     }
@@ -359,15 +353,15 @@ fn noise_controls_are_not_timed() {
     );
 
     // Bad input: clear usage errors, nothing run.
-    let o = abperf(&["run", "--db", db, "--perturb-layout", "0", "true"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("--perturb-layout 0"), "{}", text(&o));
-    let o = abperf(&["run", "--db", db, "--pre-read", "/nonexistent/dir", "true"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = lab.run(&["run", "--db", db, "--perturb-layout", "0", "true"]);
+    assert_eq!(o.code, Some(2), "{}", o.all());
+    assert!(o.all().contains("--perturb-layout 0"), "{}", o.all());
+    let o = lab.run(&["run", "--db", db, "--pre-read", "/nonexistent/dir", "true"]);
+    assert_eq!(o.code, Some(2), "{}", o.all());
     assert!(
-        text(&o).contains("--pre-read /nonexistent/dir"),
+        o.all().contains("--pre-read /nonexistent/dir"),
         "{}",
-        text(&o)
+        o.all()
     );
 }
 
@@ -390,7 +384,8 @@ fn ballast_fds() -> Vec<String> {
 
 #[test]
 fn ballast_changes_size_each_run_and_is_gone_after() {
-    let dir = tempfile::tempdir().unwrap();
+    let lab = Lab::new();
+    let dir = &lab.dir;
     let db = dir.path().join("b.db");
     let db = db.to_str().unwrap();
     let log = dir.path().join("sizes");
@@ -400,7 +395,7 @@ fn ballast_changes_size_each_run_and_is_gone_after() {
         log.display(),
         log.display()
     );
-    let o = abperf(&[
+    let o = lab.run(&[
         "run",
         "--db",
         db,
@@ -414,7 +409,7 @@ fn ballast_changes_size_each_run_and_is_gone_after() {
         "16",
         &cmd,
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.code, Some(0), "{}", o.all());
     let s = std::fs::read_to_string(&log).unwrap();
     let runs: Vec<Vec<u64>> = s
         .split("---\n")
@@ -455,7 +450,8 @@ fn mounted(path: &Path) -> bool {
 
 #[test]
 fn tmpfs_copy_runs_in_a_private_tmpfs_and_is_removed_also_on_sigint() {
-    let dir = tempfile::tempdir().unwrap();
+    let lab = Lab::new();
+    let dir = &lab.dir;
     let db = dir.path().join("t.db");
     let db = db.to_str().unwrap();
     let tree = dir.path().join("linux");
@@ -466,7 +462,7 @@ fn tmpfs_copy_runs_in_a_private_tmpfs_and_is_removed_also_on_sigint() {
         "pwd >> {l}; stat -f -c %T . >> {l}; cat kernel/fork.c >> {l}; echo x > new-file",
         l = log.display()
     );
-    let o = abperf(&[
+    let o = lab.run(&[
         "run",
         "--db",
         db,
@@ -480,7 +476,7 @@ fn tmpfs_copy_runs_in_a_private_tmpfs_and_is_removed_also_on_sigint() {
         "kernel",
         &cmd,
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.code, Some(0), "{}", o.all());
     let store = Store::open(Path::new(db)).unwrap();
     let noise = &store.experiment(1).unwrap().design["noise"];
     assert_eq!(noise["pre_read"], "kernel", "relative to the copy");

@@ -1,23 +1,8 @@
 //! `abperf import` through the real binary, each test with its own store.
 
+mod common;
 use abperf::store::Store;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-fn abperf(db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_abperf"))
-        .args(args)
-        .arg("--db")
-        .arg(db)
-        .output()
-        .expect("run abperf")
-}
+use common::{Lab, data};
 
 fn mean_of(store: &Store, id: i64, variant: usize, metric: &str) -> (usize, f64) {
     let xs: Vec<f64> = store
@@ -25,33 +10,19 @@ fn mean_of(store: &Store, id: i64, variant: usize, metric: &str) -> (usize, f64)
         .unwrap()
         .iter()
         .filter(|r| r.variant == variant)
-        .map(|r| r.metrics[metric])
+        .map(|r| r.value(metric).unwrap())
         .collect();
     (xs.len(), xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
 #[test]
 fn seed_000_squashed_time_lines() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("a.db");
+    let lab = Lab::new();
+    let db = lab.db();
     let f = data("seed000-time.txt");
-    let out = abperf(
-        &db,
-        &[
-            "import",
-            "--format",
-            "time",
-            "--new",
-            "invpcid",
-            f.to_str().unwrap(),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let out = lab.run(&["import", "--format", "time", "--new", "invpcid", &f]);
+    assert!(out.code == Some(0), "{}", out.stderr);
+    let stdout = out.stdout;
     assert!(
         stdout.contains("imported 24 run(s) (n: 12, y: 12)"),
         "{stdout}"
@@ -74,79 +45,58 @@ fn seed_000_squashed_time_lines() {
         "880.44 875.35"
     );
     let runs = store.runs(id).unwrap();
-    assert_eq!(runs[0].metrics["minflt"], 58366597.0);
-    assert_eq!(runs[0].units["maxrss_kib"], "KiB");
-    let src = store.import_sources(id).unwrap();
-    assert_eq!(src[&runs[23].id].line, 24);
+    assert_eq!(runs[0].value("minflt"), Some(58366597.0));
+    assert!(
+        runs[0]
+            .metrics
+            .iter()
+            .any(|m| m.name == "maxrss_kib" && m.unit == "KiB")
+    );
+    assert_eq!(runs[23].source.as_ref().unwrap().line, 24);
 
     // compare reads imported runs like any others, without taking the file order for a schedule.
-    let out = abperf(&db, &["compare", "1", "--metric", "user_ns"]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = lab.run(&["compare", "1", "--metric", "user_ns"]);
+    let text = out.stdout;
+    assert!(out.code == Some(0), "{}", out.stderr);
     assert!(text.contains("FASTER y is 0.58% faster than n ("), "{text}");
     assert!(text.contains("p<0.0001, n=12+12, Welch)"), "{text}");
 }
 
 #[test]
 fn formats_import_and_append() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("a.db");
-    let p = |n: &str| data(n).to_str().unwrap().to_string();
-    let out = abperf(
-        &db,
-        &[
-            "import",
-            "--format",
-            "perf-stat",
-            "--variant",
-            "base",
-            &p("perf-stat-r5.txt"),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = abperf(
-        &db,
-        &[
-            "import",
-            "--experiment",
-            "latest",
-            "--format",
-            "perf-stat",
-            "--variant",
-            "unsup",
-            &p("perf-stat-unsupported.csv"),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cycles <not supported>, not stored"));
-    let out = abperf(
-        &db,
-        &[
-            "import",
-            "--format",
-            "hyperfine",
-            "--new",
-            "hf",
-            &p("hyperfine-params.json"),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let lab = Lab::new();
+    let db = lab.db();
+    let p = |n: &str| data(n);
+    let out = lab.run(&[
+        "import",
+        "--format",
+        "perf-stat",
+        "--variant",
+        "base",
+        &p("perf-stat-r5.txt"),
+    ]);
+    assert!(out.code == Some(0), "{}", out.stderr);
+    let out = lab.run(&[
+        "import",
+        "--experiment",
+        "latest",
+        "--format",
+        "perf-stat",
+        "--variant",
+        "unsup",
+        &p("perf-stat-unsupported.csv"),
+    ]);
+    assert!(out.code == Some(0), "{}", out.stderr);
+    assert!(out.stderr.contains("cycles <not supported>, not stored"));
+    let out = lab.run(&[
+        "import",
+        "--format",
+        "hyperfine",
+        "--new",
+        "hf",
+        &p("hyperfine-params.json"),
+    ]);
+    assert!(out.code == Some(0), "{}", out.stderr);
     let store = Store::open(&db).unwrap();
     let list = store.list().unwrap();
     assert_eq!(list.len(), 2);
@@ -155,15 +105,9 @@ fn formats_import_and_append() {
         (2, 2, 2)
     );
     let runs = store.runs(list[0].id).unwrap();
-    assert!(runs[0].metrics["page-faults"] > 0.0);
-    assert!(runs[1].metrics.contains_key("task-clock.stderr_pct"));
-    assert!(
-        store
-            .import_sources(list[0].id)
-            .unwrap()
-            .values()
-            .all(|s| s.summary)
-    );
+    assert!(runs[0].value("page-faults").unwrap() > 0.0);
+    assert!(runs[1].value("task-clock.stderr_pct").is_some());
+    assert!(runs.iter().all(|r| r.source.as_ref().unwrap().summary));
     let hf = store.runs(list[1].id).unwrap();
     assert_eq!(hf.len(), 6);
     assert_eq!(hf[5].exit_code, Some(1));
@@ -173,12 +117,11 @@ fn formats_import_and_append() {
 #[test]
 fn standard_input() {
     use std::io::Write;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("a.db");
+    let lab = Lab::new();
     let run = |text: &str| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_abperf"))
-            .args(["import", "--format", "time", "--variant", "v", "-", "--db"])
-            .arg(&db)
+        let args = ["import", "--format", "time", "--variant", "v", "-"];
+        let mut child = lab
+            .cmd(&args)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -190,20 +133,21 @@ fn standard_input() {
             .unwrap()
             .write_all(text.as_bytes())
             .unwrap();
-        child.wait_with_output().unwrap()
+        common::Out::from(child.wait_with_output().unwrap(), &args)
     };
     let good = std::fs::read_to_string(data("time-default.txt")).unwrap();
     let out = run(&good);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("imported 4 run(s) (v: 4)"));
+    assert!(out.stdout.contains("imported 4 run(s) (v: 4)"));
     let out = run("garbage\n");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("<stdin>:1: not /usr/bin/time output"));
+    assert_eq!(out.code, Some(2));
+    assert!(out.stderr.contains("<stdin>:1: not /usr/bin/time output"));
 }
 
 #[test]
 fn malformed_inputs_name_file_and_line_and_store_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("a.db");
+    let lab = Lab::new();
+    let dir = &lab.dir;
+    let db = lab.db();
     let good = data("seed000-time.txt");
     let cases = [
         ("time", "time-bad.txt", 6),
@@ -214,54 +158,38 @@ fn malformed_inputs_name_file_and_line_and_store_nothing() {
         let bad = data(file);
         // A good file first: the bad one must still leave the store empty.
         let first = if format == "time" {
-            good.to_str().unwrap()
+            good.as_str()
         } else {
-            bad.to_str().unwrap()
+            bad.as_str()
         };
-        let out = abperf(
-            &db,
-            &["import", "--format", format, first, bad.to_str().unwrap()],
-        );
-        assert_eq!(out.status.code(), Some(2), "{format}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        let want = format!("{}:{line}:", bad.display());
+        let out = lab.run(&["import", "--format", format, first, bad.as_str()]);
+        assert_eq!(out.code, Some(2), "{format}");
+        let err = out.stderr;
+        let want = format!("{}:{line}:", bad);
         assert!(err.contains(&want), "{format}: want {want} in {err}");
         assert_eq!(err.lines().count(), 1, "{err}");
     }
     // A JSON file given as time output, and an empty file.
-    let out = abperf(
-        &db,
-        &[
-            "import",
-            "--format",
-            "time",
-            data("hyperfine-two.json").to_str().unwrap(),
-        ],
-    );
+    let out = lab.run(&["import", "--format", "time", &data("hyperfine-two.json")]);
     assert!(
-        String::from_utf8_lossy(&out.stderr)
+        out.stderr
             .contains("hyperfine-two.json:1: not /usr/bin/time output")
     );
     let empty = dir.path().join("empty.txt");
     std::fs::write(&empty, "\n").unwrap();
-    let out = abperf(
-        &db,
-        &["import", "--format", "perf-stat", empty.to_str().unwrap()],
-    );
+    let out = lab.run(&["import", "--format", "perf-stat", empty.to_str().unwrap()]);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("empty.txt:1: no perf-stat output found")
+        out.stderr
+            .contains("empty.txt:1: no perf-stat output found")
     );
-    let out = abperf(
-        &db,
-        &[
-            "import",
-            "--format",
-            "time",
-            "--variant",
-            "v",
-            good.to_str().unwrap(),
-        ],
-    );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("holds 2 variants (n, y)"));
+    let out = lab.run(&[
+        "import",
+        "--format",
+        "time",
+        "--variant",
+        "v",
+        good.as_str(),
+    ]);
+    assert!(out.stderr.contains("holds 2 variants (n, y)"));
     assert!(Store::open(&db).unwrap().list().unwrap().is_empty());
 }

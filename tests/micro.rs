@@ -3,28 +3,30 @@
 //! medians with margins that the effect dwarfs (an IPI is ~10x a local 1-page flush here), never
 //! exact values.
 
+mod common;
+use common::Lab;
 use serde_json::Value;
-use std::process::Command;
 
-fn abperf() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_abperf"))
+/// The micro section of a report (docs/report-json.md).
+fn micro(report: &Value) -> &Value {
+    &report["micro"]
 }
 
 fn median(report: &Value, name: &str) -> Option<f64> {
-    report["measurements"]
+    micro(report)["rows"]
         .as_array()?
         .iter()
-        .find(|m| m["name"] == name)
+        .find(|m| m["variant"] == name)
         .and_then(|m| m["cycles"]["median"].as_f64())
 }
 
 fn must(report: &Value, name: &str) -> f64 {
     median(report, name)
-        .unwrap_or_else(|| panic!("no measurement {name}; skips: {}", report["skips"]))
+        .unwrap_or_else(|| panic!("no measurement {name}; skips: {}", micro(report)["skips"]))
 }
 
 fn skipped(report: &Value, bench: &str, config: &str) -> Option<String> {
-    report["skips"]
+    micro(report)["skips"]
         .as_array()?
         .iter()
         .find(|s| s["bench"] == bench && s["config"] == config)
@@ -34,61 +36,48 @@ fn skipped(report: &Value, bench: &str, config: &str) -> Option<String> {
 /// One benchmark again, quick and not stored, for a check that two configurations measured at
 /// different moments failed by a margin that host noise can reach on a shared VM.
 fn remeasure(bench: &str) -> Value {
-    let out = abperf()
-        .args(["micro", bench, "--quick", "--format", "json", "--no-store"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("json report")
+    Lab::new()
+        .ok(&["micro", bench, "--quick", "--format", "json", "--no-store"])
+        .json()
 }
 
 #[test]
 fn quick_suite_is_plausible_stored_and_exportable() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("micro.db");
-    let out = abperf()
-        .args(["micro", "--quick", "--format", "json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).expect("json report");
+    let lab = Lab::new();
+    let r = lab.ok(&["micro", "--quick", "--format", "json"]).json();
+    let m = micro(&r);
 
     // Timer.
-    let oh = r["timer"]["overhead"].as_f64().unwrap();
+    let oh = m["timer"]["overhead"].as_f64().unwrap();
     assert!(oh > 0.0 && oh < 200.0, "timer overhead {oh}");
-    assert!(r["timer"]["hz"].as_f64().unwrap() > 1e8);
+    assert!(m["timer"]["hz"].as_f64().unwrap() > 1e8);
 
     // Every summary is ordered and finite; every skip says why.
-    for m in r["measurements"].as_array().unwrap() {
-        let c = &m["cycles"];
+    for row in m["rows"].as_array().unwrap() {
+        let c = &row["cycles"];
         let v: Vec<f64> = ["min", "p10", "median", "p90", "max"]
             .iter()
             .map(|k| c[k].as_f64().unwrap())
             .collect();
-        assert!(v.windows(2).all(|w| w[0] <= w[1]), "{}: {v:?}", m["name"]);
-        assert!(c["n"].as_u64().unwrap() >= 3, "{}", m["name"]);
+        assert!(
+            v.windows(2).all(|w| w[0] <= w[1]),
+            "{}: {v:?}",
+            row["variant"]
+        );
+        assert!(c["n"].as_u64().unwrap() >= 3, "{}", row["variant"]);
     }
-    for s in r["skips"].as_array().unwrap() {
+    for s in m["skips"].as_array().unwrap() {
         assert!(!s["reason"].as_str().unwrap().is_empty(), "{s}");
     }
 
     // Rounds: syscall, xstate and tlb-flush are measured in 32 rounds each, and every round
     // probed the core: independent adds retire at least as fast as a dependent chain.
-    let apc = &r["adds_per_cycle"];
+    let apc = &m["adds_per_cycle"];
     let rounds = apc["n"].as_u64().unwrap();
     let expected = if cfg!(target_arch = "x86_64") { 96 } else { 64 };
     assert!(rounds >= expected, "{rounds} probed rounds: {apc}");
     assert!(apc["min"].as_f64().unwrap() > 0.9, "{apc}");
-    let notes = r["notes"].to_string();
+    let notes = m["notes"].to_string();
     assert!(notes.contains("SMT sibling pressure"), "{notes}");
 
     // Syscall: a real kernel entry costs far more than the timer's step and less than 100 us.
@@ -101,7 +90,7 @@ fn quick_suite_is_plausible_stored_and_exportable() {
         let many = must(&r, &format!("tlb-flush/{op}/touched/n=256"));
         assert!(many > one * 1.5, "{op}: 256 pages {many} vs 1 page {one}");
     }
-    let knee = r["findings"]
+    let knee = m["findings"]
         .as_array()
         .unwrap()
         .iter()
@@ -117,7 +106,7 @@ fn quick_suite_is_plausible_stored_and_exportable() {
     );
 
     // Shootdown: with a thread spinning on another CPU the flush needs an IPI.
-    if r["remote_cpu"].is_null() {
+    if m["remote_cpu"].is_null() {
         eprintln!("one CPU only: remote flush not checked");
     } else {
         for op in ["madvise", "mprotect"] {
@@ -188,11 +177,11 @@ fn quick_suite_is_plausible_stored_and_exportable() {
     }
 
     // Faults: one fault per page for anonymous first writes.
-    let anon = r["measurements"]
+    let anon = m["rows"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|m| m["name"] == "page-fault/anon-write")
+        .find(|row| row["variant"] == "page-fault/anon-write")
         .unwrap();
     let fpp: f64 = anon["params"]["faults_per_page"]
         .as_str()
@@ -205,35 +194,20 @@ fn quick_suite_is_plausible_stored_and_exportable() {
     assert!(must(&r, "signal/deliver/clean") > 0.0);
 
     // Stored: every sample is a run; export gives them back.
-    let id = r["experiment_id"].as_i64().expect("experiment id");
-    let samples: u64 = r["measurements"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["samples"].as_array().unwrap().len() as u64)
-        .sum();
-    let out = abperf()
-        .args(["export", &id.to_string(), "--format", "json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
+    let id = r["experiments"][0]["id"].as_i64().expect("experiment id");
+    let samples = r["runs_stored"].as_u64().unwrap();
+    let exported = lab.ok(&["export", &id.to_string(), "--format", "json"]);
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("tlb-flush/mprotect/touched/n=33"),
+        exported.stdout.contains("tlb-flush/mprotect/touched/n=33"),
         "export lacks the variant"
     );
-    let out = abperf()
-        .args(["export", &id.to_string(), "--format", "csv", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let csv = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        exported.json()["runs"].as_array().unwrap().len() as u64,
+        samples
+    );
+    let csv = lab
+        .ok(&["export", &id.to_string(), "--format", "csv"])
+        .stdout;
     let header = csv.lines().next().unwrap();
     assert!(
         header.contains("cycles") && header.contains("ns"),
@@ -244,45 +218,29 @@ fn quick_suite_is_plausible_stored_and_exportable() {
         samples + 1,
         "one CSV row per sample"
     );
-    let list = abperf().args(["list", "--db"]).arg(&db).output().unwrap();
-    assert!(String::from_utf8_lossy(&list.stdout).contains("micro"));
+    assert!(lab.ok(&["list"]).stdout.contains("micro"));
     // A second run of one benchmark compares against the first like any two experiments.
-    let out = abperf()
-        .args(["micro", "--quick", "--samples", "101", "syscall", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
+    lab.ok(&["micro", "--quick", "--samples", "101", "syscall"]);
+    let out = lab.run(&[
+        "compare",
+        &id.to_string(),
+        "latest",
+        "--variant",
+        "syscall/getppid",
+        "--metric",
+        "cycles",
+    ]);
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = abperf()
-        .args([
-            "compare",
-            &id.to_string(),
-            "latest",
-            "--variant",
-            "syscall/getppid",
-            "--metric",
-            "cycles",
-            "--db",
-        ])
-        .arg(&db)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("syscall/getppid") && text.contains("cycles"),
-        "compare output: {text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+        out.stdout.contains("syscall/getppid") && out.stdout.contains("cycles"),
+        "{out}"
     );
 }
 
 #[test]
 fn text_tables_and_bad_input() {
-    let out = abperf()
-        .args([
+    let lab = Lab::new();
+    let t = lab
+        .ok(&[
             "micro",
             "--quick",
             "--no-store",
@@ -290,14 +248,7 @@ fn text_tables_and_bad_input() {
             "syscall",
             "xstate",
         ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let t = String::from_utf8_lossy(&out.stdout);
+        .stdout;
     assert!(
         t.contains("== timer ==") && t.contains("syscall/getppid") && t.contains("overhead"),
         "{t}"
@@ -337,9 +288,8 @@ fn text_tables_and_bad_input() {
             "--remote-cpu 0",
         ),
     ] {
-        let out = abperf().args(&args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let e = String::from_utf8_lossy(&out.stderr);
+        let out = lab.fails(&args, 2);
+        let e = &out.stderr;
         assert!(
             e.contains(needle) && e.lines().count() == 1,
             "{args:?}: {e}"

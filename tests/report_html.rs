@@ -5,33 +5,11 @@
 //! Needs chromium: `apt-get install -y chromium` (or set ABPERF_CHROMIUM to a Chrome/Chromium
 //! binary). Without it this test FAILS with that message; it never passes silently.
 
+mod common;
+use common::{Lab, data};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn data(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-        .to_str()
-        .unwrap()
-        .to_string()
-}
-
-fn abperf(db: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_abperf"))
-        .args(args)
-        .arg("--db")
-        .arg(db)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn chromium() -> PathBuf {
     if let Some(p) = std::env::var_os("ABPERF_CHROMIUM").filter(|p| !p.is_empty()) {
@@ -106,47 +84,38 @@ fn headless(dir: &Path, tag: &str, extra: &[&str], url: &str) -> (bool, String, 
 
 #[test]
 fn html_report_in_headless_chromium() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
-    abperf(
-        &db,
-        &[
-            "import",
-            "--format",
-            "time",
-            "--new",
-            "invpcid <b>&",
-            &data("seed000-time.txt"),
-        ],
-    );
+    let lab = Lab::new();
+    let dir = &lab.dir;
+    lab.ok(&[
+        "import",
+        "--format",
+        "time",
+        "--new",
+        "invpcid <b>&",
+        &data("seed000-time.txt"),
+    ]);
     let evil = "<script>alert(1)</script>";
-    abperf(
-        &db,
-        &[
-            "import",
-            "--experiment",
-            "1",
-            "--format",
-            "time",
-            "--variant",
-            evil,
-            &data("time-default.txt"),
-        ],
-    );
+    lab.ok(&[
+        "import",
+        "--experiment",
+        "1",
+        "--format",
+        "time",
+        "--variant",
+        evil,
+        &data("time-default.txt"),
+    ]);
     let html = dir.path().join("report.html");
-    abperf(
-        &db,
-        &[
-            "report",
-            "1",
-            "--format",
-            "html",
-            "--metric",
-            "user_ns",
-            "-o",
-            html.to_str().unwrap(),
-        ],
-    );
+    lab.ok(&[
+        "report",
+        "1",
+        "--format",
+        "html",
+        "--metric",
+        "user_ns",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
     let url = format!("file://{}", html.display());
 
     let (ok, dom, stderr) = headless(dir.path(), "dom", &["--dump-dom"], &url);
@@ -194,29 +163,30 @@ fn html_report_in_headless_chromium() {
 /// Chromium without console messages. Also the text report's micro table.
 #[test]
 fn micro_curves_in_html_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("m.db");
-    let out = abperf(&db, &["micro", "tlb-flush", "--quick"]);
+    let lab = Lab::new();
+    let dir = &lab.dir;
+    let out = lab.ok(&["micro", "tlb-flush", "--quick"]).stdout;
     assert!(out.contains("tlb-flush"), "{out}");
     let html = dir.path().join("micro.html");
-    abperf(
-        &db,
-        &[
-            "report",
-            "1",
-            "--format",
-            "html",
-            "-o",
-            html.to_str().unwrap(),
-        ],
-    );
+    lab.ok(&[
+        "report",
+        "1",
+        "--format",
+        "html",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
     let page = std::fs::read_to_string(&html).unwrap();
     // The knee findings as stored by `abperf micro`, read back through the JSON-free text report.
-    let text = abperf(&db, &["report", "1", "--format", "text"]);
-    assert!(text.contains("Micro configurations (cycles):"), "{text}");
+    let text = lab.ok(&["report", "1", "--format", "text"]).stdout;
+    assert!(text.contains("== tlb-flush =="), "{text}");
     assert!(
-        text.contains("tlb-flush/mprotect/touched/n=33"),
-        "micro table misses a configuration"
+        text.contains("tlb-flush: median cycles per call (touched minus empty range) and per page"),
+        "micro flush table missing: {text}"
+    );
+    assert!(
+        text.lines().any(|l| l.trim_start().starts_with("33 ")),
+        "the flush table misses 33 pages: {text}"
     );
     assert!(text.contains("no verdicts against the first"), "{text}");
     let knees: Vec<u64> = text

@@ -1,41 +1,21 @@
 //! Integration tests of `abperf run` and the store commands: the real binary, real processes,
 //! real kernel files (THP knob, perf_event_open, tracepoints).
 
+mod common;
 use abperf::store::Store;
+use common::{BIN, Lab};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_abperf");
 const THP: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
 
 /// Tests that write the real THP knob must not overlap.
 static THP_LOCK: Mutex<()> = Mutex::new(());
 
-fn abperf(db: &Path, args: &[&str]) -> Output {
-    let (sub, rest) = args.split_first().expect("a subcommand");
-    Command::new(BIN)
-        .arg(sub)
-        .arg("--db")
-        .arg(db)
-        .args(rest)
-        .output()
-        .expect("abperf runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn export(db: &Path, id: &str) -> serde_json::Value {
-    let o = abperf(db, &["export", id, "--format", "json"]);
-    assert!(o.status.success(), "{}", text(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
+fn export(lab: &Lab, id: &str) -> serde_json::Value {
+    lab.ok(&["export", id, "--format", "json"]).json()
 }
 
 fn timed_order(doc: &serde_json::Value) -> Vec<String> {
@@ -44,37 +24,33 @@ fn timed_order(doc: &serde_json::Value) -> Vec<String> {
         .unwrap()
         .iter()
         .filter(|r| !r["warmup"].as_bool().unwrap())
-        .map(|r| r["variant"].as_str().unwrap().to_string())
+        .map(|r| r["variant_name"].as_str().unwrap().to_string())
         .collect()
 }
 
 #[test]
 fn order_is_abba_balanced_and_reproducible_and_export_has_the_fields() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("a.db");
+    let lab = Lab::new();
     for _ in 0..2 {
-        let o = abperf(
-            &db,
-            &[
-                "run",
-                "-N",
-                "--seed",
-                "77",
-                "-r",
-                "6",
-                "-n",
-                "A",
-                "-n",
-                "B",
-                "true",
-                "/bin/true",
-            ],
-        );
-        assert!(o.status.success(), "{}", text(&o));
-        assert!(text(&o).contains("seed 77"), "{}", text(&o));
+        let o = lab.run(&[
+            "run",
+            "-N",
+            "--seed",
+            "77",
+            "-r",
+            "6",
+            "-n",
+            "A",
+            "-n",
+            "B",
+            "true",
+            "/bin/true",
+        ]);
+        assert!(o.code == Some(0), "{}", o.all());
+        assert!(o.all().contains("seed 77"), "{}", o.all());
     }
-    let a = export(&db, "1");
-    let b = export(&db, "latest");
+    let a = export(&lab, "1");
+    let b = export(&lab, "latest");
     assert_eq!(timed_order(&a), timed_order(&b));
     let order = timed_order(&a);
     assert_eq!(order.len(), 12);
@@ -84,10 +60,10 @@ fn order_is_abba_balanced_and_reproducible_and_export_has_the_fields() {
         assert_eq!(block[1], block[2], "{order:?}");
         assert_ne!(block[0], block[1], "{order:?}");
     }
-    assert_eq!(a["experiment"]["seed"], 77);
-    assert_eq!(a["experiment"]["order"], "abba");
-    assert_eq!(a["experiment"]["status"], "complete");
-    assert!(a["experiment"]["environment"]["kernel"].is_string());
+    assert_eq!(a["experiments"][0]["seed"], "77");
+    assert_eq!(a["experiments"][0]["design"]["order"], "abba");
+    assert_eq!(a["experiments"][0]["status"], "complete");
+    assert!(a["experiments"][0]["environment"]["kernel"].is_string());
     assert_eq!(a["variants"][0]["name"], "A");
     let run = &a["runs"][0];
     assert_eq!(run["warmup"], true);
@@ -112,67 +88,64 @@ fn order_is_abba_balanced_and_reproducible_and_export_has_the_fields() {
         .collect();
     assert_eq!(seqs, (0..14).collect::<Vec<_>>());
 
-    let o = abperf(
-        &db,
-        &[
-            "run",
-            "--order",
-            "sequential",
-            "-r",
-            "2",
-            "true",
-            "false; true",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("warning: --order sequential"));
-    let csv = abperf(&db, &["export", "latest", "--format", "csv"]);
-    let csv = String::from_utf8_lossy(&csv.stdout).to_string();
+    let o = lab.run(&[
+        "run",
+        "--order",
+        "sequential",
+        "-r",
+        "2",
+        "true",
+        "false; true",
+    ]);
+    assert!(o.code == Some(0), "{}", o.all());
+    assert!(o.stderr.contains("warning: --order sequential"));
+    let csv = lab.run(&["export", "latest", "--format", "csv"]);
+    let csv = csv.stdout;
     assert!(csv.starts_with("experiment,variant,seq,warmup,status"));
     assert_eq!(csv.lines().count(), 1 + 6);
-    let list = text(&abperf(&db, &["list"]));
+    let list = lab.run(&["list"]).all();
     assert_eq!(list.lines().count(), 4, "{list}");
-    let show = abperf(&db, &["show", "latest", "--runs"]);
-    assert!(show.status.success());
-    assert!(text(&show).contains("wall"));
-    assert!(abperf(&db, &["delete", "1"]).status.success());
-    assert!(!abperf(&db, &["show", "1"]).status.success());
+    let show = lab.run(&["show", "latest", "--runs"]);
+    assert!(show.code == Some(0));
+    assert!(show.all().contains("wall"));
+    lab.ok(&["delete", "1"]);
+    assert_ne!(lab.run(&["show", "1"]).code, Some(0));
 }
 
 #[test]
 fn knob_on_a_file_is_verified_and_restored_after_success_and_failure() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("k.db");
+    let lab = Lab::new();
+    let dir = &lab.dir;
     let knob = dir.path().join("knob");
     let seen = dir.path().join("seen");
     std::fs::write(&knob, "orig\n").unwrap();
     let k = format!("{}=x,y", knob.display());
     let cmd = format!("cat {} >> {}", knob.display(), seen.display());
-    let o = abperf(&db, &["run", "-r", "2", "--warmup", "0", "-k", &k, &cmd]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = lab.run(&["run", "-r", "2", "--warmup", "0", "-k", &k, &cmd]);
+    assert!(o.code == Some(0), "{}", o.all());
     assert_eq!(std::fs::read_to_string(&knob).unwrap(), "orig");
     let seen_text = std::fs::read_to_string(&seen).unwrap();
     assert_eq!(seen_text.matches('x').count(), 2, "{seen_text}");
     assert_eq!(seen_text.matches('y').count(), 2, "{seen_text}");
-    let doc = export(&db, "latest");
+    let doc = export(&lab, "latest");
     assert_eq!(doc["variants"][0]["knobs"][0]["original"], "orig");
 
     // A failing workload stops the experiment; the knob is restored all the same.
-    let o = abperf(&db, &["run", "-r", "3", "-k", &k, "exit 3"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("exited with status 3"), "{}", text(&o));
+    let o = lab.run(&["run", "-r", "3", "-k", &k, "exit 3"]);
+    assert_eq!(o.code, Some(1), "{}", o.all());
+    assert!(o.all().contains("exited with status 3"), "{}", o.all());
     assert_eq!(std::fs::read_to_string(&knob).unwrap(), "orig");
-    assert_eq!(export(&db, "latest")["experiment"]["status"], "failed");
+    assert_eq!(export(&lab, "latest")["experiments"][0]["status"], "failed");
 
     // A knob that does not exist is an error before any run.
-    let o = abperf(&db, &["run", "-k", "/nonexistent/knob=1,2", "true"]);
-    assert_eq!(o.status.code(), Some(1));
+    let o = lab.run(&["run", "-k", "/nonexistent/knob=1,2", "true"]);
+    assert_eq!(o.code, Some(1));
     assert!(
-        text(&o).contains("/nonexistent/knob: does not exist"),
+        o.all().contains("/nonexistent/knob: does not exist"),
         "{}",
-        text(&o)
+        o.all()
     );
-    let list = text(&abperf(&db, &["list"]));
+    let list = lab.run(&["list"]).all();
     assert_eq!(
         list.lines().count(),
         3,
@@ -187,21 +160,22 @@ fn real_thp_knob_is_written_verified_and_restored_also_on_sigint() {
         panic!("{THP} is absent: this kernel has no THP; the knob test cannot run here");
     }
     let before = std::fs::read_to_string(THP).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("t.db");
+    let lab = Lab::new();
+    let dir = &lab.dir;
+    let db = lab.db();
     let seen = dir.path().join("seen");
     let k = format!("{THP}=never,always");
     let cmd = format!("grep -o '\\[[a-z]*\\]' {THP} >> {}", seen.display());
-    let o = abperf(&db, &["run", "-r", "2", "--warmup", "0", "-k", &k, &cmd]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = lab.run(&["run", "-r", "2", "--warmup", "0", "-k", &k, &cmd]);
+    assert!(o.code == Some(0), "{}", o.all());
     assert_eq!(std::fs::read_to_string(THP).unwrap(), before);
     let s = std::fs::read_to_string(&seen).unwrap();
     assert_eq!(s.matches("[never]").count(), 2, "{s}");
     assert_eq!(s.matches("[always]").count(), 2, "{s}");
 
     // A failing workload: stopped, THP restored.
-    let o = abperf(&db, &["run", "-r", "2", "-k", &k, "exit 7"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let o = lab.run(&["run", "-r", "2", "-k", &k, "exit 7"]);
+    assert_eq!(o.code, Some(1), "{}", o.all());
     assert_eq!(std::fs::read_to_string(THP).unwrap(), before);
 
     // SIGINT in the middle: the knob comes back, the experiment is marked interrupted.
@@ -231,7 +205,7 @@ fn real_thp_knob_is_written_verified_and_restored_also_on_sigint() {
     let store = Store::open(&db).unwrap();
     assert_eq!(
         store.experiment(id).unwrap().status,
-        abperf::store::Status::Interrupted
+        abperf::model::Status::Interrupted
     );
 }
 
@@ -263,8 +237,9 @@ fn wait_for_runs(db: &Path, nth: i64, n: usize) -> i64 {
 
 #[test]
 fn kill_9_keeps_completed_runs_and_resume_finishes_the_same_schedule() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("r.db");
+    let lab = Lab::new();
+    let dir = &lab.dir;
+    let db = lab.db();
     let err_log = dir.path().join("stderr");
     let mut child = Command::new(BIN)
         .args([
@@ -301,68 +276,61 @@ fn kill_9_keeps_completed_runs_and_resume_finishes_the_same_schedule() {
     );
     assert_eq!(
         store.experiment(1).unwrap().status,
-        abperf::store::Status::Running
+        abperf::model::Status::Running
     );
     drop(store);
 
-    let o = abperf(&db, &["run", "--resume", "1"]);
-    assert!(o.status.success(), "{}", text(&o));
-    let resumed = export(&db, "1");
-    assert_eq!(resumed["experiment"]["status"], "complete");
+    let o = lab.run(&["run", "--resume", "1"]);
+    assert!(o.code == Some(0), "{}", o.all());
+    let resumed = export(&lab, "1");
+    assert_eq!(resumed["experiments"][0]["status"], "complete");
     assert_eq!(resumed["runs"].as_array().unwrap().len(), 18);
     // The same seed in a fresh experiment gives the same order: resume kept the schedule.
-    let o = abperf(&db, &["run", "--seed", "4242", "-r", "8", "true", "false"]);
-    assert!(!o.status.success());
-    let o = abperf(
-        &db,
-        &[
-            "run",
-            "--seed",
-            "4242",
-            "-r",
-            "8",
-            "-n",
-            "sleep 0.05",
-            "-n",
-            "sleep 0.06",
-            "true",
-            "true",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(timed_order(&resumed), timed_order(&export(&db, "latest")));
-    let again = abperf(&db, &["run", "--resume", "1"]);
-    assert!(text(&again).contains("already complete"));
+    let o = lab.run(&["run", "--seed", "4242", "-r", "8", "true", "false"]);
+    assert_ne!(o.code, Some(0));
+    let o = lab.run(&[
+        "run",
+        "--seed",
+        "4242",
+        "-r",
+        "8",
+        "-n",
+        "sleep 0.05",
+        "-n",
+        "sleep 0.06",
+        "true",
+        "true",
+    ]);
+    assert!(o.code == Some(0), "{}", o.all());
+    assert_eq!(timed_order(&resumed), timed_order(&export(&lab, "latest")));
+    let again = lab.run(&["run", "--resume", "1"]);
+    assert!(again.all().contains("already complete"));
 }
 
 #[test]
 fn max_rss_is_per_run_not_the_maximum_over_all_children() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("m.db");
+    let lab = Lab::new();
     let big = "perl -e '$x = \"a\" x (200*1024*1024); print length($x) > 0 ? \"\" : \"x\"'";
-    let o = abperf(
-        &db,
-        &[
-            "run",
-            "--order",
-            "sequential",
-            "--warmup",
-            "0",
-            "-r",
-            "2",
-            "-n",
-            "big",
-            "-n",
-            "small",
-            big,
-            "true",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let doc = export(&db, "latest");
+    let o = lab.run(&[
+        "run",
+        "--order",
+        "sequential",
+        "--warmup",
+        "0",
+        "-r",
+        "2",
+        "-n",
+        "big",
+        "-n",
+        "small",
+        big,
+        "true",
+    ]);
+    assert!(o.code == Some(0), "{}", o.all());
+    let doc = export(&lab, "latest");
     for r in doc["runs"].as_array().unwrap() {
         let rss = r["metrics"]["maxrss_kib"].as_f64().unwrap();
-        match r["variant"].as_str().unwrap() {
+        match r["variant_name"].as_str().unwrap() {
             "big" => assert!(rss >= 200.0 * 1024.0, "big run: {rss} KiB"),
             _ => assert!(
                 rss < 20.0 * 1024.0,
@@ -387,26 +355,23 @@ fn build_madvise_loop(dir: &Path) -> PathBuf {
 
 #[test]
 fn tracepoint_and_software_counters_count_the_workload_and_its_children() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("e.db");
+    let lab = Lab::new();
+    let dir = &lab.dir;
     let prog = build_madvise_loop(dir.path());
     let cmd = format!("{} {{n}} 4", prog.display());
-    let o = abperf(
-        &db,
-        &[
-            "run",
-            "-r",
-            "3",
-            "-L",
-            "n=200,800",
-            "-e",
-            "tlb:tlb_flush,page-faults,cycles",
-            &cmd,
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let doc = export(&db, "latest");
-    let cycles_supported = !text(&o).contains("event cycles: not supported");
+    let o = lab.run(&[
+        "run",
+        "-r",
+        "3",
+        "-L",
+        "n=200,800",
+        "-e",
+        "tlb:tlb_flush,page-faults,cycles",
+        &cmd,
+    ]);
+    assert!(o.code == Some(0), "{}", o.all());
+    let doc = export(&lab, "latest");
+    let cycles_supported = !o.all().contains("event cycles: not supported");
     let mut per_variant: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     for r in doc["runs"]
         .as_array()
@@ -415,14 +380,14 @@ fn tracepoint_and_software_counters_count_the_workload_and_its_children() {
         .filter(|r| !r["warmup"].as_bool().unwrap())
     {
         let m = &r["metrics"];
-        assert!(m["page-faults"].as_f64().unwrap() >= 800.0 * 0.9 || r["variant"] == "n=200");
+        assert!(m["page-faults"].as_f64().unwrap() >= 800.0 * 0.9 || r["variant_name"] == "n=200");
         assert_eq!(
             m["cycles"].is_number(),
             cycles_supported,
             "cycles reported unsupported yet stored, or the reverse"
         );
         per_variant
-            .entry(r["variant"].as_str().unwrap().into())
+            .entry(r["variant_name"].as_str().unwrap().into())
             .or_default()
             .push(m["tlb:tlb_flush"].as_f64().unwrap());
     }
@@ -437,51 +402,44 @@ fn tracepoint_and_software_counters_count_the_workload_and_its_children() {
 
     // Counters are inherited: the same workload under `sh -c "prog; prog"` counts both children.
     let twice = format!("{0} 300 4; {0} 300 4", prog.display());
-    let o = abperf(&db, &["run", "-r", "2", "-e", "tlb:tlb_flush", &twice]);
-    assert!(o.status.success(), "{}", text(&o));
-    let doc = export(&db, "latest");
+    let o = lab.run(&["run", "-r", "2", "-e", "tlb:tlb_flush", &twice]);
+    assert!(o.code == Some(0), "{}", o.all());
+    let doc = export(&lab, "latest");
     let flushes = doc["runs"][1]["metrics"]["tlb:tlb_flush"].as_f64().unwrap();
     assert!(flushes >= 600.0, "{flushes}");
 
-    let o = abperf(&db, &["run", "-r", "2", "--strict", "-e", "cycles", "true"]);
+    let o = lab.run(&["run", "-r", "2", "--strict", "-e", "cycles", "true"]);
     if cycles_supported {
-        assert!(o.status.success());
+        assert!(o.code == Some(0));
     } else {
-        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-        assert!(text(&o).contains("--strict"));
+        assert_eq!(o.code, Some(1), "{}", o.all());
+        assert!(o.all().contains("--strict"));
     }
 }
 
 #[test]
 fn failures_timeouts_and_ignore_failure() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("f.db");
-    let o = abperf(
-        &db,
-        &[
-            "run",
-            "-r",
-            "3",
-            "--warmup",
-            "0",
-            "--timeout",
-            "0.3",
-            "sleep 5",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("timed out"), "{}", text(&o));
-    let doc = export(&db, "latest");
+    let lab = Lab::new();
+    let o = lab.run(&[
+        "run",
+        "-r",
+        "3",
+        "--warmup",
+        "0",
+        "--timeout",
+        "0.3",
+        "sleep 5",
+    ]);
+    assert_eq!(o.code, Some(1), "{}", o.all());
+    assert!(o.all().contains("timed out"), "{}", o.all());
+    let doc = export(&lab, "latest");
     assert_eq!(doc["runs"].as_array().unwrap().len(), 1);
     assert_eq!(doc["runs"][0]["status"], "timeout");
     assert!(doc["runs"][0]["metrics"]["wall_ns"].as_f64().unwrap() < 2e9);
 
-    let o = abperf(
-        &db,
-        &["run", "-r", "3", "--warmup", "0", "-i", "exit 1", "true"],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let doc = export(&db, "latest");
+    let o = lab.run(&["run", "-r", "3", "--warmup", "0", "-i", "exit 1", "true"]);
+    assert!(o.code == Some(0), "{}", o.all());
+    let doc = export(&lab, "latest");
     let runs = doc["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 6);
     assert_eq!(runs.iter().filter(|r| r["status"] == "failed").count(), 3);
@@ -494,37 +452,34 @@ fn failures_timeouts_and_ignore_failure() {
 
 #[test]
 fn pre_and_post_are_not_timed_and_parameters_substitute_everywhere() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("p.db");
+    let lab = Lab::new();
+    let dir = &lab.dir;
     let log = dir.path().join("log");
     let pre = format!("sleep 0.3; echo pre{{x}} >> {}", log.display());
     let post = format!("echo post{{x}} >> {}", log.display());
     let setup = format!("echo setup{{x}} >> {}", log.display());
     let cleanup = format!("echo cleanup >> {}", log.display());
-    let o = abperf(
-        &db,
-        &[
-            "run",
-            "-r",
-            "2",
-            "--warmup",
-            "0",
-            "--order",
-            "sequential",
-            "-L",
-            "x=1,2",
-            "--pre",
-            &pre,
-            "--post",
-            &post,
-            "--setup",
-            &setup,
-            "--cleanup",
-            &cleanup,
-            "true {x}",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    let o = lab.run(&[
+        "run",
+        "-r",
+        "2",
+        "--warmup",
+        "0",
+        "--order",
+        "sequential",
+        "-L",
+        "x=1,2",
+        "--pre",
+        &pre,
+        "--post",
+        &post,
+        "--setup",
+        &setup,
+        "--cleanup",
+        &cleanup,
+        "true {x}",
+    ]);
+    assert!(o.code == Some(0), "{}", o.all());
     let l = std::fs::read_to_string(&log).unwrap();
     let lines: Vec<&str> = l.lines().collect();
     assert_eq!(
@@ -534,7 +489,7 @@ fn pre_and_post_are_not_timed_and_parameters_substitute_everywhere() {
             "cleanup"
         ]
     );
-    let doc = export(&db, "latest");
+    let doc = export(&lab, "latest");
     for r in doc["runs"].as_array().unwrap() {
         assert!(
             r["metrics"]["wall_ns"].as_f64().unwrap() < 0.25e9,
@@ -545,8 +500,8 @@ fn pre_and_post_are_not_timed_and_parameters_substitute_everywhere() {
 
 #[test]
 fn bad_input_is_a_one_line_error_with_nothing_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("b.db");
+    let lab = Lab::new();
+    let dir = &lab.dir;
     let cases: &[(&[&str], i32, &str)] = &[
         (&["run"], 2, "no command"),
         (&["run", ""], 2, "no command"),
@@ -565,34 +520,35 @@ fn bad_input_is_a_one_line_error_with_nothing_written() {
         (&["show", "latest"], 1, "holds no experiment"),
     ];
     for (args, code, needle) in cases {
-        let o = abperf(&db, args);
-        assert_eq!(o.status.code(), Some(*code), "{args:?}: {}", text(&o));
-        assert!(text(&o).contains(needle), "{args:?}: {}", text(&o));
+        let o = lab.run(args);
+        assert_eq!(o.code, Some(*code), "{args:?}: {}", o.all());
+        assert!(o.all().contains(needle), "{args:?}: {}", o.all());
     }
-    let o = abperf(&db, &["list"]);
-    assert!(text(&o).contains("no experiments"), "{}", text(&o));
+    let o = lab.run(&["list"]);
+    assert!(o.all().contains("no experiments"), "{}", o.all());
 
     let junk = dir.path().join("junk.db");
     std::fs::write(&junk, vec![7u8; 4096]).unwrap();
-    let o = abperf(&junk, &["run", "true"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).contains("not an abperf"), "{}", text(&o));
+    let o = lab.run(&["run", "--db", junk.to_str().unwrap(), "true"]);
+    assert_eq!(o.code, Some(1));
+    assert!(o.all().contains("not an abperf"), "{}", o.all());
     assert_eq!(
         std::fs::read(&junk).unwrap(),
         vec![7u8; 4096],
         "a corrupt store is never written"
     );
 
-    let o = abperf(Path::new("/proc/no/such/dir/x.db"), &["run", "true"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).contains("/proc/no/such/dir"), "{}", text(&o));
-    assert_eq!(text(&o).lines().count(), 1, "{}", text(&o));
+    let o = lab.run(&["run", "--db", "/proc/no/such/dir/x.db", "true"]);
+    assert_eq!(o.code, Some(1));
+    assert!(o.all().contains("/proc/no/such/dir"), "{}", o.all());
+    assert_eq!(o.all().lines().count(), 1, "{}", o.all());
 }
 
 #[test]
 fn sigterm_and_sighup_restore_a_file_knob_and_mark_the_experiment_interrupted() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("s.db");
+    let lab = Lab::new();
+    let dir = &lab.dir;
+    let db = lab.db();
     let knob = dir.path().join("knob");
     std::fs::write(&knob, "always [madvise] never\n").unwrap();
     let k = format!("{}=a,b", knob.display());
@@ -624,7 +580,7 @@ fn sigterm_and_sighup_restore_a_file_knob_and_mark_the_experiment_interrupted() 
         let store = Store::open(&db).unwrap();
         assert_eq!(
             store.experiment(nth).unwrap().status,
-            abperf::store::Status::Interrupted
+            abperf::model::Status::Interrupted
         );
     }
 }

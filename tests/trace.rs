@@ -8,9 +8,11 @@
 //! Tests that record share one mutex: they run one at a time in this binary (each also uses
 //! its own instance, named after the abperf process, so other users of tracefs do not matter).
 
+mod common;
+use common::{Lab, Out};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -20,39 +22,16 @@ fn lock() -> std::sync::MutexGuard<'static, ()> {
     TRACEFS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_abperf")
-}
-
-fn abperf(db: &Path, args: &[&str]) -> Output {
-    // through the environment: `--db` cannot follow a `-- COMMAND`
-    Command::new(bin())
-        .args(args)
-        .env("ABPERF_DB", db)
-        .output()
-        .expect("run abperf")
-}
-
 /// Run abperf and also return its pid (its instance is named `abperf-<pid>`).
-fn abperf_pid(db: &Path, args: &[&str]) -> (Output, u32) {
-    let child = Command::new(bin())
-        .args(args)
-        .env("ABPERF_DB", db)
+fn abperf_pid(lab: &Lab, args: &[&str]) -> (Out, u32) {
+    let child = lab
+        .cmd(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("run abperf");
     let pid = child.id();
-    (child.wait_with_output().unwrap(), pid)
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    (Out::from(child.wait_with_output().unwrap(), args), pid)
 }
 
 /// Compile the workload once per test process.
@@ -75,10 +54,11 @@ fn workload() -> PathBuf {
     .clone()
 }
 
-fn report_json(db: &Path) -> Value {
-    let o = abperf(db, &["trace", "report", "latest", "--format", "json"]);
-    assert!(o.status.success(), "{}", text(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
+/// The trace section of the latest capture's report.
+fn report_json(lab: &Lab) -> Value {
+    lab.ok(&["trace", "report", "latest", "--format", "json"])
+        .json()["trace"]
+        .clone()
 }
 
 /// (count, timed) of all tlb rows with `pages`, optionally of one reason name.
@@ -130,29 +110,25 @@ fn instances() -> Vec<String> {
 fn madvise_sizes_give_the_flush_table() {
     let _g = lock();
     let w = workload();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("t.db");
+    let lab = Lab::new();
     let reps = 25;
-    let o = abperf(
-        &db,
-        &[
-            "trace",
-            "record",
-            "-q",
-            "--filter",
-            "syscalls:sys_enter_madvise:behavior == 4",
-            "--",
-            w.to_str().unwrap(),
-            &reps.to_string(),
-            "1",
-            "2",
-            "8",
-            "33",
-            "64",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let j = report_json(&db);
+    let o = lab.run(&[
+        "trace",
+        "record",
+        "-q",
+        "--filter",
+        "syscalls:sys_enter_madvise:behavior == 4",
+        "--",
+        w.to_str().unwrap(),
+        &reps.to_string(),
+        "1",
+        "2",
+        "8",
+        "33",
+        "64",
+    ]);
+    assert!(o.code == Some(0), "{}", o);
+    let j = report_json(&lab);
     assert_eq!(j["lost_total"], 0, "lost events in a tiny capture: {j}");
     for pages in [1, 2, 8, 33] {
         let (n, _) = tlb_count(&j, pages, None);
@@ -205,8 +181,8 @@ fn madvise_sizes_give_the_flush_table() {
     assert!(timed >= reps, "timed 33-page local flushes: {timed}");
     assert!(j["bias_cycles"].as_f64().unwrap() > 0.0);
     // text report in seed 002's layout
-    let o = abperf(&db, &["trace", "report", "latest", "--table", "tlb"]);
-    let s = String::from_utf8_lossy(&o.stdout);
+    let o = lab.run(&["trace", "report", "latest", "--table", "tlb"]);
+    let s = o.stdout;
     assert!(
         s.contains("Flush    % of     %<=") && s.contains("    33: "),
         "{s}"
@@ -229,25 +205,21 @@ fn spinning_sibling_gives_remote_shootdowns() {
         return;
     }
     let w = workload();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("t.db");
-    let o = abperf(
-        &db,
-        &[
-            "trace",
-            "record",
-            "-q",
-            "--",
-            w.to_str().unwrap(),
-            "-s",
-            "20",
-            "1",
-            "8",
-            "33",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let j = report_json(&db);
+    let lab = Lab::new();
+    let o = lab.run(&[
+        "trace",
+        "record",
+        "-q",
+        "--",
+        w.to_str().unwrap(),
+        "-s",
+        "20",
+        "1",
+        "8",
+        "33",
+    ]);
+    assert!(o.code == Some(0), "{}", o);
+    let j = report_json(&lab);
     let rs = pair(&j, "remote shootdown");
     let rows = rs["rows"].as_array().unwrap();
     assert!(!rows.is_empty(), "no remote shootdown pairs: {rs}");
@@ -275,8 +247,8 @@ fn spinning_sibling_gives_remote_shootdowns() {
 #[test]
 fn global_state_and_instances_are_left_alone() {
     let _g = lock();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("t.db");
+    let lab = Lab::new();
+    let db = lab.db();
     let before = global_state();
     let gone = |pid: u32| {
         let name = format!("abperf-{pid}");
@@ -284,13 +256,13 @@ fn global_state_and_instances_are_left_alone() {
     };
 
     // a failing command: capture stored, exit 1
-    let (o, pid) = abperf_pid(&db, &["trace", "record", "-q", "--", "false"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let (o, pid) = abperf_pid(&lab, &["trace", "record", "-q", "--", "false"]);
+    assert_eq!(o.code, Some(1), "{}", o);
     gone(pid);
     assert_eq!(global_state(), before);
     // a command that cannot start
     let (o, pid) = abperf_pid(
-        &db,
+        &lab,
         &[
             "trace",
             "record",
@@ -299,16 +271,12 @@ fn global_state_and_instances_are_left_alone() {
             "/nonexistent/abperf-test-command",
         ],
     );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("cannot execute"),
-        "{}",
-        text(&o)
-    );
+    assert_eq!(o.code, Some(1), "{}", o);
+    assert!(o.stderr.contains("cannot execute"), "{}", o);
     gone(pid);
     // a filter the kernel rejects: usage error, naming the flag
     let (o, pid) = abperf_pid(
-        &db,
+        &lab,
         &[
             "trace",
             "record",
@@ -319,16 +287,12 @@ fn global_state_and_instances_are_left_alone() {
             "true",
         ],
     );
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("--filter"),
-        "{}",
-        text(&o)
-    );
+    assert_eq!(o.code, Some(2), "{}", o);
+    assert!(o.stderr.contains("--filter"), "{}", o);
     gone(pid);
     // an event that does not exist
     let (o, pid) = abperf_pid(
-        &db,
+        &lab,
         &[
             "trace",
             "record",
@@ -339,16 +303,16 @@ fn global_state_and_instances_are_left_alone() {
             "true",
         ],
     );
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(o.code, Some(2), "{}", o);
     gone(pid);
     // a successful record
-    let (o, pid) = abperf_pid(&db, &["trace", "record", "-q", "--", "true"]);
-    assert!(o.status.success(), "{}", text(&o));
+    let (o, pid) = abperf_pid(&lab, &["trace", "record", "-q", "--", "true"]);
+    assert!(o.code == Some(0), "{}", o);
     gone(pid);
     assert_eq!(global_state(), before);
 
     // SIGINT while recording: the instance goes away, the workload is stopped, exit 130
-    let mut child = Command::new(bin())
+    let mut child = Command::new(common::BIN)
         .args(["trace", "record", "-q", "--db"])
         .arg(&db)
         .args(["--", "sleep", "30"])
@@ -402,197 +366,157 @@ fn rows(j: &Value) -> Value {
 fn text_import_equals_binary_capture() {
     // tests/data/small-capture.{txt,raw}: one capture on this kind of machine, written by
     // `abperf trace record --save-text ... --keep-raw ... -- flushes -s 3 1 2 8 33 64`
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("t.db");
+    let lab = Lab::new();
     // the same TSC frequency for both, so that ns agree too
-    let o = abperf(
-        &db,
-        &[
-            "trace",
-            "import",
-            "-q",
-            "--tsc-mhz",
-            "2596.138",
-            data("small-capture.raw").to_str().unwrap(),
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let bin = report_json(&db);
-    let o = abperf(
-        &db,
-        &[
-            "trace",
-            "import",
-            "-q",
-            "--tsc-mhz",
-            "2596.138",
-            data("small-capture.txt").to_str().unwrap(),
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let txt = report_json(&db);
+    let o = lab.run(&[
+        "trace",
+        "import",
+        "-q",
+        "--tsc-mhz",
+        "2596.138",
+        data("small-capture.raw").to_str().unwrap(),
+    ]);
+    assert!(o.code == Some(0), "{}", o);
+    let bin = report_json(&lab);
+    let o = lab.run(&[
+        "trace",
+        "import",
+        "-q",
+        "--tsc-mhz",
+        "2596.138",
+        data("small-capture.txt").to_str().unwrap(),
+    ]);
+    assert!(o.code == Some(0), "{}", o);
+    let txt = report_json(&lab);
     assert!(bin["tlb"]["rows"].as_array().unwrap().len() > 3);
     assert_eq!(rows(&txt), rows(&bin));
     assert_eq!(txt["capture"]["event_count"], bin["capture"]["event_count"]);
     // compare shows both
-    let o = abperf(&db, &["trace", "compare", "1", "2"]);
-    assert!(o.status.success(), "{}", text(&o));
-    let s = String::from_utf8_lossy(&o.stdout);
+    let o = lab.run(&["trace", "compare", "1", "2"]);
+    assert!(o.code == Some(0), "{}", o);
+    let s = o.stdout;
     assert!(
         s.contains("A: capture 1") && s.contains("B: capture 2") && s.contains("   1.000"),
         "{s}"
     );
     // a custom pair from the stored raw pages, and a count by field
-    let o = abperf(
-        &db,
-        &[
-            "trace",
-            "report",
-            "1",
-            "--table",
-            "pair",
-            "--begin",
-            "syscalls:sys_enter_madvise",
-            "--end",
-            "syscalls:sys_exit_madvise",
-            "--key",
-            "behavior",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    let o = lab.run(&[
+        "trace",
+        "report",
+        "1",
+        "--table",
+        "pair",
+        "--begin",
+        "syscalls:sys_enter_madvise",
+        "--end",
+        "syscalls:sys_exit_madvise",
+        "--key",
+        "behavior",
+    ]);
+    assert!(o.code == Some(0), "{}", o);
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("sys_enter_madvise..syscalls:sys_exit_madvise"),
+        o.stdout
+            .contains("sys_enter_madvise..syscalls:sys_exit_madvise"),
         "{}",
-        text(&o)
+        o
     );
-    let o = abperf(
-        &db,
-        &[
-            "trace",
-            "report",
-            "2",
-            "--event",
-            "tlb_flush",
-            "--key",
-            "pages",
-            "--format",
-            "csv",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stdout).contains(",pages,33,"),
-        "{}",
-        text(&o)
-    );
-    let o = abperf(
-        &db,
-        &[
-            "trace",
-            "report",
-            "2",
-            "--event",
-            "tlb_flush",
-            "--key",
-            "nope",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("\"nope\""),
-        "{}",
-        text(&o)
-    );
+    let o = lab.run(&[
+        "trace",
+        "report",
+        "2",
+        "--event",
+        "tlb_flush",
+        "--key",
+        "pages",
+        "--format",
+        "csv",
+    ]);
+    assert!(o.code == Some(0), "{}", o);
+    assert!(o.stdout.contains(",pages,33,"), "{}", o);
+    let o = lab.run(&[
+        "trace",
+        "report",
+        "2",
+        "--event",
+        "tlb_flush",
+        "--key",
+        "nope",
+    ]);
+    assert_eq!(o.code, Some(2), "{}", o);
+    assert!(o.stderr.contains("\"nope\""), "{}", o);
 }
 
 #[test]
 fn malformed_text_names_the_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("t.db");
+    let lab = Lab::new();
+    let dir = &lab.dir;
     let good = std::fs::read_to_string(data("small-capture.txt")).unwrap();
     let mut lines: Vec<&str> = good.lines().collect();
     lines.insert(49, "   this-is [not] a trace line");
     let bad = dir.path().join("bad.txt");
     std::fs::write(&bad, lines.join("\n")).unwrap();
-    let o = abperf(&db, &["trace", "import", "-q", bad.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let o = lab.run(&["trace", "import", "-q", bad.to_str().unwrap()]);
+    assert_eq!(o.code, Some(2), "{}", o);
+    let err = o.stderr;
     assert!(err.contains("bad.txt: line 50:"), "{err}");
     assert_eq!(err.lines().count(), 1, "one-line error: {err}");
-    let o = abperf(
-        &db,
-        &["trace", "import", "-q", "--lenient", bad.to_str().unwrap()],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("1 lines skipped"),
-        "{}",
-        text(&o)
-    );
-    let j = report_json(&db);
+    let o = lab.run(&["trace", "import", "-q", "--lenient", bad.to_str().unwrap()]);
+    assert!(o.code == Some(0), "{}", o);
+    assert!(o.stderr.contains("1 lines skipped"), "{}", o);
+    let j = report_json(&lab);
     assert_eq!(j["capture"]["skipped_lines"], 1);
     // not a trace at all
     let junk = dir.path().join("junk.txt");
     std::fs::write(&junk, "hello\n").unwrap();
-    let o = abperf(&db, &["trace", "import", "-q", junk.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("line 1"),
-        "{}",
-        text(&o)
-    );
+    let o = lab.run(&["trace", "import", "-q", junk.to_str().unwrap()]);
+    assert_eq!(o.code, Some(2), "{}", o);
+    assert!(o.stderr.contains("line 1"), "{}", o);
 }
 
 #[test]
 fn losses_are_counted_and_reported() {
     let _g = lock();
     let w = workload();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("t.db");
+    let lab = Lab::new();
+    let dir = &lab.dir;
     // a 4 KiB buffer read only after the workload (--save-text): most events are overwritten
     let txt = dir.path().join("t.txt");
-    let o = abperf(
-        &db,
-        &[
-            "trace",
-            "record",
-            "-q",
-            "--buffer-kib",
-            "4",
-            "-e",
-            "tlb:tlb_flush",
-            "--save-text",
-            txt.to_str().unwrap(),
-            "--",
-            w.to_str().unwrap(),
-            "2000",
-            "1",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let j = report_json(&db);
+    let o = lab.run(&[
+        "trace",
+        "record",
+        "-q",
+        "--buffer-kib",
+        "4",
+        "-e",
+        "tlb:tlb_flush",
+        "--save-text",
+        txt.to_str().unwrap(),
+        "--",
+        w.to_str().unwrap(),
+        "2000",
+        "1",
+    ]);
+    assert!(o.code == Some(0), "{}", o);
+    let j = report_json(&lab);
     assert!(
         j["lost_total"].as_u64().unwrap() > 1000,
         "lost: {}",
         j["capture"]["lost"]
     );
-    let o = abperf(&db, &["trace", "report", "latest", "--table", "tlb"]);
-    let s = String::from_utf8_lossy(&o.stdout);
+    let o = lab.run(&["trace", "report", "latest", "--table", "tlb"]);
+    let s = o.stdout;
     assert!(s.contains("WARNING: events were lost"), "{s}");
     // --duration without a command
-    let o = abperf(
-        &db,
-        &[
-            "trace",
-            "record",
-            "-q",
-            "-e",
-            "tlb:tlb_flush",
-            "--duration",
-            "0.2",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let o = abperf(&db, &["trace", "record", "-q", "-e", "tlb:tlb_flush"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = lab.run(&[
+        "trace",
+        "record",
+        "-q",
+        "-e",
+        "tlb:tlb_flush",
+        "--duration",
+        "0.2",
+    ]);
+    assert!(o.code == Some(0), "{}", o);
+    let o = lab.run(&["trace", "record", "-q", "-e", "tlb:tlb_flush"]);
+    assert_eq!(o.code, Some(2), "{}", o);
 }

@@ -1,56 +1,58 @@
-//! Where `abperf compare` and `abperf plan` get their numbers: a stored experiment, two stored
-//! experiments, or plain files of numbers (ministat mode).
+//! Where `abperf compare` gets its numbers besides one stored experiment: two stored
+//! experiments (one variant of each, side by side) or plain files of numbers (ministat mode).
 
 use crate::error::usage;
-use crate::stats::analysis::{Dataset, RunData, VariantData};
-use crate::store::{RunStatus, Store};
-use std::collections::BTreeMap;
+use crate::model::{Dataset, Experiment, Metric, Run, RunStatus, Variant};
+use crate::store::Store;
 use std::path::Path;
 
-/// The analysable runs of a stored experiment: not warm-ups, status ok, not excluded.
-pub fn from_store(store: &Store, id: i64) -> anyhow::Result<Dataset> {
-    let exp = store.experiment(id)?;
-    let variants = store.variants(id)?;
-    let runs = store.runs(id)?;
-    // An imported file's line order is not a run schedule (seed 000's lines are sorted by user
-    // time): without a real order there is no drift to test for.
-    let scheduled = exp.design.get("order").and_then(|o| o.as_str()) != Some("imported");
-    let mut ds = Dataset {
-        variants: variants
-            .iter()
-            .map(|v| VariantData {
-                name: v.name.clone(),
-                runs: Vec::new(),
-            })
-            .collect(),
-        environment: Some(exp.environment.clone()),
-        design: Some(exp.design.clone()),
-        seed: exp.seed,
-        source: format!(
-            "experiment {id} ({}) in {}",
-            exp.name,
-            store.path().display()
-        ),
-        ..Dataset::default()
-    };
-    for r in runs {
-        if r.warmup || r.status != RunStatus::Ok || r.excluded.is_some() {
-            ds.left_out += 1;
-            continue;
-        }
-        for (k, u) in &r.units {
-            ds.units.entry(k.clone()).or_insert_with(|| u.clone());
-        }
-        let duration = (r.ended_ns > r.started_ns).then(|| (r.ended_ns - r.started_ns) as f64);
-        if let Some(v) = ds.variants.get_mut(r.variant) {
-            v.runs.push(RunData {
-                seq: scheduled.then_some(r.seq as f64),
-                duration_ns: duration,
-                metrics: r.metrics,
-            });
-        }
+/// One variant of each of two stored experiments (the first is the baseline), renamed
+/// `#ID:NAME`; runs of different experiments share no schedule, so no drift test applies.
+/// Also returns the environment differences of the two experiments.
+pub fn two_experiments(
+    store: &Store,
+    ids: [i64; 2],
+    variant: Option<&str>,
+) -> anyhow::Result<(Dataset, Vec<crate::report::EnvDiff>)> {
+    let mut experiments: Vec<Experiment> = Vec::new();
+    let mut variants = Vec::new();
+    let mut runs = Vec::new();
+    let mut sources = Vec::new();
+    for id in ids {
+        let ds = store.load(id)?;
+        let pos = match variant {
+            Some(n) => ds.position(n).ok_or_else(|| {
+                usage(format!(
+                    "--variant {n:?}: experiment {id} has no such variant (variants: {})",
+                    ds.variant_names()
+                ))
+            })?,
+            None => 0,
+        };
+        let v = ds
+            .variants
+            .get(pos)
+            .ok_or_else(|| usage(format!("experiment {id} has no variants")))?;
+        let at = variants.len();
+        variants.push(Variant {
+            name: format!("#{id}:{}", v.name),
+            ..v.clone()
+        });
+        runs.extend(ds.runs.iter().filter(|r| r.variant == pos).map(|r| Run {
+            variant: at,
+            ..r.clone()
+        }));
+        sources.push(ds.source.clone());
+        experiments.extend(ds.experiments);
     }
-    Ok(ds)
+    let mut diffs =
+        crate::measure::env::differences(&experiments[0].environment, &experiments[1].environment);
+    diffs.extend(crate::micro::pressure_difference(
+        &experiments[0].design,
+        &experiments[1].design,
+    ));
+    let source = format!("{} (baseline) and {}", sources[0], sources[1]);
+    Ok((Dataset::new(experiments, variants, runs, source), diffs))
 }
 
 /// Parse a file of numbers: one value per line, `#` lines and blank lines ignored; `column`
@@ -98,12 +100,9 @@ pub fn parse_numbers(text: &str, file: &str, column: usize) -> anyhow::Result<Ve
     Ok(out)
 }
 
-/// Ministat mode: each file is one variant named by its file name; the metric is "value".
+/// Ministat mode: each file is one variant named by its file name; the metric is "value" (or
+/// "column N").
 pub fn from_files(paths: &[String], column: usize) -> anyhow::Result<Dataset> {
-    let mut ds = Dataset {
-        source: format!("files {}", paths.join(", ")),
-        ..Dataset::default()
-    };
     let metric = if column == 1 {
         "value".to_string()
     } else {
@@ -118,6 +117,8 @@ pub fn from_files(paths: &[String], column: usize) -> anyhow::Result<Dataset> {
                 .unwrap_or_else(|| p.clone())
         })
         .collect();
+    let mut variants = Vec::new();
+    let mut runs = Vec::new();
     for (i, path) in paths.iter().enumerate() {
         let text = std::fs::read_to_string(path)
             .map_err(|e| usage(format!("{path}: cannot read: {e}")))?;
@@ -128,18 +129,31 @@ pub fn from_files(paths: &[String], column: usize) -> anyhow::Result<Dataset> {
         } else {
             names[i].clone()
         };
-        ds.variants.push(VariantData {
-            name,
-            runs: values
-                .into_iter()
-                .map(|v| RunData {
-                    seq: None,
-                    duration_ns: None,
-                    metrics: BTreeMap::from([(metric.clone(), v)]),
-                })
-                .collect(),
-        });
+        variants.push(Variant::named(&name));
+        for v in values {
+            runs.push(Run {
+                seq: runs.len() as u32,
+                variant: i,
+                warmup: false,
+                block: 0,
+                status: RunStatus::Ok,
+                exit_code: None,
+                signal: None,
+                started_ns: 0,
+                ended_ns: 0,
+                excluded: None,
+                metrics: vec![Metric::new(metric.clone(), v, "")],
+                source: None,
+            });
+        }
     }
+    let mut ds = Dataset::new(
+        Vec::new(),
+        variants,
+        runs,
+        format!("files {}", paths.join(", ")),
+    );
+    ds.ordered = false;
     Ok(ds)
 }
 

@@ -1,6 +1,6 @@
 //! `abperf delete ID`: remove an experiment and everything measured in it.
 
-use crate::cli::DbArgs;
+use crate::commands::DbArgs;
 use crate::store::Store;
 
 #[derive(Debug, clap::Args)]

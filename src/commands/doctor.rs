@@ -1,10 +1,11 @@
 //! `abperf doctor`: check this machine for noise sources; `--fix` applies the safe settings and
 //! records every original in the store; `--restore` puts back exactly what was recorded.
 
-use crate::cli::DbArgs;
+use crate::commands::DbArgs;
 use crate::doctor::{self, Check, Status, sys::Sys};
+use crate::model::tune::SOURCE_FIX;
 use crate::runner::KnobGuard;
-use crate::store::{SOURCE_FIX, Store};
+use crate::store::Store;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -4,13 +4,10 @@
 //! transaction: a malformed line anywhere means nothing is stored.
 
 use crate::error::usage;
-use crate::import::{self, Exit, Format, Imported, RunKind};
-use crate::store::{
-    ImportRun, ImportSource, ImportTarget, ImportVariant, Metric, NewExperiment, NewVariant,
-    RunStatus, Store,
-};
+use crate::import::{self, Format, Imported};
+use crate::model::{Kind, NewExperiment};
+use crate::store::{ImportTarget, Store};
 use anyhow::Context;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Import measurements made by other tools.
@@ -41,7 +38,7 @@ pub struct ImportArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     #[command(flatten)]
-    pub db: crate::cli::DbArgs,
+    pub db: crate::commands::DbArgs,
 }
 
 fn file_stem(p: &Path) -> String {
@@ -98,74 +95,9 @@ pub fn parse_files(args: &ImportArgs) -> anyhow::Result<Vec<Imported>> {
     Ok(all)
 }
 
-/// Turn parsed files into store rows: variants merged by name in order of first appearance.
-pub fn to_store_rows(imports: &[Imported]) -> (Vec<ImportVariant>, Vec<ImportRun>) {
-    let mut variants: Vec<ImportVariant> = Vec::new();
-    let mut runs = Vec::new();
-    for imp in imports {
-        for v in &imp.variants {
-            let idx = match variants.iter().position(|x| x.variant.name == v.name) {
-                Some(i) => i,
-                None => {
-                    variants.push(ImportVariant {
-                        variant: NewVariant {
-                            name: v.name.clone(),
-                            command: v.command.clone(),
-                            parameters: v.parameters.clone(),
-                            knobs: Vec::new(),
-                        },
-                        summary: BTreeMap::new(),
-                    });
-                    variants.len() - 1
-                }
-            };
-            for (k, val) in &v.summary {
-                variants[idx]
-                    .summary
-                    .insert(k.clone(), (*val, import::unit::NS.to_string()));
-            }
-            for r in &v.runs {
-                let (exit_code, signal) = match r.exit {
-                    Some(Exit::Code(c)) => (Some(c), None),
-                    Some(Exit::Signal(s)) => (None, Some(s.unwrap_or(0))),
-                    None => (None, None),
-                };
-                let failed = exit_code.is_some_and(|c| c != 0) || signal.is_some();
-                let (summary, repeats) = match r.kind {
-                    RunKind::Single => (false, None),
-                    RunKind::Summary { repeats } => (true, repeats),
-                };
-                runs.push(ImportRun {
-                    variant: idx,
-                    status: if failed {
-                        RunStatus::Failed
-                    } else {
-                        RunStatus::Ok
-                    },
-                    exit_code,
-                    signal,
-                    metrics: r
-                        .metrics
-                        .iter()
-                        .map(|m| Metric::new(m.name.clone(), m.value, m.unit.clone()))
-                        .collect(),
-                    source: ImportSource {
-                        format: imp.format.to_string(),
-                        file: imp.file.clone(),
-                        line: r.line as u32,
-                        summary,
-                        repeats,
-                    },
-                });
-            }
-        }
-    }
-    (variants, runs)
-}
-
 pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
     let imports = parse_files(&args)?;
-    let (variants, runs) = to_store_rows(&imports);
+    let (variants, runs) = import::merge(&imports);
     let target = match &args.experiment {
         Some(_) => None,
         None => {
@@ -179,7 +111,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
             let files: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
             Some(ImportTarget::New(NewExperiment {
                 name,
-                kind: "import".into(),
+                kind: Kind::Import,
                 command_line: std::env::args().collect(),
                 design: serde_json::json!({
                     "order": "imported",
@@ -209,7 +141,10 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
             eprintln!("abperf: note: {note}");
         }
     }
-    let summaries = runs.iter().filter(|r| r.source.summary).count();
+    let summaries = runs
+        .iter()
+        .filter(|r| r.source.as_ref().is_some_and(|s| s.summary))
+        .count();
     if summaries > 0 {
         eprintln!(
             "abperf: note: {summaries} imported row(s) are means over repeats (perf stat -r), not single runs; \
@@ -222,7 +157,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
         .map(|(i, v)| {
             format!(
                 "{}: {}",
-                v.variant.name,
+                v.name,
                 runs.iter().filter(|r| r.variant == i).count()
             )
         })

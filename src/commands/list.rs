@@ -1,6 +1,6 @@
 //! `abperf list`: every stored experiment, one line each.
 
-use crate::cli::DbArgs;
+use crate::commands::DbArgs;
 use crate::store::Store;
 
 #[derive(Debug, clap::Args)]

@@ -1,15 +1,10 @@
 //! `abperf micro`: microbenchmarks of TLB flushes, faults, syscalls, context switches, xstate and
 //! signals; results printed and stored as an experiment.
 
-use crate::cli::DbArgs;
+use crate::commands::DbArgs;
 use crate::error::usage;
 use crate::micro::{self, Options};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-}
+use crate::report::{Format, Report, View};
 
 /// Microbenchmarks: timer, syscall, xstate, signal, page-fault, tlb-flush, tlb-shootdown,
 /// tlb-miss, tlb-refill, ctxsw. Figures are cycles of the timestamp counter (TSC on x86,
@@ -31,7 +26,8 @@ pub struct MicroArgs {
     /// CPU for the other side of shootdowns and cross-CPU ping-pong (default: the next one)
     #[arg(long, value_name = "C")]
     pub remote_cpu: Option<usize>,
-    /// Output format on stdout
+    /// Output format on stdout (json: the report schema, docs/report-json.md, with the suite in
+    /// `micro`)
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
     /// Experiment name in the store (default: "micro" and the benchmarks)
@@ -125,31 +121,31 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
     })?;
     bar.finish_and_clear();
     let argv: Vec<String> = std::env::args().collect();
-    let id = match store.as_mut() {
+    let name = args.name.clone().unwrap_or_else(|| {
+        if benches.len() == micro::BENCHES.len() {
+            "micro".to_string()
+        } else {
+            format!("micro {}", benches.join(" "))
+        }
+    });
+    let record = micro::record::record(&report, &name, &argv, crate::doctor::environment());
+    let mut r = match store.as_mut() {
         Some(s) => {
-            let name = args.name.clone().unwrap_or_else(|| {
-                if benches.len() == micro::BENCHES.len() {
-                    "micro".to_string()
-                } else {
-                    format!("micro {}", benches.join(" "))
-                }
-            });
-            Some(micro::record::save(s, &report, &name, &argv)?)
+            let id = record.save(s)?;
+            eprintln!(
+                "abperf: stored as experiment {id} in {}",
+                s.path().display()
+            );
+            super::output::load(s, id, View::Micro)?
         }
-        None => None,
+        None => {
+            let mut r = Report::new(record.dataset(), View::Micro);
+            r.micro = Some(crate::report::micro::build(&r.data, record.findings));
+            r.include_runs = false;
+            r
+        }
     };
-    match args.format {
-        Format::Text => {
-            print!("{}", micro::render::text(&report));
-            if let (Some(id), Some(s)) = (id, store.as_ref()) {
-                println!("stored as experiment {id} in {}", s.path().display());
-            }
-        }
-        Format::Json => {
-            let mut v = serde_json::to_value(&report)?;
-            v["experiment_id"] = serde_json::json!(id);
-            println!("{}", serde_json::to_string_pretty(&v)?);
-        }
-    }
+    r.view = View::Micro;
+    super::output::write(&args.format.render(&r)?, None)?;
     Ok(0)
 }

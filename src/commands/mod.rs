@@ -8,6 +8,7 @@ pub mod export;
 pub mod import;
 pub mod list;
 pub mod micro;
+pub mod output;
 pub mod plan;
 pub mod report;
 pub mod run;
@@ -16,6 +17,16 @@ pub mod trace;
 
 use crate::cli::{Cli, Command};
 use clap::Parser;
+use std::path::PathBuf;
+
+/// `--db PATH`, shared by every subcommand that reads or writes the store.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DbArgs {
+    /// SQLite store (default: $ABPERF_DB, else $XDG_DATA_HOME/abperf/abperf.db, else
+    /// ~/.local/share/abperf/abperf.db)
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
 
 /// Parse the command line, run the subcommand, print a one-line error; returns the exit code.
 pub fn main() -> i32 {

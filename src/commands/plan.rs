@@ -2,10 +2,9 @@
 //! (non-central t), from a CV or from a stored pilot experiment, with the expected wall-clock
 //! cost from the stored run durations.
 
-use super::compare::DEFAULT_METRIC;
-use super::compare_input::from_store;
+use super::output::DEFAULT_METRIC;
 use crate::error::usage;
-use crate::stats::describe::describe;
+use crate::model::describe::describe;
 use crate::stats::power::{power_two_sample, runs_needed_cv};
 use crate::stats::verdict::{fmt_effect, fmt_pct};
 use crate::store::Store;
@@ -36,7 +35,7 @@ pub struct PlanArgs {
     #[arg(long, value_name = "NAME")]
     pub metric: Option<String>,
     #[command(flatten)]
-    pub db: crate::cli::DbArgs,
+    pub db: crate::commands::DbArgs,
 }
 
 /// "2 h 05 min", "3.4 min", "12.3 s".
@@ -108,7 +107,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
     let reference = args.from.as_deref().expect("clap requires --from or --cv");
     let store = Store::open_resolved(args.db.db.as_deref())?;
     let id = store.resolve_id(reference)?;
-    let ds = from_store(&store, id)?;
+    let ds = store.load(id)?;
     let metric = args
         .metric
         .clone()
@@ -117,12 +116,8 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
     let mut per_variant = Vec::new();
     let mut cost_ns = 0.0;
     let mut durations_known = true;
-    for v in &ds.variants {
-        let values: Vec<f64> = v
-            .runs
-            .iter()
-            .filter_map(|r| r.metrics.get(&metric).copied())
-            .collect();
+    for (pos, v) in ds.variants.iter().enumerate() {
+        let values = ds.values(pos, &metric);
         let Some(d) = describe(&values) else { continue };
         if d.n < 2 {
             per_variant.push(format!(
@@ -143,7 +138,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
         if worst.as_ref().is_none_or(|w| cv > w.0) {
             worst = Some((cv, v.name.clone()));
         }
-        let durs: Vec<f64> = v.runs.iter().filter_map(|r| r.duration_ns).collect();
+        let durs: Vec<f64> = ds.counted(pos).filter_map(|r| r.duration_ns()).collect();
         match describe(&durs) {
             Some(dd) => cost_ns += dd.mean,
             None => durations_known = false,

@@ -2,18 +2,20 @@
 //! before the first run (commands, knobs, events, CPU list, store), then execute, committing each
 //! run as it ends. `--resume ID` continues a stopped experiment where its schedule stands.
 
-use crate::cli::DbArgs;
+use crate::commands::DbArgs;
 use crate::design::{self, Order};
 use crate::doctor::{self, Setting};
 use crate::error::usage;
-use crate::measure::{counters, env};
+use crate::measure::counters;
+use crate::model::tune::SOURCE_RUN;
+use crate::model::{Kind, NewExperiment, Slot, Status, Variant};
+use crate::report::View;
 use crate::report::perfstat;
 use crate::runner::experiment::{Ending, Progress, RunConfig, prepare};
 use crate::runner::noise::{self, NoiseConfig};
 use crate::runner::signals;
 use crate::runner::{KnobGuard, execute};
-use crate::store::SOURCE_RUN;
-use crate::store::{NewExperiment, NewVariant, Status, Store};
+use crate::store::Store;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
@@ -226,29 +228,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         show_output: args.show_output,
         noise: NoiseConfig::default(),
     };
-    let new_variants: Vec<NewVariant> = plans
+    let variants: Vec<Variant> = plans
         .iter()
-        .map(|p| NewVariant {
-            name: p.name.clone(),
+        .map(|p| Variant {
             command: Some(p.command.clone()),
             parameters: p.parameters.clone(),
             knobs: p.knobs.clone(),
+            ..Variant::named(&p.name)
         })
         .collect();
     // Everything is checked before the experiment is stored: commands, CPU list, knobs.
-    let as_variants: Vec<crate::store::Variant> = new_variants
-        .iter()
-        .enumerate()
-        .map(|(i, v)| crate::store::Variant {
-            id: 0,
-            position: i,
-            name: v.name.clone(),
-            command: v.command.clone(),
-            parameters: v.parameters.clone(),
-            knobs: v.knobs.clone(),
-        })
-        .collect();
-    prepare(&cfg, &as_variants)?;
+    prepare(&cfg, &variants)?;
     let knob_paths: Vec<String> = knob_specs.iter().map(|k| k.path.clone()).collect();
     cfg.noise = noise_config(&args, &knob_paths)?;
     let tune: Vec<Setting> = cfg.noise.tune.clone().unwrap_or_default();
@@ -289,13 +279,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     });
     let exp = NewExperiment {
         name: title,
-        kind: "run".into(),
+        kind: Kind::Run,
         command_line: std::env::args().collect(),
         design: serde_json::to_value(&cfg)?,
         seed: Some(seed),
-        environment: env::snapshot(),
+        environment: doctor::environment(),
     };
-    let id = store.create_experiment(&exp, &new_variants, &schedule)?;
+    let id = store.create_experiment(&exp, &variants, &schedule)?;
     if let Some(session) = session {
         store.tune_link(session, id)?;
     }
@@ -395,10 +385,10 @@ fn resume(reference: &str, db: &DbArgs) -> anyhow::Result<i32> {
     let mut store = Store::open_resolved(db.db.as_deref())?;
     let id = store.resolve_id(reference)?;
     let exp = store.experiment(id)?;
-    if exp.kind != "run" {
+    if exp.kind != Kind::Run {
         anyhow::bail!(
             "experiment {id} is a {} experiment; only `abperf run` experiments can be resumed",
-            exp.kind
+            exp.kind.as_str()
         );
     }
     if exp.status == Status::Complete {
@@ -437,7 +427,7 @@ fn resume(reference: &str, db: &DbArgs) -> anyhow::Result<i32> {
             "abperf: knob {path} holds '{now}', left by the interrupted session; '{orig}' will be restored at the end"
         );
     }
-    let done = store.runs(id)?.len();
+    let done = store.done_seqs(id)?.len();
     eprintln!(
         "abperf: resuming experiment {id} at run {done} of {} (order {}, seed {})",
         schedule.len(),
@@ -465,8 +455,8 @@ fn finish(
     store: &mut Store,
     id: i64,
     cfg: &RunConfig,
-    variants: &[crate::store::Variant],
-    schedule: &[crate::store::Slot],
+    variants: &[Variant],
+    schedule: &[Slot],
     guard: &mut KnobGuard,
 ) -> anyhow::Result<i32> {
     let mut bar = Bar(None);
@@ -477,22 +467,14 @@ fn finish(
         Ok(Ending::Interrupted(sig)) => (Status::Interrupted, 128 + sig),
     };
     store.set_status(id, status)?;
-    let runs = store.runs(id)?;
+    let mut report = super::output::load(store, id, View::RunEnd)?;
+    if variants.len() > 1
+        && let Err(e) = super::output::AnalysisArgs::default().analyse_into(&mut report)
+    {
+        eprintln!("abperf: no verdict: {e:#}");
+    }
     println!();
-    for v in variants {
-        println!("{}", perfstat::variant_block(v, &runs));
-    }
-    if variants.len() > 1 {
-        match crate::commands::compare::verdict_lines(store, id) {
-            Ok(lines) => {
-                for l in lines {
-                    println!("{l}");
-                }
-                println!();
-            }
-            Err(e) => eprintln!("abperf: no verdict: {e:#}"),
-        }
-    }
+    print!("{}", crate::report::Format::Text.render(&report)?);
     match result {
         Ok(Ending::Complete) => {
             println!(

@@ -1,8 +1,8 @@
 //! `abperf trace record|import|report|compare`: tracepoint captures into seed 002's tables.
 
+use crate::report::{Format, View, Which};
 use crate::store::Store;
 use crate::trace::record::RawCapture;
-use crate::trace::render::{self, Which};
 use crate::trace::tables::{Spec, Tables};
 use crate::trace::text::{self, TextClock, TextOptions};
 use crate::trace::{self, CaptureInfo, LostCpu, RecordOptions};
@@ -63,7 +63,7 @@ pub struct RecordArgs {
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
-    pub db: crate::cli::DbArgs,
+    pub db: crate::commands::DbArgs,
     /// The workload
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -88,7 +88,7 @@ pub struct ImportArgs {
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
-    pub db: crate::cli::DbArgs,
+    pub db: crate::commands::DbArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -99,13 +99,6 @@ pub enum TableKind {
     Count,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutFormat {
-    Text,
-    Json,
-    Csv,
-}
-
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
     /// Capture id (or `latest`)
@@ -113,8 +106,8 @@ pub struct ReportArgs {
     /// Which table (default: all)
     #[arg(long)]
     pub table: Option<TableKind>,
-    #[arg(long, value_enum, default_value_t = OutFormat::Text)]
-    pub format: OutFormat,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
     /// Begin event of a custom pair (with --table pair)
     #[arg(long, value_name = "EVENT")]
     pub begin: Option<String>,
@@ -128,7 +121,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FIELD")]
     pub key: Option<String>,
     #[command(flatten)]
-    pub db: crate::cli::DbArgs,
+    pub db: crate::commands::DbArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -136,7 +129,7 @@ pub struct CompareArgs {
     pub id_a: String,
     pub id_b: String,
     #[command(flatten)]
-    pub db: crate::cli::DbArgs,
+    pub db: crate::commands::DbArgs,
 }
 
 pub fn run(args: TraceArgs) -> Result<i32> {
@@ -247,13 +240,15 @@ fn record(a: RecordArgs) -> Result<i32> {
             format!("trace: {}", shell_words::join(&a.command))
         }
     });
-    let id = store.save_capture(&name, &argv(), &info, &dec.tables)?;
-    let info = CaptureInfo {
-        id: Some(id),
-        ..info
-    };
+    let id = store.save_capture(
+        &name,
+        &argv(),
+        crate::doctor::environment(),
+        &info,
+        &dec.tables,
+    )?;
     if !a.quiet {
-        print!("{}", render::text(&info, &dec.tables, Which::All));
+        print_tables(&store, id)?;
     }
     eprintln!("abperf: stored capture {id} in {}", store.path().display());
     if let Some(sig) = rec.signal {
@@ -385,13 +380,13 @@ fn import(a: ImportArgs) -> Result<i32> {
         .name
         .clone()
         .unwrap_or_else(|| format!("trace import: {}", a.file.display()));
-    let id = store.save_capture(&name, &argv(), &info, &tables)?;
-    let info = CaptureInfo {
-        id: Some(id),
-        ..info
-    };
+    let environment = serde_json::json!({
+        "imported": true,
+        "note": "captured elsewhere; the capturing machine is not recorded",
+    });
+    let id = store.save_capture(&name, &argv(), environment, &info, &tables)?;
     if !a.quiet {
-        print!("{}", render::text(&info, &tables, Which::All));
+        print_tables(&store, id)?;
     }
     eprintln!("abperf: stored capture {id} in {}", store.path().display());
     Ok(0)
@@ -461,15 +456,16 @@ fn report(a: ReportArgs) -> Result<i32> {
         (Some(TableKind::Count), _) => Which::Count,
         (None, _) => Which::All,
     };
-    match a.format {
-        OutFormat::Text => print!("{}", render::text(&info, &tables, which)),
-        OutFormat::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&render::json(&info, &tables))?
-        ),
-        OutFormat::Csv => print!("{}", render::csv(&info, &tables)),
-    }
+    let mut r = super::output::load(&store, id, View::Trace(which))?;
+    r.trace = Some(crate::report::TraceSection { info, tables });
+    super::output::write(&a.format.render(&r)?, None)?;
     Ok(0)
+}
+
+/// The stored capture `id`'s tables, as text.
+fn print_tables(store: &Store, id: i64) -> Result<()> {
+    let r = super::output::load(store, id, View::Trace(Which::All))?;
+    super::output::write(&Format::Text.render(&r)?, None)
 }
 
 fn compare(a: CompareArgs) -> Result<i32> {
@@ -478,6 +474,6 @@ fn compare(a: CompareArgs) -> Result<i32> {
     let ib = store.resolve_id(&a.id_b)?;
     let (ca, ta) = store.load_capture(ia)?;
     let (cb, tb) = store.load_capture(ib)?;
-    print!("{}", render::compare((&ca, &ta), (&cb, &tb)));
+    super::output::write(&crate::report::trace::compare((&ca, &ta), (&cb, &tb)), None)?;
     Ok(0)
 }

@@ -2,7 +2,7 @@
 //! variants followed by its reverse, so each variant's mean position inside a block is the same
 //! and a linear drift cancels (hyperfine's "all A then all B" turns drift into a false difference).
 
-use crate::store::Slot;
+use crate::model::Slot;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;

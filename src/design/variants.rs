@@ -2,7 +2,7 @@
 //! as every combination (commands x parameters x knobs).
 
 use crate::error::usage;
-use crate::store::KnobSetting;
+use crate::model::KnobSetting;
 use std::collections::BTreeMap;
 
 /// `-L NAME=V1,V2,...`

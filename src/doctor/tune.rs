@@ -20,16 +20,7 @@
 
 use super::checks::{BOOST_FILES, THP_DEFRAG, THP_ENABLED, policy_boost_files};
 use super::sys::Sys;
-use serde::{Deserialize, Serialize};
-
-/// One setting to apply: write `value` to `path`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Setting {
-    pub path: String,
-    pub value: String,
-    /// What it holds now (selected choice for multiple-choice files).
-    pub current: String,
-}
+use crate::model::Setting;
 
 fn current(sys: &Sys, path: &str) -> Option<String> {
     sys.read(path)

@@ -7,8 +7,9 @@
 //! in hyperfine's export, so they go to [`Variant::summary`] (`user_ns_mean`, `sys_ns_mean`) and
 //! are never copied onto runs.
 
-use super::{Exit, Imported, Metric, ParseError, Run, RunKind, secs_to_ns, unit};
+use super::{Exit, Imported, Metric, ParseError, RunKind, secs_to_ns, unit};
 use crate::import::Format;
+use crate::model::SummaryValue;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -104,7 +105,13 @@ pub fn parse(file: &str, text: &str) -> Result<Imported, ParseError> {
                 if !(m.is_finite() && m >= 0.0) {
                     return Err(err(format!("bad mean {name}: {m}")));
                 }
-                v.summary.insert(name.to_string(), secs_to_ns(m));
+                v.summary.insert(
+                    name.to_string(),
+                    SummaryValue {
+                        value: secs_to_ns(m),
+                        unit: unit::NS.to_string(),
+                    },
+                );
             }
         }
         for (k, &t) in times.iter().enumerate() {
@@ -122,12 +129,7 @@ pub fn parse(file: &str, text: &str) -> Result<Imported, ParseError> {
                 Some(code) => Exit::Code(code),
                 None => Exit::Signal(None),
             });
-            v.runs.push(Run {
-                line,
-                metrics,
-                exit,
-                kind: RunKind::Single,
-            });
+            out.push_run(&r.command, line, metrics, exit, RunKind::Single);
         }
     }
     Ok(out)
@@ -136,6 +138,7 @@ pub fn parse(file: &str, text: &str) -> Result<Imported, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::import::ParsedRun;
 
     const TWO: &str = r#"{
   "results": [
@@ -163,18 +166,20 @@ mod tests {
         let imp = parse("h.json", TWO).unwrap();
         assert_eq!(imp.variants.len(), 2);
         let a = &imp.variants[0];
+        let a_runs = imp.runs_at(0);
         assert_eq!(a.name, "sleep 0.01");
-        assert_eq!(a.runs.len(), 3);
-        assert_eq!(a.runs[0].metric("wall_ns"), Some(11_949_078.0));
-        assert_eq!(a.runs[0].metric("user_ns"), None);
-        assert_eq!(a.summary.get("user_ns_mean"), Some(&1_573_000.0));
-        assert_eq!(a.runs[2].exit, Some(Exit::Signal(None)));
-        assert_eq!(a.runs[0].line, 4);
+        assert_eq!(a_runs.len(), 3);
+        assert_eq!(a_runs[0].metric("wall_ns"), Some(11_949_078.0));
+        assert_eq!(a_runs[0].metric("user_ns"), None);
+        assert_eq!(a.summary["user_ns_mean"].value, 1_573_000.0);
+        assert_eq!(a_runs[2].exit(), Some(Exit::Signal(None)));
+        assert_eq!(a_runs[0].line(), 4);
         let b = &imp.variants[1];
+        let b_runs = imp.runs_at(1);
         assert_eq!(b.parameters.get("n").map(String::as_str), Some("1"));
-        assert_eq!(b.runs[1].exit, Some(Exit::Code(1)));
-        assert_eq!(b.runs[0].metric("maxrss_kib"), Some(2048.0));
-        assert_eq!(b.runs[0].line, 12);
+        assert_eq!(b_runs[1].exit(), Some(Exit::Code(1)));
+        assert_eq!(b_runs[0].metric("maxrss_kib"), Some(2048.0));
+        assert_eq!(b_runs[0].line(), 12);
     }
 
     #[test]

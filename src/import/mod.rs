@@ -7,24 +7,19 @@
 //!   percentages, `<not supported>`/`<not counted>`) and `-x,` CSV output.
 //! - [`hyperfine`]: `hyperfine --export-json` files.
 //!
-//! Metric names follow the store's conventions: `wall_ns`, `user_ns`, `sys_ns`, `maxrss_kib`,
-//! `minflt`, `majflt`, `nvcsw`, `nivcsw`, `inblock`, `oublock`, `nswap`, and perf events under
-//! their perf name (`task-clock`, `page-faults`, `cycles`).
+//! Parsers write the model directly ([`Imported`] holds [`Variant`]s and [`Run`]s with their
+//! [`Source`]); metric names follow the store's conventions: `wall_ns`, `user_ns`, `sys_ns`,
+//! `maxrss_kib`, `minflt`, `majflt`, `nvcsw`, `nivcsw`, `inblock`, `oublock`, `nswap`, and perf
+//! events under their perf name (`task-clock`, `page-faults`, `cycles`).
 
 pub mod hyperfine;
 pub mod perf_stat;
 pub mod time;
 
-use std::collections::BTreeMap;
+pub use crate::model::Metric;
+pub use crate::model::metric::unit;
+use crate::model::{Run, RunStatus, Source, SummaryValue, Variant};
 use std::fmt;
-
-/// Units written into stored metric rows.
-pub mod unit {
-    pub const NS: &str = "ns";
-    pub const KIB: &str = "KiB";
-    pub const COUNT: &str = "count";
-    pub const PERCENT: &str = "%";
-}
 
 /// Which importer to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -67,47 +62,16 @@ impl ParseError {
     }
 }
 
-/// One measured figure of one run.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Metric {
-    pub name: String,
-    pub value: f64,
-    pub unit: String,
-}
-
-impl Metric {
-    pub fn new(name: &str, value: f64, unit: &str) -> Self {
-        Metric {
-            name: name.to_string(),
-            value,
-            unit: unit.to_string(),
-        }
-    }
-}
-
 /// How an imported run ended, where the input says so.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     Code(i32),
     /// Killed by a signal (None: the input says so without the number, as hyperfine does).
     Signal(Option<i32>),
 }
 
-/// One imported run (or, for `perf stat -r N`, one summary of N runs: see `repeats`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Run {
-    /// 1-based line in the input where the run's record starts.
-    pub line: usize,
-    pub metrics: Vec<Metric>,
-    pub exit: Option<Exit>,
-    /// A single run, or a summary of repeats (perf stat -r N prints only means).
-    pub kind: RunKind,
-}
-
 /// Whether an imported row is one run or a tool's summary over several.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunKind {
     Single,
     /// Means over `repeats` runs (None: the input does not say how many, as with perf stat -x, -r).
@@ -116,48 +80,16 @@ pub enum RunKind {
     },
 }
 
-impl Run {
-    pub fn metric(&self, name: &str) -> Option<f64> {
-        self.metrics
-            .iter()
-            .find(|m| m.name == name)
-            .map(|m| m.value)
-    }
-}
-
-/// Runs of one variant, in input order.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Variant {
-    pub name: String,
-    /// The command the tool timed, when the input names it.
-    pub command: Option<String>,
-    /// hyperfine -L parameters.
-    pub parameters: BTreeMap<String, String>,
-    /// Per-variant figures the tool reports only as a mean (hyperfine's user/system), by name.
-    /// Never copied onto runs: that would invent per-run values.
-    pub summary: BTreeMap<String, f64>,
-    pub runs: Vec<Run>,
-}
-
-impl Variant {
-    pub fn new(name: &str) -> Self {
-        Variant {
-            name: name.to_string(),
-            command: None,
-            parameters: BTreeMap::new(),
-            summary: BTreeMap::new(),
-            runs: Vec::new(),
-        }
-    }
-}
-
-/// Everything parsed from one input file.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// Everything parsed from one input file, in the model's shape.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Imported {
     pub file: String,
     pub format: Format,
     /// Variants in order of first appearance.
     pub variants: Vec<Variant>,
+    /// Runs in input order: `seq` counts from 0, `variant` indexes `variants`, `source` says
+    /// where each came from.
+    pub runs: Vec<Run>,
     /// Things the input reported that were not stored (`cycles: <not supported>`), one per line.
     pub notes: Vec<String>,
 }
@@ -168,25 +100,170 @@ impl Imported {
             file: file.to_string(),
             format,
             variants: Vec::new(),
+            runs: Vec::new(),
             notes: Vec::new(),
+        }
+    }
+
+    fn position(&mut self, name: &str) -> usize {
+        match self.variants.iter().position(|v| v.name == name) {
+            Some(i) => i,
+            None => {
+                self.variants.push(Variant::named(name));
+                self.variants.len() - 1
+            }
         }
     }
 
     /// The variant called `name`, created at the end if it does not exist yet.
     pub fn variant_mut(&mut self, name: &str) -> &mut Variant {
-        let idx = match self.variants.iter().position(|v| v.name == name) {
-            Some(i) => i,
-            None => {
-                self.variants.push(Variant::new(name));
-                self.variants.len() - 1
-            }
+        let i = self.position(name);
+        &mut self.variants[i]
+    }
+
+    /// Record a figure the tool reported once for variant `name` (hyperfine's mean user time).
+    pub fn summary(&mut self, name: &str, key: &str, value: f64, unit: &str) {
+        self.variant_mut(name).summary.insert(
+            key.to_string(),
+            SummaryValue {
+                value,
+                unit: unit.to_string(),
+            },
+        );
+    }
+
+    /// Add a run of variant `name` whose record starts at `line`. It failed when the input says
+    /// it exited non-zero or was killed.
+    pub fn push_run(
+        &mut self,
+        name: &str,
+        line: usize,
+        metrics: Vec<Metric>,
+        exit: Option<Exit>,
+        kind: RunKind,
+    ) {
+        let variant = self.position(name);
+        let (exit_code, signal) = match exit {
+            Some(Exit::Code(c)) => (Some(c), None),
+            Some(Exit::Signal(s)) => (None, Some(s.unwrap_or(0))),
+            None => (None, None),
         };
-        &mut self.variants[idx]
+        let failed = exit_code.is_some_and(|c| c != 0) || signal.is_some();
+        let (summary, repeats) = match kind {
+            RunKind::Single => (false, None),
+            RunKind::Summary { repeats } => (true, repeats),
+        };
+        self.runs.push(Run {
+            seq: self.runs.len() as u32,
+            variant,
+            warmup: false,
+            block: 0,
+            status: if failed {
+                RunStatus::Failed
+            } else {
+                RunStatus::Ok
+            },
+            exit_code,
+            signal,
+            started_ns: 0,
+            ended_ns: 0,
+            excluded: None,
+            metrics,
+            source: Some(Source {
+                format: self.format.to_string(),
+                file: self.file.clone(),
+                line: line as u32,
+                summary,
+                repeats,
+            }),
+        });
+    }
+
+    /// The runs of the variant called `name`, in input order.
+    pub fn runs_of(&self, name: &str) -> Vec<&Run> {
+        match self.variants.iter().position(|v| v.name == name) {
+            Some(p) => self.runs.iter().filter(|r| r.variant == p).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// The runs of the variant at position `pos`, in input order.
+    pub fn runs_at(&self, pos: usize) -> Vec<&Run> {
+        self.runs.iter().filter(|r| r.variant == pos).collect()
     }
 
     pub fn run_count(&self) -> usize {
-        self.variants.iter().map(|v| v.runs.len()).sum()
+        self.runs.len()
     }
+}
+
+/// What the parsers' tests read back from a run, in the parsers' own terms.
+#[cfg(test)]
+pub(crate) trait ParsedRun {
+    fn metric(&self, name: &str) -> Option<f64>;
+    fn line(&self) -> u32;
+    fn exit(&self) -> Option<Exit>;
+    fn kind(&self) -> RunKind;
+}
+
+#[cfg(test)]
+impl ParsedRun for Run {
+    fn metric(&self, name: &str) -> Option<f64> {
+        self.value(name)
+    }
+    fn line(&self) -> u32 {
+        self.source.as_ref().map(|s| s.line).unwrap_or(0)
+    }
+    fn exit(&self) -> Option<Exit> {
+        match (self.exit_code, self.signal) {
+            (Some(c), _) => Some(Exit::Code(c)),
+            (None, Some(0)) => Some(Exit::Signal(None)),
+            (None, Some(s)) => Some(Exit::Signal(Some(s))),
+            (None, None) => None,
+        }
+    }
+    fn kind(&self) -> RunKind {
+        match &self.source {
+            Some(s) if s.summary => RunKind::Summary { repeats: s.repeats },
+            _ => RunKind::Single,
+        }
+    }
+}
+
+/// Several parsed files as one set of variants (merged by name, in order of first appearance)
+/// and their runs, in file order.
+pub fn merge(imports: &[Imported]) -> (Vec<Variant>, Vec<Run>) {
+    let mut variants: Vec<Variant> = Vec::new();
+    let mut runs = Vec::new();
+    for imp in imports {
+        let mut map = Vec::with_capacity(imp.variants.len());
+        for v in &imp.variants {
+            let idx = match variants.iter().position(|x| x.name == v.name) {
+                Some(i) => {
+                    let x = &mut variants[i];
+                    if x.command.is_none() {
+                        x.command = v.command.clone();
+                    }
+                    x.summary
+                        .extend(v.summary.iter().map(|(k, s)| (k.clone(), s.clone())));
+                    i
+                }
+                None => {
+                    variants.push(v.clone());
+                    variants.len() - 1
+                }
+            };
+            map.push(idx);
+        }
+        for r in &imp.runs {
+            runs.push(Run {
+                seq: runs.len() as u32,
+                variant: map[r.variant],
+                ..r.clone()
+            });
+        }
+    }
+    (variants, runs)
 }
 
 /// Parse `text` (the content of `file`) in `format`. Runs whose input carries no variant label go
@@ -235,6 +312,7 @@ pub(crate) fn parse_num(s: &str) -> Option<f64> {
 #[cfg(test)]
 mod fixture_tests {
     use super::*;
+    use crate::import::ParsedRun;
 
     fn fixture(name: &str) -> String {
         let p = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -242,8 +320,11 @@ mod fixture_tests {
     }
 
     fn mean(imp: &Imported, variant: &str, metric: &str) -> f64 {
-        let v = imp.variants.iter().find(|v| v.name == variant).unwrap();
-        let xs: Vec<f64> = v.runs.iter().map(|r| r.metric(metric).unwrap()).collect();
+        let xs: Vec<f64> = imp
+            .runs_of(variant)
+            .iter()
+            .map(|r| r.value(metric).unwrap())
+            .collect();
         xs.iter().sum::<f64>() / xs.len() as f64
     }
 
@@ -258,8 +339,8 @@ mod fixture_tests {
         .unwrap();
         let names: Vec<&str> = imp.variants.iter().map(|v| v.name.as_str()).collect();
         assert_eq!(names, ["n", "y"]);
-        assert_eq!(imp.variants[0].runs.len(), 12);
-        assert_eq!(imp.variants[1].runs.len(), 12);
+        assert_eq!(imp.runs_at(0).len(), 12);
+        assert_eq!(imp.runs_at(1).len(), 12);
         assert!((mean(&imp, "n", "user_ns") / 1e9 - 880.4375).abs() < 1e-9);
         assert!((mean(&imp, "y", "user_ns") / 1e9 - 875.3466666).abs() < 1e-6);
         let bad = parse(Format::Time, "time-bad.txt", &fixture("time-bad.txt"), "x").unwrap_err();
@@ -270,15 +351,14 @@ mod fixture_tests {
     #[test]
     fn time_fixtures() {
         let imp = parse(Format::Time, "t", &fixture("time-default.txt"), "base").unwrap();
-        assert_eq!(imp.variants[0].runs.len(), 4);
-        assert_eq!(imp.variants[0].runs[3].exit, Some(Exit::Code(3)));
+        assert_eq!(imp.runs_at(0).len(), 4);
+        assert_eq!(imp.runs_at(0)[3].exit(), Some(Exit::Code(3)));
         let imp = parse(Format::Time, "t", &fixture("time-verbose.txt"), "base").unwrap();
-        assert_eq!(imp.variants[0].runs.len(), 2);
+        assert_eq!(imp.runs_at(0).len(), 2);
         assert!(
-            imp.variants[0]
-                .runs
+            imp.runs_at(0)
                 .iter()
-                .all(|r| r.metric("nvcsw").is_some() && r.exit == Some(Exit::Code(0)))
+                .all(|r| r.metric("nvcsw").is_some() && r.exit() == Some(Exit::Code(0)))
         );
     }
 
@@ -291,8 +371,8 @@ mod fixture_tests {
             "perf-stat-unsupported.csv",
         ] {
             let imp = parse(Format::PerfStat, f, &fixture(f), "b").unwrap();
-            let r = &imp.variants[0].runs[0];
-            assert!(matches!(r.kind, RunKind::Summary { .. }), "{f}");
+            let r = &imp.runs_at(0)[0];
+            assert!(matches!(r.kind(), RunKind::Summary { .. }), "{f}");
             assert!(r.metric("page-faults").unwrap() > 0.0, "{f}");
             assert!(r.metric("task-clock.stderr_pct").is_some(), "{f}");
             assert!(
@@ -304,20 +384,19 @@ mod fixture_tests {
             );
         }
         let imp = parse(Format::PerfStat, "s", &fixture("perf-stat-single.txt"), "b").unwrap();
-        let r = &imp.variants[0].runs[0];
-        assert_eq!(r.kind, RunKind::Single);
+        let r = &imp.runs_at(0)[0];
+        assert_eq!(r.kind(), RunKind::Single);
         assert!(
             r.metric("user_ns").is_some()
                 && r.metric("sys_ns").is_some()
                 && r.metric("wall_ns").is_some()
         );
         let imp = parse(Format::PerfStat, "s", &fixture("perf-stat-single.csv"), "b").unwrap();
-        assert_eq!(imp.variants[0].runs[0].kind, RunKind::Single);
+        assert_eq!(imp.runs_at(0)[0].kind(), RunKind::Single);
         let imp = parse(Format::PerfStat, "a", &fixture("perf-stat-append.txt"), "b").unwrap();
-        assert_eq!(imp.variants[0].runs.len(), 3);
+        assert_eq!(imp.runs_at(0).len(), 3);
         assert!(
-            imp.variants[0]
-                .runs
+            imp.runs_at(0)
                 .iter()
                 .all(|r| r.metric("context-switches").is_some())
         );
@@ -328,8 +407,8 @@ mod fixture_tests {
             "b",
         )
         .unwrap();
-        let r = &imp.variants[0].runs[0];
-        assert_eq!(r.kind, RunKind::Summary { repeats: Some(3) });
+        let r = &imp.runs_at(0)[0];
+        assert_eq!(r.kind(), RunKind::Summary { repeats: Some(3) });
         assert_eq!(r.metric("cycles"), Some(3_105_214_416_123.0));
         assert_eq!(r.metric("cycles.running_pct"), Some(83.29));
         assert_eq!(r.metric("dTLB-load-misses.running_pct"), Some(49.95));
@@ -352,7 +431,7 @@ mod fixture_tests {
         assert!(
             imp.variants
                 .iter()
-                .all(|v| v.runs.len() == 5 && v.summary.contains_key("user_ns_mean"))
+                .all(|v| imp.runs_of(&v.name).len() == 5 && v.summary.contains_key("user_ns_mean"))
         );
         let imp = parse(
             Format::Hyperfine,
@@ -365,7 +444,7 @@ mod fixture_tests {
             imp.variants[1].parameters.get("n").map(String::as_str),
             Some("1")
         );
-        assert_eq!(imp.variants[1].runs[0].exit, Some(Exit::Code(1)));
+        assert_eq!(imp.runs_at(1)[0].exit(), Some(Exit::Code(1)));
         let e = parse(
             Format::Hyperfine,
             "hyperfine-bad.json",

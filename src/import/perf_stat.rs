@@ -17,7 +17,7 @@
 //! ends at a `#` comment line (`# started on ...` from `--append`) or when an event repeats. CSV
 //! carries neither the command nor the run count nor the elapsed time.
 
-use super::{Imported, Metric, ParseError, Run, RunKind, unit};
+use super::{Imported, Metric, ParseError, RunKind, unit};
 use crate::import::Format;
 
 /// Parse perf stat output; all runs go to `default_variant`.
@@ -76,13 +76,7 @@ fn finish(out: &mut Imported, variant: &str, b: Block) {
         );
         out.notes.push(note);
     }
-    let v = out.variant_mut(variant);
-    v.runs.push(Run {
-        line: b.line,
-        metrics: b.metrics,
-        exit: None,
-        kind,
-    });
+    out.push_run(variant, b.line, b.metrics, None, kind);
 }
 
 /// `Performance counter stats for 'CMD' (N runs):` -> (command, repeats).
@@ -288,19 +282,19 @@ fn parse_counter_line(
     let value = parse_count(value)
         .ok_or_else(|| err(format!("bad counter value {value:?} for {event}")))?;
     let (value, unit_) = convert_unit(value, unit_);
-    b.push(file, lineno, Metric::new(event, value, &unit_))?;
+    b.push(file, lineno, Metric::new(event, value, unit_.clone()))?;
     if let Some(p) = stderr {
         b.push(
             file,
             lineno,
-            Metric::new(&format!("{event}.stderr_pct"), p, unit::PERCENT),
+            Metric::new(format!("{event}.stderr_pct"), p, unit::PERCENT),
         )?;
     }
     if let Some(p) = running {
         b.push(
             file,
             lineno,
-            Metric::new(&format!("{event}.running_pct"), p, unit::PERCENT),
+            Metric::new(format!("{event}.running_pct"), p, unit::PERCENT),
         )?;
     }
     Ok(())
@@ -317,13 +311,7 @@ fn parse_csv(file: &str, text: &str, variant: &str) -> Result<Imported, ParseErr
             } else {
                 RunKind::Single
             };
-            let v = out.variant_mut(variant);
-            v.runs.push(Run {
-                line: b.line,
-                metrics: b.metrics,
-                exit: None,
-                kind,
-            });
+            out.push_run(variant, b.line, b.metrics, None, kind);
         }
     };
     for (i, raw) in text.lines().enumerate() {
@@ -389,7 +377,7 @@ fn parse_csv(file: &str, text: &str, variant: &str) -> Result<Imported, ParseErr
             .filter(|v| v.is_finite() && *v >= 0.0)
             .ok_or_else(|| err(format!("bad counter value {value:?} for {event}")))?;
         let (v, u) = convert_unit(v, unit_);
-        b.push(file, lineno, Metric::new(event, v, &u))?;
+        b.push(file, lineno, Metric::new(event, v, u.clone()))?;
         if let Some(p) = stderr {
             let p = p
                 .trim()
@@ -400,7 +388,7 @@ fn parse_csv(file: &str, text: &str, variant: &str) -> Result<Imported, ParseErr
             b.push(
                 file,
                 lineno,
-                Metric::new(&format!("{event}.stderr_pct"), p, unit::PERCENT),
+                Metric::new(format!("{event}.stderr_pct"), p, unit::PERCENT),
             )?;
             *summary = true;
         }
@@ -415,7 +403,7 @@ fn parse_csv(file: &str, text: &str, variant: &str) -> Result<Imported, ParseErr
                 b.push(
                     file,
                     lineno,
-                    Metric::new(&format!("{event}.running_pct"), p, unit::PERCENT),
+                    Metric::new(format!("{event}.running_pct"), p, unit::PERCENT),
                 )?;
             }
         }
@@ -427,6 +415,7 @@ fn parse_csv(file: &str, text: &str, variant: &str) -> Result<Imported, ParseErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::import::ParsedRun;
 
     const R5: &str = "
  Performance counter stats for 'true' (5 runs):
@@ -448,12 +437,13 @@ Some events weren't counted. Try disabling the NMI watchdog:
     fn human_with_repeats() {
         let imp = parse("p.txt", R5, "base").unwrap();
         let v = &imp.variants[0];
+        let v_runs = imp.runs_at(0);
         assert_eq!(v.name, "base");
         assert_eq!(v.command.as_deref(), Some("true"));
-        assert_eq!(v.runs.len(), 1);
-        let r = &v.runs[0];
-        assert_eq!(r.kind, RunKind::Summary { repeats: Some(5) });
-        assert_eq!(r.line, 2);
+        assert_eq!(v_runs.len(), 1);
+        let r = &v_runs[0];
+        assert_eq!(r.kind(), RunKind::Summary { repeats: Some(5) });
+        assert_eq!(r.line(), 2);
         assert!((r.metric("task-clock").unwrap() - 470_000.0).abs() < 1e-6);
         assert_eq!(
             r.metrics
@@ -493,10 +483,10 @@ Some events weren't counted. Try disabling the NMI watchdog:
        0.001590322 seconds time elapsed\n\n       0.001534000 seconds user\n       0.000000000 seconds sys\n\n";
         let text = format!("{one}{one}");
         let imp = parse("p.txt", &text, "base").unwrap();
-        let runs = &imp.variants[0].runs;
+        let runs = imp.runs_at(0);
         assert_eq!(runs.len(), 2);
-        assert_eq!(runs[0].kind, RunKind::Single);
-        assert_eq!(runs[1].line, 3 + 12);
+        assert_eq!(runs[0].kind(), RunKind::Single);
+        assert_eq!(runs[1].line(), 3 + 12);
         assert_eq!(runs[0].metric("wall_ns"), Some(1_590_322.0));
         assert_eq!(runs[0].metric("user_ns"), Some(1_534_000.0));
         assert_eq!(runs[0].metric("sys_ns"), Some(0.0));
@@ -507,10 +497,10 @@ Some events weren't counted. Try disabling the NMI watchdog:
     fn seed_003_elapsed_only() {
         let t = "Performance counter stats for 'make -j128' (30 runs):\n\n26.334767571 seconds time elapsed (+- 0.09% )\n";
         let imp = parse("s.txt", t, "b").unwrap();
-        let r = &imp.variants[0].runs[0];
+        let r = &imp.runs_at(0)[0];
         assert_eq!(r.metric("wall_ns"), Some(26_334_767_571.0));
         assert_eq!(r.metric("wall_ns.stderr_pct"), Some(0.09));
-        assert_eq!(r.kind, RunKind::Summary { repeats: Some(30) });
+        assert_eq!(r.kind(), RunKind::Summary { repeats: Some(30) });
     }
 
     #[test]
@@ -520,8 +510,8 @@ Some events weren't counted. Try disabling the NMI watchdog:
 <not supported>,,cycles,0.00%,0,100.00,,\n\
 123456,,instructions,0.50%,590988,49.95,,\n";
         let imp = parse("p.csv", r5, "b").unwrap();
-        let r = &imp.variants[0].runs[0];
-        assert_eq!(r.kind, RunKind::Summary { repeats: None });
+        let r = &imp.runs_at(0)[0];
+        assert_eq!(r.kind(), RunKind::Summary { repeats: None });
         assert!((r.metric("task-clock").unwrap() - 590_000.0).abs() < 1e-6);
         assert_eq!(r.metric("task-clock.stderr_pct"), Some(3.71));
         assert_eq!(r.metric("page-faults"), Some(47.0));
@@ -533,11 +523,11 @@ Some events weren't counted. Try disabling the NMI watchdog:
 # started on x\n0.70,msec,task-clock,639890,100.00,0.531,CPUs utilized\n50,,page-faults,639890,100.00,76.576,K/sec\n\
 0.71,msec,task-clock,639890,100.00,0.531,CPUs utilized\n";
         let imp = parse("p.csv", single, "b").unwrap();
-        let runs = &imp.variants[0].runs;
+        let runs = imp.runs_at(0);
         assert_eq!(runs.len(), 3);
-        assert_eq!(runs[0].kind, RunKind::Single);
+        assert_eq!(runs[0].kind(), RunKind::Single);
         assert_eq!(runs[1].metric("page-faults"), Some(50.0));
-        assert_eq!(runs[2].line, 6);
+        assert_eq!(runs[2].line(), 6);
     }
 
     #[test]

@@ -13,9 +13,7 @@
 //! Mail quoting (`> `) is stripped, blank lines and `#` comments are skipped; any other line is an
 //! error, so a truncated or mangled run is never dropped silently.
 
-use super::{
-    Exit, Imported, Metric, ParseError, Run, RunKind, parse_num, secs_to_ns, unit, unquote,
-};
+use super::{Exit, Imported, Metric, ParseError, RunKind, parse_num, secs_to_ns, unit, unquote};
 use crate::import::Format;
 
 /// Parse `/usr/bin/time` output; unlabelled runs go to `default_variant`.
@@ -106,12 +104,7 @@ pub fn parse(file: &str, text: &str, default_variant: &str) -> Result<Imported, 
                 .next()
                 .is_some_and(|t| t.ends_with("user"));
             let exit = pending_exit.take().or(gnu_default.then_some(Exit::Code(0)));
-            out.variant_mut(name).runs.push(Run {
-                line: lineno,
-                metrics,
-                exit,
-                kind: RunKind::Single,
-            });
+            out.push_run(name, lineno, metrics, exit, RunKind::Single);
             continue;
         }
         return Err(err(format!(
@@ -411,12 +404,7 @@ impl Verbose {
         if v.command.is_none() {
             v.command = self.command;
         }
-        v.runs.push(Run {
-            line: self.line,
-            metrics: self.metrics,
-            exit,
-            kind: RunKind::Single,
-        });
+        out.push_run(variant, self.line, self.metrics, exit, RunKind::Single);
         Ok(())
     }
 }
@@ -424,6 +412,7 @@ impl Verbose {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::import::ParsedRun;
 
     const SQUASHED: &str = "> n 879.25 77.50 4:15.52 374%CPU (0avgtext+0avgdata 798736maxresident)k 0inputs+4452416outputs (1major+58366597minor)pagefaults 0swaps\n\
 > y 874.62 77.98 4:14.47 374%CPU (0avgtext+0avgdata 799620maxresident)k 0inputs+4452416outputs (1major+58400992minor)pagefaults 0swaps\n";
@@ -433,10 +422,11 @@ mod tests {
         let imp = parse("d.txt", SQUASHED, "x").unwrap();
         assert_eq!(imp.variants.len(), 2);
         let n = &imp.variants[0];
+        let n_runs = imp.runs_at(0);
         assert_eq!(n.name, "n");
-        let r = &n.runs[0];
-        assert_eq!(r.line, 1);
-        assert_eq!(r.exit, None);
+        let r = n_runs[0];
+        assert_eq!(r.line(), 1);
+        assert_eq!(r.exit(), None);
         assert_eq!(r.metric("user_ns"), Some(879_250_000_000.0));
         assert_eq!(r.metric("sys_ns"), Some(77_500_000_000.0));
         assert_eq!(r.metric("wall_ns"), Some(255_520_000_000.0));
@@ -448,7 +438,7 @@ mod tests {
         assert_eq!(r.metric("minflt"), Some(58366597.0));
         assert_eq!(r.metric("nswap"), Some(0.0));
         assert_eq!(imp.variants[1].name, "y");
-        assert_eq!(imp.variants[1].runs[0].line, 2);
+        assert_eq!(imp.runs_at(1)[0].line(), 2);
     }
 
     #[test]
@@ -463,15 +453,15 @@ Command terminated by signal 9\n\
 0inputs+0outputs (0major+84minor)pagefaults 0swaps\n";
         let imp = parse("t.txt", text, "base").unwrap();
         assert_eq!(imp.variants.len(), 1);
-        let runs = &imp.variants[0].runs;
+        let runs = imp.runs_at(0);
         assert_eq!(runs.len(), 3);
         assert_eq!(runs[0].metric("user_ns"), Some(10_000_000.0));
         assert_eq!(runs[0].metric("inblock"), Some(80.0));
-        assert_eq!(runs[0].exit, Some(Exit::Code(0)));
-        assert_eq!(runs[1].exit, Some(Exit::Code(3)));
+        assert_eq!(runs[0].exit(), Some(Exit::Code(0)));
+        assert_eq!(runs[1].exit(), Some(Exit::Code(3)));
         assert_eq!(runs[1].metric("wall_ns"), Some(3723e9));
-        assert_eq!(runs[1].line, 4);
-        assert_eq!(runs[2].exit, Some(Exit::Signal(Some(9))));
+        assert_eq!(runs[1].line(), 4);
+        assert_eq!(runs[2].exit(), Some(Exit::Signal(Some(9))));
         assert_eq!(runs[2].metric("cpu_pct"), None);
     }
 
@@ -488,17 +478,18 @@ Command terminated by signal 9\n\tCommand being timed: \"sleep 9\"\n\tUser time 
 \tSystem time (seconds): 0.00\n\tElapsed (wall clock) time (h:mm:ss or m:ss): 0:00.00\n\tExit status: 0\n";
         let imp = parse("v.txt", text, "base").unwrap();
         let v = &imp.variants[0];
+        let v_runs = imp.runs_at(0);
         assert_eq!(v.command.as_deref(), Some("sh -c exit 3"));
-        assert_eq!(v.runs.len(), 2);
-        let r = &v.runs[0];
+        assert_eq!(v_runs.len(), 2);
+        let r = &v_runs[0];
         assert_eq!(r.metric("user_ns"), Some(120_000_000.0));
         assert_eq!(r.metric("wall_ns"), Some(1_500_000_000.0));
         assert_eq!(r.metric("nvcsw"), Some(5.0));
         assert_eq!(r.metric("nivcsw"), Some(7.0));
         assert_eq!(r.metric("oublock"), Some(16.0));
-        assert_eq!(r.exit, Some(Exit::Code(3)));
-        assert_eq!(v.runs[1].exit, Some(Exit::Signal(Some(9))));
-        assert_eq!(v.runs[1].line, 19);
+        assert_eq!(r.exit(), Some(Exit::Code(3)));
+        assert_eq!(v_runs[1].exit(), Some(Exit::Signal(Some(9))));
+        assert_eq!(v_runs[1].line(), 19);
     }
 
     #[test]

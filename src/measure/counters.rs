@@ -5,7 +5,7 @@
 //!
 //! The attribute layout and constants are those of include/uapi/linux/perf_event.h.
 
-use crate::store::Metric;
+use crate::model::Metric;
 use std::fs;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 

@@ -1,5 +1,6 @@
 //! The environment snapshot stored with every experiment: what a reviewer asks before trusting a
-//! number (kernel, cmdline, CPU, memory, THP, governor, mitigations, VM or bare metal).
+//! number (kernel, cmdline, CPU, memory, THP, governor, mitigations, VM or bare metal). The
+//! doctor's findings are added by `doctor::environment`.
 
 use serde_json::{Map, Value, json};
 use std::fs;
@@ -72,8 +73,9 @@ fn kernel_release() -> Option<String> {
     read_trim("/proc/sys/kernel/osrelease")
 }
 
-/// Take the snapshot. Fields that cannot be read on this machine are `null`, never guessed.
-pub fn snapshot() -> Value {
+/// The machine and kernel part of the snapshot (the doctor's findings are added by
+/// `doctor::environment`). Fields that cannot be read on this machine are `null`, never guessed.
+pub fn machine() -> Value {
     let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let mem_kib = cpuinfo_field(&meminfo, "MemTotal").and_then(|v| {
@@ -82,7 +84,6 @@ pub fn snapshot() -> Value {
             .and_then(|n| n.parse::<u64>().ok())
     });
     let governor = read_trim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
-    let (doctor, doctor_sampled) = doctor_findings();
     json!({
         "kernel": kernel_release(),
         "kernel_version": read_trim("/proc/sys/kernel/version"),
@@ -104,42 +105,7 @@ pub fn snapshot() -> Value {
         "virtualization": virtualization(&cpuinfo),
         "hostname": hostname(),
         "abperf_version": env!("CARGO_PKG_VERSION"),
-        "doctor": doctor,
-        "doctor_sampled": doctor_sampled,
     })
-}
-
-/// How long the snapshot samples other processes' CPU use (`abperf doctor` itself uses 1 s).
-pub const DOCTOR_SAMPLE: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// Checks whose finding is a sample (CPU use, load, pressure, steal time) and differs every time.
-const SAMPLED_CHECKS: &[&str] = &[
-    "busy_processes",
-    "load_average",
-    "memory_pressure",
-    "virtualization",
-];
-
-/// Every `abperf doctor` check: `doctor.NAME` = "status: finding" (for sampled checks only the
-/// status, so a comparison lists them when their status changes, not every time), and the
-/// sampled findings in `doctor_sampled.NAME`, which `differences` leaves out.
-fn doctor_findings() -> (Value, Value) {
-    let checks = crate::doctor::run_all(&crate::doctor::sys::Sys::real(), DOCTOR_SAMPLE);
-    let mut m = Map::new();
-    let mut sampled = Map::new();
-    for c in checks {
-        let status = c.status.as_str();
-        if SAMPLED_CHECKS.contains(&c.name) {
-            m.insert(c.name.to_string(), Value::String(status.to_string()));
-            sampled.insert(c.name.to_string(), Value::String(c.finding));
-        } else {
-            m.insert(
-                c.name.to_string(),
-                Value::String(format!("{status}: {}", c.finding)),
-            );
-        }
-    }
-    (Value::Object(m), Value::Object(sampled))
 }
 
 /// Every field whose value differs between two snapshots, as (field, a, b), nested objects
@@ -198,15 +164,11 @@ mod tests {
     }
 
     #[test]
-    fn snapshot_reads_this_machine() {
-        let s = snapshot();
+    fn machine_reads_this_machine() {
+        let s = machine();
         assert!(s["kernel"].as_str().is_some_and(|k| !k.is_empty()));
         assert!(s["cpu_count"].as_u64().unwrap() >= 1);
         assert!(s["mem_total_kib"].as_u64().unwrap() > 0);
-        let d = s["doctor"].as_object().unwrap();
-        assert!(d["thp"].as_str().unwrap().contains("enabled: "));
-        assert_eq!(d.len(), 18);
-        assert!(s["doctor_sampled"]["load_average"].as_str().is_some());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! RUSAGE_CHILDREN, which accumulates the maximum RSS across all children ever reaped: the bug
 //! that makes hyperfine's per-run memory figure wrong).
 
-use crate::store::Metric;
+use crate::model::Metric;
 
 fn timeval_ns(tv: libc::timeval) -> f64 {
     tv.tv_sec as f64 * 1e9 + tv.tv_usec as f64 * 1e3

@@ -1,7 +1,5 @@
 //! Measurement harness: CPU pinning (restored on drop), warm-up, sampling and summaries.
 
-use serde::Serialize;
-
 /// Pins the calling thread to one CPU; restores the previous affinity when dropped.
 pub struct Pin {
     saved: libc::cpu_set_t,
@@ -173,76 +171,11 @@ impl Rounds {
     }
 }
 
-/// Order statistics of a sample.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
-pub struct Summary {
-    pub n: usize,
-    pub min: f64,
-    pub p10: f64,
-    pub median: f64,
-    pub p90: f64,
-    pub max: f64,
-    pub mean: f64,
-}
-
-impl Summary {
-    /// Summary of `v` (non-finite values are ignored; an empty sample gives all zeros, n = 0).
-    pub fn of(v: &[f64]) -> Summary {
-        let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-        if s.is_empty() {
-            return Summary::default();
-        }
-        s.sort_by(f64::total_cmp);
-        Summary {
-            n: s.len(),
-            min: s[0],
-            p10: quantile(&s, 0.10),
-            median: quantile(&s, 0.5),
-            p90: quantile(&s, 0.90),
-            max: s[s.len() - 1],
-            mean: s.iter().sum::<f64>() / s.len() as f64,
-        }
-    }
-
-    pub fn scaled(&self, k: f64) -> Summary {
-        Summary {
-            n: self.n,
-            min: self.min * k,
-            p10: self.p10 * k,
-            median: self.median * k,
-            p90: self.p90 * k,
-            max: self.max * k,
-            mean: self.mean * k,
-        }
-    }
-}
-
-/// Linear-interpolated quantile of sorted data (type 7, as R and numpy default).
-pub fn quantile(sorted: &[f64], q: f64) -> f64 {
-    let h = (sorted.len() - 1) as f64 * q;
-    let lo = h.floor() as usize;
-    let hi = h.ceil() as usize;
-    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
-}
-
-/// Median of an unsorted sample (0 for an empty one).
-pub fn median(v: &[f64]) -> f64 {
-    Summary::of(v).median
-}
+pub use crate::model::describe::{Summary, median};
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn summary_quantiles() {
-        let v: Vec<f64> = (1..=11).map(|x| x as f64).collect();
-        let s = Summary::of(&v);
-        assert_eq!((s.min, s.median, s.max, s.n), (1.0, 6.0, 11.0, 11));
-        assert!((s.p10 - 2.0).abs() < 1e-9 && (s.p90 - 10.0).abs() < 1e-9);
-        assert_eq!(Summary::of(&[f64::NAN]).n, 0);
-        assert_eq!(Summary::of(&[2.0, 4.0]).median, 3.0);
-    }
 
     #[test]
     fn rounds_split_samples_and_spread_in_time() {

@@ -12,7 +12,6 @@ pub mod fault;
 pub mod harness;
 pub mod mem;
 pub mod record;
-pub mod render;
 pub mod signal;
 pub mod syscall;
 pub mod timer;

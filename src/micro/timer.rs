@@ -451,9 +451,10 @@ mod tests {
     #[test]
     fn adds_per_cycle_is_between_one_and_the_alu_count() {
         // Independent adds never retire slower than a dependent chain, and no core has more
-        // than 8 integer ALUs.
-        let x = probe_core().adds_per_cycle;
-        assert!((0.9..8.5).contains(&x), "{x}");
+        // than 8 integer ALUs. A probe preempted by another process on this shared machine
+        // reads nonsense, so one of three probes must hold.
+        let xs: Vec<f64> = (0..3).map(|_| probe_core().adds_per_cycle).collect();
+        assert!(xs.iter().any(|x| (0.9..8.5).contains(x)), "{xs:?}");
     }
 
     #[test]

@@ -97,13 +97,13 @@ impl Scale {
 }
 
 /// Scale for metric `name` in `data`, from the largest absolute mean over variants.
-pub fn metric_scale(data: &super::ReportData, name: &str) -> Scale {
+pub fn metric_scale(data: &super::Report, name: &str) -> Scale {
     let unit = data.metric(name).map(|m| m.unit.as_str()).unwrap_or("");
     let mag = data
         .describe
         .iter()
         .filter(|d| d.metric == name)
-        .map(|d| d.mean.abs())
+        .map(|d| d.d.mean.abs())
         .fold(0.0, f64::max);
     scale_for(unit, mag)
 }

@@ -2,10 +2,10 @@
 //! Content-Security-Policy forbids them); inline CSS and SVG only. Every piece of user text
 //! (experiment, variant and metric names, commands, paths) is escaped.
 
-use super::ReportData;
 use super::fmt::{change_pct, metric_scale, pm};
 use super::micro::{CURVE_BENCHES, MicroData, finding_text, num};
 use super::svg::{self, colour, esc};
+use super::{Render, Report};
 use std::fmt::Write;
 
 /// Raw runs listed in the page (all of them are in the CSV and JSON reports).
@@ -17,45 +17,68 @@ table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ccc;paddin
 td.l,th.l{text-align:left}.verdict{font-weight:bold}.note{color:#555}.swatch{display:inline-block;\
 width:.8em;height:.8em;margin-right:.3em}code{font-size:.9em}.prov{color:#555;font-size:.85em}";
 
-pub fn render(d: &ReportData) -> String {
-    let e = &d.experiment;
+pub struct Html;
+
+impl Render for Html {
+    fn render(&self, d: &Report) -> anyhow::Result<String> {
+        Ok(render(d))
+    }
+}
+
+fn render(d: &Report) -> String {
     let mut s = String::new();
+    let title = d.title();
     let _ = write!(
         s,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
-<meta name=\"viewport\" content=\"width=device-width\"><title>abperf experiment {} {}</title><style>{STYLE}</style></head><body>\n",
-        e.id,
-        esc(&e.name)
+<meta name=\"viewport\" content=\"width=device-width\"><title>abperf {}</title><style>{STYLE}</style></head><body>\n",
+        esc(&title)
     );
+    match d.data.experiment() {
+        Some(e) => {
+            let _ = writeln!(
+                s,
+                "<h1>Experiment {}: <span class=\"name\">{}</span></h1>",
+                e.id,
+                esc(&e.name)
+            );
+            let _ = write!(
+                s,
+                "<p>{} experiment, {}, created {}; ",
+                esc(e.kind.as_str()),
+                esc(e.status.as_str()),
+                esc(&e.created),
+            );
+        }
+        None => {
+            let _ = writeln!(s, "<h1>{}</h1>", esc(&title));
+            s.push_str("<p>");
+        }
+    }
     let _ = writeln!(
         s,
-        "<h1>Experiment {}: <span class=\"name\">{}</span></h1>",
-        e.id,
-        esc(&e.name)
-    );
-    let _ = writeln!(
-        s,
-        "<p>{} experiment, {}, created {}; {} variant(s), {} run(s), {} analysed (n={}); {}.</p>",
-        esc(&e.kind),
-        esc(e.status.as_str()),
-        esc(&e.created),
-        d.variants.len(),
-        d.runs.len(),
-        d.analysed_runs(),
-        esc(&n_text(d)),
+        "{} variant(s), {} run(s), {} analysed (n={}); {}.</p>",
+        d.data.variants.len(),
+        d.data.runs.len(),
+        d.data.counted_total(),
+        esc(&d.n_text()),
         esc(&d.order_text())
     );
 
     // Verdicts.
-    let _ = writeln!(
-        s,
-        "<h2>Verdicts</h2><p class=\"note\">Baseline <b>{}</b>, alpha {}, metric {}.</p><ul id=\"verdicts\">",
-        esc(d.variant_name(d.baseline)),
-        d.alpha,
-        esc(&d.selected.join(", "))
-    );
-    for v in &d.verdicts {
+    if d.analysis.is_some() {
+        let _ = writeln!(
+            s,
+            "<h2>Verdicts</h2><p class=\"note\">Baseline <b>{}</b>, alpha {}, metric {}.</p><ul id=\"verdicts\">",
+            esc(d.baseline()),
+            d.alpha(),
+            esc(&d.selected().join(", "))
+        );
+    } else {
+        s.push_str("<h2>Verdicts</h2><ul id=\"verdicts\">");
+    }
+    for v in d.comparisons() {
         let _ = writeln!(
             s,
             "<li class=\"verdict\">{}: {}</li>",
@@ -63,7 +86,7 @@ pub fn render(d: &ReportData) -> String {
             esc(&v.line)
         );
     }
-    for n in &d.verdict_notes {
+    for n in &d.verdict_notes() {
         let _ = writeln!(s, "<li class=\"note\">{}</li>", esc(n));
     }
     s.push_str("</ul>\n");
@@ -80,19 +103,19 @@ pub fn render(d: &ReportData) -> String {
         let _ = write!(
             s,
             "<h2>Variants</h2><details><summary>{} configuration(s)</summary>",
-            d.variants.len()
+            d.data.variants.len()
         );
     } else {
         s.push_str("<h2>Variants</h2>");
     }
     s.push_str("<table id=\"variants\"><tr><th class=\"l\">variant</th><th class=\"l\">command</th><th class=\"l\">parameters</th><th>runs</th></tr>\n");
-    for (i, v) in d.variants.iter().enumerate() {
+    for (i, v) in d.data.variants.iter().enumerate() {
         let params: Vec<String> = v
             .parameters
             .iter()
             .map(|(k, val)| format!("{k}={val}"))
             .collect();
-        let n = d.runs.iter().filter(|r| r.variant == v.position).count();
+        let n = d.data.runs.iter().filter(|r| r.variant == i).count();
         let _ = writeln!(
             s,
             "<tr><td class=\"l\"><span class=\"swatch\" style=\"background:{}\"></span><span class=\"variant-name\">{}</span></td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{n}</td></tr>",
@@ -113,39 +136,26 @@ pub fn render(d: &ReportData) -> String {
         let _ = writeln!(
             s,
             "<h2>Trace tables</h2><pre class=\"trace\">{}</pre>",
-            esc(&t.text)
+            esc(&super::trace::text(&t.info, &t.tables, super::Which::All))
         );
     }
     runs_and_provenance(&mut s, d);
     s
 }
 
-/// Runs per variant: "12+12", or for a micro experiment whose configurations all have the same
-/// counts "101 per configuration" or "31 to 2001 per configuration" (hundreds of them otherwise run off the page).
-fn n_text(d: &ReportData) -> String {
-    let n = d.n_text();
-    let counts: Vec<u64> = n.split('+').filter_map(|p| p.parse().ok()).collect();
-    match (counts.iter().min(), counts.iter().max()) {
-        (Some(lo), Some(hi)) if d.micro.is_some() && counts.len() > 1 => {
-            if lo == hi {
-                format!("{lo} per configuration")
-            } else {
-                format!("{lo} to {hi} per configuration")
-            }
-        }
-        _ => n,
-    }
-}
-
 /// The summary table, run-order and distribution plots (one column and one row per variant:
 /// left out for micro experiments, whose hundreds of configurations get curves and a table).
-fn summary_and_plots(s: &mut String, d: &ReportData) {
+fn summary_and_plots(s: &mut String, d: &Report) {
     // Summary table.
-    let base = d.variant_name(d.baseline).to_string();
+    let base = if d.analysis.is_some() {
+        d.baseline().to_string()
+    } else {
+        d.variant_name(0).to_string()
+    };
     s.push_str("<h2>Summary</h2><p class=\"note\">Mean ± perf stat's figure (SD/√n/mean); change of the mean against the baseline.</p><table id=\"summary\"><tr><th class=\"l\">metric</th>");
-    for v in &d.variants {
+    for v in &d.data.variants {
         let _ = write!(s, "<th>{}</th>", esc(&v.name));
-        if v.position != d.baseline {
+        if v.name != base {
             s.push_str("<th>change</th>");
         }
     }
@@ -160,7 +170,7 @@ fn summary_and_plots(s: &mut String, d: &ReportData) {
             esc(&unit)
         );
         let bmean = d.description(&base, &m.name).map(|x| x.mean);
-        for v in &d.variants {
+        for v in &d.data.variants {
             let desc = d.description(&v.name, &m.name);
             let cell = desc
                 .map(|x| {
@@ -173,7 +183,7 @@ fn summary_and_plots(s: &mut String, d: &ReportData) {
                 })
                 .unwrap_or_default();
             let _ = write!(s, "<td>{}</td>", esc(&cell));
-            if v.position != d.baseline {
+            if v.name != base {
                 let ch = match (bmean, desc) {
                     (Some(a), Some(b)) => change_pct(a, b.mean),
                     _ => String::new(),
@@ -191,7 +201,7 @@ fn summary_and_plots(s: &mut String, d: &ReportData) {
     } else {
         s.push_str("<h2>Run order</h2><p class=\"note\">Each point is a run at its place in the schedule, coloured by variant: drift and interleaving show at a glance.</p>\n");
     }
-    for m in &d.selected {
+    for m in &d.selected() {
         if let Some(p) = svg::run_order(d, m) {
             s.push_str(&p);
             s.push('\n');
@@ -206,21 +216,20 @@ fn summary_and_plots(s: &mut String, d: &ReportData) {
 }
 
 /// The raw runs (collapsed) and the provenance line; closes the page.
-fn runs_and_provenance(s: &mut String, d: &ReportData) {
-    let e = &d.experiment;
+fn runs_and_provenance(s: &mut String, d: &Report) {
     // Raw runs.
-    let names: Vec<&str> = d.metrics.iter().map(|m| m.name.as_str()).collect();
+    let names: Vec<&str> = d.data.metrics.iter().map(|m| m.name.as_str()).collect();
     let _ = write!(
         s,
         "<h2>Runs</h2><details><summary>{} stored run(s), raw values</summary><table id=\"runs\"><tr><th>seq</th><th class=\"l\">variant</th><th class=\"l\">status</th><th>exit</th>",
-        d.runs.len()
+        d.data.runs.len()
     );
     for n in &names {
         let _ = write!(s, "<th>{}</th>", esc(n));
     }
     s.push_str("<th class=\"l\">source</th></tr>\n");
-    for r in d.runs.iter().take(MAX_RUN_ROWS) {
-        let status = if r.analysed {
+    for r in d.data.runs.iter().take(MAX_RUN_ROWS) {
+        let status = if r.counts() {
             r.status.as_str().to_string()
         } else {
             format!("{} (not analysed)", r.status.as_str())
@@ -234,16 +243,12 @@ fn runs_and_provenance(s: &mut String, d: &ReportData) {
             s,
             "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>",
             r.seq,
-            esc(&r.variant_name),
+            esc(d.variant_name(r.variant)),
             esc(&status),
             esc(&exit)
         );
         for n in &names {
-            let v = r
-                .metrics
-                .get(*n)
-                .map(|v| format!("{v}"))
-                .unwrap_or_default();
+            let v = r.value(n).map(|v| format!("{v}")).unwrap_or_default();
             let _ = write!(s, "<td>{}</td>", esc(&v));
         }
         let src = r
@@ -254,32 +259,40 @@ fn runs_and_provenance(s: &mut String, d: &ReportData) {
         let _ = writeln!(s, "<td class=\"l\">{}</td></tr>", esc(&src));
     }
     s.push_str("</table>");
-    if d.runs.len() > MAX_RUN_ROWS {
+    if d.data.runs.len() > MAX_RUN_ROWS {
         let _ = write!(
             s,
             "<p class=\"note\">The first {MAX_RUN_ROWS} of {} runs; --format csv or json has them all.</p>",
-            d.runs.len()
+            d.data.runs.len()
         );
     }
     s.push_str("</details>\n");
 
     // Provenance.
-    let cmd = e.command_line.join(" ");
+    let cmd = d
+        .data
+        .experiments
+        .iter()
+        .map(|e| shell_words::join(&e.command_line))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let tests = d.tests();
+    let files = d.files();
     let _ = writeln!(
         s,
         "<h2>Provenance</h2><p class=\"prov\">abperf {}; made by <code>{}</code>; {}; tests: {}; {}; data sha256 <code>{}</code>.</p>",
         esc(&d.tool_version),
         esc(&cmd),
         esc(&d.machine_text()),
-        if d.tests.is_empty() {
+        if tests.is_empty() {
             "none".to_string()
         } else {
-            esc(&d.tests)
+            esc(&tests)
         },
-        if d.sources.is_empty() {
+        if files.is_empty() {
             String::new()
         } else {
-            format!("imported from {}", esc(&d.sources.join(", ")))
+            format!("imported from {}", esc(&files.join(", ")))
         },
         esc(&d.data_sha256)
     );
@@ -395,9 +408,8 @@ mod tests {
 
     #[test]
     fn micro_experiment_gets_curves_not_summary() {
-        use crate::micro::harness::Summary;
+        use crate::model::{MicroFinding, Summary};
         use crate::report::micro::{MicroData, MicroRow};
-        use crate::store::MicroFinding;
         let mut d = sample_named("A", "B");
         let row = |op: &str, range: &str, n: u64| MicroRow {
             variant: format!("tlb-flush/{op}/{range}/n={n}"),
@@ -407,8 +419,10 @@ mod tests {
             remote: None,
             pages: n,
             per: "call".into(),
+            params: Default::default(),
             cycles: Summary::of(&[n as f64 * 100.0, n as f64 * 110.0]),
             ns: Summary::of(&[n as f64 * 40.0]),
+            core_cycles: Summary::default(),
         };
         let mut rows: Vec<MicroRow> = [1, 2, 4, 33, 64]
             .iter()
@@ -422,8 +436,10 @@ mod tests {
             remote: None,
             pages: 1,
             per: "call".into(),
+            params: Default::default(),
             cycles: Summary::of(&[300.0, 310.0, 320.0]),
             ns: Summary::of(&[100.0]),
+            core_cycles: Summary::default(),
         });
         d.micro = Some(MicroData {
             rows,
@@ -434,6 +450,7 @@ mod tests {
                 unit: "pages".into(),
                 text: "madvise: knee after 33 pages".into(),
             }],
+            design: serde_json::Value::Null,
         });
         let h = super::render(&d);
         assert_eq!(h.matches("class=\"plot micro-curve").count(), 2);

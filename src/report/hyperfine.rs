@@ -3,45 +3,58 @@
 //! in seconds (analysed runs only); `user`/`system` are the means of `user_ns`/`sys_ns` (or the imported hyperfine
 //! means), null when unknown; `exit_codes` is null for a run killed by a signal and 0 for an ok run with no recorded code.
 
-use super::ReportData;
-use super::describe;
-use crate::store::RunStatus;
+use super::{Render, Report};
+use crate::model::RunStatus;
+use crate::model::describe::describe;
 use serde_json::{Value, json};
 
-fn time_metric(d: &ReportData) -> Option<&str> {
-    d.selected
-        .iter()
-        .map(String::as_str)
-        .find(|m| d.metric(m).is_some_and(|i| i.unit == "ns"))
-        .or_else(|| d.metric("wall_ns").map(|m| m.name.as_str()))
+pub struct Hyperfine;
+
+impl Render for Hyperfine {
+    fn render(&self, d: &Report) -> anyhow::Result<String> {
+        let mut s = serde_json::to_string_pretty(&value(d)?)?;
+        s.push('\n');
+        Ok(s)
+    }
 }
 
-pub fn value(d: &ReportData) -> anyhow::Result<Value> {
+fn time_metric(d: &Report) -> Option<String> {
+    d.selected()
+        .into_iter()
+        .find(|m| d.metric(m).is_some_and(|i| i.unit == "ns"))
+        .or_else(|| d.metric("wall_ns").map(|m| m.name.clone()))
+}
+
+pub fn value(d: &Report) -> anyhow::Result<Value> {
     let metric = time_metric(d).ok_or_else(|| {
         crate::error::usage(
             "hyperfine-json needs a time metric in ns (e.g. wall_ns); choose one with --metric",
         )
     })?;
     let mut results = Vec::new();
-    for v in &d.variants {
+    for (pos, v) in d.data.variants.iter().enumerate() {
         let runs: Vec<_> = d
-            .runs
-            .iter()
-            .filter(|r| r.analysed && r.variant == v.position && r.metrics.contains_key(metric))
+            .data
+            .counted(pos)
+            .filter(|r| r.value(&metric).is_some())
             .collect();
-        let times: Vec<f64> = runs.iter().map(|r| r.metrics[metric] / 1e9).collect();
-        let Some(desc) = describe(&v.name, metric, &times) else {
+        let times: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| r.value(&metric))
+            .map(|x| x / 1e9)
+            .collect();
+        let Some(desc) = describe(&times) else {
             continue;
         };
         let mean_of = |m: &str, summary: &str| -> Value {
             let xs: Vec<f64> = runs
                 .iter()
-                .filter_map(|r| r.metrics.get(m))
+                .filter_map(|r| r.value(m))
                 .map(|x| x / 1e9)
                 .collect();
             if xs.len() == runs.len() && !xs.is_empty() {
                 json!(xs.iter().sum::<f64>() / xs.len() as f64)
-            } else if let Some(s) = v.import_summary.get(summary) {
+            } else if let Some(s) = v.summary.get(summary) {
                 json!(s.value / 1e9)
             } else {
                 Value::Null
@@ -79,12 +92,6 @@ pub fn value(d: &ReportData) -> anyhow::Result<Value> {
     Ok(json!({ "results": results }))
 }
 
-pub fn render(d: &ReportData) -> anyhow::Result<String> {
-    let mut s = serde_json::to_string_pretty(&value(d)?)?;
-    s.push('\n');
-    Ok(s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::testdata::sample;
@@ -92,7 +99,7 @@ mod tests {
     #[test]
     fn hyperfine_schema_round_trips_through_the_importer() {
         let d = sample();
-        let text = super::render(&d).unwrap();
+        let text = super::super::Render::render(&super::Hyperfine, &d).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let r0 = &v["results"][0];
         assert_eq!(r0["times"].as_array().unwrap().len(), 8);
@@ -106,6 +113,6 @@ mod tests {
         // Our own hyperfine importer reads it back.
         let imp = crate::import::hyperfine::parse("x.json", &text).unwrap();
         assert_eq!(imp.variants.len(), 2);
-        assert_eq!(imp.variants[1].runs.len(), 8);
+        assert_eq!(imp.runs_at(1).len(), 8);
     }
 }

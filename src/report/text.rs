@@ -1,52 +1,134 @@
-//! `--format text`: a perf-stat-like block per variant (mean and the "( +- x% )" standard error
-//! of the mean relative to the mean), then the verdicts.
+//! `--format text`: what a terminal shows. The [`View`] picks the layout: `report`'s
+//! perf-stat-like blocks and verdicts, `compare`'s detailed comparisons, `show`'s listing of an
+//! experiment, the tables of a trace capture or a micro suite, the end of `run`.
 
-use super::ReportData;
 use super::fmt::{metric_scale, one_line};
+use super::{Render, Report, View, perfstat};
 use std::fmt::Write;
 
-pub fn render(d: &ReportData) -> String {
+pub struct Text;
+
+impl Render for Text {
+    fn render(&self, r: &Report) -> anyhow::Result<String> {
+        Ok(match r.view {
+            View::Report | View::Export => report(r),
+            View::Compare => super::compare::text(r),
+            View::Show { runs } => show(r, runs),
+            View::Trace(which) => match &r.trace {
+                Some(t) => super::trace::text(&t.info, &t.tables, which),
+                None => report(r),
+            },
+            View::Micro => match &r.micro {
+                Some(m) => super::micro::text(r, m),
+                None => report(r),
+            },
+            View::RunEnd => run_end(r),
+        })
+    }
+}
+
+/// The verdict lines, one per comparison (prefixed with the metric when `name` or when there are
+/// several), then the notes.
+fn verdict_lines(r: &Report, name: bool) -> Vec<String> {
+    let many = name || r.selected().len() > 1;
+    let mut out: Vec<String> = r
+        .comparisons()
+        .iter()
+        .map(|c| {
+            if many {
+                format!("{}: {}", one_line(&c.metric), one_line(&c.line))
+            } else {
+                one_line(&c.line)
+            }
+        })
+        .collect();
+    out.extend(r.verdict_notes().iter().map(|n| one_line(n)));
+    out
+}
+
+/// The end of `abperf run`: a perf-stat block per variant, then the verdict lines.
+fn run_end(r: &Report) -> String {
     let mut s = String::new();
-    let e = &d.experiment;
-    let _ = writeln!(
-        s,
-        "Experiment {} \"{}\" ({}, {}, created {})",
-        e.id,
-        one_line(&e.name),
-        e.kind,
-        e.status.as_str(),
-        e.created
-    );
+    for pos in 0..r.data.variants.len() {
+        let _ = writeln!(s, "{}", perfstat::variant_block(&r.data, pos));
+    }
+    let lines = verdict_lines(r, false);
+    for l in &lines {
+        let _ = writeln!(s, "{l}");
+    }
+    if !lines.is_empty() {
+        let _ = writeln!(s);
+    }
+    s
+}
+
+fn header(s: &mut String, r: &Report) {
+    match r.data.experiment() {
+        Some(e) => {
+            let _ = writeln!(
+                s,
+                "Experiment {} \"{}\" ({}, {}, created {})",
+                e.id,
+                one_line(&e.name),
+                e.kind.as_str(),
+                e.status.as_str(),
+                e.created
+            );
+        }
+        None => {
+            let _ = writeln!(s, "{}", one_line(&r.title()));
+        }
+    }
     let _ = writeln!(
         s,
         "  {} variant(s), {} run(s), {} analysed (n={}); {}",
-        d.variants.len(),
-        d.runs.len(),
-        d.analysed_runs(),
-        d.n_text(),
-        d.order_text()
+        r.data.variants.len(),
+        r.data.runs.len(),
+        r.data.counted_total(),
+        r.n_text(),
+        r.order_text()
     );
-    if !d.sources.is_empty() {
-        let _ = writeln!(s, "  imported from {}", one_line(&d.sources.join(", ")));
+    let files = r.files();
+    if !files.is_empty() {
+        let _ = writeln!(s, "  imported from {}", one_line(&files.join(", ")));
     }
-    for v in &d.variants {
+}
+
+fn footer(s: &mut String, r: &Report) {
+    let _ = writeln!(s, "{}", one_line(&r.machine_text()));
+    let tests = r.tests();
+    if !tests.is_empty() {
+        let _ = writeln!(s, "tests: {tests}");
+    }
+    let _ = writeln!(
+        s,
+        "abperf {}, data sha256 {}",
+        r.tool_version, r.data_sha256
+    );
+}
+
+/// `abperf report --format text`.
+fn report(r: &Report) -> String {
+    let mut s = String::new();
+    header(&mut s, r);
+    for (pos, v) in r.data.variants.iter().enumerate() {
         let _ = writeln!(s);
         let _ = writeln!(
             s,
             " Performance summary for '{}' ({}):",
             one_line(&v.name),
-            d.runs_text(v.position)
+            r.runs_text(pos)
         );
         if let Some(c) = &v.command {
             let _ = writeln!(s, "   command: {}", one_line(c));
         }
         let _ = writeln!(s);
-        for m in d.main_metrics() {
-            let Some(desc) = d.description(&v.name, &m.name) else {
+        for m in r.main_metrics() {
+            let Some(desc) = r.description(&v.name, &m.name) else {
                 continue;
             };
-            let sc = metric_scale(d, &m.name);
-            let pm = d
+            let sc = metric_scale(r, &m.name);
+            let pm = r
                 .pm_pct(&v.name, &m.name)
                 .map(|p| format!("( +- {p:>5.2}% )"))
                 .unwrap_or_default();
@@ -58,64 +140,185 @@ pub fn render(d: &ReportData) -> String {
                 one_line(&m.name)
             );
         }
-        for (k, sv) in &v.import_summary {
+        for (k, sv) in &v.summary {
             let sc = super::fmt::scale_for(&sv.unit, sv.value);
             let _ = writeln!(
                 s,
                 "  {:>16} {:<4} {:<24} (as imported, no per-run values)",
                 sc.num(sv.value),
                 sc.unit_label(&sv.unit),
-                k
+                one_line(k)
             );
         }
     }
     let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "Verdicts (baseline '{}', alpha {}, metric {}):",
-        one_line(d.variant_name(d.baseline)),
-        d.alpha,
-        one_line(&d.selected.join(", "))
-    );
-    for v in &d.verdicts {
-        let _ = writeln!(s, "  {}: {}", one_line(&v.metric), one_line(&v.line));
-    }
-    for n in &d.verdict_notes {
-        let _ = writeln!(s, "  {}", one_line(n));
-    }
-    let _ = writeln!(s);
-    if let Some(t) = &d.trace {
-        let _ = writeln!(s, "Trace tables:\n{}", t.text.trim_end());
-        let _ = writeln!(s);
-    }
-    if let Some(m) = &d.micro {
+    if r.analysis.is_some() {
         let _ = writeln!(
             s,
-            "Micro configurations (cycles):\n{}",
-            m.text_table().trim_end()
+            "Verdicts (baseline '{}', alpha {}, metric {}):",
+            one_line(r.baseline()),
+            r.alpha(),
+            one_line(&r.selected().join(", "))
+        );
+    } else {
+        let _ = writeln!(s, "Verdicts:");
+    }
+    for l in verdict_lines(r, true) {
+        let _ = writeln!(s, "  {l}");
+    }
+    let _ = writeln!(s);
+    if let Some(t) = &r.trace {
+        let _ = writeln!(
+            s,
+            "Trace tables:\n{}",
+            super::trace::text(&t.info, &t.tables, super::Which::All).trim_end()
         );
         let _ = writeln!(s);
     }
-    let _ = writeln!(s, "{}", one_line(&d.machine_text()));
-    if !d.tests.is_empty() {
-        let _ = writeln!(s, "tests: {}", d.tests);
+    if let Some(m) = &r.micro {
+        let _ = writeln!(s, "{}", super::micro::text(r, m).trim_end());
+        let _ = writeln!(s);
+    }
+    footer(&mut s, r);
+    s
+}
+
+fn field(env: &serde_json::Value, key: &str) -> String {
+    match &env[key] {
+        serde_json::Value::Null => "(not available)".into(),
+        serde_json::Value::String(s) => one_line(s),
+        v => one_line(&v.to_string()),
+    }
+}
+
+/// `abperf show`: the experiment, its design and environment, variants and knobs, a perf-stat
+/// block per variant; every run with `--runs`.
+fn show(r: &Report, runs: bool) -> String {
+    let mut s = String::new();
+    let Some(e) = r.data.experiment() else {
+        return report(r);
+    };
+    let _ = writeln!(s, "experiment {}: {}", e.id, one_line(&e.name));
+    let _ = writeln!(
+        s,
+        "  kind {}, status {}, created {}",
+        e.kind.as_str(),
+        e.status.as_str(),
+        e.created
+    );
+    let _ = writeln!(
+        s,
+        "  command: {}",
+        one_line(&shell_words::join(&e.command_line))
+    );
+    if let Some(seed) = e.seed {
+        let _ = writeln!(
+            s,
+            "  seed {seed}, {} of {} scheduled runs stored",
+            r.data.runs.len(),
+            r.data.planned
+        );
+    }
+    let _ = writeln!(s, "  design: {}", one_line(&e.design.to_string()));
+    let env = &e.environment;
+    let _ = writeln!(s, "environment:");
+    for key in [
+        "kernel",
+        "cmdline",
+        "cpu_model",
+        "cpu_count",
+        "mem_total_kib",
+        "thp_enabled",
+        "cpufreq_governor",
+        "clocksource",
+        "hostname",
+        "abperf_version",
+    ] {
+        let _ = writeln!(s, "  {key:<18} {}", field(env, key));
     }
     let _ = writeln!(
         s,
-        "abperf {}, data sha256 {}",
-        d.tool_version, d.data_sha256
+        "  {:<18} {}",
+        "virtualization",
+        one_line(&env["virtualization"].to_string())
     );
+    let _ = writeln!(s, "variants:");
+    for (pos, v) in r.data.variants.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "  [{pos}] {}: {}",
+            one_line(&v.name),
+            one_line(v.command.as_deref().unwrap_or("-"))
+        );
+        for k in &v.knobs {
+            let _ = writeln!(
+                s,
+                "      knob {} = {} (original: {})",
+                one_line(&k.path),
+                one_line(&k.value),
+                one_line(k.original.as_deref().unwrap_or("not recorded"))
+            );
+        }
+    }
+    let _ = writeln!(s);
+    if let Some(m) = &r.micro {
+        let _ = writeln!(s, "{}", super::micro::text(r, m).trim_end());
+    } else {
+        for pos in 0..r.data.variants.len() {
+            let _ = writeln!(s, "{}", perfstat::variant_block(&r.data, pos));
+        }
+    }
+    if runs {
+        let w = r
+            .data
+            .variants
+            .iter()
+            .map(|v| one_line(&v.name).chars().count())
+            .max()
+            .unwrap_or(7)
+            .clamp(7, 60);
+        let _ = writeln!(
+            s,
+            "{:>5}  {:<w$} {:<7} {:<8} {:>14} {:>12} {:>12} {:>12}",
+            "seq", "variant", "warmup", "status", "wall", "user", "sys", "maxrss KiB"
+        );
+        for run in &r.data.runs {
+            let t = |k: &str| {
+                run.value(k)
+                    .map(|x| {
+                        let (n, u) = perfstat::human(x, "ns");
+                        format!("{n} {u}")
+                    })
+                    .unwrap_or_default()
+            };
+            let _ = writeln!(
+                s,
+                "{:>5}  {:<w$} {:<7} {:<8} {:>14} {:>12} {:>12} {:>12}",
+                run.seq,
+                super::fmt::truncate(&one_line(r.variant_name(run.variant)), w),
+                if run.warmup { "yes" } else { "" },
+                run.status.as_str(),
+                t("wall_ns"),
+                t("user_ns"),
+                t("sys_ns"),
+                run.value("maxrss_kib")
+                    .map(|x| format!("{x:.0}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
     s
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::testdata::sample;
+    use super::*;
 
     #[test]
     fn perf_stat_like_blocks() {
         let d = sample();
-        let t = super::render(&d);
+        let t = Text.render(&d).unwrap();
         assert!(t.contains(" Performance summary for 'A' (8 runs):"), "{t}");
         assert!(t.contains("user_ns"), "{t}");
         assert!(t.contains("( +- "), "{t}");
@@ -127,6 +330,26 @@ mod tests {
             t.contains("Verdicts (baseline 'A', alpha 0.05, metric user_ns):"),
             "{t}"
         );
+        assert!(t.contains(&d.data_sha256), "{t}");
         assert!(!t.contains("NaN"), "{t}");
+    }
+
+    #[test]
+    fn views() {
+        let mut d = sample();
+        d.view = View::Show { runs: true };
+        let t = Text.render(&d).unwrap();
+        assert!(t.starts_with("experiment 7: tlb <flush> & co"), "{t}");
+        assert_eq!(t.lines().filter(|l| l.contains(" ok ")).count(), 16, "{t}");
+        d.view = View::Compare;
+        let t = Text.render(&d).unwrap();
+        assert!(t.starts_with("user_ns: B vs A (baseline)"), "{t}");
+        assert!(t.contains(&format!("sha256 {}", d.data_sha256)), "{t}");
+        d.view = View::RunEnd;
+        let t = Text.render(&d).unwrap();
+        assert!(
+            t.contains(" Variant 'B' (8 runs):") && t.contains("B is "),
+            "{t}"
+        );
     }
 }

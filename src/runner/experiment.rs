@@ -12,7 +12,8 @@ use super::spawn::{self, Exit, SpawnOptions};
 use crate::design::{Order, substitute};
 use crate::measure::counters::{EventSpec, parse_event};
 use crate::measure::rusage;
-use crate::store::{Metric, NewRun, RunStatus, Slot, Store, Variant};
+use crate::model::{Metric, Run, RunStatus, Slot, Variant};
+use crate::store::Store;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -170,7 +171,7 @@ pub fn execute(
     // First, so that commands resolve in the --tmpfs-copy directory.
     let mut noise = Noise::start(&cfg.noise, cfg.seed)?;
     let prep = prepare(cfg, variants)?;
-    let done: BTreeSet<u32> = store.runs(exp_id)?.iter().map(|r| r.seq).collect();
+    let done: BTreeSet<u32> = store.done_seqs(exp_id)?;
     let todo: Vec<&Slot> = schedule.iter().filter(|s| !done.contains(&s.seq)).collect();
     let mut timed_done: BTreeMap<usize, u32> = BTreeMap::new();
     for s in schedule
@@ -229,18 +230,23 @@ pub fn execute(
                 Exit::Signal(s) => (RunStatus::Failed, None, Some(s)),
                 Exit::TimedOut => (RunStatus::Timeout, None, Some(libc::SIGKILL)),
             };
-            store.commit_run(&NewRun {
-                experiment_id: exp_id,
-                variant: slot.variant,
-                seq: slot.seq,
-                warmup: slot.warmup,
-                status,
-                exit_code,
-                signal,
-                started_ns,
-                ended_ns,
-                metrics,
-            })?;
+            store.commit_run(
+                exp_id,
+                &Run {
+                    variant: slot.variant,
+                    seq: slot.seq,
+                    warmup: slot.warmup,
+                    block: slot.block,
+                    status,
+                    exit_code,
+                    signal,
+                    started_ns,
+                    ended_ns,
+                    excluded: None,
+                    metrics,
+                    source: None,
+                },
+            )?;
             if !slot.warmup {
                 *timed_done.entry(slot.variant).or_default() += 1;
             }

@@ -17,8 +17,9 @@
 
 use super::knobs::KnobGuard;
 use super::signals;
-use crate::doctor::Setting;
-use crate::store::{Store, TuneRecord};
+use crate::model::Setting;
+use crate::model::TuneRecord;
+use crate::store::Store;
 use anyhow::Context;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -552,7 +553,7 @@ mod tests {
         )
         .unwrap();
         let session = store
-            .tune_session(crate::store::SOURCE_RUN, Some(9))
+            .tune_session(crate::model::tune::SOURCE_RUN, Some(9))
             .unwrap();
         apply_tune(&mut store, &mut guard, &settings, session).unwrap();
         assert_eq!(std::fs::read_to_string(&knob).unwrap(), "never");

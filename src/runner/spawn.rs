@@ -7,7 +7,7 @@ use super::command::Prepared;
 use super::cpuset::CpuSet;
 use super::signals;
 use crate::measure::counters::{Counters, EventSpec};
-use crate::store::Metric;
+use crate::model::Metric;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};

@@ -1,93 +1,28 @@
-//! The data a comparison reads (variants, their runs and metrics, from a store or from files)
-//! and the analysis shared by `abperf compare`, `abperf run`'s closing verdicts and `abperf
-//! report`: every variant against the baseline on every metric, corrected across the family.
-//! Pure computation: loading the data is the command layer's job.
+//! The analysis shared by `abperf compare`, `abperf run`'s closing verdicts and `abperf report`:
+//! every variant against the baseline on every metric of a [`Dataset`], corrected across the
+//! family. Pure computation: loading the data is the store's job, printing it the report's.
 
 use super::compare::{Comparison, Options, Sample, apply_correction, compare};
-use super::direction::higher_is_better;
 use super::multiple::Correction;
 use super::outliers;
-use crate::error::usage;
-use std::collections::BTreeMap;
+use crate::model::{Dataset, Direction};
+use serde::Serialize;
 
-/// One measured run of a variant.
-#[derive(Debug, Clone)]
-pub struct RunData {
-    /// Position in the experiment's schedule; `None` for file input.
-    pub seq: Option<f64>,
-    /// Duration of the run in ns, when stored.
-    pub duration_ns: Option<f64>,
-    pub metrics: BTreeMap<String, f64>,
-}
-
-#[derive(Debug, Clone)]
-pub struct VariantData {
-    pub name: String,
-    pub runs: Vec<RunData>,
-}
-
-/// Everything a comparison reads.
-#[derive(Debug, Clone, Default)]
-pub struct Dataset {
-    pub variants: Vec<VariantData>,
-    pub units: BTreeMap<String, String>,
-    /// Environment snapshot (store input).
-    pub environment: Option<serde_json::Value>,
-    pub design: Option<serde_json::Value>,
-    pub seed: Option<u64>,
-    /// Where the data came from, for the provenance footer.
-    pub source: String,
-    /// Runs left out (warm-ups, failed, excluded), for the report.
-    pub left_out: usize,
-}
-
-impl Dataset {
-    /// Metric names present in the runs, in name order.
-    pub fn metric_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .variants
-            .iter()
-            .flat_map(|v| v.runs.iter().flat_map(|r| r.metrics.keys().cloned()))
-            .collect();
-        names.sort();
-        names.dedup();
-        names
-    }
-
-    pub fn unit(&self, metric: &str) -> &str {
-        self.units.get(metric).map(String::as_str).unwrap_or("")
-    }
-
-    /// Position of the variant called `name`.
-    pub fn position(&self, name: &str) -> anyhow::Result<usize> {
-        self.variants
-            .iter()
-            .position(|v| v.name == name)
-            .ok_or_else(|| {
-                let names: Vec<&str> = self.variants.iter().map(|v| v.name.as_str()).collect();
-                usage(format!(
-                    "no variant named '{name}' (variants: {})",
-                    names.join(", ")
-                ))
-            })
-    }
-}
-
-/// Values (and run order when every run has one) of `metric` for one variant; with
-/// `without_outliers`, Tukey outliers are left out and counted in `removed`.
+/// Values of `metric` for variant `pos` over its counted runs, and their run order when the
+/// dataset has one; with `without_outliers`, Tukey outliers are left out and counted in
+/// `removed`.
 fn series(
-    v: &VariantData,
+    ds: &Dataset,
+    pos: usize,
     metric: &str,
     without_outliers: bool,
     removed: &mut usize,
 ) -> (Vec<f64>, Option<Vec<f64>>) {
-    let runs: Vec<_> = v
-        .runs
-        .iter()
-        .filter_map(|r| r.metrics.get(metric).map(|&x| (x, r.seq)))
-        .collect();
-    let values: Vec<f64> = runs.iter().map(|r| r.0).collect();
-    let order = runs.iter().map(|r| r.1).collect::<Option<Vec<f64>>>();
+    let pairs = ds.values_with_seq(pos, metric);
+    let values: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    let order = ds
+        .ordered
+        .then(|| pairs.iter().map(|p| p.1 as f64).collect::<Vec<f64>>());
     if !without_outliers {
         return (values, order);
     }
@@ -99,15 +34,27 @@ fn series(
     )
 }
 
-/// The analysis behind `compare` and `verdict_lines`.
+/// The comparisons of one dataset.
+#[derive(Debug, Clone, Serialize)]
 pub struct Analysis {
     pub comparisons: Vec<Comparison>,
+    /// Metrics or variants that could not be compared, with the reason.
     pub skipped: Vec<String>,
     pub outliers_removed: usize,
+    /// Size of the family the correction was made over.
     pub m: usize,
+    /// Baseline variant name.
+    pub baseline: String,
+    pub metrics: Vec<String>,
+    pub correction: String,
+    /// The tests run, in words, for method lines and footers.
+    pub tests: String,
+    pub options: Options,
+    pub without_outliers: bool,
 }
 
 /// Analysis settings that do not come from the data.
+#[derive(Debug, Clone)]
 pub struct Settings {
     pub baseline: usize,
     pub metrics: Vec<String>,
@@ -117,6 +64,18 @@ pub struct Settings {
     pub force_higher_is_better: bool,
 }
 
+/// The tests [`analyse`] runs, in words.
+fn tests_text(options: &Options) -> String {
+    let mut tests = String::from(
+        "Welch t-test with Fieller 95% CI of the ratio (primary; ANCOVA with run index when drift is found), Mann-Whitney U, Hodges-Lehmann",
+    );
+    if options.resamples > 0 {
+        tests += ", BCa bootstrap of mean/median/SD ratios";
+    }
+    tests += ", Brown-Forsythe, Mann-Kendall (within variants), TOST";
+    tests
+}
+
 /// Compare every variant with the baseline on every metric, then correct across the family.
 pub fn analyse(ds: &Dataset, s: &Settings) -> Analysis {
     let mut comps = Vec::new();
@@ -124,17 +83,17 @@ pub fn analyse(ds: &Dataset, s: &Settings) -> Analysis {
     let mut removed = 0;
     let base = &ds.variants[s.baseline];
     for metric in &s.metrics {
-        let unit = ds.unit(metric);
+        let direction = Direction::of(metric, ds.unit(metric));
         let opts = Options {
-            higher_is_better: s.force_higher_is_better || higher_is_better(metric, unit),
+            higher_is_better: s.force_higher_is_better || direction.higher_is_better(),
             ..s.options.clone()
         };
-        let (a, oa) = series(base, metric, s.without_outliers, &mut removed);
+        let (a, oa) = series(ds, s.baseline, metric, s.without_outliers, &mut removed);
         for (i, v) in ds.variants.iter().enumerate() {
             if i == s.baseline {
                 continue;
             }
-            let (b, ob) = series(v, metric, s.without_outliers, &mut removed);
+            let (b, ob) = series(ds, i, metric, s.without_outliers, &mut removed);
             if a.is_empty() || b.is_empty() {
                 skipped.push(format!(
                     "{metric}: {} vs {}: no values stored",
@@ -162,5 +121,11 @@ pub fn analyse(ds: &Dataset, s: &Settings) -> Analysis {
         skipped,
         outliers_removed: removed,
         m,
+        baseline: base.name.clone(),
+        metrics: s.metrics.clone(),
+        correction: s.correction.name().to_string(),
+        tests: tests_text(&s.options),
+        options: s.options.clone(),
+        without_outliers: s.without_outliers,
     }
 }

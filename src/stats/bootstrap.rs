@@ -4,8 +4,8 @@
 //! `scipy.stats.bootstrap(..., method='BCa')` does for several samples.
 
 use super::StatsError;
-use super::describe::{mean, median_sorted, sd, sorted};
 use super::dist::{norm_cdf, norm_ppf};
+use crate::model::describe::{mean, median_sorted, sd, sorted};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::Serialize;
@@ -53,7 +53,7 @@ pub fn sd_ratio(a: &[f64], b: &[f64]) -> f64 {
 
 /// Percentile with linear interpolation of a sorted vector (numpy `percentile`).
 fn percentile_sorted(s: &[f64], q: f64) -> f64 {
-    super::describe::quantile_sorted(s, q)
+    crate::model::describe::quantile_sorted(s, q)
 }
 
 /// BCa acceleration from the per-sample jackknife (scipy's multi-sample formula).

@@ -3,7 +3,6 @@
 //! point; [`apply_correction`] adjusts a family of comparisons (several variants or metrics).
 
 use super::bootstrap::{self, Bootstrap};
-use super::describe::{Description, describe, variance};
 use super::drift::{self, Ancova, Drift};
 use super::equivalence::{self, Tost};
 use super::multiple::Correction;
@@ -14,6 +13,7 @@ use super::variance::{BrownForsythe, brown_forsythe};
 use super::verdict::{Evidence, Verdict, fmt_p};
 use super::welch::{self, RatioCi, Welch};
 use super::{StatsError, check_finite};
+use crate::model::describe::{Description, describe, variance};
 use serde::Serialize;
 
 /// Fewer runs per variant than this: description only (no rank test can reach p < 0.05).
@@ -157,6 +157,13 @@ pub struct Comparison {
     pub options: Options,
     pub evidence: Evidence,
     pub details: Details,
+}
+
+impl Comparison {
+    /// The primary p-value as reported: after the correction for the family, else as tested.
+    pub fn p(&self) -> Option<f64> {
+        self.p_adjusted.or(self.p_welch)
+    }
 }
 
 fn pair(ci: (f64, f64)) -> [f64; 2] {

@@ -5,8 +5,8 @@
 //! variant effect adjusted for a linear trend in the run index.
 
 use super::StatsError;
-use super::describe::{mean, median_sorted, sorted};
 use super::dist::{norm_sf, t_ppf, t_two_sided_p};
+use crate::model::describe::{mean, median_sorted, sorted};
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

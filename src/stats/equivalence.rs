@@ -4,9 +4,9 @@
 //! with "the (1 - 2 alpha) Fieller interval lies inside 1 +- D".
 
 use super::StatsError;
-use super::describe::mean;
 use super::dist::t_sf;
 use super::welch::welch_parts;
+use crate::model::describe::mean;
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -8,8 +8,6 @@
 pub mod analysis;
 pub mod bootstrap;
 pub mod compare;
-pub mod describe;
-pub mod direction;
 pub mod dist;
 pub mod drift;
 pub mod equivalence;
@@ -17,7 +15,6 @@ pub mod multiple;
 pub mod outliers;
 pub mod power;
 pub mod rank;
-pub mod render;
 pub mod selfcheck;
 pub mod variance;
 pub mod verdict;

@@ -1,7 +1,7 @@
 //! Outlier flags, never removal: Tukey fences (1.5 IQR mild, 3 IQR severe) and the modified
 //! z-score 0.6745 * |x - median| / MAD > 3.5 (Iglewicz and Hoaglin, 1993).
 
-use super::describe::{median_sorted, quantile_sorted, sorted};
+use crate::model::describe::{median_sorted, quantile_sorted, sorted};
 use serde::Serialize;
 
 /// Tukey classification of one value.

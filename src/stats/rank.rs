@@ -4,8 +4,8 @@
 //! interval (Hollander and Wolfe, Nonparametric Statistical Methods, 3.2).
 
 use super::StatsError;
-use super::describe::{median_sorted, sorted};
 use super::dist::{norm_ppf, norm_sf};
+use crate::model::describe::{median_sorted, sorted};
 use serde::Serialize;
 
 /// Largest m+n for which the exact distribution is used (i128 counts stay exact: C(120,60) <

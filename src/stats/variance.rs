@@ -2,8 +2,8 @@
 //! `levene(..., center='median')`): one-way ANOVA on |x - median of its group|.
 
 use super::StatsError;
-use super::describe::{mean, median};
 use super::dist::f_sf;
+use crate::model::describe::{mean, median};
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

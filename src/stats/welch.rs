@@ -2,8 +2,8 @@
 //! independent means (Fieller 1954), both with Welch-Satterthwaite degrees of freedom.
 
 use super::StatsError;
-use super::describe::{mean, variance};
 use super::dist::{t_ppf, t_two_sided_p};
+use crate::model::describe::{mean, variance};
 use serde::Serialize;
 
 /// Welch t-test of B against A (t > 0 when B's mean is larger).

@@ -1,195 +1,15 @@
-//! Experiments, variants, the schedule, runs and metrics: writing and reading them.
+//! Experiments, variants, the schedule, runs and metrics: model values to rows and back.
 
 use super::Store;
 use crate::error::usage;
+use crate::model::{
+    Dataset, Experiment, ExperimentSummary, Kind, Metric, NewExperiment, Run, RunStatus, Slot,
+    Source, Status, SummaryValue, Variant,
+};
 use anyhow::Context;
 use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// Life cycle of an experiment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Running,
-    Complete,
-    Interrupted,
-    Failed,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Running => "running",
-            Status::Complete => "complete",
-            Status::Interrupted => "interrupted",
-            Status::Failed => "failed",
-        }
-    }
-    fn parse(s: &str) -> Status {
-        match s {
-            "complete" => Status::Complete,
-            "interrupted" => Status::Interrupted,
-            "failed" => Status::Failed,
-            _ => Status::Running,
-        }
-    }
-}
-
-/// How one run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunStatus {
-    Ok,
-    Failed,
-    Timeout,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Ok => "ok",
-            RunStatus::Failed => "failed",
-            RunStatus::Timeout => "timeout",
-        }
-    }
-    fn parse(s: &str) -> RunStatus {
-        match s {
-            "ok" => RunStatus::Ok,
-            "timeout" => RunStatus::Timeout,
-            _ => RunStatus::Failed,
-        }
-    }
-}
-
-/// A knob as stored with its variant: the value this variant sets and what was there before.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KnobSetting {
-    pub path: String,
-    pub value: String,
-    /// The file's content before abperf touched it (None until read).
-    pub original: Option<String>,
-}
-
-/// What is needed to create an experiment.
-#[derive(Debug, Clone)]
-pub struct NewExperiment {
-    pub name: String,
-    /// run | micro | import | trace
-    pub kind: String,
-    pub command_line: Vec<String>,
-    pub design: serde_json::Value,
-    pub seed: Option<u64>,
-    pub environment: serde_json::Value,
-}
-
-#[derive(Debug, Clone)]
-pub struct NewVariant {
-    pub name: String,
-    pub command: Option<String>,
-    pub parameters: BTreeMap<String, String>,
-    pub knobs: Vec<KnobSetting>,
-}
-
-/// One planned run: which variant (by position), whether it is a warm-up, its ABBA block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Slot {
-    pub seq: u32,
-    pub variant: usize,
-    pub block: i32,
-    pub warmup: bool,
-}
-
-/// A measured value with its unit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Metric {
-    pub name: String,
-    pub value: f64,
-    pub unit: String,
-}
-
-impl Metric {
-    pub fn new(name: impl Into<String>, value: f64, unit: impl Into<String>) -> Metric {
-        Metric {
-            name: name.into(),
-            value,
-            unit: unit.into(),
-        }
-    }
-}
-
-/// A finished run, ready to commit.
-#[derive(Debug, Clone)]
-pub struct NewRun {
-    pub experiment_id: i64,
-    /// Position of the variant in the experiment (0-based).
-    pub variant: usize,
-    pub seq: u32,
-    pub warmup: bool,
-    pub status: RunStatus,
-    pub exit_code: Option<i32>,
-    pub signal: Option<i32>,
-    pub started_ns: i64,
-    pub ended_ns: i64,
-    pub metrics: Vec<Metric>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Experiment {
-    pub id: i64,
-    pub name: String,
-    pub kind: String,
-    pub created: String,
-    pub command_line: Vec<String>,
-    pub design: serde_json::Value,
-    pub seed: Option<u64>,
-    pub environment: serde_json::Value,
-    pub status: Status,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Variant {
-    #[serde(skip)]
-    pub id: i64,
-    pub position: usize,
-    pub name: String,
-    pub command: Option<String>,
-    pub parameters: BTreeMap<String, String>,
-    pub knobs: Vec<KnobSetting>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Run {
-    #[serde(skip)]
-    pub id: i64,
-    /// Position of the variant in the experiment.
-    #[serde(skip)]
-    pub variant: usize,
-    pub seq: u32,
-    pub warmup: bool,
-    pub status: RunStatus,
-    pub exit_code: Option<i32>,
-    pub signal: Option<i32>,
-    pub started_ns: i64,
-    pub ended_ns: i64,
-    pub excluded: Option<String>,
-    pub metrics: BTreeMap<String, f64>,
-    #[serde(skip)]
-    pub units: BTreeMap<String, String>,
-}
-
-/// One line of `abperf list`.
-#[derive(Debug, Clone, Serialize)]
-pub struct ExperimentSummary {
-    pub id: i64,
-    pub name: String,
-    pub kind: String,
-    pub created: String,
-    pub status: Status,
-    pub variants: i64,
-    pub runs_done: i64,
-    pub runs_planned: i64,
-}
 
 fn to_json<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).expect("serialising plain data cannot fail")
@@ -210,7 +30,7 @@ pub(super) fn insert_experiment(
          VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ','now'), ?3, ?4, ?5, ?6, ?7)",
         params![
             exp.name,
-            exp.kind,
+            exp.kind.as_str(),
             to_json(&exp.command_line),
             to_json(&exp.design),
             exp.seed.map(|s| s.to_string()),
@@ -221,12 +41,13 @@ pub(super) fn insert_experiment(
     Ok(tx.last_insert_rowid())
 }
 
-/// Insert a variant at `position` of experiment `exp_id` in the caller's transaction.
+/// Insert a variant at `position` of experiment `exp_id` in the caller's transaction, with its
+/// per-variant summaries.
 pub(super) fn insert_variant(
     tx: &rusqlite::Transaction,
     exp_id: i64,
     position: i64,
-    v: &NewVariant,
+    v: &Variant,
 ) -> anyhow::Result<i64> {
     tx.prepare_cached(
         "INSERT INTO variant (experiment_id, position, name, command, parameters, knobs)
@@ -241,7 +62,28 @@ pub(super) fn insert_variant(
         to_json(&v.knobs)
     ])
     .with_context(|| format!("variant '{}'", v.name))?;
-    Ok(tx.last_insert_rowid())
+    let vid = tx.last_insert_rowid();
+    insert_summaries(tx, vid, v)?;
+    Ok(vid)
+}
+
+/// Store (or replace) the per-variant summaries of `v` under variant row `vid`.
+pub(super) fn insert_summaries(
+    tx: &rusqlite::Transaction,
+    vid: i64,
+    v: &Variant,
+) -> anyhow::Result<()> {
+    for (name, s) in &v.summary {
+        if !s.value.is_finite() {
+            anyhow::bail!("variant '{}': {name} is not a finite number", v.name);
+        }
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO import_variant_summary (variant_id, name, value, unit)
+             VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![vid, name, s.value, s.unit])?;
+    }
+    Ok(())
 }
 
 /// Insert a schedule slot in the caller's transaction.
@@ -256,19 +98,21 @@ pub(super) fn insert_slot(
     Ok(())
 }
 
-/// Insert one run of variant row `vid` and its metrics in the caller's transaction (the run's
-/// `variant` position is not consulted); returns the run's row id.
+/// Insert one run of experiment `exp_id`, variant row `vid`, with its metrics and provenance,
+/// in the caller's transaction (the run's `variant` position is not consulted); returns the
+/// run's row id.
 pub(super) fn insert_run_row(
     tx: &rusqlite::Transaction,
+    exp_id: i64,
     vid: i64,
-    run: &NewRun,
+    run: &Run,
 ) -> anyhow::Result<i64> {
     tx.prepare_cached(
-        "INSERT INTO run (experiment_id, variant_id, seq, warmup, status, exit_code, signal, started_ns, ended_ns)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO run (experiment_id, variant_id, seq, warmup, status, exit_code, signal, started_ns, ended_ns, excluded)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?
     .execute(params![
-        run.experiment_id,
+        exp_id,
         vid,
         run.seq,
         run.warmup,
@@ -276,7 +120,8 @@ pub(super) fn insert_run_row(
         run.exit_code,
         run.signal,
         run.started_ns,
-        run.ended_ns
+        run.ended_ns,
+        run.excluded
     ])?;
     let run_id = tx.last_insert_rowid();
     let mut stmt = tx
@@ -293,29 +138,31 @@ pub(super) fn insert_run_row(
         stmt.execute(params![run_id, m.name, m.value, m.unit])
             .with_context(|| format!("metric {} of run {}", m.name, run.seq))?;
     }
+    if let Some(s) = &run.source {
+        tx.prepare_cached(
+            "INSERT INTO import_run (run_id, format, file, line, summary, repeats) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![run_id, s.format, s.file, s.line, s.summary, s.repeats])?;
+    }
     Ok(run_id)
 }
 
-/// Insert one run and its metrics, its variant found by position; returns the run's row id.
-fn insert_run(tx: &rusqlite::Transaction, run: &NewRun) -> anyhow::Result<i64> {
+/// Insert one run of experiment `exp_id`, its variant found by position; returns its row id.
+fn insert_run(tx: &rusqlite::Transaction, exp_id: i64, run: &Run) -> anyhow::Result<i64> {
     let vid: i64 = tx
         .prepare_cached("SELECT id FROM variant WHERE experiment_id = ?1 AND position = ?2")?
-        .query_row(params![run.experiment_id, run.variant as i64], |r| r.get(0))
-        .with_context(|| {
-            format!(
-                "experiment {} has no variant #{}",
-                run.experiment_id, run.variant
-            )
-        })?;
-    insert_run_row(tx, vid, run)
+        .query_row(params![exp_id, run.variant as i64], |r| r.get(0))
+        .with_context(|| format!("experiment {exp_id} has no variant #{}", run.variant))?;
+    insert_run_row(tx, exp_id, vid, run)
 }
 
 impl Store {
-    /// Create an experiment with its variants and planned schedule, in one transaction.
+    /// Create an experiment with its variants (positions = order in `variants`) and planned
+    /// schedule, in one transaction.
     pub fn create_experiment(
         &mut self,
         exp: &NewExperiment,
-        variants: &[NewVariant],
+        variants: &[Variant],
         schedule: &[Slot],
     ) -> anyhow::Result<i64> {
         let tx = self.conn_mut().transaction()?;
@@ -339,21 +186,21 @@ impl Store {
         Ok(id)
     }
 
-    /// Commit one finished run and its metrics in their own transaction.
-    pub fn commit_run(&mut self, run: &NewRun) -> anyhow::Result<i64> {
+    /// Commit one finished run of experiment `exp_id` and its metrics in their own transaction.
+    pub fn commit_run(&mut self, exp_id: i64, run: &Run) -> anyhow::Result<i64> {
         self.pace_sync(false)?;
         let tx = self.conn_mut().transaction()?;
-        let run_id = insert_run(&tx, run)?;
+        let run_id = insert_run(&tx, exp_id, run)?;
         tx.commit()?;
         Ok(run_id)
     }
 
     /// Commit many finished runs in a single transaction, all or none (micro benchmarks store
     /// thousands of samples at once, where a transaction per sample would dominate).
-    pub fn commit_runs(&mut self, runs: &[NewRun]) -> anyhow::Result<()> {
+    pub fn commit_runs(&mut self, exp_id: i64, runs: &[Run]) -> anyhow::Result<()> {
         let tx = self.conn_mut().transaction()?;
         for run in runs {
-            insert_run(&tx, run)?;
+            insert_run(&tx, exp_id, run)?;
         }
         tx.commit()?;
         Ok(())
@@ -374,17 +221,24 @@ impl Store {
         id: i64,
         originals: &BTreeMap<String, String>,
     ) -> anyhow::Result<()> {
-        let variants = self.variants(id)?;
+        let rows: Vec<(i64, String)> = {
+            let mut stmt = self
+                .conn()
+                .prepare("SELECT id, knobs FROM variant WHERE experiment_id = ?1")?;
+            stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?
+        };
         let tx = self.conn_mut().transaction()?;
-        for mut v in variants {
-            for k in &mut v.knobs {
+        for (vid, knobs) in rows {
+            let mut knobs: Vec<crate::model::KnobSetting> = from_json(&knobs, "knobs")?;
+            for k in &mut knobs {
                 if let Some(o) = originals.get(&k.path) {
                     k.original = Some(o.clone());
                 }
             }
             tx.execute(
                 "UPDATE variant SET knobs = ?1 WHERE id = ?2",
-                params![to_json(&v.knobs), v.id],
+                params![to_json(&knobs), vid],
             )?;
         }
         tx.commit()?;
@@ -446,7 +300,9 @@ impl Store {
         Ok(Experiment {
             id,
             name,
-            kind,
+            kind: Kind::parse(&kind).with_context(|| {
+                format!("experiment {id} has kind '{kind}', unknown to this abperf")
+            })?,
             created,
             command_line: from_json(&cmd, "command line")?,
             design: from_json(&design, "design")?,
@@ -456,32 +312,51 @@ impl Store {
         })
     }
 
+    /// The variants of experiment `id` in position order, with their per-variant summaries.
     pub fn variants(&self, id: i64) -> anyhow::Result<Vec<Variant>> {
         let mut stmt = self.conn().prepare(
-            "SELECT id, position, name, command, parameters, knobs FROM variant
+            "SELECT id, name, command, parameters, knobs FROM variant
              WHERE experiment_id = ?1 ORDER BY position",
         )?;
         let rows = stmt.query_map([id], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, Option<String>>(3)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, String>(3)?,
                 r.get::<_, String>(4)?,
-                r.get::<_, String>(5)?,
             ))
         })?;
         let mut out = Vec::new();
+        let mut row_ids = Vec::new();
         for row in rows {
-            let (vid, pos, name, command, params, knobs) = row?;
+            let (vid, name, command, params, knobs) = row?;
+            row_ids.push(vid);
             out.push(Variant {
-                id: vid,
-                position: pos as usize,
                 name,
                 command,
                 parameters: from_json(&params, "parameters")?,
                 knobs: from_json(&knobs, "knobs")?,
+                summary: BTreeMap::new(),
             });
+        }
+        let mut stmt = self.conn().prepare(
+            "SELECT s.variant_id, s.name, s.value, s.unit FROM import_variant_summary s
+             JOIN variant v ON v.id = s.variant_id WHERE v.experiment_id = ?1",
+        )?;
+        let rows = stmt.query_map([id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, f64>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        for row in rows {
+            let (vid, name, value, unit) = row?;
+            if let Some(i) = row_ids.iter().position(|&v| v == vid) {
+                out[i].summary.insert(name, SummaryValue { value, unit });
+            }
         }
         Ok(out)
     }
@@ -502,34 +377,61 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Every stored run of an experiment in schedule order, with its metrics.
+    /// Sequence numbers of the runs stored so far.
+    pub fn done_seqs(&self, id: i64) -> anyhow::Result<std::collections::BTreeSet<u32>> {
+        let mut stmt = self
+            .conn()
+            .prepare("SELECT seq FROM run WHERE experiment_id = ?1")?;
+        let rows = stmt.query_map([id], |r| r.get::<_, u32>(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Every stored run of an experiment in schedule order, with its metrics and provenance.
     pub fn runs(&self, id: i64) -> anyhow::Result<Vec<Run>> {
         let mut stmt = self.conn().prepare(
             "SELECT r.id, v.position, r.seq, r.warmup, r.status, r.exit_code, r.signal, r.started_ns,
-                    r.ended_ns, r.excluded
+                    r.ended_ns, r.excluded, i.format, i.file, i.line, i.summary, i.repeats, s.block
              FROM run r JOIN variant v ON v.id = r.variant_id
+             LEFT JOIN import_run i ON i.run_id = r.id
+             LEFT JOIN slot s ON s.experiment_id = r.experiment_id AND s.seq = r.seq
              WHERE r.experiment_id = ?1 ORDER BY r.seq",
         )?;
-        let rows = stmt.query_map([id], |r| {
-            Ok(Run {
-                id: r.get(0)?,
-                variant: r.get::<_, i64>(1)? as usize,
-                seq: r.get(2)?,
-                warmup: r.get(3)?,
-                status: RunStatus::parse(&r.get::<_, String>(4)?),
-                exit_code: r.get(5)?,
-                signal: r.get(6)?,
-                started_ns: r.get(7)?,
-                ended_ns: r.get(8)?,
-                excluded: r.get(9)?,
-                metrics: BTreeMap::new(),
-                units: BTreeMap::new(),
-            })
-        })?;
-        let mut runs: Vec<Run> = rows.collect::<Result<_, _>>()?;
         let mut index: BTreeMap<i64, usize> = BTreeMap::new();
-        for (i, r) in runs.iter().enumerate() {
-            index.insert(r.id, i);
+        let rows = stmt.query_map([id], |r| {
+            let format: Option<String> = r.get(10)?;
+            let source = match format {
+                Some(format) => Some(Source {
+                    format,
+                    file: r.get(11)?,
+                    line: r.get(12)?,
+                    summary: r.get(13)?,
+                    repeats: r.get(14)?,
+                }),
+                None => None,
+            };
+            Ok((
+                r.get::<_, i64>(0)?,
+                Run {
+                    variant: r.get::<_, i64>(1)? as usize,
+                    seq: r.get(2)?,
+                    warmup: r.get(3)?,
+                    block: r.get::<_, Option<i32>>(15)?.unwrap_or(0),
+                    status: RunStatus::parse(&r.get::<_, String>(4)?),
+                    exit_code: r.get(5)?,
+                    signal: r.get(6)?,
+                    started_ns: r.get(7)?,
+                    ended_ns: r.get(8)?,
+                    excluded: r.get(9)?,
+                    metrics: Vec::new(),
+                    source,
+                },
+            ))
+        })?;
+        let mut runs = Vec::new();
+        for row in rows {
+            let (rid, run) = row?;
+            index.insert(rid, runs.len());
+            runs.push(run);
         }
         let mut mstmt = self.conn().prepare(
             "SELECT m.run_id, m.name, m.value, m.unit FROM metric m JOIN run r ON r.id = m.run_id
@@ -546,11 +448,28 @@ impl Store {
         for m in mrows {
             let (rid, name, value, unit) = m?;
             if let Some(&i) = index.get(&rid) {
-                runs[i].units.insert(name.clone(), unit);
-                runs[i].metrics.insert(name, value);
+                runs[i].metrics.push(Metric { name, value, unit });
             }
         }
         Ok(runs)
+    }
+
+    /// Experiment `id` with its variants and every run: what every reader of results gets.
+    pub fn load(&self, id: i64) -> anyhow::Result<Dataset> {
+        let exp = self.experiment(id)?;
+        let source = format!(
+            "experiment {id} ({}) in {}",
+            exp.name,
+            self.path().display()
+        );
+        let mut ds = Dataset::new(vec![exp], self.variants(id)?, self.runs(id)?, source);
+        let planned: i64 = self.conn().query_row(
+            "SELECT count(*) FROM slot WHERE experiment_id = ?1",
+            [id],
+            |r| r.get(0),
+        )?;
+        ds.planned = (planned as usize).max(ds.runs.len());
+        Ok(ds)
     }
 
     pub fn list(&self) -> anyhow::Result<Vec<ExperimentSummary>> {
@@ -595,21 +514,20 @@ mod tests {
     fn sample(store: &mut Store) -> i64 {
         let exp = NewExperiment {
             name: "t".into(),
-            kind: "run".into(),
+            kind: Kind::Run,
             command_line: vec!["abperf".into(), "run".into()],
             design: serde_json::json!({"order": "abba"}),
             seed: Some(u64::MAX),
             environment: serde_json::json!({}),
         };
-        let v = |n: &str| NewVariant {
-            name: n.into(),
+        let v = |n: &str| Variant {
             command: Some(format!("echo {n}")),
-            parameters: BTreeMap::new(),
-            knobs: vec![KnobSetting {
+            knobs: vec![crate::model::KnobSetting {
                 path: "/tmp/k".into(),
                 value: n.into(),
                 original: None,
             }],
+            ..Variant::named(n)
         };
         let sched = [
             Slot {
@@ -640,23 +558,28 @@ mod tests {
         assert_eq!(exp.seed, Some(u64::MAX));
         assert_eq!(store.schedule(id).unwrap().len(), 2);
         store
-            .commit_run(&NewRun {
-                experiment_id: id,
-                variant: 1,
-                seq: 1,
-                warmup: false,
-                status: RunStatus::Ok,
-                exit_code: Some(0),
-                signal: None,
-                started_ns: 1,
-                ended_ns: 2,
-                metrics: vec![Metric::new("wall_ns", 1.5, "ns")],
-            })
+            .commit_run(
+                id,
+                &Run {
+                    variant: 1,
+                    seq: 1,
+                    warmup: false,
+                    block: 0,
+                    status: RunStatus::Ok,
+                    exit_code: Some(0),
+                    signal: None,
+                    started_ns: 1,
+                    ended_ns: 2,
+                    metrics: vec![Metric::new("wall_ns", 1.5, "ns")],
+                    excluded: None,
+                    source: None,
+                },
+            )
             .unwrap();
         let runs = store.runs(id).unwrap();
         assert_eq!(runs.len(), 1);
         assert_eq!(runs[0].variant, 1);
-        assert_eq!(runs[0].metrics["wall_ns"], 1.5);
+        assert_eq!(runs[0].value("wall_ns"), Some(1.5));
         let mut orig = BTreeMap::new();
         orig.insert("/tmp/k".to_string(), "old".to_string());
         store.set_knob_originals(id, &orig).unwrap();
@@ -678,11 +601,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("x.db")).unwrap();
         let id = sample(&mut store);
-        let run = NewRun {
-            experiment_id: id,
+        let run = Run {
             variant: 0,
             seq: 0,
             warmup: false,
+            block: 0,
             status: RunStatus::Ok,
             exit_code: Some(0),
             signal: None,
@@ -692,8 +615,10 @@ mod tests {
                 Metric::new("wall_ns", 1.0, "ns"),
                 Metric::new("bad", f64::NAN, "ns"),
             ],
+            excluded: None,
+            source: None,
         };
-        assert!(store.commit_run(&run).is_err());
+        assert!(store.commit_run(id, &run).is_err());
         assert!(store.runs(id).unwrap().is_empty());
     }
 

@@ -3,20 +3,8 @@
 //! through `Store::commit_runs`.
 
 use super::Store;
+use crate::model::MicroFinding;
 use rusqlite::params;
-use serde::Serialize;
-
-/// A derived microbenchmark figure, a skip reason or an environment note.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MicroFinding {
-    /// Benchmark family (`tlb-flush`, ...), empty for suite-wide notes.
-    pub bench: String,
-    /// `madvise-knee`, `skipped`, `note`, ...
-    pub key: String,
-    pub value: Option<f64>,
-    pub unit: String,
-    pub text: String,
-}
 
 /// Migration 4: what `abperf micro` concluded (knee, implied ceiling, skipped benchmarks).
 pub(super) const SCHEMA: &str = "
@@ -85,7 +73,7 @@ impl Store {
 mod tests {
     use super::super::*;
     use super::*;
-    use std::collections::BTreeMap;
+    use crate::model::{Kind, Metric, NewExperiment, Run, RunStatus, Variant};
 
     #[test]
     fn bulk_runs_and_findings_round_trip() {
@@ -93,35 +81,38 @@ mod tests {
         let mut store = Store::open(&dir.path().join("m.db")).unwrap();
         let exp = NewExperiment {
             name: "micro".into(),
-            kind: "micro".into(),
+            kind: Kind::Micro,
             command_line: vec![],
             design: serde_json::json!({}),
             seed: None,
             environment: serde_json::json!({}),
         };
-        let v = NewVariant {
-            name: "syscall/getppid".into(),
-            command: None,
-            parameters: BTreeMap::new(),
-            knobs: vec![],
-        };
+        let v = Variant::named("syscall/getppid");
         let id = store.create_experiment(&exp, &[v], &[]).unwrap();
-        let run = |seq: u32, c: f64| NewRun {
-            experiment_id: id,
+        let run = |seq: u32, c: f64| Run {
             variant: 0,
             seq,
             warmup: false,
+            block: 0,
             status: RunStatus::Ok,
             exit_code: None,
             signal: None,
             started_ns: 1,
             ended_ns: 2,
             metrics: vec![Metric::new("cycles", c, "cycles")],
+            excluded: None,
+            source: None,
         };
-        store.commit_runs(&[run(0, 100.0), run(1, 101.0)]).unwrap();
+        store
+            .commit_runs(id, &[run(0, 100.0), run(1, 101.0)])
+            .unwrap();
         assert_eq!(store.runs(id).unwrap().len(), 2);
         // A bad value aborts the whole batch.
-        assert!(store.commit_runs(&[run(2, 1.0), run(3, f64::NAN)]).is_err());
+        assert!(
+            store
+                .commit_runs(id, &[run(2, 1.0), run(3, f64::NAN)])
+                .is_err()
+        );
         assert_eq!(store.runs(id).unwrap().len(), 2);
         let f = MicroFinding {
             bench: "tlb-flush".into(),

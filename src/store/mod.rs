@@ -12,11 +12,8 @@ mod schema;
 pub mod trace;
 mod tune;
 
-pub use experiments::*;
 pub use import::*;
-pub use micro::MicroFinding;
 pub use schema::{MIGRATIONS, current_version};
-pub use tune::{SOURCE_FIX, SOURCE_RUN, TuneRecord};
 
 use anyhow::Context;
 use rusqlite::Connection;

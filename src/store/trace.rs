@@ -9,9 +9,11 @@
 //! - `trace_bin`: histogram bins (group, key, count, timed, sum/min/max in clock ticks,
 //!   flushes inside as JSON)
 
-use super::{Metric, NewExperiment, NewRun, NewVariant, RunStatus, Slot, Store};
-use crate::trace::CaptureInfo;
-use crate::trace::tables::{Bin, CountTable, PairRow, PairTable, Tables, TlbRow, TlbTable};
+use super::Store;
+use crate::model::trace::{
+    Bin, CaptureInfo, CountTable, PairRow, PairTable, Tables, TlbRow, TlbTable,
+};
+use crate::model::{Kind, Metric, NewExperiment, Run, RunStatus, Slot, Variant};
 use anyhow::{Result, anyhow};
 use rusqlite::{OptionalExtension, params};
 
@@ -64,27 +66,27 @@ fn u(v: u64) -> i64 {
 }
 
 impl Store {
-    /// Store a capture and its tables in one transaction; returns its id (an experiment id).
+    /// Store a capture and its tables; returns its id (an experiment id). `environment` is the
+    /// snapshot of the machine it was recorded on (or says it was imported).
     pub fn save_capture(
         &mut self,
         name: &str,
         command_line: &[String],
+        environment: serde_json::Value,
         info: &CaptureInfo,
         t: &Tables,
     ) -> Result<i64> {
         let exp = NewExperiment {
             name: name.to_string(),
-            kind: "trace".into(),
+            kind: Kind::Trace,
             command_line: command_line.to_vec(),
             design: serde_json::json!({ "trace": info.source, "events": info.events }),
             seed: None,
-            environment: crate::measure::env::snapshot(),
+            environment,
         };
-        let var = NewVariant {
-            name: "capture".into(),
+        let var = Variant {
             command: (!info.command.is_empty()).then(|| shell_words::join(&info.command)),
-            parameters: Default::default(),
-            knobs: Vec::new(),
+            ..Variant::named("capture")
         };
         let id = self.create_experiment(
             &exp,
@@ -115,22 +117,27 @@ impl Store {
                 "count",
             ));
         }
-        self.commit_run(&NewRun {
-            experiment_id: id,
-            variant: 0,
-            seq: 0,
-            warmup: false,
-            status: if info.exit_code.unwrap_or(0) == 0 {
-                RunStatus::Ok
-            } else {
-                RunStatus::Failed
+        self.commit_run(
+            id,
+            &Run {
+                variant: 0,
+                seq: 0,
+                warmup: false,
+                block: 0,
+                status: if info.exit_code.unwrap_or(0) == 0 {
+                    RunStatus::Ok
+                } else {
+                    RunStatus::Failed
+                },
+                exit_code: info.exit_code,
+                signal: None,
+                started_ns: started,
+                ended_ns: now,
+                metrics,
+                excluded: None,
+                source: None,
             },
-            exit_code: info.exit_code,
-            signal: None,
-            started_ns: started,
-            ended_ns: now,
-            metrics,
-        })?;
+        )?;
         let tx = self.conn_mut().transaction()?;
         tx.execute(
             "INSERT INTO trace_capture (experiment_id, source, events, clock, tsc_hz, wall_ns, span_ticks, event_count, lost_total, lost,
@@ -231,7 +238,7 @@ impl Store {
             seq += 1;
         }
         tx.commit()?;
-        self.set_status(id, super::Status::Complete)?;
+        self.set_status(id, crate::model::Status::Complete)?;
         Ok(id)
     }
 
@@ -376,7 +383,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::LostCpu;
+    use crate::model::trace::LostCpu;
 
     #[test]
     fn save_and_load_round_trip() {
@@ -443,7 +450,13 @@ mod tests {
             bias: Some(400),
         };
         let id = st
-            .save_capture("trace test", &["abperf".into()], &info, &t)
+            .save_capture(
+                "trace test",
+                &["abperf".into()],
+                serde_json::json!({}),
+                &info,
+                &t,
+            )
             .unwrap();
         let (i2, t2) = st.load_capture(id).unwrap();
         assert_eq!(t2, t);

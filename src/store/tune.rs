@@ -6,6 +6,7 @@
 //! Own tables, created by migration 5 (`SCHEMA`, listed in `schema.rs`).
 
 use super::Store;
+use crate::model::TuneRecord;
 use rusqlite::params;
 
 /// Migration 5: the tune tables.
@@ -28,24 +29,6 @@ pub(super) const SCHEMA: &str = "
             restored      TEXT
         );
         ";
-
-/// Who made a tune session.
-pub const SOURCE_FIX: &str = "doctor --fix";
-pub const SOURCE_RUN: &str = "run --tune";
-
-/// One recorded setting.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TuneRecord {
-    pub id: i64,
-    pub session_id: i64,
-    pub source: String,
-    pub experiment_id: Option<i64>,
-    pub path: String,
-    pub original: String,
-    pub value: String,
-    pub state: String,
-    pub changed: String,
-}
 
 impl Store {
     /// Start a session (one `doctor --fix`, or the settings of one experiment).
@@ -144,6 +127,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::tune::{SOURCE_FIX, SOURCE_RUN};
 
     #[test]
     fn record_apply_restore_cycle() {

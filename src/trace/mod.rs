@@ -14,7 +14,6 @@ pub mod event;
 pub mod format;
 pub mod instance;
 pub mod record;
-pub mod render;
 pub mod ring;
 pub mod tables;
 pub mod text;
@@ -207,37 +206,6 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded> {
     })
 }
 
-/// Convert clock ticks to cycles and ns.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Units {
-    /// Ticks are TSC cycles (x86-tsc, counter clocks); else ns.
-    pub ticks_are_cycles: bool,
-    pub tsc_hz: Option<f64>,
-}
-
-impl Units {
-    pub fn for_clock(clock: &str, tsc_hz: Option<f64>) -> Units {
-        Units {
-            ticks_are_cycles: matches!(clock, "x86-tsc" | "counter"),
-            tsc_hz,
-        }
-    }
-    pub fn cycles(&self, ticks: f64) -> Option<f64> {
-        if self.ticks_are_cycles {
-            Some(ticks)
-        } else {
-            self.tsc_hz.map(|h| ticks * h / 1e9)
-        }
-    }
-    pub fn ns(&self, ticks: f64) -> Option<f64> {
-        if self.ticks_are_cycles {
-            self.tsc_hz.map(|h| ticks * 1e9 / h)
-        } else {
-            Some(ticks)
-        }
-    }
-}
-
 /// Hints for text import from the local format files: fields printed as bare hex, and the
 /// system of each event name. Empty when tracefs is not mounted (numbers with a-f digits are
 /// still read as hex; events then have no system prefix).
@@ -302,51 +270,4 @@ pub fn parse_filter(s: &str) -> Result<(String, String)> {
     }
 }
 
-/// Lost events of one CPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub struct LostCpu {
-    pub cpu: u32,
-    /// From the kernel's per-CPU stats (overrun + dropped), when recorded here.
-    pub stats: Option<u64>,
-    /// Sum of counts stored in page headers or `[LOST N EVENTS]` lines.
-    pub counted: u64,
-    /// Pages flagged as following a loss without a count.
-    pub flagged: u64,
-}
-
-/// Metadata of a capture, as stored and shown.
-#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
-pub struct CaptureInfo {
-    pub id: Option<i64>,
-    /// `record` or `import`
-    pub source: String,
-    pub events: Vec<String>,
-    pub clock: String,
-    pub tsc_hz: Option<f64>,
-    pub wall_ns: Option<u64>,
-    /// First to last event, in clock ticks.
-    pub span_ticks: u64,
-    pub event_count: u64,
-    pub lost: Vec<LostCpu>,
-    pub command: Vec<String>,
-    pub raw_path: Option<String>,
-    pub text_path: Option<String>,
-    pub skipped_lines: u64,
-    pub exit_code: Option<i32>,
-}
-
-impl CaptureInfo {
-    pub fn units(&self) -> Units {
-        Units::for_clock(&self.clock, self.tsc_hz)
-    }
-    /// Best estimate of lost events: the larger of the kernel's stats and the page counts.
-    pub fn lost_total(&self) -> u64 {
-        self.lost
-            .iter()
-            .map(|l| l.stats.unwrap_or(0).max(l.counted))
-            .sum()
-    }
-    pub fn has_losses(&self) -> bool {
-        self.lost_total() > 0 || self.lost.iter().any(|l| l.flagged > 0)
-    }
-}
+pub use crate::model::trace::{CaptureInfo, LostCpu, Units};

@@ -1,10 +1,13 @@
-//! Plain-text rendering of comparisons: the verdict line first, then the per-variant summary,
-//! the robust cross-checks, variability, drift, outliers and notes. Pure string formatting.
+//! The text of `abperf compare`: environment differences, then each comparison in detail (the
+//! verdict line first, then the per-variant summary, the robust cross-checks, variability,
+//! drift, outliers and notes), then the provenance footer. Pure string formatting.
 
-use super::compare::Comparison;
-use super::describe::Description;
-use super::outliers::{Outliers, Severity};
-use super::verdict::{fmt_p, fmt_pct};
+use super::Report;
+use super::fmt::one_line;
+use crate::model::describe::Description;
+use crate::stats::compare::Comparison;
+use crate::stats::outliers::{Outliers, Severity};
+use crate::stats::verdict::{fmt_p, fmt_pct};
 use std::fmt::Write;
 
 /// `v` with `sig` significant digits, no exponent for ordinary magnitudes.
@@ -158,8 +161,8 @@ pub fn comparison_text(c: &Comparison, unit: &str) -> String {
     let mut robust = Vec::new();
     if let Some(mw) = &d.mann_whitney {
         let how = match mw.method {
-            super::rank::Method::Exact => "exact",
-            super::rank::Method::Asymptotic => "normal approx.",
+            crate::stats::rank::Method::Exact => "exact",
+            crate::stats::rank::Method::Asymptotic => "normal approx.",
         };
         robust.push(format!(
             "Mann-Whitney U={} {} ({how})",
@@ -181,7 +184,7 @@ pub fn comparison_text(c: &Comparison, unit: &str) -> String {
         let _ = writeln!(out, "  robust: {}", robust.join("; "));
     }
     if let Some(bs) = &d.bootstrap {
-        let show = |r: &Result<super::bootstrap::BcaCi, String>| match r {
+        let show = |r: &Result<crate::stats::bootstrap::BcaCi, String>| match r {
             Ok(ci) => format!("{:.5} (95% BCa {:.5}..{:.5})", ci.estimate, ci.low, ci.high),
             Err(e) => format!("n/a ({e})"),
         };
@@ -261,6 +264,94 @@ pub fn comparison_text(c: &Comparison, unit: &str) -> String {
     }
     for n in &c.notes {
         let _ = writeln!(out, "  note: {n}");
+    }
+    out
+}
+
+/// "order abba, seed 3, 12 runs per variant, 1 warm-up" from a stored design.
+fn design_text(d: &serde_json::Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(o) = d.get("order").and_then(|v| v.as_str()) {
+        parts.push(format!("order {o}"));
+    }
+    if let Some(s) = d.get("seed").filter(|v| !v.is_null()) {
+        parts.push(format!("seed {s}"));
+    }
+    if let Some(r) = d.get("runs").and_then(|v| v.as_u64()) {
+        parts.push(format!("{r} runs per variant"));
+    }
+    if let Some(w) = d.get("warmup").and_then(|v| v.as_u64()) {
+        parts.push(format!("{w} warm-up(s)"));
+    }
+    if parts.is_empty() {
+        d.to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The whole text of `abperf compare`.
+pub fn text(r: &Report) -> String {
+    let mut out = String::new();
+    if !r.env_diffs.is_empty() {
+        let _ = writeln!(out, "Environment differences (baseline -> candidate):");
+        for (k, a, b) in &r.env_diffs {
+            let _ = writeln!(out, "  {}: {} -> {}", one_line(k), one_line(a), one_line(b));
+        }
+        let _ = writeln!(out);
+    }
+    for c in r.comparisons() {
+        out += &comparison_text(c, r.data.unit(&c.metric));
+        let _ = writeln!(out);
+    }
+    for n in r.verdict_notes() {
+        let _ = writeln!(out, "{}", one_line(&n));
+    }
+    let _ = writeln!(out, "--");
+    let _ = writeln!(
+        out,
+        "data: {} (sha256 {})",
+        one_line(&r.data.source),
+        r.data_sha256
+    );
+    if let Some(a) = &r.analysis {
+        let _ = writeln!(out, "tests: {}", a.tests);
+        let o = &a.options;
+        let boot = if o.resamples > 0 {
+            format!("bootstrap {} resamples seed {}", o.resamples, o.seed)
+        } else {
+            "no bootstrap (--resamples 0)".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "alpha {}, equivalence margin {}%, correction {} over m={}, {boot}",
+            o.alpha, o.margin_pct, a.correction, a.m
+        );
+        if a.outliers_removed > 0 {
+            let _ = writeln!(
+                out,
+                "left out: {} values Tukey flags as outliers (--without-outliers)",
+                a.outliers_removed
+            );
+        }
+    }
+    if let Some(e) = r.data.experiment() {
+        let _ = writeln!(out, "design: {}", one_line(&design_text(&e.design)));
+    }
+    let left = r.data.left_out();
+    if left > 0 {
+        let _ = writeln!(out, "left out: {left} runs (warm-up, failed or excluded)");
+    }
+    if let Some(e) = r.data.experiments.first() {
+        let get = |k: &str| e.environment.get(k).and_then(|v| v.as_str());
+        if get("cpu_model").is_some() || get("kernel").is_some() {
+            let _ = writeln!(
+                out,
+                "machine: {}; kernel {}",
+                one_line(get("cpu_model").unwrap_or("unknown CPU")),
+                one_line(get("kernel").unwrap_or("unknown"))
+            );
+        }
     }
     out
 }

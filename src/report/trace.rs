@@ -1,19 +1,9 @@
 //! Output of capture tables: text in seed 002's layout (right-aligned
 //! `size: % of flushes, cumulative %, avg cycles, cycles/page, samples`), JSON and CSV.
 
-use super::tables::{Bin, CountTable, PairTable, Tables, TlbTable};
-use super::{CaptureInfo, Units};
+pub use super::Which;
+use crate::model::trace::{Bin, CaptureInfo, CountTable, PairTable, Tables, TlbTable, Units};
 use std::fmt::Write;
-
-/// Which tables to show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Which {
-    All,
-    Tlb,
-    Fpu,
-    Pair,
-    Count,
-}
 
 fn fmt_num(v: Option<f64>, width: usize) -> String {
     match v {
@@ -352,38 +342,48 @@ pub fn json(info: &CaptureInfo, t: &Tables) -> serde_json::Value {
 }
 
 /// CSV: one row per bin: table,group,key,count,timed,avg_cycles,min_cycles,max_cycles,avg_ns.
-pub fn csv(info: &CaptureInfo, t: &Tables) -> String {
+pub fn csv(info: &CaptureInfo, t: &Tables) -> anyhow::Result<String> {
     let u = info.units();
     let f = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or_default();
-    let mut s =
-        String::from("table,group,key,count,timed,avg_cycles,min_cycles,max_cycles,avg_ns\n");
-    let mut line = |table: &str, group: &str, key: i64, b: &Bin| {
+    let mut w = ::csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "table",
+        "group",
+        "key",
+        "count",
+        "timed",
+        "avg_cycles",
+        "min_cycles",
+        "max_cycles",
+        "avg_ns",
+    ])?;
+    let mut line = |table: &str, group: &str, key: i64, b: &Bin| -> anyhow::Result<()> {
         let (mn, mx) = if b.timed > 0 {
             (u.cycles(b.min as f64), u.cycles(b.max as f64))
         } else {
             (None, None)
         };
-        let _ = writeln!(
-            s,
-            "{},{},{key},{},{},{},{},{},{}",
-            csv_field(table),
-            csv_field(group),
-            b.count,
-            b.timed,
+        w.write_record([
+            super::csv::neutral(table),
+            super::csv::neutral(group),
+            key.to_string(),
+            b.count.to_string(),
+            b.timed.to_string(),
             f(b.mean().and_then(|m| u.cycles(m))),
             f(mn),
             f(mx),
-            f(b.mean().and_then(|m| u.ns(m)))
-        );
+            f(b.mean().and_then(|m| u.ns(m))),
+        ])?;
+        Ok(())
     };
     if let Some(tl) = &t.tlb {
         for r in &tl.rows {
-            line("tlb", &tl.reason_name(r.reason), r.pages, &r.bin);
+            line("tlb", &tl.reason_name(r.reason), r.pages, &r.bin)?;
         }
     }
     for p in &t.pairs {
         for r in &p.rows {
-            line(&p.name, &p.key, r.key, &r.bin);
+            line(&p.name, &p.key, r.key, &r.bin)?;
         }
     }
     for c in &t.counts {
@@ -396,18 +396,10 @@ pub fn csv(info: &CaptureInfo, t: &Tables) -> String {
                     count: *n,
                     ..Default::default()
                 },
-            );
+            )?;
         }
     }
-    s
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+    super::csv::finish(w)
 }
 
 /// Two captures' TLB tables side by side (seed 000): per pages, % of flushes, avg cycles and

@@ -1,0 +1,211 @@
+//! What the commands that print results share: the analysis options of `compare` and `report`,
+//! loading a stored experiment into a [`Report`] (with its trace or micro section), and writing
+//! the rendered text to standard output or `-o FILE`.
+
+use crate::error::usage;
+use crate::model::{Dataset, Kind};
+use crate::report::{Report, TraceSection, View};
+use crate::stats::analysis::{Settings, analyse};
+use crate::stats::compare::Options;
+use crate::stats::multiple::Correction;
+use crate::store::Store;
+use anyhow::Context;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// The metric judged when none is named: wall-clock time of each run.
+pub const DEFAULT_METRIC: &str = "wall_ns";
+
+/// How variants are compared (shared by `compare` and `report`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct AnalysisArgs {
+    /// Baseline variant (default: the first)
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
+    /// Metric(s) to judge (repeatable, or 'all', corrected across metrics); default wall_ns,
+    /// else the first metric
+    #[arg(long, value_name = "NAME|all")]
+    pub metric: Vec<String>,
+    /// Significance level
+    #[arg(long, default_value_t = 0.05, value_name = "A")]
+    pub alpha: f64,
+    /// Equivalence margin in percent for NO DIFFERENCE
+    #[arg(long, default_value_t = 0.2, value_name = "PCT")]
+    pub margin: f64,
+    /// Smallest effect of interest in percent (for the runs needed when inconclusive)
+    #[arg(long, default_value_t = 0.5, value_name = "PCT")]
+    pub effect: f64,
+    /// Correction for several variants or metrics
+    #[arg(long, value_enum, default_value_t = Correction::Holm)]
+    pub correction: Correction,
+    /// Leave out values Tukey flags as outliers (1.5 IQR) before the analysis
+    #[arg(long)]
+    pub without_outliers: bool,
+    /// Bootstrap resamples (0 skips the bootstrap)
+    #[arg(long, default_value_t = crate::stats::bootstrap::DEFAULT_RESAMPLES, value_name = "N")]
+    pub resamples: usize,
+    /// Bootstrap seed (default: the experiment's seed, else a fixed one)
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Treat the metric as a rate: higher is better (default: decided from its unit)
+    #[arg(long)]
+    pub higher_is_better: bool,
+}
+
+impl Default for AnalysisArgs {
+    fn default() -> Self {
+        AnalysisArgs {
+            baseline: None,
+            metric: Vec::new(),
+            alpha: 0.05,
+            margin: 0.2,
+            effect: 0.5,
+            correction: Correction::Holm,
+            without_outliers: false,
+            resamples: crate::stats::bootstrap::DEFAULT_RESAMPLES,
+            seed: None,
+            higher_is_better: false,
+        }
+    }
+}
+
+impl AnalysisArgs {
+    /// Check the numbers before anything is loaded.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if !(self.alpha > 0.0 && self.alpha < 0.5) {
+            return Err(usage(format!(
+                "--alpha {}: expected a level between 0 and 0.5, e.g. 0.05",
+                self.alpha
+            )));
+        }
+        if !(self.margin > 0.0 && self.margin < 100.0) {
+            return Err(usage(format!(
+                "--margin {}: expected a percentage between 0 and 100, e.g. 0.2",
+                self.margin
+            )));
+        }
+        if !(self.effect > 0.0 && self.effect < 100.0) {
+            return Err(usage(format!(
+                "--effect {}: expected a percentage between 0 and 100, e.g. 0.5",
+                self.effect
+            )));
+        }
+        if self.resamples != 0 && self.resamples < 100 {
+            return Err(usage(format!(
+                "--resamples {}: expected 0 (no bootstrap) or at least 100",
+                self.resamples
+            )));
+        }
+        Ok(())
+    }
+
+    /// The analysis settings for `ds`; `Ok(None)` with the reason when there is nothing to
+    /// compare (one variant; a micro experiment's configurations without a named baseline).
+    pub fn settings(&self, ds: &Dataset) -> anyhow::Result<Result<Settings, String>> {
+        if ds.variants.len() < 2 {
+            return Ok(Err("one variant: nothing to compare it with".into()));
+        }
+        let micro = ds.experiment().is_some_and(|e| e.kind == Kind::Micro);
+        if micro && self.baseline.is_none() {
+            return Ok(Err(
+                "micro experiment: its variants are configurations, not treatments of one \
+                 workload; no verdicts against the first (name one with --baseline)"
+                    .into(),
+            ));
+        }
+        let baseline = match &self.baseline {
+            Some(n) => ds.position(n).ok_or_else(|| {
+                usage(format!(
+                    "--baseline {n:?}: no such variant (variants: {})",
+                    ds.variant_names()
+                ))
+            })?,
+            None => 0,
+        };
+        let main: Vec<String> = ds.main_metrics().map(|m| m.name.clone()).collect();
+        let metrics = if self.metric.is_empty() {
+            match main.iter().find(|m| *m == DEFAULT_METRIC).or(main.first()) {
+                Some(m) => vec![m.clone()],
+                None => return Ok(Err("no metrics stored: nothing to compare".into())),
+            }
+        } else if self.metric.iter().any(|m| m == "all") {
+            main.clone()
+        } else {
+            for m in &self.metric {
+                if ds.metric(m).is_none() {
+                    return Err(usage(format!(
+                        "--metric {m}: not stored; metrics: {}",
+                        main.join(", ")
+                    )));
+                }
+            }
+            self.metric.clone()
+        };
+        let seed = self
+            .seed
+            .or(ds.experiments.first().and_then(|e| e.seed))
+            .unwrap_or(Options::default().seed);
+        Ok(Ok(Settings {
+            baseline,
+            metrics,
+            options: Options {
+                alpha: self.alpha,
+                margin_pct: self.margin,
+                effect_pct: self.effect,
+                resamples: self.resamples,
+                seed,
+                ..Options::default()
+            },
+            correction: self.correction,
+            without_outliers: self.without_outliers,
+            force_higher_is_better: self.higher_is_better,
+        }))
+    }
+
+    /// Analyse `r`'s data into it (or note why not).
+    pub fn analyse_into(&self, r: &mut Report) -> anyhow::Result<()> {
+        match self.settings(&r.data)? {
+            Ok(s) => r.analysis = Some(analyse(&r.data, &s)),
+            Err(why) => r.notes.push(why),
+        }
+        Ok(())
+    }
+}
+
+/// Load stored experiment `id` into a report for `view`, with the tables of a trace capture or
+/// the findings of a micro suite.
+pub fn load(store: &Store, id: i64, view: View) -> anyhow::Result<Report> {
+    let data = store.load(id)?;
+    let kind = data.experiments[0].kind;
+    let mut r = Report::new(data, view);
+    match kind {
+        Kind::Trace => match store.load_capture(id) {
+            Ok((info, tables)) => r.trace = Some(TraceSection { info, tables }),
+            Err(e) => r.notes.push(format!("trace tables unavailable: {e:#}")),
+        },
+        Kind::Micro => {
+            let findings = store.micro_findings(id)?;
+            r.micro = Some(crate::report::micro::build(&r.data, findings));
+            r.include_runs = view == View::Export;
+        }
+        Kind::Run | Kind::Import => {}
+    }
+    Ok(r)
+}
+
+/// Write `text` to `output` (a file) or standard output; a closed pipe ends quietly.
+pub fn write(text: &str, output: Option<&PathBuf>) -> anyhow::Result<()> {
+    match output {
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| usage(format!("-o {}: cannot write ({e})", p.display()))),
+        None => {
+            let mut out = std::io::stdout().lock();
+            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    Err(e).context("cannot write to standard output")
+                }
+                _ => Ok(()),
+            }
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! The one shape of abperf's data, spoken by every other module: an experiment, its variants,
+//! its runs and their metrics, as stored, imported, analysed and reported.
+//!
+//! - [`experiment`] holds [`Experiment`] (kind, design, environment, status), [`NewExperiment`]
+//! - [`variant`] holds [`Variant`] (command, `-L` parameters, knobs, per-variant summaries)
+//! - [`run`] holds [`Run`] (sequence, status, timestamps, flags, metrics, import provenance), [`Slot`]
+//! - [`metric`] holds [`Metric`], [`MetricInfo`] and [`Direction`] (which way is better)
+//! - [`describe`] holds one description of a sample and one quantile definition (Hyndman-Fan type 7)
+//!   for every table, plot and outlier fence
+//! - [`dataset`] holds [`Dataset`], what every reader gets: which runs count, the values of a metric,
+//!   and the data hash (`docs/data-hash.md`)
+//! - [`micro`], [`trace`] and [`tune`] hold the stored results of `abperf micro`, `abperf trace` and the
+//!   settings `doctor --fix` / `run --tune` change
+//!
+//! This module depends on nothing else in the crate (a test in `tests/layering.rs` keeps it so).
+
+pub mod dataset;
+pub mod describe;
+pub mod experiment;
+pub mod metric;
+pub mod micro;
+pub mod run;
+pub mod trace;
+pub mod tune;
+pub mod variant;
+
+pub use dataset::Dataset;
+pub use describe::{Description, Summary, describe};
+pub use experiment::{Experiment, ExperimentSummary, Kind, NewExperiment, Status};
+pub use metric::{Direction, Metric, MetricInfo};
+pub use micro::MicroFinding;
+pub use run::{Run, RunStatus, Slot, Source};
+pub use tune::{Setting, TuneRecord};
+pub use variant::{KnobSetting, SummaryValue, Variant};

@@ -1,0 +1,49 @@
+//! A variant: one of the things an experiment compares.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A kernel knob as stored with its variant: the value this variant sets and what the file held
+/// before abperf touched it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KnobSetting {
+    pub path: String,
+    pub value: String,
+    /// The file's content before abperf wrote it (None until read).
+    pub original: Option<String>,
+}
+
+/// A figure a tool reported once per variant, without per-run values (hyperfine's mean user and
+/// system time). Never copied onto runs: that would invent per-run values.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SummaryValue {
+    pub value: f64,
+    pub unit: String,
+}
+
+/// One variant. Its position is its index in the experiment's variant list (0 = the default
+/// baseline).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Variant {
+    pub name: String,
+    /// The command it runs (None for micro configurations and tool summaries).
+    pub command: Option<String>,
+    /// `-L` parameter values (and, for micro configurations, the configuration's parameters).
+    pub parameters: BTreeMap<String, String>,
+    pub knobs: Vec<KnobSetting>,
+    /// Figures its tool reported only per variant (imports), by name.
+    pub summary: BTreeMap<String, SummaryValue>,
+}
+
+impl Variant {
+    /// A variant with a name and nothing else.
+    pub fn named(name: &str) -> Variant {
+        Variant {
+            name: name.to_string(),
+            command: None,
+            parameters: BTreeMap::new(),
+            knobs: Vec::new(),
+            summary: BTreeMap::new(),
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! The one helper every integration test uses: a [`Lab`] is a temporary directory with its own
+//! store (`$ABPERF_DB`), in which the real abperf binary runs; [`Out`] is what a finished
+//! command printed. Fixtures live in tests/data ([`data`]).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_abperf");
+
+/// The path of fixture `name` in tests/data.
+pub fn data(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A temporary directory with its own store.
+pub struct Lab {
+    pub dir: tempfile::TempDir,
+}
+
+impl Default for Lab {
+    fn default() -> Self {
+        Lab::new()
+    }
+}
+
+impl Lab {
+    pub fn new() -> Lab {
+        Lab {
+            dir: tempfile::tempdir().expect("a temporary directory"),
+        }
+    }
+
+    /// The store every command of this lab uses (through `$ABPERF_DB`).
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("abperf.db")
+    }
+
+    /// `rel` inside the lab's directory.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// `rel` as a string, for argument lists.
+    pub fn p(&self, rel: &str) -> String {
+        self.path(rel).display().to_string()
+    }
+
+    /// Write `contents` to `rel`; returns its path as a string.
+    pub fn write(&self, rel: &str, contents: impl AsRef<[u8]>) -> String {
+        let p = self.path(rel);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(&p, contents).unwrap();
+        p.display().to_string()
+    }
+
+    /// The abperf command with `args`, this lab's store, no standard input.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .env("ABPERF_DB", self.db())
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Run to completion, whatever the exit code.
+    pub fn run(&self, args: &[&str]) -> Out {
+        Out::from(self.cmd(args).output().expect("abperf runs"), args)
+    }
+
+    /// Run; it must succeed.
+    pub fn ok(&self, args: &[&str]) -> Out {
+        let o = self.run(args);
+        assert_eq!(o.code, Some(0), "{o}");
+        o
+    }
+
+    /// Run; it must exit with `code`.
+    pub fn fails(&self, args: &[&str], code: i32) -> Out {
+        let o = self.run(args);
+        assert_eq!(o.code, Some(code), "{o}");
+        o
+    }
+
+    /// The lab's store, opened in this process.
+    pub fn store(&self) -> abperf::store::Store {
+        abperf::store::Store::open(&self.db()).expect("the lab's store opens")
+    }
+
+    /// Import seed 000's `/usr/bin/time` lines as experiment `name`.
+    pub fn seed000(&self, name: &str) -> Out {
+        self.ok(&[
+            "import",
+            "--format",
+            "time",
+            "--new",
+            name,
+            &data("seed000-time.txt"),
+        ])
+    }
+}
+
+/// What a finished command did.
+pub struct Out {
+    pub args: Vec<String>,
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Out {
+    pub fn from(o: Output, args: &[&str]) -> Out {
+        Out {
+            args: args.iter().map(|s| s.to_string()).collect(),
+            code: o.status.code(),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+
+    /// Standard output as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {self}"))
+    }
+
+    /// (exit code, standard output, standard error); -1 for a death by signal.
+    pub fn parts(self) -> (i32, String, String) {
+        (self.code.unwrap_or(-1), self.stdout, self.stderr)
+    }
+
+    /// Standard output and error together.
+    pub fn all(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+}
+
+impl std::fmt::Display for Out {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "abperf {:?} exited {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.args, self.code, self.stdout, self.stderr
+        )
+    }
+}
