@@ -2,6 +2,7 @@
 //! `commands/` (with the options several share, `DbArgs` and `AnalysisArgs`); this file only
 //! lists the subcommands.
 
+use crate::commands;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -42,4 +43,44 @@ pub enum Command {
     Plan(crate::commands::plan::PlanArgs),
     /// Tracepoint captures (tracefs) into TLB-flush, pair-duration and count tables
     Trace(crate::commands::trace::TraceArgs),
+}
+
+/// Parse the command line, run the subcommand, print a one-line error; returns the exit code.
+pub fn main() -> i32 {
+    // Die quietly on a closed pipe (`abperf show 3 | head`), as Unix tools do, instead of
+    // panicking in println!. Commands that change system settings restore them before printing.
+    // SAFETY: setting a signal disposition to SIG_DFL has no preconditions.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("abperf: error: {e:#}");
+            crate::error::exit_code(&e)
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Run(a) => commands::run::run(a),
+        Command::List(a) => commands::list::run(a),
+        Command::Show(a) => commands::show::run(a),
+        Command::Export(a) => commands::export::run(a),
+        Command::Delete(a) => commands::delete::run(a),
+        Command::Doctor(a) => commands::doctor::run(a),
+        Command::Import(args) => commands::import::run(args),
+        Command::Report(args) => commands::report::run(args),
+        Command::Micro(a) => commands::micro::run(a),
+        Command::Compare(args) => commands::compare::run(args),
+        Command::Plan(args) => commands::plan::run(args),
+        Command::Trace(a) => commands::trace::run(a),
+    }
 }

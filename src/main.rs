@@ -1,3 +1,3 @@
 fn main() {
-    std::process::exit(abperf::commands::main());
+    std::process::exit(abperf::cli::main());
 }

@@ -429,7 +429,7 @@ fn compare_after_real_abperf_run() {
             "-n",
             "long",
             "sleep 0.01",
-            "sleep 0.03",
+            "sleep 0.06",
         ])
         .parts();
     assert_eq!(code, 0, "{err}");

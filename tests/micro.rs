@@ -45,6 +45,7 @@ fn remeasure(bench: &str) -> Value {
 fn quick_suite_is_plausible_stored_and_exportable() {
     let lab = Lab::new();
     let r = lab.ok(&["micro", "--quick", "--format", "json"]).json();
+    common::assert_schema(&r);
     let m = micro(&r);
 
     // Timer.

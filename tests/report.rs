@@ -206,7 +206,7 @@ fn trace_capture_tables_in_reports() {
     let mail = lab.ok(&["report", "latest", "--format", "mail"]).stdout;
     assert!(mail.lines().all(|l| l.chars().count() <= 72), "{mail}");
     assert!(
-        mail.contains("Trace and micro tables (wider than a mail line)"),
+        mail.contains("Trace tables (wider than a mail line)"),
         "{mail}"
     );
 }

@@ -9,6 +9,7 @@
 //! its own instance, named after the abperf process, so other users of tracefs do not matter).
 
 mod common;
+use abperf::trace::instance::Events;
 use common::{Lab, Out};
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -25,10 +25,13 @@ OUT = os.path.join(ROOT, "tests", "data", "stats_reference.json")
 
 
 def seed000():
+    """User seconds of seed 000's /usr/bin/time lines (mail-quoted, variant label first)."""
     n, y = [], []
-    with open(os.path.join(ROOT, "tests", "data", "seed000_time.txt")) as f:
+    with open(os.path.join(ROOT, "tests", "data", "seed000-time.txt")) as f:
         for line in f:
-            parts = line.split()
+            parts = line.lstrip("> ").split()
+            if not parts:
+                continue
             (n if parts[0] == "n" else y).append(float(parts[1]))
     return n, y
 

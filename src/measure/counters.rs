@@ -131,7 +131,7 @@ fn parse_cache(name: &str) -> Option<u64> {
 }
 
 /// The perf type id of tracepoint `subsys:event`, read from tracefs (found where it is mounted,
-/// else mounted privately for the look-up and unmounted again, by `trace::instance::Tracefs`).
+/// else mounted privately for the look-up and unmounted again, by `measure::tracefs::Tracefs`).
 fn tracepoint_id(subsys: &str, event: &str) -> Result<u64, String> {
     let valid = |s: &str| {
         !s.is_empty()
@@ -143,7 +143,7 @@ fn tracepoint_id(subsys: &str, event: &str) -> Result<u64, String> {
             "'{subsys}:{event}': a tracepoint is subsys:event, letters, digits and '_'"
         ));
     }
-    let tracefs = crate::trace::instance::Tracefs::open().map_err(|e| format!("{e:#}"))?;
+    let tracefs = crate::measure::tracefs::Tracefs::open().map_err(|e| format!("{e:#}"))?;
     let rel = format!("events/{subsys}/{event}/id");
     let text = tracefs.read(&rel).map_err(|_| {
         format!(

@@ -71,8 +71,9 @@ fn render(d: &Report) -> String {
     if let Some(e) = d.data.experiment()
         && (d.trace.is_some() || d.micro.is_some())
     {
+        let what = if d.trace.is_some() { "Trace" } else { "Micro" };
         let hint = format!(
-            "Trace and micro tables (wider than a mail line): abperf report {} --format text",
+            "{what} tables (wider than a mail line): abperf report {} --format text",
             e.id
         );
         para(&hint, &mut out);

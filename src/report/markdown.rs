@@ -37,6 +37,56 @@ fn render(d: &Report) -> String {
         let _ = writeln!(s, "- {}", cell(n));
     }
     let _ = writeln!(s);
+    // A micro experiment's configurations are no columns to compare: its tables follow.
+    if d.micro.is_none() {
+        summary_table(&mut s, d);
+    }
+    let _ = writeln!(
+        s,
+        "Runs per variant: {}. Mean ± perf stat's figure (SD/√n/mean). {}, {}, alpha {}.",
+        d.n_text(),
+        cell(&d.order_text()),
+        if d.tests().is_empty() {
+            "no tests".to_string()
+        } else {
+            cell(&d.tests())
+        },
+        d.alpha()
+    );
+    if let Some(t) = &d.trace {
+        let body = super::trace::text(&t.info, &t.tables, super::Which::All);
+        let body = body.trim_end().replace("```", "'''");
+        let _ = writeln!(s, "\n#### Trace tables\n\n```text\n{body}\n```");
+    }
+    if let Some(m) = &d.micro {
+        let body = super::micro::text(d, m);
+        let body = body.trim_end().replace("```", "'''");
+        let _ = writeln!(s, "\n#### Micro benchmarks\n\n```text\n{body}\n```");
+    }
+    let files = d.files();
+    let src = if files.is_empty() {
+        String::new()
+    } else {
+        format!(", imported from {}", cell(&files.join(", ")))
+    };
+    let created = d
+        .data
+        .experiment()
+        .map(|e| format!(" created {}", e.created))
+        .unwrap_or_default();
+    let _ = writeln!(
+        s,
+        "\n<sub>abperf {}, {}{created}{src}; {}; data sha256 `{}`</sub>",
+        d.tool_version,
+        cell(&d.title()),
+        cell(&d.machine_text()),
+        d.data_sha256
+    );
+    s
+}
+
+/// One row per metric, one column per variant with its change against the baseline.
+fn summary_table(s: &mut String, d: &Report) {
     let base = if d.analysis.is_some() {
         d.baseline().to_string()
     } else {
@@ -88,48 +138,6 @@ fn render(d: &Report) -> String {
         let _ = writeln!(s, "{row}");
     }
     let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "Runs per variant: {}. Mean ± perf stat's figure (SD/√n/mean). {}, {}, alpha {}.",
-        d.n_text(),
-        cell(&d.order_text()),
-        if d.tests().is_empty() {
-            "no tests".to_string()
-        } else {
-            cell(&d.tests())
-        },
-        d.alpha()
-    );
-    if let Some(t) = &d.trace {
-        let body = super::trace::text(&t.info, &t.tables, super::Which::All);
-        let body = body.trim_end().replace("```", "'''");
-        let _ = writeln!(s, "\n#### Trace tables\n\n```text\n{body}\n```");
-    }
-    if let Some(m) = &d.micro {
-        let body = super::micro::text(d, m);
-        let body = body.trim_end().replace("```", "'''");
-        let _ = writeln!(s, "\n#### Micro benchmarks\n\n```text\n{body}\n```");
-    }
-    let files = d.files();
-    let src = if files.is_empty() {
-        String::new()
-    } else {
-        format!(", imported from {}", cell(&files.join(", ")))
-    };
-    let created = d
-        .data
-        .experiment()
-        .map(|e| format!(" created {}", e.created))
-        .unwrap_or_default();
-    let _ = writeln!(
-        s,
-        "\n<sub>abperf {}, {}{created}{src}; {}; data sha256 `{}`</sub>",
-        d.tool_version,
-        cell(&d.title()),
-        cell(&d.machine_text()),
-        d.data_sha256
-    );
-    s
 }
 
 #[cfg(test)]

@@ -318,6 +318,9 @@ fn f1(x: f64) -> String {
 
 /// Generic table: one row per configuration.
 fn generic(out: &mut String, rows: &[&MicroRow]) {
+    if rows.is_empty() {
+        return;
+    }
     let w = rows
         .iter()
         .map(|m| m.variant.chars().count())

@@ -224,11 +224,21 @@ impl Report {
             .unwrap_or(0.05)
     }
 
-    /// The tests behind the verdicts ("" when none ran).
+    /// The tests behind the verdicts, short, for method lines ("Welch t, Fieller 95% CI, Holm
+    /// m=1"; "" when none ran). The full list is in the analysis (and compare's footer).
     pub fn tests(&self) -> String {
         match &self.analysis {
             Some(a) if !a.comparisons.is_empty() => {
-                format!("{}; {} over m={}", a.tests, a.correction, a.m.max(1))
+                let primary = if a.comparisons.iter().any(|c| c.primary == "ancova") {
+                    "Welch t / ANCOVA (drift)"
+                } else {
+                    "Welch t"
+                };
+                format!(
+                    "{primary}, Fieller 95% CI, {} m={}",
+                    a.correction,
+                    a.m.max(1)
+                )
             }
             _ => String::new(),
         }
@@ -415,7 +425,7 @@ mod tests {
         assert_eq!(d.n_text(), "8+8");
         assert_eq!(d.title(), "experiment 7 \"tlb <flush> & co\"");
         assert_eq!(d.comparisons().len(), 1);
-        assert!(d.tests().contains("Holm over m=1"), "{}", d.tests());
+        assert_eq!(d.tests(), "Welch t, Fieller 95% CI, Holm m=1");
         d.data.runs[0].status = RunStatus::Failed;
         assert_eq!(d.data.n_text(), "7+8");
     }

@@ -111,7 +111,13 @@ fn footer(s: &mut String, r: &Report) {
 fn report(r: &Report) -> String {
     let mut s = String::new();
     header(&mut s, r);
-    for (pos, v) in r.data.variants.iter().enumerate() {
+    // A micro experiment's hundreds of configurations get the micro tables below instead.
+    let blocks = if r.micro.is_some() {
+        0
+    } else {
+        r.data.variants.len()
+    };
+    for (pos, v) in r.data.variants.iter().enumerate().take(blocks) {
         let _ = writeln!(s);
         let _ = writeln!(
             s,

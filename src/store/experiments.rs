@@ -435,7 +435,7 @@ impl Store {
         }
         let mut mstmt = self.conn().prepare(
             "SELECT m.run_id, m.name, m.value, m.unit FROM metric m JOIN run r ON r.id = m.run_id
-             WHERE r.experiment_id = ?1",
+             WHERE r.experiment_id = ?1 ORDER BY m.rowid",
         )?;
         let mrows = mstmt.query_map([id], |r| {
             Ok((

@@ -72,6 +72,7 @@ pub struct Recorded {
 pub fn record(opts: &RecordOptions) -> Result<Recorded> {
     use crate::runner::signals;
     signals::install()?;
+    use instance::Events;
     let tfs = instance::Tracefs::open()?;
     let ph = tfs.page_header()?;
     let eh = tfs.event_header()?;

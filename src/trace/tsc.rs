@@ -8,7 +8,7 @@ use std::time::Duration;
 pub fn calibrate(span: Duration) -> Option<f64> {
     #[cfg(target_arch = "x86_64")]
     {
-        let hz = crate::micro::timer::calibrate((span.as_millis() as u64 / 3).max(1));
+        let hz = crate::measure::counter::calibrate((span.as_millis() as u64 / 3).max(1));
         (hz.is_finite() && hz > 0.0).then_some(hz)
     }
     #[cfg(not(target_arch = "x86_64"))]

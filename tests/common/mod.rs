@@ -150,3 +150,25 @@ impl std::fmt::Display for Out {
         )
     }
 }
+
+/// Check `doc` against docs/abperf-report.schema.json (the report JSON schema), panicking with
+/// every violation.
+pub fn assert_schema(doc: &serde_json::Value) {
+    let errors = schema_errors(doc);
+    assert!(errors.is_empty(), "not an abperf-report: {errors:#?}");
+}
+
+/// Every way `doc` breaks docs/abperf-report.schema.json.
+pub fn schema_errors(doc: &serde_json::Value) -> Vec<String> {
+    use std::sync::OnceLock;
+    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
+    let v = V.get_or_init(|| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/abperf-report.schema.json");
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        jsonschema::validator_for(&schema).expect("the schema compiles")
+    });
+    v.iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect()
+}

@@ -1,0 +1,221 @@
+//! Every output format, as a reviewed snapshot (insta; `cargo insta review`, or
+//! `INSTA_UPDATE=always cargo test --test snapshots` and read the diff): seed 000's imported
+//! `/usr/bin/time` lines and a small micro experiment with known samples, through the real
+//! binary. Timestamps, temporary paths and the binary's path are replaced by placeholders.
+
+mod common;
+use abperf::micro::record::Record;
+use abperf::model::{Kind, Metric, MicroFinding, NewExperiment, Run, RunStatus, Slot, Variant};
+use common::Lab;
+
+const FORMATS: &[&str] = &[
+    "text",
+    "mail",
+    "md",
+    "json",
+    "csv",
+    "html",
+    "hyperfine-json",
+    "perf-stat",
+];
+
+fn snapshot(name: &str, text: &str) {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+    insta::with_settings!({
+        filters => vec![
+            (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "[created]"),
+            (r"/tmp/\.tmp[A-Za-z0-9]+", "[lab]"),
+            (data, "[data]"),
+            (r"[^\s\x22<>]*/target/[^\s\x22<>]*/abperf\b", "[abperf]"),
+        ],
+        prepend_module_to_snapshot => false,
+    }, {
+        insta::assert_snapshot!(name, text);
+    });
+}
+
+#[test]
+fn seed_000_in_every_format() {
+    let lab = Lab::new();
+    lab.seed000("invpcid");
+    for f in FORMATS {
+        let out = lab.ok(&["report", "1", "--format", f, "--metric", "user_ns"]);
+        snapshot(&format!("seed000-report-{f}"), &out.stdout);
+    }
+    let compare = lab.ok(&["compare", "1", "--metric", "user_ns", "--resamples", "1000"]);
+    snapshot("seed000-compare-text", &compare.stdout);
+    snapshot(
+        "seed000-show-text",
+        &lab.ok(&["show", "1", "--runs"]).stdout,
+    );
+    snapshot(
+        "seed000-export-csv",
+        &lab.ok(&["export", "1", "--format", "csv"]).stdout,
+    );
+}
+
+/// A small micro experiment with known samples: the timer, getppid, and madvise / mprotect of
+/// 1, 2, 33 and 34 pages with a knee after 33, a skip and a note.
+fn micro_record() -> Record {
+    let mut variants = Vec::new();
+    let mut schedule = Vec::new();
+    let mut runs = Vec::new();
+    let mut config = |name: String, params: &[(&str, String)], per: &str, base: f64| {
+        let pos = variants.len();
+        let mut v = Variant::named(&name);
+        for (k, val) in params {
+            v.parameters.insert(k.to_string(), val.clone());
+        }
+        v.parameters.insert("per".into(), per.into());
+        let pages: f64 = v
+            .parameters
+            .get("pages")
+            .map_or(1.0, |p| p.parse().unwrap());
+        variants.push(v);
+        for i in 0..11 {
+            let seq = schedule.len() as u32;
+            schedule.push(Slot {
+                seq,
+                variant: pos,
+                block: 0,
+                warmup: false,
+            });
+            let c = base * (1.0 + 0.01 * ((i * 7) % 11) as f64);
+            let mut metrics = vec![
+                Metric::new("cycles", c, "cycles"),
+                Metric::new("ns", c / 2.6, "ns"),
+                Metric::new("core_cycles", c * 3.5 / 2.6, "cycles"),
+            ];
+            if pages > 1.0 {
+                metrics.push(Metric::new("cycles_per_page", c / pages, "cycles"));
+            }
+            runs.push(Run {
+                seq,
+                variant: pos,
+                warmup: false,
+                block: 0,
+                status: RunStatus::Ok,
+                exit_code: None,
+                signal: None,
+                started_ns: 1_000,
+                ended_ns: 1_000,
+                excluded: None,
+                metrics,
+                source: None,
+            });
+        }
+    };
+    config(
+        "timer/empty-pair".into(),
+        &[("bench", "timer".into()), ("pages", "1".into())],
+        "pair",
+        52.0,
+    );
+    config(
+        "syscall/getppid".into(),
+        &[("bench", "syscall".into()), ("pages", "1".into())],
+        "call",
+        560.0,
+    );
+    for op in ["madvise", "mprotect"] {
+        for n in [1u32, 2, 33, 34] {
+            for range in ["touched", "empty"] {
+                let cost = match (range, n) {
+                    ("empty", _) => 2000.0,
+                    (_, 34) => 2000.0 + 7000.0,
+                    _ => 2000.0 + 280.0 * n as f64,
+                };
+                config(
+                    format!("tlb-flush/{op}/{range}/n={n}"),
+                    &[
+                        ("bench", "tlb-flush".into()),
+                        ("op", op.into()),
+                        ("range", range.into()),
+                        ("pages", n.to_string()),
+                    ],
+                    "call",
+                    cost,
+                );
+            }
+        }
+    }
+    let finding =
+        |bench: &str, key: &str, value: Option<f64>, unit: &str, text: &str| MicroFinding {
+            bench: bench.into(),
+            key: key.into(),
+            value,
+            unit: unit.into(),
+            text: text.into(),
+        };
+    Record {
+        experiment: NewExperiment {
+            name: "micro <small>".into(),
+            kind: Kind::Micro,
+            command_line: vec!["abperf".into(), "micro".into(), "--quick".into()],
+            design: serde_json::json!({
+                "kind": "micro", "arch": "x86_64", "quick": true,
+                "benches": ["timer", "syscall", "tlb-flush", "xstate"],
+                "cpu": 0, "remote_cpu": 1,
+                "timer": {"counter": "tsc", "hz": 2.6e9, "hz_source": "cpuid 0x15", "overhead": 52.0,
+                          "resolution": 26, "core_ghz": 3.5},
+                "cpu_info": {}, "cpu_description": "Test CPU (family 25 model 17), 2 CPUs",
+                "elapsed_s": 1.5,
+                "adds_per_cycle": {"n": 32, "min": 3.0, "p10": 3.2, "median": 3.6, "p90": 3.7,
+                                   "max": 3.7, "mean": 3.5},
+            }),
+            seed: None,
+            environment: serde_json::json!({"kernel": "6.18.0-test", "cpu_model": "Test CPU", "cpu_count": 2}),
+        },
+        variants,
+        schedule,
+        runs,
+        findings: vec![
+            finding(
+                "timer",
+                "overhead",
+                Some(52.0),
+                "cycles",
+                "empty start/stop pair",
+            ),
+            finding(
+                "tlb-flush",
+                "madvise-knee",
+                Some(33.0),
+                "pages",
+                "madvise: knee after 33 pages (280 cycles/page below, full flush above)",
+            ),
+            finding(
+                "xstate",
+                "skipped:avx512",
+                None,
+                "",
+                "this CPU has no AVX-512",
+            ),
+            finding(
+                "",
+                "note",
+                None,
+                "",
+                "virtual machine: costs include the hypervisor's",
+            ),
+        ],
+    }
+}
+
+#[test]
+fn micro_experiment_in_every_format() {
+    let lab = Lab::new();
+    let id = micro_record().save(&mut lab.store()).unwrap();
+    let id = id.to_string();
+    for f in FORMATS {
+        if *f == "hyperfine-json" {
+            // No time metric in ns per run that hyperfine could plot: a clear error instead.
+            let out = lab.fails(&["report", &id, "--format", f], 2);
+            snapshot("micro-report-hyperfine-json-error", &out.stderr);
+            continue;
+        }
+        let out = lab.ok(&["report", &id, "--format", f]);
+        snapshot(&format!("micro-report-{f}"), &out.stdout);
+    }
+    snapshot("micro-show-text", &lab.ok(&["show", &id]).stdout);
+}
