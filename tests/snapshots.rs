@@ -5,7 +5,7 @@
 
 mod common;
 use abperf::micro::record::Record;
-use abperf::model::{Kind, Metric, MicroFinding, NewExperiment, Run, RunStatus, Slot, Variant};
+use abperf::model::{Kind, Metric, MicroFinding, NewExperiment, Run, Slot, Variant};
 use common::Lab;
 
 const FORMATS: &[&str] = &[
@@ -89,20 +89,7 @@ fn micro_record() -> Record {
             if pages > 1.0 {
                 metrics.push(Metric::new("cycles_per_page", c / pages, "cycles"));
             }
-            runs.push(Run {
-                seq,
-                variant: pos,
-                warmup: false,
-                block: 0,
-                status: RunStatus::Ok,
-                exit_code: None,
-                signal: None,
-                started_ns: 1_000,
-                ended_ns: 1_000,
-                excluded: None,
-                metrics,
-                source: None,
-            });
+            runs.push(Run::ok(seq, pos, metrics));
         }
     };
     config(

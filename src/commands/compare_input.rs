@@ -2,7 +2,7 @@
 //! experiments (one variant of each, side by side) or plain files of numbers (ministat mode).
 
 use crate::error::usage;
-use crate::model::{Dataset, Experiment, Metric, Run, RunStatus, Variant};
+use crate::model::{Dataset, Experiment, Metric, Run, Variant};
 use crate::store::Store;
 use std::path::Path;
 
@@ -131,20 +131,11 @@ pub fn from_files(paths: &[String], column: usize) -> anyhow::Result<Dataset> {
         };
         variants.push(Variant::named(&name));
         for v in values {
-            runs.push(Run {
-                seq: runs.len() as u32,
-                variant: i,
-                warmup: false,
-                block: 0,
-                status: RunStatus::Ok,
-                exit_code: None,
-                signal: None,
-                started_ns: 0,
-                ended_ns: 0,
-                excluded: None,
-                metrics: vec![Metric::new(metric.clone(), v, "")],
-                source: None,
-            });
+            runs.push(Run::ok(
+                runs.len() as u32,
+                i,
+                vec![Metric::new(metric.clone(), v, "")],
+            ));
         }
     }
     let mut ds = Dataset::new(

@@ -154,10 +154,6 @@ impl Imported {
             RunKind::Summary { repeats } => (true, repeats),
         };
         self.runs.push(Run {
-            seq: self.runs.len() as u32,
-            variant,
-            warmup: false,
-            block: 0,
             status: if failed {
                 RunStatus::Failed
             } else {
@@ -165,10 +161,6 @@ impl Imported {
             },
             exit_code,
             signal,
-            started_ns: 0,
-            ended_ns: 0,
-            excluded: None,
-            metrics,
             source: Some(Source {
                 format: self.format.to_string(),
                 file: self.file.clone(),
@@ -176,6 +168,7 @@ impl Imported {
                 summary,
                 repeats,
             }),
+            ..Run::ok(self.runs.len() as u32, variant, metrics)
         });
     }
 

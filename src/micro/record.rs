@@ -87,22 +87,14 @@ pub fn record(
                 metrics.clear();
             }
             runs.push(Run {
-                seq,
-                variant: i,
-                warmup: false,
-                block: 0,
                 status: if c.is_finite() {
                     RunStatus::Ok
                 } else {
                     RunStatus::Failed
                 },
-                exit_code: None,
-                signal: None,
                 started_ns: stamp,
                 ended_ns: stamp,
-                excluded: None,
-                metrics,
-                source: None,
+                ..Run::ok(seq, i, metrics)
             });
         }
     }

@@ -193,7 +193,7 @@ impl Dataset {
 pub(crate) mod testdata {
     //! Small in-memory datasets for unit tests across the crate.
     use super::*;
-    use crate::model::{Kind, Metric, RunStatus, Source, Status};
+    use crate::model::{Kind, Metric, Source, Status};
 
     /// Seed 000's shape: two variants of 8 imported runs each, user time, max RSS, minor faults
     /// and one auxiliary metric.
@@ -218,23 +218,14 @@ pub(crate) mod testdata {
             let pos = (i % 2) as usize;
             let base = if pos == 0 { 880.0 } else { 875.0 };
             let wiggle = ((i * 7919) % 13) as f64 / 10.0;
+            let metrics = vec![
+                Metric::new("user_ns", (base + wiggle) * 1e9, "ns"),
+                Metric::new("maxrss_kib", 798_000.0 + wiggle * 100.0, "KiB"),
+                Metric::new("minflt", 58_366_597.0 + wiggle * 1000.0, "count"),
+                Metric::new("user_ns.stderr_pct", 0.5, "%"),
+            ];
             runs.push(Run {
-                seq: i,
-                variant: pos,
-                warmup: false,
-                block: 0,
-                status: RunStatus::Ok,
                 exit_code: Some(0),
-                signal: None,
-                started_ns: 0,
-                ended_ns: 0,
-                excluded: None,
-                metrics: vec![
-                    Metric::new("user_ns", (base + wiggle) * 1e9, "ns"),
-                    Metric::new("maxrss_kib", 798_000.0 + wiggle * 100.0, "KiB"),
-                    Metric::new("minflt", 58_366_597.0 + wiggle * 1000.0, "count"),
-                    Metric::new("user_ns.stderr_pct", 0.5, "%"),
-                ],
                 source: Some(Source {
                     format: "time".into(),
                     file: "seed000-time.txt".into(),
@@ -242,6 +233,7 @@ pub(crate) mod testdata {
                     summary: false,
                     repeats: None,
                 }),
+                ..Run::ok(i, pos, metrics)
             });
         }
         Dataset::new(

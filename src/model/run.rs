@@ -96,6 +96,25 @@ fn metric_map<S: serde::Serializer>(metrics: &[Metric], s: S) -> Result<S::Ok, S
 }
 
 impl Run {
+    /// A run of variant `variant` at `seq` that finished normally, with `metrics` and nothing
+    /// else known (no exit code, timestamps or provenance); set the rest with struct update.
+    pub fn ok(seq: u32, variant: usize, metrics: Vec<Metric>) -> Run {
+        Run {
+            seq,
+            variant,
+            warmup: false,
+            block: 0,
+            status: RunStatus::Ok,
+            exit_code: None,
+            signal: None,
+            started_ns: 0,
+            ended_ns: 0,
+            excluded: None,
+            metrics,
+            source: None,
+        }
+    }
+
     /// The one rule for which runs count in descriptions, tests and plots: the run finished
     /// normally, is not a warm-up and was not excluded by a user.
     pub fn counts(&self) -> bool {

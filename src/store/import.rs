@@ -149,21 +149,10 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Kind, Metric, RunStatus, Source, SummaryValue};
+    use crate::model::{Kind, Metric, Source, SummaryValue};
 
     fn run(variant: usize, line: u32, value: f64) -> Run {
         Run {
-            seq: 0,
-            variant,
-            warmup: false,
-            block: 0,
-            status: RunStatus::Ok,
-            exit_code: None,
-            signal: None,
-            started_ns: 0,
-            ended_ns: 0,
-            excluded: None,
-            metrics: vec![Metric::new("user_ns", value, "ns")],
             source: Some(Source {
                 format: "time".into(),
                 file: "f".into(),
@@ -171,6 +160,7 @@ mod tests {
                 summary: false,
                 repeats: None,
             }),
+            ..Run::ok(0, variant, vec![Metric::new("user_ns", value, "ns")])
         }
     }
 

@@ -73,7 +73,7 @@ impl Store {
 mod tests {
     use super::super::*;
     use super::*;
-    use crate::model::{Kind, Metric, NewExperiment, Run, RunStatus, Variant};
+    use crate::model::{Kind, Metric, NewExperiment, Run, Variant};
 
     #[test]
     fn bulk_runs_and_findings_round_trip() {
@@ -89,20 +89,7 @@ mod tests {
         };
         let v = Variant::named("syscall/getppid");
         let id = store.create_experiment(&exp, &[v], &[]).unwrap();
-        let run = |seq: u32, c: f64| Run {
-            variant: 0,
-            seq,
-            warmup: false,
-            block: 0,
-            status: RunStatus::Ok,
-            exit_code: None,
-            signal: None,
-            started_ns: 1,
-            ended_ns: 2,
-            metrics: vec![Metric::new("cycles", c, "cycles")],
-            excluded: None,
-            source: None,
-        };
+        let run = |seq: u32, c: f64| Run::ok(seq, 0, vec![Metric::new("cycles", c, "cycles")]);
         store
             .commit_runs(id, &[run(0, 100.0), run(1, 101.0)])
             .unwrap();
