@@ -24,3 +24,14 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
         1
     }
 }
+
+/// Write one line to standard error, never panicking: `eprintln!` panics when stderr is a closed
+/// pipe or a hung-up terminal, which in a `Drop` that restores knobs (or during unwinding) would
+/// abort the process with settings left changed.
+pub fn stderr_line(line: &str) {
+    use std::io::Write;
+    let mut e = std::io::stderr().lock();
+    let _ = e
+        .write_all(line.as_bytes())
+        .and_then(|_| e.write_all(b"\n"));
+}

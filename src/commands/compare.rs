@@ -74,7 +74,7 @@ fn load(args: &CompareArgs) -> anyhow::Result<Report> {
             "mix of files and experiment ids: give only files or only ids",
         ));
     }
-    let store = Store::open_resolved(args.db.db.as_deref())?;
+    let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
     match args.inputs.len() {
         1 => {
             let id = store.resolve_id(&args.inputs[0])?;

@@ -10,7 +10,7 @@ pub struct ListArgs {
 }
 
 pub fn run(args: ListArgs) -> anyhow::Result<i32> {
-    let store = Store::open_resolved(args.db.db.as_deref())?;
+    let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
     let list = store.list()?;
     if list.is_empty() {
         println!("no experiments in {}", store.path().display());
@@ -20,7 +20,14 @@ pub fn run(args: ListArgs) -> anyhow::Result<i32> {
         "{:>5}  {:<20}  {:<6}  {:<11}  {:>8}  {:>9}  name",
         "id", "created", "kind", "status", "variants", "runs"
     );
-    for e in list {
+    let owners = store.owners()?;
+    for mut e in list {
+        if e.status == crate::model::Status::Running
+            && let Some(o) = owners.get(&e.id)
+            && super::output::dead_owner_note(e.id, o).is_some()
+        {
+            e.status = crate::model::Status::Interrupted;
+        }
         println!(
             "{:>5}  {:<20}  {:<6}  {:<11}  {:>8}  {:>9}  {}",
             e.id,

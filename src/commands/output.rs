@@ -3,7 +3,7 @@
 //! the rendered text to standard output or `-o FILE`.
 
 use crate::error::usage;
-use crate::model::{Dataset, Kind};
+use crate::model::{Dataset, Experiment, Kind, Liveness, Status};
 use crate::report::{Report, TraceSection, View};
 use crate::stats::analysis::{Settings, analyse};
 use crate::stats::compare::Options;
@@ -175,9 +175,11 @@ impl AnalysisArgs {
 /// Load stored experiment `id` into a report for `view`, with the tables of a trace capture or
 /// the findings of a micro suite.
 pub fn load(store: &Store, id: i64, view: View) -> anyhow::Result<Report> {
-    let data = store.load(id)?;
+    let mut data = store.load(id)?;
     let kind = data.experiments[0].kind;
+    let dead = seen_status(store, &mut data.experiments[0])?;
     let mut r = Report::new(data, view);
+    r.notes.extend(dead);
     match kind {
         Kind::Trace => match store.load_capture(id) {
             Ok((info, tables)) => r.trace = Some(TraceSection { info, tables }),
@@ -191,6 +193,34 @@ pub fn load(store: &Store, id: i64, view: View) -> anyhow::Result<Report> {
         Kind::Run | Kind::Import => {}
     }
     Ok(r)
+}
+
+/// The status to show for `exp`: a `running` experiment whose recorded owner has died (kill -9,
+/// a crash, a reboot) is `interrupted`; returns a note saying so.
+pub fn seen_status(store: &Store, exp: &mut Experiment) -> anyhow::Result<Option<String>> {
+    if exp.status != Status::Running {
+        return Ok(None);
+    }
+    let Some(owner) = store.owner(exp.id)? else {
+        return Ok(None);
+    };
+    Ok(dead_owner_note(exp.id, &owner).map(|why| {
+        exp.status = Status::Interrupted;
+        why
+    }))
+}
+
+/// Why experiment `id`, stored as `running`, is not running any more (None: its owner lives, or
+/// cannot be checked from here).
+pub fn dead_owner_note(id: i64, owner: &crate::model::Owner) -> Option<String> {
+    match crate::measure::process::liveness(owner) {
+        Liveness::Dead(why) => Some(format!(
+            "experiment {id} is stored as running, but its abperf ({why}) stopped without \
+             saying so (kill -9, crash or reboot): shown as interrupted; continue it with: \
+             abperf run --resume {id}"
+        )),
+        Liveness::Alive | Liveness::Unknown(_) => None,
+    }
 }
 
 /// Write `text` to `output` (a file) or standard output; a closed pipe ends quietly.

@@ -105,7 +105,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let reference = args.from.as_deref().expect("clap requires --from or --cv");
-    let store = Store::open_resolved(args.db.db.as_deref())?;
+    let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
     let id = store.resolve_id(reference)?;
     let ds = store.load(id)?;
     let metric = args

@@ -12,6 +12,7 @@ use crate::model::{Kind, NewExperiment, Slot, Status, Variant};
 use crate::report::View;
 use crate::report::perfstat;
 use crate::runner::experiment::{Ending, Progress, RunConfig, prepare};
+use crate::runner::knob_lock::LockOptions;
 use crate::runner::noise::{self, NoiseConfig};
 use crate::runner::signals;
 use crate::runner::{KnobGuard, execute};
@@ -120,6 +121,9 @@ pub struct RunArgs {
     /// Continue a stopped experiment exactly where its schedule stands
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
+    /// Wait for a knob another experiment holds (default: fail at once, naming the holder)
+    #[arg(long)]
+    pub wait: bool,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -178,7 +182,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
                 "--resume takes no COMMAND: the experiment's own commands are resumed",
             ));
         }
-        return resume(id, &args.db);
+        return resume(id, &args.db, args.wait);
     }
     if args.runs == 0 {
         return Err(usage("-r/--runs must be at least 1"));
@@ -246,7 +250,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     signals::install()?;
     let mut paths = knob_paths.clone();
     paths.extend(tune.iter().map(|t| t.path.clone()));
-    let mut guard = KnobGuard::prepare(&paths, &BTreeMap::new())?;
+    let mut guard = KnobGuard::prepare_with(&paths, &BTreeMap::new(), &lock_options(args.wait))?;
     let session = if cfg.noise.tune.is_some() {
         let session = store.tune_session(SOURCE_RUN, None)?;
         if let Err(e) = noise::apply_tune(&mut store, &mut guard, &tune, session) {
@@ -285,7 +289,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         seed: Some(seed),
         environment: doctor::environment(),
     };
-    let id = store.create_experiment(&exp, &variants, &schedule)?;
+    let owner = crate::measure::process::current_owner();
+    let id = store.create_owned_experiment(&exp, &variants, &schedule, &owner)?;
+    guard.set_experiment(id, store.path())?;
     if let Some(session) = session {
         store.tune_link(session, id)?;
     }
@@ -381,7 +387,14 @@ fn noise_config(args: &RunArgs, knob_paths: &[String]) -> anyhow::Result<NoiseCo
     })
 }
 
-fn resume(reference: &str, db: &DbArgs) -> anyhow::Result<i32> {
+fn lock_options(wait: bool) -> LockOptions {
+    LockOptions {
+        wait,
+        purpose: "run".into(),
+    }
+}
+
+fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
     let mut store = Store::open_resolved(db.db.as_deref())?;
     let id = store.resolve_id(reference)?;
     let exp = store.experiment(id)?;
@@ -397,6 +410,24 @@ fn resume(reference: &str, db: &DbArgs) -> anyhow::Result<i32> {
     let cfg: RunConfig = serde_json::from_value(exp.design.clone()).with_context(|| {
         format!("experiment {id}: its stored design cannot be read by this abperf")
     })?;
+    // Take the experiment over before anything is touched; refused while its owner lives.
+    let me = crate::measure::process::current_owner();
+    let alive = |o: &crate::model::Owner| {
+        !matches!(
+            crate::measure::process::liveness(o),
+            crate::model::Liveness::Dead(_)
+        )
+    };
+    if let Err(o) = store.claim_experiment(id, &me, &alive)? {
+        let how = match crate::measure::process::liveness(&o) {
+            crate::model::Liveness::Unknown(why) => format!("it may still be running: {why}"),
+            _ => format!(
+                "it is still running in pid {}; wait for it, or stop it with: kill -INT {}",
+                o.pid, o.pid
+            ),
+        };
+        anyhow::bail!("experiment {id} cannot be resumed: {how}");
+    }
     let variants = store.variants(id)?;
     let schedule = store.schedule(id)?;
     let mut stored = BTreeMap::new();
@@ -421,7 +452,19 @@ fn resume(reference: &str, db: &DbArgs) -> anyhow::Result<i32> {
         }
     }
     signals::install()?;
-    let mut guard = KnobGuard::prepare(&paths, &stored)?;
+    let mut guard = match KnobGuard::prepare_with(&paths, &stored, &lock_options(wait)) {
+        Ok(g) => g,
+        Err(e) => {
+            // Nothing ran: the experiment is as stopped as before.
+            let before = match exp.status {
+                Status::Running => Status::Interrupted,
+                s => s,
+            };
+            let _ = store.set_status(id, before);
+            return Err(e);
+        }
+    };
+    guard.set_experiment(id, store.path())?;
     for (path, now, orig) in guard.drifted() {
         eprintln!(
             "abperf: knob {path} holds '{now}', left by the interrupted session; '{orig}' will be restored at the end"
@@ -434,7 +477,6 @@ fn resume(reference: &str, db: &DbArgs) -> anyhow::Result<i32> {
         cfg.order.as_str(),
         cfg.seed
     );
-    store.set_status(id, Status::Running)?;
     if cfg.noise.tune.is_some() {
         let session = store.tune_session(SOURCE_RUN, Some(id))?;
         if let Err(e) = noise::apply_tune(&mut store, &mut guard, &tune, session) {

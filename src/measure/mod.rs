@@ -4,5 +4,6 @@
 pub mod counter;
 pub mod counters;
 pub mod env;
+pub mod process;
 pub mod rusage;
 pub mod tracefs;

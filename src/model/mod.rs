@@ -9,6 +9,8 @@
 //!   for every table, plot and outlier fence
 //! - [`dataset`] holds [`Dataset`], what every reader gets: which runs count, the values of a metric,
 //!   and the data hash (`docs/data-hash.md`)
+//! - [`owner`] holds [`Owner`] (pid, start time, boot id, host: is the experiment's process still
+//!   alive?) and [`KnobClaim`] (who holds a knob and what it held before)
 //! - [`micro`], [`trace`] and [`tune`] hold the stored results of `abperf micro`, `abperf trace` and the
 //!   settings `doctor --fix` / `run --tune` change
 //!
@@ -19,6 +21,7 @@ pub mod describe;
 pub mod experiment;
 pub mod metric;
 pub mod micro;
+pub mod owner;
 pub mod run;
 pub mod trace;
 pub mod tune;
@@ -29,6 +32,7 @@ pub use describe::{Description, Summary, describe};
 pub use experiment::{Experiment, ExperimentSummary, Kind, NewExperiment, Status};
 pub use metric::{Direction, Metric, MetricInfo};
 pub use micro::MicroFinding;
+pub use owner::{KnobClaim, Liveness, Owner};
 pub use run::{Run, RunStatus, Slot, Source};
 pub use tune::{Setting, TuneRecord};
 pub use variant::{KnobSetting, SummaryValue, Variant};

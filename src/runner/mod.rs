@@ -4,6 +4,7 @@
 pub mod command;
 pub mod cpuset;
 pub mod experiment;
+pub mod knob_lock;
 pub mod knobs;
 pub mod noise;
 pub mod signals;

@@ -25,9 +25,11 @@ pub(super) fn insert_experiment(
     exp: &NewExperiment,
     status: Status,
 ) -> anyhow::Result<i64> {
+    // An explicit id above every id ever handed out (migration 7): ids are never reused.
+    let id: i64 = tx.query_row(super::owner::NEXT_EXPERIMENT_ID, [], |r| r.get(0))?;
     tx.execute(
-        "INSERT INTO experiment (name, kind, created, command_line, design, seed, environment, status)
-         VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ','now'), ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO experiment (id, name, kind, created, command_line, design, seed, environment, status)
+         VALUES (?8, ?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ','now'), ?3, ?4, ?5, ?6, ?7)",
         params![
             exp.name,
             exp.kind.as_str(),
@@ -36,9 +38,10 @@ pub(super) fn insert_experiment(
             exp.seed.map(|s| s.to_string()),
             to_json(&exp.environment),
             status.as_str(),
+            id,
         ],
     )?;
-    Ok(tx.last_insert_rowid())
+    Ok(id)
 }
 
 /// Insert a variant at `position` of experiment `exp_id` in the caller's transaction, with its
@@ -165,7 +168,7 @@ impl Store {
         variants: &[Variant],
         schedule: &[Slot],
     ) -> anyhow::Result<i64> {
-        let tx = self.conn_mut().transaction()?;
+        let tx = self.write_tx()?;
         let id = insert_experiment(&tx, exp, Status::Running)?;
         let mut ids = Vec::with_capacity(variants.len());
         for (pos, v) in variants.iter().enumerate() {
@@ -189,7 +192,7 @@ impl Store {
     /// Commit one finished run of experiment `exp_id` and its metrics in their own transaction.
     pub fn commit_run(&mut self, exp_id: i64, run: &Run) -> anyhow::Result<i64> {
         self.pace_sync(false)?;
-        let tx = self.conn_mut().transaction()?;
+        let tx = self.write_tx()?;
         let run_id = insert_run(&tx, exp_id, run)?;
         tx.commit()?;
         Ok(run_id)
@@ -198,7 +201,7 @@ impl Store {
     /// Commit many finished runs in a single transaction, all or none (micro benchmarks store
     /// thousands of samples at once, where a transaction per sample would dominate).
     pub fn commit_runs(&mut self, exp_id: i64, runs: &[Run]) -> anyhow::Result<()> {
-        let tx = self.conn_mut().transaction()?;
+        let tx = self.write_tx()?;
         for run in runs {
             insert_run(&tx, exp_id, run)?;
         }
@@ -228,7 +231,7 @@ impl Store {
             stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect::<Result<_, _>>()?
         };
-        let tx = self.conn_mut().transaction()?;
+        let tx = self.write_tx()?;
         for (vid, knobs) in rows {
             let mut knobs: Vec<crate::model::KnobSetting> = from_json(&knobs, "knobs")?;
             for k in &mut knobs {

@@ -64,7 +64,7 @@ impl Store {
         variants: &[Variant],
         runs: &[Run],
     ) -> anyhow::Result<ImportOutcome> {
-        let tx = self.conn_mut().transaction()?;
+        let tx = self.write_tx()?;
         let exp_id = match target {
             ImportTarget::New(exp) => insert_experiment(&tx, exp, Status::Complete)?,
             ImportTarget::Existing(id) => {

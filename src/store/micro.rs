@@ -27,7 +27,7 @@ impl Store {
         experiment_id: i64,
         findings: &[MicroFinding],
     ) -> anyhow::Result<()> {
-        let tx = self.conn_mut().transaction()?;
+        let tx = self.write_tx()?;
         tx.execute(
             "DELETE FROM micro_finding WHERE experiment_id = ?1",
             [experiment_id],

@@ -8,6 +8,7 @@
 mod experiments;
 mod import;
 mod micro;
+mod owner;
 mod schema;
 pub mod trace;
 mod tune;
@@ -31,6 +32,10 @@ pub struct Store {
 /// The longest a committed run may stay unsynced (lost to a power cut or OS crash, never to a
 /// crash or kill -9 of abperf itself, which WAL survives without any sync).
 pub const SYNC_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How long a write waits for another process's write transaction to end. Any number of abperf
+/// processes share one store: readers never block writers (WAL), writers queue for the lock.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where the store lives: `--db PATH`, else `$ABPERF_DB`, else `$XDG_DATA_HOME/abperf/abperf.db`,
 /// else `~/.local/share/abperf/abperf.db`.
@@ -64,7 +69,12 @@ impl Store {
         }
         let mut conn =
             Connection::open(path).with_context(|| format!("cannot open the store {shown}"))?;
-        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // Every transaction takes the write lock when it begins (BEGIN IMMEDIATE), so it waits
+        // for other writers under the busy timeout; a deferred transaction that read first and
+        // then tried to write would fail at once with SQLITE_BUSY_SNAPSHOT when another process
+        // committed in between (the busy handler cannot help a stale snapshot).
+        conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
         let setup = |conn: &mut Connection| -> rusqlite::Result<()> {
             conn.pragma_update(None, "journal_mode", "WAL")?;
             conn.pragma_update(None, "synchronous", "FULL")?;
@@ -83,7 +93,7 @@ impl Store {
                         Some(
                             rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
                         )
-                    ) && started.elapsed() < Duration::from_secs(10) =>
+                    ) && started.elapsed() < BUSY_TIMEOUT =>
                 {
                     std::thread::sleep(Duration::from_millis(10));
                 }
@@ -106,6 +116,70 @@ impl Store {
         Store::open(&resolve_path(flag)?)
     }
 
+    /// Open the store named by `--db` for a command that only reads (list, show, export,
+    /// report, compare): as [`Store::open`], but a store that cannot be written (read-only
+    /// media, a directory or file without write permission) is opened read-only instead.
+    pub fn open_resolved_for_reading(flag: Option<&Path>) -> anyhow::Result<Store> {
+        let path = resolve_path(flag)?;
+        match Store::open(&path) {
+            Ok(s) => Ok(s),
+            Err(e) if path.is_file() && !writable(&path) => Store::open_read_only(&path)
+                .map_err(|ro| ro.context(format!("(opening it for writing failed too: {e:#})"))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Open an existing store read-only, without migrating it: first through SQLite's read-only
+    /// mode (which reads a WAL store when its -wal and -shm files exist), else, when there is no
+    /// -wal file to miss, as an immutable file (no locks, nothing written next to it).
+    pub fn open_read_only(path: &Path) -> anyhow::Result<Store> {
+        use rusqlite::OpenFlags;
+        let shown = path.display();
+        let check = |conn: Connection| -> rusqlite::Result<(Connection, i64)> {
+            let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                r.get::<_, i64>(0)
+            })?;
+            Ok((conn, v))
+        };
+        let plain = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .and_then(check);
+        let (conn, version) = match plain {
+            Ok(x) => x,
+            Err(first) => {
+                let wal = PathBuf::from(format!("{}-wal", path.display()));
+                if wal.metadata().is_ok_and(|m| m.len() > 0) {
+                    return Err(store_error(path, first));
+                }
+                let uri = format!("file:{}?immutable=1", uri_escape(path));
+                Connection::open_with_flags(
+                    &uri,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | OpenFlags::SQLITE_OPEN_URI
+                        | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )
+                .and_then(check)
+                .map_err(|e| store_error(path, e))?
+            }
+        };
+        if version != current_version() {
+            anyhow::bail!(
+                "store {shown} is read-only and has schema version {version}, this abperf reads \
+                 version {}; copy it somewhere writable and run abperf there (it migrates it)",
+                current_version()
+            );
+        }
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+            last_sync: std::time::Instant::now(),
+        })
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -117,6 +191,13 @@ impl Store {
 
     pub(crate) fn conn_mut(&mut self) -> &mut Connection {
         &mut self.conn
+    }
+
+    /// A write transaction: BEGIN IMMEDIATE, so it waits (up to the busy timeout) for the write
+    /// lock instead of failing when another process writes at the same time.
+    pub(crate) fn write_tx(&mut self) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+        self.conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
     }
 
     /// Choose the durability of the next commit: `synchronous=FULL` (fsync of the WAL) when the
@@ -133,6 +214,35 @@ impl Store {
     }
 }
 
+/// Whether this process may write `path` and create files beside it (the -wal and -shm files).
+fn writable(path: &Path) -> bool {
+    let ok = |p: &Path| {
+        let Ok(c) = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()) else {
+            return false;
+        };
+        // SAFETY: c is a valid NUL-terminated path.
+        unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    };
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    ok(path) && ok(dir)
+}
+
+/// `path` for a `file:` URI: percent-encode what a URI would misread.
+fn uri_escape(path: &Path) -> String {
+    let mut out = String::new();
+    for b in path.as_os_str().as_encoded_bytes() {
+        match b {
+            b'%' | b'?' | b'#' | b' ' => out.push_str(&format!("%{b:02X}")),
+            0x00..=0x1f | 0x7f..=0xff => out.push_str(&format!("%{b:02X}")),
+            _ => out.push(*b as char),
+        }
+    }
+    out
+}
+
 /// A readable one-line error for SQLite failures at open time (locked, corrupt, read-only).
 fn store_error(path: &Path, e: rusqlite::Error) -> anyhow::Error {
     use rusqlite::ErrorCode::*;
@@ -141,7 +251,10 @@ fn store_error(path: &Path, e: rusqlite::Error) -> anyhow::Error {
         Some(NotADatabase) => "is not an abperf (SQLite) database or is corrupt".to_string(),
         Some(DatabaseCorrupt) => "is corrupt".to_string(),
         Some(DatabaseBusy) | Some(DatabaseLocked) => {
-            "is locked by another process (waited 10 s)".to_string()
+            format!(
+                "is locked by another process (waited {} s)",
+                BUSY_TIMEOUT.as_secs()
+            )
         }
         Some(ReadOnly) | Some(CannotOpen) | Some(PermissionDenied) => {
             format!("cannot be written ({e})")

@@ -72,6 +72,10 @@ pub const MIGRATIONS: &[&str] = &[
     super::micro::SCHEMA,
     // 5: originals of settings changed by doctor --fix and run --tune.
     super::tune::SCHEMA,
+    // 6: the process that runs each experiment (pid, start time, boot id, host).
+    super::owner::OWNER_SCHEMA,
+    // 7: experiment ids are never reused.
+    super::owner::ID_SCHEMA,
 ];
 
 /// The schema version this build writes.
