@@ -47,10 +47,11 @@ pub enum Command {
 
 /// Parse the command line, run the subcommand, print a one-line error; returns the exit code.
 pub fn main() -> i32 {
-    // Die quietly on a closed pipe (`abperf show 3 | head`), as Unix tools do, instead of
-    // panicking in println!. Commands that change system settings restore them before printing.
-    // SAFETY: setting a signal disposition to SIG_DFL has no preconditions.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // SIGPIPE stays ignored (Rust's default), so a closed pipe is an EPIPE error, never a death
+    // with knobs changed: `run` catches it as a signal and stops like Ctrl-C after restoring
+    // (exit 141); elsewhere a print to the closed pipe panics, and that panic is turned into the
+    // same quiet exit 141 below after every guard on the way has run (`abperf show 3 | head`).
+    commands::quiet_print_failures();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -59,15 +60,21 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    match dispatch(cli) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("abperf: error: {e:#}");
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(cli)));
+    match result {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => {
+            crate::error::stderr_line(&format!("abperf: error: {e:#}"));
             crate::error::exit_code(&e)
         }
+        Err(payload) => match commands::print_failure(payload.as_ref()) {
+            // The output went away (a closed pipe, a hung-up terminal): nothing to say, and
+            // nowhere to say it.
+            Some(code) => code,
+            None => std::panic::resume_unwind(payload),
+        },
     }
 }
-
 fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Run(a) => commands::run::run(a),

@@ -35,3 +35,17 @@ pub fn stderr_line(line: &str) {
         .write_all(line.as_bytes())
         .and_then(|_| e.write_all(b"\n"));
 }
+
+/// Write one line to standard output, never panicking (see [`stderr_line`]); a closed pipe or a
+/// hung-up terminal loses the text, and the signal that comes with it (SIGPIPE, SIGHUP) stops
+/// what is running through the signal watcher.
+pub fn stdout_line(line: &str) {
+    stdout_text(&format!("{line}\n"));
+}
+
+/// Write text to standard output, never panicking (see [`stdout_line`]).
+pub fn stdout_text(text: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(text.as_bytes()).and_then(|_| o.flush());
+}

@@ -3,8 +3,9 @@
 
 use crate::commands::DbArgs;
 use crate::doctor::{self, Check, Status, sys::Sys};
+use crate::model::Liveness;
 use crate::model::tune::SOURCE_FIX;
-use crate::runner::KnobGuard;
+use crate::runner::{KnobGuard, knob_lock, knobs};
 use crate::store::Store;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -66,9 +67,29 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
         }
         Format::Text => print_text(&checks, &would),
     }
+    // Knobs left changed by an abperf that died (kill -9): put back from their claims.
+    settle_claims();
     // Settings abperf changed and has not put back: say so (only if a store exists already).
     let path = crate::store::resolve_path(args.db.db.as_deref())?;
     if path.exists() {
+        match Store::open(&path).and_then(|s| dead_experiment_knobs(&s)) {
+            Ok(left) if !left.is_empty() => {
+                eprintln!(
+                    "abperf: {} knob(s) left changed by experiments whose abperf died (store {}):",
+                    left.len(),
+                    path.display()
+                );
+                for k in &left {
+                    eprintln!(
+                        "  {} = '{}' (was '{}', experiment {}, {})",
+                        k.path, k.now, k.original, k.experiment, k.why
+                    );
+                }
+                eprintln!("  put them back with: abperf doctor --restore");
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("abperf: warning: cannot look for knobs left changed: {e:#}"),
+        }
         let out = Store::open(&path)
             .and_then(|s| s.tune_outstanding(None, None))
             .unwrap_or_else(|e| {
@@ -194,14 +215,122 @@ fn fix(db: &DbArgs) -> anyhow::Result<i32> {
     Ok(if failed > 0 { 1 } else { 0 })
 }
 
+/// Restore what claims beside the knob locks say dead holders left changed; returns (restored,
+/// failed) counts. Each restore is said on stderr.
+fn settle_claims() -> (usize, usize) {
+    match knob_lock::settle_leftovers() {
+        Ok(done) => {
+            let mut counts = (0, 0);
+            for d in done {
+                match d {
+                    Ok(m) => {
+                        eprintln!("abperf: {m}");
+                        counts.0 += 1;
+                    }
+                    Err(e) => {
+                        eprintln!("abperf: error: {e}");
+                        counts.1 += 1;
+                    }
+                }
+            }
+            counts
+        }
+        Err(e) => {
+            eprintln!("abperf: warning: cannot look at the knob locks: {e:#}");
+            (0, 0)
+        }
+    }
+}
+
+/// A knob of a `running` experiment whose abperf died, holding something else than its original.
+struct DeadKnob {
+    experiment: i64,
+    path: String,
+    original: String,
+    now: String,
+    why: String,
+}
+
+/// The knobs that experiments stored as running, whose owner is dead, left changed.
+fn dead_experiment_knobs(store: &Store) -> anyhow::Result<Vec<DeadKnob>> {
+    let owners = store.owners()?;
+    let mut out = Vec::new();
+    for e in store.list()? {
+        if e.status != crate::model::Status::Running {
+            continue;
+        }
+        let Some(owner) = owners.get(&e.id) else {
+            continue;
+        };
+        let Liveness::Dead(why) = crate::measure::process::liveness(owner) else {
+            continue;
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        for v in store.variants(e.id)? {
+            for k in v.knobs {
+                let Some(original) = k.original else { continue };
+                if !seen.insert(k.path.clone()) {
+                    continue;
+                }
+                if let Ok(now) = knobs::read_value(&k.path)
+                    && now != original
+                {
+                    out.push(DeadKnob {
+                        experiment: e.id,
+                        path: k.path,
+                        original,
+                        now,
+                        why: why.clone(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn restore(db: &DbArgs) -> anyhow::Result<i32> {
     let mut store = Store::open_resolved(db.db.as_deref())?;
+    let (mut done, mut failed) = settle_claims();
+    // Knobs of experiments killed mid-run (their stored originals), then the experiment is
+    // marked interrupted: it stopped, and its knobs are settled.
+    let dead = dead_experiment_knobs(&store)?;
+    let mut experiments = std::collections::BTreeSet::new();
+    for k in &dead {
+        let mut stored = BTreeMap::new();
+        stored.insert(k.path.clone(), k.original.clone());
+        let mut guard = match KnobGuard::prepare(std::slice::from_ref(&k.path), &stored) {
+            Ok(g) => g,
+            Err(e) => {
+                eprintln!("abperf: error: {e:#}");
+                failed += 1;
+                continue;
+            }
+        };
+        let errors = guard.restore();
+        if errors.is_empty() {
+            println!(
+                "restored {}: '{}' (verified; left as '{}' by experiment {}, whose abperf died)",
+                k.path, k.original, k.now, k.experiment
+            );
+            done += 1;
+            experiments.insert(k.experiment);
+        } else {
+            for e in errors {
+                eprintln!("abperf: error: {e}");
+            }
+            guard.keep_current();
+            failed += 1;
+        }
+    }
+    for id in experiments {
+        store.set_status(id, crate::model::Status::Interrupted)?;
+    }
     let rows = store.tune_outstanding(None, None)?;
-    if rows.is_empty() {
+    if rows.is_empty() && done == 0 && failed == 0 {
         println!("nothing to restore: every setting abperf changed has been put back");
         return Ok(0);
     }
-    let mut failed = 0;
     // Newest first: a file changed twice ends with its oldest original.
     for r in rows {
         let mut stored = BTreeMap::new();

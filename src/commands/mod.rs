@@ -25,3 +25,39 @@ pub struct DbArgs {
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
 }
+
+/// The exit code for a panic that is only a failed print to standard output or error: 141
+/// (128 + SIGPIPE) for a closed pipe, 128 + N after signal N (a hung-up terminal comes with
+/// SIGHUP), else 1. `None` for any other panic.
+pub fn print_failure(payload: &(dyn std::any::Any + Send)) -> Option<i32> {
+    let msg = panic_text(payload)?;
+    if !msg.starts_with("failed printing to std") {
+        return None;
+    }
+    if let Some(sig) = crate::runner::signals::received() {
+        return Some(128 + sig);
+    }
+    Some(if msg.contains("Broken pipe") {
+        128 + libc::SIGPIPE
+    } else {
+        1
+    })
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> Option<&str> {
+    payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+}
+
+/// Keep the default panic message except for failed prints (see [`print_failure`]): those end
+/// the process quietly once the stack has unwound through every guard.
+pub fn quiet_print_failures() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !panic_text(info.payload()).is_some_and(|m| m.starts_with("failed printing to std")) {
+            default(info);
+        }
+    }));
+}

@@ -165,7 +165,9 @@ fn check_events(names: &[String], strict: bool) -> anyhow::Result<Vec<String>> {
         if strict {
             anyhow::bail!("event {name}: {why} (--strict)");
         }
-        eprintln!("abperf: event {name}: {why}; the experiment goes on without it");
+        crate::error::stderr_line(&format!(
+            "abperf: event {name}: {why}; the experiment goes on without it"
+        ));
     }
     Ok(ok.into_iter().map(|s| s.name).collect())
 }
@@ -206,10 +208,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let plans = design::build_variants(&args.commands, &args.names, &params, &knob_specs)?;
     if args.order == Order::Sequential {
-        eprintln!(
+        crate::error::stderr_line(&format!(
             "abperf: warning: --order sequential runs every run of one variant before the next: a slow \
              drift (heat, page cache, background load) becomes a false difference; the default abba cancels it"
-        );
+        ));
     }
     let seed = args.seed.unwrap_or_else(random_seed);
     let mut store = Store::open_resolved(args.db.db.as_deref())?;
@@ -259,15 +261,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             let rows = store.tune_session_outstanding(session)?;
             noise::settle(&mut store, rows)?;
             for r in restore_errors {
-                eprintln!("abperf: error: {r}");
+                crate::error::stderr_line(&format!("abperf: error: {r}"));
             }
             return Err(e);
         }
         for t in &tune {
-            eprintln!(
+            crate::error::stderr_line(&format!(
                 "abperf: --tune: {} '{}' -> '{}'",
                 t.path, t.current, t.value
-            );
+            ));
         }
         Some(session)
     } else {
@@ -296,13 +298,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         store.tune_link(session, id)?;
     }
     store.set_knob_originals(id, guard.originals())?;
-    eprintln!(
+    crate::error::stderr_line(&format!(
         "abperf: experiment {id}: {} variant(s) x {} runs (+{} warm-up), order {}, seed {seed}",
         plans.len(),
         cfg.runs,
         cfg.warmup,
         cfg.order.as_str()
-    );
+    ));
     let variants = store.variants(id)?;
     let result = finish(&mut store, id, &cfg, &variants, &schedule, &mut guard);
     drop(guard);
@@ -322,7 +324,7 @@ fn settle_tune(
     let rows = store.tune_outstanding(None, Some(id))?;
     let left = noise::settle(store, rows)?;
     for l in &left {
-        eprintln!("abperf: error: --tune: {l}");
+        crate::error::stderr_line(&format!("abperf: error: --tune: {l}"));
     }
     if left.is_empty() || result.is_err() {
         result
@@ -346,16 +348,18 @@ fn noise_config(args: &RunArgs, knob_paths: &[String]) -> anyhow::Result<NoiseCo
         let mut settings = Vec::new();
         for s in doctor::recommended(&doctor::sys::Sys::real()) {
             if knob_paths.contains(&s.path) {
-                eprintln!(
+                crate::error::stderr_line(&format!(
                     "abperf: --tune: leaving {} alone: it is a variant knob (-k)",
                     s.path
-                );
+                ));
             } else {
                 settings.push(s);
             }
         }
         if settings.is_empty() {
-            eprintln!("abperf: --tune: nothing to change on this machine (see abperf doctor)");
+            crate::error::stderr_line(&format!(
+                "abperf: --tune: nothing to change on this machine (see abperf doctor)"
+            ));
         }
         Some(settings)
     } else {
@@ -466,22 +470,22 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
     };
     guard.set_experiment(id, store.path())?;
     for (path, now, orig) in guard.drifted() {
-        eprintln!(
+        crate::error::stderr_line(&format!(
             "abperf: knob {path} holds '{now}', left by the interrupted session; '{orig}' will be restored at the end"
-        );
+        ));
     }
     let done = store.done_seqs(id)?.len();
-    eprintln!(
+    crate::error::stderr_line(&format!(
         "abperf: resuming experiment {id} at run {done} of {} (order {}, seed {})",
         schedule.len(),
         cfg.order.as_str(),
         cfg.seed
-    );
+    ));
     if cfg.noise.tune.is_some() {
         let session = store.tune_session(SOURCE_RUN, Some(id))?;
         if let Err(e) = noise::apply_tune(&mut store, &mut guard, &tune, session) {
             for r in guard.restore() {
-                eprintln!("abperf: error: {r}");
+                crate::error::stderr_line(&format!("abperf: error: {r}"));
             }
             drop(guard);
             let _ = settle_tune(&mut store, id, &cfg, Ok(0));
@@ -505,38 +509,53 @@ fn finish(
     let result = execute(store, id, cfg, variants, schedule, guard, &mut bar);
     let (status, code) = match &result {
         Ok(Ending::Complete) => (Status::Complete, 0),
+        // A full disk stops the experiment; nothing about it failed: free space and resume.
+        Err(e) if crate::store::is_disk_full(e) => (Status::Interrupted, 1),
         Ok(Ending::Failed(_)) | Err(_) => (Status::Failed, 1),
         Ok(Ending::Interrupted(sig)) => (Status::Interrupted, 128 + sig),
     };
+    if let Err(e) = result.as_ref()
+        && crate::store::is_disk_full(e)
+    {
+        // The status may not fit on the disk either; then the dead owner shows it interrupted.
+        let _ = store.set_status(id, status);
+        return Err(anyhow::anyhow!(
+            "store {}: the disk is full ({e:#}); experiment {id} stopped with every completed run \
+             stored; free some space, then continue it with: abperf run --resume {id}",
+            store.path().display()
+        ));
+    }
     store.set_status(id, status)?;
     let mut report = super::output::load(store, id, View::RunEnd)?;
     if variants.len() > 1
         && let Err(e) = super::output::AnalysisArgs::default().analyse_into(&mut report)
     {
-        eprintln!("abperf: no verdict: {e:#}");
+        crate::error::stderr_line(&format!("abperf: no verdict: {e:#}"));
     }
-    println!();
-    print!("{}", crate::report::Format::Text.render(&report)?);
+    crate::error::stdout_line("");
+    crate::error::stdout_text(&format!("{}", crate::report::Format::Text.render(&report)?));
     match result {
         Ok(Ending::Complete) => {
-            println!(
+            crate::error::stdout_line(&format!(
                 "experiment {id} complete, stored in {}",
                 store.path().display()
-            );
-            println!(
+            ));
+            crate::error::stdout_line(&format!(
                 "  compare: abperf compare {id}    details: abperf show {id}    raw: abperf export {id} --format csv"
-            );
+            ));
         }
         Ok(Ending::Failed(msg)) => {
-            eprintln!("abperf: {msg}");
-            eprintln!("abperf: experiment {id} marked failed; its completed runs are stored");
+            crate::error::stderr_line(&format!("abperf: {msg}"));
+            crate::error::stderr_line(&format!(
+                "abperf: experiment {id} marked failed; its completed runs are stored"
+            ));
         }
         Ok(Ending::Interrupted(sig)) => {
-            eprintln!(
+            crate::error::stderr_line(&format!(
                 "abperf: interrupted by {}; experiment {id} stopped with every completed run stored; \
                  continue it with: abperf run --resume {id}",
                 crate::runner::signals::name(sig)
-            );
+            ));
         }
         Err(e) => {
             return Err(e.context(format!("experiment {id} stopped (completed runs are stored; resume with abperf run --resume {id})")));

@@ -274,7 +274,9 @@ pub fn execute(
             Ok(None) => {}
             Ok(Some(failure)) if cfg.ignore_failure => {
                 progress.finish();
-                eprintln!("abperf: warning: {failure}; recorded, going on (--ignore-failure)");
+                crate::error::stderr_line(&format!(
+                    "abperf: warning: {failure}; recorded, going on (--ignore-failure)"
+                ));
             }
             Ok(Some(failure)) => {
                 ending = Ending::Failed(format!(
@@ -295,20 +297,29 @@ pub fn execute(
         }
     }
     progress.finish();
-    if let Some(sig) = signals::received() {
-        ending = Ending::Interrupted(sig);
-    }
     if !matches!(ending, Ending::Interrupted(_)) {
         for c in &prep.cleanups {
-            if let Err(e) = run_helper("--cleanup", c, &prep, quiet) {
-                eprintln!("abperf: warning: {e:#}");
+            if signals::received().is_some() {
+                break;
+            }
+            if let Err(e) = run_helper("--cleanup", c, &prep, quiet)
+                && signals::received().is_none()
+            {
+                crate::error::stderr_line(&format!("abperf: warning: {e:#}"));
             }
         }
+    }
+    // A signal at any point (during the workload, --pre, --post, --setup, --cleanup, a knob
+    // write) interrupts the experiment: an error it caused (a helper "killed by SIGKILL" by the
+    // watcher) is the interruption, not a failure.
+    if let Some(sig) = signals::received() {
+        ending = Ending::Interrupted(sig);
+        error = None;
     }
     let mut restore_errors = noise.finish();
     restore_errors.extend(knobs.restore());
     for e in &restore_errors {
-        eprintln!("abperf: error: {e}");
+        crate::error::stderr_line(&format!("abperf: error: {e}"));
     }
     if let Some(e) = error {
         return Err(e);

@@ -111,6 +111,7 @@ pub struct KnobLock {
     /// The knob as named.
     pub path: String,
     lock: File,
+    lock_path: PathBuf,
     claim_path: PathBuf,
     claimed: bool,
 }
@@ -199,6 +200,27 @@ fn now_rfc3339() -> String {
     )
 }
 
+/// Try to take the lock of `lock_path` without blocking: `Ok(None)` when another process holds
+/// it. Lock files are removed by a holder that leaves no claim behind, so after locking the file
+/// is checked to still be the one at `lock_path` (else it was removed meanwhile: try again).
+fn try_lock(lock_path: &Path) -> anyhow::Result<Option<File>> {
+    loop {
+        let f = open_lock_file(lock_path)?;
+        match flock(&f, libc::LOCK_EX | libc::LOCK_NB) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => return Ok(None),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()));
+            }
+        }
+        let held = f.metadata()?;
+        match std::fs::symlink_metadata(lock_path) {
+            Ok(m) if m.dev() == held.dev() && m.ino() == held.ino() => return Ok(Some(f)),
+            _ => continue,
+        }
+    }
+}
+
 impl KnobLock {
     /// Lock knob `path` (which must exist). A busy knob fails at once naming its holder, or with
     /// `opts.wait` is waited for (a signal stops the wait). Once locked, a claim left by a holder
@@ -208,45 +230,49 @@ impl KnobLock {
             std::fs::canonicalize(path).with_context(|| format!("knob {path}: does not exist"))?;
         let dir = lock_dir()?;
         let k = key(&canonical);
-        let lock = open_lock_file(&dir.join(format!("{k}.lock")))?;
+        let lock_path = dir.join(format!("{k}.lock"));
         let claim_path = dir.join(format!("{k}.json"));
         let mut announced = false;
-        loop {
-            match flock(&lock, libc::LOCK_EX | libc::LOCK_NB) {
-                Ok(()) => break,
-                Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => {
-                    let holder = match read_claim(&claim_path) {
-                        Ok(Some(c)) => c.holder(),
-                        _ => "another abperf process".to_string(),
-                    };
-                    if !opts.wait {
-                        anyhow::bail!(
-                            "knob {path} is in use by {holder}; wait for it with --wait, or stop \
-                             that experiment first"
-                        );
-                    }
-                    if !announced {
-                        crate::error::stderr_line(&format!(
-                            "abperf: knob {path} is in use by {holder}; waiting (--wait)"
-                        ));
-                        announced = true;
-                    }
-                    if let Some(sig) = signals::received() {
-                        anyhow::bail!(
-                            "interrupted by {} while waiting for knob {path}",
-                            signals::name(sig)
-                        );
-                    }
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                Err(e) => {
-                    return Err(e).with_context(|| format!("cannot lock knob {path}"));
-                }
+        let started = std::time::Instant::now();
+        let lock = loop {
+            if let Some(f) = try_lock(&lock_path)? {
+                break f;
             }
-        }
+            let claim = read_claim(&claim_path).ok().flatten();
+            // A holder without a claim is about to write one, or is doctor looking for a
+            // moment: give it a second before calling the knob busy.
+            if claim.is_none() && !opts.wait && started.elapsed() < Duration::from_secs(1) {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            let holder = match claim {
+                Some(c) => c.holder(),
+                None => "another abperf process".to_string(),
+            };
+            if !opts.wait {
+                anyhow::bail!(
+                    "knob {path} is in use by {holder}; wait for it with --wait, or stop that \
+                     experiment first"
+                );
+            }
+            if !announced {
+                crate::error::stderr_line(&format!(
+                    "abperf: knob {path} is in use by {holder}; waiting (--wait)"
+                ));
+                announced = true;
+            }
+            if let Some(sig) = signals::received() {
+                anyhow::bail!(
+                    "interrupted by {} while waiting for knob {path}",
+                    signals::name(sig)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
         let mut l = KnobLock {
             path: path.to_string(),
             lock,
+            lock_path,
             claim_path,
             claimed: false,
         };
@@ -337,6 +363,11 @@ impl KnobLock {
 
 impl Drop for KnobLock {
     fn drop(&mut self) {
+        // Nothing left to settle: remove the lock file (still holding it, so whoever opened it
+        // meanwhile sees it gone and opens the new one), then unlock.
+        if !self.claim_path.exists() {
+            let _ = std::fs::remove_file(&self.lock_path);
+        }
         let _ = flock(&self.lock, libc::LOCK_UN);
     }
 }
@@ -378,6 +409,27 @@ pub struct Leftover {
     pub liveness: Liveness,
 }
 
+/// The pid holding the flock of `lock_path`, from /proc/locks (looking, unlike a probing
+/// flock, never makes a process taking the lock at that moment find it busy).
+pub fn lock_holder(lock_path: &Path) -> Option<i32> {
+    let m = std::fs::symlink_metadata(lock_path).ok()?;
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let dev = m.dev();
+    // SAFETY: major/minor are pure arithmetic on a dev_t.
+    let (maj, min) = (libc::major(dev), libc::minor(dev));
+    let want = format!("{maj:02x}:{min:02x}:{}", m.ino());
+    locks.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        // "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF" (blocked waiters have "->").
+        if f.get(1) != Some(&"FLOCK") || f.contains(&"->") {
+            return None;
+        }
+        (f.get(5) == Some(&want.as_str()))
+            .then(|| f.get(4).and_then(|p| p.parse().ok()))
+            .flatten()
+    })
+}
+
 /// Every claim in the lock directory, with whether its lock is held now.
 pub fn leftovers() -> anyhow::Result<Vec<Leftover>> {
     let dir = lock_dir()?;
@@ -392,16 +444,7 @@ pub fn leftovers() -> anyhow::Result<Vec<Leftover>> {
         let Ok(Some(claim)) = read_claim(&p) else {
             continue;
         };
-        let held = match open_lock_file(&p.with_extension("lock")) {
-            Ok(f) => match flock(&f, libc::LOCK_EX | libc::LOCK_NB) {
-                Ok(()) => {
-                    let _ = flock(&f, libc::LOCK_UN);
-                    false
-                }
-                Err(_) => true,
-            },
-            Err(_) => false,
-        };
+        let held = lock_holder(&p.with_extension("lock")).is_some();
         let liveness = crate::measure::process::liveness(&claim.owner);
         out.push(Leftover {
             claim,
@@ -448,20 +491,33 @@ pub fn settle_leftovers() -> anyhow::Result<Vec<Result<String, String>>> {
 
 /// Lock `path` and settle its claim, returning what was done (the lock is released after).
 fn restore_from_claim_locked(path: &str, opts: &LockOptions) -> anyhow::Result<Option<String>> {
-    let canonical = std::fs::canonicalize(path)?;
-    let dir = lock_dir()?;
-    let k = key(&canonical);
-    let lock = open_lock_file(&dir.join(format!("{k}.lock")))?;
-    flock(&lock, libc::LOCK_EX | libc::LOCK_NB)
-        .with_context(|| format!("knob {path} is in use ({})", opts.purpose))?;
-    let claim_path = dir.join(format!("{k}.json"));
-    let done = match read_claim(&claim_path)? {
+    let lock = KnobLock::acquire_quiet(path, opts)?;
+    let done = match read_claim(&lock.claim_path)? {
         Some(c) => restore_from_claim(&c)?,
         None => None,
     };
-    let _ = std::fs::remove_file(&claim_path);
+    let _ = std::fs::remove_file(&lock.claim_path);
     drop(lock);
     Ok(done)
+}
+
+impl KnobLock {
+    /// Lock without settling a claim (the caller does), failing at once when busy.
+    fn acquire_quiet(path: &str, opts: &LockOptions) -> anyhow::Result<KnobLock> {
+        let canonical = std::fs::canonicalize(path)?;
+        let dir = lock_dir()?;
+        let k = key(&canonical);
+        let lock_path = dir.join(format!("{k}.lock"));
+        let lock = try_lock(&lock_path)?
+            .with_context(|| format!("knob {path} is in use ({})", opts.purpose))?;
+        Ok(KnobLock {
+            path: path.to_string(),
+            lock,
+            lock_path,
+            claim_path: dir.join(format!("{k}.json")),
+            claimed: false,
+        })
+    }
 }
 
 #[cfg(test)]

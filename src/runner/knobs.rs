@@ -196,18 +196,26 @@ impl KnobGuard {
         let mut originals = BTreeMap::new();
         let mut current = BTreeMap::new();
         let mut locks = BTreeMap::new();
+        let claim = ClaimContext {
+            owner: crate::measure::process::current_owner(),
+            purpose: opts.purpose.clone(),
+            experiment: None,
+            store: None,
+        };
         for path in paths {
             check_knob_path(path)?;
             // Lock first: the lock settles what a killed holder left, so `now` is clean.
-            locks.insert(path.clone(), KnobLock::acquire(path, opts)?);
+            let mut lock = KnobLock::acquire(path, opts)?;
             let now = read_value(path)?;
             drop(open_knob(path, true).map_err(|e| {
                 e.context(format!("knob {path}: cannot be written (are you root?)"))
             })?);
-            originals.insert(
-                path.clone(),
-                stored.get(path).cloned().unwrap_or_else(|| now.clone()),
-            );
+            let original = stored.get(path).cloned().unwrap_or_else(|| now.clone());
+            // The claim names this holder to anyone who finds the knob busy, and records the
+            // original for whoever comes after a kill -9.
+            lock.claim(&original, &claim.owner, &claim.purpose, None, None)?;
+            locks.insert(path.clone(), lock);
+            originals.insert(path.clone(), original);
             current.insert(path.clone(), now);
         }
         Ok(KnobGuard {
@@ -215,12 +223,7 @@ impl KnobGuard {
             current,
             restored: false,
             locks,
-            claim: ClaimContext {
-                owner: crate::measure::process::current_owner(),
-                purpose: opts.purpose.clone(),
-                experiment: None,
-                store: None,
-            },
+            claim,
         })
     }
 

@@ -9,6 +9,7 @@ pub mod knobs;
 pub mod noise;
 pub mod signals;
 pub mod spawn;
+pub mod spawn_helper;
 
 pub use command::Prepared;
 pub use experiment::{RunConfig, execute};

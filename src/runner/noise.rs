@@ -144,10 +144,10 @@ impl Noise {
             anyhow::bail!("--pre-read {}: not a directory", d.display());
         }
         if let Some(t) = &tmpfs {
-            eprintln!(
+            crate::error::stderr_line(&format!(
                 "abperf: --tmpfs-copy: running in {} (private tmpfs)",
                 t.workdir.display()
-            );
+            ));
         }
         Ok(Noise {
             drop_caches: cfg.drop_caches,
@@ -189,7 +189,7 @@ impl Noise {
 impl Drop for Noise {
     fn drop(&mut self) {
         for e in self.finish() {
-            eprintln!("abperf: error: {e}");
+            crate::error::stderr_line(&format!("abperf: error: {e}"));
         }
     }
 }
@@ -474,7 +474,7 @@ impl TmpfsCopy {
 impl Drop for TmpfsCopy {
     fn drop(&mut self) {
         for e in self.remove() {
-            eprintln!("abperf: error: {e}");
+            crate::error::stderr_line(&format!("abperf: error: {e}"));
         }
     }
 }
@@ -515,10 +515,10 @@ pub fn copy_tree(src: &Path, dst: &Path) -> anyhow::Result<u64> {
                 std::os::unix::fs::symlink(&target, &to)
                     .with_context(|| format!("cannot create link {}", to.display()))?;
             } else {
-                eprintln!(
+                crate::error::stderr_line(&format!(
                     "abperf: --tmpfs-copy: skipping {} (not a file, directory or link)",
                     from.display()
-                );
+                ));
             }
         }
         dirs.push((s, d));

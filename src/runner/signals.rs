@@ -1,8 +1,13 @@
-//! SIGINT, SIGTERM and SIGHUP during an experiment: a watcher thread records the signal and kills
-//! the workload's process group; the experiment loop sees the flag, stops, restores every knob and
-//! marks the experiment interrupted.
+//! SIGINT, SIGTERM, SIGHUP and SIGPIPE during an experiment: a watcher thread records the signal
+//! and kills the workload's process group; the experiment loop sees the flag, stops, restores every
+//! knob and marks the experiment interrupted (exit 128+N).
+//!
+//! SIGPIPE is caught rather than left to kill abperf: a closed output pipe (`abperf run ... | head
+//! -1`) then stops the experiment like Ctrl-C, after its knobs are put back, instead of killing
+//! abperf with every knob still changed. Writes to the closed pipe fail with EPIPE and are dropped
+//! (`error::stderr_line`).
 
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGPIPE, SIGTERM};
 use signal_hook::iterator::Signals;
 use std::sync::Once;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -17,7 +22,7 @@ static INSTALL: Once = Once::new();
 /// Start watching (idempotent). Errors if the handlers cannot be installed.
 pub fn install() -> anyhow::Result<()> {
     let mut result = Ok(());
-    INSTALL.call_once(|| match Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+    INSTALL.call_once(|| match Signals::new([SIGINT, SIGTERM, SIGHUP, SIGPIPE]) {
         Ok(mut signals) => {
             std::thread::spawn(move || {
                 for sig in signals.forever() {
@@ -57,6 +62,7 @@ pub fn name(sig: i32) -> String {
         libc::SIGINT => "SIGINT".into(),
         libc::SIGTERM => "SIGTERM".into(),
         libc::SIGHUP => "SIGHUP".into(),
+        libc::SIGPIPE => "SIGPIPE".into(),
         libc::SIGKILL => "SIGKILL".into(),
         libc::SIGSEGV => "SIGSEGV".into(),
         libc::SIGABRT => "SIGABRT".into(),

@@ -8,6 +8,7 @@ use super::cpuset::CpuSet;
 use super::signals;
 use crate::measure::counters::{Counters, EventSpec};
 use crate::model::Metric;
+use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -196,6 +197,154 @@ fn start_fork(
     Ok((pid, t0, counters))
 }
 
+/// `fd` duplicated to a number of at least 10 (close-on-exec), so that the file actions that
+/// place the helper's pipes at 3, 4 and 5 never find a source already there.
+fn high_fd(fd: OwnedFd) -> anyhow::Result<OwnedFd> {
+    // SAFETY: fcntl on an fd we own; the duplicate is fresh and owned by nobody else.
+    let n = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    Ok(unsafe { OwnedFd::from_raw_fd(n) })
+}
+
+/// Serialises the moments this process is a child subreaper (a process attribute).
+static SUBREAPER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Start the child through the small helper (see `spawn_helper`): the helper forks the workload,
+/// which waits at a gate, and exits; abperf, a child subreaper meanwhile, inherits the workload.
+/// Then: signal watcher, counters, gate, exec check, as in `start_fork`.
+fn start_via_helper(
+    cmd: &Prepared,
+    null_fd: i32,
+    opts: &SpawnOptions,
+) -> anyhow::Result<(libc::pid_t, Instant, Option<Counters>)> {
+    use super::spawn_helper::{ERR_FD, GATE_FD, HELPER_ARG, REPORT_FD};
+    let (gate_r, gate_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
+    let (rep_r, rep_w) = pipe()?;
+    let (gate_r, err_w, rep_w) = (high_fd(gate_r)?, high_fd(err_w)?, high_fd(rep_w)?);
+    let helper = super::spawn_helper::program();
+    let pin = opts
+        .pin
+        .map(|p| {
+            p.cpus
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_else(|| "-".into());
+    let mut fixed = vec![CString::new("abperf-spawn").expect("no NUL")];
+    if helper.is_self {
+        fixed.push(CString::new(HELPER_ARG).expect("no NUL"));
+    }
+    fixed.push(CString::new(pin).expect("digits and commas"));
+    fixed.push(CString::new("--").expect("no NUL"));
+    let mut argv: Vec<*const libc::c_char> = fixed.iter().map(|a| a.as_ptr()).collect();
+    argv.push(cmd.program.as_ptr());
+    argv.extend(cmd.argv.iter().map(|a| a.as_ptr()));
+    argv.push(std::ptr::null());
+    let guard = SUBREAPER.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: prctl with plain integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    let clear_subreaper = || unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) };
+    // SAFETY: as in start_spawn: the objects are initialised before use and destroyed after;
+    // argv is NULL-terminated and outlives the call.
+    let (rc, helper_pid) = unsafe {
+        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
+        let mut fa: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+        libc::posix_spawnattr_init(&mut attr);
+        let flags = libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGMASK;
+        libc::posix_spawnattr_setflags(&mut attr, flags as libc::c_short);
+        libc::posix_spawnattr_setpgroup(&mut attr, 0);
+        let mut sigs: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut sigs);
+        libc::posix_spawnattr_setsigmask(&mut attr, &sigs);
+        libc::posix_spawn_file_actions_init(&mut fa);
+        libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 0);
+        if opts.quiet {
+            libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 1);
+            libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 2);
+        }
+        libc::posix_spawn_file_actions_adddup2(&mut fa, gate_r.as_raw_fd(), GATE_FD);
+        libc::posix_spawn_file_actions_adddup2(&mut fa, err_w.as_raw_fd(), ERR_FD);
+        libc::posix_spawn_file_actions_adddup2(&mut fa, rep_w.as_raw_fd(), REPORT_FD);
+        let mut pid: libc::pid_t = 0;
+        let rc = libc::posix_spawn(
+            &mut pid,
+            helper.path.as_ptr(),
+            &fa,
+            &attr,
+            argv.as_ptr() as *const *mut libc::c_char,
+            environ as *const *mut libc::c_char,
+        );
+        libc::posix_spawn_file_actions_destroy(&mut fa);
+        libc::posix_spawnattr_destroy(&mut attr);
+        (rc, pid)
+    };
+    drop((gate_r, err_w, rep_w));
+    if rc != 0 {
+        clear_subreaper();
+        anyhow::bail!(
+            "cannot start abperf's spawn helper for '{}': {}",
+            cmd.text,
+            std::io::Error::from_raw_os_error(rc)
+        );
+    }
+    let mut pidb = [0u8; 4];
+    // SAFETY: pidb is 4 writable bytes.
+    let n = unsafe { libc::read(rep_r.as_raw_fd(), pidb.as_mut_ptr().cast(), 4) };
+    // Reap the helper: by the time it is a zombie, the workload is our child.
+    let mut status = 0;
+    // SAFETY: plain syscall on our own child.
+    unsafe { libc::waitpid(helper_pid, &mut status, 0) };
+    clear_subreaper();
+    drop(guard);
+    if n != 4 {
+        anyhow::bail!(
+            "abperf's spawn helper failed to start '{}' (status {status})",
+            cmd.text
+        );
+    }
+    let pid = libc::pid_t::from_ne_bytes(pidb);
+    // SAFETY: plain syscall on our (adopted) child, which has not exec'd yet.
+    unsafe { libc::setpgid(pid, pid) };
+    signals::set_child(pid);
+    if let Some(sig) = signals::received() {
+        kill_and_reap(pid);
+        anyhow::bail!(
+            "interrupted by {} before '{}' started",
+            signals::name(sig),
+            cmd.text
+        );
+    }
+    let counters = if opts.events.is_empty() {
+        None
+    } else {
+        match Counters::attach(pid, opts.events) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                kill_and_reap(pid);
+                return Err(e);
+            }
+        }
+    };
+    let t0 = Instant::now();
+    // SAFETY: one byte from a valid buffer to our own pipe.
+    unsafe { libc::write(gate_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+    drop(gate_w);
+    let mut errno = [0u8; 4];
+    // SAFETY: errno is 4 writable bytes.
+    let n = unsafe { libc::read(err_r.as_raw_fd(), errno.as_mut_ptr().cast(), 4) };
+    if n == 4 {
+        let e = std::io::Error::from_raw_os_error(i32::from_ne_bytes(errno));
+        kill_and_reap(pid);
+        anyhow::bail!("cannot execute '{}': {e}", cmd.text);
+    }
+    Ok((pid, t0, counters))
+}
+
 /// /dev/null, opened once per process (close-on-exec; children get it through dup2).
 fn devnull() -> anyhow::Result<&'static std::fs::File> {
     static NULL: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
@@ -215,7 +364,9 @@ pub fn run(cmd: &Prepared, opts: &SpawnOptions) -> anyhow::Result<Outcome> {
     let mut argv: Vec<*const libc::c_char> = cmd.argv.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
     let null_fd = devnull.as_raw_fd();
-    let (pid, t0, counters) = if opts.events.is_empty() && opts.pin.is_none() {
+    let (pid, t0, counters) = if super::spawn_helper::available() {
+        start_via_helper(cmd, null_fd, opts)?
+    } else if opts.events.is_empty() && opts.pin.is_none() {
         let (pid, t0) = start_spawn(cmd, &argv, null_fd, opts.quiet)?;
         (pid, t0, None)
     } else {

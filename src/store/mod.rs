@@ -214,6 +214,17 @@ impl Store {
     }
 }
 
+/// Whether `e` says the store's disk (or quota) is full.
+pub fn is_disk_full(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        if let Some(sql) = c.downcast_ref::<rusqlite::Error>() {
+            return sql.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull);
+        }
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| matches!(io.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT)))
+    })
+}
+
 /// Whether this process may write `path` and create files beside it (the -wal and -shm files).
 fn writable(path: &Path) -> bool {
     let ok = |p: &Path| {

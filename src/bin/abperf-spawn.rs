@@ -1,0 +1,141 @@
+//! `abperf-spawn`: the small process abperf forks each workload from, so that the workload's max
+//! RSS is its own (see `abperf::runner::spawn_helper`, which documents the protocol). No Rust
+//! runtime (`#![no_main]`) and only plain libc calls, so that the copy of this process's private
+//! memory that a fork makes, and that Linux folds into the child's `ru_maxrss` at exec, is as
+//! small as GNU time's.
+#![cfg_attr(not(test), no_main)]
+#![cfg_attr(test, allow(dead_code))]
+
+use std::ffi::{c_char, c_int};
+
+const GATE_FD: c_int = 3;
+const ERR_FD: c_int = 4;
+const REPORT_FD: c_int = 5;
+
+unsafe extern "C" {
+    static environ: *const *const c_char;
+}
+
+fn say(msg: &[u8]) -> c_int {
+    // SAFETY: writes a valid buffer to fd 2.
+    unsafe {
+        libc::write(2, b"abperf-spawn: ".as_ptr().cast(), 14);
+        libc::write(2, msg.as_ptr().cast(), msg.len());
+        libc::write(2, b"\n".as_ptr().cast(), 1);
+    }
+    126
+}
+
+/// Pin this process (and so the workload) to the CPUs of a list "0,2,5" (abperf passes it
+/// normalised); "-" pins nothing.
+unsafe fn pin(list: *const c_char) -> Result<(), &'static [u8]> {
+    let bytes = unsafe { std::ffi::CStr::from_ptr(list) }.to_bytes();
+    if bytes == b"-" {
+        return Ok(());
+    }
+    let set = cpu_set(bytes)?;
+    // SAFETY: set is a valid cpu_set_t of its size.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(b"cannot pin to the CPUs asked for");
+    }
+    Ok(())
+}
+
+/// The set of a list "0,2,5".
+fn cpu_set(bytes: &[u8]) -> Result<libc::cpu_set_t, &'static [u8]> {
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let mut n: usize = 0;
+    let mut digits = 0;
+    for &b in bytes.iter().chain(b",") {
+        match b {
+            b'0'..=b'9' => {
+                n = n * 10 + (b - b'0') as usize;
+                digits += 1;
+                if n >= libc::CPU_SETSIZE as usize {
+                    return Err(b"CPU number out of range");
+                }
+            }
+            b',' if digits > 0 => {
+                // SAFETY: n < CPU_SETSIZE.
+                unsafe { libc::CPU_SET(n, &mut set) };
+                n = 0;
+                digits = 0;
+            }
+            _ => return Err(b"bad CPU list"),
+        }
+    }
+    Ok(set)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        let s = cpu_set(b"0,2,13").unwrap();
+        let on: Vec<usize> = (0..16)
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &s) })
+            .collect();
+        assert_eq!(on, [0, 2, 13]);
+        assert!(cpu_set(b"").is_err());
+        assert!(cpu_set(b"1,,2").is_err());
+        assert!(cpu_set(b"1-3").is_err());
+        assert!(cpu_set(b"99999").is_err());
+    }
+}
+
+/// argv: abperf-spawn CPUS -- PROGRAM ARGV0 ARGS...
+#[cfg(not(test))]
+#[unsafe(no_mangle)]
+pub extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
+    if argc < 5 {
+        return say(b"usage: abperf-spawn CPUS -- PROGRAM ARGV0 [ARGS...] (run only by abperf)");
+    }
+    // SAFETY: argv holds argc valid C strings and a NULL (the C runtime's guarantee).
+    unsafe {
+        let arg = |i: isize| *argv.offset(i);
+        if std::ffi::CStr::from_ptr(arg(2)).to_bytes() != b"--" {
+            return say(b"usage: abperf-spawn CPUS -- PROGRAM ARGV0 [ARGS...]");
+        }
+        if let Err(m) = pin(arg(1)) {
+            return say(m);
+        }
+        for fd in [GATE_FD, ERR_FD, REPORT_FD] {
+            if libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) != 0 {
+                return say(b"the control pipes are missing (run only by abperf)");
+            }
+        }
+        let program = arg(3);
+        let child_argv = argv.offset(4);
+        let pid = libc::fork();
+        if pid < 0 {
+            return say(b"fork failed");
+        }
+        if pid == 0 {
+            libc::setpgid(0, 0);
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            libc::close(REPORT_FD);
+            let mut b = 0u8;
+            // EOF instead of a byte: abperf decided not to start the workload.
+            if libc::read(GATE_FD, (&mut b as *mut u8).cast(), 1) != 1 {
+                libc::_exit(126);
+            }
+            libc::execve(program, child_argv, environ);
+            let e = *libc::__errno_location();
+            libc::write(ERR_FD, (&e as *const c_int).cast(), 4);
+            libc::_exit(127);
+        }
+        libc::setpgid(pid, pid);
+        let bytes = pid.to_ne_bytes();
+        if libc::write(REPORT_FD, bytes.as_ptr().cast(), 4) != 4 {
+            libc::kill(pid, libc::SIGKILL);
+            return 126;
+        }
+        0
+    }
+}

@@ -1,0 +1,175 @@
+//! Starting the workload from a small process, so that its max RSS is its own.
+//!
+//! Linux keeps a process's RSS high-water mark (`ru_maxrss`) across exec: at exec the old
+//! address space's peak is folded into the process's figure. A child made by `posix_spawn` or
+//! `vfork` shares abperf's whole address space until it execs, so every workload was charged
+//! abperf's own peak (7.5 MiB for a program that uses 1 MiB); a child made by `fork` gets a copy
+//! of abperf's page tables for its private memory (the `-e` path, which forks: 2 MiB here, still
+//! twice `/usr/bin/time`'s figure), and the copy's RSS is folded in the same way. Resetting the
+//! high-water mark (`/proc/PID/clear_refs` 5) cannot help: it resets to the current RSS, which
+//! is the copy.
+//!
+//! So, as GNU time does, the workload is forked from a process that is small: abperf execs
+//! itself as this helper (a fresh address space: the binary's relocated data and a stack, about
+//! 0.5 MiB private), the helper forks the workload and exits, and abperf, a child subreaper for
+//! that moment, inherits the workload as its own child: `wait4` and every signal, timeout and
+//! counter path work on it exactly as on a direct child. The workload waits at a gate until
+//! abperf has its pid, put it in the signal watcher's hands and attached any counters; the timed
+//! region starts at the gate, as on the `-e` path.
+//!
+//! Protocol: `abperf __abperf-spawn-helper CPUS -- PROGRAM ARGV...`, with fd 3 the gate (read
+//! end), fd 4 the exec-error pipe (write end: 4 bytes of errno if exec fails) and fd 5 the report
+//! pipe (the workload's pid, 4 bytes); stdin/stdout/stderr are already what the workload gets.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+unsafe extern "C" {
+    static environ: *const *const libc::c_char;
+}
+
+/// The argument that makes the abperf binary act as the helper.
+pub const HELPER_ARG: &str = "__abperf-spawn-helper";
+
+pub(super) const GATE_FD: i32 = 3;
+pub(super) const ERR_FD: i32 = 4;
+pub(super) const REPORT_FD: i32 = 5;
+
+/// Set once `main` has offered this binary as the helper.
+static AVAILABLE: AtomicBool = AtomicBool::new(false);
+
+/// Call first thing in `main`: serve as the helper when asked (never returns then), else note
+/// that this binary can serve as one for the workloads it starts.
+pub fn main_hook() {
+    let mut args = std::env::args_os();
+    let _argv0 = args.next();
+    if args.next().as_deref() == Some(OsStr::new(HELPER_ARG)) {
+        let rest: Vec<OsString> = args.collect();
+        // SAFETY: _exit has no preconditions; nothing of this process needs flushing.
+        unsafe { libc::_exit(helper(&rest)) };
+    }
+    AVAILABLE.store(true, Ordering::SeqCst);
+}
+
+/// The helper to exec: the `abperf-spawn` binary beside this one (no Rust runtime, smallest), else
+/// this binary itself in helper mode (`/proc/self/exe`, which works even if the file was replaced
+/// since; its private memory is larger, 0.5 MiB in a release build, 1 MiB in a debug build).
+pub struct HelperProgram {
+    pub path: std::ffi::CString,
+    /// This binary (needs [`HELPER_ARG`] first).
+    pub is_self: bool,
+}
+
+pub fn program() -> &'static HelperProgram {
+    static P: std::sync::OnceLock<HelperProgram> = std::sync::OnceLock::new();
+    P.get_or_init(|| {
+        let beside = std::env::current_exe()
+            .ok()
+            .map(|e| e.with_file_name("abperf-spawn"))
+            .filter(|p| {
+                use std::os::unix::fs::PermissionsExt;
+                p.metadata()
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            });
+        match beside.and_then(|p| CString::new(p.as_os_str().as_bytes()).ok()) {
+            Some(path) => HelperProgram {
+                path,
+                is_self: false,
+            },
+            None => HelperProgram {
+                path: c"/proc/self/exe".to_owned(),
+                is_self: true,
+            },
+        }
+    })
+}
+
+/// Whether workloads are started through the helper (the abperf binary called `main_hook`;
+/// library users and unit tests start them directly).
+pub fn available() -> bool {
+    AVAILABLE.load(Ordering::SeqCst) && std::env::var_os("ABPERF_NO_SPAWN_HELPER").is_none()
+}
+
+fn fail(msg: &str) -> i32 {
+    crate::error::stderr_line(&format!("abperf spawn helper: {msg}"));
+    126
+}
+
+/// The helper itself: pin, fork the workload (which waits at the gate, then execs), report its
+/// pid, exit.
+fn helper(args: &[OsString]) -> i32 {
+    if args.len() < 3 || args[1] != "--" {
+        return fail("usage: CPUS -- PROGRAM ARGV...");
+    }
+    let cpus = args[0].to_string_lossy();
+    if cpus != "-" {
+        match super::cpuset::CpuSet::parse(&cpus) {
+            Ok(set) => {
+                if set.apply_to_self() != 0 {
+                    return fail(&format!(
+                        "cannot pin to CPUs {cpus}: {}",
+                        std::io::Error::last_os_error()
+                    ));
+                }
+            }
+            Err(e) => return fail(&format!("{e:#}")),
+        }
+    }
+    let Ok(program) = CString::new(args[2].as_bytes()) else {
+        return fail("NUL in the program name");
+    };
+    let Ok(argv): Result<Vec<CString>, _> = args[3..]
+        .iter()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect()
+    else {
+        return fail("NUL in an argument");
+    };
+    let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_ptrs.push(std::ptr::null());
+    // SAFETY: fcntl on fds this process was given; the workload must not inherit them.
+    unsafe {
+        for fd in [GATE_FD, ERR_FD, REPORT_FD] {
+            if libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) != 0 {
+                return fail("the control pipes are missing (run only by abperf)");
+            }
+        }
+    }
+    // SAFETY: this process has one thread (the helper starts nothing), so the child may do
+    // anything before exec; it only makes plain syscalls on memory prepared above.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return fail(&format!("fork failed: {}", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        unsafe {
+            libc::setpgid(0, 0);
+            // The Rust runtime of this helper ignores SIGPIPE; the workload gets the default.
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            libc::close(REPORT_FD);
+            let mut b = 0u8;
+            // EOF instead of a byte: abperf decided not to start the workload.
+            if libc::read(GATE_FD, (&mut b as *mut u8).cast(), 1) != 1 {
+                libc::_exit(126);
+            }
+            libc::execve(program.as_ptr(), argv_ptrs.as_ptr(), environ);
+            let e = *libc::__errno_location();
+            libc::write(ERR_FD, (&e as *const i32).cast(), 4);
+            libc::_exit(127);
+        }
+    }
+    // SAFETY: plain syscalls on our own child and our own fd.
+    unsafe {
+        libc::setpgid(pid, pid);
+        let bytes = pid.to_ne_bytes();
+        if libc::write(REPORT_FD, bytes.as_ptr().cast(), 4) != 4 {
+            libc::kill(pid, libc::SIGKILL);
+            return 126;
+        }
+    }
+    0
+}
