@@ -245,6 +245,8 @@ fn settle_claims() -> (usize, usize) {
 /// A knob of a `running` experiment whose abperf died, holding something else than its original.
 struct DeadKnob {
     experiment: i64,
+    /// Later dead experiments that left the same knob changed (the oldest original wins).
+    also: Vec<i64>,
     path: String,
     original: String,
     now: String,
@@ -254,7 +256,7 @@ struct DeadKnob {
 /// The knobs that experiments stored as running, whose owner is dead, left changed.
 fn dead_experiment_knobs(store: &Store) -> anyhow::Result<Vec<DeadKnob>> {
     let owners = store.owners()?;
-    let mut out = Vec::new();
+    let mut out: Vec<DeadKnob> = Vec::new();
     for e in store.list()? {
         if e.status != crate::model::Status::Running {
             continue;
@@ -272,11 +274,16 @@ fn dead_experiment_knobs(store: &Store) -> anyhow::Result<Vec<DeadKnob>> {
                 if !seen.insert(k.path.clone()) {
                     continue;
                 }
+                if let Some(first) = out.iter_mut().find(|d| d.path == k.path) {
+                    first.also.push(e.id);
+                    continue;
+                }
                 if let Ok(now) = knobs::read_value(&k.path)
                     && now != original
                 {
                     out.push(DeadKnob {
                         experiment: e.id,
+                        also: Vec::new(),
                         path: k.path,
                         original,
                         now,
@@ -315,6 +322,7 @@ fn restore(db: &DbArgs) -> anyhow::Result<i32> {
             );
             done += 1;
             experiments.insert(k.experiment);
+            experiments.extend(&k.also);
         } else {
             for e in errors {
                 eprintln!("abperf: error: {e}");

@@ -80,14 +80,25 @@ pub fn check_knob_path(path: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Open knob `path` for reading or (truncating) writing, never blocking, and check the open file:
-/// a regular file, on a knob filesystem or under the temporary directory.
-fn open_knob(path: &str, write: bool) -> anyhow::Result<File> {
+/// How a knob file is opened.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Read,
+    /// Opened for writing to see that it can be, never truncated (a regular file would lose its
+    /// content).
+    CheckWritable,
+    Write,
+}
+
+/// Open knob `path` never blocking, and check the open file: a regular file, on a knob
+/// filesystem or under the temporary directory.
+fn open_knob(path: &str, access: Access) -> anyhow::Result<File> {
     check_knob_path(path)?;
+    let write = access != Access::Read;
     let f = OpenOptions::new()
         .read(!write)
         .write(write)
-        .truncate(write)
+        .truncate(access == Access::Write)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
         .open(path)
         .with_context(|| {
@@ -122,7 +133,7 @@ fn open_knob(path: &str, write: bool) -> anyhow::Result<File> {
 /// The value a knob file currently selects: the bracketed choice for files such as THP's
 /// `always [madvise] never`, else the trimmed content. At most [`MAX_KNOB_BYTES`] are read.
 pub fn read_value(path: &str) -> anyhow::Result<String> {
-    let f = open_knob(path, false)?;
+    let f = open_knob(path, Access::Read)?;
     let mut bytes = Vec::new();
     f.take(MAX_KNOB_BYTES + 1)
         .read_to_end(&mut bytes)
@@ -138,7 +149,7 @@ pub fn read_value(path: &str) -> anyhow::Result<String> {
 }
 
 fn write_raw(path: &str, value: &str) -> anyhow::Result<()> {
-    let mut f = open_knob(path, true)?;
+    let mut f = open_knob(path, Access::Write)?;
     f.write_all(value.as_bytes())
         .with_context(|| format!("knob {path}: writing '{value}' was refused"))?;
     Ok(())
@@ -207,7 +218,7 @@ impl KnobGuard {
             // Lock first: the lock settles what a killed holder left, so `now` is clean.
             let mut lock = KnobLock::acquire(path, opts)?;
             let now = read_value(path)?;
-            drop(open_knob(path, true).map_err(|e| {
+            drop(open_knob(path, Access::CheckWritable).map_err(|e| {
                 e.context(format!("knob {path}: cannot be written (are you root?)"))
             })?);
             let original = stored.get(path).cloned().unwrap_or_else(|| now.clone());

@@ -21,6 +21,8 @@ pub fn data(name: &str) -> String {
 /// A temporary directory with its own store.
 pub struct Lab {
     pub dir: tempfile::TempDir,
+    /// Extra environment for every command (see [`Lab::env`]).
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for Lab {
@@ -33,7 +35,22 @@ impl Lab {
     pub fn new() -> Lab {
         Lab {
             dir: tempfile::tempdir().expect("a temporary directory"),
+            env: Vec::new(),
         }
+    }
+
+    /// Set `key` to `value` for every command of this lab.
+    pub fn env(mut self, key: &str, value: &str) -> Lab {
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// A lab whose knob locks live in its own directory (`$ABPERF_LOCK_DIR`), so that knob
+    /// claims and `doctor`'s view of them are this test's alone.
+    pub fn with_own_locks() -> Lab {
+        let lab = Lab::new();
+        let locks = lab.p("locks");
+        lab.env("ABPERF_LOCK_DIR", &locks)
     }
 
     /// The store every command of this lab uses (through `$ABPERF_DB`).
@@ -66,6 +83,7 @@ impl Lab {
         let mut c = Command::new(BIN);
         c.args(args)
             .env("ABPERF_DB", self.db())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null());
         c
     }
