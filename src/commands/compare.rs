@@ -104,6 +104,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
         )));
     }
     args.analysis.analyse_into(&mut r)?;
+    output::escape_for_people(&mut r, args.format);
     output::write(&args.format.render(&r)?, args.output.as_ref())?;
     Ok(0)
 }

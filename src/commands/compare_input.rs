@@ -77,13 +77,17 @@ pub fn parse_numbers(text: &str, file: &str, column: usize) -> anyhow::Result<Ve
         })?;
         let v: f64 = field.parse().map_err(|_| {
             usage(format!(
-                "{file}:{lineno}: column {column}: expected a number, got '{field}'"
+                "{file}:{lineno}: column {column}: expected a number, got '{}'",
+                crate::report::escape::shorten(field, 40)
             ))
         })?;
         if !v.is_finite() {
             return Err(usage(format!(
                 "{file}:{lineno}: column {column}: '{field}' is not a finite number"
             )));
+        }
+        if let Some(why) = crate::import::out_of_range(v) {
+            return Err(usage(format!("{file}:{lineno}: column {column}: {why}")));
         }
         if v < 0.0 {
             return Err(usage(format!(
@@ -120,8 +124,7 @@ pub fn from_files(paths: &[String], column: usize) -> anyhow::Result<Dataset> {
     let mut variants = Vec::new();
     let mut runs = Vec::new();
     for (i, path) in paths.iter().enumerate() {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| usage(format!("{path}: cannot read: {e}")))?;
+        let text = super::import::read_bounded(Path::new(path), crate::import::MAX_INPUT_BYTES)?;
         let values = parse_numbers(&text, path, column)?;
         // Two files with the same base name: use the path as given.
         let name = if names.iter().filter(|n| **n == names[i]).count() > 1 {

@@ -50,20 +50,43 @@ fn file_stem(p: &Path) -> String {
         .unwrap_or_else(|| "imported".to_string())
 }
 
-fn read_input(p: &Path) -> anyhow::Result<String> {
-    if p.as_os_str() == "-" {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-            .context("cannot read standard input")?;
-        return Ok(s);
+/// Read at most `limit` bytes of `p` ('-': standard input) as UTF-8 text; a larger input is an
+/// error naming it (nothing is read past the limit, so a huge file or endless stream costs
+/// nothing).
+pub fn read_bounded(p: &Path, limit: usize) -> anyhow::Result<String> {
+    use std::io::Read;
+    let shown = if p.as_os_str() == "-" {
+        "<stdin>".to_string()
+    } else {
+        p.display().to_string()
+    };
+    let mut bytes = Vec::new();
+    let take = limit as u64 + 1;
+    let read = if p.as_os_str() == "-" {
+        std::io::stdin().lock().take(take).read_to_end(&mut bytes)
+    } else {
+        let f = std::fs::File::open(p).map_err(|e| usage(format!("{shown}: cannot read: {e}")))?;
+        if !f.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(usage(format!("{shown}: not a regular file")));
+        }
+        f.take(take).read_to_end(&mut bytes)
+    };
+    read.map_err(|e| usage(format!("{shown}: cannot read: {e}")))?;
+    if bytes.len() > limit {
+        return Err(usage(format!(
+            "{shown}: larger than {} MiB, the most abperf reads from one input file",
+            limit >> 20
+        )));
     }
-    let bytes =
-        std::fs::read(p).map_err(|e| usage(format!("{}: cannot read: {e}", p.display())))?;
     String::from_utf8(bytes).map_err(|e| {
         let upto = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
-        usage(format!("{}:{line}: not UTF-8 text", p.display()))
+        usage(format!("{shown}:{line}: not UTF-8 text"))
     })
+}
+
+fn read_input(p: &Path) -> anyhow::Result<String> {
+    read_bounded(p, import::MAX_INPUT_BYTES)
 }
 
 /// Parse every file; apply `--variant`.

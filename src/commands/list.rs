@@ -36,7 +36,7 @@ pub fn run(args: ListArgs) -> anyhow::Result<i32> {
             e.status.as_str(),
             e.variants,
             format!("{}/{}", e.runs_done, e.runs_planned.max(e.runs_done)),
-            e.name
+            crate::report::escape::control(&e.name)
         );
     }
     Ok(0)

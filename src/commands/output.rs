@@ -195,6 +195,58 @@ pub fn load(store: &Store, id: i64, view: View) -> anyhow::Result<Report> {
     Ok(r)
 }
 
+/// Make every piece of user text in `r` (names, commands, parameters, knob values, metric names,
+/// notes) safe for a terminal when `format` is one read by people (text, mail, Markdown,
+/// perf-stat): control characters become visible escapes (`report::escape::control`). The data
+/// hash was taken from the raw data when the report was made, so it still names the stored data.
+pub fn escape_for_people(r: &mut Report, format: crate::report::Format) {
+    use crate::report::Format as F;
+    if !matches!(format, F::Text | F::Mail | F::Md | F::PerfStat) {
+        return;
+    }
+    let e = |s: &mut String| {
+        if let std::borrow::Cow::Owned(o) = crate::report::escape::control(s) {
+            *s = o;
+        }
+    };
+    let d = &mut r.data;
+    for x in &mut d.experiments {
+        e(&mut x.name);
+        x.command_line.iter_mut().for_each(e);
+    }
+    for v in &mut d.variants {
+        e(&mut v.name);
+        if let Some(c) = &mut v.command {
+            e(c);
+        }
+        v.parameters = std::mem::take(&mut v.parameters)
+            .into_iter()
+            .map(|(mut k, mut val)| {
+                e(&mut k);
+                e(&mut val);
+                (k, val)
+            })
+            .collect();
+        for k in &mut v.knobs {
+            e(&mut k.path);
+            e(&mut k.value);
+            if let Some(o) = &mut k.original {
+                e(o);
+            }
+        }
+    }
+    for run in &mut d.runs {
+        for m in &mut run.metrics {
+            e(&mut m.name);
+        }
+    }
+    for m in &mut d.metrics {
+        e(&mut m.name);
+    }
+    e(&mut d.source);
+    r.notes.iter_mut().for_each(e);
+}
+
 /// The status to show for `exp`: a `running` experiment whose recorded owner has died (kill -9,
 /// a crash, a reboot) is `interrupted`; returns a note saying so.
 pub fn seen_status(store: &Store, exp: &mut Experiment) -> anyhow::Result<Option<String>> {

@@ -33,6 +33,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         eprintln!("abperf: note: experiment {id} has no runs yet");
     }
     args.analysis.analyse_into(&mut r)?;
+    output::escape_for_people(&mut r, args.format);
     output::write(&args.format.render(&r)?, args.output.as_ref())?;
     Ok(0)
 }

@@ -533,7 +533,8 @@ fn finish(
         crate::error::stderr_line(&format!("abperf: no verdict: {e:#}"));
     }
     crate::error::stdout_line("");
-    crate::error::stdout_text(&format!("{}", crate::report::Format::Text.render(&report)?));
+    super::output::escape_for_people(&mut report, crate::report::Format::Text);
+    crate::error::stdout_text(&crate::report::Format::Text.render(&report)?);
     match result {
         Ok(Ending::Complete) => {
             crate::error::stdout_line(&format!(

@@ -35,12 +35,18 @@ struct Result_ {
     parameters: Option<BTreeMap<String, serde_json::Value>>,
 }
 
-/// Line (1-based) of the `n`-th `"command"` key, to point errors at the offending result.
-fn result_line(text: &str, n: usize) -> usize {
-    text.match_indices("\"command\"")
-        .nth(n)
-        .map(|(pos, _)| text[..pos].matches('\n').count() + 1)
-        .unwrap_or(1)
+/// Lines (1-based) of every `"command"` key in order, to point errors at the offending result
+/// (one pass over the text).
+fn command_lines(text: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut line = 1;
+    let mut last = 0;
+    for (pos, _) in text.match_indices("\"command\"") {
+        line += text[last..pos].bytes().filter(|&b| b == b'\n').count();
+        last = pos;
+        out.push(line);
+    }
+    out
 }
 
 /// Parse a hyperfine JSON export.
@@ -53,8 +59,9 @@ pub fn parse(file: &str, text: &str) -> Result<Imported, ParseError> {
         )
     })?;
     let mut out = Imported::new(file, Format::Hyperfine);
+    let lines = command_lines(text);
     for (idx, r) in export.results.into_iter().enumerate() {
-        let line = result_line(text, idx);
+        let line = lines.get(idx).copied().unwrap_or(1);
         let err = |msg: String| {
             ParseError::new(
                 file,
@@ -62,7 +69,7 @@ pub fn parse(file: &str, text: &str) -> Result<Imported, ParseError> {
                 format!("result {} ({:?}): {msg}", idx + 1, r.command),
             )
         };
-        if out.variants.iter().any(|v| v.name == r.command) {
+        if out.has_variant(&r.command) {
             return Err(err(
                 "the same command appears twice; name the commands apart with hyperfine -n".into(),
             ));

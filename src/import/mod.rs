@@ -19,6 +19,7 @@ pub mod time;
 pub use crate::model::Metric;
 pub use crate::model::metric::unit;
 use crate::model::{Run, RunStatus, Source, SummaryValue, Variant};
+use std::collections::HashMap;
 use std::fmt;
 
 /// Which importer to use.
@@ -92,6 +93,8 @@ pub struct Imported {
     pub runs: Vec<Run>,
     /// Things the input reported that were not stored (`cycles: <not supported>`), one per line.
     pub notes: Vec<String>,
+    /// Variant name -> position, so that finding a run's variant does not scan the list.
+    index: HashMap<String, usize>,
 }
 
 impl Imported {
@@ -102,17 +105,22 @@ impl Imported {
             variants: Vec::new(),
             runs: Vec::new(),
             notes: Vec::new(),
+            index: HashMap::new(),
         }
     }
 
     fn position(&mut self, name: &str) -> usize {
-        match self.variants.iter().position(|v| v.name == name) {
-            Some(i) => i,
-            None => {
-                self.variants.push(Variant::named(name));
-                self.variants.len() - 1
-            }
+        if let Some(&i) = self.index.get(name) {
+            return i;
         }
+        self.variants.push(Variant::named(name));
+        self.index.insert(name.to_string(), self.variants.len() - 1);
+        self.variants.len() - 1
+    }
+
+    /// Whether a variant called `name` exists.
+    pub fn has_variant(&self, name: &str) -> bool {
+        self.index.contains_key(name)
     }
 
     /// The variant called `name`, created at the end if it does not exist yet.
@@ -227,11 +235,12 @@ impl ParsedRun for Run {
 /// and their runs, in file order.
 pub fn merge(imports: &[Imported]) -> (Vec<Variant>, Vec<Run>) {
     let mut variants: Vec<Variant> = Vec::new();
+    let mut by_name: HashMap<String, usize> = HashMap::new();
     let mut runs = Vec::new();
     for imp in imports {
         let mut map = Vec::with_capacity(imp.variants.len());
         for v in &imp.variants {
-            let idx = match variants.iter().position(|x| x.name == v.name) {
+            let idx = match by_name.get(&v.name).copied() {
                 Some(i) => {
                     let x = &mut variants[i];
                     if x.command.is_none() {
@@ -243,6 +252,7 @@ pub fn merge(imports: &[Imported]) -> (Vec<Variant>, Vec<Run>) {
                 }
                 None => {
                     variants.push(v.clone());
+                    by_name.insert(v.name.clone(), variants.len() - 1);
                     variants.len() - 1
                 }
             };
@@ -259,14 +269,107 @@ pub fn merge(imports: &[Imported]) -> (Vec<Variant>, Vec<Run>) {
     (variants, runs)
 }
 
+/// The largest input file of any format (64 MiB: about 400,000 `/usr/bin/time` runs or 4 million
+/// numbers; everything is held in memory and written in one transaction).
+pub const MAX_INPUT_BYTES: usize = 64 << 20;
+
+/// The most variants one import may create: abperf compares a handful of variants; thousands of
+/// distinct labels mean the labels are not what they should be (and every report would list
+/// them all).
+pub const MAX_VARIANTS: usize = 1000;
+
+/// Every stored value must be 0 or have a magnitude in [`MIN_MAGNITUDE`, `MAX_MAGNITUDE`]. The
+/// statistics square values and then square variances (Welch's degrees of freedom), so
+/// magnitudes above ~1e77 overflow to infinity and below ~1e-77 underflow to 0, and a NaN
+/// degree of freedom made the Student t quantile loop forever. 1e18 is above anything real in
+/// every unit abperf stores (1e18 ns = 31.7 years; 1e18 events = 6 years of cycles at 5 GHz;
+/// 1e18 KiB = 1 ZiB) and below 2^63, and keeps squared variances under 1e72; 1e-30 keeps any
+/// two distinct values' variance far from underflow.
+pub const MAX_MAGNITUDE: f64 = 1e18;
+pub const MIN_MAGNITUDE: f64 = 1e-30;
+
+/// Why `value` cannot be stored, if it cannot: not finite, or outside the magnitudes the
+/// statistics can carry ([`MAX_MAGNITUDE`]).
+pub fn out_of_range(value: f64) -> Option<String> {
+    if !value.is_finite() {
+        return Some(format!("{value} is not a finite number"));
+    }
+    let m = value.abs();
+    if m > MAX_MAGNITUDE || (m != 0.0 && m < MIN_MAGNITUDE) {
+        return Some(format!(
+            "{value} is out of range (a value must be 0 or between {MIN_MAGNITUDE:e} and \
+             {MAX_MAGNITUDE:e} in magnitude)"
+        ));
+    }
+    None
+}
+
+/// Check every value of an import against [`out_of_range`], naming FILE:LINE, and the number of
+/// variants against [`MAX_VARIANTS`].
+pub fn check_bounds(imp: &Imported) -> Result<(), ParseError> {
+    if imp.variants.len() > MAX_VARIANTS {
+        let line = imp
+            .runs
+            .iter()
+            .find(|r| r.variant == MAX_VARIANTS)
+            .and_then(|r| r.source.as_ref().map(|s| s.line as usize))
+            .unwrap_or(1);
+        return Err(ParseError::new(
+            &imp.file,
+            line,
+            format!(
+                "more than {MAX_VARIANTS} variants ({} distinct labels): check the labels; \
+                 abperf compares a handful of variants",
+                imp.variants.len()
+            ),
+        ));
+    }
+    for r in &imp.runs {
+        let line = r.source.as_ref().map(|s| s.line as usize).unwrap_or(1);
+        for m in &r.metrics {
+            if let Some(why) = out_of_range(m.value) {
+                return Err(ParseError::new(
+                    &imp.file,
+                    line,
+                    format!("{} ({}): {why}", m.name, m.unit),
+                ));
+            }
+        }
+    }
+    for v in &imp.variants {
+        for (name, s) in &v.summary {
+            if let Some(why) = out_of_range(s.value) {
+                return Err(ParseError::new(
+                    &imp.file,
+                    1,
+                    format!("variant {:?}: {name} ({}): {why}", v.name, s.unit),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Parse `text` (the content of `file`) in `format`. Runs whose input carries no variant label go
-/// to the variant `default_variant`.
+/// to the variant `default_variant`. Inputs over [`MAX_INPUT_BYTES`], values out of range and
+/// more than [`MAX_VARIANTS`] variants are errors naming the file (and line).
 pub fn parse(
     format: Format,
     file: &str,
     text: &str,
     default_variant: &str,
 ) -> Result<Imported, ParseError> {
+    if text.len() > MAX_INPUT_BYTES {
+        return Err(ParseError::new(
+            file,
+            1,
+            format!(
+                "{} bytes: larger than {} MiB, the most abperf imports from one file",
+                text.len(),
+                MAX_INPUT_BYTES >> 20
+            ),
+        ));
+    }
     let imported = match format {
         Format::Time => time::parse(file, text, default_variant)?,
         Format::PerfStat => perf_stat::parse(file, text, default_variant)?,
@@ -279,6 +382,7 @@ pub fn parse(
             format!("no {format} output found (is this the right --format?)"),
         ));
     }
+    check_bounds(&imported)?;
     Ok(imported)
 }
 

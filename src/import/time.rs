@@ -171,6 +171,11 @@ fn pair_field(
     Ok((a, b))
 }
 
+/// `tok` without `suffix` when it ends with it.
+fn opt_suffix<'a>(tok: &'a str, suffix: &str) -> &'a str {
+    tok.strip_suffix(suffix).unwrap_or(tok)
+}
+
 /// One default-format record joined on one line, optionally labelled.
 fn parse_record(record: &str) -> Result<(Option<&str>, Vec<Metric>), String> {
     let toks: Vec<&str> = record.split_whitespace().collect();
@@ -191,17 +196,24 @@ fn parse_record(record: &str) -> Result<(Option<&str>, Vec<Metric>), String> {
             )
             .ok_or(format!("bad elapsed time {e:?} (expected [h:]m:ss.ff)"))?,
         ),
+        // Labelled (seed 000), with or without GNU time's own suffixes.
         [l, u, s, e] => (
             Some(*l),
-            parse_num(u).ok_or(format!("bad user time {u:?} (expected seconds)"))?,
-            parse_num(s).ok_or(format!("bad system time {s:?} (expected seconds)"))?,
-            parse_elapsed(e).ok_or(format!("bad elapsed time {e:?} (expected [h:]m:ss.ff)"))?,
+            parse_num(opt_suffix(u, "user"))
+                .ok_or(format!("bad user time {u:?} (expected seconds)"))?,
+            parse_num(opt_suffix(s, "system"))
+                .ok_or(format!("bad system time {s:?} (expected seconds)"))?,
+            parse_elapsed(opt_suffix(e, "elapsed"))
+                .ok_or(format!("bad elapsed time {e:?} (expected [h:]m:ss.ff)"))?,
         ),
         [u, s, e] => (
             None,
-            parse_num(u).ok_or(format!("bad user time {u:?} (expected seconds)"))?,
-            parse_num(s).ok_or(format!("bad system time {s:?} (expected seconds)"))?,
-            parse_elapsed(e).ok_or(format!("bad elapsed time {e:?} (expected [h:]m:ss.ff)"))?,
+            parse_num(opt_suffix(u, "user"))
+                .ok_or(format!("bad user time {u:?} (expected seconds)"))?,
+            parse_num(opt_suffix(s, "system"))
+                .ok_or(format!("bad system time {s:?} (expected seconds)"))?,
+            parse_elapsed(opt_suffix(e, "elapsed"))
+                .ok_or(format!("bad elapsed time {e:?} (expected [h:]m:ss.ff)"))?,
         ),
         _ => {
             return Err(format!(

@@ -6,7 +6,10 @@ use super::fmt::{change_pct, metric_scale, one_line, pm};
 use super::{Render, Report};
 use std::fmt::Write;
 
-/// User text inside a Markdown table cell: no line breaks, no table or HTML syntax.
+/// User text inside a Markdown table cell: no line breaks, no table or HTML syntax, no links
+/// (`[x](y)`, `![x](y)` and `[x][y]` lose their brackets to backslash escapes, `<http://..>`
+/// its angle brackets to entities, and GitHub's bare `https://`, `www.` and `a@b.c` autolinks
+/// are broken up with escapes; every escape renders as the text itself).
 pub fn cell(s: &str) -> String {
     one_line(s)
         .replace('\\', "\\\\")
@@ -17,6 +20,11 @@ pub fn cell(s: &str) -> String {
         .replace('`', "\\`")
         .replace('*', "\\*")
         .replace('_', "\\_")
+        .replace('[', "\\[")
+        .replace(']', "\\]")
+        .replace("://", ":\\/\\/")
+        .replace("www.", "www\\.")
+        .replace('@', "\\@")
 }
 
 pub struct Markdown;

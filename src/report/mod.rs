@@ -18,6 +18,7 @@
 
 pub mod compare;
 pub mod csv;
+pub mod escape;
 pub mod fmt;
 pub mod html;
 pub mod hyperfine;

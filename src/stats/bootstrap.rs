@@ -36,19 +36,106 @@ pub struct Bootstrap {
     pub sd_ratio: Result<BcaCi, String>,
 }
 
-/// A two-sample statistic.
-pub type Stat = fn(&[f64], &[f64]) -> f64;
+/// A two-sample statistic: one per-sample figure of B over the same figure of A.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stat {
+    RatioOfMeans,
+    RatioOfMedians,
+    SdRatio,
+}
+
+impl Stat {
+    /// The per-sample figure.
+    fn figure(self, x: &[f64]) -> f64 {
+        match self {
+            Stat::RatioOfMeans => mean(x),
+            Stat::RatioOfMedians => median_sorted(&sorted(x)),
+            Stat::SdRatio => sd(x),
+        }
+    }
+
+    /// The statistic of B over A.
+    pub fn eval(self, a: &[f64], b: &[f64]) -> f64 {
+        self.figure(b) / self.figure(a)
+    }
+
+    /// The figure of `x` with each value left out in turn, in O(n log n) (the jackknife of a
+    /// 200,000-value sample was 200,000 copies of it).
+    pub fn leave_one_out(self, x: &[f64]) -> Vec<f64> {
+        let n = x.len();
+        if n < 2 {
+            return vec![f64::NAN; n];
+        }
+        match self {
+            Stat::RatioOfMeans => {
+                // As `mean`: shifted by the first value.
+                let x0 = x[0];
+                let d: f64 = x.iter().map(|v| v - x0).sum();
+                x.iter()
+                    .map(|v| x0 + (d - (v - x0)) / (n - 1) as f64)
+                    .collect()
+            }
+            Stat::RatioOfMedians => {
+                let mut idx: Vec<usize> = (0..n).collect();
+                idx.sort_by(|&i, &j| x[i].total_cmp(&x[j]));
+                let s: Vec<f64> = idx.iter().map(|&i| x[i]).collect();
+                let mut rank = vec![0; n];
+                for (r, &i) in idx.iter().enumerate() {
+                    rank[i] = r;
+                }
+                // The remaining n-1 sorted values are s without position r: position k of
+                // them is s[k] below r and s[k+1] from r on.
+                let h = (n - 2) as f64 * 0.5;
+                let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+                (0..n)
+                    .map(|i| {
+                        let at = |k: usize| if k < rank[i] { s[k] } else { s[k + 1] };
+                        at(lo) + (h - lo as f64) * (at(hi) - at(lo))
+                    })
+                    .collect()
+            }
+            Stat::SdRatio => {
+                if n < 3 {
+                    return vec![0.0; n];
+                }
+                let m = mean(x);
+                let ss: f64 = x.iter().map(|v| (v - m) * (v - m)).sum();
+                let nf = n as f64;
+                x.iter()
+                    .enumerate()
+                    .map(|(i, &v)| {
+                        // Removing v takes n (v-m)^2 / (n-1) from the sum of squares.
+                        let left = ss - nf * (v - m) * (v - m) / (nf - 1.0);
+                        if left > ss * 1e-6 {
+                            (left / (nf - 2.0)).sqrt()
+                        } else {
+                            // v carries nearly all the spread: the difference has lost its
+                            // digits, so compute this one directly (O(n), for a few values).
+                            let rest: Vec<f64> = x
+                                .iter()
+                                .enumerate()
+                                .filter(|&(j, _)| j != i)
+                                .map(|(_, &w)| w)
+                                .collect();
+                            sd(&rest)
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
+}
 
 pub fn ratio_of_means(a: &[f64], b: &[f64]) -> f64 {
-    mean(b) / mean(a)
+    Stat::RatioOfMeans.eval(a, b)
 }
 
 pub fn ratio_of_medians(a: &[f64], b: &[f64]) -> f64 {
-    median_sorted(&sorted(b)) / median_sorted(&sorted(a))
+    Stat::RatioOfMedians.eval(a, b)
 }
 
 pub fn sd_ratio(a: &[f64], b: &[f64]) -> f64 {
-    sd(b) / sd(a)
+    Stat::SdRatio.eval(a, b)
 }
 
 /// Percentile with linear interpolation of a sorted vector (numpy `percentile`).
@@ -60,25 +147,15 @@ fn percentile_sorted(s: &[f64], q: f64) -> f64 {
 pub fn acceleration(a: &[f64], b: &[f64], stat: Stat) -> f64 {
     let mut num = 0.0;
     let mut den = 0.0;
+    let (fa, fb) = (stat.figure(a), stat.figure(b));
     for which in 0..2 {
         let x = if which == 0 { a } else { b };
         let n = x.len();
-        let mut theta_i = Vec::with_capacity(n);
-        let mut buf = Vec::with_capacity(n.saturating_sub(1));
-        for i in 0..n {
-            buf.clear();
-            buf.extend(
-                x.iter()
-                    .enumerate()
-                    .filter(|&(j, _)| j != i)
-                    .map(|(_, &v)| v),
-            );
-            theta_i.push(if which == 0 {
-                stat(&buf, b)
-            } else {
-                stat(a, &buf)
-            });
-        }
+        let theta_i: Vec<f64> = stat
+            .leave_one_out(x)
+            .into_iter()
+            .map(|f| if which == 0 { fb / f } else { f / fa })
+            .collect();
         let dot = theta_i.iter().sum::<f64>() / n as f64;
         let nf = n as f64;
         let u: Vec<f64> = theta_i.iter().map(|t| (nf - 1.0) * (dot - t)).collect();
@@ -100,7 +177,7 @@ pub fn bca_interval(
     boot: &[f64],
     level: f64,
 ) -> Result<BcaCi, String> {
-    let estimate = stat(a, b);
+    let estimate = stat.eval(a, b);
     if !estimate.is_finite() {
         return Err("the statistic is undefined on the data (division by zero)".into());
     }
@@ -154,11 +231,33 @@ pub fn resample_ratios(a: &[f64], b: &[f64], resamples: usize, seed: u64) -> [Ve
         }
         out[0].push(mean(&rb) / mean(&ra));
         out[2].push(sd(&rb) / sd(&ra));
-        ra.sort_by(f64::total_cmp);
-        rb.sort_by(f64::total_cmp);
-        out[1].push(median_sorted(&rb) / median_sorted(&ra));
+        out[1].push(select_median(&mut rb) / select_median(&mut ra));
     }
     out
+}
+
+/// The median of `x` (as `median_sorted` of its sorted copy) by selection in O(n); reorders `x`.
+fn select_median(x: &mut [f64]) -> f64 {
+    let h = (x.len() - 1) as f64 * 0.5;
+    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+    let (_, &mut at_lo, rest) = x.select_nth_unstable_by(lo, f64::total_cmp);
+    let at_hi = if hi == lo {
+        at_lo
+    } else {
+        rest.iter().copied().min_by(f64::total_cmp).unwrap_or(at_lo)
+    };
+    at_lo + (h - lo as f64) * (at_hi - at_lo)
+}
+
+/// The most values one bootstrap draws (resamples x (m + n)): about two seconds here. With more
+/// data the bootstrap takes fewer resamples (at least [`MIN_CAPPED_RESAMPLES`]) and says how
+/// many it took.
+pub const MAX_DRAWS: usize = 200_000_000;
+pub const MIN_CAPPED_RESAMPLES: usize = 1000;
+
+/// The resamples a bootstrap of `m + n` values takes when `asked` for (see [`MAX_DRAWS`]).
+pub fn capped_resamples(asked: usize, values: usize) -> usize {
+    asked.min((MAX_DRAWS / values.max(1)).max(MIN_CAPPED_RESAMPLES))
 }
 
 /// Seeded BCa bootstrap of mean(B)/mean(A), median(B)/median(A) and SD(B)/SD(A).
@@ -183,13 +282,14 @@ pub fn bootstrap(
             "bootstrap needs at least 100 resamples, got {resamples}"
         )));
     }
+    let resamples = capped_resamples(resamples, a.len() + b.len());
     let [means, medians, sds] = resample_ratios(a, b, resamples, seed);
     Ok(Bootstrap {
         resamples,
         seed,
-        ratio_means: bca_interval(a, b, ratio_of_means, &means, level),
-        ratio_medians: bca_interval(a, b, ratio_of_medians, &medians, level),
-        sd_ratio: bca_interval(a, b, sd_ratio, &sds, level),
+        ratio_means: bca_interval(a, b, Stat::RatioOfMeans, &means, level),
+        ratio_medians: bca_interval(a, b, Stat::RatioOfMedians, &medians, level),
+        sd_ratio: bca_interval(a, b, Stat::SdRatio, &sds, level),
     })
 }
 
@@ -204,13 +304,13 @@ mod tests {
         for c in r.cases("bootstrap") {
             let (a, b) = (c.vec("a"), c.vec("b"));
             assert_rel(
-                acceleration(&a, &b, ratio_of_means),
+                acceleration(&a, &b, Stat::RatioOfMeans),
                 c.num("accel_means"),
                 1e-9,
                 "a_hat means",
             );
             assert_rel(
-                acceleration(&a, &b, sd_ratio),
+                acceleration(&a, &b, Stat::SdRatio),
                 c.num("accel_sd"),
                 1e-9,
                 "a_hat sd",
@@ -246,6 +346,109 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The jackknife straight from its definition: the statistic of each sample with one
+    /// value left out.
+    fn direct_acceleration(a: &[f64], b: &[f64], stat: Stat) -> f64 {
+        let loo = |x: &[f64]| -> Vec<Vec<f64>> {
+            (0..x.len())
+                .map(|i| {
+                    x.iter()
+                        .enumerate()
+                        .filter(|&(j, _)| j != i)
+                        .map(|(_, &v)| v)
+                        .collect()
+                })
+                .collect()
+        };
+        let (mut num, mut den) = (0.0, 0.0);
+        for which in 0..2 {
+            let x = if which == 0 { a } else { b };
+            let theta: Vec<f64> = loo(x)
+                .iter()
+                .map(|r| {
+                    if which == 0 {
+                        stat.eval(r, b)
+                    } else {
+                        stat.eval(a, r)
+                    }
+                })
+                .collect();
+            let nf = x.len() as f64;
+            let dot = theta.iter().sum::<f64>() / nf;
+            let u: Vec<f64> = theta.iter().map(|t| (nf - 1.0) * (dot - t)).collect();
+            num += u.iter().map(|v| v * v * v).sum::<f64>() / nf.powi(3);
+            den += u.iter().map(|v| v * v).sum::<f64>() / nf.powi(2);
+        }
+        if den > 0.0 {
+            num / 6.0 / den.powf(1.5)
+        } else {
+            0.0
+        }
+    }
+
+    #[test]
+    fn fast_jackknife_equals_the_definition() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        for case in 0..200 {
+            let m = rng.random_range(3..40);
+            let n = rng.random_range(3..40);
+            let scale = [1e-6, 1.0, 1e9][case % 3];
+            let mut gen_ = |k: usize| -> Vec<f64> {
+                (0..k)
+                    .map(|_| match rng.random_range(0..5) {
+                        0 => 5.0 * scale,
+                        1 => rng.random_range(0..4) as f64 * scale,
+                        _ => rng.random_range(1.0..100.0) * scale,
+                    })
+                    .collect()
+            };
+            let (mut a, b) = (gen_(m), gen_(n));
+            if case % 7 == 0 {
+                // One value carrying nearly all the spread.
+                a[0] = 1e6 * scale;
+            }
+            for stat in [Stat::RatioOfMeans, Stat::RatioOfMedians, Stat::SdRatio] {
+                let (fast, slow) = (
+                    acceleration(&a, &b, stat),
+                    direct_acceleration(&a, &b, stat),
+                );
+                if slow.is_finite() {
+                    assert!(
+                        (fast - slow).abs() <= 1e-7 * slow.abs().max(1e-9),
+                        "case {case} {stat:?}: {fast} vs {slow}"
+                    );
+                } else {
+                    assert!(
+                        !fast.is_finite() || fast == 0.0,
+                        "{stat:?}: {fast} vs {slow}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn select_median_equals_the_sorted_median() {
+        for x in [
+            vec![3.0],
+            vec![2.0, 1.0],
+            vec![5.0, 1.0, 4.0, 4.0],
+            vec![9.0, -1.0, 0.5, 7.0, 7.0, 2.0],
+        ] {
+            let want = median_sorted(&sorted(&x));
+            assert_eq!(select_median(&mut x.clone()), want, "{x:?}");
+        }
+    }
+
+    #[test]
+    fn large_samples_take_fewer_resamples() {
+        assert_eq!(capped_resamples(10_000, 200_020), 1000);
+        assert_eq!(capped_resamples(10_000, 40_000), 5000);
+        assert_eq!(capped_resamples(10_000, 200), 10_000);
+        assert_eq!(capped_resamples(500, 10_000_000), 500);
     }
 
     #[test]

@@ -45,6 +45,14 @@ pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
 /// Student t quantile, polished with Newton steps on the CDF so that it agrees with the CDF to
 /// double precision (the statrs inverse is only approximate for fractional df).
 pub fn t_ppf(p: f64, df: f64) -> f64 {
+    // statrs's inverse CDF loops forever for infinite df (and `student` maps a NaN df there):
+    // use the normal limit for df = inf, and say NaN for a NaN df.
+    if df.is_nan() {
+        return f64::NAN;
+    }
+    if df == f64::INFINITY {
+        return norm_ppf(p);
+    }
     let d = student(df);
     let mut x = d.inverse_cdf(p);
     use statrs::distribution::Continuous;

@@ -1,0 +1,59 @@
+//! User text made harmless before it reaches a terminal: control characters (escape sequences,
+//! carriage returns, newlines inside a name, C1 controls, bidirectional overrides) become visible
+//! escapes, so a name can neither rewrite the screen nor hide what follows it.
+
+use std::borrow::Cow;
+
+/// Whether `c` must not reach a terminal raw.
+fn is_hostile(c: char) -> bool {
+    c.is_control()
+        // Bidirectional embeddings, overrides and isolates: they reorder what is shown.
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
+}
+
+/// `s` with every control character written as an escape (`\n`, `\t`, `\r`, `\e`, `\x07`,
+/// `\u{202e}`); text without any is returned as is.
+pub fn control(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_hostile) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\u{1b}' => out.push_str("\\e"),
+            c if is_hostile(c) && (c as u32) < 0x100 => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if is_hostile(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// At most `max` characters of `s` (with "..." when cut) and control characters escaped: for
+/// quoting input in an error message.
+pub fn shorten(s: &str, max: usize) -> String {
+    let cut: String = s.chars().take(max).collect();
+    let tail = if s.chars().count() > max { "..." } else { "" };
+    format!("{}{tail}", control(&cut))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_what_a_terminal_would_obey() {
+        assert!(matches!(control("plain name"), Cow::Borrowed(_)));
+        assert_eq!(control("a\u{1b}[2Jb\nc\td\re"), "a\\e[2Jb\\nc\\td\\re");
+        assert_eq!(control("x\u{7}\u{9b}y"), "x\\x07\\x9by");
+        assert_eq!(control("evil\u{202e}txt"), "evil\\u{202e}txt");
+        assert_eq!(shorten("abcdef", 3), "abc...");
+        assert_eq!(shorten("a\nb", 10), "a\\nb");
+    }
+}
