@@ -103,8 +103,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
             r.data.variant_names()
         )));
     }
-    args.analysis.analyse_into(&mut r)?;
     output::escape_for_people(&mut r, args.format);
+    args.analysis
+        .escaped_for(args.format)
+        .analyse_into(&mut r)?;
     output::write(&args.format.render(&r)?, args.output.as_ref())?;
     Ok(0)
 }

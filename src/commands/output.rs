@@ -162,6 +162,19 @@ impl AnalysisArgs {
         }))
     }
 
+    /// These options as they must be for a report whose names were escaped for people
+    /// ([`escape_for_people`]): a named baseline or metric escaped the same way, so that it
+    /// still matches.
+    pub fn escaped_for(&self, format: crate::report::Format) -> AnalysisArgs {
+        let mut a = self.clone();
+        if for_people(format) {
+            let e = |s: &String| crate::report::escape::control(s).into_owned();
+            a.baseline = a.baseline.as_ref().map(e);
+            a.metric = a.metric.iter().map(e).collect();
+        }
+        a
+    }
+
     /// Analyse `r`'s data into it (or note why not).
     pub fn analyse_into(&self, r: &mut Report) -> anyhow::Result<()> {
         match self.settings(&r.data)? {
@@ -199,9 +212,9 @@ pub fn load(store: &Store, id: i64, view: View) -> anyhow::Result<Report> {
 /// notes) safe for a terminal when `format` is one read by people (text, mail, Markdown,
 /// perf-stat): control characters become visible escapes (`report::escape::control`). The data
 /// hash was taken from the raw data when the report was made, so it still names the stored data.
+/// Call it before the analysis (which copies names), with [`AnalysisArgs::escaped_for`].
 pub fn escape_for_people(r: &mut Report, format: crate::report::Format) {
-    use crate::report::Format as F;
-    if !matches!(format, F::Text | F::Mail | F::Md | F::PerfStat) {
+    if !for_people(format) {
         return;
     }
     let e = |s: &mut String| {
@@ -245,6 +258,12 @@ pub fn escape_for_people(r: &mut Report, format: crate::report::Format) {
     }
     e(&mut d.source);
     r.notes.iter_mut().for_each(e);
+}
+
+/// Whether `format` is read by people (and so gets its names escaped).
+fn for_people(format: crate::report::Format) -> bool {
+    use crate::report::Format as F;
+    matches!(format, F::Text | F::Mail | F::Md | F::PerfStat)
 }
 
 /// The status to show for `exp`: a `running` experiment whose recorded owner has died (kill -9,

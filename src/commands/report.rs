@@ -32,8 +32,10 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     if r.data.runs.is_empty() {
         eprintln!("abperf: note: experiment {id} has no runs yet");
     }
-    args.analysis.analyse_into(&mut r)?;
     output::escape_for_people(&mut r, args.format);
+    args.analysis
+        .escaped_for(args.format)
+        .analyse_into(&mut r)?;
     output::write(&args.format.render(&r)?, args.output.as_ref())?;
     Ok(0)
 }

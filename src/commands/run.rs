@@ -527,13 +527,13 @@ fn finish(
     }
     store.set_status(id, status)?;
     let mut report = super::output::load(store, id, View::RunEnd)?;
+    super::output::escape_for_people(&mut report, crate::report::Format::Text);
     if variants.len() > 1
         && let Err(e) = super::output::AnalysisArgs::default().analyse_into(&mut report)
     {
         crate::error::stderr_line(&format!("abperf: no verdict: {e:#}"));
     }
     crate::error::stdout_line("");
-    super::output::escape_for_people(&mut report, crate::report::Format::Text);
     crate::error::stdout_text(&crate::report::Format::Text.render(&report)?);
     match result {
         Ok(Ending::Complete) => {

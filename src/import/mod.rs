@@ -297,7 +297,7 @@ pub fn out_of_range(value: f64) -> Option<String> {
     let m = value.abs();
     if m > MAX_MAGNITUDE || (m != 0.0 && m < MIN_MAGNITUDE) {
         return Some(format!(
-            "{value} is out of range (a value must be 0 or between {MIN_MAGNITUDE:e} and \
+            "{value:e} is out of range (a value must be 0 or between {MIN_MAGNITUDE:e} and \
              {MAX_MAGNITUDE:e} in magnitude)"
         ));
     }
