@@ -122,6 +122,11 @@ fn quick_suite_is_plausible_stored_and_exportable() {
 
     // Xstate.
     if let Some(why) = skipped(&r, "xstate", "avx512-dirty") {
+        // Only on a machine without it, by an independent probe (CPUID and XCR0).
+        assert!(
+            !avx512_here(),
+            "AVX-512 skipped on a CPU that has it: {why}"
+        );
         eprintln!("AVX-512 state not checked: {why}");
     } else {
         for state in ["clean", "sse", "avx", "avx512"] {
@@ -295,5 +300,209 @@ fn text_tables_and_bad_input() {
             e.contains(needle) && e.lines().count() == 1,
             "{args:?}: {e}"
         );
+    }
+}
+
+/// AVX-512 usable here, as the CPU (CPUID) and the OS (XCR0) say, independently of abperf.
+fn avx512_here() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// CPUs this process may run on (sched_getaffinity), independently of abperf.
+fn allowed_cpus() -> usize {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity writes at most its size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
+    {
+        return 1;
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .count()
+}
+
+fn rows(r: &Value) -> Vec<String> {
+    micro(r)["rows"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|m| m["variant"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn ctxsw_refill_and_every_fault_kind_measure() {
+    let r = Lab::new()
+        .ok(&[
+            "micro",
+            "ctxsw",
+            "tlb-refill",
+            "page-fault",
+            "signal",
+            "--quick",
+            "--format",
+            "json",
+            "--no-store",
+        ])
+        .json();
+    let names = rows(&r);
+    // Context switches: threads and processes, on one CPU and (when allowed two) across two;
+    // AVX-512-dirty where the CPU has it.
+    let two = allowed_cpus() >= 2;
+    let avx = avx512_here();
+    for kind in ["threads", "processes"] {
+        for (place, want) in [("same-cpu", true), ("cross-cpu", two)] {
+            for (state, want_state) in [("clean", true), ("avx512-dirty", avx)] {
+                let n = format!("ctxsw/{kind}/{place}/{state}");
+                if want && want_state {
+                    let c = must(&r, &n);
+                    assert!(c > 100.0, "{n}: a pipe round trip of {c} ticks");
+                } else {
+                    assert!(!names.contains(&n), "{n} measured without its hardware");
+                }
+            }
+        }
+    }
+    // Refill: both flushes at every working set, a full flush costing at least as much to
+    // recover from on the largest one (the price the finding reports).
+    let refill: Vec<&String> = names
+        .iter()
+        .filter(|n| n.starts_with("tlb-refill/"))
+        .collect();
+    assert!(
+        refill.iter().any(|n| n.starts_with("tlb-refill/partial/"))
+            && refill.iter().any(|n| n.starts_with("tlb-refill/full/")),
+        "{refill:?}"
+    );
+    for n in &refill {
+        assert!(must(&r, n) > 0.0, "{n}");
+    }
+    // Every page-fault kind, with the faults the kernel took per page.
+    for kind in [
+        "anon-write",
+        "zero-page-read",
+        "private-file-write",
+        "private-file-read",
+        "shared-file-write",
+        "shared-file-read",
+    ] {
+        let n = format!("page-fault/{kind}");
+        let row = micro(&r)["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["variant"] == n.as_str())
+            .unwrap_or_else(|| panic!("no {n}: skips {}", micro(&r)["skips"]));
+        assert!(row["cycles"]["median"].as_f64().unwrap() > 0.0, "{n}");
+        let fpp: f64 = row["params"]["faults_per_page"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((0.0..=1.1).contains(&fpp), "{n}: {fpp} faults per page");
+    }
+    // Signals: the AVX-512-dirty delivery runs where the CPU has it.
+    if avx {
+        assert!(must(&r, "signal/deliver/avx512-dirty") > 0.0);
+    }
+    assert!(
+        micro(&r)["skips"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| !(avx && s["config"].as_str().is_some_and(|c| c.contains("avx512"))))
+    );
+}
+
+#[test]
+fn a_failing_benchmark_is_an_error_not_a_skip() {
+    // A real failure: the file-backed fault kinds need a temporary file, and $TMPDIR does not
+    // exist. Before, this was recorded as a skip and micro exited 0.
+    let lab = Lab::new().env("TMPDIR", "/nonexistent/abperf-test");
+    let o = lab.fails(&["micro", "page-fault", "--quick"], 1);
+    assert!(
+        o.stderr.contains("micro page-fault failed")
+            && o.stderr.contains("/nonexistent/abperf-test"),
+        "{o}"
+    );
+    // What ran is stored, the failure with it.
+    let s = lab.store();
+    let id = s.resolve_id("latest").unwrap();
+    let f = s.micro_findings(id).unwrap();
+    assert!(f.iter().any(|f| f.key.starts_with("failed")), "{f:?}");
+}
+
+/// Whether this process gets 2 MiB pages for a madvised anonymous region (an independent probe
+/// of THP: /sys says enabled, and /proc/self/smaps shows AnonHugePages for the region).
+fn huge_pages_work() -> bool {
+    let mode =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if !mode.contains("[always]") && !mode.contains("[madvise]") {
+        return false;
+    }
+    const HUGE: usize = 2 << 20;
+    let len = 8 * HUGE;
+    // SAFETY: a fresh private anonymous mapping, aligned by hand, unmapped before returning.
+    unsafe {
+        let raw = libc::mmap(
+            std::ptr::null_mut(),
+            len + HUGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if raw == libc::MAP_FAILED {
+            return false;
+        }
+        let base = ((raw as usize + HUGE - 1) & !(HUGE - 1)) as *mut u8;
+        libc::madvise(base.cast(), len, libc::MADV_HUGEPAGE);
+        for off in (0..len).step_by(4096) {
+            base.add(off).write_volatile(1);
+        }
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
+        let start = format!("{:x}-", base as usize);
+        let huge_kib: u64 = smaps
+            .split('\n')
+            .skip_while(|l| !l.starts_with(&start))
+            .take_while(|l| l.starts_with(&start) || !l.contains('-') || l.contains(':'))
+            .find_map(|l| l.strip_prefix("AnonHugePages:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0);
+        libc::munmap(raw, len + HUGE);
+        huge_kib > 0
+    }
+}
+
+#[test]
+fn the_2m_chase_is_not_skipped_where_huge_pages_work() {
+    let r = Lab::new()
+        .ok(&[
+            "micro",
+            "tlb-miss",
+            "--quick",
+            "--format",
+            "json",
+            "--no-store",
+        ])
+        .json();
+    match skipped(&r, "tlb-miss", "2m") {
+        Some(why) => assert!(
+            !huge_pages_work(),
+            "tlb-miss skipped 2 MiB pages ({why}) though this process gets them"
+        ),
+        None => assert!(
+            rows(&r).iter().any(|n| n.starts_with("tlb-miss/2m/")),
+            "neither skipped nor measured"
+        ),
     }
 }

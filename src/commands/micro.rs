@@ -147,5 +147,25 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
     };
     r.view = View::Micro;
     super::output::write(&args.format.render(&r)?, None)?;
+    // A benchmark that failed is an error (a skip for a reason of the machine is not).
+    for f in &report.failures {
+        eprintln!(
+            "abperf: error: micro {}{} failed: {}",
+            f.bench,
+            f.config
+                .as_ref()
+                .map(|c| format!(" ({c})"))
+                .unwrap_or_default(),
+            f.reason
+        );
+    }
+    if !report.failures.is_empty() {
+        eprintln!(
+            "abperf: {} benchmark(s) failed; what did run is shown above{}",
+            report.failures.len(),
+            if args.no_store { "" } else { " and stored" }
+        );
+        return Ok(1);
+    }
     Ok(0)
 }

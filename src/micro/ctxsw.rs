@@ -255,7 +255,7 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
                             s,
                         );
                     }
-                    Err(e) => sink.skip("ctxsw", Some(name), format!("{e:#}")),
+                    Err(e) => sink.fail("ctxsw", Some(name), format!("{e:#}")),
                 }
             }
         }

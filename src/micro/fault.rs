@@ -116,7 +116,7 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
             (t1.wrapping_sub(t0) as f64 - oh) / PAGES as f64
         });
         if let Some(e) = err {
-            sink.skip("page-fault", Some(kind.name().into()), format!("{e:#}"));
+            sink.fail("page-fault", Some(kind.name().into()), format!("{e:#}"));
             continue;
         }
         let fpp = super::harness::median(&faults);

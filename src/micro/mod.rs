@@ -145,6 +145,9 @@ pub struct SuiteReport {
     pub measurements: Vec<Measurement>,
     pub findings: Vec<Finding>,
     pub skips: Vec<Skip>,
+    /// Benchmarks or configurations that should have run here and failed (an error, not a
+    /// property of the machine): `abperf micro` exits 1 when there is any.
+    pub failures: Vec<Skip>,
     /// Facts about the environment that change the meaning of numbers (THP off, VM, ...).
     pub notes: Vec<String>,
     /// Independent adds per core cycle at the start of each round of the spread benchmarks
@@ -160,6 +163,7 @@ pub struct Sink<'a> {
     pub measurements: Vec<Measurement>,
     pub findings: Vec<Finding>,
     pub skips: Vec<Skip>,
+    pub failures: Vec<Skip>,
     pub notes: Vec<String>,
     /// [`timer::probe_core`] at the start of each round of every benchmark.
     pub probes: Vec<timer::CoreProbe>,
@@ -174,6 +178,7 @@ impl<'a> Sink<'a> {
             measurements: Vec::new(),
             findings: Vec::new(),
             skips: Vec::new(),
+            failures: Vec::new(),
             notes: Vec::new(),
             probes: Vec::new(),
             bench_first_probe: 0,
@@ -251,6 +256,18 @@ impl<'a> Sink<'a> {
         });
     }
 
+    /// A benchmark or configuration failed (the machine has what it needs, and something went
+    /// wrong): recorded, and the suite ends with an error.
+    pub fn fail(&mut self, bench: &str, config: Option<String>, reason: impl Into<String>) {
+        self.failures.push(Skip {
+            bench: bench.to_string(),
+            config,
+            reason: reason.into(),
+        });
+    }
+
+    /// A benchmark or configuration this machine cannot run (no such instruction, one CPU, THP
+    /// off), with the reason: recorded, and the others go on.
     pub fn skip(&mut self, bench: &str, config: Option<String>, reason: impl Into<String>) {
         self.skips.push(Skip {
             bench: bench.to_string(),
@@ -357,7 +374,7 @@ pub fn run_suite(
             other => Err(anyhow::anyhow!("unknown benchmark {other}")),
         };
         if let Err(e) = r {
-            sink.skip(b, None, format!("failed: {e:#}"));
+            sink.fail(b, None, format!("{e:#}"));
         }
     }
     let end_ghz = timer.hz / timer::ticks_per_core_cycle() / 1e9;
@@ -377,6 +394,7 @@ pub fn run_suite(
         measurements,
         findings,
         skips,
+        failures,
         notes,
         ..
     } = sink;
@@ -390,6 +408,7 @@ pub fn run_suite(
         measurements,
         findings,
         skips,
+        failures,
         notes,
         adds_per_cycle,
         elapsed_s: started.elapsed().as_secs_f64(),

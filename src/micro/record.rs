@@ -109,6 +109,21 @@ pub fn record(
             text: f.text.clone(),
         })
         .collect();
+    for s in &report.failures {
+        findings.push(MicroFinding {
+            bench: s.bench.clone(),
+            key: format!(
+                "failed{}",
+                s.config
+                    .as_ref()
+                    .map(|c| format!(":{c}"))
+                    .unwrap_or_default()
+            ),
+            value: None,
+            unit: String::new(),
+            text: s.reason.clone(),
+        });
+    }
     for s in &report.skips {
         findings.push(MicroFinding {
             bench: s.bench.clone(),
