@@ -6,7 +6,7 @@
 mod common;
 use common::Lab;
 use std::io::{BufRead, BufReader};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -125,8 +125,13 @@ fn a_terminal_hang_up_interrupts_without_a_panic() {
         eprintln!("skipped: no pseudo-terminal here (openpty failed)");
         return;
     }
-    // SAFETY: both fds are fresh and ours.
-    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    // SAFETY: both fds are fresh and ours. Close-on-exec: abperf must not hold the terminal's
+    // master side itself (then closing ours would hang nothing up).
+    let (master, slave) = unsafe {
+        libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::fcntl(slave, libc::F_SETFD, libc::FD_CLOEXEC);
+        (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave))
+    };
     let mut child = lab
         .cmd(&[
             "run",
@@ -142,9 +147,35 @@ fn a_terminal_hang_up_interrupts_without_a_panic() {
         .stderr(Stdio::from(slave))
         .spawn()
         .unwrap();
-    wait_for_runs(&lab, 2);
+    // A terminal shows what it is sent: read it (the progress bar) as a terminal would, until
+    // the experiment is well under way.
+    // SAFETY: fcntl on our own fd.
+    unsafe { libc::fcntl(master.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    let mut term = std::fs::File::from(master);
+    let drain = |term: &mut std::fs::File| {
+        use std::io::Read;
+        let mut buf = [0u8; 4096];
+        while term.read(&mut buf).is_ok_and(|n| n > 0) {}
+    };
+    let t = Instant::now();
+    loop {
+        drain(&mut term);
+        let runs = abperf::store::Store::open(&lab.db())
+            .and_then(|s| s.runs(1))
+            .map(|r| r.len())
+            .unwrap_or(0);
+        if runs >= 2 {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "no run stored in 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for _ in 0..25 {
+        drain(&mut term);
+        std::thread::sleep(Duration::from_millis(20));
+    }
     // The terminal goes away (writes to it now fail with EIO), and the hang-up comes.
-    drop(master);
+    drop(term);
     // SAFETY: plain syscall on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
     assert_eq!(wait(&mut child), Some(128 + libc::SIGHUP));

@@ -152,16 +152,16 @@ fn mutated_inputs_never_panic_hang_or_fail_unnamed() {
         .collect();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let crash = std::env::temp_dir().join(format!("abperf-fuzz-test-{}", std::process::id()));
-    let stats = engine::fuzz(
-        &targets,
-        &root.join("tests/data/fuzz"),
-        &crash,
-        Duration::from_secs(8),
-        4,
-        Duration::from_secs(5),
-        64 << 10,
-        |_| {},
-    );
+    let corpus = root.join("tests/data/fuzz");
+    let session = engine::Session {
+        corpus_root: &corpus,
+        crash_dir: &crash,
+        budget: Duration::from_secs(8),
+        seed: 4,
+        limit: Duration::from_secs(5),
+        max_len: 64 << 10,
+    };
+    let stats = engine::fuzz(&targets, &session, |_| {});
     let _ = std::fs::remove_dir_all(&crash);
     assert!(stats.execs > 1000, "{stats:?}");
     assert!(

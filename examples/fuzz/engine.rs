@@ -85,7 +85,7 @@ fn raw(_: &[u8], path: &Path) -> Outcome {
 
 fn ministat(b: &[u8], _: &Path) -> Outcome {
     let t = text(b);
-    let column = if t.len() % 2 == 0 { 1 } else { 2 };
+    let column = if t.len().is_multiple_of(2) { 1 } else { 2 };
     match abperf::commands::compare_input::parse_numbers(&t, INPUT_NAME, column) {
         Ok(v) => Outcome::Ok(format!("{} values", v.len().min(3))),
         Err(e) => Outcome::Err(format!("{e:#}")),
@@ -442,18 +442,32 @@ struct Current {
     busy: AtomicBool,
 }
 
-/// Fuzz `targets` for `budget`, seeded; save findings under `crash_dir`. `limit` is the hang
-/// limit per input; `max_len` the largest input made.
-pub fn fuzz(
-    targets: &[Target],
-    corpus_root: &Path,
-    crash_dir: &Path,
-    budget: Duration,
-    seed: u64,
-    limit: Duration,
-    max_len: usize,
-    mut progress: impl FnMut(&Stats),
-) -> Stats {
+/// How one session runs.
+pub struct Session<'a> {
+    /// `corpus_root/<target>/` holds each target's starting inputs.
+    pub corpus_root: &'a Path,
+    /// Findings are saved here.
+    pub crash_dir: &'a Path,
+    pub budget: Duration,
+    pub seed: u64,
+    /// The longest one input may run (a hang).
+    pub limit: Duration,
+    /// The largest input made.
+    pub max_len: usize,
+}
+
+type Hook = Box<dyn Fn(&std::panic::PanicHookInfo) + Send + Sync>;
+
+/// Fuzz `targets` as `session` says; `progress` is called every 10 s.
+pub fn fuzz(targets: &[Target], session: &Session, mut progress: impl FnMut(&Stats)) -> Stats {
+    let Session {
+        corpus_root,
+        crash_dir,
+        budget,
+        seed,
+        limit,
+        max_len,
+    } = *session;
     let _ = std::fs::create_dir_all(crash_dir);
     if let Ok(p) = std::ffi::CString::new(
         crash_dir
@@ -492,8 +506,7 @@ pub fn fuzz(
     };
     // Quiet panics; the engine reports them.
     let last_panic: Arc<Mutex<String>> = Arc::new(Mutex::new(String::new()));
-    let previous: Arc<Box<dyn Fn(&std::panic::PanicHookInfo) + Send + Sync>> =
-        Arc::new(std::panic::take_hook());
+    let previous: Arc<Hook> = Arc::new(std::panic::take_hook());
     {
         let lp = last_panic.clone();
         let fuzz_thread = std::thread::current().id();

@@ -84,21 +84,21 @@ fn main() {
         names.join(" "),
         crash.display()
     );
-    let stats = engine::fuzz(
-        &targets,
-        &root.join("tests/data/fuzz"),
-        &crash,
-        Duration::from_secs_f64(secs),
+    let corpus = root.join("tests/data/fuzz");
+    let session = engine::Session {
+        corpus_root: &corpus,
+        crash_dir: &crash,
+        budget: Duration::from_secs_f64(secs),
         seed,
-        Duration::from_secs(5),
-        1 << 20,
-        |s| {
-            eprintln!(
-                "fuzz: {} execs, {} ok, {} errors, {} panics, {} unnamed errors, slowest {:?} ({})",
-                s.execs, s.ok, s.errors, s.panics, s.unnamed, s.slowest, s.slowest_target
-            )
-        },
-    );
+        limit: Duration::from_secs(5),
+        max_len: 1 << 20,
+    };
+    let stats = engine::fuzz(&targets, &session, |s| {
+        eprintln!(
+            "fuzz: {} execs, {} ok, {} errors, {} panics, {} unnamed errors, slowest {:?} ({})",
+            s.execs, s.ok, s.errors, s.panics, s.unnamed, s.slowest, s.slowest_target
+        )
+    });
     for e in &stats.examples {
         eprintln!("fuzz: {e}");
     }

@@ -87,9 +87,13 @@ mod tests {
 }
 
 /// argv: abperf-spawn CPUS -- PROGRAM ARGV0 ARGS...
+///
+/// # Safety
+///
+/// Called by the C runtime only: `argv` holds `argc` valid C strings and a NULL.
 #[cfg(not(test))]
 #[unsafe(no_mangle)]
-pub extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
+pub unsafe extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
     if argc < 5 {
         return say(b"usage: abperf-spawn CPUS -- PROGRAM ARGV0 [ARGS...] (run only by abperf)");
     }

@@ -275,10 +275,11 @@ pub fn seen_status(store: &Store, exp: &mut Experiment) -> anyhow::Result<Option
     let Some(owner) = store.owner(exp.id)? else {
         return Ok(None);
     };
-    Ok(dead_owner_note(exp.id, &owner).map(|why| {
+    let note = dead_owner_note(exp.id, &owner);
+    if note.is_some() {
         exp.status = Status::Interrupted;
-        why
-    }))
+    }
+    Ok(note)
 }
 
 /// Why experiment `id`, stored as `running`, is not running any more (None: its owner lives, or

@@ -208,10 +208,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let plans = design::build_variants(&args.commands, &args.names, &params, &knob_specs)?;
     if args.order == Order::Sequential {
-        crate::error::stderr_line(&format!(
+        crate::error::stderr_line(
             "abperf: warning: --order sequential runs every run of one variant before the next: a slow \
-             drift (heat, page cache, background load) becomes a false difference; the default abba cancels it"
-        ));
+             drift (heat, page cache, background load) becomes a false difference; the default abba cancels it",
+        );
     }
     let seed = args.seed.unwrap_or_else(random_seed);
     let mut store = Store::open_resolved(args.db.db.as_deref())?;
@@ -357,9 +357,9 @@ fn noise_config(args: &RunArgs, knob_paths: &[String]) -> anyhow::Result<NoiseCo
             }
         }
         if settings.is_empty() {
-            crate::error::stderr_line(&format!(
-                "abperf: --tune: nothing to change on this machine (see abperf doctor)"
-            ));
+            crate::error::stderr_line(
+                "abperf: --tune: nothing to change on this machine (see abperf doctor)",
+            );
         }
         Some(settings)
     } else {

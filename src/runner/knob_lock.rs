@@ -469,13 +469,10 @@ pub fn settle_leftovers() -> anyhow::Result<Vec<Result<String, String>>> {
             purpose: "doctor".into(),
         };
         // Taking the lock settles the claim (restores and removes it).
-        match std::fs::canonicalize(&l.claim.path) {
-            Err(_) => {
-                // The knob is gone (a file removed, a module unloaded): nothing to restore.
-                let _ = std::fs::remove_file(&l.file);
-                continue;
-            }
-            Ok(_) => {}
+        if std::fs::canonicalize(&l.claim.path).is_err() {
+            // The knob is gone (a file removed, a module unloaded): nothing to restore.
+            let _ = std::fs::remove_file(&l.file);
+            continue;
         }
         match restore_from_claim_locked(&l.claim.path, &opts) {
             Ok(Some(m)) => out.push(Ok(m)),
