@@ -18,6 +18,7 @@ mkdir -p target/fuzz
 start=$(date +%s)
 seed=${FUZZ_SEED:-$(date +%s)}
 execs=0; ok=0; errors=0; panics=0; unnamed=0; hangs=0; huge=0; sessions=0
+declare -A TEXECS TFIND
 log=target/fuzz/log.txt
 : > "$log"
 while :; do
@@ -40,12 +41,18 @@ while :; do
             execs) execs=$((execs + v)) ;; ok) ok=$((ok + v)) ;; errors) errors=$((errors + v)) ;;
             panics) panics=$((panics + v)) ;; unnamed) unnamed=$((unnamed + v)) ;;
             hangs) hangs=$((hangs + v)) ;; huge) huge=$((huge + v)) ;;
-            target) echo "fuzz: session $sessions stopped on target $v (exit $rc)" >&2 ;;
+            target) echo "fuzz: session $sessions stopped on target $v (exit $rc)" >> "$log" ;;
+            t) name=${v%%:*}; rest=${v#*:}
+               TEXECS[$name]=$(( ${TEXECS[$name]:-0} + ${rest%%:*} ))
+               TFIND[$name]=$(( ${TFIND[$name]:-0} + ${rest#*:} )) ;;
         esac
     done
     [ "$rc" -eq 3 ] || [ "$rc" -eq 4 ] || break
 done
 grep -E '^fuzz: (PANIC|UNNAMED|HANG|HUGE)' "$log" | sed -E 's/ \([^()]*\)$//; s/[0-9]+/N/g' | sort | uniq -c | sort -rn | head -20 >&2 || true
+for name in "${!TEXECS[@]}"; do
+    printf 'fuzz: target %-12s %10d executions, %d findings\n' "$name" "${TEXECS[$name]}" "${TFIND[$name]}"
+done | sort
 echo "fuzz: $SECONDS_BUDGET s, $sessions session(s): $execs executions ($ok ok, $errors errors), \
 $panics panics, $hangs hangs, $huge huge allocations, $unnamed errors without the file name \
 (findings in target/fuzz/)"

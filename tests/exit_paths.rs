@@ -167,7 +167,10 @@ fn a_terminal_hang_up_interrupts_without_a_panic() {
         if runs >= 2 {
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(60), "no run stored in 60 s");
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "no run stored in 60 s"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     for _ in 0..25 {

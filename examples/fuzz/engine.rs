@@ -343,6 +343,10 @@ pub static OKS: AtomicU64 = AtomicU64::new(0);
 pub static ERRORS: AtomicU64 = AtomicU64::new(0);
 pub static PANICS: AtomicU64 = AtomicU64::new(0);
 pub static UNNAMED: AtomicU64 = AtomicU64::new(0);
+/// Per target (by index, at most 16): executions, and findings (panics + unnamed errors + the
+/// hang or huge allocation that ended a session).
+static T_EXECS: [AtomicU64; 16] = [const { AtomicU64::new(0) }; 16];
+static T_FINDINGS: [AtomicU64; 16] = [const { AtomicU64::new(0) }; 16];
 /// Index of the target running now (for the crash line).
 static CUR_TARGET: AtomicU64 = AtomicU64::new(u64::MAX);
 static TARGET_NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
@@ -388,6 +392,20 @@ pub fn summary_line(hangs: u64, huge: u64) {
     {
         w(b" target=");
         w(name.as_bytes());
+        if t < 16 {
+            T_FINDINGS[t].fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    // Per target: name:executions:findings.
+    if let Some(names) = TARGET_NAMES.get() {
+        for (i, name) in names.iter().enumerate().take(16) {
+            w(b" t=");
+            w(name.as_bytes());
+            w(b":");
+            write_u64(1, T_EXECS[i].load(Ordering::SeqCst));
+            w(b":");
+            write_u64(1, T_FINDINGS[i].load(Ordering::SeqCst));
+        }
     }
     w(b"\n");
 }
@@ -605,6 +623,9 @@ pub fn fuzz(targets: &[Target], session: &Session, mut progress: impl FnMut(&Sta
         current.busy.store(false, Ordering::SeqCst);
         stats.execs += 1;
         EXECS.fetch_add(1, Ordering::SeqCst);
+        if ti < 16 {
+            T_EXECS[ti].fetch_add(1, Ordering::SeqCst);
+        }
         stats.per_target[ti].1 += 1;
         if took > stats.slowest {
             stats.slowest = took;
@@ -619,6 +640,9 @@ pub fn fuzz(targets: &[Target], session: &Session, mut progress: impl FnMut(&Sta
             Err(_) => {
                 stats.panics += 1;
                 PANICS.fetch_add(1, Ordering::SeqCst);
+                if ti < 16 {
+                    T_FINDINGS[ti].fetch_add(1, Ordering::SeqCst);
+                }
                 let p = save("panic", stats.panics);
                 let msg = last_panic.lock().map(|m| m.clone()).unwrap_or_default();
                 if stats.examples.len() < 40 {
@@ -639,6 +663,9 @@ pub fn fuzz(targets: &[Target], session: &Session, mut progress: impl FnMut(&Sta
                         if !msg.contains(INPUT_NAME) {
                             stats.unnamed += 1;
                             UNNAMED.fetch_add(1, Ordering::SeqCst);
+                            if ti < 16 {
+                                T_FINDINGS[ti].fetch_add(1, Ordering::SeqCst);
+                            }
                             let p = save("unnamed", stats.unnamed);
                             if stats.examples.len() < 40 {
                                 stats.examples.push(format!(
