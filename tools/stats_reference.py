@@ -5,6 +5,8 @@ Run by hand (pip install scipy numpy), from the repository root:
 
     python3 tools/stats_reference.py
 
+(pip install scipy numpy statsmodels.)
+
 It writes tests/data/stats_reference.json. Inputs are deterministic (fixed numpy seeds and the
 seed-000 /usr/bin/time data), so re-running gives the same file except for scipy's own changes.
 The product never calls Python: only the unit tests read the JSON.
@@ -315,6 +317,55 @@ def multiple_cases():
     return cases
 
 
+def yuen_cases():
+    """Yuen's trimmed-means test: scipy ttest_ind(b, a, equal_var=False, trim=...)."""
+    rng = np.random.default_rng(29)
+    cases = []
+    extra = []
+    # Two samples of one bimodal distribution (90% fast, 10% slow runs): the A/A case the outlier
+    # recheck used to call different.
+    def bimodal(n):
+        slow = rng.uniform(0, 1, n) < 0.1
+        return list(map(float, np.where(slow, rng.normal(130, 1, n), rng.normal(100, 1, n))))
+    extra.append(("bimodal_aa_30", bimodal(30), bimodal(30)))
+    extra.append(("bimodal_aa_10", bimodal(10), bimodal(10)))
+    for name, a, b in pairs() + extra:
+        for trim in (0.1, 0.2):
+            r = stats.ttest_ind(b, a, equal_var=False, trim=trim)
+            cases.append({"name": name, "a": a, "b": b, "trim": trim, "t": float(r.statistic),
+                          "p": float(r.pvalue), "df": float(r.df)})
+    return cases
+
+
+def seed001_cases():
+    """Seed 001's design: 6 workloads x 3 implementations x 31 runs, every pair of
+    implementations compared within each workload on the mean (Welch) and on the run-to-run
+    variation (Brown-Forsythe), 36 tests, Holm-corrected by statsmodels' multipletests."""
+    from statsmodels.stats.multitest import multipletests
+    rng = np.random.default_rng(1)
+    workloads = ["seq-read", "seq-write", "rand-read", "rand-write", "hot-read", "hot-write"]
+    impls = ["flush", "noflush", "young"]
+    values = {}
+    for w, wl in enumerate(workloads):
+        values[wl] = {}
+        for i, im in enumerate(impls):
+            mean = 10.0 * (1 + 0.1 * w) * (1 - 0.08 * (i == 1) + 0.004 * (i == 2) * (w % 2))
+            sd = 0.02 * mean * (3.5 if (i == 0 and w in (1, 4)) else 1.0)
+            values[wl][im] = list(map(float, rng.normal(mean, sd, 31)))
+    tests = []
+    for wl in workloads:
+        for ia, ib in ((0, 1), (0, 2), (1, 2)):
+            a, b = values[wl][impls[ia]], values[wl][impls[ib]]
+            pw = float(stats.ttest_ind(b, a, equal_var=False).pvalue)
+            pv = float(stats.levene(a, b, center="median").pvalue)
+            tests.append({"workload": wl, "baseline": impls[ia], "variant": impls[ib], "test": "mean", "p": pw})
+            tests.append({"workload": wl, "baseline": impls[ia], "variant": impls[ib], "test": "variability", "p": pv})
+    adj = multipletests([t["p"] for t in tests], alpha=0.01, method="holm")[1]
+    for t, a in zip(tests, adj):
+        t["holm"] = float(a)
+    return [{"workloads": workloads, "impls": impls, "values": values, "tests": tests}]
+
+
 def nct_cases():
     cases = []
     for df in (3.0, 10.0, 22.0, 58.0, 198.0):
@@ -354,7 +405,7 @@ def main():
     levene2, levene3 = levene_cases()
     pw, runs = power_cases()
     ref = {
-        "generator": f"tools/stats_reference.py, scipy {scipy.__version__}, numpy {np.__version__}, python {sys.version.split()[0]}",
+        "generator": f"tools/stats_reference.py, scipy {scipy.__version__}, numpy {np.__version__}, statsmodels {__import__('statsmodels').__version__}, python {sys.version.split()[0]}",
         "welch": welch_cases(),
         "fieller": fieller_cases(),
         "mannwhitneyu": mwu_cases(),
@@ -367,6 +418,8 @@ def main():
         "ancova": ancova_cases(),
         "tost": tost_cases(),
         "multiple": multiple_cases(),
+        "yuen": yuen_cases(),
+        "seed001": seed001_cases(),
         "nct": nct_cases(),
         "power": pw,
         "runs_needed": runs,

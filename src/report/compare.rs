@@ -246,20 +246,10 @@ pub fn comparison_text(c: &Comparison, unit: &str) -> String {
         outlier_text(&c.variant, &d.outliers_variant, unit)
     );
     if let Some(r) = &d.without_severe_outliers {
-        let what = if r.changed {
-            "CHANGES the verdict"
-        } else {
-            "same verdict"
-        };
-        let when = if c.m > 1 {
-            " (both before correction)"
-        } else {
-            ""
-        };
         let _ = writeln!(
             out,
-            "  without severe outliers ({}+{} removed): {what}{when}: {}",
-            r.removed_baseline, r.removed_variant, r.line
+            "  severe outliers ({}+{}): sensitivity, {}",
+            r.severe_baseline, r.severe_variant, r.line
         );
     }
     for n in &c.notes {

@@ -16,6 +16,7 @@ pub mod outliers;
 pub mod power;
 pub mod rank;
 pub mod selfcheck;
+pub mod trimmed;
 pub mod variance;
 pub mod verdict;
 pub mod welch;

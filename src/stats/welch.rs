@@ -93,9 +93,10 @@ pub fn fieller_with(
             "the baseline mean is too noisy (not different from 0): the ratio's confidence set is unbounded".into(),
         ));
     }
-    let qc = mb * mb - t2 * sb;
-    let disc = ma * ma * mb * mb - qa * qc;
-    // disc = t^2 (mA^2 sB + mB^2 sA - t^2 sA sB) >= 0 whenever qa > 0.
+    // The discriminant mA^2 mB^2 - (mA^2 - t^2 sA)(mB^2 - t^2 sB), written without the
+    // difference of two nearly equal products: at a CV of 1e-8 (instruction or fault counts)
+    // that difference cancels to 0 and the interval collapses onto the ratio.
+    let disc = t2 * (ma * ma * sb + mb * mb * sa - t2 * sa * sb);
     let root = disc.max(0.0).sqrt();
     Ok(RatioCi {
         ratio: mb / ma,
@@ -131,6 +132,23 @@ mod tests {
             assert_rel(ci.low, c.num("low"), 1e-9, "fieller low");
             assert_rel(ci.high, c.num("high"), 1e-9, "fieller high");
         }
+    }
+
+    #[test]
+    fn fieller_holds_at_tiny_cv() {
+        // Counts near 1e9 with a CV of 1e-9 and a shift Welch calls not significant: the
+        // interval must still contain 1 (it collapsed onto the ratio when computed by difference).
+        let a: Vec<f64> = (0..10).map(|i| 1e9 + (i % 5) as f64).collect();
+        let b: Vec<f64> = (0..10).map(|i| 1e9 + 0.7 + ((i * 3) % 5) as f64).collect();
+        let w = welch(&a, &b).unwrap();
+        assert!(w.p > 0.05, "{w:?}");
+        let ci = fieller(&a, &b, 0.95).unwrap();
+        assert!(ci.low < 1.0 && ci.high > 1.0, "{ci:?}");
+        assert!(ci.high - ci.low > 1e-10, "{ci:?}");
+        // And with a real shift the interval excludes 1, as Welch's p says.
+        let c: Vec<f64> = b.iter().map(|x| x + 5.0).collect();
+        assert!(welch(&a, &c).unwrap().p < 0.01);
+        assert!(fieller(&a, &c, 0.95).unwrap().low > 1.0);
     }
 
     #[test]
