@@ -43,7 +43,8 @@ pub enum VmCommand {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// Is KVM usable? The KVM ioctls, then a short boot under -accel kvm
+    /// Is KVM usable? The KVM ioctls, then a short boot under -accel kvm (the answer is kept
+    /// for `vm run --accel auto` until the host reboots or QEMU changes)
     Probe {
         /// Kernel for the test boot (default: one from the cache)
         #[arg(long, value_name = "PATH")]
@@ -84,6 +85,8 @@ pub struct RunVmArgs {
     /// Guest memory in MiB
     #[arg(long, default_value_t = 1024, value_name = "MIB")]
     pub memory: u64,
+    /// auto: KVM if usable (the last `abperf vm probe` of this host boot answers; else a probe
+    /// runs, up to 30 s)
     #[arg(long, value_enum, default_value_t = AccelArg::Auto)]
     pub accel: AccelArg,
     /// QEMU -cpu model (default: max under TCG, host under KVM)
@@ -179,6 +182,7 @@ fn secs(flag: &str, s: f64) -> Result<Duration> {
 
 fn probe(kernel: Option<PathBuf>, timeout: f64, format: Format) -> Result<i32> {
     let p = vm::kvm_usable(kernel.as_deref(), secs("--timeout", timeout)?);
+    vm::probe::store(&p);
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&p)?),
         Format::Text => {
@@ -223,7 +227,7 @@ fn run_vm(a: RunVmArgs) -> Result<i32> {
         AccelArg::Kvm => Accel::Kvm,
         AccelArg::Tcg => Accel::Tcg,
         AccelArg::Auto => {
-            let p = vm::kvm_usable(Some(&spec.kernel), Duration::from_secs(30));
+            let p = vm::kvm_usable_cached(Some(&spec.kernel), Duration::from_secs(30));
             if p.usable() {
                 Accel::Kvm
             } else {
@@ -280,13 +284,17 @@ fn run_vm(a: RunVmArgs) -> Result<i32> {
         emit(&serde_json::json!({"event": "finished", "outcome": o}));
     }
     let tail = || {
+        if o.console_tail.is_empty() {
+            return "  (the console stayed empty)".to_string();
+        }
         o.console_tail
             .iter()
             .rev()
             .take(15)
             .rev()
-            .map(|l| format!("  | {l}\n"))
-            .collect::<String>()
+            .map(|l| format!("  | {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
     };
     match &o.exit {
         Exit::Command(code) => {

@@ -31,6 +31,9 @@ use std::time::{Duration, Instant};
 /// The path of the results port inside the guest (also in `$ABPERF_VM_RESULTS` there).
 pub const RESULTS_PORT: &str = "/dev/virtio-ports/abperf.results";
 
+/// The directory holding [`VmSpec::inputs`] inside the guest (also in `$ABPERF_VM_INPUT`).
+pub const INPUT_DIR: &str = "/run/abperf/input";
+
 /// Kernel parameters abperf itself puts before the caller's (the console for the boot log and
 /// the command's output; reboot at once on a panic, which `-no-reboot` turns into QEMU's exit).
 pub const BASE_CMDLINE: &str = "console=ttyS0 panic=-1";
@@ -89,6 +92,8 @@ pub struct VmSpec {
     pub console_events: bool,
     /// Host CPUs QEMU (all its threads) may run on.
     pub host_cpus: Option<Vec<usize>>,
+    /// Files (name, content) the command finds in [`INPUT_DIR`], e.g. its share of a schedule.
+    pub inputs: Vec<(String, Vec<u8>)>,
 }
 
 impl VmSpec {
@@ -117,6 +122,7 @@ impl VmSpec {
             console_log: None,
             console_events: false,
             host_cpus: None,
+            inputs: Vec::new(),
         }
     }
 
@@ -292,6 +298,19 @@ fn check_spec(spec: &VmSpec) -> Result<()> {
             )));
         }
     }
+    for (name, _) in &spec.inputs {
+        let ok = !name.is_empty()
+            && name != "."
+            && name != ".."
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+        if !ok {
+            return Err(usage(format!(
+                "VM input file name {name:?}: expected letters, digits, '.', '_' and '-'"
+            )));
+        }
+    }
     if let Some(cpus) = &spec.host_cpus
         && (cpus.is_empty() || cpus.iter().any(|&c| c >= libc::CPU_SETSIZE as usize))
     {
@@ -316,9 +335,31 @@ pub fn find_qemu() -> Result<PathBuf> {
         .context("qemu-system-x86_64 not found: install it with `apt-get install qemu-system-x86`")
 }
 
+/// Remove the directories of boots whose abperf died without cleaning up (kill -9).
+fn remove_stale_dirs(base: &Path) {
+    let Ok(rd) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in rd.filter_map(|e| e.ok()) {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("abperf-vm-"))
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 fn temp_dir() -> Result<PathBuf> {
     static N: AtomicU64 = AtomicU64::new(0);
     let base = std::env::temp_dir();
+    remove_stale_dirs(&base);
     for _ in 0..100 {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -353,6 +394,7 @@ fn cmd_script(spec: &VmSpec) -> String {
     }
     s.push_str("export ABPERF_VM=1\n");
     s.push_str(&format!("export ABPERF_VM_RESULTS={RESULTS_PORT}\n"));
+    s.push_str(&format!("export ABPERF_VM_INPUT={INPUT_DIR}\n"));
     s.push_str(&format!(
         "cd {} || exit 126\n",
         q(&spec.cwd.to_string_lossy())
@@ -414,6 +456,7 @@ impl Vm {
             modules: modules.as_deref(),
             config: &config,
             cmd_sh: &cmd_sh,
+            inputs: &spec.inputs,
         })?;
         let initrd_path = dir.join("initrd.cpio");
         std::fs::write(&initrd_path, &initrd)

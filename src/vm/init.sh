@@ -79,6 +79,7 @@ if [ -n "$MODS_TAG" ]; then
 fi
 mkdir -p /newroot/run/abperf
 cp /abperf/cmd.sh /newroot/run/abperf/cmd.sh || die "cannot copy the command into the new root"
+cp -a /abperf/input /newroot/run/abperf/input || die "cannot copy the input files into the new root"
 
 ctl "start $(cut -d' ' -f1 /newroot/proc/uptime)"
 chroot /newroot /bin/sh /run/abperf/cmd.sh </dev/null 3>&-

@@ -118,6 +118,8 @@ pub struct Contents<'a> {
     pub config: &'a str,
     /// The script init runs chrooted in the host's root.
     pub cmd_sh: &'a str,
+    /// Files copied to /run/abperf/input in the guest.
+    pub inputs: &'a [(String, Vec<u8>)],
 }
 
 /// Build the archive.
@@ -133,6 +135,7 @@ pub fn build(c: &Contents) -> Result<Vec<u8>> {
         "/newroot",
         "/abperf",
         "/abperf/mod",
+        "/abperf/input",
     ] {
         a.dir(d, 0o755);
     }
@@ -144,6 +147,9 @@ pub fn build(c: &Contents) -> Result<Vec<u8>> {
     a.file("/init", 0o755, INIT_SH.as_bytes());
     a.file("/abperf/config", 0o644, c.config.as_bytes());
     a.file("/abperf/cmd.sh", 0o755, c.cmd_sh.as_bytes());
+    for (name, data) in c.inputs {
+        a.file(&format!("/abperf/input/{name}"), 0o644, data);
+    }
     let mut order = String::new();
     if let Some(dir) = c.modules {
         for rel in modules_to_load(dir, GUEST_MODULES)? {

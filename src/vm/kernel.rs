@@ -99,6 +99,7 @@ fn fetch_depth(cache: &Path, package: &str, depth: u32) -> Result<KernelImage> {
     if let Some(k) = load_cached(&dir)? {
         return Ok(k);
     }
+    remove_dead_partials(cache, package);
     let partial = cache.join(format!(".partial-{package}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&partial);
     std::fs::create_dir_all(&partial)
@@ -132,6 +133,25 @@ fn fetch_depth(cache: &Path, package: &str, depth: u32) -> Result<KernelImage> {
     std::fs::rename(&partial, &dir)
         .with_context(|| format!("cannot move {} to {}", partial.display(), dir.display()))?;
     load_cached(&dir)?.with_context(|| format!("{} vanished after unpacking", dir.display()))
+}
+
+/// Remove `.partial-PACKAGE-PID` directories of fetches whose process is gone (killed while
+/// unpacking). Called with the package's lock held, so no live fetch owns them.
+fn remove_dead_partials(cache: &Path, package: &str) {
+    let prefix = format!(".partial-{package}-");
+    let Ok(rd) = std::fs::read_dir(cache) else {
+        return;
+    };
+    for e in rd.filter_map(|e| e.ok()) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = name
+            .strip_prefix(&prefix)
+            .and_then(|p| p.parse::<u32>().ok())
+            && !Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// The record of a completely unpacked package, with absolute paths, if there is one.

@@ -9,6 +9,7 @@
 //! - [`guard`]: every QEMU in its own process group, killed on drop, on SIGINT/SIGTERM/SIGHUP
 //!   and (parent-death signal) when abperf dies.
 //! - [`probe`]: [`kvm_usable`], the doctor-style KVM check (ioctls, then a short boot).
+//! - [`guest`]: the guest side: input files, and [`guest::Results`] to send lines to the host.
 //!
 //! Why QEMU directly and not virtme-ng: no Python at run time, a result channel of our own
 //! (virtio-serial ports with an acknowledged exit), QEMU's pid and process group in our hands,
@@ -17,10 +18,11 @@
 pub mod cpio;
 pub mod engine;
 pub mod guard;
+pub mod guest;
 pub mod initramfs;
 pub mod kernel;
 pub mod probe;
 
-pub use engine::{Accel, BootInfo, Event, Exit, Outcome, RESULTS_PORT, Vm, VmSpec};
+pub use engine::{Accel, BootInfo, Event, Exit, INPUT_DIR, Outcome, RESULTS_PORT, Vm, VmSpec};
 pub use kernel::{KernelImage, cache_dir, fetch_kernel};
-pub use probe::{KvmProbe, Verdict, kvm_usable};
+pub use probe::{KvmProbe, Verdict, kvm_usable, kvm_usable_cached};

@@ -4,12 +4,12 @@
 
 use super::engine::{Accel, Event, Exit, Vm, VmSpec};
 use super::kernel::{cache_dir, cached_kernels};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::os::unix::io::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// A Linux guest booted under KVM.
@@ -22,10 +22,11 @@ pub enum Verdict {
 }
 
 /// The probe's answer, in the shape of a doctor check.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KvmProbe {
     pub verdict: Verdict,
     pub finding: String,
+    #[serde(skip_deserializing, default = "why")]
     pub why: &'static str,
     pub fix: Option<String>,
     /// The kernel the test boot used.
@@ -38,6 +39,10 @@ impl KvmProbe {
     pub fn usable(&self) -> bool {
         self.verdict == Verdict::Usable
     }
+}
+
+fn why() -> &'static str {
+    WHY
 }
 
 pub const WHY: &str = "kernel variants boot in virtual machines: under KVM their timings reflect \
@@ -245,4 +250,69 @@ pub fn kvm_usable(kernel: Option<&Path>, timeout: Duration) -> KvmProbe {
     let mut p = last.expect("the loop ran");
     p.kernel = Some(kernel);
     p
+}
+
+/// What a stored probe answer is valid for: this boot of the host (its boot id) and this QEMU
+/// binary (path and modification time).
+fn probe_key() -> Option<String> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let qemu = super::engine::find_qemu().ok()?;
+    let mtime = std::fs::metadata(&qemu)
+        .ok()?
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs();
+    Some(format!("{} {} {mtime}", boot.trim(), qemu.display()))
+}
+
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    key: String,
+    probe: KvmProbe,
+}
+
+fn stored_path() -> Option<PathBuf> {
+    cache_dir().ok().map(|d| d.join(".kvm-probe.json"))
+}
+
+/// [`kvm_usable`], answered from the last probe of this host boot and QEMU binary when there is
+/// one (a failing probe costs its whole timeout); a fresh answer that is usable or unusable is
+/// stored for next time.
+pub fn kvm_usable_cached(kernel: Option<&Path>, timeout: Duration) -> KvmProbe {
+    let key = probe_key();
+    let path = stored_path();
+    if let (Some(k), Some(p)) = (&key, &path)
+        && let Ok(text) = std::fs::read_to_string(p)
+        && let Ok(st) = serde_json::from_str::<Stored>(&text)
+        && &st.key == k
+    {
+        return st.probe;
+    }
+    let probe = kvm_usable(kernel, timeout);
+    store(&probe);
+    probe
+}
+
+/// Remember a probe's answer for [`kvm_usable_cached`] (not an untested one).
+pub fn store(probe: &KvmProbe) {
+    if probe.verdict == Verdict::Untested {
+        return;
+    }
+    if let (Some(key), Some(p)) = (probe_key(), stored_path()) {
+        let st = Stored {
+            key,
+            probe: probe.clone(),
+        };
+        if let Some(d) = p.parent() {
+            let _ = std::fs::create_dir_all(d);
+        }
+        if let Ok(text) = serde_json::to_string_pretty(&st) {
+            let tmp = p.with_extension("tmp");
+            if std::fs::write(&tmp, text).is_ok() {
+                let _ = std::fs::rename(&tmp, &p);
+            }
+        }
+    }
 }
