@@ -281,6 +281,9 @@ fn each_kernel_boots_with_its_command_line_and_runs_the_host_binary() {
         assert_eq!(rc, code, "{}: {events:#?}", k.package);
         let boot = &event(&events, "booted")["boot"];
         assert_eq!(boot["accel"], "tcg");
+        assert_eq!(boot["cpu_model"], "max");
+        let qv = boot["qemu_version"].as_str().unwrap();
+        assert!(qv.starts_with("QEMU emulator version"), "{qv}");
         assert_eq!(boot["release"], k.release.as_str(), "{}", k.package);
         let cmdline = boot["cmdline"].as_str().unwrap();
         assert!(
@@ -540,4 +543,36 @@ fn kvm_probe_gives_a_verdict_with_reason_and_fix() {
         "unusable" | "untested" => assert!(p["fix"].as_str().is_some_and(|f| !f.is_empty())),
         other => panic!("verdict {other}"),
     }
+}
+
+#[test]
+fn a_guest_that_cannot_set_up_says_why() {
+    let Some(ks) = kernels() else { return };
+    // A modules directory for the kernel's release whose overlay module is not a module: init
+    // fails before the control port exists, and the reason reaches the host over the console.
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join(&ks[0].release);
+    std::fs::create_dir_all(m.join("kernel")).unwrap();
+    std::fs::write(m.join("kernel/overlay.ko"), "not a module").unwrap();
+    std::fs::write(m.join("modules.dep"), "kernel/overlay.ko:\n").unwrap();
+    std::fs::write(
+        m.join("modules.builtin"),
+        "kernel/virtio_pci.ko\nkernel/virtio_console.ko\nkernel/9pnet_virtio.ko\nkernel/9p.ko\n",
+    )
+    .unwrap();
+    let _g = one_vm_at_a_time();
+    let o = Command::new(BIN)
+        .args(["vm", "run", "--accel", "tcg", "--kernel"])
+        .arg(&ks[0].vmlinuz)
+        .arg("--modules")
+        .arg(&m)
+        .arg("true")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the guest could not set up: cannot load the module overlay.ko"),
+        "{err}"
+    );
 }

@@ -153,6 +153,12 @@ pub struct BootInfo {
     pub guest_uptime: f64,
     pub cpus: u32,
     pub memory_mib: u64,
+    /// QEMU's `-cpu` model.
+    pub cpu_model: String,
+    /// Host CPUs QEMU was confined to (None: any).
+    pub host_cpus: Option<Vec<usize>>,
+    /// First line of `qemu-system-x86_64 --version`.
+    pub qemu_version: String,
     pub qemu_pid: u32,
 }
 
@@ -233,6 +239,7 @@ pub struct Vm {
     dir: PathBuf,
     spec: VmSpec,
     modules: Option<PathBuf>,
+    cpu_model: String,
     qemu_args: Vec<String>,
     started: Instant,
     console_file: Option<std::fs::File>,
@@ -356,6 +363,29 @@ fn remove_stale_dirs(base: &Path) {
     }
 }
 
+/// First line of `QEMU --version` (computed once per QEMU path).
+fn qemu_version(qemu: &Path) -> String {
+    static CACHE: std::sync::Mutex<Vec<(PathBuf, String)>> = std::sync::Mutex::new(Vec::new());
+    let mut c = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, v)) = c.iter().find(|(p, _)| p == qemu) {
+        return v.clone();
+    }
+    let v = Command::new(qemu)
+        .arg("--version")
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string()
+        })
+        .unwrap_or_default();
+    c.push((qemu.to_path_buf(), v.clone()));
+    v
+}
+
 fn temp_dir() -> Result<PathBuf> {
     static N: AtomicU64 = AtomicU64::new(0);
     let base = std::env::temp_dir();
@@ -416,6 +446,20 @@ impl Vm {
                     return Err(crate::error::usage(format!(
                         "modules directory {}: no modules.dep (run `depmod -b ROOT RELEASE`)",
                         m.display()
+                    )));
+                }
+                if let ImageKind::BzImage {
+                    release: Some(release),
+                } = &kind
+                    && m.canonicalize()
+                        .unwrap_or_else(|_| m.clone())
+                        .file_name()
+                        .is_some_and(|n| n != release.as_str())
+                {
+                    return Err(crate::error::usage(format!(
+                        "modules directory {} does not belong to the kernel {} (release {release})",
+                        m.display(),
+                        spec.kernel.display()
                     )));
                 }
                 Some(m.clone())
@@ -481,6 +525,13 @@ impl Vm {
         let (res_path, res_l) = sock("res.sock")?;
         let (con_path, con_l) = sock("con.sock")?;
 
+        let cpu_model = spec.cpu_model.clone().unwrap_or_else(|| {
+            match spec.accel {
+                Accel::Kvm => "host",
+                Accel::Tcg => "max",
+            }
+            .into()
+        });
         let mut args: Vec<String> = vec![
             "-name".into(),
             "abperf-vm".into(),
@@ -494,13 +545,7 @@ impl Vm {
             "-accel".into(),
             spec.accel.as_str().into(),
             "-cpu".into(),
-            spec.cpu_model.clone().unwrap_or_else(|| {
-                match spec.accel {
-                    Accel::Kvm => "host",
-                    Accel::Tcg => "max",
-                }
-                .into()
-            }),
+            cpu_model.clone(),
             "-smp".into(),
             spec.cpus.to_string(),
             "-m".into(),
@@ -591,6 +636,7 @@ impl Vm {
             dir: dir.to_path_buf(),
             spec: spec.clone(),
             modules,
+            cpu_model,
             qemu_args: std::iter::once(qemu.to_string_lossy().into_owned())
                 .chain(args)
                 .collect(),
@@ -724,6 +770,13 @@ impl Vm {
                 Some(Event::Line(l))
             }
             Msg::Line(Port::Console, l) => {
+                // init's errors before the control port exists (a module that does not load)
+                // reach the host only on the console.
+                if self.guest_error.is_none()
+                    && let Some(e) = l.trim().strip_prefix("abperf-vm: error: ")
+                {
+                    self.guest_error = Some(e.to_string());
+                }
                 if let Some(f) = self.console_file.as_mut() {
                     let _ = writeln!(f, "{l}");
                 }
@@ -759,6 +812,9 @@ impl Vm {
                     guest_uptime: num(rest).unwrap_or(f64::NAN),
                     cpus: self.spec.cpus,
                     memory_mib: self.spec.memory_mib,
+                    cpu_model: self.cpu_model.clone(),
+                    host_cpus: self.spec.host_cpus.clone(),
+                    qemu_version: qemu_version(Path::new(&self.qemu_args[0])),
                     qemu_pid: self.pid,
                 };
                 self.boot = Some(info.clone());
@@ -1001,6 +1057,13 @@ fn reader(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_vm_can_move_to_another_thread() {
+        fn send<T: Send>() {}
+        send::<Vm>();
+        send::<Event>();
+    }
 
     #[test]
     fn spec_errors_name_the_field() {
