@@ -3,7 +3,7 @@
 # whole test suite. This is the test command README.md shows, and the one .ci/run runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PKGS="gcc libc6-dev perl chromium"
+PKGS="gcc libc6-dev perl chromium qemu-system-x86 kmod busybox-static"
 missing=""
 for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

@@ -43,6 +43,8 @@ pub enum Command {
     Plan(crate::commands::plan::PlanArgs),
     /// Tracepoint captures (tracefs) into TLB-flush, pair-duration and count tables
     Trace(crate::commands::trace::TraceArgs),
+    /// Kernels as virtual machines: fetch kernel packages, probe KVM, run a command in a kernel
+    Vm(crate::commands::vm::VmArgs),
 }
 
 /// Parse the command line, run the subcommand, print a one-line error; returns the exit code.

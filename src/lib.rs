@@ -17,3 +17,4 @@ pub mod runner;
 pub mod stats;
 pub mod store;
 pub mod trace;
+pub mod vm;

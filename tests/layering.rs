@@ -26,11 +26,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("runner", &["design", "measure", "store", "model"]),
     ("micro", &["measure", "store", "model"]),
     ("trace", &["runner", "measure", "model"]),
+    ("vm", &["model"]),
     (
         "commands",
         &[
-            "design", "runner", "trace", "micro", "doctor", "import", "report", "stats", "store",
-            "measure", "model",
+            "design", "runner", "trace", "micro", "doctor", "import", "report", "vm", "stats",
+            "store", "measure", "model",
         ],
     ),
     ("cli", &["commands"]),

@@ -14,6 +14,7 @@ pub mod report;
 pub mod run;
 pub mod show;
 pub mod trace;
+pub mod vm;
 
 use std::path::PathBuf;
 
