@@ -84,5 +84,6 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Compare(args) => commands::compare::run(args),
         Command::Plan(args) => commands::plan::run(args),
         Command::Trace(a) => commands::trace::run(a),
+        Command::Vm(a) => commands::vm::run(a),
     }
 }
