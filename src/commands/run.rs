@@ -8,13 +8,14 @@ use crate::doctor::{self, Setting};
 use crate::error::usage;
 use crate::measure::counters;
 use crate::model::tune::SOURCE_RUN;
-use crate::model::{Kind, NewExperiment, Slot, Status, Variant};
+use crate::model::{Kind, NewExperiment, SequentialPlan, Slot, Status, Variant};
 use crate::report::View;
 use crate::report::perfstat;
 use crate::runner::experiment::{Ending, Progress, RunConfig, prepare};
 use crate::runner::noise::{self, NoiseConfig};
 use crate::runner::signals;
 use crate::runner::{KnobGuard, execute};
+use crate::stats::sequential::Looks;
 use crate::store::Store;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -48,7 +49,7 @@ pub struct RunArgs {
     #[arg(
         short = 'r',
         long = "runs",
-        visible_alias = "repeat",
+        visible_aliases = ["repeat", "max-runs"],
         default_value_t = 10
     )]
     pub runs: u32,
@@ -117,6 +118,19 @@ pub struct RunArgs {
     /// unmounted and removed at the end
     #[arg(long, value_name = "DIR")]
     pub tmpfs_copy: Option<PathBuf>,
+    /// Stop as soon as a valid sequential test decides: -r/--max-runs is the most runs per variant,
+    /// looked at --looks times (O'Brien-Fleming boundaries on Welch's test of wall time against
+    /// the first variant; the false-call rate stays at alpha 0.05)
+    #[arg(long)]
+    pub until_decided: bool,
+    /// With --until-decided: how many looks (equally spaced)
+    #[arg(
+        long,
+        default_value_t = 4,
+        value_name = "K",
+        requires = "until_decided"
+    )]
+    pub looks: usize,
     /// Continue a stopped experiment exactly where its schedule stands
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
@@ -124,10 +138,92 @@ pub struct RunArgs {
     pub db: DbArgs,
 }
 
-/// A progress bar with ETA on stderr; indicatif hides it when stderr is not a terminal.
-struct Bar(Option<ProgressBar>);
+/// The group-sequential stopping rule of `--until-decided`: at each look (every variant has
+/// run `runs_at(k)` timed runs) Welch's p of each variant against the first, on wall time,
+/// against the look's O'Brien-Fleming boundary.
+struct Sequential {
+    plan: SequentialPlan,
+    boundaries: Vec<f64>,
+    next: usize,
+    variants: usize,
+}
+
+impl Sequential {
+    fn new(plan: SequentialPlan, variants: usize) -> Sequential {
+        Sequential {
+            boundaries: plan.boundaries(variants.saturating_sub(1)),
+            plan,
+            next: 1,
+            variants,
+        }
+    }
+
+    fn check(
+        &mut self,
+        store: &Store,
+        exp_id: i64,
+        done: &BTreeMap<usize, u32>,
+    ) -> anyhow::Result<Option<String>> {
+        if self.variants < 2 || self.next > self.plan.looks {
+            return Ok(None);
+        }
+        let need = self.plan.runs_at(self.next);
+        if (0..self.variants).any(|v| (done.get(&v).copied().unwrap_or(0) as usize) < need) {
+            return Ok(None);
+        }
+        let k = self.next;
+        self.next += 1;
+        let ds = store.load(exp_id)?;
+        let first = |pos: usize| -> Vec<f64> {
+            let mut v = ds.values(pos, super::output::DEFAULT_METRIC);
+            v.truncate(need);
+            v
+        };
+        let base = first(0);
+        let others: Vec<Vec<f64>> = (1..self.variants).map(first).collect();
+        if base.len() < need || others.iter().any(|o| o.len() < need) {
+            return Ok(None); // failed runs (with -i): wait for the next look
+        }
+        let refs: Vec<&[f64]> = others.iter().map(Vec::as_slice).collect();
+        let look = self.plan.look(k, &self.boundaries, &base, &refs);
+        eprintln!(
+            "abperf: look {k} of {} at {need} runs per variant: Welch {} against the boundary p < {:.2e} (|z| >= {:.3}){}",
+            self.plan.looks,
+            look.p
+                .iter()
+                .map(|p| crate::stats::verdict::fmt_p(*p))
+                .collect::<Vec<_>>()
+                .join(", "),
+            look.nominal_p,
+            look.boundary,
+            if look.decided { ": decided" } else { "" }
+        );
+        Ok(look.decided.then(|| {
+            format!(
+                "decided at look {k} of {} ({need} of up to {} runs per variant): every variant \
+                 crossed the O'Brien-Fleming boundary p < {:.2e}",
+                self.plan.looks, self.plan.max_runs, look.nominal_p
+            )
+        }))
+    }
+}
+
+/// A progress bar with ETA on stderr (indicatif hides it when stderr is not a terminal), and
+/// the sequential stopping rule when there is one.
+struct Bar(Option<ProgressBar>, Option<Sequential>);
 
 impl Progress for Bar {
+    fn decided(
+        &mut self,
+        store: &Store,
+        exp_id: i64,
+        done: &BTreeMap<usize, u32>,
+    ) -> anyhow::Result<Option<String>> {
+        match self.1.as_mut() {
+            Some(s) => s.check(store, exp_id, done),
+            None => Ok(None),
+        }
+    }
     fn start(&mut self, total: u64) {
         let pb = ProgressBar::new(total);
         pb.set_style(
@@ -183,6 +279,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     if args.runs == 0 {
         return Err(usage("-r/--runs must be at least 1"));
     }
+    if args.until_decided && !(1..=20).contains(&args.looks) {
+        return Err(usage(format!("--looks {}: expected 1 to 20", args.looks)));
+    }
+    if args.until_decided && (args.runs as usize) < 4 * args.looks {
+        return Err(usage(format!(
+            "--until-decided with -r {} and --looks {}: expected at least 4 runs per variant per look (-r {} or more)",
+            args.runs,
+            args.looks,
+            4 * args.looks
+        )));
+    }
     if let Some(t) = args.timeout
         && !(t > 0.0 && t.is_finite())
     {
@@ -201,6 +308,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         .map(|k| design::parse_knob(k))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let plans = design::build_variants(&args.commands, &args.names, &params, &knob_specs)?;
+    if args.until_decided && plans.len() < 2 {
+        return Err(usage(
+            "--until-decided: expected at least two variants (it stops when they differ)",
+        ));
+    }
     if args.order == Order::Sequential {
         eprintln!(
             "abperf: warning: --order sequential runs every run of one variant before the next: a slow \
@@ -227,6 +339,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         ignore_failure: args.ignore_failure,
         show_output: args.show_output,
         noise: NoiseConfig::default(),
+        sequential: args.until_decided.then_some(SequentialPlan {
+            looks: args.looks,
+            max_runs: args.runs,
+            alpha: 0.05,
+        }),
     };
     let variants: Vec<Variant> = plans
         .iter()
@@ -459,10 +576,13 @@ fn finish(
     schedule: &[Slot],
     guard: &mut KnobGuard,
 ) -> anyhow::Result<i32> {
-    let mut bar = Bar(None);
+    let rule = cfg
+        .sequential
+        .map(|plan| Sequential::new(plan, variants.len()));
+    let mut bar = Bar(None, rule);
     let result = execute(store, id, cfg, variants, schedule, guard, &mut bar);
     let (status, code) = match &result {
-        Ok(Ending::Complete) => (Status::Complete, 0),
+        Ok(Ending::Complete | Ending::Decided(_)) => (Status::Complete, 0),
         Ok(Ending::Failed(_)) | Err(_) => (Status::Failed, 1),
         Ok(Ending::Interrupted(sig)) => (Status::Interrupted, 128 + sig),
     };
@@ -481,6 +601,12 @@ fn finish(
                 "experiment {id} complete, stored in {}",
                 store.path().display()
             );
+            println!(
+                "  compare: abperf compare {id}    details: abperf show {id}    raw: abperf export {id} --format csv"
+            );
+        }
+        Ok(Ending::Decided(why)) => {
+            println!("experiment {id} stopped early: {why}");
             println!(
                 "  compare: abperf compare {id}    details: abperf show {id}    raw: abperf export {id} --format csv"
             );

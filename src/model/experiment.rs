@@ -69,6 +69,22 @@ impl Status {
     }
 }
 
+/// A group-sequential plan (`abperf run --until-decided`): K looks at equal numbers of runs,
+/// up to `max_runs` per variant, at level `alpha` (stats::sequential decides at each look).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SequentialPlan {
+    pub looks: usize,
+    pub max_runs: u32,
+    pub alpha: f64,
+}
+
+impl SequentialPlan {
+    /// Runs per variant after look `k` (1-based).
+    pub fn runs_at(&self, k: usize) -> usize {
+        (self.max_runs as usize * k).div_ceil(self.looks)
+    }
+}
+
 /// What is known of an experiment before it is stored.
 #[derive(Debug, Clone)]
 pub struct NewExperiment {
@@ -112,6 +128,11 @@ impl Experiment {
     /// for imported lines (seed 000's lines are sorted by user time, not run order).
     pub fn has_run_order(&self) -> bool {
         self.design.get("order").and_then(|o| o.as_str()) != Some("imported")
+    }
+
+    /// The group-sequential plan of an `abperf run --until-decided` experiment.
+    pub fn sequential(&self) -> Option<SequentialPlan> {
+        serde_json::from_value(self.design.get("sequential")?.clone()).ok()
     }
 
     /// How the runs were ordered, in words ("order abba", "order as imported").

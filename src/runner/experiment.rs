@@ -43,12 +43,18 @@ pub struct RunConfig {
     /// Noise control: --tune, --drop-caches, --pre-read, --perturb-layout, --tmpfs-copy.
     #[serde(default)]
     pub noise: NoiseConfig,
+    /// `--until-decided`: the schedule holds `runs` per variant, and the experiment may stop
+    /// at an earlier look (the caller's [`Progress::decided`] says when).
+    #[serde(default)]
+    pub sequential: Option<crate::model::SequentialPlan>,
 }
 
 /// How an execution ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ending {
     Complete,
+    /// A stopping rule decided before the schedule's end (what it found, in words).
+    Decided(String),
     /// The workload failed or timed out (message), and failures were not ignored.
     Failed(String),
     Interrupted(i32),
@@ -146,11 +152,22 @@ fn run_helper(what: &str, cmd: &Prepared, prep: &ExecPlan, quiet: bool) -> anyho
     }
 }
 
-/// Progress display: a bar with ETA on a terminal, nothing otherwise.
+/// The caller's view of the loop: a progress display (a bar with ETA on a terminal, nothing
+/// otherwise) and an optional stopping rule.
 pub trait Progress {
     fn start(&mut self, _total: u64) {}
     fn ran(&mut self, _variant: &str, _done_of_variant: u32, _of: u32, _wall_ns: u64) {}
     fn finish(&mut self) {}
+    /// After each stored timed run, given the timed runs done per variant: `Some(why)` stops the
+    /// experiment here (e.g. a sequential test reached its decision).
+    fn decided(
+        &mut self,
+        _store: &Store,
+        _exp_id: i64,
+        _done: &BTreeMap<usize, u32>,
+    ) -> anyhow::Result<Option<String>> {
+        Ok(None)
+    }
 }
 
 /// A progress sink that shows nothing.
@@ -271,6 +288,23 @@ pub fn execute(
             )))
         })();
         match step {
+            Ok(None) if !slot.warmup => match progress.decided(store, exp_id, &timed_done) {
+                Ok(Some(why)) => {
+                    if let Some(post) = &cmds.post
+                        && let Err(e) = run_helper("--post", post, &prep, quiet)
+                    {
+                        error = Some(e);
+                        break;
+                    }
+                    ending = Ending::Decided(why);
+                    break;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            },
             Ok(None) => {}
             Ok(Some(failure)) if cfg.ignore_failure => {
                 progress.finish();
