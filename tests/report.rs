@@ -44,7 +44,7 @@ fn seed_000_summary_in_every_format() {
     );
     assert!(line.ends_with("p<0.0001, n=12+12, Welch)"), "{line}");
     assert!(
-        v["analysis"]["tests"]
+        v["analysis"]["tests_text"]
             .as_str()
             .unwrap()
             .starts_with("Welch t-test"),

@@ -35,6 +35,10 @@ pub struct CompareArgs {
     /// Ministat mode: the whitespace-separated column to read (from 1)
     #[arg(short = 'c', long = "column", default_value_t = 1, value_name = "N")]
     pub column: usize,
+    /// Ministat mode: every line is `mean sd n`, a summary of n runs (as perf stat -r prints
+    /// them); compared with Welch from the summaries (no rank or bootstrap checks)
+    #[arg(long, conflicts_with = "column")]
+    pub summary: bool,
     #[command(flatten)]
     pub db: crate::commands::DbArgs,
 }
@@ -54,7 +58,7 @@ fn load(args: &CompareArgs) -> anyhow::Result<Report> {
             )));
         }
         return Ok(Report::new(
-            from_files(&args.inputs, args.column)?,
+            from_files(&args.inputs, args.column, args.summary)?,
             View::Compare,
         ));
     }

@@ -5,7 +5,7 @@
 use crate::error::usage;
 use crate::model::{Dataset, Kind};
 use crate::report::{Report, TraceSection, View};
-use crate::stats::analysis::{Settings, analyse};
+use crate::stats::analysis::{Pairs, Settings, Test, analyse};
 use crate::stats::compare::Options;
 use crate::stats::multiple::Correction;
 use crate::store::Store;
@@ -50,6 +50,22 @@ pub struct AnalysisArgs {
     /// Treat the metric as a rate: higher is better (default: decided from its unit)
     #[arg(long)]
     pub higher_is_better: bool,
+    /// Which pairs: each variant against the baseline, or every pair of variants
+    #[arg(long, value_enum, default_value_t = Pairs::Baseline)]
+    pub pairs: Pairs,
+    /// A separate family of comparisons per value of this -L parameter (e.g. the workload);
+    /// the correction still covers every test reported
+    #[arg(long, value_name = "PARAM")]
+    pub by: Option<String>,
+    /// What each comparison tests, corrected together: mean (the verdict) and/or variability
+    /// (Brown-Forsythe and the SD ratio: "3.5x more run-to-run variation")
+    #[arg(
+        long = "test",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "mean"
+    )]
+    pub tests: Vec<Test>,
 }
 
 impl Default for AnalysisArgs {
@@ -65,6 +81,9 @@ impl Default for AnalysisArgs {
             resamples: crate::stats::bootstrap::DEFAULT_RESAMPLES,
             seed: None,
             higher_is_better: false,
+            pairs: Pairs::Baseline,
+            by: None,
+            tests: vec![Test::Mean],
         }
     }
 }
@@ -105,8 +124,13 @@ impl AnalysisArgs {
         if ds.variants.len() < 2 {
             return Ok(Err("one variant: nothing to compare it with".into()));
         }
+        if !self.tests.contains(&Test::Mean) {
+            return Err(usage(
+                "--test: the mean is always tested (it is the verdict); add variability with --test mean,variability",
+            ));
+        }
         let micro = ds.experiment().is_some_and(|e| e.kind == Kind::Micro);
-        if micro && self.baseline.is_none() {
+        if micro && self.baseline.is_none() && self.by.is_none() {
             return Ok(Err(
                 "micro experiment: its variants are configurations, not treatments of one \
                  workload; no verdicts against the first (name one with --baseline)"
@@ -159,6 +183,9 @@ impl AnalysisArgs {
             correction: self.correction,
             without_outliers: self.without_outliers,
             force_higher_is_better: self.higher_is_better,
+            pairs: self.pairs,
+            by: self.by.clone(),
+            tests: self.tests.clone(),
         }))
     }
 
@@ -167,6 +194,13 @@ impl AnalysisArgs {
         match self.settings(&r.data)? {
             Ok(s) => r.analysis = Some(analyse(&r.data, &s)),
             Err(why) => r.notes.push(why),
+        }
+        if let Some(plan) = r.data.experiments.first().and_then(|e| e.sequential()) {
+            let most = (0..r.data.variants.len())
+                .map(|v| r.data.counted(v).count())
+                .max()
+                .unwrap_or(0);
+            r.notes.push(crate::stats::sequential::note(&plan, most));
         }
         Ok(())
     }

@@ -26,7 +26,7 @@ pub mod variant;
 
 pub use dataset::Dataset;
 pub use describe::{Description, Summary, describe};
-pub use experiment::{Experiment, ExperimentSummary, Kind, NewExperiment, Status};
+pub use experiment::{Experiment, ExperimentSummary, Kind, NewExperiment, SequentialPlan, Status};
 pub use metric::{Direction, Metric, MetricInfo};
 pub use micro::MicroFinding;
 pub use run::{Run, RunStatus, Slot, Source};

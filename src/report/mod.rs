@@ -364,7 +364,6 @@ pub(crate) mod testdata {
     use crate::model::dataset::testdata::two_variants;
     use crate::stats::analysis::{Settings, analyse};
     use crate::stats::compare::Options;
-    use crate::stats::multiple::Correction;
 
     pub fn sample() -> Report {
         sample_named("A", "B")
@@ -372,14 +371,7 @@ pub(crate) mod testdata {
 
     pub fn analysed(data: Dataset, metric: &str) -> Report {
         let mut r = Report::new(data, View::Report);
-        let settings = Settings {
-            baseline: 0,
-            metrics: vec![metric.to_string()],
-            options: Options::default(),
-            correction: Correction::Holm,
-            without_outliers: false,
-            force_higher_is_better: false,
-        };
+        let settings = Settings::against(0, vec![metric.to_string()], Options::default());
         r.analysis = Some(analyse(&r.data, &settings));
         r
     }

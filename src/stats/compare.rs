@@ -41,6 +41,9 @@ pub struct Options {
     pub seed: u64,
     /// Rates: a larger value is an improvement.
     pub higher_is_better: bool,
+    /// Event counts: spoken of as "more" and "fewer" (judged as lower is better).
+    #[serde(default)]
+    pub count: bool,
     /// Recompute the verdict without severe outliers when there are any.
     pub outlier_recheck: bool,
 }
@@ -55,6 +58,7 @@ impl Default for Options {
             resamples: bootstrap::DEFAULT_RESAMPLES,
             seed: 0x5eed,
             higher_is_better: false,
+            count: false,
             outlier_recheck: true,
         }
     }
@@ -126,6 +130,8 @@ pub struct Comparison {
     pub baseline: String,
     pub variant: String,
     pub metric: String,
+    /// The family it belongs to with `--by PARAM`: that parameter's value (e.g. the workload).
+    pub family: Option<String>,
     pub higher_is_better: bool,
     pub n_baseline: usize,
     pub n_variant: usize,
@@ -143,6 +149,9 @@ pub struct Comparison {
     pub hodges_lehmann: Option<f64>,
     pub hodges_lehmann_ci: Option<[f64; 2]>,
     pub p_brown_forsythe: Option<f64>,
+    /// Brown-Forsythe's p after the correction, when variability is one of the tests reported
+    /// (`--test variability`): then a significant difference is part of the verdict's sentence.
+    pub p_variability_adjusted: Option<f64>,
     /// SD(variant) / SD(baseline) and its bootstrap BCa 95% interval.
     pub sd_ratio: Option<f64>,
     pub sd_ratio_ci: Option<[f64; 2]>,
@@ -347,6 +356,8 @@ fn compare_scaled(
         n_variant: b.len(),
         method: "Welch".into(),
         higher_is_better: opts.higher_is_better,
+        metric: metric.to_string(),
+        count: opts.count,
         alpha: opts.alpha,
         margin: opts.margin_pct / 100.0,
         cv_pct: cv_known.then_some(cv_pct),
@@ -354,11 +365,17 @@ fn compare_scaled(
         power: opts.power,
         detectable_pct: None,
         runs_needed: runs,
+        runs_needed_observed: if cv_known {
+            runs_needed_cv(cv_pct, (ratio - 1.0).abs() * 100.0, opts.alpha, opts.power)
+        } else {
+            None
+        },
     };
     let mut c = Comparison {
         baseline: base.name.to_string(),
         variant: var.name.to_string(),
         metric: metric.to_string(),
+        family: None,
         higher_is_better: opts.higher_is_better,
         n_baseline: a.len(),
         n_variant: b.len(),
@@ -372,6 +389,7 @@ fn compare_scaled(
         hodges_lehmann: None,
         hodges_lehmann_ci: None,
         p_brown_forsythe: None,
+        p_variability_adjusted: None,
         sd_ratio: (da.sd > 0.0).then(|| db.sd / da.sd),
         sd_ratio_ci: None,
         drift_p: None,
@@ -534,7 +552,7 @@ fn compare_scaled(
         ev.detectable_pct = Some(d * cv_pct);
     }
 
-    // DISAGREE: primary vs robust checks at alpha (before any correction).
+    // DISAGREE: primary vs robust checks at alpha (before any correction), each in its words.
     let primary_sig = ev.p.is_some_and(|p| p < opts.alpha)
         && ev.ci95.is_some_and(|(lo, hi)| hi < 1.0 || lo > 1.0);
     let mut dissent = Vec::new();
@@ -547,19 +565,31 @@ fn compare_scaled(
         && (ci.high < 1.0 || ci.low > 1.0) != primary_sig
     {
         let word = if primary_sig { "includes" } else { "excludes" };
-        dissent.push(format!("the bootstrap 95% CI of the ratio {word} 1"));
+        dissent.push(format!(
+            "the bootstrap 95% CI of the ratio {:.4}..{:.4} {word} 1",
+            ci.low, ci.high
+        ));
     }
     if !dissent.is_empty() {
-        let what = if primary_sig {
-            "finds a difference"
-        } else {
-            "finds none"
+        let p = ev.p.map(fmt_p).unwrap_or_else(|| "p=n/a".into());
+        let primary = match ev.ci95 {
+            Some((lo, hi)) => {
+                let word = if hi < 1.0 || lo > 1.0 {
+                    "excludes"
+                } else {
+                    "includes"
+                };
+                format!(
+                    "{} {p}, 95% CI of the ratio {lo:.4}..{hi:.4} {word} 1",
+                    ev.method
+                )
+            }
+            None => format!("{} {p} but no bounded 95% CI of the ratio", ev.method),
         };
         c.disagree = Some(format!(
-            "DISAGREE at alpha {}: {} {what} but {}; more runs recommended",
+            "DISAGREE at alpha {}: {primary}; {}; more runs recommended",
             opts.alpha,
-            ev.method,
-            dissent.join(" and ")
+            dissent.join("; ")
         ));
     }
 
@@ -626,36 +656,105 @@ fn finish(c: &mut Comparison) {
         .then_some(c.evidence.runs_needed)
         .flatten();
     c.line = c.evidence.line(c.verdict);
+    if let Some(v) = c.variability_text() {
+        c.line += &format!("; {v}");
+    }
     if let Some(d) = &c.disagree {
         c.line += &format!("; {d}");
     }
 }
 
-/// Adjust the primary p-values of a family of comparisons (several variants and/or metrics)
-/// and recompute their verdicts. Comparisons without a p-value are left out of the family.
-pub fn apply_correction(comps: &mut [Comparison], correction: Correction) {
-    let idx: Vec<usize> = (0..comps.len())
+impl Comparison {
+    /// Recompute verdict and sentence after the evidence changed.
+    pub(crate) fn refresh(&mut self) {
+        finish(self);
+    }
+
+    /// "run-to-run SD 3.50x A's (95% CI 2.10x..5.84x, Brown-Forsythe p=0.0004 Holm m=36)" when
+    /// variability was tested and differs at alpha after the correction.
+    pub fn variability_text(&self) -> Option<String> {
+        let p = self.p_variability_adjusted?;
+        let r = self.sd_ratio?;
+        if p >= self.options.alpha {
+            return None;
+        }
+        let ci = self
+            .sd_ratio_ci
+            .map(|[l, h]| {
+                format!(
+                    "95% CI {}..{}, ",
+                    super::verdict::fmt_times(l),
+                    super::verdict::fmt_times(h)
+                )
+            })
+            .unwrap_or_default();
+        let corr = if self.evidence.correction.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", self.evidence.correction)
+        };
+        Some(format!(
+            "run-to-run SD {} {}'s ({ci}Brown-Forsythe {}{corr})",
+            super::verdict::fmt_times(r),
+            self.baseline,
+            fmt_p(p)
+        ))
+    }
+}
+
+/// Adjust the p-values of a family of tests (several variants, pairs, metrics; the mean of
+/// each comparison, and its variability when `variability`) together, and recompute the
+/// verdicts. Comparisons without a p-value are left out of the family.
+pub fn apply_correction(comps: &mut [Comparison], correction: Correction, variability: bool) {
+    // (comparison, is the variability test)
+    let mut tests: Vec<(usize, bool)> = (0..comps.len())
         .filter(|&i| comps[i].evidence.p.is_some())
+        .map(|i| (i, false))
         .collect();
-    let m = idx.len();
-    let raw: Vec<f64> = idx.iter().map(|&i| raw_p(&comps[i])).collect();
+    if variability {
+        tests.extend(
+            (0..comps.len())
+                .filter(|&i| comps[i].p_brown_forsythe.is_some())
+                .map(|i| (i, true)),
+        );
+    }
+    let m = tests.len();
+    let raw: Vec<f64> = tests
+        .iter()
+        .map(|&(i, v)| {
+            if v {
+                comps[i].p_brown_forsythe.unwrap_or(1.0)
+            } else {
+                raw_p(&comps[i])
+            }
+        })
+        .collect();
     let adj = correction.adjust(&raw);
-    for (k, &i) in idx.iter().enumerate() {
-        let c = &mut comps[i];
+    let label = if m > 1 && correction != Correction::None {
+        let short = if correction == Correction::Holm {
+            "Holm"
+        } else {
+            "BH"
+        };
+        format!("{short} m={m}")
+    } else {
+        String::new()
+    };
+    for c in comps.iter_mut() {
         c.m = m;
         c.correction = correction.name().into();
-        c.p_adjusted = Some(adj[k]);
-        c.evidence.p = Some(adj[k]);
-        c.evidence.correction = if m > 1 && correction != Correction::None {
-            let short = if correction == Correction::Holm {
-                "Holm"
-            } else {
-                "BH"
-            };
-            format!("{short} m={m}")
+        c.evidence.correction = label.clone();
+    }
+    for (k, &(i, v)) in tests.iter().enumerate() {
+        let c = &mut comps[i];
+        if v {
+            c.p_variability_adjusted = Some(adj[k]);
         } else {
-            String::new()
-        };
+            c.p_adjusted = Some(adj[k]);
+            c.evidence.p = Some(adj[k]);
+        }
+    }
+    for c in comps.iter_mut() {
         finish(c);
     }
 }
@@ -692,25 +791,43 @@ mod tests {
     #[test]
     fn huge_and_tiny_values_give_the_same_answer_as_ordinary_ones() {
         let (n, y) = seed000();
-        let plain = compare("user", Sample::new("n", &n), Sample::new("y", &y), &Options::default())
-            .unwrap();
+        let plain = compare(
+            "user",
+            Sample::new("n", &n),
+            Sample::new("y", &y),
+            &Options::default(),
+        )
+        .unwrap();
         for k in [1e80, 1e150, 1e-75, 1e-170] {
             let (a, b): (Vec<f64>, Vec<f64>) = (
                 n.iter().map(|x| x * k).collect(),
                 y.iter().map(|x| x * k).collect(),
             );
-            let c = compare("user", Sample::new("n", &a), Sample::new("y", &b), &Options::default())
-                .unwrap();
+            let c = compare(
+                "user",
+                Sample::new("n", &a),
+                Sample::new("y", &b),
+                &Options::default(),
+            )
+            .unwrap();
             assert_eq!(c.verdict, plain.verdict, "scale {k}: {}", c.line);
             assert!((c.ratio / plain.ratio - 1.0).abs() < 1e-12, "scale {k}");
             let (p, q) = (c.p_welch.unwrap(), plain.p_welch.unwrap());
             assert!((p / q - 1.0).abs() < 1e-6, "scale {k}: p {p} vs {q}");
             assert!((c.mean_baseline / (plain.mean_baseline * k) - 1.0).abs() < 1e-12);
-            assert!(c.details.baseline.sd > 0.0, "scale {k}: variance underflowed");
+            assert!(
+                c.details.baseline.sd > 0.0,
+                "scale {k}: variance underflowed"
+            );
         }
         let wide = [1e-200, 1e200, 1.0, 2.0];
-        let e = compare("x", Sample::new("a", &wide), Sample::new("b", &wide), &Options::default())
-            .unwrap_err();
+        let e = compare(
+            "x",
+            Sample::new("a", &wide),
+            Sample::new("b", &wide),
+            &Options::default(),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("wider than the arithmetic"), "{e}");
     }
 
@@ -873,7 +990,11 @@ mod tests {
             "with the outlier Welch is inconclusive: {}",
             c.line
         );
-        assert_eq!(c.verdict, Verdict::Inconclusive, "the note never changes the verdict");
+        assert_eq!(
+            c.verdict,
+            Verdict::Inconclusive,
+            "the note never changes the verdict"
+        );
         // Correction over a family.
         let b2: Vec<f64> = a.iter().map(|x| x * 1.003).collect();
         let mut fam = vec![
@@ -881,7 +1002,7 @@ mod tests {
             compare("t", Sample::new("A", &a), Sample::new("C", &b2), &o).unwrap(),
         ];
         let raw = fam[1].p_welch.unwrap();
-        apply_correction(&mut fam, Correction::Holm);
+        apply_correction(&mut fam, Correction::Holm, false);
         assert_eq!(fam[1].m, 2);
         assert!(fam[1].p_adjusted.unwrap() >= raw);
         assert!(fam[1].line.contains("Holm m=2"), "{}", fam[1].line);
@@ -920,7 +1041,10 @@ mod tests {
                 }
             }
             assert!(checked > 20, "n={n}: the check ran on {checked} pairs only");
-            assert!(changed <= 10, "n={n}: {changed} of 100 A/A pairs changed ({called} called)");
+            assert!(
+                changed <= 10,
+                "n={n}: {changed} of 100 A/A pairs changed ({called} called)"
+            );
         }
     }
 
@@ -940,7 +1064,7 @@ mod tests {
         assert!(c.p_mannwhitney.unwrap() < 0.05 && c.p_welch.unwrap() > 0.05);
         let d = c.disagree.as_deref().unwrap();
         assert!(
-            d.starts_with("DISAGREE at alpha 0.05: Welch finds none but Mann-Whitney p="),
+            d.starts_with("DISAGREE at alpha 0.05: Welch p=0.37, 95% CI of the ratio 0.8708..1.0528 includes 1; Mann-Whitney p=0.0027"),
             "{d}"
         );
         assert!(c.line.contains("; DISAGREE"), "{}", c.line);

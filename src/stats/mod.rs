@@ -16,6 +16,8 @@ pub mod outliers;
 pub mod power;
 pub mod rank;
 pub mod selfcheck;
+pub mod sequential;
+pub mod summary;
 pub mod trimmed;
 pub mod variance;
 pub mod verdict;

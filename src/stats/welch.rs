@@ -42,7 +42,37 @@ pub(crate) fn welch_parts(a: &[f64], b: &[f64]) -> Result<(f64, f64, f64), Stats
 /// Welch's t-test, two-sided (scipy: `ttest_ind(b, a, equal_var=False)`).
 pub fn welch(a: &[f64], b: &[f64]) -> Result<Welch, StatsError> {
     let (sa, sb, df) = welch_parts(a, b)?;
-    let diff = mean(b) - mean(a);
+    welch_with(mean(a), mean(b), sa, sb, df)
+}
+
+/// Squared standard errors and Welch-Satterthwaite df from summary figures: means are not
+/// needed, variances are sample variances (n-1), `n` the runs each summarises.
+pub fn moments_parts(
+    va: f64,
+    na: usize,
+    vb: f64,
+    nb: usize,
+) -> Result<(f64, f64, f64), StatsError> {
+    for (what, n) in [("baseline", na), ("variant", nb)] {
+        if n < 2 {
+            return Err(StatsError::TooFew {
+                what,
+                need: 2,
+                got: n,
+            });
+        }
+    }
+    let (sa, sb) = (va / na as f64, vb / nb as f64);
+    if sa + sb == 0.0 {
+        return Err(StatsError::ZeroVariance("Welch t-test"));
+    }
+    let df = (sa + sb).powi(2) / (sa * sa / (na - 1) as f64 + sb * sb / (nb - 1) as f64);
+    Ok((sa, sb, df))
+}
+
+/// Welch's t-test from means, squared standard errors and df.
+pub fn welch_with(ma: f64, mb: f64, sa: f64, sb: f64, df: f64) -> Result<Welch, StatsError> {
+    let diff = mb - ma;
     let se = (sa + sb).sqrt();
     let t = diff / se;
     Ok(Welch {

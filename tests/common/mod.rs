@@ -169,6 +169,10 @@ pub fn schema_errors(doc: &serde_json::Value) -> Vec<String> {
         jsonschema::validator_for(&schema).expect("the schema compiles")
     });
     v.iter_errors(doc)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .map(|e| {
+            // The message quotes the whole failing value: keep its start.
+            let m: String = e.to_string().chars().take(300).collect();
+            format!("at {} (schema {}): {m}", e.instance_path(), e.schema_path())
+        })
         .collect()
 }
