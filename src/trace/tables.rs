@@ -554,20 +554,23 @@ impl Analyzer {
         let tlb = if self.want_tlb {
             let t = self.flush_ty.unwrap();
             let mut rows = Vec::new();
-            for (i, b) in self.tlb_dense.iter().enumerate() {
+            for (i, b) in self.tlb_dense.iter_mut().enumerate() {
                 if b.count > 0 || b.timed > 0 {
+                    let mut bin = std::mem::take(b);
+                    bin.seal();
                     rows.push(TlbRow {
                         reason: (i / DENSE_PAGES) as i64,
                         pages: (i % DENSE_PAGES) as i64 - 1,
-                        bin: *b,
+                        bin,
                     });
                 }
             }
-            for ((r, p), b) in &self.tlb_sparse {
+            for ((r, p), mut bin) in std::mem::take(&mut self.tlb_sparse) {
+                bin.seal();
                 rows.push(TlbRow {
-                    reason: *r,
-                    pages: *p,
-                    bin: *b,
+                    reason: r,
+                    pages: p,
+                    bin,
                 });
             }
             rows.sort_by_key(|r| (r.reason, r.pages));
@@ -597,8 +600,9 @@ impl Analyzer {
                     let mut rows: Vec<PairRow> = a
                         .rows
                         .into_iter()
-                        .map(|(key, bin, mut flushes)| {
+                        .map(|(key, mut bin, mut flushes)| {
                             flushes.sort();
+                            bin.seal();
                             PairRow { key, bin, flushes }
                         })
                         .collect();
