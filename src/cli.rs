@@ -43,6 +43,9 @@ pub enum Command {
     Plan(crate::commands::plan::PlanArgs),
     /// Tracepoint captures (tracefs) into TLB-flush, pair-duration and count tables
     Trace(crate::commands::trace::TraceArgs),
+    /// Models on stored data: `model ceiling` predicts the best tlb_single_page_flush_ceiling
+    #[command(visible_alias = "advise")]
+    Model(crate::commands::model::ModelArgs),
 }
 
 /// Parse the command line, run the subcommand, print a one-line error; returns the exit code.
@@ -82,5 +85,6 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Compare(args) => commands::compare::run(args),
         Command::Plan(args) => commands::plan::run(args),
         Command::Trace(a) => commands::trace::run(a),
+        Command::Model(a) => commands::model::run(a),
     }
 }

@@ -56,7 +56,13 @@ pub struct RecordArgs {
     pub system_wide: bool,
     /// Record these running processes (comma-separated pids), their threads and every task
     /// they start, instead of COMMAND's tree (COMMAND, if given, only sets how long)
-    #[arg(short = 'p', long, value_delimiter = ',', value_name = "PIDS", conflicts_with = "cgroup")]
+    #[arg(
+        short = 'p',
+        long,
+        value_delimiter = ',',
+        value_name = "PIDS",
+        conflicts_with = "cgroup"
+    )]
     pub pid: Vec<i32>,
     /// Record the tasks of this cgroup (a directory, or a path under /sys/fs/cgroup), checked
     /// every 100 ms for tasks that join it

@@ -47,7 +47,9 @@ pub struct Files<'a> {
 }
 
 fn real_read(p: &str) -> Option<String> {
-    std::fs::read_to_string(p).ok().map(|s| s.trim().to_string())
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 fn real_list(p: &str) -> Option<Vec<String>> {
     let mut v: Vec<String> = std::fs::read_dir(p)
@@ -385,7 +387,10 @@ fn umount(p: &Path) -> Result<()> {
 /// marker. Returns what was done, in words.
 pub fn remove(l: &Leftover) -> Result<String> {
     if !l.removable() {
-        return Err(anyhow!("not removing {}: owner not known to be dead", l.describe()));
+        return Err(anyhow!(
+            "not removing {}: owner not known to be dead",
+            l.describe()
+        ));
     }
     let mut done = Vec::new();
     match l.kind.as_str() {
@@ -430,7 +435,10 @@ pub fn remove(l: &Leftover) -> Result<String> {
         }
         "mount" => {
             umount(&l.path)?;
-            done.push(format!("unmounted private tracefs mount {}", l.path.display()));
+            done.push(format!(
+                "unmounted private tracefs mount {}",
+                l.path.display()
+            ));
         }
         _ => done.push("removed its stale marker".into()),
     }
@@ -513,16 +521,38 @@ mod tests {
         );
         let d = "/run/abperf/trace";
         // dead: pid 555 does not exist
-        files.insert(format!("{d}/abperf-dead.json"), marker("abperf-dead", 555, 1, "pid:[1]"));
+        files.insert(
+            format!("{d}/abperf-dead.json"),
+            marker("abperf-dead", 555, 1, "pid:[1]"),
+        );
         // pid reused: 888 runs, but started at another time
-        files.insert(format!("{d}/abperf-reuse.json"), marker("abperf-reuse", 888, 1, "pid:[1]"));
+        files.insert(
+            format!("{d}/abperf-reuse.json"),
+            marker("abperf-reuse", 888, 1, "pid:[1]"),
+        );
         // alive
-        files.insert(format!("{d}/abperf-live.json"), marker("abperf-live", 777, 5000, "pid:[1]"));
+        files.insert(
+            format!("{d}/abperf-live.json"),
+            marker("abperf-live", 777, 5000, "pid:[1]"),
+        );
         // another PID namespace
-        files.insert(format!("{d}/abperf-ns.json"), marker("abperf-ns", 1, 1, "pid:[2]"));
+        files.insert(
+            format!("{d}/abperf-ns.json"),
+            marker("abperf-ns", 1, 1, "pid:[2]"),
+        );
         // a dead owner whose instance is gone already: a stale marker
-        files.insert(format!("{d}/abperf-gone.json"), marker("abperf-gone", 556, 1, "pid:[1]"));
-        for n in ["abperf-dead", "abperf-reuse", "abperf-live", "abperf-ns", "abperf-old", "other"] {
+        files.insert(
+            format!("{d}/abperf-gone.json"),
+            marker("abperf-gone", 556, 1, "pid:[1]"),
+        );
+        for n in [
+            "abperf-dead",
+            "abperf-reuse",
+            "abperf-live",
+            "abperf-ns",
+            "abperf-old",
+            "other",
+        ] {
             files.insert(
                 format!("/sys/kernel/tracing/instances/{n}/tracing_on"),
                 "1".into(),
@@ -537,7 +567,11 @@ mod tests {
         assert!(by("other").is_none());
         let dead = by("abperf-dead").unwrap();
         assert!(dead.removable() && dead.kind == "instance", "{dead:?}");
-        assert!(dead.describe().contains("pid 555 is gone"), "{}", dead.describe());
+        assert!(
+            dead.describe().contains("pid 555 is gone"),
+            "{}",
+            dead.describe()
+        );
         let reuse = by("abperf-reuse").unwrap();
         assert!(reuse.removable());
         assert!(reuse.describe().contains("another process"));

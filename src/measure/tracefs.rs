@@ -38,8 +38,8 @@ impl Tracefs {
         {
             bail!("{why}");
         }
-        let dir =
-            std::env::temp_dir().join(super::trace_owner::random_name().replace("abperf-", "abperf-tracefs-"));
+        let dir = std::env::temp_dir()
+            .join(super::trace_owner::random_name().replace("abperf-", "abperf-tracefs-"));
         let claim = super::trace_owner::Claim::new("mount", &dir, None)?;
         fs::create_dir_all(&dir)
             .with_context(|| format!("creating mount point {}", dir.display()))?;

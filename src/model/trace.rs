@@ -169,9 +169,7 @@ impl Dist {
             1 => {
                 let mut acc = 0u64;
                 while let Some(delta) = next("duration")? {
-                    acc = acc
-                        .checked_add(delta)
-                        .ok_or("duration overflows 64 bits")?;
+                    acc = acc.checked_add(delta).ok_or("duration overflows 64 bits")?;
                     d.values.push(acc);
                 }
             }

@@ -57,6 +57,9 @@ fn render(d: &Report) -> String {
         let body = super::trace::markdown(&t.info, &t.tables);
         let _ = writeln!(s, "\n#### Trace tables\n\n{}", body.trim_end());
     }
+    if let Some(a) = &d.ceiling {
+        let _ = writeln!(s, "\n{}", super::ceiling::markdown(a).trim_end());
+    }
     if let Some(m) = &d.micro {
         let body = super::micro::text(d, m);
         let body = body.trim_end().replace("```", "'''");

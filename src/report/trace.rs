@@ -331,7 +331,12 @@ fn short(e: &str) -> &str {
 
 /// The title of a pair table, without repeating the pair's own name.
 pub fn pair_title(p: &PairTable) -> String {
-    let b = p.begin.iter().map(|e| short(e)).collect::<Vec<_>>().join("|");
+    let b = p
+        .begin
+        .iter()
+        .map(|e| short(e))
+        .collect::<Vec<_>>()
+        .join("|");
     let e = p.end.iter().map(|e| short(e)).collect::<Vec<_>>().join("|");
     let n: u64 = p.rows.iter().map(|r| r.bin.count).sum();
     let mut t = if p.name == format!("{}..{}", p.begin.join("|"), p.end.join("|")) {
@@ -800,7 +805,9 @@ pub fn compare(a: (&CaptureInfo, &Tables), b: (&CaptureInfo, &Tables)) -> String
         s.push_str("WARNING: events were lost in at least one capture: the comparison is built on incomplete data\n");
     }
     if a.0.scope.kind != b.0.scope.kind {
-        s.push_str("WARNING: the captures have different scopes: their counts are not comparable\n");
+        s.push_str(
+            "WARNING: the captures have different scopes: their counts are not comparable\n",
+        );
     }
     let (ua, ub) = (a.0.units(), b.0.units());
     let ra =
@@ -858,8 +865,17 @@ pub fn compare(a: (&CaptureInfo, &Tables), b: (&CaptureInfo, &Tables)) -> String
     }
     s.push_str(&grid(
         &[
-            "pages", "A %", "A median", "A avg ", "A n", "B %", "B median", "B avg ", "B n",
-            "B/A median", "",
+            "pages",
+            "A %",
+            "A median",
+            "A avg ",
+            "A n",
+            "B %",
+            "B median",
+            "B avg ",
+            "B n",
+            "B/A median",
+            "",
         ],
         &rows,
     ));
@@ -908,7 +924,15 @@ pub fn compare(a: (&CaptureInfo, &Tables), b: (&CaptureInfo, &Tables)) -> String
         let label = if pa.key.is_empty() { "all" } else { &pa.key };
         s.push_str(&grid(
             &[
-                label, "A median", "A avg ", "A n", "B median", "B avg ", "B n", "B/A median", "",
+                label,
+                "A median",
+                "A avg ",
+                "A n",
+                "B median",
+                "B avg ",
+                "B n",
+                "B/A median",
+                "",
             ],
             &rows,
         ));
@@ -1026,7 +1050,10 @@ mod tests {
         let cells: Vec<&str> = line.split(',').collect();
         assert_eq!(cells[12], "1", "{line}");
         let md = markdown(&info, &t);
-        assert!(md.contains("| 1 | 100.00% | 100.00% | 57446 ! | 40"), "{md}");
+        assert!(
+            md.contains("| 1 | 100.00% | 100.00% | 57446 ! | 40"),
+            "{md}"
+        );
         assert!(md.contains(" ! | 40"), "{md}");
     }
 

@@ -82,7 +82,11 @@ fn percentile(s: &[f64], q: f64) -> f64 {
 pub fn measure() -> Result<EventCost> {
     let tfs = Tracefs::open()?;
     for e in ["sys_enter_madvise", "sys_exit_madvise"] {
-        if !tfs.root.join(format!("events/syscalls/{e}/enable")).exists() {
+        if !tfs
+            .root
+            .join(format!("events/syscalls/{e}/enable"))
+            .exists()
+        {
             bail!("this kernel has no syscalls:{e} tracepoint to measure the tracing cost with");
         }
     }

@@ -10,6 +10,7 @@
 //! - [`tsc`]: TSC frequency
 //! - [`render`]: text, JSON and CSV output of the tables
 
+pub mod ceiling;
 pub mod cost;
 pub mod event;
 pub mod format;

@@ -157,6 +157,8 @@ pub struct Analyzer {
     flush_pages: Option<FieldLoc>,
     remote_reason: Option<i64>,
     switch_reason: Option<i64>,
+    /// `remote IPI send`: a request marker, not a flush; kept out of the pairs.
+    send_reason: Option<i64>,
     roles: Vec<Vec<Role>>,
     pairs: Vec<PairDef>,
     acc: Vec<PairAcc>,
@@ -195,8 +197,19 @@ impl Analyzer {
                         .map(|(v, _)| *v)
                 })
         });
+        let send_reason = flush_ty.and_then(|t| {
+            schema.types[t as usize]
+                .symbols
+                .get("reason")
+                .and_then(|s| {
+                    s.iter()
+                        .find(|(_, n)| n == "remote IPI send")
+                        .map(|(v, _)| *v)
+                })
+        });
         let mut a = Analyzer {
             switch_reason,
+            send_reason,
             flush_ty,
             flush_reason,
             flush_pages,
@@ -483,6 +496,10 @@ impl Analyzer {
             self.tlb_bin(reason, pages).count += 1;
         }
         let remote = Some(reason) == self.remote_reason;
+        if Some(reason) == self.send_reason {
+            // the sender's own flush is its own event; this one only marks the IPIs
+            return;
+        }
         for (p, def) in self.pairs.iter().enumerate() {
             let o = &mut self.open[cpu][p];
             if !o.active {

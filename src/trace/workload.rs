@@ -32,8 +32,8 @@ impl Stop {
     pub fn install() -> Result<()> {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
         let mut result = Ok(());
-        INSTALL.call_once(
-            || match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+        INSTALL.call_once(|| {
+            match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
                 Ok(mut sigs) => {
                     std::thread::Builder::new()
                         .name("abperf-signals".into())
@@ -59,8 +59,8 @@ impl Stop {
                         });
                 }
                 Err(e) => result = Err(anyhow!("cannot install signal handlers: {e}")),
-            },
-        );
+            }
+        });
         result
     }
     /// The first signal received, if any.
@@ -120,6 +120,8 @@ impl Gated {
         argv.push(std::ptr::null());
         let (gate_r, gate_w) = pipe()?;
         let (err_r, err_w) = pipe()?;
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
         // SAFETY: between fork and exec the child only makes async-signal-safe syscalls on
         // memory prepared before the fork, then execs or _exits.
         let pid = unsafe { libc::fork() };
@@ -129,6 +131,11 @@ impl Gated {
         if pid == 0 {
             unsafe {
                 libc::setpgid(0, 0);
+                // abperf killed hard (kill -9): the workload goes too, not on untraced
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() != parent {
+                    libc::_exit(125);
+                }
                 for s in [libc::SIGPIPE, libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
                     libc::signal(s, libc::SIG_DFL);
                 }
@@ -284,9 +291,7 @@ pub fn tasks_of_pids(pids: &[i32]) -> Result<Vec<i32>> {
     let mut procs: Vec<i32> = Vec::new();
     for &p in pids {
         if !Path::new(&format!("/proc/{p}")).exists() {
-            return Err(crate::error::usage(format!(
-                "--pid {p}: no such process"
-            )));
+            return Err(crate::error::usage(format!("--pid {p}: no such process")));
         }
         procs.push(p);
     }
@@ -356,7 +361,11 @@ pub fn cgroup_dir(spec: &str) -> Result<PathBuf> {
 pub fn tasks_of_cgroup(dir: &Path) -> Result<Vec<i32>> {
     let read = |f: &str| -> Option<Vec<i32>> {
         let t = std::fs::read_to_string(dir.join(f)).ok()?;
-        Some(t.split_whitespace().filter_map(|w| w.parse().ok()).collect())
+        Some(
+            t.split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect(),
+        )
     };
     if let Some(v) = read("cgroup.threads").or_else(|| read("tasks")) {
         return Ok(v);
