@@ -65,10 +65,10 @@ impl Dist {
         }
         self.values.sort_unstable();
         if self.values.len() > EXACT_LIMIT {
-            self.to_sketch();
+            self.make_sketch();
         }
     }
-    fn to_sketch(&mut self) {
+    fn make_sketch(&mut self) {
         let mut m: std::collections::BTreeMap<i32, u64> = self.sketch.iter().copied().collect();
         for v in self.values.drain(..) {
             *m.entry(bucket(v)).or_default() += 1;
@@ -83,7 +83,7 @@ impl Dist {
             self.values.sort_unstable();
             return;
         }
-        self.to_sketch();
+        self.make_sketch();
         let mut m: std::collections::BTreeMap<i32, u64> = self.sketch.iter().copied().collect();
         for v in &o.values {
             *m.entry(bucket(*v)).or_default() += 1;

@@ -83,6 +83,9 @@ fn u(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// A bin row as read: group, key, the bin without durations, flushes inside, durations blob.
+type StoredBin = (i64, i64, Bin, Option<String>, Option<Vec<u8>>);
+
 fn dist_blob(b: &Bin) -> Option<Vec<u8>> {
     (b.timed > 0 && b.knows_quantiles()).then(|| b.dist.encode())
 }
@@ -389,7 +392,7 @@ impl Store {
         for (seq, kind, name, meta) in tables {
             let meta: serde_json::Value =
                 serde_json::from_str(&meta).map_err(|_| bad("table metadata"))?;
-            let raw: Vec<(i64, i64, Bin, Option<String>, Option<Vec<u8>>)> = bins
+            let raw: Vec<StoredBin> = bins
                 .query_map(params![id, seq], |r| {
                     Ok((
                         r.get(0)?,

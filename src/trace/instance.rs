@@ -349,6 +349,11 @@ impl Instance {
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+        // keep the marker: the instance outlives us, and the next abperf (or doctor --fix)
+        // removes it once we are gone
+        if let Some(c) = self.claim.take() {
+            std::mem::forget(c);
+        }
         Err(anyhow!(
             "removing tracefs instance {}: {}",
             self.dir.display(),
