@@ -844,6 +844,10 @@ fn a_few_long_munmaps_do_not_fool_the_table() {
     assert!((3_900.0..4_300.0).contains(&median), "{r1}");
     assert!(r1.contains("! median:"), "not flagged: {r1}");
     assert!(text.contains("! = the average lies outside"), "{text}");
+    let full = lab
+        .ok(&["trace", "report", "latest", "--format", "json"])
+        .json();
+    common::assert_schema(&full);
     let j = report_json(&lab);
     let row = j["tlb"]["rows"]
         .as_array()

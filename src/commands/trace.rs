@@ -69,7 +69,7 @@ pub struct RecordArgs {
     #[arg(short = 'G', long, value_name = "CGROUP")]
     pub cgroup: Option<String>,
     /// Do not measure this machine's per-event tracing cost (measured once per machine and
-    /// stored, about 0.1 s, after the first recording)
+    /// stored, about 0.3 s, after the first recording)
     #[arg(long)]
     pub no_cost: bool,
     /// Also keep the raw ring-buffer pages in FILE (re-analysis with other --begin/--end/--key)

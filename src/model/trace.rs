@@ -505,9 +505,9 @@ impl Scope {
     }
 }
 
-/// The cost of one recorded event, measured on this machine: the CPU time a traced
-/// `madvise` call gains per event when its syscall tracepoints are on (the syscall tracepoints
-/// are the dearest of the default events, so this is an upper estimate for the others).
+/// The cost of one recorded event, measured on this machine: the CPU time a thread that
+/// touches a page and drops it with `madvise` (fault, syscall, zap, TLB flush) gains per
+/// recorded event when the default events are on (`trace::cost`).
 #[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct EventCost {
     pub ns_per_event: f64,

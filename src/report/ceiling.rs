@@ -103,8 +103,11 @@ pub fn text(a: &CeilingAdvice) -> String {
         .filter(|r| r.1 / total >= 0.005)
         .map(|(n, r)| format!("{n}: {:.1}%", 100.0 * r / total))
         .collect();
-    if m.always_full > 0.0 {
-        sizes.push(format!("full: {:.1}%", 100.0 * m.always_full / total));
+    if m.always_full / total >= 0.005 {
+        sizes.push(format!(
+            "full, size unknown: {:.1}%",
+            100.0 * m.always_full / total
+        ));
     }
     let _ = writeln!(
         s,

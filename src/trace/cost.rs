@@ -1,14 +1,14 @@
 //! What one recorded event costs the traced task on this machine, measured once per machine
 //! (the command stores it) so that every capture can say how much its tracing added.
 //!
-//! Method: a thread of ours calls `madvise(MADV_DONTNEED)` on one untouched page (a syscall
-//! that does no other work) in blocks of [`CALLS`] calls, alternately with the instance's
-//! `syscalls:sys_enter_madvise`/`sys_exit_madvise` enabled (scoped to our thread with
-//! `set_event_pid`) and disabled; the thread's CPU time (CLOCK_THREAD_CPUTIME_ID, so that
-//! preemption by other load does not count) per block gives, per pair of blocks,
-//! `(on - off) / (2 * CALLS)` ns per event. The median of [`PAIRS`] pairs is the figure, the
-//! 10th and 90th percentiles its spread. Syscall tracepoints are the dearest of the default
-//! events (the syscall slow path plus the record), so this is an upper estimate for the rest.
+//! Method: a thread of ours touches one page and calls `madvise(MADV_DONTNEED)` on it (a page
+//! fault, a syscall, a zap and a local TLB flush: the events of the default set fire as in a
+//! flush-heavy workload), [`CALLS`] times per block, alternately with the default events enabled
+//! in an instance of ours (scoped to the thread with `set_event_pid`) and with them disabled.
+//! The thread's CPU time (CLOCK_THREAD_CPUTIME_ID, so that preemption by other load does not
+//! count) per block and the events the block recorded (the instance's per-CPU `entries` plus
+//! `overrun`) give, per pair of blocks, `(on - off) / events`. The median of [`PAIRS`] pairs is the
+//! figure, the 10th and 90th percentiles its spread.
 
 use super::instance::{Instance, InstanceOptions, Tracefs};
 use crate::model::trace::EventCost;
@@ -78,22 +78,41 @@ fn percentile(s: &[f64], q: f64) -> f64 {
     s[lo] + (h - lo as f64) * (s[hi] - s[lo])
 }
 
-/// Measure the per-event cost (see the module documentation). Needs the syscall tracepoints.
-pub fn measure() -> Result<EventCost> {
-    let tfs = Tracefs::open()?;
-    for e in ["sys_enter_madvise", "sys_exit_madvise"] {
-        if !tfs
-            .root
-            .join(format!("events/syscalls/{e}/enable"))
-            .exists()
-        {
-            bail!("this kernel has no syscalls:{e} tracepoint to measure the tracing cost with");
+/// Events recorded so far in the instance: per CPU, those in the buffer plus those overwritten.
+fn recorded(inst: &Instance) -> u64 {
+    let mut n = 0;
+    for cpu in inst.cpus().unwrap_or_default() {
+        let s = inst
+            .read(&format!("per_cpu/cpu{cpu}/stats"))
+            .unwrap_or_default();
+        for l in s.lines() {
+            if let Some((k, v)) = l.split_once(':')
+                && matches!(k.trim(), "entries" | "overrun")
+            {
+                n += v.trim().parse::<u64>().unwrap_or(0);
+            }
         }
+    }
+    n
+}
+
+/// Measure the per-event cost (see the module documentation).
+pub fn measure() -> Result<EventCost> {
+    use super::instance::Events;
+    let tfs = Tracefs::open()?;
+    let mut events = Vec::new();
+    for e in super::DEFAULT_EVENTS {
+        if let Ok(v) = tfs.expand(e) {
+            events.extend(v);
+        }
+    }
+    if events.is_empty() {
+        bail!("none of the default events exists on this kernel");
     }
     let inst = Instance::create(
         tfs,
         &InstanceOptions {
-            buffer_kib: 256,
+            buffer_kib: 1024,
             ..Default::default()
         },
     )?;
@@ -118,18 +137,17 @@ pub fn measure() -> Result<EventCost> {
     let block = || {
         let t0 = thread_ns();
         for _ in 0..CALLS {
-            // SAFETY: our own mapping; nothing is touched, so nothing is flushed.
-            unsafe { libc::madvise(page, 4096, libc::MADV_DONTNEED) };
+            // SAFETY: our own mapping: touch it, then drop it (fault, zap, flush).
+            unsafe {
+                std::ptr::write_volatile(page as *mut u8, 1);
+                libc::madvise(page, 4096, libc::MADV_DONTNEED);
+            }
         }
         thread_ns() - t0
     };
     let set = |on: bool| -> Result<()> {
-        for e in ["syscalls:sys_enter_madvise", "syscalls:sys_exit_madvise"] {
-            let (sys, name) = e.split_once(':').expect("sys:name");
-            inst.write(
-                &format!("events/{sys}/{name}/enable"),
-                if on { "1" } else { "0" },
-            )?;
+        for e in &events {
+            inst.enable_to(e, on)?;
         }
         Ok(())
     };
@@ -142,25 +160,33 @@ pub fn measure() -> Result<EventCost> {
         block();
         for i in 0..PAIRS {
             // alternate which comes first, so a drift within a pair cancels over the pairs
-            let (on, off) = if i % 2 == 0 {
-                set(true)?;
-                let on = block();
+            let off_first = i % 2 == 1;
+            let mut off = 0;
+            if off_first {
                 set(false)?;
-                (on, block())
-            } else {
-                set(false)?;
-                let off = block();
-                set(true)?;
-                (block(), off)
-            };
-            per.push((on as f64 - off as f64) / (2 * CALLS) as f64);
+                off = block();
+            }
+            set(true)?;
+            let n0 = recorded(&inst);
+            let on = block();
+            let n = recorded(&inst).saturating_sub(n0);
+            set(false)?;
+            if !off_first {
+                off = block();
+            }
+            if n > 0 {
+                per.push((on as f64 - off as f64) / n as f64);
+            }
         }
-        set(false)
+        Ok(())
     })();
     // SAFETY: the mapping made above.
     unsafe { libc::munmap(page, 4096) };
     inst.remove()?;
     result?;
+    if per.len() < PAIRS / 2 {
+        bail!("the instance recorded no events of the measuring thread");
+    }
     per.sort_by(f64::total_cmp);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -171,7 +197,7 @@ pub fn measure() -> Result<EventCost> {
         low: percentile(&per, 0.1).max(0.0),
         high: percentile(&per, 0.9).max(0.0),
         how: format!(
-            "measured on this machine {}: {PAIRS} pairs of {CALLS} madvise calls with the syscall tracepoints on and off",
+            "measured on this machine {}: {PAIRS} pairs of {CALLS} touch + madvise calls with the default events on and off",
             utc(now)
         ),
     })

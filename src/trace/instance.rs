@@ -206,10 +206,18 @@ impl Instance {
     }
 
     pub fn enable(&self, event: &str) -> Result<()> {
+        self.enable_to(event, true)
+    }
+
+    /// Enable or disable `system:name` in this instance.
+    pub fn enable_to(&self, event: &str, on: bool) -> Result<()> {
         let (sys, name) = event
             .split_once(':')
             .ok_or_else(|| anyhow!("event {event:?}: expected SYSTEM:NAME"))?;
-        self.write(&format!("events/{sys}/{name}/enable"), "1")
+        self.write(
+            &format!("events/{sys}/{name}/enable"),
+            if on { "1" } else { "0" },
+        )
     }
 
     /// Set an event filter; a rejected expression is a usage error quoting the kernel's reason.
