@@ -104,8 +104,11 @@ fn assert_nothing_left(pid: u32, before: &BTreeSet<String>) {
 fn wait_for_instance(pid: u32) -> String {
     let t0 = Instant::now();
     loop {
-        if let Some(m) = markers().into_iter().find(|m| m.2 == pid)
-            && instances().contains(&m.1)
+        // its markers: the instance's, and a private mount's when tracefs was not mounted
+        let now = instances();
+        if let Some(m) = markers()
+            .into_iter()
+            .find(|m| m.2 == pid && now.contains(&m.1))
         {
             return m.1;
         }
@@ -1063,6 +1066,23 @@ fn losses_are_counted_and_reported() {
         "0.2",
     ]);
     assert!(o.code == Some(0), "{}", o);
+    // --duration stops a longer workload: a normal end (exit 0), said in the header
+    let o = lab.run(&[
+        "trace",
+        "record",
+        "-q",
+        "--duration",
+        "0.3",
+        "--",
+        "sleep",
+        "30",
+    ]);
+    assert_eq!(o.code, Some(0), "{}", o);
+    let j = report_json(&lab);
+    assert_eq!(
+        j["capture"]["stop"],
+        "--duration 0.3 s (the workload was stopped: SIGTERM)"
+    );
     // a bad duration is a usage error
     let o = lab.run(&["trace", "record", "-q", "--duration", "-1"]);
     assert_eq!(o.code, Some(2), "{}", o);
@@ -1194,4 +1214,57 @@ fn ceiling_advisor_on_this_machine() {
     assert!(o.stderr.contains("--trace 1"), "{o}");
     let o = lab.fails(&["model", "ceiling", "--trace", "2", "--micro", "2"], 2);
     assert!(o.stderr.contains("not micro"), "{o}");
+}
+
+/// Issue 12, item 6: with tracefs unmounted, a `kill -9`'d recording leaks its private mount
+/// too; the next recording unmounts it (and removes the instance made through it). Run in a
+/// mount namespace of its own where no tracefs is mounted.
+#[test]
+fn private_mounts_of_killed_recordings_are_removed() {
+    let _g = lock();
+    if Command::new("unshare").arg("--help").output().is_err() {
+        eprintln!("skipped: no unshare(1) (util-linux) to make a mount namespace");
+        return;
+    }
+    let lab = Lab::new();
+    let script = format!(
+        r#"set -e
+for m in $(awk '$3=="tracefs"{{print $2}}' /proc/self/mounts); do umount -l "$m"; done
+A='{bin}'; DB='{db}'
+$A trace record -q --db "$DB" -- sleep 30 >/dev/null 2>&1 &
+P=$!
+i=0; until awk '$3=="tracefs"' /proc/self/mounts | grep -q abperf-tracefs-; do i=$((i+1)); [ $i -lt 500 ] || exit 3; sleep 0.02; done
+sleep 0.5
+kill -9 $P; wait $P 2>/dev/null || true
+echo "leaked: $(awk '$3=="tracefs"{{print $2}}' /proc/self/mounts)"
+$A trace record -q --db "$DB" -- true 2>&1
+echo "left: $(awk '$3=="tracefs"{{print $2}}' /proc/self/mounts)"
+"#,
+        bin = common::BIN,
+        db = lab.db().display()
+    );
+    let o = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    if !o.status.success() && out.contains("unshare failed") {
+        eprintln!("skipped: cannot make a mount namespace here: {out}");
+        return;
+    }
+    assert!(o.status.success(), "{out}");
+    let leaked = out
+        .lines()
+        .find_map(|l| l.strip_prefix("leaked: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        leaked.contains("abperf-tracefs-"),
+        "no private mount leaked: {out}"
+    );
+    assert!(out.contains("removed tracefs instance"), "{out}");
+    assert!(out.contains(&format!("unmounted {leaked}")), "{out}");
+    assert!(
+        out.lines().any(|l| l.trim_end() == "left:"),
+        "a mount is left: {out}"
+    );
 }

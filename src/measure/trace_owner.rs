@@ -347,7 +347,16 @@ pub fn leftovers(f: &Files) -> Vec<Leftover> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if name.starts_with("abperf-tracefs.") && !marked.contains(&name) {
+        if name.starts_with("abperf-tracefs-") && !marked.contains(&name) {
+            out.push(Leftover {
+                kind: "mount".into(),
+                name: name.clone(),
+                path: m.clone(),
+                marker: None,
+                marker_file: None,
+                owner: Owner::Unknown("a private mount of an abperf whose marker is gone".into()),
+            });
+        } else if name.starts_with("abperf-tracefs.") && !marked.contains(&name) {
             // a private mount of an abperf older than markers: `abperf-tracefs.<pid>`
             let pid = name["abperf-tracefs.".len()..].parse::<u32>().ok();
             let alive = pid.is_some_and(|p| (f.exists)(&format!("/proc/{p}")));
@@ -434,11 +443,17 @@ pub fn remove(l: &Leftover) -> Result<String> {
             }
         }
         "mount" => {
-            umount(&l.path)?;
-            done.push(format!(
-                "unmounted private tracefs mount {}",
-                l.path.display()
-            ));
+            if tracefs_mounts(&REAL).contains(&l.path) {
+                umount(&l.path)?;
+                done.push(format!(
+                    "unmounted private tracefs mount {}",
+                    l.path.display()
+                ));
+            } else {
+                // unmounted with its instance just before
+                let _ = std::fs::remove_dir(&l.path);
+                done.push("removed its marker (unmounted already)".into());
+            }
         }
         _ => done.push("removed its stale marker".into()),
     }

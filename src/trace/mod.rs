@@ -269,9 +269,11 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded> {
             Ok(Ending::WorkloadExited) => ch.poll()?.expect("exited"),
             Err(_) => ch.stop(libc::SIGKILL, Duration::from_secs(2))?,
         };
-        match ended {
-            workload::Ended::Code(c) => exit_code = Some(c),
-            workload::Ended::Signal(s) => signal = Some(s),
+        match (ended, &run) {
+            // stopped by us (--duration, a signal we forwarded): not the workload's failure
+            (workload::Ended::Signal(_), Ok(Ending::Duration | Ending::Signal(_))) => {}
+            (workload::Ended::Code(c), _) => exit_code = Some(c),
+            (workload::Ended::Signal(s), _) => signal = Some(s),
         }
         cpu_ns = ch.cpu_ns();
     }
