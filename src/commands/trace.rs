@@ -18,7 +18,8 @@ pub struct TraceArgs {
 
 #[derive(Debug, clap::Subcommand)]
 pub enum TraceCmd {
-    /// Record tracepoints in a private tracefs instance while COMMAND runs (or for --duration)
+    /// Record COMMAND's tracepoint events (its process tree; -a: every task) in a private tracefs
+    /// instance until it exits, --duration ends, or Ctrl-C (the capture is kept either way)
     Record(RecordArgs),
     /// Import an ftrace text file (`cat trace`, trace_pipe, `trace-cmd report`) or a raw capture
     /// written by `record --keep-raw`

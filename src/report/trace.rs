@@ -804,7 +804,8 @@ pub fn compare(a: (&CaptureInfo, &Tables), b: (&CaptureInfo, &Tables)) -> String
     if a.0.has_losses() || b.0.has_losses() {
         s.push_str("WARNING: events were lost in at least one capture: the comparison is built on incomplete data\n");
     }
-    if a.0.scope.kind != b.0.scope.kind {
+    if a.0.scope.kind != b.0.scope.kind && !a.0.scope.kind.is_empty() && !b.0.scope.kind.is_empty()
+    {
         s.push_str(
             "WARNING: the captures have different scopes: their counts are not comparable\n",
         );
