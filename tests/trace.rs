@@ -290,19 +290,33 @@ fn spinning_sibling_gives_remote_shootdowns() {
     }
     let w = workload();
     let lab = Lab::new();
-    let o = lab.run(&[
-        "trace",
-        "record",
-        "-q",
-        "--",
-        w.to_str().unwrap(),
-        "-s",
-        "20",
-        "1",
-        "8",
-        "33",
-    ]);
-    assert!(o.code == Some(0), "{}", o);
+    // The sibling only needs an IPI while it runs on CPU 1. At load 9 on 2 CPUs another process
+    // sometimes holds CPU 1 for a whole run: then no IPI is sent at all (seen in 2 of 12 runs,
+    // with --system-wide as without; recorded side by side, the workload's scope held 90-98% of
+    // the system's receipts). So up to three attempts, each 300 flushes over ~10 ms.
+    let mut got = 0;
+    for _ in 0..3 {
+        let o = lab.run(&[
+            "trace",
+            "record",
+            "-q",
+            "--",
+            w.to_str().unwrap(),
+            "-s",
+            "100",
+            "1",
+            "8",
+            "33",
+        ]);
+        assert!(o.code == Some(0), "{}", o);
+        got = tlb_count(&report_json(&lab), 1, Some("remote shootdown")).0
+            + tlb_count(&report_json(&lab), 8, Some("remote shootdown")).0
+            + tlb_count(&report_json(&lab), 33, Some("remote shootdown")).0;
+        if got >= 15 {
+            break;
+        }
+    }
+    assert!(got >= 15, "three runs without 15 remote shootdowns");
     let j = report_json(&lab);
     let rs = pair(&j, "remote shootdown");
     let rows = rs["rows"].as_array().unwrap();
