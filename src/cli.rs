@@ -45,6 +45,9 @@ pub enum Command {
     Trace(crate::commands::trace::TraceArgs),
     /// Kernels as virtual machines: fetch kernel packages, probe KVM, run a command in a kernel
     Vm(crate::commands::vm::VmArgs),
+    /// Models on stored data: `model ceiling` predicts the best tlb_single_page_flush_ceiling
+    #[command(visible_alias = "advise")]
+    Model(crate::commands::model::ModelArgs),
 }
 
 /// Parse the command line, run the subcommand, print a one-line error; returns the exit code.
@@ -85,5 +88,6 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Plan(args) => commands::plan::run(args),
         Command::Trace(a) => commands::trace::run(a),
         Command::Vm(a) => commands::vm::run(a),
+        Command::Model(a) => commands::model::run(a),
     }
 }

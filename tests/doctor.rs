@@ -84,13 +84,13 @@ fn doctor_reports_this_machine_and_exits_0() {
     if let Some(mode) = &thp_mode {
         assert!(line("thp").contains(&format!("enabled: {mode}")), "{out}");
     }
-    assert!(out.contains("18 checks:"), "{out}");
+    assert!(out.contains("19 checks:"), "{out}");
 
     let o = lab.run(&["doctor", "--db", db, "--format", "json", "--sample", "0.2"]);
     assert_eq!(o.code, Some(0), "{}", o.all());
     let doc = o.json();
     let checks = doc["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 18);
+    assert_eq!(checks.len(), 19);
     let mut names = Vec::new();
     for c in checks {
         let status = c["status"].as_str().unwrap();
@@ -104,7 +104,7 @@ fn doctor_reports_this_machine_and_exits_0() {
     }
     names.sort();
     names.dedup();
-    assert_eq!(names.len(), 18);
+    assert_eq!(names.len(), 19);
     let by = |n: &str| checks.iter().find(|c| c["name"] == n).unwrap().clone();
     if !governors {
         assert_eq!(by("cpufreq_governor")["status"], "not available");

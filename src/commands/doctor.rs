@@ -27,7 +27,8 @@ pub struct DoctorArgs {
     pub format: Format,
     /// Apply the safe recommended settings (governor performance, boost off, THP always ->
     /// madvise, NUMA balancing off, NMI watchdog off, ASLR full, perf_event_paranoid 1),
-    /// recording every original in the store
+    /// recording every original in the store; remove tracefs instances, mounts and markers
+    /// left by abperf processes that were killed (kill -9)
     #[arg(long, conflicts_with = "restore")]
     pub fix: bool,
     /// Put back exactly what --fix (or a run --tune killed by SIGKILL) recorded, and verify
@@ -147,6 +148,10 @@ fn print_text(checks: &[Check], would: &[doctor::Setting]) {
 }
 
 fn fix(db: &DbArgs) -> anyhow::Result<i32> {
+    // what killed abperf processes left in tracefs (instances still tracing, mounts, markers)
+    for m in crate::trace::instance::clean_leftovers() {
+        println!("{m}");
+    }
     let settings = doctor::recommended(&Sys::real());
     if settings.is_empty() {
         println!("nothing to change: every setting abperf tunes is already as recommended");

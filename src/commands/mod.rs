@@ -8,6 +8,7 @@ pub mod export;
 pub mod import;
 pub mod list;
 pub mod micro;
+pub mod model;
 pub mod output;
 pub mod plan;
 pub mod report;

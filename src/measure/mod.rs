@@ -5,4 +5,5 @@ pub mod counter;
 pub mod counters;
 pub mod env;
 pub mod rusage;
+pub mod trace_owner;
 pub mod tracefs;

@@ -9,11 +9,13 @@
 //!   for every table, plot and outlier fence
 //! - [`dataset`] holds [`Dataset`], what every reader gets: which runs count, the values of a metric,
 //!   and the data hash (`docs/data-hash.md`)
+//! - [`ceiling`] holds the ceiling advisor's prediction (`abperf model ceiling`)
 //! - [`micro`], [`trace`] and [`tune`] hold the stored results of `abperf micro`, `abperf trace` and the
 //!   settings `doctor --fix` / `run --tune` change
 //!
 //! This module depends on nothing else in the crate (a test in `tests/layering.rs` keeps it so).
 
+pub mod ceiling;
 pub mod dataset;
 pub mod describe;
 pub mod experiment;

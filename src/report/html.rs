@@ -139,6 +139,9 @@ fn render(d: &Report) -> String {
             esc(&super::trace::text(&t.info, &t.tables, super::Which::All))
         );
     }
+    if let Some(a) = &d.ceiling {
+        s.push_str(&super::ceiling::html(a));
+    }
     runs_and_provenance(&mut s, d);
     s
 }

@@ -50,7 +50,7 @@ pub fn value(d: &Report) -> anyhow::Result<Value> {
         (Some(a), v) if v != View::Export => serde_json::to_value(a)?,
         _ => Value::Null,
     };
-    Ok(json!({
+    let mut out = json!({
         "schema": SCHEMA,
         "version": VERSION,
         "generator": {"name": "abperf", "version": d.tool_version},
@@ -69,7 +69,11 @@ pub fn value(d: &Report) -> anyhow::Result<Value> {
         "trace": d.trace.as_ref().map(|t| super::trace::json(&t.info, &t.tables)),
         "micro": d.micro.as_ref().map(|m| m.json()),
         "data_sha256": d.data_sha256,
-    }))
+    });
+    if let Some(a) = &d.ceiling {
+        out["ceiling"] = super::ceiling::json(a);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

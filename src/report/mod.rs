@@ -13,9 +13,13 @@
 //! | hyperfine-json | [`hyperfine`] | hyperfine's `--export-json` schema |
 //! | perf-stat | [`perfstat`] | `perf stat --repeat`'s per-variant block |
 //!
+//! The ceiling advisor's section (`abperf model ceiling`) is rendered by [`ceiling`] in every
+//! format that shows it.
+//!
 //! A [`Report`] is a pure value (a [`Dataset`] with its descriptions, an optional analysis,
 //! trace and micro sections), so every renderer is unit-tested without a store.
 
+pub mod ceiling;
 pub mod compare;
 pub mod csv;
 pub mod fmt;
@@ -109,6 +113,8 @@ pub enum View {
     Micro,
     /// The end of `run`: perf-stat blocks and verdict lines.
     RunEnd,
+    /// `model ceiling`: the ceiling advisor's curve and recommendation.
+    Ceiling,
     /// `export`: the raw data (JSON without the analysis, CSV one row per run).
     Export,
 }
@@ -146,6 +152,8 @@ pub struct Report {
     pub env_diffs: Vec<EnvDiff>,
     pub trace: Option<TraceSection>,
     pub micro: Option<micro::MicroData>,
+    /// The ceiling advisor's prediction (`model ceiling`).
+    pub ceiling: Option<crate::model::ceiling::CeilingAdvice>,
     pub view: View,
     /// Whether raw runs are listed in JSON and CSV (micro experiments hold thousands of
     /// samples: their report gives the per-configuration table instead).
@@ -178,6 +186,7 @@ impl Report {
             env_diffs: Vec::new(),
             trace: None,
             micro: None,
+            ceiling: None,
             view,
             include_runs: true,
             tool_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -23,6 +23,10 @@ impl Render for Text {
                 None => report(r),
             },
             View::RunEnd => run_end(r),
+            View::Ceiling => match &r.ceiling {
+                Some(a) => super::ceiling::text(a),
+                None => report(r),
+            },
         })
     }
 }

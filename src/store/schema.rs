@@ -72,6 +72,8 @@ pub const MIGRATIONS: &[&str] = &[
     super::micro::SCHEMA,
     // 5: originals of settings changed by doctor --fix and run --tune.
     super::tune::SCHEMA,
+    // 6: trace bins keep their durations; capture scope, stop and tracing cost.
+    super::trace::SCHEMA_ROBUST,
 ];
 
 /// The schema version this build writes.
