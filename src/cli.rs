@@ -51,4 +51,7 @@ pub enum Command {
     Plan(crate::commands::plan::PlanArgs),
     /// Tracepoint captures (tracefs) into TLB-flush, pair-duration and count tables
     Trace(crate::commands::trace::TraceArgs),
+    /// Built-in workloads (page-aging, kbuild, flush-storm, fork-exec, ctxsw, pagefault):
+    /// list, show, exec, prepare
+    Workload(crate::commands::workload::WorkloadArgs),
 }

@@ -16,3 +16,4 @@ pub mod runner;
 pub mod stats;
 pub mod store;
 pub mod trace;
+pub mod workload;

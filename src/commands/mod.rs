@@ -13,6 +13,7 @@ pub mod report;
 pub mod run;
 pub mod show;
 pub mod trace;
+pub mod workload;
 
 use crate::cli::{Cli, Command};
 use clap::Parser;
@@ -54,5 +55,6 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Compare(args) => compare::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Trace(a) => trace::run(a),
+        Command::Workload(a) => workload::run(a),
     }
 }
