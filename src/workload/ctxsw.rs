@@ -11,7 +11,7 @@ use std::time::Instant;
 pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "round_trips",
-        default: "100000",
+        default: "250000",
         kind: Kind::Int {
             min: 1,
             max: 1_000_000_000,

@@ -317,6 +317,13 @@ fn make(src: &Path, out: &Path) -> Command {
         .env("KBUILD_BUILD_HOST", "abperf")
         .env_remove("KBUILD_VERBOSE")
         .env_remove("V");
+    // SAFETY: prctl in the forked child before exec: make dies with us (and stops its jobs)
+    unsafe {
+        c.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
     c
 }
 
@@ -416,13 +423,6 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
         }
     }
     c.stdout(Stdio::piped()).stderr(Stdio::piped());
-    // SAFETY: prctl in the forked child before exec; make dies with us (and stops its jobs)
-    unsafe {
-        c.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        });
-    }
     let signals = sys::Signals::catch()?;
     let t0 = Instant::now();
     let mut child = c

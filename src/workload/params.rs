@@ -47,43 +47,50 @@ impl Kind {
         }
     }
 
+    fn expected(&self) -> String {
+        format!("expected {}", self.allowed())
+    }
+
+    /// Ok, or why not ("expected ...").
     fn check(&self, v: &str) -> Result<(), String> {
         match self {
             Kind::Choice(c) => {
                 if c.contains(&v) {
                     Ok(())
                 } else {
-                    Err(self.allowed())
+                    Err(self.expected())
                 }
             }
             Kind::Int { min, max } => match v.parse::<u64>() {
                 Ok(n) if (*min..=*max).contains(&n) => Ok(()),
-                _ => Err(self.allowed()),
+                _ => Err(self.expected()),
             },
             Kind::Size { min, max } => match parse_size(v) {
                 Some(n) if (*min..=*max).contains(&n) => Ok(()),
-                _ => Err(self.allowed()),
+                _ => Err(self.expected()),
             },
             Kind::SizeOrPercent { min, max } => {
                 if let Some(p) = v.strip_suffix('%') {
                     return match p.parse::<u64>() {
                         Ok(n) if (1..=100).contains(&n) => Ok(()),
-                        _ => Err(self.allowed()),
+                        _ => Err(self.expected()),
                     };
                 }
                 match parse_size(v) {
                     Some(n) if (*min..=*max).contains(&n) => Ok(()),
-                    _ => Err(self.allowed()),
+                    _ => Err(self.expected()),
                 }
             }
             Kind::Path => {
                 if v.is_empty() {
-                    Err(self.allowed())
+                    Err(self.expected())
                 } else {
                     Ok(())
                 }
             }
-            Kind::Custom { check, allowed } => check(v).map_err(|e| format!("{e}; {allowed}")),
+            Kind::Custom { check, allowed } => {
+                check(v).map_err(|e| format!("{e}; expected {allowed}"))
+            }
         }
     }
 }
@@ -170,7 +177,7 @@ pub fn parse(
         }
         spec.kind
             .check(v)
-            .map_err(|allowed| format!("{workload}: {k}={v}: expected {allowed}"))?;
+            .map_err(|why| format!("{workload}: {k}={v}: {why}"))?;
         values.insert(spec.name, v.to_string());
     }
     for s in specs {
