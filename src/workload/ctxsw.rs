@@ -70,7 +70,8 @@ pub const WORKLOAD: Workload = Workload {
     modelled_on: "seed 004's syscall and switch costs (Lutomirski/Molnar on xstate latency) and \
                   seed 000's CR3-switch question: a quick A/B of switch-path knobs \
                   (mitigations, PCID, idle=poll, ...)",
-    runtime: "defaults (100000 round trips, threads, one CPU): 0.5 s",
+    runtime: "defaults (250000 round trips, threads, one CPU): median 1.0 s of 10 runs at load \
+              average 9, CV of round trips/s 23%; cpus=split is about 50x slower here",
     params: PARAMS,
     metrics: METRICS,
     prepare: None,

@@ -247,7 +247,8 @@ pub const WORKLOAD: Workload = Workload {
     modelled_on: "seed 002 (commit a5102476a2, 'x86/mm: Set TLB flush tunable to sane value \
                   (33)'): the flush-size histogram of a kernel compile is the default size \
                   distribution; seed 000 (INVPCID vs CR3 flushing) A/Bs the same paths",
-    runtime: "defaults (200000 ops, 2 threads): 2.4 s",
+    runtime: "defaults (50000 ops, 2 threads): median 1.8 s of 10 runs at load average 8-9, CV \
+              of ops/s 16%",
     params: PARAMS,
     metrics: METRICS,
     prepare: None,

@@ -118,9 +118,10 @@ pub const WORKLOAD: Workload = Workload {
     modelled_on: "seed 000 (Dave Hansen's INVPCID vs CR3 A/B over 12+12 kernel builds) and seed \
                   003 (Ingo Molnar's recipe: tree in tmpfs, caches dropped, make clean untimed, \
                   perf stat --null --repeat)",
-    runtime: "tinyconfig of linux-source-6.1 at -j2 after prepare: 68-75 s; dirs=init: 3-4 s; \
-              prepare: about 35 s the first time, 20 s after (the first unpack of the tarball \
-              adds 10 s)",
+    runtime: "tinyconfig of linux-source-6.1, -j2, after prepare: 68 s on a quiet machine, \
+              155-393 s (3 runs) at load average 9-12 (user CPU 100-119 s, CV 8%); dirs=init: \
+              median 5.7 s of 10 (1.8-8.5 s, CV 39%; user CPU CV 7%); prepare: about 35 s the \
+              first time plus 10 s to unpack the tarball, 20 s after",
     params: PARAMS,
     metrics: METRICS,
     prepare: Some(
@@ -384,6 +385,17 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
         .into_iter()
         .filter(|w| !w.starts_with("seed=") && !w.starts_with("jobs=") && !w.starts_with("dirs="))
         .collect();
+    let dirs = p.str("dirs");
+    if dirs != "all" {
+        for d in dirs.split('+') {
+            if !src.join(d).is_dir() {
+                bail!(
+                    "kbuild: dirs={dirs}: {} is not a directory",
+                    src.join(d).display()
+                );
+            }
+        }
+    }
     let how = format!("`abperf workload prepare kbuild {}`", words.join(" "));
     match std::fs::read_to_string(&marker_path) {
         Ok(s) => {
@@ -408,17 +420,10 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
     // consumed: the next run needs a new prepare
     std::fs::remove_file(&marker_path)
         .with_context(|| format!("kbuild: removing {}", marker_path.display()))?;
-    let dirs = p.str("dirs");
     let mut c = make(&src, &out);
     c.arg(format!("-j{}", jobs(p)));
     if dirs != "all" {
         for d in dirs.split('+') {
-            if !src.join(d).is_dir() {
-                bail!(
-                    "kbuild: dirs={dirs}: {} is not a directory",
-                    src.join(d).display()
-                );
-            }
             c.arg(format!("{}/", d.trim_end_matches('/')));
         }
     }
