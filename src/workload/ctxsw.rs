@@ -146,8 +146,11 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
     };
     let ns = if p.str("mode") == "threads" {
         let h = std::thread::spawn(move || -> Result<()> {
-            sys::pin(cb)?;
-            echo(b_rd, b_wr, n).context("ctxsw: echoing thread")
+            let r =
+                sys::pin(cb).and_then(|()| echo(b_rd, b_wr, n).context("ctxsw: echoing thread"));
+            // on an error here the main thread sees EOF instead of waiting forever
+            close(&[b_rd, b_wr]);
+            r
         });
         let r = (|| {
             sys::pin(ca)?;
@@ -163,7 +166,6 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
         let hr = h
             .join()
             .map_err(|_| anyhow!("ctxsw: the echoing thread panicked"))?;
-        close(&[b_rd, b_wr]);
         let ns = r.context("ctxsw")?;
         hr?;
         ns

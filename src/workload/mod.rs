@@ -92,7 +92,9 @@ impl Workload {
         params::parse(self.name, self.params, words).map_err(usage)
     }
 
-    /// Run it here and return its metrics.
+    /// Run it here and return its metrics. Call it from a single-threaded process (as
+    /// `abperf workload exec` is): page-aging, ctxsw mode=processes and fork-exec fork children
+    /// that run Rust code.
     pub fn exec(&self, p: &Params) -> Result<Vec<Metric>> {
         (self.exec)(p)
     }

@@ -650,7 +650,12 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
                 libc::signal(s, libc::SIG_DFL);
             }
         }
-        let rep = child(&pl, &cg_path, cg.version).unwrap_or_else(|e| ChildReport {
+        // a panic must not unwind into the parent's code: it becomes an error report
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            child(&pl, &cg_path, cg.version)
+        }))
+        .unwrap_or_else(|_| Err(anyhow!("the access child panicked")));
+        let rep = r.unwrap_or_else(|e| ChildReport {
             error: Some(format!("{e:#}")),
             access_ns: 0,
             accesses: 0,
