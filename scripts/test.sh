@@ -3,7 +3,9 @@
 # whole test suite. This is the test command README.md shows, and the one .ci/run runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PKGS="gcc libc6-dev perl chromium qemu-system-x86 kmod busybox-static"
+# qemu/kmod/busybox: abperf vm; kbuild's test builds one directory of Debian's linux-source
+# (unpacked once into the cache): make bc flex bison xz-utils linux-source
+PKGS="gcc libc6-dev perl chromium qemu-system-x86 kmod busybox-static make bc flex bison xz-utils linux-source"
 missing=""
 for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

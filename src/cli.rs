@@ -48,6 +48,9 @@ pub enum Command {
     /// Models on stored data: `model ceiling` predicts the best tlb_single_page_flush_ceiling
     #[command(visible_alias = "advise")]
     Model(crate::commands::model::ModelArgs),
+    /// Built-in workloads (page-aging, kbuild, flush-storm, fork-exec, ctxsw, pagefault):
+    /// list, show, exec, prepare
+    Workload(crate::commands::workload::WorkloadArgs),
 }
 
 /// Parse the command line, run the subcommand, print a one-line error; returns the exit code.
@@ -89,5 +92,6 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Trace(a) => commands::trace::run(a),
         Command::Vm(a) => commands::vm::run(a),
         Command::Model(a) => commands::model::run(a),
+        Command::Workload(a) => commands::workload::run(a),
     }
 }

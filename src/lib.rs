@@ -18,3 +18,4 @@ pub mod stats;
 pub mod store;
 pub mod trace;
 pub mod vm;
+pub mod workload;

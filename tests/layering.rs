@@ -27,11 +27,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("micro", &["measure", "store", "model"]),
     ("trace", &["runner", "measure", "model"]),
     ("vm", &["model"]),
+    ("workload", &[]),
     (
         "commands",
         &[
-            "design", "runner", "trace", "micro", "doctor", "import", "report", "vm", "stats",
-            "store", "measure", "model",
+            "design", "runner", "trace", "micro", "doctor", "import", "report", "vm", "workload",
+            "stats", "store", "measure", "model",
         ],
     ),
     ("cli", &["commands"]),

@@ -16,6 +16,7 @@ pub mod run;
 pub mod show;
 pub mod trace;
 pub mod vm;
+pub mod workload;
 
 use std::path::PathBuf;
 
