@@ -58,7 +58,7 @@ PY
     for v in "" "${variants[@]}"; do
         # shellcheck disable=SC2086 # the variant's flags are words
         "$tmp/madvise_cost" -c "$cpu" $v $sizes |
-            awk -v name="C ${v:-default}" '{
+            awk -v name="C ${v:-default}" '/^pages=/ {
                 split($1, n, "="); split($2, g, "="); split($3, e, "=")
                 s = s (s ? " " : "") n[2] ":" g[2] ":" e[2]
             } END { print name "\t" s }' >> "$tmp/runs"

@@ -20,7 +20,8 @@
  *   -p            run two add loops (~10 us, abperf's core probe) at the start of each round
  *   -x            visit all of 1..64,128,256,512 each round in a shuffled order (abperf's sweep),
  *                 reporting only the sizes given
- *   -M            also time mprotect (RO, then RW untimed) after madvise in each round
+ *   -M            also time mprotect (RO, then RW untimed) after madvise in each round, and
+ *                 print its lines too (prefixed "mprotect ")
  *   -a            align regions to 2 MiB (default: wherever mmap puts them)
  *   -H            MADV_HUGEPAGE instead of MADV_NOHUGEPAGE on the regions
  *   -q            print every touched sample of the first size given (in the order taken)
@@ -248,12 +249,13 @@ int main(int argc, char **argv)
 			len[i] = sizes[i];
 	}
 	size_t cap = (size_t)rounds * per;
-	static double *g[MAXSIZES], *e[MAXSIZES];
-	static size_t ng[MAXSIZES], ne[MAXSIZES];
-	for (size_t i = 0; i < nsizes; i++) {
-		g[i] = calloc(cap, sizeof(double));
-		e[i] = calloc(cap, sizeof(double));
-		if (!g[i] || !e[i]) {
+	/* Samples per op (0 madvise, 1 mprotect) and size: touched (g) and empty (e). */
+	static double *g[2][MAXSIZES], *e[2][MAXSIZES];
+	static size_t ng[2][MAXSIZES], ne[2][MAXSIZES];
+	for (size_t i = 0; i < 2 * nsizes; i++) {
+		g[i / nsizes][i % nsizes] = calloc(cap, sizeof(double));
+		e[i / nsizes][i % nsizes] = calloc(cap, sizeof(double));
+		if (!g[i / nsizes][i % nsizes] || !e[i / nsizes][i % nsizes]) {
 			perror("calloc");
 			return 1;
 		}
@@ -290,9 +292,9 @@ int main(int argc, char **argv)
 						touch(fb, n);
 						double x = timed(op, fb, n, oh);
 						double y = timed(op, eb, n, oh);
-						if (op == 0 && k >= warm) {
-							g[i][ng[i]++] = x;
-							e[i][ne[i]++] = y;
+						if (k >= warm) {
+							g[op][i][ng[op][i]++] = x;
+							e[op][i][ne[op][i]++] = y;
 						}
 					}
 					continue;
@@ -302,28 +304,31 @@ int main(int argc, char **argv)
 				for (int k = 0; k < warm + per; k++) {
 					touch(fb, n);
 					double x = timed(op, fb, n, oh);
-					if (op == 0 && k >= warm)
-						g[i][ng[i]++] = x;
+					if (k >= warm)
+						g[op][i][ng[op][i]++] = x;
 				}
 				for (int k = 0; k < warm + per; k++) {
 					double y = timed(op, eb, n, oh);
-					if (op == 0 && k >= warm)
-						e[i][ne[i]++] = y;
+					if (k >= warm)
+						e[op][i][ne[op][i]++] = y;
 				}
 			}
 		}
 	}
-	for (size_t w = 0; w < nwant; w++) {
-		for (size_t i = 0; i < nsizes; i++) {
-			if (sizes[i] != want[w])
-				continue;
-			if (dump && w == 0)
-				for (size_t k = 0; k < ng[i]; k++)
-					printf("sample %.0f\n", g[i][k]);
-			double mg = median(g[i], ng[i]), me = median(e[i], ne[i]);
-			printf("pages=%zu gross=%.0f empty=%.0f net=%.0f overhead=%.0f samples=%zu\n",
-			       sizes[i], mg, me, mg - me, oh, ng[i]);
-			break;
+	for (int op = 0; op < ops; op++) {
+		for (size_t w = 0; w < nwant; w++) {
+			for (size_t i = 0; i < nsizes; i++) {
+				if (sizes[i] != want[w])
+					continue;
+				if (dump && w == 0 && op == 0)
+					for (size_t k = 0; k < ng[op][i]; k++)
+						printf("sample %.0f\n", g[op][i][k]);
+				double mg = median(g[op][i], ng[op][i]);
+				double me = median(e[op][i], ne[op][i]);
+				printf("%spages=%zu gross=%.0f empty=%.0f net=%.0f overhead=%.0f samples=%zu\n",
+				       op ? "mprotect " : "", sizes[i], mg, me, mg - me, oh, ng[op][i]);
+				break;
+			}
 		}
 	}
 	return 0;
