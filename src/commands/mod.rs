@@ -2,11 +2,15 @@
 
 pub mod compare;
 pub mod compare_input;
+pub mod completions;
 pub mod delete;
 pub mod doctor;
 pub mod export;
+pub mod hints;
 pub mod import;
 pub mod list;
+pub mod lookup;
+pub mod metrics;
 pub mod micro;
 pub mod output;
 pub mod plan;
@@ -16,6 +20,9 @@ pub mod show;
 pub mod trace;
 
 use std::path::PathBuf;
+
+/// What `abperf --version` prints after the name: version, commit, build date.
+pub const LONG_VERSION: &str = crate::measure::build::LONG_VERSION;
 
 /// `--db PATH`, shared by every subcommand that reads or writes the store.
 #[derive(Debug, Clone, clap::Args)]
