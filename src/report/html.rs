@@ -110,10 +110,12 @@ fn render(d: &Report) -> String {
         s.push_str("<h2>Variants</h2>");
     }
     let labels = svg::variant_labels(d);
-    let labelled = labels
-        .iter()
-        .zip(&d.data.variants)
-        .any(|(l, v)| *l != v.name);
+    // Micro configurations are not plotted per variant: no labels to map.
+    let labelled = !is_micro
+        && labels
+            .iter()
+            .zip(&d.data.variants)
+            .any(|(l, v)| *l != v.name);
     s.push_str("<div class=\"scroll\"><table id=\"variants\"><tr>");
     if labelled {
         s.push_str("<th class=\"l\">label</th>");

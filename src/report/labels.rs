@@ -12,7 +12,7 @@ fn chars(s: &str) -> usize {
 }
 
 /// `s` cut to `width` characters by taking out its middle.
-fn elide_middle(s: &str, width: usize) -> String {
+pub fn elide_middle(s: &str, width: usize) -> String {
     let n = chars(s);
     if n <= width || width < 3 {
         return s.to_string();

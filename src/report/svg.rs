@@ -192,7 +192,7 @@ pub fn distribution(d: &Report, metric: &str) -> Option<String> {
         .collect();
     let (lo, hi) = padded_range(rows.iter().flat_map(|(_, _, xs)| xs.iter().copied()))?;
     let labels = variant_labels(d);
-    let (w, left, right, top, row_h) = (760.0, 180.0, 20.0, 10.0, 46.0);
+    let (w, left, right, top, row_h) = (760.0, 200.0, 20.0, 10.0, 46.0);
     let h = top + row_h * rows.len() as f64 + 40.0;
     let x = |v: f64| left + (v - lo) / (hi - lo) * (w - left - right);
     let mut s = String::new();
@@ -393,6 +393,13 @@ pub fn forest(d: &Report) -> Option<String> {
             .map(|p| labels[p].clone())
             .unwrap_or_else(|| name.to_string())
     };
+    let several_metrics = rows.iter().any(|r| r.metric != rows[0].metric);
+    let baselines: std::collections::BTreeSet<&str> =
+        rows.iter().map(|r| r.baseline.as_str()).collect();
+    let against = match baselines.iter().next() {
+        Some(b) if baselines.len() == 1 => format!("against {}", label_of(b)),
+        _ => "against the baseline".to_string(),
+    };
     let (w, left, right, top, row_h) = (760.0, 260.0, 20.0, 10.0, 30.0);
     let h = top + row_h * rows.len() as f64 + 40.0;
     let x = |v: f64| left + (v - lo) / (hi - lo) * (w - left - right);
@@ -408,19 +415,20 @@ pub fn forest(d: &Report) -> Option<String> {
     axis_x(&mut s, &ticks, x, top, y_axis);
     let _ = write!(
         s,
-        r##"<line x1="{z:.1}" y1="{top}" x2="{z:.1}" y2="{y_axis:.1}" stroke="#000" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#333">change of the mean against the baseline, 95% CI</text>"##,
+        r##"<line x1="{z:.1}" y1="{top}" x2="{z:.1}" y2="{y_axis:.1}" stroke="#000" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#333">change of the mean {}, 95% CI</text>"##,
         left + (w - left - right) / 2.0,
         h - 4.0,
+        esc(&against),
         z = x(0.0)
     );
     for (i, r) in rows.iter().enumerate() {
         let cy = top + row_h * (i as f64 + 0.5);
-        let label = format!(
-            "{} vs {} ({})",
-            label_of(&r.variant),
-            label_of(&r.baseline),
-            r.metric
-        );
+        // The baseline is the same on every row (it is named under the axis).
+        let label = if several_metrics {
+            format!("{} ({})", label_of(&r.variant), r.metric)
+        } else {
+            label_of(&r.variant)
+        };
         let ci = d.data.position(&r.variant).unwrap_or(0);
         let _ = write!(
             s,
@@ -428,7 +436,7 @@ pub fn forest(d: &Report) -> Option<String> {
             left - 8.0,
             cy + 4.0,
             esc(&r.line),
-            esc(&truncate(&label, 38))
+            esc(&super::labels::elide_middle(&label, 36))
         );
         if let Some([a, b]) = r.ratio_ci {
             let _ = write!(
