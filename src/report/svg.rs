@@ -673,7 +673,8 @@ mod tests {
         let f = forest(&d).unwrap();
         assert_eq!(f.matches("class=\"ci\"").count(), 1);
         assert!(f.contains("stroke-dasharray"), "the no-change line");
-        assert!(f.contains("&lt;i&gt;B&lt;/i&gt; vs A (user_ns)"));
+        assert!(f.contains("&lt;i&gt;B&lt;/i&gt;</text>"), "{f}");
+        assert!(f.contains("change of the mean against A, 95% CI"), "{f}");
         assert!(!f.contains("<i>"));
         assert!(f.contains('%'), "{f}");
     }
