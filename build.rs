@@ -43,7 +43,11 @@ fn commit(dir: &Path) -> String {
     {
         return c.trim().to_string();
     }
-    if let Some(hash) = git(dir, &["rev-parse", "--short=12", "HEAD"]) {
+    // Only this source tree's own repository (not one it was unpacked inside).
+    let own = git(dir, &["rev-parse", "--show-toplevel"])
+        .and_then(|top| std::fs::canonicalize(top).ok())
+        .is_some_and(|top| std::fs::canonicalize(dir).is_ok_and(|d| d == top));
+    if own && let Some(hash) = git(dir, &["rev-parse", "--short=12", "HEAD"]) {
         // Tell cargo when to ask again: HEAD moves, a branch ref moves, the index changes.
         for p in ["HEAD", "index", "packed-refs"] {
             if let Some(path) = git(dir, &["rev-parse", "--git-path", p]) {

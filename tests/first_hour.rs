@@ -381,6 +381,11 @@ fn version_names_the_commit_and_every_experiment_stores_it() {
     assert_eq!(stored["commit"], commit, "{stored}");
     assert_eq!(stored["build_date"], date);
     assert_eq!(stored["version"], env!("CARGO_PKG_VERSION"));
+    let show = lab.ok(&["show", "latest"]).stdout;
+    assert!(
+        show.contains(&format!("abperf_build       commit {commit}, built {date}")),
+        "{show}"
+    );
 }
 
 #[test]

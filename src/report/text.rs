@@ -248,6 +248,18 @@ fn show(r: &Report, runs: bool) -> String {
         "virtualization",
         one_line(&env["virtualization"].to_string())
     );
+    if let (Some(commit), Some(date)) = (
+        env["abperf"]["commit"].as_str(),
+        env["abperf"]["build_date"].as_str(),
+    ) {
+        let _ = writeln!(
+            s,
+            "  {:<18} commit {}, built {}",
+            "abperf_build",
+            one_line(commit),
+            one_line(date)
+        );
+    }
     let _ = writeln!(s, "variants:");
     for (pos, v) in r.data.variants.iter().enumerate() {
         let _ = writeln!(
