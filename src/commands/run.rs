@@ -522,8 +522,11 @@ fn finish(
     {
         eprintln!("abperf: no verdict: {e:#}");
     }
-    println!();
-    print!("{}", crate::report::Format::Text.render(&report)?);
+    // Blocks of variants without a single stored run say nothing: left out when nothing ran.
+    if !report.data.runs.is_empty() {
+        println!();
+        print!("{}", crate::report::Format::Text.render(&report)?);
+    }
     let throwaway = hints::in_memory(store.path());
     let cmd = |sub: &str| hints::command(store.path(), sub);
     match result {
