@@ -151,9 +151,9 @@ fn run_helper(what: &str, cmd: &Prepared, prep: &ExecPlan, quiet: bool) -> anyho
     }
 }
 
-/// What a failed quiet command left on its stderr, indented under the failure, with the way to
-/// see all of its output; empty when it wrote nothing.
-pub fn stderr_note(tail: Option<&str>) -> String {
+/// What a failed quiet command left on its stderr (the last lines), indented under the failure,
+/// and how to see all of its output.
+fn stderr_note(tail: Option<&str>) -> String {
     match tail {
         Some(t) => {
             let lines: Vec<String> = t.lines().map(|l| format!("    | {l}")).collect();
