@@ -489,3 +489,24 @@ fn every_option_and_subcommand_has_help_text() {
     walk(&abperf::cli::Cli::command(), "abperf", &mut missing);
     assert!(missing.is_empty(), "no help text: {missing:#?}");
 }
+
+#[test]
+fn list_keeps_long_names_on_one_line() {
+    let lab = Lab::new();
+    let long = format!("start {} end", "variant-name vs ".repeat(12));
+    lab.ok(&[
+        "import",
+        "--new",
+        &long,
+        "--format",
+        "time",
+        &data("time-default.txt"),
+    ]);
+    let out = lab.ok(&["list"]).stdout;
+    let line = out.lines().nth(1).unwrap();
+    assert!(line.ends_with("… end") || line.contains("…"), "{line}");
+    assert!(line.contains("start variant-name"), "{line}");
+    assert!(line.chars().count() <= 71 + 60, "{line}");
+    // show has all of it.
+    assert!(lab.ok(&["show", "1"]).stdout.contains(&long));
+}
