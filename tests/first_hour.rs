@@ -510,3 +510,35 @@ fn list_keeps_long_names_on_one_line() {
     // show has all of it.
     assert!(lab.ok(&["show", "1"]).stdout.contains(&long));
 }
+
+#[test]
+fn show_runs_keeps_long_variant_names_apart_and_aligned() {
+    let lab = Lab::new();
+    let prefix = "a/very/long/sysfs/path/that/makes/names/wide/".repeat(2);
+    for (i, v) in ["alpha", "beta"].iter().enumerate() {
+        let name = format!("{prefix}knob={v}");
+        let mut args = vec!["import", "--format", "time", "--variant", name.as_str()];
+        if i == 0 {
+            args.extend(["--new", "wide"]);
+        } else {
+            args.extend(["--experiment", "latest"]);
+        }
+        let f = data("time-default.txt");
+        args.push(&f);
+        lab.ok(&args);
+    }
+    let out = lab.ok(&["show", "latest", "--runs"]).stdout;
+    let rows: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("seq"))
+        .skip(1)
+        .collect();
+    assert!(rows.len() >= 8, "{out}");
+    assert!(rows.iter().any(|r| r.contains("knob=alpha")), "{out}");
+    assert!(rows.iter().any(|r| r.contains("knob=beta")), "{out}");
+    let status_at: std::collections::BTreeSet<usize> = rows
+        .iter()
+        .filter_map(|r| r.find(" ok ").or_else(|| r.find(" failed ")))
+        .collect();
+    assert_eq!(status_at.len(), 1, "columns out of line:\n{out}");
+}
