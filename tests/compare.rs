@@ -344,11 +344,13 @@ fn store_backed_compare_plan_and_verdict_lines() {
         .parts();
     assert_eq!(code, 2);
     assert!(
-        err.contains("--metric nope: not stored; metrics: wall_ns, user_ns"),
+        err.contains(
+            "--metric nope: no such metric in experiment 1; metrics: wall_ns (wall), user_ns (user)"
+        ),
         "{err}"
     );
     let (code, _, err) = lab.run(&["compare", "99", "--db", dbs]).parts();
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "a lookup error, like every other");
     assert!(err.contains("no experiment 99"), "{err}");
 
     let (code, out, err) = lab

@@ -393,7 +393,10 @@ fn madvise_side_by_side(reps: usize) -> (GrossNet, GrossNet) {
         // Same CPU, and SCHED_FIFO when abperf had it.
         let cpu = micro(&r)["cpu"].as_u64().unwrap().to_string();
         let mut args = vec!["-c", cpu.as_str()];
-        if micro(&r)["notes"].to_string().contains("ran under SCHED_FIFO") {
+        if micro(&r)["notes"]
+            .to_string()
+            .contains("ran under SCHED_FIFO")
+        {
             args.push("-F");
         }
         let out = Command::new(&prog)

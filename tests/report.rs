@@ -165,7 +165,7 @@ fn bad_options_are_usage_errors() {
     let cases: [(&[&str], &str); 4] = [
         (
             &["report", "1", "--metric", "cycles"],
-            "--metric cycles: not stored; metrics: wall_ns, user_ns",
+            "--metric cycles: no such metric in experiment 1; metrics: wall_ns (wall), user_ns (user)",
         ),
         (
             &["report", "1", "--baseline", "z"],
@@ -184,7 +184,7 @@ fn bad_options_are_usage_errors() {
         let out = lab.fails(args, 2);
         assert!(out.stderr.contains(want), "{out}");
     }
-    let out = lab.fails(&["report", "9"], 1);
+    let out = lab.fails(&["report", "9"], 2);
     assert!(out.stderr.contains("no experiment 9"), "{out}");
 }
 

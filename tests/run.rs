@@ -591,7 +591,7 @@ fn bad_input_is_a_one_line_error_with_nothing_written() {
             "not found in PATH",
         ),
         (&["show", "nope"], 2, "experiment id 'nope'"),
-        (&["show", "latest"], 1, "holds no experiment"),
+        (&["show", "latest"], 2, "holds no experiment"),
     ];
     for (args, code, needle) in cases {
         let o = lab.run(args);
@@ -625,7 +625,7 @@ fn sigterm_and_sighup_restore_a_file_knob_and_mark_the_experiment_interrupted() 
     let db = lab.db();
     let knob = dir.path().join("knob");
     std::fs::write(&knob, "always [madvise] never\n").unwrap();
-    let k = format!("{}=a,b", knob.display());
+    let k = format!("{}=always,never", knob.display());
     for (nth, sig) in [(1, libc::SIGTERM), (2, libc::SIGHUP)] {
         let child = Command::new(BIN)
             .args([

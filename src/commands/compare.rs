@@ -81,12 +81,12 @@ fn load(args: &CompareArgs) -> anyhow::Result<Report> {
     let store = Store::open_resolved(args.db.db.as_deref())?;
     match args.inputs.len() {
         1 => {
-            let id = store.resolve_id(&args.inputs[0])?;
+            let id = super::lookup::experiment_id(&store, &args.inputs[0])?;
             output::load(&store, id, View::Compare)
         }
         2 => {
-            let ida = store.resolve_id(&args.inputs[0])?;
-            let idb = store.resolve_id(&args.inputs[1])?;
+            let ida = super::lookup::experiment_id(&store, &args.inputs[0])?;
+            let idb = super::lookup::experiment_id(&store, &args.inputs[1])?;
             let (ds, diffs) = two_experiments(&store, [ida, idb], args.variant.as_deref())?;
             let mut r = Report::new(ds, View::Compare);
             r.env_diffs = diffs;

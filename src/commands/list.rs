@@ -9,6 +9,9 @@ pub struct ListArgs {
     pub db: DbArgs,
 }
 
+/// Longest name shown (`abperf show ID` has the whole of it).
+const NAME_WIDTH: usize = 60;
+
 pub fn run(args: ListArgs) -> anyhow::Result<i32> {
     let store = Store::open_resolved(args.db.db.as_deref())?;
     let list = store.list()?;
@@ -29,7 +32,8 @@ pub fn run(args: ListArgs) -> anyhow::Result<i32> {
             e.status.as_str(),
             e.variants,
             format!("{}/{}", e.runs_done, e.runs_planned.max(e.runs_done)),
-            e.name
+            // One line each: a long name ("A vs B vs C ...") keeps its start and end.
+            crate::report::labels::elide_middle(&crate::report::fmt::one_line(&e.name), NAME_WIDTH)
         );
     }
     Ok(0)

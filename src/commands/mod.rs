@@ -2,11 +2,15 @@
 
 pub mod compare;
 pub mod compare_input;
+pub mod completions;
 pub mod delete;
 pub mod doctor;
 pub mod export;
+pub mod hints;
 pub mod import;
 pub mod list;
+pub mod lookup;
+pub mod metrics;
 pub mod micro;
 pub mod model;
 pub mod output;
@@ -19,6 +23,9 @@ pub mod vm;
 pub mod workload;
 
 use std::path::PathBuf;
+
+/// What `abperf --version` prints after the name: version, commit, build date.
+pub const LONG_VERSION: &str = crate::measure::build::LONG_VERSION;
 
 /// `--db PATH`, shared by every subcommand that reads or writes the store.
 #[derive(Debug, Clone, clap::Args)]

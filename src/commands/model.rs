@@ -47,6 +47,7 @@ pub struct CeilingArgs {
     /// Bootstrap seed
     #[arg(long, default_value_t = 0x0ce1, value_name = "N")]
     pub seed: u64,
+    /// Output format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Write to FILE instead of standard output

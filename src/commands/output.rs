@@ -22,8 +22,9 @@ pub struct AnalysisArgs {
     /// Baseline variant (default: the first)
     #[arg(long, value_name = "NAME")]
     pub baseline: Option<String>,
-    /// Metric(s) to judge (repeatable, or 'all', corrected across metrics); default wall_ns,
-    /// else the first metric
+    /// Metric(s) to judge (repeatable, or 'all', corrected across metrics): stored names or
+    /// short ones (wall, user, sys, maxrss, minflt, ...); default wall_ns, else the first metric
+    /// every variant has
     #[arg(long, value_name = "NAME|all")]
     pub metric: Vec<String>,
     /// Significance level
@@ -148,22 +149,30 @@ impl AnalysisArgs {
         };
         let main: Vec<String> = ds.main_metrics().map(|m| m.name.clone()).collect();
         let metrics = if self.metric.is_empty() {
-            match main.iter().find(|m| *m == DEFAULT_METRIC).or(main.first()) {
-                Some(m) => vec![m.clone()],
-                None => return Ok(Err("no metrics stored: nothing to compare".into())),
+            match super::metrics::default_metric(ds, DEFAULT_METRIC) {
+                Some(m) => vec![m],
+                None if main.is_empty() => {
+                    return Ok(Err("no metrics stored: nothing to compare".into()));
+                }
+                None => {
+                    return Err(usage(format!(
+                        "no metric is stored for every variant, so none can be compared; {}",
+                        super::metrics::per_variant(ds)
+                    )));
+                }
             }
         } else if self.metric.iter().any(|m| m == "all") {
             main.clone()
         } else {
+            let mut names = Vec::new();
             for m in &self.metric {
-                if ds.metric(m).is_none() {
-                    return Err(usage(format!(
-                        "--metric {m}: not stored; metrics: {}",
-                        main.join(", ")
-                    )));
+                let name = super::metrics::resolve(ds, m, "--metric")?;
+                super::metrics::check_every_variant_has(ds, &name, "--metric ")?;
+                if !names.contains(&name) {
+                    names.push(name);
                 }
             }
-            self.metric.clone()
+            names
         };
         let seed = self
             .seed

@@ -2,7 +2,7 @@
 //! before the first run (commands, knobs, events, CPU list, store), then execute, committing each
 //! run as it ends. `--resume ID` continues a stopped experiment where its schedule stands.
 
-use crate::commands::DbArgs;
+use crate::commands::{DbArgs, hints};
 use crate::design::{self, Order};
 use crate::doctor::{self, Setting};
 use crate::error::usage;
@@ -14,7 +14,7 @@ use crate::report::perfstat;
 use crate::runner::experiment::{Ending, Progress, RunConfig, prepare};
 use crate::runner::noise::{self, NoiseConfig};
 use crate::runner::signals;
-use crate::runner::{KnobGuard, execute};
+use crate::runner::{KnobGuard, execute, preflight};
 use crate::stats::sequential::Looks;
 use crate::store::Store;
 use anyhow::Context;
@@ -134,6 +134,10 @@ pub struct RunArgs {
     /// Continue a stopped experiment exactly where its schedule stands
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
+    /// Keep nothing: the experiment lives in memory and is gone when abperf exits (a throwaway
+    /// run; the same as --db :memory:)
+    #[arg(long, conflicts_with_all = ["db", "resume"])]
+    pub no_store: bool,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -262,12 +266,41 @@ fn check_events(names: &[String], strict: bool) -> anyhow::Result<Vec<String>> {
     Ok(ok.into_iter().map(|s| s.name).collect())
 }
 
+/// What can be told wrong before anything runs: `{NAME}` placeholders against `-L` names, knob
+/// values against the choices their files list.
+fn check_design(
+    args: &RunArgs,
+    params: &[design::ParamList],
+    knobs: &[design::KnobSpec],
+) -> anyhow::Result<()> {
+    let mut texts: Vec<(&str, &str)> = args
+        .commands
+        .iter()
+        .map(|c| ("COMMAND", c.as_str()))
+        .collect();
+    for (flag, text) in [
+        ("--pre", &args.pre),
+        ("--post", &args.post),
+        ("--setup", &args.setup),
+        ("--cleanup", &args.cleanup),
+    ] {
+        if let Some(t) = text {
+            texts.push((flag, t.as_str()));
+        }
+    }
+    design::placeholders::check(&texts, params)?;
+    preflight::check_knob_values(knobs)
+}
+
 fn random_seed() -> u64 {
     // 48 bits: short enough to type back with --seed.
     rand::random::<u64>() >> 16
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
+    if args.no_store {
+        args.db.db = Some(PathBuf::from(hints::IN_MEMORY));
+    }
     if let Some(id) = &args.resume {
         if !args.commands.is_empty() {
             return Err(usage(
@@ -307,6 +340,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         .iter()
         .map(|k| design::parse_knob(k))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    check_design(&args, &params, &knob_specs)?;
     let plans = design::build_variants(&args.commands, &args.names, &params, &knob_specs)?;
     if args.until_decided && plans.len() < 2 {
         return Err(usage(
@@ -500,7 +534,7 @@ fn noise_config(args: &RunArgs, knob_paths: &[String]) -> anyhow::Result<NoiseCo
 
 fn resume(reference: &str, db: &DbArgs) -> anyhow::Result<i32> {
     let mut store = Store::open_resolved(db.db.as_deref())?;
-    let id = store.resolve_id(reference)?;
+    let id = super::lookup::experiment_id(&store, reference)?;
     let exp = store.experiment(id)?;
     if exp.kind != Kind::Run {
         anyhow::bail!(
@@ -581,49 +615,103 @@ fn finish(
         .map(|plan| Sequential::new(plan, variants.len()));
     let mut bar = Bar(None, rule);
     let result = execute(store, id, cfg, variants, schedule, guard, &mut bar);
-    let (status, code) = match &result {
+    let (mut status, mut code) = match &result {
         Ok(Ending::Complete | Ending::Decided(_)) => (Status::Complete, 0),
         Ok(Ending::Failed(_)) | Err(_) => (Status::Failed, 1),
         Ok(Ending::Interrupted(sig)) => (Status::Interrupted, 128 + sig),
     };
     store.set_status(id, status)?;
     let mut report = super::output::load(store, id, View::RunEnd)?;
+    // With -i every run may have failed: nothing was measured, whatever the schedule says.
+    let starved: Vec<String> = (0..report.data.variants.len())
+        .filter(|&pos| report.data.counted(pos).next().is_none())
+        .map(|pos| format!("'{}'", report.data.variants[pos].name))
+        .collect();
+    let all_failed = matches!(result, Ok(Ending::Complete))
+        && !starved.is_empty()
+        && starved.len() == report.data.variants.len();
+    if all_failed {
+        status = Status::Failed;
+        code = 1;
+        store.set_status(id, status)?;
+        report.data.experiments[0].status = status;
+    }
     if variants.len() > 1
+        && !all_failed
         && let Err(e) = super::output::AnalysisArgs::default().analyse_into(&mut report)
     {
         eprintln!("abperf: no verdict: {e:#}");
     }
-    println!();
-    print!("{}", crate::report::Format::Text.render(&report)?);
+    // Blocks of variants without a single stored run say nothing: left out when nothing ran.
+    if !report.data.runs.is_empty() {
+        println!();
+        print!("{}", crate::report::Format::Text.render(&report)?);
+    }
+    let throwaway = hints::in_memory(store.path());
+    let cmd = |sub: &str| hints::command(store.path(), sub);
     match result {
+        Ok(Ending::Complete) if all_failed => {
+            eprintln!(
+                "abperf: every run failed (see the warnings above), nothing was measured; \
+                 experiment {id} marked failed"
+            );
+        }
+        Ok(Ending::Complete) if throwaway => {
+            println!("experiment complete; not stored (--no-store)");
+        }
         Ok(Ending::Complete) => {
+            if !starved.is_empty() {
+                eprintln!(
+                    "abperf: warning: no successful run of variant {}: nothing to compare it with",
+                    starved.join(", ")
+                );
+            }
             println!(
                 "experiment {id} complete, stored in {}",
                 store.path().display()
             );
             println!(
-                "  compare: abperf compare {id}    details: abperf show {id}    raw: abperf export {id} --format csv"
+                "  compare: {}\n  details: {}\n  raw:     {}",
+                cmd(&format!("compare {id}")),
+                cmd(&format!("show {id}")),
+                cmd(&format!("export {id} --format csv"))
             );
         }
         Ok(Ending::Decided(why)) => {
             println!("experiment {id} stopped early: {why}");
             println!(
-                "  compare: abperf compare {id}    details: abperf show {id}    raw: abperf export {id} --format csv"
+                "  compare: {}\n  details: {}\n  raw:     {}",
+                cmd(&format!("compare {id}")),
+                cmd(&format!("show {id}")),
+                cmd(&format!("export {id} --format csv"))
             );
         }
         Ok(Ending::Failed(msg)) => {
             eprintln!("abperf: {msg}");
-            eprintln!("abperf: experiment {id} marked failed; its completed runs are stored");
+            if !throwaway {
+                eprintln!("abperf: experiment {id} marked failed; its completed runs are stored");
+            }
         }
         Ok(Ending::Interrupted(sig)) => {
+            let how = if throwaway {
+                "nothing is kept (--no-store)".to_string()
+            } else {
+                format!(
+                    "experiment {id} stopped with every completed run stored; continue it with: {}",
+                    cmd(&format!("run --resume {id}"))
+                )
+            };
             eprintln!(
-                "abperf: interrupted by {}; experiment {id} stopped with every completed run stored; \
-                 continue it with: abperf run --resume {id}",
+                "abperf: interrupted by {}; {how}",
                 crate::runner::signals::name(sig)
             );
         }
+        Err(e) if throwaway => return Err(e),
         Err(e) => {
-            return Err(e.context(format!("experiment {id} stopped (completed runs are stored; resume with abperf run --resume {id})")));
+            return Err(e.context(format!(
+                "experiment {id} stopped (completed runs are stored; resume with {})",
+                cmd(&format!("run --resume {id}"))
+            )));
         }
     }
     Ok(code)

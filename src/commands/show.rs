@@ -21,7 +21,7 @@ pub struct ShowArgs {
 
 pub fn run(args: ShowArgs) -> anyhow::Result<i32> {
     let store = Store::open_resolved(args.db.db.as_deref())?;
-    let id = store.resolve_id(&args.id)?;
+    let id = super::lookup::experiment_id(&store, &args.id)?;
     let r = output::load(&store, id, View::Show { runs: args.runs })?;
     output::write(&args.format.render(&r)?, None)?;
     Ok(0)

@@ -107,8 +107,10 @@ pub struct ImportArgs {
     /// tracing here; needed to convert between cycles and ns)
     #[arg(long, value_name = "MHZ")]
     pub tsc_mhz: Option<f64>,
+    /// Name of the stored capture (default: "trace import: FILE")
     #[arg(long)]
     pub name: Option<String>,
+    /// Do not print the tables after importing
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
@@ -130,6 +132,7 @@ pub struct ReportArgs {
     /// Which table (default: all)
     #[arg(long)]
     pub table: Option<TableKind>,
+    /// Output format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Begin event of a custom pair (with --table pair)
@@ -150,7 +153,9 @@ pub struct ReportArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
+    /// The first capture (id or `latest`)
     pub id_a: String,
+    /// The second capture
     pub id_b: String,
     #[command(flatten)]
     pub db: crate::commands::DbArgs,
@@ -474,7 +479,7 @@ fn import(a: ImportArgs) -> Result<i32> {
 
 fn report(a: ReportArgs) -> Result<i32> {
     let store = Store::open_resolved(a.db.db.as_deref())?;
-    let id = store.resolve_id(&a.id)?;
+    let id = super::lookup::experiment_id(&store, &a.id)?;
     let (info, stored) = store.load_capture(id)?;
     let custom = match (a.table, &a.begin, &a.end, &a.event) {
         (Some(TableKind::Pair) | None, Some(b), Some(e), None) => Some(Spec::Pair {
@@ -550,8 +555,8 @@ fn print_tables(store: &Store, id: i64) -> Result<()> {
 
 fn compare(a: CompareArgs) -> Result<i32> {
     let store = Store::open_resolved(a.db.db.as_deref())?;
-    let ia = store.resolve_id(&a.id_a)?;
-    let ib = store.resolve_id(&a.id_b)?;
+    let ia = super::lookup::experiment_id(&store, &a.id_a)?;
+    let ib = super::lookup::experiment_id(&store, &a.id_b)?;
     let (ca, ta) = store.load_capture(ia)?;
     let (cb, tb) = store.load_capture(ib)?;
     super::output::write(&crate::report::trace::compare((&ca, &ta), (&cb, &tb)), None)?;

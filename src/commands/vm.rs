@@ -35,11 +35,13 @@ pub enum VmCommand {
         /// e.g. linux-image-6.1.0-56-amd64-unsigned, or a metapackage such as linux-image-amd64
         #[arg(required = true, value_name = "PACKAGE")]
         packages: Vec<String>,
+        /// Output format
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
     /// List the kernels in the cache
     Kernels {
+        /// Output format
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -52,6 +54,7 @@ pub enum VmCommand {
         /// Seconds the test boot may take to start its command
         #[arg(long, default_value_t = 30.0, value_name = "S")]
         timeout: f64,
+        /// Output format
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -80,6 +83,7 @@ pub struct RunVmArgs {
         allow_hyphen_values = true
     )]
     pub append: String,
+    /// Guest CPUs
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub cpus: u32,
     /// Guest memory in MiB

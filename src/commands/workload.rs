@@ -20,18 +20,22 @@ pub struct WorkloadArgs {
 pub enum WorkloadCmd {
     /// List the built-in workloads
     List {
+        /// Output format
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
     /// What a workload stresses, its kernel paths, parameters, metrics and run time here
     Show {
+        /// The workload (see `workload list`)
         name: String,
+        /// Output format
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
     /// Run a workload in this process. Metrics: one JSON line each to the file named by
     /// $ABPERF_METRICS_FILE, else a table on stderr
     Exec {
+        /// The workload (see `workload list`)
         name: String,
         /// Parameters (see `workload show NAME`); seed=N fixes every random choice
         #[arg(value_name = "NAME=VALUE")]
@@ -39,7 +43,9 @@ pub enum WorkloadCmd {
     },
     /// The untimed step to run before each timed `exec` (kbuild: configure, make clean)
     Prepare {
+        /// The workload (see `workload list`)
         name: String,
+        /// Parameters, the same as the timed `exec` will get
         #[arg(value_name = "NAME=VALUE")]
         params: Vec<String>,
     },

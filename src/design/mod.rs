@@ -1,6 +1,7 @@
 //! The design of an experiment: which variants exist (commands, `-L` parameters, knobs) and in
 //! which order their runs are made (seeded ABBA, random or sequential).
 
+pub mod placeholders;
 pub mod schedule;
 pub mod variants;
 

@@ -26,6 +26,7 @@ pub mod fmt;
 pub mod html;
 pub mod hyperfine;
 pub mod json;
+pub mod labels;
 pub mod mail;
 pub mod markdown;
 pub mod micro;

@@ -252,6 +252,18 @@ fn show(r: &Report, runs: bool) -> String {
         "virtualization",
         one_line(&env["virtualization"].to_string())
     );
+    if let (Some(commit), Some(date)) = (
+        env["abperf"]["commit"].as_str(),
+        env["abperf"]["build_date"].as_str(),
+    ) {
+        let _ = writeln!(
+            s,
+            "  {:<18} commit {}, built {}",
+            "abperf_build",
+            one_line(commit),
+            one_line(date)
+        );
+    }
     let _ = writeln!(s, "variants:");
     for (pos, v) in r.data.variants.iter().enumerate() {
         let _ = writeln!(
@@ -279,11 +291,13 @@ fn show(r: &Report, runs: bool) -> String {
         }
     }
     if runs {
-        let w = r
-            .data
-            .variants
+        // Long names keep what tells them apart (cutting them at the width makes them alike).
+        let names: Vec<String> = r.data.variants.iter().map(|v| one_line(&v.name)).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let labels = super::labels::short_labels(&refs, 60);
+        let w = labels
             .iter()
-            .map(|v| one_line(&v.name).chars().count())
+            .map(|l| l.chars().count())
             .max()
             .unwrap_or(7)
             .clamp(7, 60);
@@ -305,7 +319,7 @@ fn show(r: &Report, runs: bool) -> String {
                 s,
                 "{:>5}  {:<w$} {:<7} {:<8} {:>14} {:>12} {:>12} {:>12}",
                 run.seq,
-                super::fmt::truncate(&one_line(r.variant_name(run.variant)), w),
+                labels.get(run.variant).map(String::as_str).unwrap_or("?"),
                 if run.warmup { "yes" } else { "" },
                 run.status.as_str(),
                 t("wall_ns"),

@@ -142,13 +142,33 @@ fn run_helper(what: &str, cmd: &Prepared, prep: &ExecPlan, quiet: bool) -> anyho
         quiet,
     };
     let out = spawn::run(cmd, &opts).with_context(|| what.to_string())?;
+    let tail = stderr_note(out.stderr_tail.as_deref());
     match out.exit {
         Exit::Code(0) => Ok(()),
-        Exit::Code(c) => anyhow::bail!("{what} '{}' exited with status {c}", cmd.text),
+        Exit::Code(c) => anyhow::bail!("{what} '{}' exited with status {c}{tail}", cmd.text),
         Exit::Signal(s) => {
-            anyhow::bail!("{what} '{}' was killed by {}", cmd.text, signals::name(s))
+            anyhow::bail!(
+                "{what} '{}' was killed by {}{tail}",
+                cmd.text,
+                signals::name(s)
+            )
         }
-        Exit::TimedOut => anyhow::bail!("{what} '{}' timed out", cmd.text),
+        Exit::TimedOut => anyhow::bail!("{what} '{}' timed out{tail}", cmd.text),
+    }
+}
+
+/// What a failed quiet command left on its stderr (the last lines), indented under the failure,
+/// and how to see all of its output.
+fn stderr_note(tail: Option<&str>) -> String {
+    match tail {
+        Some(t) => {
+            let lines: Vec<String> = t.lines().map(|l| format!("    | {l}")).collect();
+            format!(
+                "\n  last lines of its stderr:\n{}\n  (all of its output, shown as it runs: --show-output)",
+                lines.join("\n")
+            )
+        }
+        None => "\n  (it wrote nothing to stderr; its stdout, if any: --show-output)".into(),
     }
 }
 
@@ -203,6 +223,7 @@ pub fn execute(
     let mut last_variant: Option<usize> = None;
     let mut ending = Ending::Complete;
     let mut error: Option<anyhow::Error> = None;
+    let mut tail_shown: BTreeSet<usize> = BTreeSet::new();
     for slot in todo {
         if let Some(sig) = signals::received() {
             ending = Ending::Interrupted(sig);
@@ -210,7 +231,7 @@ pub fn execute(
         }
         let v = &variants[slot.variant];
         let cmds = &prep.commands[slot.variant];
-        let step = (|| -> anyhow::Result<Option<String>> {
+        let step = (|| -> anyhow::Result<Option<(String, String)>> {
             if last_variant != Some(slot.variant) {
                 for k in &v.knobs {
                     knobs.apply(&k.path, &k.value)?;
@@ -275,6 +296,9 @@ pub fn execute(
             );
             let what = match out.exit {
                 Exit::Code(0) => return Ok(None),
+                Exit::Code(127) if cfg.shell => {
+                    "exited with status 127 (the shell's 'command not found')".to_string()
+                }
                 Exit::Code(c) => format!("exited with status {c}"),
                 Exit::Signal(s) => format!("was killed by {}", signals::name(s)),
                 Exit::TimedOut => format!(
@@ -282,9 +306,18 @@ pub fn execute(
                     cfg.timeout_s.unwrap_or(0.0)
                 ),
             };
-            Ok(Some(format!(
-                "run {} of variant '{}' ({}) {what}",
-                slot.seq, v.name, cmds.main.text
+            // The first failure of a variant shows what the workload said (quiet runs only).
+            let note = if quiet && tail_shown.insert(slot.variant) {
+                stderr_note(out.stderr_tail.as_deref())
+            } else {
+                String::new()
+            };
+            Ok(Some((
+                format!(
+                    "run {} of variant '{}' ({}) {what}",
+                    slot.seq, v.name, cmds.main.text
+                ),
+                note,
             )))
         })();
         match step {
@@ -306,13 +339,15 @@ pub fn execute(
                 }
             },
             Ok(None) => {}
-            Ok(Some(failure)) if cfg.ignore_failure => {
+            Ok(Some((failure, note))) if cfg.ignore_failure => {
                 progress.finish();
-                eprintln!("abperf: warning: {failure}; recorded, going on (--ignore-failure)");
+                eprintln!(
+                    "abperf: warning: {failure}; recorded, going on (--ignore-failure){note}"
+                );
             }
-            Ok(Some(failure)) => {
+            Ok(Some((failure, note))) => {
                 ending = Ending::Failed(format!(
-                    "{failure}; the experiment stops here (use -i/--ignore-failure to record failures and go on)"
+                    "{failure}; the experiment stops here (use -i/--ignore-failure to record failures and go on){note}"
                 ));
                 break;
             }

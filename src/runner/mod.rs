@@ -6,6 +6,7 @@ pub mod cpuset;
 pub mod experiment;
 pub mod knobs;
 pub mod noise;
+pub mod preflight;
 pub mod signals;
 pub mod spawn;
 
