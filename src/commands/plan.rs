@@ -112,6 +112,9 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
         .metric
         .clone()
         .unwrap_or_else(|| DEFAULT_METRIC.to_string());
+    if ds.has_boots() {
+        return super::plan_levels::run(&ds, id, &metric, &args);
+    }
     let mut worst: Option<(f64, String)> = None;
     let mut per_variant = Vec::new();
     let mut cost_ns = 0.0;

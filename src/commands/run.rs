@@ -121,11 +121,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
     #[command(flatten)]
+    pub kernel: super::run_boots::KernelArgs,
+    #[command(flatten)]
     pub db: DbArgs,
 }
 
 /// A progress bar with ETA on stderr; indicatif hides it when stderr is not a terminal.
-struct Bar(Option<ProgressBar>);
+pub(super) struct Bar(pub(super) Option<ProgressBar>);
 
 impl Progress for Bar {
     fn start(&mut self, total: u64) {
@@ -149,6 +151,12 @@ impl Progress for Bar {
             pb.finish_and_clear();
         }
     }
+    fn note(&mut self, msg: &str) {
+        match &self.0 {
+            Some(pb) => pb.suspend(|| eprintln!("{msg}")),
+            None => eprintln!("{msg}"),
+        }
+    }
 }
 
 fn check_events(names: &[String], strict: bool) -> anyhow::Result<Vec<String>> {
@@ -166,16 +174,27 @@ fn check_events(names: &[String], strict: bool) -> anyhow::Result<Vec<String>> {
     Ok(ok.into_iter().map(|s| s.name).collect())
 }
 
-fn random_seed() -> u64 {
+pub(super) fn random_seed() -> u64 {
     // 48 bits: short enough to type back with --seed.
     rand::random::<u64>() >> 16
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+    if let Some(share) = &args.kernel.guest_share {
+        return crate::runner::guest::run_share(share);
+    }
+    if args.kernel.any() && args.resume.is_none() {
+        return super::run_boots::run(args);
+    }
     if let Some(id) = &args.resume {
         if !args.commands.is_empty() {
             return Err(usage(
                 "--resume takes no COMMAND: the experiment's own commands are resumed",
+            ));
+        }
+        if args.kernel.any() {
+            return Err(usage(
+                "--resume takes no kernel options: the experiment's own kernels and VM design are resumed",
             ));
         }
         return resume(id, &args.db);
@@ -335,7 +354,7 @@ fn absolute_dir(p: &Path, flag: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// The noise-control options, checked; --tune's settings exclude files that are variant knobs.
-fn noise_config(args: &RunArgs, knob_paths: &[String]) -> anyhow::Result<NoiseConfig> {
+pub(super) fn noise_config(args: &RunArgs, knob_paths: &[String]) -> anyhow::Result<NoiseConfig> {
     let tune = if args.tune {
         let mut settings = Vec::new();
         for s in doctor::recommended(&doctor::sys::Sys::real()) {
@@ -397,6 +416,9 @@ fn resume(reference: &str, db: &DbArgs) -> anyhow::Result<i32> {
     let cfg: RunConfig = serde_json::from_value(exp.design.clone()).with_context(|| {
         format!("experiment {id}: its stored design cannot be read by this abperf")
     })?;
+    if exp.design.get("vm").is_some() {
+        return super::run_boots::resume(&mut store, id, &cfg, &exp.design);
+    }
     let variants = store.variants(id)?;
     let schedule = store.schedule(id)?;
     let mut stored = BTreeMap::new();
@@ -461,6 +483,16 @@ fn finish(
 ) -> anyhow::Result<i32> {
     let mut bar = Bar(None);
     let result = execute(store, id, cfg, variants, schedule, guard, &mut bar);
+    conclude(store, id, variants.len(), result)
+}
+
+/// After the runs: the experiment's status, its summary and verdicts, and how to go on.
+pub(super) fn conclude(
+    store: &mut Store,
+    id: i64,
+    variants: usize,
+    result: anyhow::Result<Ending>,
+) -> anyhow::Result<i32> {
     let (status, code) = match &result {
         Ok(Ending::Complete) => (Status::Complete, 0),
         Ok(Ending::Failed(_)) | Err(_) => (Status::Failed, 1),
@@ -468,7 +500,7 @@ fn finish(
     };
     store.set_status(id, status)?;
     let mut report = super::output::load(store, id, View::RunEnd)?;
-    if variants.len() > 1
+    if (variants > 1 || report.data.has_boots())
         && let Err(e) = super::output::AnalysisArgs::default().analyse_into(&mut report)
     {
         eprintln!("abperf: no verdict: {e:#}");

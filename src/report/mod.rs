@@ -22,6 +22,7 @@ pub mod fmt;
 pub mod html;
 pub mod hyperfine;
 pub mod json;
+pub mod levels;
 pub mod mail;
 pub mod markdown;
 pub mod micro;
@@ -146,6 +147,8 @@ pub struct Report {
     pub env_diffs: Vec<EnvDiff>,
     pub trace: Option<TraceSection>,
     pub micro: Option<micro::MicroData>,
+    /// The two-level analysis of kernel variants (boots x runs).
+    pub levels: Option<levels::LevelsSection>,
     pub view: View,
     /// Whether raw runs are listed in JSON and CSV (micro experiments hold thousands of
     /// samples: their report gives the per-configuration table instead).
@@ -178,6 +181,7 @@ impl Report {
             env_diffs: Vec::new(),
             trace: None,
             micro: None,
+            levels: None,
             view,
             include_runs: true,
             tool_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -59,6 +59,7 @@ fn run_end(r: &Report) -> String {
     if !lines.is_empty() {
         let _ = writeln!(s);
     }
+    s.push_str(&super::levels::text(r));
     s
 }
 
@@ -173,6 +174,7 @@ fn report(r: &Report) -> String {
         let _ = writeln!(s, "  {l}");
     }
     let _ = writeln!(s);
+    s.push_str(&super::levels::text(r));
     if let Some(t) = &r.trace {
         let _ = writeln!(
             s,

@@ -72,6 +72,8 @@ pub const MIGRATIONS: &[&str] = &[
     super::micro::SCHEMA,
     // 5: originals of settings changed by doctor --fix and run --tune.
     super::tune::SCHEMA,
+    // 6: kernel variants: what a variant boots, the boot order, the boots, run -> boot.
+    super::boots::SCHEMA,
 ];
 
 /// The schema version this build writes.
