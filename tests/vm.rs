@@ -780,7 +780,10 @@ fn append_axis_sets_the_guest_command_line() {
     for b in &ds.boots {
         let want = appends[b.variant];
         let cmdline = b.cmdline.clone().unwrap();
-        assert_eq!(cmdline, format!("console=ttyS0 panic=-1 {want}"));
+        assert_eq!(
+            cmdline,
+            format!("console=ttyS0 panic=-1 no_timer_check {want}")
+        );
         // The workload read the same line from /proc/cmdline inside its guest.
         let log = console.join(format!("exp1-boot{}.log", b.number));
         assert_eq!(console_lines(&log, &cmdline), 1, "{}", log.display());

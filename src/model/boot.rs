@@ -28,7 +28,8 @@ pub struct BootConfig {
     /// The Debian package it was fetched from, when it was given as a package name.
     #[serde(default)]
     pub package: Option<String>,
-    /// Kernel parameters after abperf's own (`console=ttyS0 panic=-1`).
+    /// Kernel parameters after abperf's own (`console=ttyS0 panic=-1`, and `no_timer_check`
+    /// under TCG).
     #[serde(default)]
     pub append: String,
 }

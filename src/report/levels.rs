@@ -130,6 +130,17 @@ pub fn text(r: &Report) -> String {
         let sc = metric_scale(r, &l.metric);
         let unit = r.data.unit(&l.metric).to_string();
         let show = |v: f64| sc.show(v, &unit);
+        // The SDs get a scale of their own: they are orders of magnitude below the means.
+        let largest_sd = l
+            .variants
+            .iter()
+            .filter_map(|v| v.components.as_ref())
+            .flat_map(|c| [c.var_boot, c.var_run])
+            .flatten()
+            .map(f64::sqrt)
+            .fold(0.0, f64::max);
+        let sd_scale = super::fmt::scale_for(&unit, largest_sd);
+        let show_sd = |v: f64| sd_scale.show(v, &unit);
         let _ = writeln!(
             s,
             "Two levels, {} (boots x runs{}):",
@@ -161,7 +172,7 @@ pub fn text(r: &Report) -> String {
                     } else {
                         format!("{}-{}", c.runs_min, c.runs_max)
                     };
-                    let sd = |x: Option<f64>| x.map(|v| show(v.sqrt())).unwrap_or("n/a".into());
+                    let sd = |x: Option<f64>| x.map(|v| show_sd(v.sqrt())).unwrap_or("n/a".into());
                     let _ = writeln!(
                         s,
                         "  {name:<width$} {:>5} {per_boot:>9} {:>14} {:>12} {:>12} {:>6}  {}",
@@ -253,10 +264,71 @@ pub fn text(r: &Report) -> String {
                 let _ = writeln!(s, "    instead: {}", design_text(d));
             }
         }
-        for n in &l.notes {
+        // The report's own notes carry the TCG warning already.
+        let tcg_said = r.notes.iter().any(|n| n == TCG_NOTE);
+        for n in l
+            .notes
+            .iter()
+            .filter(|n| !(tcg_said && n.starts_with("TCG:")))
+        {
             let _ = writeln!(s, "  {}", one_line(n));
         }
         let _ = writeln!(s);
+    }
+    s
+}
+
+/// `show`'s list of a kernel-variant experiment: what each variant boots, then every boot ("" for
+/// other experiments).
+pub fn boots_text(r: &Report) -> String {
+    if !r.data.has_boots() && r.data.variants.iter().all(|v| v.boot.is_none()) {
+        return String::new();
+    }
+    let mut s = String::new();
+    for (pos, v) in r.data.variants.iter().enumerate() {
+        if let Some(b) = &v.boot {
+            let _ = writeln!(
+                s,
+                "  [{pos}] boots {} ({}){}{}",
+                one_line(&b.kernel),
+                one_line(&b.release),
+                if b.append.is_empty() {
+                    String::new()
+                } else {
+                    format!(" with '{}'", one_line(&b.append))
+                },
+                b.package
+                    .as_ref()
+                    .map(|p| format!(", package {p}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    let _ = writeln!(s, "boots:");
+    for b in &r.data.boots {
+        let secs = |x: Option<f64>| x.map(|v| format!("{v:.1} s")).unwrap_or("-".into());
+        let _ = writeln!(
+            s,
+            "  boot {:>3} (plan {:>3}) {:<12} {} {:<8} up {:>8}, {:>8} in all, {} run(s){}: {}",
+            b.number,
+            b.plan,
+            super::fmt::truncate(&one_line(r.variant_name(b.variant)), 12),
+            b.accel.to_uppercase(),
+            b.status,
+            secs(b.boot_seconds),
+            secs(b.seconds),
+            b.runs.len(),
+            if b.extra_warmups > 0 {
+                format!(" (+{} extra warm-up)", b.extra_warmups)
+            } else {
+                String::new()
+            },
+            one_line(
+                b.cmdline
+                    .as_deref()
+                    .unwrap_or("(the guest did not come up)")
+            )
+        );
     }
     s
 }
@@ -342,6 +414,8 @@ mod tests {
             t.contains("cost: a boot 12.0 s beyond its timed runs, a run 0.50 s"),
             "{t}"
         );
+        let shown = boots_text(&r);
+        assert!(shown.contains("boot   3 (plan   3)"), "{shown}");
         // Once only.
         tcg_note(&mut r);
         assert_eq!(r.notes.iter().filter(|n| *n == TCG_NOTE).count(), 1);

@@ -268,6 +268,7 @@ fn show(r: &Report, runs: bool) -> String {
             );
         }
     }
+    s.push_str(&super::levels::boots_text(r));
     let _ = writeln!(s);
     if let Some(m) = &r.micro {
         let _ = writeln!(s, "{}", super::micro::text(r, m).trim_end());
