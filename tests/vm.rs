@@ -577,3 +577,315 @@ fn a_guest_that_cannot_set_up_says_why() {
         "{err}"
     );
 }
+
+// ---- Kernels as variants: `abperf run --kernel/--append` (issue 15) ----
+
+use common::{Lab, assert_schema};
+
+/// Lines of a boot's console log equal to `want`.
+fn console_lines(path: &Path, want: &str) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.trim_end_matches('\r') == want)
+        .count()
+}
+
+#[test]
+fn kernel_variants_boot_in_abba_order_and_every_run_is_stored() {
+    let Some(ks) = kernels() else { return };
+    let _g = one_vm_at_a_time();
+    let lab = Lab::new();
+    let console = lab.path("console");
+    let t = Instant::now();
+    // The first kernel as a file, the second as a package name (fetched: here, from the cache).
+    let (k0, k1) = (ks[0].vmlinuz.display().to_string(), ks[1].package.clone());
+    let two = ks[0].release != ks[1].release;
+    let mut args = vec!["run", "--kernel", &k0];
+    if two {
+        args.extend(["--kernel", &k1]);
+    } else {
+        // One kernel series in the archive: two command lines make the two variants.
+        args.extend(["--append", "abperf_test=a", "--append", "abperf_test=b"]);
+    }
+    let console_s = console.display().to_string();
+    args.extend([
+        "--boots",
+        "2",
+        "-r",
+        "2",
+        "--seed",
+        "11",
+        "--accel",
+        "tcg",
+        "--show-output",
+        "--vm-console",
+        &console_s,
+        "uname -r; cat /proc/cmdline",
+    ]);
+    let out = lab.ok(&args);
+    eprintln!(
+        "2 variants x 2 boots x (1+2) runs: {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(out.stderr.contains("TCG"), "{out}");
+    assert!(out.stdout.contains("Two levels, wall_ns"), "{out}");
+
+    let store = lab.store();
+    let ds = store.load(1).unwrap();
+    assert_eq!(ds.experiments[0].status, abperf::model::Status::Complete);
+    assert_eq!(ds.variants.len(), 2);
+    assert_eq!(
+        ds.runs.len(),
+        12,
+        "every run stored: 4 boots x (1 warm-up + 2)"
+    );
+    assert_eq!(ds.boots.len(), 4);
+    // ABBA over boots: the order of the boots' variants is a permutation then its reverse.
+    let order: Vec<usize> = ds.boots.iter().map(|b| b.variant).collect();
+    assert!(order == [0, 1, 1, 0] || order == [1, 0, 0, 1], "{order:?}");
+    for b in &ds.boots {
+        let v = &ds.variants[b.variant];
+        let boot = v.boot.as_ref().unwrap();
+        assert_eq!(b.status, "complete");
+        assert_eq!(b.accel, "tcg");
+        // The kernel and command line as the guest saw them.
+        assert_eq!(b.release.as_deref(), Some(boot.release.as_str()), "{b:?}");
+        let cmdline = b.cmdline.clone().unwrap();
+        assert!(cmdline.ends_with(&boot.append), "{cmdline}");
+        assert_eq!(b.environment["guest"]["kernel"], boot.release.as_str());
+        assert!(b.boot_seconds.unwrap() > 0.5 && b.run_seconds.unwrap() > 0.0);
+        assert_eq!(b.runs.len(), 3, "{b:?}");
+        for &seq in &b.runs {
+            let r = ds.runs.iter().find(|r| r.seq == seq).unwrap();
+            assert_eq!(r.variant, b.variant);
+        }
+        // Each run (warm-up included) printed the release and /proc/cmdline of its own kernel.
+        let log = console.join(format!("exp1-boot{}.log", b.number));
+        assert_eq!(console_lines(&log, &boot.release), 3, "{}", log.display());
+        assert_eq!(console_lines(&log, &cmdline), 3, "{}", log.display());
+        eprintln!(
+            "boot {} ({}): up in {:.1} s, {:.1} s in all",
+            b.number,
+            boot.release,
+            b.boot_seconds.unwrap(),
+            b.seconds.unwrap()
+        );
+    }
+    if two {
+        assert_ne!(
+            ds.variants[0].boot.as_ref().unwrap().release,
+            ds.variants[1].boot.as_ref().unwrap().release
+        );
+        assert_eq!(
+            ds.variants[1].boot.as_ref().unwrap().package.as_deref(),
+            Some(k1.as_str())
+        );
+    }
+
+    // The two-level analysis in compare's JSON: verdicts from boot means, components per variant.
+    let doc = lab.ok(&["compare", "1", "--format", "json"]).json();
+    assert_schema(&doc);
+    assert_eq!(doc["boots"].as_array().unwrap().len(), 4);
+    assert!(
+        doc["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["boot"].is_u64())
+    );
+    let c = &doc["analysis"]["comparisons"][0];
+    assert_eq!(
+        (c["n_baseline"].as_u64(), c["n_variant"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert!(c["line"].as_str().unwrap().contains("n=2+2 boots"), "{c}");
+    let levels = &doc["levels"];
+    assert_eq!(levels["verdicts_from"], "boot means");
+    let l = &levels["metrics"][0];
+    assert_eq!(l["metric"], "wall_ns");
+    assert_eq!(l["accelerators"][0], "tcg");
+    for v in l["variants"].as_array().unwrap() {
+        let comp = &v["components"];
+        assert_eq!(
+            (comp["boots"].as_u64(), comp["runs"].as_u64()),
+            (Some(2), Some(4)),
+            "{v}"
+        );
+        assert!(comp["var_run"].as_f64().unwrap() >= 0.0, "{v}");
+        assert!(comp["var_boot"].as_f64().unwrap() >= 0.0, "{v}");
+    }
+    assert!(l["costs"]["boot_seconds"].as_f64().unwrap() > 1.0, "{l}");
+    assert!(
+        l["plan"]["best"]["runs_per_boot"].as_u64().unwrap() >= 1,
+        "{l}"
+    );
+    assert!(doc["notes"].to_string().contains("TCG"), "{}", doc["notes"]);
+    let text = lab.ok(&["compare", "1"]).stdout;
+    assert!(text.contains("Two levels, wall_ns"), "{text}");
+    // Two boot means per variant under TCG's noise may leave Fieller's set unbounded: either
+    // way the comparison is made on boot means and says so.
+    assert!(
+        text.contains("ratio of boot means")
+            || text.contains("no boot-level interval (n=2+2 boots)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("2 boots per variant, 2 runs per boot"),
+        "{text}"
+    );
+    let plan = lab.ok(&["plan", "--from", "1", "--effect", "1"]).stdout;
+    assert!(plan.contains("run(s) per boot x"), "{plan}");
+    assert!(plan.contains("Kalibera-Jones"), "{plan}");
+}
+
+#[test]
+fn append_axis_sets_the_guest_command_line() {
+    let Some(ks) = kernels() else { return };
+    let _g = one_vm_at_a_time();
+    let lab = Lab::new();
+    let console = lab.path("console");
+    let k = ks[0].vmlinuz.display().to_string();
+    let console_s = console.display().to_string();
+    let appends = [
+        "abperf_test=first mitigations=off",
+        "abperf_test=second nopti",
+    ];
+    let out = lab.ok(&[
+        "run",
+        "--kernel",
+        &k,
+        "--append",
+        appends[0],
+        "--append",
+        appends[1],
+        "--boots",
+        "1",
+        "-r",
+        "1",
+        "--warmup",
+        "0",
+        "--accel",
+        "tcg",
+        "--show-output",
+        "--vm-console",
+        &console_s,
+        "cat /proc/cmdline",
+    ]);
+    assert!(out.stderr.contains("abperf_test=second nopti"), "{out}");
+    let ds = lab.store().load(1).unwrap();
+    let names: Vec<&str> = ds.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, appends);
+    assert_eq!(ds.boots.len(), 2);
+    for b in &ds.boots {
+        let want = appends[b.variant];
+        let cmdline = b.cmdline.clone().unwrap();
+        assert_eq!(
+            cmdline,
+            format!("console=ttyS0 panic=-1 no_timer_check {want}")
+        );
+        // The workload read the same line from /proc/cmdline inside its guest.
+        let log = console.join(format!("exp1-boot{}.log", b.number));
+        assert_eq!(console_lines(&log, &cmdline), 1, "{}", log.display());
+        assert_eq!(
+            ds.runs.iter().filter(|r| b.runs.contains(&r.seq)).count(),
+            1
+        );
+    }
+}
+
+#[test]
+fn kill_9_during_the_second_boot_then_resume_completes() {
+    let Some(ks) = kernels() else { return };
+    let _g = one_vm_at_a_time();
+    let lab = Lab::new();
+    let k = ks[0].vmlinuz.display().to_string();
+    let mut child = lab
+        .cmd(&[
+            "run",
+            "--kernel",
+            &k,
+            "--append",
+            "abperf_test=1",
+            "--append",
+            "abperf_test=2",
+            "--boots",
+            "1",
+            "-r",
+            "3",
+            "--accel",
+            "tcg",
+            "--seed",
+            "5",
+            "sleep 0.2",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the second boot has stored a run, then kill abperf with SIGKILL.
+    let t = Instant::now();
+    let (qemu, before) = loop {
+        assert!(
+            t.elapsed() < Duration::from_secs(400),
+            "the second boot never stored a run"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "abperf ended before the kill"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let Ok(store) = abperf::store::Store::open(&lab.db()) else {
+            continue;
+        };
+        let Ok(boots) = store.boots(1) else { continue };
+        if boots.len() == 2 && !boots[1].runs.is_empty() {
+            let qemu = boots[1].environment["boot"]["qemu_pid"].as_u64().unwrap();
+            break (qemu, store.runs(1).unwrap());
+        }
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        wait_gone(qemu, Duration::from_secs(10)),
+        "QEMU {qemu} still runs after abperf was killed with SIGKILL"
+    );
+    assert!(
+        before.len() >= 5,
+        "boot 1 (4 runs) and part of boot 2: {}",
+        before.len()
+    );
+    assert!(before.len() < 8);
+
+    let out = lab.ok(&["run", "--resume", "1"]);
+    assert!(
+        out.stderr.contains("continuing an interrupted boot"),
+        "{out}"
+    );
+    let store = lab.store();
+    let ds = store.load(1).unwrap();
+    assert_eq!(ds.experiments[0].status, abperf::model::Status::Complete);
+    assert_eq!(
+        ds.runs.len(),
+        8,
+        "every planned run stored: 2 boots x (1 + 3)"
+    );
+    // No run lost: everything stored before the kill is still there, unchanged.
+    for r in &before {
+        assert!(ds.runs.contains(r), "run {} changed or vanished", r.seq);
+    }
+    let status: Vec<&str> = ds.boots.iter().map(|b| b.status.as_str()).collect();
+    assert_eq!(status, ["complete", "lost", "complete"]);
+    let (lost, cont) = (&ds.boots[1], &ds.boots[2]);
+    assert_eq!(
+        lost.plan, cont.plan,
+        "the resumed boot continues the interrupted one"
+    );
+    assert_eq!(cont.extra_warmups, 1, "it warmed up again");
+    assert_eq!(lost.runs.len() + cont.runs.len(), 4);
+    let last = cont.environment["boot"]["qemu_pid"].as_u64().unwrap();
+    assert!(gone(last), "no VM left running");
+    // The runs of the interrupted plan count in two boots of the analysis.
+    let doc = lab.ok(&["compare", "1", "--format", "json"]).json();
+    assert_schema(&doc);
+}

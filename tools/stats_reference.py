@@ -401,9 +401,74 @@ def power_cases():
     return out, runs
 
 
+def levels_cases():
+    """One-way random-effects ANOVA of runs grouped by boot (stats/levels.rs): scipy's f_oneway
+    for F and p, the textbook ANOVA estimators of the variance components (with n0 for unbalanced
+    groups), and, for balanced groups with a positive boot component, statsmodels' REML mixed model as an independent check."""
+    import warnings
+
+    import statsmodels.formula.api as smf
+
+    rng = np.random.default_rng(20131015)
+    specs = [
+        ("balanced_8x5_icc08", [5] * 8, 2.0, 1.0),
+        ("balanced_5x10_icc05", [10] * 5, 1.0, 1.0),
+        ("balanced_6x3_small_boot", [3] * 6, 0.05, 1.0),
+        ("unbalanced_7", [2, 3, 4, 5, 6, 2, 9], 1.5, 1.0),
+    ]
+    cases = []
+    for name, sizes, sb, sw in specs:
+        groups = [list(100 + sb * rng.normal() + sw * rng.normal(0, 1, n)) for n in sizes]
+        a, n = len(groups), sum(sizes)
+        f, p = stats.f_oneway(*groups)
+        grand = np.mean(np.concatenate(groups))
+        msb = sum(len(g) * (np.mean(g) - grand) ** 2 for g in groups) / (a - 1)
+        msw = sum(((np.array(g) - np.mean(g)) ** 2).sum() for g in groups) / (n - a)
+        n0 = (n - sum(s * s for s in sizes) / n) / (a - 1)
+        vb = (msb - msw) / n0
+        icc = max(vb, 0.0) / (max(vb, 0.0) + msw)
+        case = {
+            "name": name,
+            "sizes": sizes,
+            "values": [float(v) for g in groups for v in g],
+            "f": float(f),
+            "p": float(p),
+            "ms_between": float(msb),
+            "ms_within": float(msw),
+            "n0": float(n0),
+            "var_boot": float(vb),
+            "icc": float(icc),
+            "reml_var_boot": 0.0,
+            "reml_var_run": 0.0,
+        }
+        if len(set(sizes)) == 1 and vb > 0:
+            import pandas as pd
+
+            df = pd.DataFrame(
+                {"y": case["values"], "boot": [i for i, g in enumerate(groups) for _ in g]}
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                m = smf.mixedlm("y ~ 1", df, groups=df["boot"]).fit(reml=True)
+            case["reml_var_boot"] = float(m.cov_re.iloc[0, 0])
+            case["reml_var_run"] = float(m.scale)
+        cases.append(case)
+    kj = []
+    for name, vr, vb, cr, cb in [
+        ("boot_dominant", 1.0, 4.0, 0.5, 20.0),
+        ("run_dominant", 0.25, 0.04, 0.5, 20.0),
+        ("cheap_boots", 1.0, 1.0, 1.0, 0.5),
+        ("kvm_like", 0.09, 0.01, 2.0, 3.0),
+    ]:
+        r = max(1, math.ceil(math.sqrt((cb / cr) * (vr / vb))))
+        kj.append({"name": name, "var_run": vr, "var_boot": vb, "cost_run": cr, "cost_boot": cb, "r": r})
+    return cases, kj
+
+
 def main():
     levene2, levene3 = levene_cases()
     pw, runs = power_cases()
+    levels, kj = levels_cases()
     ref = {
         "generator": f"tools/stats_reference.py, scipy {scipy.__version__}, numpy {np.__version__}, statsmodels {__import__('statsmodels').__version__}, python {sys.version.split()[0]}",
         "welch": welch_cases(),
@@ -423,6 +488,8 @@ def main():
         "nct": nct_cases(),
         "power": pw,
         "runs_needed": runs,
+        "levels": levels,
+        "kalibera_jones": kj,
     }
     with open(OUT, "w") as f:
         json.dump(ref, f, indent=1, allow_nan=False)

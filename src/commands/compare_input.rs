@@ -17,9 +17,12 @@ pub fn two_experiments(
     let mut experiments: Vec<Experiment> = Vec::new();
     let mut variants = Vec::new();
     let mut runs = Vec::new();
+    let mut boots = Vec::new();
     let mut sources = Vec::new();
+    let mut accels: Vec<String> = Vec::new();
     for id in ids {
         let ds = store.load(id)?;
+        accels.push(accelerator_words(&ds));
         let pos = match variant {
             Some(n) => ds.position(n).ok_or_else(|| {
                 usage(format!(
@@ -42,8 +45,23 @@ pub fn two_experiments(
             variant: at,
             ..r.clone()
         }));
+        boots.extend(
+            ds.boots
+                .iter()
+                .filter(|b| b.variant == pos)
+                .map(|b| crate::model::Boot {
+                    variant: at,
+                    ..b.clone()
+                }),
+        );
         sources.push(ds.source.clone());
         experiments.extend(ds.experiments);
+    }
+    if accels[0] != accels[1] {
+        return Err(usage(format!(
+            "experiment {} ran {} and experiment {} ran {}: abperf does not compare timings across              accelerators (a TCG timing says nothing about hardware costs)",
+            ids[0], accels[0], ids[1], accels[1]
+        )));
     }
     let mut diffs =
         crate::measure::env::differences(&experiments[0].environment, &experiments[1].environment);
@@ -52,7 +70,17 @@ pub fn two_experiments(
         &experiments[1].design,
     ));
     let source = format!("{} (baseline) and {}", sources[0], sources[1]);
-    Ok((Dataset::new(experiments, variants, runs, source), diffs))
+    let mut ds = Dataset::new(experiments, variants, runs, source);
+    ds.boots = boots;
+    Ok((ds, diffs))
+}
+
+/// How an experiment's runs were executed, for the accelerator check of `compare A B`.
+fn accelerator_words(ds: &Dataset) -> String {
+    match ds.accelerators().as_slice() {
+        [] => "on the host (no VM)".to_string(),
+        a => format!("its kernels under {}", a.join("+").to_uppercase()),
+    }
 }
 
 /// The non-blank, non-`#` lines of `text` (a leading UTF-8 byte-order mark skipped) as

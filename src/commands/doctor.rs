@@ -55,7 +55,8 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
         )));
     }
     let sys = Sys::real();
-    let checks = doctor::run_all(&sys, Duration::from_secs_f64(args.sample));
+    let mut checks = doctor::run_all(&sys, Duration::from_secs_f64(args.sample));
+    checks.push(kvm_check());
     let would = doctor::recommended(&sys);
     match args.format {
         Format::Json => {
@@ -241,4 +242,23 @@ fn restore(db: &DbArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// KVM for kernel variants (`run --kernel`): the VM engine's probe (the KVM ioctls, then a short
+/// boot of a cached kernel under KVM), answered from the last probe of this host boot and QEMU
+/// when there is one.
+fn kvm_check() -> Check {
+    let p = crate::vm::kvm_usable_cached(None, Duration::from_secs(30));
+    let status = match p.verdict {
+        crate::vm::Verdict::Usable => Status::Ok,
+        crate::vm::Verdict::Unusable => Status::Warn,
+        crate::vm::Verdict::Untested => Status::Info,
+    };
+    Check {
+        name: "kvm",
+        status,
+        finding: p.finding,
+        why: p.why,
+        fix: p.fix,
+    }
 }

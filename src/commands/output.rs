@@ -198,11 +198,37 @@ impl AnalysisArgs {
         }))
     }
 
-    /// Analyse `r`'s data into it (or note why not).
+    /// Analyse `r`'s data into it (or note why not). Data from booted kernels are analysed on
+    /// two levels: verdicts from boot means, variance components, plan advice
+    /// (`report::levels`).
     pub fn analyse_into(&self, r: &mut Report) -> anyhow::Result<()> {
-        match self.settings(&r.data)? {
-            Ok(s) => r.analysis = Some(analyse(&r.data, &s)),
-            Err(why) => r.notes.push(why),
+        let accels = r.data.accelerators();
+        if accels.len() > 1 {
+            return Err(usage(format!(
+                "the boots ran under {}: abperf does not compare timings across accelerators",
+                accels.join(" and ").to_uppercase()
+            )));
+        }
+        let settings = match self.settings(&r.data)? {
+            Ok(s) => Some(s),
+            Err(why) => {
+                r.notes.push(why);
+                None
+            }
+        };
+        if r.data.has_boots() {
+            let metrics = match &settings {
+                Some(s) => s.metrics.clone(),
+                None => default_metric(&r.data).into_iter().collect(),
+            };
+            let target = crate::stats::levels::Target {
+                effect_pct: self.effect,
+                alpha: self.alpha,
+                power: crate::stats::compare::Options::default().power,
+            };
+            crate::report::levels::attach(r, settings.as_ref(), &metrics, target);
+        } else if let Some(s) = settings {
+            r.analysis = Some(analyse(&r.data, &s));
         }
         if let Some(plan) = r.data.experiments.first().and_then(|e| e.sequential()) {
             let most = (0..r.data.variants.len())
@@ -215,12 +241,22 @@ impl AnalysisArgs {
     }
 }
 
+/// The metric judged when none is named: wall_ns, else the first main metric.
+pub fn default_metric(ds: &Dataset) -> Option<String> {
+    let main: Vec<String> = ds.main_metrics().map(|m| m.name.clone()).collect();
+    main.iter()
+        .find(|m| *m == DEFAULT_METRIC)
+        .or(main.first())
+        .cloned()
+}
+
 /// Load stored experiment `id` into a report for `view`, with the tables of a trace capture or
 /// the findings of a micro suite.
 pub fn load(store: &Store, id: i64, view: View) -> anyhow::Result<Report> {
     let data = store.load(id)?;
     let kind = data.experiments[0].kind;
     let mut r = Report::new(data, view);
+    crate::report::levels::tcg_note(&mut r);
     match kind {
         Kind::Trace => match store.load_capture(id) {
             Ok((info, tables)) => r.trace = Some(TraceSection { info, tables }),

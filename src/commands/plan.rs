@@ -118,6 +118,9 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
             ))
         })?,
     };
+    if ds.has_boots() {
+        return super::plan_levels::run(&ds, id, &metric, &args);
+    }
     let mut worst: Option<(f64, String)> = None;
     let mut per_variant = Vec::new();
     let mut cost_ns = 0.0;

@@ -11,7 +11,7 @@ use crate::model::tune::SOURCE_RUN;
 use crate::model::{Kind, NewExperiment, SequentialPlan, Slot, Status, Variant};
 use crate::report::View;
 use crate::report::perfstat;
-use crate::runner::experiment::{Ending, Progress, RunConfig, prepare};
+use crate::runner::experiment::{Ending, Progress, RunConfig, RunSink, prepare};
 use crate::runner::noise::{self, NoiseConfig};
 use crate::runner::signals;
 use crate::runner::{KnobGuard, execute, preflight};
@@ -139,13 +139,15 @@ pub struct RunArgs {
     #[arg(long, conflicts_with_all = ["db", "resume"])]
     pub no_store: bool,
     #[command(flatten)]
+    pub kernel: super::run_boots::KernelArgs,
+    #[command(flatten)]
     pub db: DbArgs,
 }
 
 /// The group-sequential stopping rule of `--until-decided`: at each look (every variant has
 /// run `runs_at(k)` timed runs) Welch's p of each variant against the first, on wall time,
 /// against the look's O'Brien-Fleming boundary.
-struct Sequential {
+pub(super) struct Sequential {
     plan: SequentialPlan,
     boundaries: Vec<f64>,
     next: usize,
@@ -164,8 +166,7 @@ impl Sequential {
 
     fn check(
         &mut self,
-        store: &Store,
-        exp_id: i64,
+        sink: &dyn RunSink,
         done: &BTreeMap<usize, u32>,
     ) -> anyhow::Result<Option<String>> {
         if self.variants < 2 || self.next > self.plan.looks {
@@ -177,7 +178,9 @@ impl Sequential {
         }
         let k = self.next;
         self.next += 1;
-        let ds = store.load(exp_id)?;
+        let Some(ds) = sink.stored()? else {
+            return Ok(None);
+        };
         let first = |pos: usize| -> Vec<f64> {
             let mut v = ds.values(pos, super::output::DEFAULT_METRIC);
             v.truncate(need);
@@ -214,17 +217,19 @@ impl Sequential {
 
 /// A progress bar with ETA on stderr (indicatif hides it when stderr is not a terminal), and
 /// the sequential stopping rule when there is one.
-struct Bar(Option<ProgressBar>, Option<Sequential>);
+pub(super) struct Bar(
+    pub(super) Option<ProgressBar>,
+    pub(super) Option<Sequential>,
+);
 
 impl Progress for Bar {
     fn decided(
         &mut self,
-        store: &Store,
-        exp_id: i64,
+        sink: &dyn RunSink,
         done: &BTreeMap<usize, u32>,
     ) -> anyhow::Result<Option<String>> {
         match self.1.as_mut() {
-            Some(s) => s.check(store, exp_id, done),
+            Some(s) => s.check(sink, done),
             None => Ok(None),
         }
     }
@@ -247,6 +252,12 @@ impl Progress for Bar {
     fn finish(&mut self) {
         if let Some(pb) = self.0.take() {
             pb.finish_and_clear();
+        }
+    }
+    fn note(&mut self, msg: &str) {
+        match &self.0 {
+            Some(pb) => pb.suspend(|| eprintln!("{msg}")),
+            None => eprintln!("{msg}"),
         }
     }
 }
@@ -292,19 +303,36 @@ fn check_design(
     preflight::check_knob_values(knobs)
 }
 
-fn random_seed() -> u64 {
+pub(super) fn random_seed() -> u64 {
     // 48 bits: short enough to type back with --seed.
     rand::random::<u64>() >> 16
 }
 
 pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
+    if let Some(share) = &args.kernel.guest_share {
+        return crate::runner::guest::run_share(share);
+    }
     if args.no_store {
         args.db.db = Some(PathBuf::from(hints::IN_MEMORY));
+    }
+    if args.kernel.any() && args.until_decided {
+        return Err(usage(
+            "--until-decided with kernels: not supported (boots, not runs, are the unit there); \
+             use --boots and abperf plan --from ID",
+        ));
+    }
+    if args.kernel.any() && args.resume.is_none() {
+        return super::run_boots::run(args);
     }
     if let Some(id) = &args.resume {
         if !args.commands.is_empty() {
             return Err(usage(
                 "--resume takes no COMMAND: the experiment's own commands are resumed",
+            ));
+        }
+        if args.kernel.any() {
+            return Err(usage(
+                "--resume takes no kernel options: the experiment's own kernels and VM design are resumed",
             ));
         }
         return resume(id, &args.db);
@@ -486,7 +514,7 @@ fn absolute_dir(p: &Path, flag: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// The noise-control options, checked; --tune's settings exclude files that are variant knobs.
-fn noise_config(args: &RunArgs, knob_paths: &[String]) -> anyhow::Result<NoiseConfig> {
+pub(super) fn noise_config(args: &RunArgs, knob_paths: &[String]) -> anyhow::Result<NoiseConfig> {
     let tune = if args.tune {
         let mut settings = Vec::new();
         for s in doctor::recommended(&doctor::sys::Sys::real()) {
@@ -548,6 +576,9 @@ fn resume(reference: &str, db: &DbArgs) -> anyhow::Result<i32> {
     let cfg: RunConfig = serde_json::from_value(exp.design.clone()).with_context(|| {
         format!("experiment {id}: its stored design cannot be read by this abperf")
     })?;
+    if exp.design.get("vm").is_some() {
+        return super::run_boots::resume(&mut store, id, &cfg, &exp.design);
+    }
     let variants = store.variants(id)?;
     let schedule = store.schedule(id)?;
     let mut stored = BTreeMap::new();
@@ -615,6 +646,16 @@ fn finish(
         .map(|plan| Sequential::new(plan, variants.len()));
     let mut bar = Bar(None, rule);
     let result = execute(store, id, cfg, variants, schedule, guard, &mut bar);
+    conclude(store, id, variants.len(), result)
+}
+
+/// After the runs: the experiment's status, its summary and verdicts, and how to go on.
+pub(super) fn conclude(
+    store: &mut Store,
+    id: i64,
+    variants: usize,
+    result: anyhow::Result<Ending>,
+) -> anyhow::Result<i32> {
     let (mut status, mut code) = match &result {
         Ok(Ending::Complete | Ending::Decided(_)) => (Status::Complete, 0),
         Ok(Ending::Failed(_)) | Err(_) => (Status::Failed, 1),
@@ -636,7 +677,7 @@ fn finish(
         store.set_status(id, status)?;
         report.data.experiments[0].status = status;
     }
-    if variants.len() > 1
+    if (variants > 1 || report.data.has_boots())
         && !all_failed
         && let Err(e) = super::output::AnalysisArgs::default().analyse_into(&mut report)
     {

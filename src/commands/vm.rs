@@ -75,7 +75,7 @@ pub struct RunVmArgs {
     /// The kernel's modules directory (default: found next to the kernel or in /lib/modules)
     #[arg(long, value_name = "DIR")]
     pub modules: Option<PathBuf>,
-    /// Kernel parameters (after "console=ttyS0 panic=-1")
+    /// Kernel parameters (after "console=ttyS0 panic=-1", and "no_timer_check" under TCG)
     #[arg(
         long,
         default_value = "",

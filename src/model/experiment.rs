@@ -172,6 +172,13 @@ impl Experiment {
         {
             parts.push(kind.to_string());
         }
+        if let Some(accel) = env
+            .get("vm")
+            .and_then(|v| v.get("accel"))
+            .and_then(|v| v.as_str())
+        {
+            parts.push(accel_text(accel));
+        }
         if let Some(g) = get("cpufreq_governor") {
             parts.push(format!("governor {g}"));
         }
@@ -180,6 +187,18 @@ impl Experiment {
         } else {
             parts.join(", ")
         }
+    }
+}
+
+/// How kernel variants were booted, in words; TCG says that its timings mean nothing for
+/// hardware costs wherever it is printed.
+pub fn accel_text(accel: &str) -> String {
+    match accel {
+        "tcg" => "kernels booted under QEMU TCG (emulated CPU: timings test the machinery, \
+                  not hardware costs)"
+            .to_string(),
+        "kvm" => "kernels booted under QEMU/KVM".to_string(),
+        other => format!("kernels booted under QEMU ({other})"),
     }
 }
 

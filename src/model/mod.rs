@@ -10,11 +10,14 @@
 //! - [`dataset`] holds [`Dataset`], what every reader gets: which runs count, the values of a metric,
 //!   and the data hash (`docs/data-hash.md`)
 //! - [`ceiling`] holds the ceiling advisor's prediction (`abperf model ceiling`)
+//! - [`boot`] holds [`BootConfig`] (what a kernel variant boots), [`BootPlan`] and [`Boot`] (the
+//!   boots of a two-level experiment) and the boot-level view of a [`Dataset`]
 //! - [`micro`], [`trace`] and [`tune`] hold the stored results of `abperf micro`, `abperf trace` and the
 //!   settings `doctor --fix` / `run --tune` change
 //!
 //! This module depends on nothing else in the crate (a test in `tests/layering.rs` keeps it so).
 
+pub mod boot;
 pub mod ceiling;
 pub mod dataset;
 pub mod describe;
@@ -26,6 +29,7 @@ pub mod trace;
 pub mod tune;
 pub mod variant;
 
+pub use boot::{Boot, BootConfig, BootPlan};
 pub use dataset::Dataset;
 pub use describe::{Description, Summary, describe};
 pub use experiment::{Experiment, ExperimentSummary, Kind, NewExperiment, SequentialPlan, Status};

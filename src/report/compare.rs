@@ -276,10 +276,18 @@ fn design_text(d: &serde_json::Value) -> String {
     if let Some(s) = d.get("seed").filter(|v| !v.is_null()) {
         parts.push(format!("seed {s}"));
     }
+    let boots = d
+        .get("vm")
+        .and_then(|v| v.get("boots"))
+        .and_then(|v| v.as_u64());
+    if let Some(b) = boots {
+        parts.push(format!("{b} boots per variant"));
+    }
     if let Some(r) = d.get("runs").and_then(|v| v.as_u64()) {
+        let per = if boots.is_some() { "boot" } else { "variant" };
         match d.get("sequential").and_then(|s| s.get("looks")) {
-            Some(k) => parts.push(format!("up to {r} runs per variant, {k} looks")),
-            None => parts.push(format!("{r} runs per variant")),
+            Some(k) => parts.push(format!("up to {r} runs per {per}, {k} looks")),
+            None => parts.push(format!("{r} runs per {per}")),
         }
     }
     if let Some(w) = d.get("warmup").and_then(|v| v.as_u64()) {
@@ -453,6 +461,10 @@ pub fn text(r: &Report) -> String {
     }
     for n in r.verdict_notes() {
         let _ = writeln!(out, "{}", one_line(&n));
+    }
+    if r.levels.is_some() {
+        let _ = writeln!(out);
+        out += &super::levels::text(r);
     }
     let _ = writeln!(out, "--");
     let _ = writeln!(

@@ -27,6 +27,7 @@ pub mod html;
 pub mod hyperfine;
 pub mod json;
 pub mod labels;
+pub mod levels;
 pub mod mail;
 pub mod markdown;
 pub mod micro;
@@ -155,6 +156,8 @@ pub struct Report {
     pub micro: Option<micro::MicroData>,
     /// The ceiling advisor's prediction (`model ceiling`).
     pub ceiling: Option<crate::model::ceiling::CeilingAdvice>,
+    /// The two-level analysis of kernel variants (boots x runs).
+    pub levels: Option<levels::LevelsSection>,
     pub view: View,
     /// Whether raw runs are listed in JSON and CSV (micro experiments hold thousands of
     /// samples: their report gives the per-configuration table instead).
@@ -188,6 +191,7 @@ impl Report {
             trace: None,
             micro: None,
             ceiling: None,
+            levels: None,
             view,
             include_runs: true,
             tool_version: env!("CARGO_PKG_VERSION").to_string(),

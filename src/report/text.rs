@@ -63,6 +63,7 @@ fn run_end(r: &Report) -> String {
     if !lines.is_empty() {
         let _ = writeln!(s);
     }
+    s.push_str(&super::levels::text(r));
     s
 }
 
@@ -177,6 +178,7 @@ fn report(r: &Report) -> String {
         let _ = writeln!(s, "  {l}");
     }
     let _ = writeln!(s);
+    s.push_str(&super::levels::text(r));
     if let Some(t) = &r.trace {
         let _ = writeln!(
             s,
@@ -282,6 +284,7 @@ fn show(r: &Report, runs: bool) -> String {
             );
         }
     }
+    s.push_str(&super::levels::boots_text(r));
     let _ = writeln!(s);
     if let Some(m) = &r.micro {
         let _ = writeln!(s, "{}", super::micro::text(r, m).trim_end());

@@ -182,17 +182,48 @@ pub trait Progress {
     /// experiment here (e.g. a sequential test reached its decision).
     fn decided(
         &mut self,
-        _store: &Store,
-        _exp_id: i64,
+        _sink: &dyn RunSink,
         _done: &BTreeMap<usize, u32>,
     ) -> anyhow::Result<Option<String>> {
         Ok(None)
+    }
+    /// A line for the user (a boot of a kernel variant started, came up, ended).
+    fn note(&mut self, msg: &str) {
+        eprintln!("{msg}");
     }
 }
 
 /// A progress sink that shows nothing.
 pub struct NoProgress;
 impl Progress for NoProgress {}
+
+/// Where finished runs go: the store on the host, or (in a kernel variant's guest) the results
+/// channel to the host.
+pub trait RunSink {
+    /// Sequence numbers already done (they are skipped).
+    fn done_seqs(&self) -> anyhow::Result<BTreeSet<u32>>;
+    /// A finished run, kept the moment it ends.
+    fn commit(&mut self, run: &Run) -> anyhow::Result<()>;
+    /// What is stored so far, for a stopping rule (`None` where nothing is kept here).
+    fn stored(&self) -> anyhow::Result<Option<crate::model::Dataset>> {
+        Ok(None)
+    }
+}
+
+/// Runs of experiment `.1` committed to the store, each in its own transaction.
+pub struct StoreSink<'a>(pub &'a mut Store, pub i64);
+
+impl RunSink for StoreSink<'_> {
+    fn done_seqs(&self) -> anyhow::Result<BTreeSet<u32>> {
+        self.0.done_seqs(self.1)
+    }
+    fn commit(&mut self, run: &Run) -> anyhow::Result<()> {
+        self.0.commit_run(self.1, run).map(|_| ())
+    }
+    fn stored(&self) -> anyhow::Result<Option<crate::model::Dataset>> {
+        self.0.load(self.1).map(Some)
+    }
+}
 
 /// Execute the not-yet-done slots of `schedule` for experiment `exp_id`.
 pub fn execute(
@@ -204,11 +235,30 @@ pub fn execute(
     knobs: &mut KnobGuard,
     progress: &mut dyn Progress,
 ) -> anyhow::Result<Ending> {
+    execute_into(
+        &mut StoreSink(store, exp_id),
+        cfg,
+        variants,
+        schedule,
+        knobs,
+        progress,
+    )
+}
+
+/// Execute the not-yet-done slots of `schedule`, each finished run going to `sink`.
+pub fn execute_into(
+    sink: &mut dyn RunSink,
+    cfg: &RunConfig,
+    variants: &[Variant],
+    schedule: &[Slot],
+    knobs: &mut KnobGuard,
+    progress: &mut dyn Progress,
+) -> anyhow::Result<Ending> {
     signals::install()?;
     // First, so that commands resolve in the --tmpfs-copy directory.
     let mut noise = Noise::start(&cfg.noise, cfg.seed)?;
     let prep = prepare(cfg, variants)?;
-    let done: BTreeSet<u32> = store.done_seqs(exp_id)?;
+    let done: BTreeSet<u32> = sink.done_seqs()?;
     let todo: Vec<&Slot> = schedule.iter().filter(|s| !done.contains(&s.seq)).collect();
     let mut timed_done: BTreeMap<usize, u32> = BTreeMap::new();
     for s in schedule
@@ -268,23 +318,20 @@ pub fn execute(
                 Exit::Signal(s) => (RunStatus::Failed, None, Some(s)),
                 Exit::TimedOut => (RunStatus::Timeout, None, Some(libc::SIGKILL)),
             };
-            store.commit_run(
-                exp_id,
-                &Run {
-                    variant: slot.variant,
-                    seq: slot.seq,
-                    warmup: slot.warmup,
-                    block: slot.block,
-                    status,
-                    exit_code,
-                    signal,
-                    started_ns,
-                    ended_ns,
-                    excluded: None,
-                    metrics,
-                    source: None,
-                },
-            )?;
+            sink.commit(&Run {
+                variant: slot.variant,
+                seq: slot.seq,
+                warmup: slot.warmup,
+                block: slot.block,
+                status,
+                exit_code,
+                signal,
+                started_ns,
+                ended_ns,
+                excluded: None,
+                metrics,
+                source: None,
+            })?;
             if !slot.warmup {
                 *timed_done.entry(slot.variant).or_default() += 1;
             }
@@ -321,7 +368,7 @@ pub fn execute(
             )))
         })();
         match step {
-            Ok(None) if !slot.warmup => match progress.decided(store, exp_id, &timed_done) {
+            Ok(None) if !slot.warmup => match progress.decided(&*sink, &timed_done) {
                 Ok(Some(why)) => {
                     if let Some(post) = &cmds.post
                         && let Err(e) = run_helper("--post", post, &prep, quiet)

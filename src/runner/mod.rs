@@ -1,9 +1,11 @@
 //! Running workloads: spawn a timed child (fork/exec to wait4), knobs (write, verify, restore),
 //! signal handling, and the experiment loop that commits every run the moment it ends.
 
+pub mod boots;
 pub mod command;
 pub mod cpuset;
 pub mod experiment;
+pub mod guest;
 pub mod knobs;
 pub mod noise;
 pub mod preflight;

@@ -11,6 +11,7 @@ pub mod compare;
 pub mod dist;
 pub mod drift;
 pub mod equivalence;
+pub mod levels;
 pub mod multiple;
 pub mod outliers;
 pub mod power;

@@ -338,8 +338,10 @@ impl Store {
                 parameters: from_json(&params, "parameters")?,
                 knobs: from_json(&knobs, "knobs")?,
                 summary: BTreeMap::new(),
+                boot: None,
             });
         }
+        super::boots::fill_variant_boots(self.conn(), id, &mut out)?;
         let mut stmt = self.conn().prepare(
             "SELECT s.variant_id, s.name, s.value, s.unit FROM import_variant_summary s
              JOIN variant v ON v.id = s.variant_id WHERE v.experiment_id = ?1",
@@ -469,6 +471,7 @@ impl Store {
             |r| r.get(0),
         )?;
         ds.planned = (planned as usize).max(ds.runs.len());
+        ds.boots = self.boots(id)?;
         Ok(ds)
     }
 

@@ -74,6 +74,8 @@ pub const MIGRATIONS: &[&str] = &[
     super::tune::SCHEMA,
     // 6: trace bins keep their durations; capture scope, stop and tracing cost.
     super::trace::SCHEMA_ROBUST,
+    // 7: kernel variants: what a variant boots, the boot order, the boots, run -> boot.
+    super::boots::SCHEMA,
 ];
 
 /// The schema version this build writes.

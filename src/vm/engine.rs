@@ -38,6 +38,11 @@ pub const INPUT_DIR: &str = "/run/abperf/input";
 /// the command's output; reboot at once on a panic, which `-no-reboot` turns into QEMU's exit).
 pub const BASE_CMDLINE: &str = "console=ttyS0 panic=-1";
 
+/// Added under TCG: skip the boot-time check that the IO-APIC timer ticks. On a loaded host an
+/// emulated CPU misses the check's deadline and the kernel panics ("IO-APIC + timer doesn't
+/// work!" from `setup_IO_APIC`, seen here at load 9); the check has no effect after boot.
+pub const TCG_CMDLINE: &str = "no_timer_check";
+
 /// x86's COMMAND_LINE_SIZE, terminating NUL included.
 const COMMAND_LINE_SIZE: usize = 2048;
 
@@ -70,7 +75,7 @@ pub struct VmSpec {
     /// (`../lib/modules/RELEASE`, `lib/modules/RELEASE`) and in /lib/modules/RELEASE; not found
     /// means the kernel must have virtio PCI/console, 9p and overlayfs built in.
     pub modules: Option<PathBuf>,
-    /// Kernel parameters after [`BASE_CMDLINE`].
+    /// Kernel parameters after [`BASE_CMDLINE`] (and, under TCG, [`TCG_CMDLINE`]).
     pub append: String,
     pub cpus: u32,
     pub memory_mib: u64,
@@ -128,11 +133,15 @@ impl VmSpec {
 
     /// The whole kernel command line the guest gets.
     pub fn cmdline(&self) -> String {
+        let base = match self.accel {
+            Accel::Kvm => BASE_CMDLINE.to_string(),
+            Accel::Tcg => format!("{BASE_CMDLINE} {TCG_CMDLINE}"),
+        };
         let a = self.append.trim();
         if a.is_empty() {
-            BASE_CMDLINE.to_string()
+            base
         } else {
-            format!("{BASE_CMDLINE} {a}")
+            format!("{base} {a}")
         }
     }
 }
@@ -1085,6 +1094,8 @@ mod tests {
         assert!(check_spec(&s).unwrap_err().to_string().contains("BAD-NAME"));
         s.env.pop();
         assert!(check_spec(&s).is_ok());
+        assert_eq!(s.cmdline(), "console=ttyS0 panic=-1 no_timer_check pti=on");
+        s.accel = Accel::Kvm;
         assert_eq!(s.cmdline(), "console=ttyS0 panic=-1 pti=on");
     }
 

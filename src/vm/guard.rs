@@ -1,8 +1,10 @@
 //! No QEMU outlives abperf. Each QEMU runs in its own process group and is started by one
 //! long-lived spawner thread with PR_SET_PDEATHSIG=SIGKILL (the signal follows the death of the
 //! *thread* that forked, so that thread must live as long as the process: a kill -9 of abperf
-//! then kills every VM). Live groups are registered here; a watcher thread kills them all on
-//! SIGINT, SIGTERM or SIGHUP and records the signal, which the VM's outcome reports.
+//! then kills every VM). Live groups are registered here; on SIGINT, SIGTERM or SIGHUP the
+//! process's one signal watcher ([`install_watcher`]'s, or `runner::signals`' when that one runs,
+//! which calls [`on_signal`]) kills them all and records the signal, which the VM's outcome
+//! reports.
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -31,25 +33,41 @@ fn live() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
 /// [`received`] / the VM's outcome and stop.
 pub fn install_watcher() -> anyhow::Result<()> {
     let r = WATCHER.get_or_init(|| match Signals::new([SIGINT, SIGTERM, SIGHUP]) {
-        Ok(mut signals) => {
-            std::thread::Builder::new()
-                .name("abperf-vm-signals".into())
-                .spawn(move || {
-                    for sig in signals.forever() {
-                        let _ =
-                            RECEIVED.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
-                        for &pgid in live().iter() {
-                            // SAFETY: plain syscall; pgid is a registered, unreaped QEMU's group.
-                            unsafe { libc::kill(-pgid, libc::SIGKILL) };
-                        }
-                    }
-                })
-                .map(|_| ())
-                .map_err(|e| format!("cannot start the signal watcher: {e}"))
-        }
+        Ok(mut signals) => std::thread::Builder::new()
+            .name("abperf-vm-signals".into())
+            .spawn(move || {
+                for sig in signals.forever() {
+                    on_signal(sig);
+                }
+            })
+            .map(|_| ())
+            .map_err(|e| format!("cannot start the signal watcher: {e}")),
         Err(e) => Err(format!("cannot install signal handlers: {e}")),
     });
     r.clone().map_err(anyhow::Error::msg)
+}
+
+/// One signal watcher per process: a caller that watches SIGINT/SIGTERM/SIGHUP itself
+/// (`runner::signals`) says so before any VM starts, and calls [`on_signal`] from its watcher;
+/// [`install_watcher`] then installs nothing. Returns false when this module's own watcher runs
+/// already (then both watch).
+pub fn external_watcher() -> bool {
+    let mut claimed = false;
+    WATCHER.get_or_init(|| {
+        claimed = true;
+        Ok(())
+    });
+    claimed
+}
+
+/// What the watcher does on SIGINT/SIGTERM/SIGHUP: record the first signal and kill every live
+/// VM's process group. Async-signal-safety is not needed: it runs on a watcher thread.
+pub fn on_signal(sig: i32) {
+    let _ = RECEIVED.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+    for &pgid in live().iter() {
+        // SAFETY: plain syscall; pgid is a registered, unreaped QEMU's group.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    }
 }
 
 /// The signal that made the watcher kill the VMs, if any.
