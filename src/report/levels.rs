@@ -92,25 +92,12 @@ pub fn attach(r: &mut Report, settings: Option<&Settings>, metrics: &[String], t
 }
 
 /// Seconds in words: "42.0 s", "3.4 min", "2 h 05 min".
-fn duration(s: f64) -> String {
-    if !s.is_finite() {
-        "n/a".to_string()
-    } else if s >= 3600.0 {
-        let m = (s / 60.0).round() as u64;
-        format!("{} h {:02} min", m / 60, m % 60)
-    } else if s >= 60.0 {
-        format!("{:.1} min", s / 60.0)
-    } else {
-        format!("{s:.1} s")
-    }
-}
-
 fn design_text(d: &Design) -> String {
     match (d.boots, d.seconds) {
         (Some(b), Some(s)) => format!(
             "{} run(s) per boot x {b} boots per variant = {} (CV of a boot mean {:.2}%)",
             d.runs_per_boot,
-            duration(s),
+            super::fmt::duration(s),
             d.cv_boot_mean_pct
         ),
         _ => format!(
