@@ -3,12 +3,13 @@
 //! lists the subcommands.
 
 use crate::commands;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
     name = "abperf",
-    version,
+    version = commands::LONG_VERSION,
+    propagate_version = true,
     about = "A/B/n performance experiments for Linux kernel and systems work"
 )]
 pub struct Cli {
@@ -43,6 +44,18 @@ pub enum Command {
     Plan(crate::commands::plan::PlanArgs),
     /// Tracepoint captures (tracefs) into TLB-flush, pair-duration and count tables
     Trace(crate::commands::trace::TraceArgs),
+    /// Kernels as virtual machines: fetch kernel packages, probe KVM, run a command in a kernel
+    Vm(crate::commands::vm::VmArgs),
+    /// Models on stored data: `model ceiling` predicts the best tlb_single_page_flush_ceiling
+    #[command(visible_alias = "advise")]
+    Model(crate::commands::model::ModelArgs),
+    /// Built-in workloads (page-aging, kbuild, flush-storm, fork-exec, ctxsw, pagefault):
+    /// list, show, exec, prepare
+    Workload(crate::commands::workload::WorkloadArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions(crate::commands::completions::CompletionsArgs),
+    /// Print the manual page (roff), or write every page into a directory
+    Man(crate::commands::completions::ManArgs),
 }
 
 /// Parse the command line, run the subcommand, print a one-line error; returns the exit code.
@@ -89,5 +102,10 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Compare(args) => commands::compare::run(args),
         Command::Plan(args) => commands::plan::run(args),
         Command::Trace(a) => commands::trace::run(a),
+        Command::Vm(a) => commands::vm::run(a),
+        Command::Model(a) => commands::model::run(a),
+        Command::Workload(a) => commands::workload::run(a),
+        Command::Completions(a) => commands::completions::completions(a, Cli::command()),
+        Command::Man(a) => commands::completions::man(a, Cli::command()),
     }
 }

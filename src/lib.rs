@@ -17,3 +17,5 @@ pub mod runner;
 pub mod stats;
 pub mod store;
 pub mod trace;
+pub mod vm;
+pub mod workload;

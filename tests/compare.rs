@@ -41,7 +41,7 @@ fn ministat_mode_seed000() {
     assert_eq!(code, 0, "{err}");
     let first = out.lines().nth(1).unwrap();
     assert!(
-        first.starts_with("  FASTER y is 0.58% faster than n (95% CI "),
+        first.starts_with("  FASTER: y is 0.58% faster than n (95% CI "),
         "{out}"
     );
     assert!(first.ends_with("p<0.0001, n=12+12, Welch)"), "{out}");
@@ -93,12 +93,9 @@ fn ministat_mode_errors_name_file_and_line() {
         err.contains("b.txt:3: column 1: expected a number, got 'fast'"),
         "{err}"
     );
-    std::fs::write(&b, "1.0\n-1.1\n").unwrap();
-    let (code, _, err) = lab
-        .run(&["compare", a.to_str().unwrap(), b.to_str().unwrap()])
-        .parts();
-    assert_eq!(code, 2);
-    assert!(err.contains("b.txt:2: column 1: negative value"), "{err}");
+    // Negative values are data (a delta, a temperature): accepted.
+    std::fs::write(&b, "1.0\n-1.1\n0.5\n").unwrap();
+    lab.ok(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
     std::fs::write(&b, "1.0\ninf\n").unwrap();
     let (code, _, err) = lab
         .run(&["compare", a.to_str().unwrap(), b.to_str().unwrap()])
@@ -259,12 +256,9 @@ fn store_backed_compare_plan_and_verdict_lines() {
         ])
         .parts();
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("SLOWER B is 1.0"), "{out}");
+    assert!(out.contains("SLOWER: B is 1.0"), "{out}");
     assert!(out.contains("Holm m=2"), "{out}");
-    assert!(
-        out.contains("NO DIFFERENCE No significant difference: C vs A +0.00%"),
-        "{out}"
-    );
+    assert!(out.contains("NO DIFFERENCE: C vs A +0.00%"), "{out}");
     assert!(
         out.contains("drift: Mann-Kendall (within variants)"),
         "{out}"
@@ -313,7 +307,7 @@ fn store_backed_compare_plan_and_verdict_lines() {
         .parts();
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("FASTER A is 1.00% faster than B") && out.contains("BH m=2"),
+        out.contains("FASTER: A is 1.00% faster than B") && out.contains("BH m=2"),
         "{out}"
     );
 
@@ -350,11 +344,13 @@ fn store_backed_compare_plan_and_verdict_lines() {
         .parts();
     assert_eq!(code, 2);
     assert!(
-        err.contains("--metric nope: not stored; metrics: wall_ns, user_ns"),
+        err.contains(
+            "--metric nope: no such metric in experiment 1; metrics: wall_ns (wall), user_ns (user)"
+        ),
         "{err}"
     );
     let (code, _, err) = lab.run(&["compare", "99", "--db", dbs]).parts();
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "a lookup error, like every other");
     assert!(err.contains("no experiment 99"), "{err}");
 
     let (code, out, err) = lab
@@ -472,7 +468,174 @@ fn compare_after_real_abperf_run() {
     assert_eq!(left_out, 2, "warm-ups are never analysed");
     let lines = verdict_lines(&lab, "latest", dbs);
     assert!(
-        lines[0].starts_with("long is ") && lines[0].contains("% slower than short"),
+        lines[0].starts_with("long is ")
+            && (lines[0].contains("% slower than short")
+                || lines[0].contains("x slower than short")),
         "{lines:?}"
     );
+}
+
+/// Seed 001's design: 6 workloads x 3 implementations x 31 runs, every pair within each workload
+/// on the mean and the run-to-run variation, 36 tests Holm-corrected at alpha 0.01; the corrected
+/// p-values match statsmodels' multipletests on scipy's p-values (tools/stats_reference.py).
+#[test]
+fn seed_001_families_match_statsmodels() {
+    let lab = Lab::new();
+    let refs: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(common::data("stats_reference.json")).unwrap(),
+    )
+    .unwrap();
+    let s = &refs["seed001"][0];
+    let mut results = Vec::new();
+    for w in s["workloads"].as_array().unwrap() {
+        for i in s["impls"].as_array().unwrap() {
+            let (w, i) = (w.as_str().unwrap(), i.as_str().unwrap());
+            let times = &s["values"][w][i];
+            results.push(serde_json::json!({
+                "command": format!("{i} {w}"),
+                "times": times,
+                "exit_codes": vec![0; times.as_array().unwrap().len()],
+                "parameters": {"workload": w, "impl": i},
+            }));
+        }
+    }
+    let f = lab.write(
+        "seed001.json",
+        serde_json::json!({"results": results}).to_string(),
+    );
+    lab.ok(&["import", "--format", "hyperfine", "--new", "seed001", &f]);
+    let args = [
+        "compare",
+        "1",
+        "--pairs",
+        "all",
+        "--by",
+        "workload",
+        "--test",
+        "mean,variability",
+        "--alpha",
+        "0.01",
+        "--resamples",
+        "1000",
+    ];
+    let j = lab.ok(&[&args[..], &["--format", "json"]].concat()).json();
+    common::assert_schema(&j);
+    let a = &j["analysis"];
+    assert_eq!(a["m"], 36, "{a}");
+    let comps = a["analysis"]
+        .as_array()
+        .unwrap_or_else(|| a["comparisons"].as_array().unwrap());
+    assert_eq!(comps.len(), 18);
+    let mut matched = 0;
+    for t in s["tests"].as_array().unwrap() {
+        let (w, b, v) = (&t["workload"], &t["baseline"], &t["variant"]);
+        let c = comps
+            .iter()
+            .find(|c| {
+                c["family"] == *w
+                    && c["baseline"] == format!("{} {}", b.as_str().unwrap(), w.as_str().unwrap())
+                    && c["variant"] == format!("{} {}", v.as_str().unwrap(), w.as_str().unwrap())
+            })
+            .unwrap_or_else(|| panic!("no comparison for {t}"));
+        let key = if t["test"] == "mean" {
+            "p_adjusted"
+        } else {
+            "p_variability_adjusted"
+        };
+        let (got, want) = (c[key].as_f64().unwrap(), t["holm"].as_f64().unwrap());
+        assert!(
+            (got - want).abs() <= 1e-6 * want.max(1e-12),
+            "{t}: abperf {got} vs statsmodels {want}"
+        );
+        matched += 1;
+    }
+    assert_eq!(matched, 36);
+    // The table: one row per workload and pair, marks where significant after the correction.
+    let text = lab.ok(&args).stdout;
+    let table: Vec<&str> = text.lines().take_while(|l| !l.is_empty()).collect();
+    assert!(table[0].contains("Holm over m=36"), "{text}");
+    assert_eq!(table.len(), 2 + 18, "{text}");
+    assert!(
+        table
+            .iter()
+            .any(|l| l.starts_with("hot-read") && l.contains("noflush hot-read vs flush hot-read"))
+    );
+    let stars = table
+        .iter()
+        .skip(2)
+        .map(|l| l.matches('*').count())
+        .sum::<usize>();
+    let significant = s["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["holm"].as_f64().unwrap() < 0.01)
+        .count();
+    assert_eq!(stars, significant, "{text}");
+}
+
+/// `perf stat -r N` prints a mean and its relative standard error, not the runs: two such
+/// outputs are compared with Welch from the summaries, and the comparison says which checks
+/// need single runs. Ministat files of `mean sd n` lines give the same test.
+#[test]
+fn summaries_from_perf_stat_and_ministat() {
+    let lab = Lab::new();
+    let perf = |ms: f64, pm: f64| {
+        format!(
+            "\n Performance counter stats for 'make -j8' (30 runs):\n\n\
+             {ms:>17} msec task-clock                       #    3.8 CPUs utilized            ( +- {pm:.2}% )\n\n\
+             {:.6} +- 0.001 seconds time elapsed  ( +- {pm:.2}% )\n",
+            ms / 3800.0
+        )
+    };
+    let (a, b) = (
+        lab.write("old.txt", perf(26_334.0, 0.09)),
+        lab.write("new.txt", perf(26_150.0, 0.08)),
+    );
+    lab.ok(&[
+        "import",
+        "--format",
+        "perf-stat",
+        "--new",
+        "kbuild",
+        "--variant",
+        "old",
+        &a,
+    ]);
+    lab.import_variant("1", "new", "perf-stat", &b);
+    let j = lab
+        .ok(&["compare", "1", "--metric", "task-clock", "--format", "json"])
+        .json();
+    let c = &j["analysis"]["comparisons"][0];
+    assert_eq!(
+        (c["n_baseline"].as_u64(), c["n_variant"].as_u64()),
+        (Some(30), Some(30)),
+        "{c}"
+    );
+    assert_eq!(c["verdict"], "faster", "{}", c["line"]);
+    assert!(
+        c["line"].as_str().unwrap().contains("Welch (summaries)"),
+        "{}",
+        c["line"]
+    );
+    assert!(c["p_mannwhitney"].is_null());
+    assert!(
+        c["notes"][0].as_str().unwrap().contains("were not made"),
+        "{c}"
+    );
+    // The same summaries as `mean sd n` lines: sd = mean * +-% / 100 * sqrt(30).
+    let sd = |m: f64, pm: f64| m * pm / 100.0 * 30f64.sqrt();
+    let fa = lab.write("a.sum", format!("26334 {} 30\n", sd(26_334.0, 0.09)));
+    let fb = lab.write("b.sum", format!("# new\n26150 {} 30\n", sd(26_150.0, 0.08)));
+    let m = lab
+        .ok(&["compare", "--summary", &fa, &fb, "--format", "json"])
+        .json();
+    let d = &m["analysis"]["comparisons"][0];
+    let (p1, p2) = (
+        c["p_welch"].as_f64().unwrap(),
+        d["p_welch"].as_f64().unwrap(),
+    );
+    assert!((p1 / p2 - 1.0).abs() < 1e-6, "{p1} vs {p2}");
+    let e = lab.fails(&["compare", "--summary", &fa, &a], 2);
+    assert!(e.stderr.contains("--summary expects 'mean sd n'"), "{e}");
 }

@@ -84,13 +84,13 @@ fn doctor_reports_this_machine_and_exits_0() {
     if let Some(mode) = &thp_mode {
         assert!(line("thp").contains(&format!("enabled: {mode}")), "{out}");
     }
-    assert!(out.contains("18 checks:"), "{out}");
+    assert!(out.contains("20 checks:"), "{out}");
 
     let o = lab.run(&["doctor", "--db", db, "--format", "json", "--sample", "0.2"]);
     assert_eq!(o.code, Some(0), "{}", o.all());
     let doc = o.json();
     let checks = doc["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 18);
+    assert_eq!(checks.len(), 20);
     let mut names = Vec::new();
     for c in checks {
         let status = c["status"].as_str().unwrap();
@@ -104,10 +104,23 @@ fn doctor_reports_this_machine_and_exits_0() {
     }
     names.sort();
     names.dedup();
-    assert_eq!(names.len(), 18);
+    assert_eq!(names.len(), 20);
     let by = |n: &str| checks.iter().find(|c| c["name"] == n).unwrap().clone();
     if !governors {
         assert_eq!(by("cpufreq_governor")["status"], "not available");
+    }
+    // KVM for kernel variants: without /dev/kvm it cannot be usable, and the check says why and
+    // what to do; whatever the verdict, a fix is given unless KVM works.
+    let kvm = by("kvm");
+    if !Path::new("/dev/kvm").exists() {
+        assert_eq!(kvm["status"], "warn", "{kvm}");
+        assert!(
+            kvm["finding"].as_str().unwrap().contains("/dev/kvm"),
+            "{kvm}"
+        );
+    }
+    if kvm["status"] != "ok" {
+        assert!(!kvm["fix"].as_str().unwrap_or("").is_empty(), "{kvm}");
     }
     if vm {
         assert!(

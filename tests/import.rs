@@ -58,7 +58,10 @@ fn seed_000_squashed_time_lines() {
     let out = lab.run(&["compare", "1", "--metric", "user_ns"]);
     let text = out.stdout;
     assert!(out.code == Some(0), "{}", out.stderr);
-    assert!(text.contains("FASTER y is 0.58% faster than n ("), "{text}");
+    assert!(
+        text.contains("FASTER: y is 0.58% faster than n ("),
+        "{text}"
+    );
     assert!(text.contains("p<0.0001, n=12+12, Welch)"), "{text}");
 }
 

@@ -2,12 +2,14 @@
 //! the modules below it. The direction is
 //!
 //! ```text
-//! cli -> commands -> {design, runner, trace, micro, doctor, import, report} -> {stats, store, measure} -> model
+//! cli -> commands -> {design, runner, trace, micro, doctor, import, report, vm, workload}
+//!     -> {stats, store, measure} -> model
 //! ```
 //!
-//! with two edges inside the middle layer (`runner -> design`: variants and schedules;
-//! `trace -> runner`: only the runner spawns workloads) and `error` usable everywhere. Test
-//! modules (`#[cfg(test)]` to the end of a file) may reach anywhere.
+//! with three edges inside the middle layer (`runner -> design`: variants and schedules;
+//! `trace -> runner`: only the runner spawns workloads; `runner -> vm`: the runner boots the
+//! kernels of kernel variants and runs their share of the schedule inside them) and `error`
+//! usable everywhere. Test modules (`#[cfg(test)]` to the end of a file) may reach anywhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -23,14 +25,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("import", &["model"]),
     ("doctor", &["measure", "model"]),
     ("report", &["stats", "model"]),
-    ("runner", &["design", "measure", "store", "model"]),
+    ("runner", &["design", "measure", "store", "vm", "model"]),
     ("micro", &["measure", "store", "model"]),
     ("trace", &["runner", "measure", "model"]),
+    ("vm", &["measure", "model"]),
+    ("workload", &["measure"]),
     (
         "commands",
         &[
-            "design", "runner", "trace", "micro", "doctor", "import", "report", "stats", "store",
-            "measure", "model",
+            "design", "runner", "trace", "micro", "doctor", "import", "report", "vm", "workload",
+            "stats", "store", "measure", "model",
         ],
     ),
     ("cli", &["commands"]),

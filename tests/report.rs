@@ -44,7 +44,7 @@ fn seed_000_summary_in_every_format() {
     );
     assert!(line.ends_with("p<0.0001, n=12+12, Welch)"), "{line}");
     assert!(
-        v["analysis"]["tests"]
+        v["analysis"]["tests_text"]
             .as_str()
             .unwrap()
             .starts_with("Welch t-test"),
@@ -119,16 +119,7 @@ fn mail_lines_fit_72_columns() {
     let lab = Lab::new();
     lab.seed000("invpcid");
     let long = "a-very-long-variant-name-that-would-never-fit-into-a-mail-table-column";
-    lab.ok(&[
-        "import",
-        "--experiment",
-        "1",
-        "--format",
-        "time",
-        "--variant",
-        long,
-        &data("time-default.txt"),
-    ]);
+    lab.import_variant("1", long, "time", &data("time-default.txt"));
     for metrics in [
         &["--metric", "user_ns"][..],
         &[
@@ -165,7 +156,7 @@ fn bad_options_are_usage_errors() {
     let cases: [(&[&str], &str); 4] = [
         (
             &["report", "1", "--metric", "cycles"],
-            "--metric cycles: not stored; metrics: wall_ns, user_ns",
+            "--metric cycles: no such metric in experiment 1; metrics: wall_ns (wall), user_ns (user)",
         ),
         (
             &["report", "1", "--baseline", "z"],
@@ -184,7 +175,7 @@ fn bad_options_are_usage_errors() {
         let out = lab.fails(args, 2);
         assert!(out.stderr.contains(want), "{out}");
     }
-    let out = lab.fails(&["report", "9"], 1);
+    let out = lab.fails(&["report", "9"], 2);
     assert!(out.stderr.contains("no experiment 9"), "{out}");
 }
 

@@ -2,8 +2,9 @@
 //! without console messages, the SVG plots are in the DOM, a screenshot is written, and a
 //! variant named `<script>alert(1)</script>` shows as text.
 //!
-//! Needs chromium: `apt-get install -y chromium` (or set ABPERF_CHROMIUM to a Chrome/Chromium
-//! binary). Without it this test FAILS with that message; it never passes silently.
+//! Needs headless Chromium: `apt-get install --no-install-recommends chromium-headless-shell`
+//! (scripts/test.sh does it), or the full `chromium`, or ABPERF_CHROMIUM set to a Chrome/Chromium
+//! binary. Without one this test FAILS with that message; it never passes silently.
 
 mod common;
 use common::{Lab, data};
@@ -16,7 +17,12 @@ fn chromium() -> PathBuf {
         return PathBuf::from(p);
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
-    for name in ["chromium", "chromium-browser", "google-chrome"] {
+    for name in [
+        "chromium-headless-shell",
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+    ] {
         for dir in std::env::split_paths(&path) {
             let p = dir.join(name);
             if p.is_file() {
@@ -26,7 +32,8 @@ fn chromium() -> PathBuf {
     }
     panic!(
         "chromium not found: the HTML report test needs headless Chromium. Install the Debian package \
-         (apt-get install -y chromium) or set ABPERF_CHROMIUM to a Chromium/Chrome binary."
+         (apt-get install --no-install-recommends chromium-headless-shell) or set ABPERF_CHROMIUM \
+         to a Chromium/Chrome binary."
     );
 }
 
@@ -95,16 +102,7 @@ fn html_report_in_headless_chromium() {
         &data("seed000-time.txt"),
     ]);
     let evil = "<script>alert(1)</script>";
-    lab.ok(&[
-        "import",
-        "--experiment",
-        "1",
-        "--format",
-        "time",
-        "--variant",
-        evil,
-        &data("time-default.txt"),
-    ]);
+    lab.import_variant("1", evil, "time", &data("time-default.txt"));
     let html = dir.path().join("report.html");
     lab.ok(&[
         "report",
@@ -155,6 +153,174 @@ fn html_report_in_headless_chromium() {
         png.len() > 10_000 && png.starts_with(b"\x89PNG"),
         "screenshot is not a PNG of a page"
     );
+}
+
+/// Every `<text class="label" ...>LABEL</text>` inside `svg` (an SVG element's markup).
+fn svg_labels(svg: &str) -> Vec<String> {
+    svg.split("class=\"label\"")
+        .skip(1)
+        .filter_map(|rest| {
+            let start = rest.find('>')? + 1;
+            let rest = &rest[start..];
+            // A label may carry a <title> with the full name first.
+            let rest = match rest.strip_prefix("<title>") {
+                Some(r) => &r[r.find("</title>")? + "</title>".len()..],
+                None => rest,
+            };
+            Some(rest[..rest.find('<')?].to_string())
+        })
+        .collect()
+}
+
+/// The markup of the first `<svg` element whose opening tag contains `class`.
+fn svg_with<'a>(dom: &'a str, class: &str) -> &'a str {
+    let start = dom
+        .find(class)
+        .unwrap_or_else(|| panic!("no {class} in the DOM"));
+    let start = dom[..start].rfind("<svg").unwrap();
+    &dom[start..start + dom[start..].find("</svg>").unwrap()]
+}
+
+/// Six variants with long names that differ only in the middle (what `-L pages=33,34 -k
+/// .../enabled=always,madvise,never` makes): every label distinct, every variant in every legend,
+/// a label-to-name map, tables that scroll instead of overflowing, and a sentence instead of a plot
+/// for a metric that never varies. The screenshot is kept next to the report for a human to look at
+/// (`ABPERF_KEEP_SCREENSHOT=DIR` copies it there).
+#[test]
+fn six_long_named_variants_stay_apart_in_headless_chromium() {
+    let lab = Lab::new();
+    let mut names = Vec::new();
+    for pages in [33, 34] {
+        for knob in ["always", "madvise", "never"] {
+            names.push(format!(
+                "pages={pages} /sys/kernel/mm/transparent_hugepage/enabled={knob} work=iterations-1000000"
+            ));
+        }
+    }
+    for (i, name) in names.iter().enumerate() {
+        let mut text = String::new();
+        for r in 0..6 {
+            let user = 1.0 + 0.07 * i as f64 + 0.01 * ((r * 7 + i) % 5) as f64;
+            let sys = 0.2 + 0.01 * ((r * 3 + i) % 4) as f64;
+            let minor = 1400 + 10 * i + r;
+            text.push_str(&format!(
+                "{user:.2}user {sys:.2}system 0:{:05.2}elapsed 99%CPU (0avgtext+0avgdata 7132maxresident)k\n\
+                 0inputs+0outputs (0major+{minor}minor)pagefaults 0swaps\n",
+                user + sys + 0.01
+            ));
+        }
+        let file = lab.write(&format!("v{i}.txt"), text);
+        let mut args = vec!["import", "--format", "time", "--variant", name.as_str()];
+        if i == 0 {
+            args.extend(["--new", "six variants"]);
+        } else {
+            args.extend(["--experiment", "latest"]);
+        }
+        args.push(&file);
+        lab.ok(&args);
+    }
+    let html = lab.path("six.html");
+    lab.ok(&[
+        "report",
+        "latest",
+        "--format",
+        "html",
+        "--metric",
+        "user",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let url = format!("file://{}", html.display());
+    let (ok, dom, stderr) = headless(lab.dir.path(), "six", &["--dump-dom"], &url);
+    assert!(ok, "chromium --dump-dom failed: {stderr}");
+    let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:#?}");
+
+    // The run-order legend: every variant, each with its full name, six distinct labels.
+    let order = svg_with(&dom, "class=\"plot run-order\"");
+    assert_eq!(
+        order.matches("class=\"legend-entry\"").count(),
+        6,
+        "{order}"
+    );
+    for n in &names {
+        assert!(
+            order.contains(&format!("data-variant=\"{n}\"")),
+            "{n} not in the legend"
+        );
+    }
+    let legend = svg_labels(order);
+    let distinct: std::collections::BTreeSet<&String> = legend.iter().collect();
+    assert_eq!(distinct.len(), 6, "labels alike: {legend:?}");
+    for l in &legend {
+        assert!(l.chars().count() <= 24, "{l}");
+        assert!(l.contains("pages=3"), "the differing part is kept: {l}");
+    }
+    // The distribution plot names the same six rows by the same labels.
+    let dist = svg_with(&dom, "class=\"plot distribution\" data-metric=\"user_ns\"");
+    assert_eq!(svg_labels(dist), legend);
+    // The forest plot has the five comparisons, each label distinct.
+    let forest = svg_labels(svg_with(&dom, "class=\"plot forest\""));
+    assert_eq!(forest.len(), 5, "{forest:?}");
+    assert_eq!(
+        forest
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        5
+    );
+    // The variants table maps each label to the full name.
+    let table = &dom[dom.find("id=\"variants\"").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    for (l, n) in legend.iter().zip(&names) {
+        let row = table
+            .split("<tr>")
+            .find(|r| r.contains(&format!("<span class=\"label\">{l}</span>")))
+            .unwrap_or_else(|| panic!("no row for label {l}"));
+        assert!(
+            row.contains(n.as_str()),
+            "label {l} is not mapped to {n}: {row}"
+        );
+    }
+    // Wide tables scroll inside the page.
+    for id in ["summary", "variants", "runs"] {
+        let at = dom.find(&format!("<table id=\"{id}\"")).unwrap();
+        assert!(
+            dom[..at].ends_with("<div class=\"scroll\">"),
+            "table {id} is not in a scrolling box"
+        );
+    }
+    // Metrics that never vary get a sentence, not a plot.
+    for m in ["majflt", "maxrss_kib", "nswap"] {
+        assert!(
+            !dom.contains(&format!("class=\"plot distribution\" data-metric=\"{m}\"")),
+            "a plot of constant {m}"
+        );
+        assert!(
+            dom.contains(&format!("class=\"note no-variation\" data-metric=\"{m}\"")),
+            "no sentence for constant {m}"
+        );
+    }
+    assert!(
+        dom.contains("maxrss_kib: every run of every variant gave 7.0 MiB (no variation: no plot)"),
+        "{dom}"
+    );
+    assert!(dom.contains("class=\"plot distribution\" data-metric=\"minflt\""));
+
+    let shot = lab.path("six.png");
+    let (ok, _, stderr) = headless(
+        lab.dir.path(),
+        "six-shot",
+        &[&format!("--screenshot={}", shot.display())],
+        &url,
+    );
+    assert!(ok, "chromium --screenshot failed: {stderr}");
+    let png = std::fs::read(&shot).expect("screenshot written");
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
+    if let Some(dir) = std::env::var_os("ABPERF_KEEP_SCREENSHOT") {
+        std::fs::copy(&shot, Path::new(&dir).join("six-variants.png")).unwrap();
+        std::fs::copy(&html, Path::new(&dir).join("six-variants.html")).unwrap();
+    }
 }
 
 /// `abperf micro tlb-flush --quick` into a fresh store, reported as HTML: the flush curves (per

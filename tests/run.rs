@@ -451,6 +451,65 @@ fn failures_timeouts_and_ignore_failure() {
 }
 
 #[test]
+fn until_decided_stops_at_the_first_look_that_decides_and_compare_says_so() {
+    let lab = Lab::new();
+    let o = lab.ok(&[
+        "run",
+        "--until-decided",
+        "-r",
+        "40",
+        "--warmup",
+        "0",
+        "sleep 0.01",
+        "sleep 0.08",
+    ]);
+    assert!(
+        o.stdout
+            .contains("stopped early: decided at look 1 of 4 (10 of up to 40"),
+        "{o}"
+    );
+    assert!(
+        o.stderr.contains("look 1 of 4 at 10 runs per variant"),
+        "{o}"
+    );
+    let doc = export(&lab, "latest");
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 20, "{doc}");
+    let c = lab.ok(&["compare", "latest"]);
+    assert!(c.stdout.contains("SLOWER: sleep 0.08"), "{c}");
+    assert!(
+        c.stdout
+            .contains("sequential design (--until-decided, 4 O'Brien-Fleming looks, alpha 0.05): stopped at look 1 of 4"),
+        "{c}"
+    );
+    assert!(
+        c.stdout.contains("up to 40 runs per variant, 4 looks"),
+        "{c}"
+    );
+
+    // Two commands that do the same: no look decides, so every planned run is made.
+    let o = lab.ok(&[
+        "run",
+        "--until-decided",
+        "-r",
+        "8",
+        "--looks",
+        "2",
+        "--warmup",
+        "0",
+        "true",
+        "true ",
+    ]);
+    let doc = export(&lab, "latest");
+    let looks = o.stderr.matches("runs per variant: Welch").count();
+    let runs = doc["runs"].as_array().unwrap().len();
+    // A look decides an A/A pair with probability at most alpha (5%): then it stops at 4 + 4.
+    assert!(
+        (looks == 2 && runs == 16 && o.stdout.contains("complete")) || (looks == 1 && runs == 8),
+        "{o}"
+    );
+}
+
+#[test]
 fn pre_and_post_are_not_timed_and_parameters_substitute_everywhere() {
     let lab = Lab::new();
     let dir = &lab.dir;
@@ -512,12 +571,27 @@ fn bad_input_is_a_one_line_error_with_nothing_written() {
         (&["run", "--pin", "9999", "true"], 2, "--pin"),
         (&["run", "-e", "bogus", "true"], 2, "unknown event 'bogus'"),
         (
+            &["run", "--looks", "2", "true", "false"],
+            2,
+            "--until-decided",
+        ),
+        (
+            &["run", "--until-decided", "-r", "16", "true"],
+            2,
+            "two variants",
+        ),
+        (
+            &["run", "--until-decided", "-r", "10", "true", "false"],
+            2,
+            "-r 16 or more",
+        ),
+        (
             &["run", "-N", "no-such-program-xyz"],
             1,
             "not found in PATH",
         ),
         (&["show", "nope"], 2, "experiment id 'nope'"),
-        (&["show", "latest"], 1, "holds no experiment"),
+        (&["show", "latest"], 2, "holds no experiment"),
     ];
     for (args, code, needle) in cases {
         let o = lab.run(args);
@@ -551,7 +625,7 @@ fn sigterm_and_sighup_restore_a_file_knob_and_mark_the_experiment_interrupted() 
     let db = lab.db();
     let knob = dir.path().join("knob");
     std::fs::write(&knob, "always [madvise] never\n").unwrap();
-    let k = format!("{}=a,b", knob.display());
+    let k = format!("{}=always,never", knob.display());
     for (nth, sig) in [(1, libc::SIGTERM), (2, libc::SIGHUP)] {
         let child = Command::new(BIN)
             .args([

@@ -88,7 +88,7 @@ fn ids_are_never_reused_after_delete() {
     lab.seed000("d");
     let ids: Vec<i64> = lab.store().list().unwrap().iter().map(|e| e.id).collect();
     assert_eq!(ids, [4]);
-    let o = lab.fails(&["show", "2"], 1);
+    let o = lab.fails(&["show", "2"], 2);
     assert!(o.stderr.contains("no experiment 2"), "{o}");
 }
 

@@ -5,6 +5,8 @@ Run by hand (pip install scipy numpy), from the repository root:
 
     python3 tools/stats_reference.py
 
+(pip install scipy numpy statsmodels.)
+
 It writes tests/data/stats_reference.json. Inputs are deterministic (fixed numpy seeds and the
 seed-000 /usr/bin/time data), so re-running gives the same file except for scipy's own changes.
 The product never calls Python: only the unit tests read the JSON.
@@ -315,6 +317,55 @@ def multiple_cases():
     return cases
 
 
+def yuen_cases():
+    """Yuen's trimmed-means test: scipy ttest_ind(b, a, equal_var=False, trim=...)."""
+    rng = np.random.default_rng(29)
+    cases = []
+    extra = []
+    # Two samples of one bimodal distribution (90% fast, 10% slow runs): the A/A case the outlier
+    # recheck used to call different.
+    def bimodal(n):
+        slow = rng.uniform(0, 1, n) < 0.1
+        return list(map(float, np.where(slow, rng.normal(130, 1, n), rng.normal(100, 1, n))))
+    extra.append(("bimodal_aa_30", bimodal(30), bimodal(30)))
+    extra.append(("bimodal_aa_10", bimodal(10), bimodal(10)))
+    for name, a, b in pairs() + extra:
+        for trim in (0.1, 0.2):
+            r = stats.ttest_ind(b, a, equal_var=False, trim=trim)
+            cases.append({"name": name, "a": a, "b": b, "trim": trim, "t": float(r.statistic),
+                          "p": float(r.pvalue), "df": float(r.df)})
+    return cases
+
+
+def seed001_cases():
+    """Seed 001's design: 6 workloads x 3 implementations x 31 runs, every pair of
+    implementations compared within each workload on the mean (Welch) and on the run-to-run
+    variation (Brown-Forsythe), 36 tests, Holm-corrected by statsmodels' multipletests."""
+    from statsmodels.stats.multitest import multipletests
+    rng = np.random.default_rng(1)
+    workloads = ["seq-read", "seq-write", "rand-read", "rand-write", "hot-read", "hot-write"]
+    impls = ["flush", "noflush", "young"]
+    values = {}
+    for w, wl in enumerate(workloads):
+        values[wl] = {}
+        for i, im in enumerate(impls):
+            mean = 10.0 * (1 + 0.1 * w) * (1 - 0.08 * (i == 1) + 0.004 * (i == 2) * (w % 2))
+            sd = 0.02 * mean * (3.5 if (i == 0 and w in (1, 4)) else 1.0)
+            values[wl][im] = list(map(float, rng.normal(mean, sd, 31)))
+    tests = []
+    for wl in workloads:
+        for ia, ib in ((0, 1), (0, 2), (1, 2)):
+            a, b = values[wl][impls[ia]], values[wl][impls[ib]]
+            pw = float(stats.ttest_ind(b, a, equal_var=False).pvalue)
+            pv = float(stats.levene(a, b, center="median").pvalue)
+            tests.append({"workload": wl, "baseline": impls[ia], "variant": impls[ib], "test": "mean", "p": pw})
+            tests.append({"workload": wl, "baseline": impls[ia], "variant": impls[ib], "test": "variability", "p": pv})
+    adj = multipletests([t["p"] for t in tests], alpha=0.01, method="holm")[1]
+    for t, a in zip(tests, adj):
+        t["holm"] = float(a)
+    return [{"workloads": workloads, "impls": impls, "values": values, "tests": tests}]
+
+
 def nct_cases():
     cases = []
     for df in (3.0, 10.0, 22.0, 58.0, 198.0):
@@ -350,11 +401,76 @@ def power_cases():
     return out, runs
 
 
+def levels_cases():
+    """One-way random-effects ANOVA of runs grouped by boot (stats/levels.rs): scipy's f_oneway
+    for F and p, the textbook ANOVA estimators of the variance components (with n0 for unbalanced
+    groups), and, for balanced groups with a positive boot component, statsmodels' REML mixed model as an independent check."""
+    import warnings
+
+    import statsmodels.formula.api as smf
+
+    rng = np.random.default_rng(20131015)
+    specs = [
+        ("balanced_8x5_icc08", [5] * 8, 2.0, 1.0),
+        ("balanced_5x10_icc05", [10] * 5, 1.0, 1.0),
+        ("balanced_6x3_small_boot", [3] * 6, 0.05, 1.0),
+        ("unbalanced_7", [2, 3, 4, 5, 6, 2, 9], 1.5, 1.0),
+    ]
+    cases = []
+    for name, sizes, sb, sw in specs:
+        groups = [list(100 + sb * rng.normal() + sw * rng.normal(0, 1, n)) for n in sizes]
+        a, n = len(groups), sum(sizes)
+        f, p = stats.f_oneway(*groups)
+        grand = np.mean(np.concatenate(groups))
+        msb = sum(len(g) * (np.mean(g) - grand) ** 2 for g in groups) / (a - 1)
+        msw = sum(((np.array(g) - np.mean(g)) ** 2).sum() for g in groups) / (n - a)
+        n0 = (n - sum(s * s for s in sizes) / n) / (a - 1)
+        vb = (msb - msw) / n0
+        icc = max(vb, 0.0) / (max(vb, 0.0) + msw)
+        case = {
+            "name": name,
+            "sizes": sizes,
+            "values": [float(v) for g in groups for v in g],
+            "f": float(f),
+            "p": float(p),
+            "ms_between": float(msb),
+            "ms_within": float(msw),
+            "n0": float(n0),
+            "var_boot": float(vb),
+            "icc": float(icc),
+            "reml_var_boot": 0.0,
+            "reml_var_run": 0.0,
+        }
+        if len(set(sizes)) == 1 and vb > 0:
+            import pandas as pd
+
+            df = pd.DataFrame(
+                {"y": case["values"], "boot": [i for i, g in enumerate(groups) for _ in g]}
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                m = smf.mixedlm("y ~ 1", df, groups=df["boot"]).fit(reml=True)
+            case["reml_var_boot"] = float(m.cov_re.iloc[0, 0])
+            case["reml_var_run"] = float(m.scale)
+        cases.append(case)
+    kj = []
+    for name, vr, vb, cr, cb in [
+        ("boot_dominant", 1.0, 4.0, 0.5, 20.0),
+        ("run_dominant", 0.25, 0.04, 0.5, 20.0),
+        ("cheap_boots", 1.0, 1.0, 1.0, 0.5),
+        ("kvm_like", 0.09, 0.01, 2.0, 3.0),
+    ]:
+        r = max(1, math.ceil(math.sqrt((cb / cr) * (vr / vb))))
+        kj.append({"name": name, "var_run": vr, "var_boot": vb, "cost_run": cr, "cost_boot": cb, "r": r})
+    return cases, kj
+
+
 def main():
     levene2, levene3 = levene_cases()
     pw, runs = power_cases()
+    levels, kj = levels_cases()
     ref = {
-        "generator": f"tools/stats_reference.py, scipy {scipy.__version__}, numpy {np.__version__}, python {sys.version.split()[0]}",
+        "generator": f"tools/stats_reference.py, scipy {scipy.__version__}, numpy {np.__version__}, statsmodels {__import__('statsmodels').__version__}, python {sys.version.split()[0]}",
         "welch": welch_cases(),
         "fieller": fieller_cases(),
         "mannwhitneyu": mwu_cases(),
@@ -367,9 +483,13 @@ def main():
         "ancova": ancova_cases(),
         "tost": tost_cases(),
         "multiple": multiple_cases(),
+        "yuen": yuen_cases(),
+        "seed001": seed001_cases(),
         "nct": nct_cases(),
         "power": pw,
         "runs_needed": runs,
+        "levels": levels,
+        "kalibera_jones": kj,
     }
     with open(OUT, "w") as f:
         json.dump(ref, f, indent=1, allow_nan=False)

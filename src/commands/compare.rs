@@ -35,6 +35,10 @@ pub struct CompareArgs {
     /// Ministat mode: the whitespace-separated column to read (from 1)
     #[arg(short = 'c', long = "column", default_value_t = 1, value_name = "N")]
     pub column: usize,
+    /// Ministat mode: every line is `mean sd n`, a summary of n runs (as perf stat -r prints
+    /// them); compared with Welch from the summaries (no rank or bootstrap checks)
+    #[arg(long, conflicts_with = "column")]
+    pub summary: bool,
     #[command(flatten)]
     pub db: crate::commands::DbArgs,
 }
@@ -54,7 +58,7 @@ fn load(args: &CompareArgs) -> anyhow::Result<Report> {
             )));
         }
         return Ok(Report::new(
-            from_files(&args.inputs, args.column)?,
+            from_files(&args.inputs, args.column, args.summary)?,
             View::Compare,
         ));
     }
@@ -77,12 +81,12 @@ fn load(args: &CompareArgs) -> anyhow::Result<Report> {
     let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
     match args.inputs.len() {
         1 => {
-            let id = store.resolve_id(&args.inputs[0])?;
+            let id = super::lookup::experiment_id(&store, &args.inputs[0])?;
             output::load(&store, id, View::Compare)
         }
         2 => {
-            let ida = store.resolve_id(&args.inputs[0])?;
-            let idb = store.resolve_id(&args.inputs[1])?;
+            let ida = super::lookup::experiment_id(&store, &args.inputs[0])?;
+            let idb = super::lookup::experiment_id(&store, &args.inputs[1])?;
             let (ds, diffs) = two_experiments(&store, [ida, idb], args.variant.as_deref())?;
             let mut r = Report::new(ds, View::Compare);
             r.env_diffs = diffs;

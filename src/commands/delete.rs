@@ -13,7 +13,7 @@ pub struct DeleteArgs {
 
 pub fn run(args: DeleteArgs) -> anyhow::Result<i32> {
     let mut store = Store::open_resolved(args.db.db.as_deref())?;
-    let id = store.resolve_id(&args.id)?;
+    let id = super::lookup::experiment_id(&store, &args.id)?;
     let name = store.experiment(id)?.name;
     store.delete(id)?;
     println!("deleted experiment {id} ({name})");

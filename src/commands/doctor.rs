@@ -28,7 +28,8 @@ pub struct DoctorArgs {
     pub format: Format,
     /// Apply the safe recommended settings (governor performance, boost off, THP always ->
     /// madvise, NUMA balancing off, NMI watchdog off, ASLR full, perf_event_paranoid 1),
-    /// recording every original in the store
+    /// recording every original in the store; remove tracefs instances, mounts and markers
+    /// left by abperf processes that were killed (kill -9)
     #[arg(long, conflicts_with = "restore")]
     pub fix: bool,
     /// Put back exactly what --fix (or a run --tune killed by SIGKILL) recorded, and verify
@@ -55,7 +56,8 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
         )));
     }
     let sys = Sys::real();
-    let checks = doctor::run_all(&sys, Duration::from_secs_f64(args.sample));
+    let mut checks = doctor::run_all(&sys, Duration::from_secs_f64(args.sample));
+    checks.push(kvm_check());
     let would = doctor::recommended(&sys);
     match args.format {
         Format::Json => {
@@ -168,6 +170,10 @@ fn print_text(checks: &[Check], would: &[doctor::Setting]) {
 }
 
 fn fix(db: &DbArgs) -> anyhow::Result<i32> {
+    // what killed abperf processes left in tracefs (instances still tracing, mounts, markers)
+    for m in crate::trace::instance::clean_leftovers() {
+        println!("{m}");
+    }
     let settings = doctor::recommended(&Sys::real());
     if settings.is_empty() {
         println!("nothing to change: every setting abperf tunes is already as recommended");
@@ -373,4 +379,23 @@ fn restore(db: &DbArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// KVM for kernel variants (`run --kernel`): the VM engine's probe (the KVM ioctls, then a short
+/// boot of a cached kernel under KVM), answered from the last probe of this host boot and QEMU
+/// when there is one.
+fn kvm_check() -> Check {
+    let p = crate::vm::kvm_usable_cached(None, Duration::from_secs(30));
+    let status = match p.verdict {
+        crate::vm::Verdict::Usable => Status::Ok,
+        crate::vm::Verdict::Unusable => Status::Warn,
+        crate::vm::Verdict::Untested => Status::Info,
+    };
+    Check {
+        name: "kvm",
+        status,
+        finding: p.finding,
+        why: p.why,
+        fix: p.fix,
+    }
 }

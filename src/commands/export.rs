@@ -16,6 +16,7 @@ pub enum ExportFormat {
 pub struct ExportArgs {
     /// Experiment id, or `latest`
     pub id: String,
+    /// json (the report schema, docs/report-json.md, with every run) or csv (one row per run)
     #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
     pub format: ExportFormat,
     /// Write to FILE instead of stdout
@@ -27,7 +28,7 @@ pub struct ExportArgs {
 
 pub fn run(args: ExportArgs) -> anyhow::Result<i32> {
     let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
-    let id = store.resolve_id(&args.id)?;
+    let id = super::lookup::experiment_id(&store, &args.id)?;
     let r = output::load(&store, id, View::Export)?;
     let format = match args.format {
         ExportFormat::Json => Format::Json,

@@ -152,9 +152,10 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
     let mut store = Store::open_resolved(args.db.db.as_deref())?;
     let target = match target {
         Some(t) => t,
-        None => ImportTarget::Existing(
-            store.resolve_id(args.experiment.as_deref().unwrap_or("latest"))?,
-        ),
+        None => ImportTarget::Existing(super::lookup::experiment_id(
+            &store,
+            args.experiment.as_deref().unwrap_or("latest"),
+        )?),
     };
     let out = store
         .import_runs(&target, &variants, &runs)

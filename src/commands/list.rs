@@ -9,6 +9,9 @@ pub struct ListArgs {
     pub db: DbArgs,
 }
 
+/// Longest name shown (`abperf show ID` has the whole of it).
+const NAME_WIDTH: usize = 60;
+
 pub fn run(args: ListArgs) -> anyhow::Result<i32> {
     let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
     let list = store.list()?;
@@ -36,7 +39,12 @@ pub fn run(args: ListArgs) -> anyhow::Result<i32> {
             e.status.as_str(),
             e.variants,
             format!("{}/{}", e.runs_done, e.runs_planned.max(e.runs_done)),
-            crate::report::escape::control(&e.name)
+            // One line each, control characters escaped (a name can neither rewrite the screen
+            // nor hide what follows it); a long name ("A vs B vs C ...") keeps its start and end.
+            crate::report::labels::elide_middle(
+                &crate::report::escape::control(&e.name),
+                NAME_WIDTH
+            )
         );
     }
     Ok(0)

@@ -5,7 +5,7 @@
 use crate::error::usage;
 use crate::model::{Dataset, Experiment, Kind, Liveness, Status};
 use crate::report::{Report, TraceSection, View};
-use crate::stats::analysis::{Settings, analyse};
+use crate::stats::analysis::{Pairs, Settings, Test, analyse};
 use crate::stats::compare::Options;
 use crate::stats::multiple::Correction;
 use crate::store::Store;
@@ -22,8 +22,9 @@ pub struct AnalysisArgs {
     /// Baseline variant (default: the first)
     #[arg(long, value_name = "NAME")]
     pub baseline: Option<String>,
-    /// Metric(s) to judge (repeatable, or 'all', corrected across metrics); default wall_ns,
-    /// else the first metric
+    /// Metric(s) to judge (repeatable, or 'all', corrected across metrics): stored names or
+    /// short ones (wall, user, sys, maxrss, minflt, ...); default wall_ns, else the first metric
+    /// every variant has
     #[arg(long, value_name = "NAME|all")]
     pub metric: Vec<String>,
     /// Significance level
@@ -50,6 +51,22 @@ pub struct AnalysisArgs {
     /// Treat the metric as a rate: higher is better (default: decided from its unit)
     #[arg(long)]
     pub higher_is_better: bool,
+    /// Which pairs: each variant against the baseline, or every pair of variants
+    #[arg(long, value_enum, default_value_t = Pairs::Baseline)]
+    pub pairs: Pairs,
+    /// A separate family of comparisons per value of this -L parameter (e.g. the workload);
+    /// the correction still covers every test reported
+    #[arg(long, value_name = "PARAM")]
+    pub by: Option<String>,
+    /// What each comparison tests, corrected together: mean (the verdict) and/or variability
+    /// (Brown-Forsythe and the SD ratio: "3.5x more run-to-run variation")
+    #[arg(
+        long = "test",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "mean"
+    )]
+    pub tests: Vec<Test>,
 }
 
 impl Default for AnalysisArgs {
@@ -65,6 +82,9 @@ impl Default for AnalysisArgs {
             resamples: crate::stats::bootstrap::DEFAULT_RESAMPLES,
             seed: None,
             higher_is_better: false,
+            pairs: Pairs::Baseline,
+            by: None,
+            tests: vec![Test::Mean],
         }
     }
 }
@@ -105,8 +125,13 @@ impl AnalysisArgs {
         if ds.variants.len() < 2 {
             return Ok(Err("one variant: nothing to compare it with".into()));
         }
+        if !self.tests.contains(&Test::Mean) {
+            return Err(usage(
+                "--test: the mean is always tested (it is the verdict); add variability with --test mean,variability",
+            ));
+        }
         let micro = ds.experiment().is_some_and(|e| e.kind == Kind::Micro);
-        if micro && self.baseline.is_none() {
+        if micro && self.baseline.is_none() && self.by.is_none() {
             return Ok(Err(
                 "micro experiment: its variants are configurations, not treatments of one \
                  workload; no verdicts against the first (name one with --baseline)"
@@ -124,22 +149,30 @@ impl AnalysisArgs {
         };
         let main: Vec<String> = ds.main_metrics().map(|m| m.name.clone()).collect();
         let metrics = if self.metric.is_empty() {
-            match main.iter().find(|m| *m == DEFAULT_METRIC).or(main.first()) {
-                Some(m) => vec![m.clone()],
-                None => return Ok(Err("no metrics stored: nothing to compare".into())),
+            match super::metrics::default_metric(ds, DEFAULT_METRIC) {
+                Some(m) => vec![m],
+                None if main.is_empty() => {
+                    return Ok(Err("no metrics stored: nothing to compare".into()));
+                }
+                None => {
+                    return Err(usage(format!(
+                        "no metric is stored for every variant, so none can be compared; {}",
+                        super::metrics::per_variant(ds)
+                    )));
+                }
             }
         } else if self.metric.iter().any(|m| m == "all") {
             main.clone()
         } else {
+            let mut names = Vec::new();
             for m in &self.metric {
-                if ds.metric(m).is_none() {
-                    return Err(usage(format!(
-                        "--metric {m}: not stored; metrics: {}",
-                        main.join(", ")
-                    )));
+                let name = super::metrics::resolve(ds, m, "--metric")?;
+                super::metrics::check_every_variant_has(ds, &name, "--metric ")?;
+                if !names.contains(&name) {
+                    names.push(name);
                 }
             }
-            self.metric.clone()
+            names
         };
         let seed = self
             .seed
@@ -159,6 +192,9 @@ impl AnalysisArgs {
             correction: self.correction,
             without_outliers: self.without_outliers,
             force_higher_is_better: self.higher_is_better,
+            pairs: self.pairs,
+            by: self.by.clone(),
+            tests: self.tests.clone(),
         }))
     }
 
@@ -171,18 +207,61 @@ impl AnalysisArgs {
             let e = |s: &String| crate::report::escape::control(s).into_owned();
             a.baseline = a.baseline.as_ref().map(e);
             a.metric = a.metric.iter().map(e).collect();
+            a.by = a.by.as_ref().map(e);
         }
         a
     }
 
-    /// Analyse `r`'s data into it (or note why not).
+    /// Analyse `r`'s data into it (or note why not). Data from booted kernels are analysed on
+    /// two levels: verdicts from boot means, variance components, plan advice
+    /// (`report::levels`).
     pub fn analyse_into(&self, r: &mut Report) -> anyhow::Result<()> {
-        match self.settings(&r.data)? {
-            Ok(s) => r.analysis = Some(analyse(&r.data, &s)),
-            Err(why) => r.notes.push(why),
+        let accels = r.data.accelerators();
+        if accels.len() > 1 {
+            return Err(usage(format!(
+                "the boots ran under {}: abperf does not compare timings across accelerators",
+                accels.join(" and ").to_uppercase()
+            )));
+        }
+        let settings = match self.settings(&r.data)? {
+            Ok(s) => Some(s),
+            Err(why) => {
+                r.notes.push(why);
+                None
+            }
+        };
+        if r.data.has_boots() {
+            let metrics = match &settings {
+                Some(s) => s.metrics.clone(),
+                None => default_metric(&r.data).into_iter().collect(),
+            };
+            let target = crate::stats::levels::Target {
+                effect_pct: self.effect,
+                alpha: self.alpha,
+                power: crate::stats::compare::Options::default().power,
+            };
+            crate::report::levels::attach(r, settings.as_ref(), &metrics, target);
+        } else if let Some(s) = settings {
+            r.analysis = Some(analyse(&r.data, &s));
+        }
+        if let Some(plan) = r.data.experiments.first().and_then(|e| e.sequential()) {
+            let most = (0..r.data.variants.len())
+                .map(|v| r.data.counted(v).count())
+                .max()
+                .unwrap_or(0);
+            r.notes.push(crate::stats::sequential::note(&plan, most));
         }
         Ok(())
     }
+}
+
+/// The metric judged when none is named: wall_ns, else the first main metric.
+pub fn default_metric(ds: &Dataset) -> Option<String> {
+    let main: Vec<String> = ds.main_metrics().map(|m| m.name.clone()).collect();
+    main.iter()
+        .find(|m| *m == DEFAULT_METRIC)
+        .or(main.first())
+        .cloned()
 }
 
 /// Load stored experiment `id` into a report for `view`, with the tables of a trace capture or
@@ -193,6 +272,7 @@ pub fn load(store: &Store, id: i64, view: View) -> anyhow::Result<Report> {
     let dead = seen_status(store, &mut data.experiments[0])?;
     let mut r = Report::new(data, view);
     r.notes.extend(dead);
+    crate::report::levels::tcg_note(&mut r);
     match kind {
         Kind::Trace => match store.load_capture(id) {
             Ok((info, tables)) => r.trace = Some(TraceSection { info, tables }),

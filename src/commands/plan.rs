@@ -14,15 +14,10 @@ pub struct PlanArgs {
     /// Smallest effect to resolve, in percent (e.g. 0.5)
     #[arg(long, value_name = "PCT")]
     pub effect: f64,
-    /// Pilot: a stored experiment whose run-to-run variation (CV) and durations to use
-    #[arg(
-        long,
-        value_name = "ID",
-        conflicts_with = "cv",
-        required_unless_present = "cv"
-    )]
+    /// Pilot: a stored experiment whose run-to-run variation (CV) and durations to use (or --cv)
+    #[arg(long, value_name = "ID", conflicts_with = "cv")]
     pub from: Option<String>,
-    /// Coefficient of variation (SD / mean) in percent
+    /// Coefficient of variation (SD / mean) in percent, when there is no pilot (or --from)
     #[arg(long, value_name = "PCT")]
     pub cv: Option<f64>,
     /// Power to reach
@@ -31,7 +26,8 @@ pub struct PlanArgs {
     /// Significance level (two-sided)
     #[arg(long, default_value_t = 0.05, value_name = "A")]
     pub alpha: f64,
-    /// With --from: the metric whose CV is used (default wall_ns)
+    /// With --from: the metric whose CV is used (stored or short name: wall, user, sys, ...;
+    /// default wall_ns)
     #[arg(long, value_name = "NAME")]
     pub metric: Option<String>,
     #[command(flatten)]
@@ -40,15 +36,7 @@ pub struct PlanArgs {
 
 /// "2 h 05 min", "3.4 min", "12.3 s".
 pub fn fmt_duration(ns: f64) -> String {
-    let s = ns / 1e9;
-    if s >= 3600.0 {
-        let m = (s / 60.0).round() as u64;
-        format!("{} h {:02} min", m / 60, m % 60)
-    } else if s >= 60.0 {
-        format!("{:.1} min", s / 60.0)
-    } else {
-        format!("{s:.1} s")
-    }
+    crate::report::fmt::duration(ns / 1e9)
 }
 
 fn runs_text(cv: f64, args: &PlanArgs) -> (Option<usize>, String) {
@@ -104,14 +92,27 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
         println!("  at a CV of {}: {text}", fmt_pct(cv));
         return Ok(0);
     }
-    let reference = args.from.as_deref().expect("clap requires --from or --cv");
+    let Some(reference) = args.from.as_deref() else {
+        return Err(usage(
+            "plan needs the run-to-run variation: --from ID (a stored pilot experiment, e.g. \
+             --from latest) or --cv PCT (the coefficient of variation in percent, e.g. --cv 0.3)",
+        ));
+    };
     let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
-    let id = store.resolve_id(reference)?;
+    let id = super::lookup::experiment_id(&store, reference)?;
     let ds = store.load(id)?;
-    let metric = args
-        .metric
-        .clone()
-        .unwrap_or_else(|| DEFAULT_METRIC.to_string());
+    let metric = match &args.metric {
+        Some(m) => super::metrics::resolve(&ds, m, "--metric")?,
+        None => super::metrics::default_metric(&ds, DEFAULT_METRIC).ok_or_else(|| {
+            usage(format!(
+                "experiment {id}: no metric is stored for every variant; {}",
+                super::metrics::per_variant(&ds)
+            ))
+        })?,
+    };
+    if ds.has_boots() {
+        return super::plan_levels::run(&ds, id, &metric, &args);
+    }
     let mut worst: Option<(f64, String)> = None;
     let mut per_variant = Vec::new();
     let mut cost_ns = 0.0;
@@ -146,7 +147,9 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
     }
     let Some((cv, name)) = worst else {
         return Err(usage(format!(
-            "experiment {id}: no variant has two or more values of {metric}; choose --metric or run more"
+            "experiment {id}: no variant has two or more values of {metric}; run more, or choose \
+             another with --metric (metrics: {})",
+            super::metrics::listing(&ds)
         )));
     };
     println!("{head}");

@@ -2,20 +2,21 @@
 //! before the first run (commands, knobs, events, CPU list, store), then execute, committing each
 //! run as it ends. `--resume ID` continues a stopped experiment where its schedule stands.
 
-use crate::commands::DbArgs;
+use crate::commands::{DbArgs, hints};
 use crate::design::{self, Order};
 use crate::doctor::{self, Setting};
 use crate::error::usage;
 use crate::measure::counters;
 use crate::model::tune::SOURCE_RUN;
-use crate::model::{Kind, NewExperiment, Slot, Status, Variant};
+use crate::model::{Kind, NewExperiment, SequentialPlan, Slot, Status, Variant};
 use crate::report::View;
 use crate::report::perfstat;
-use crate::runner::experiment::{Ending, Progress, RunConfig, prepare};
+use crate::runner::experiment::{Ending, Progress, RunConfig, RunSink, prepare};
 use crate::runner::knob_lock::LockOptions;
 use crate::runner::noise::{self, NoiseConfig};
 use crate::runner::signals;
-use crate::runner::{KnobGuard, execute};
+use crate::runner::{KnobGuard, execute, preflight};
+use crate::stats::sequential::Looks;
 use crate::store::Store;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -49,7 +50,7 @@ pub struct RunArgs {
     #[arg(
         short = 'r',
         long = "runs",
-        visible_alias = "repeat",
+        visible_aliases = ["repeat", "max-runs"],
         default_value_t = 10
     )]
     pub runs: u32,
@@ -118,20 +119,124 @@ pub struct RunArgs {
     /// unmounted and removed at the end
     #[arg(long, value_name = "DIR")]
     pub tmpfs_copy: Option<PathBuf>,
+    /// Stop as soon as a valid sequential test decides: -r/--max-runs is the most runs per variant,
+    /// looked at --looks times (O'Brien-Fleming boundaries on Welch's test of wall time against
+    /// the first variant; the false-call rate stays at alpha 0.05)
+    #[arg(long)]
+    pub until_decided: bool,
+    /// With --until-decided: how many looks (equally spaced)
+    #[arg(
+        long,
+        default_value_t = 4,
+        value_name = "K",
+        requires = "until_decided"
+    )]
+    pub looks: usize,
     /// Continue a stopped experiment exactly where its schedule stands
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
+    /// Keep nothing: the experiment lives in memory and is gone when abperf exits (a throwaway
+    /// run; the same as --db :memory:)
+    #[arg(long, conflicts_with_all = ["db", "resume"])]
+    pub no_store: bool,
     /// Wait for a knob another experiment holds (default: fail at once, naming the holder)
     #[arg(long)]
     pub wait: bool,
     #[command(flatten)]
+    pub kernel: super::run_boots::KernelArgs,
+    #[command(flatten)]
     pub db: DbArgs,
 }
 
-/// A progress bar with ETA on stderr; indicatif hides it when stderr is not a terminal.
-struct Bar(Option<ProgressBar>);
+/// The group-sequential stopping rule of `--until-decided`: at each look (every variant has
+/// run `runs_at(k)` timed runs) Welch's p of each variant against the first, on wall time,
+/// against the look's O'Brien-Fleming boundary.
+pub(super) struct Sequential {
+    plan: SequentialPlan,
+    boundaries: Vec<f64>,
+    next: usize,
+    variants: usize,
+}
+
+impl Sequential {
+    fn new(plan: SequentialPlan, variants: usize) -> Sequential {
+        Sequential {
+            boundaries: plan.boundaries(variants.saturating_sub(1)),
+            plan,
+            next: 1,
+            variants,
+        }
+    }
+
+    fn check(
+        &mut self,
+        sink: &dyn RunSink,
+        done: &BTreeMap<usize, u32>,
+    ) -> anyhow::Result<Option<String>> {
+        if self.variants < 2 || self.next > self.plan.looks {
+            return Ok(None);
+        }
+        let need = self.plan.runs_at(self.next);
+        if (0..self.variants).any(|v| (done.get(&v).copied().unwrap_or(0) as usize) < need) {
+            return Ok(None);
+        }
+        let k = self.next;
+        self.next += 1;
+        let Some(ds) = sink.stored()? else {
+            return Ok(None);
+        };
+        let first = |pos: usize| -> Vec<f64> {
+            let mut v = ds.values(pos, super::output::DEFAULT_METRIC);
+            v.truncate(need);
+            v
+        };
+        let base = first(0);
+        let others: Vec<Vec<f64>> = (1..self.variants).map(first).collect();
+        if base.len() < need || others.iter().any(|o| o.len() < need) {
+            return Ok(None); // failed runs (with -i): wait for the next look
+        }
+        let refs: Vec<&[f64]> = others.iter().map(Vec::as_slice).collect();
+        let look = self.plan.look(k, &self.boundaries, &base, &refs);
+        crate::error::stderr_line(&format!(
+            "abperf: look {k} of {} at {need} runs per variant: Welch {} against the boundary p < {:.2e} (|z| >= {:.3}){}",
+            self.plan.looks,
+            look.p
+                .iter()
+                .map(|p| crate::stats::verdict::fmt_p(*p))
+                .collect::<Vec<_>>()
+                .join(", "),
+            look.nominal_p,
+            look.boundary,
+            if look.decided { ": decided" } else { "" }
+        ));
+        Ok(look.decided.then(|| {
+            format!(
+                "decided at look {k} of {} ({need} of up to {} runs per variant): every variant \
+                 crossed the O'Brien-Fleming boundary p < {:.2e}",
+                self.plan.looks, self.plan.max_runs, look.nominal_p
+            )
+        }))
+    }
+}
+
+/// A progress bar with ETA on stderr (indicatif hides it when stderr is not a terminal), and
+/// the sequential stopping rule when there is one.
+pub(super) struct Bar(
+    pub(super) Option<ProgressBar>,
+    pub(super) Option<Sequential>,
+);
 
 impl Progress for Bar {
+    fn decided(
+        &mut self,
+        sink: &dyn RunSink,
+        done: &BTreeMap<usize, u32>,
+    ) -> anyhow::Result<Option<String>> {
+        match self.1.as_mut() {
+            Some(s) => s.check(sink, done),
+            None => Ok(None),
+        }
+    }
     fn start(&mut self, total: u64) {
         let pb = ProgressBar::new(total);
         pb.set_style(
@@ -153,6 +258,12 @@ impl Progress for Bar {
             pb.finish_and_clear();
         }
     }
+    fn note(&mut self, msg: &str) {
+        match &self.0 {
+            Some(pb) => pb.suspend(|| crate::error::stderr_line(msg)),
+            None => crate::error::stderr_line(msg),
+        }
+    }
 }
 
 fn check_events(names: &[String], strict: bool) -> anyhow::Result<Vec<String>> {
@@ -172,16 +283,62 @@ fn check_events(names: &[String], strict: bool) -> anyhow::Result<Vec<String>> {
     Ok(ok.into_iter().map(|s| s.name).collect())
 }
 
-fn random_seed() -> u64 {
+/// What can be told wrong before anything runs: `{NAME}` placeholders against `-L` names, knob
+/// values against the choices their files list.
+fn check_design(
+    args: &RunArgs,
+    params: &[design::ParamList],
+    knobs: &[design::KnobSpec],
+) -> anyhow::Result<()> {
+    let mut texts: Vec<(&str, &str)> = args
+        .commands
+        .iter()
+        .map(|c| ("COMMAND", c.as_str()))
+        .collect();
+    for (flag, text) in [
+        ("--pre", &args.pre),
+        ("--post", &args.post),
+        ("--setup", &args.setup),
+        ("--cleanup", &args.cleanup),
+    ] {
+        if let Some(t) = text {
+            texts.push((flag, t.as_str()));
+        }
+    }
+    design::placeholders::check(&texts, params)?;
+    preflight::check_knob_values(knobs)
+}
+
+pub(super) fn random_seed() -> u64 {
     // 48 bits: short enough to type back with --seed.
     rand::random::<u64>() >> 16
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
+    if let Some(share) = &args.kernel.guest_share {
+        return crate::runner::guest::run_share(share);
+    }
+    if args.no_store {
+        args.db.db = Some(PathBuf::from(hints::IN_MEMORY));
+    }
+    if args.kernel.any() && args.until_decided {
+        return Err(usage(
+            "--until-decided with kernels: not supported (boots, not runs, are the unit there); \
+             use --boots and abperf plan --from ID",
+        ));
+    }
+    if args.kernel.any() && args.resume.is_none() {
+        return super::run_boots::run(args);
+    }
     if let Some(id) = &args.resume {
         if !args.commands.is_empty() {
             return Err(usage(
                 "--resume takes no COMMAND: the experiment's own commands are resumed",
+            ));
+        }
+        if args.kernel.any() {
+            return Err(usage(
+                "--resume takes no kernel options: the experiment's own kernels and VM design are resumed",
             ));
         }
         return resume(id, &args.db, args.wait);
@@ -189,24 +346,26 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     if args.runs == 0 {
         return Err(usage("-r/--runs must be at least 1"));
     }
-    if let Some(t) = args.timeout
-        && !(t > 0.0 && t.is_finite())
-    {
+    if args.until_decided && !(1..=20).contains(&args.looks) {
+        return Err(usage(format!("--looks {}: expected 1 to 20", args.looks)));
+    }
+    if args.until_decided && (args.runs as usize) < 4 * args.looks {
         return Err(usage(format!(
-            "--timeout {t}: expected a positive number of seconds"
+            "--until-decided with -r {} and --looks {}: expected at least 4 runs per variant per look (-r {} or more)",
+            args.runs,
+            args.looks,
+            4 * args.looks
         )));
     }
-    let params = args
-        .params
-        .iter()
-        .map(|p| design::parse_param_list(p))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let knob_specs = args
-        .knobs
-        .iter()
-        .map(|k| design::parse_knob(k))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    check_timeout(&args)?;
+    let (params, knob_specs) = parse_lists(&args)?;
+    check_design(&args, &params, &knob_specs)?;
     let plans = design::build_variants(&args.commands, &args.names, &params, &knob_specs)?;
+    if args.until_decided && plans.len() < 2 {
+        return Err(usage(
+            "--until-decided: expected at least two variants (it stops when they differ)",
+        ));
+    }
     if args.order == Order::Sequential {
         crate::error::stderr_line(
             "abperf: warning: --order sequential runs every run of one variant before the next: a slow \
@@ -216,24 +375,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let seed = args.seed.unwrap_or_else(random_seed);
     let mut store = Store::open_resolved(args.db.db.as_deref())?;
     let counted = check_events(&args.events, args.strict)?;
-    let mut cfg = RunConfig {
-        order: args.order,
-        runs: args.runs,
-        warmup: args.warmup,
-        seed,
-        pre: args.pre.clone(),
-        post: args.post.clone(),
-        setup: args.setup.clone(),
-        cleanup: args.cleanup.clone(),
-        shell: !args.no_shell,
-        pin: args.pin.clone(),
-        timeout_s: args.timeout,
-        events: args.events.clone(),
-        counted_events: counted,
-        ignore_failure: args.ignore_failure,
-        show_output: args.show_output,
-        noise: NoiseConfig::default(),
-    };
+    let mut cfg = run_config(&args, seed, counted, NoiseConfig::default());
     let variants: Vec<Variant> = plans
         .iter()
         .map(|p| Variant {
@@ -276,13 +418,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         None
     };
     let schedule = design::build_schedule(cfg.order, plans.len(), cfg.runs, cfg.warmup, seed);
-    let title = args.title.clone().unwrap_or_else(|| {
-        plans
-            .iter()
-            .map(|p| p.name.as_str())
-            .collect::<Vec<_>>()
-            .join(" vs ")
-    });
+    let title = title(&args, plans.iter().map(|p| p.name.as_str()));
     let exp = NewExperiment {
         name: title,
         kind: Kind::Run,
@@ -342,8 +478,73 @@ fn absolute_dir(p: &Path, flag: &str) -> anyhow::Result<PathBuf> {
     Ok(abs)
 }
 
+/// The experiment's name: --title, else "A vs B vs ...".
+pub(super) fn title<'a>(args: &RunArgs, names: impl Iterator<Item = &'a str>) -> String {
+    args.title
+        .clone()
+        .unwrap_or_else(|| names.collect::<Vec<_>>().join(" vs "))
+}
+
+/// `-L` lists and `-k` knobs as given.
+pub(super) fn parse_lists(
+    args: &RunArgs,
+) -> anyhow::Result<(Vec<design::ParamList>, Vec<design::KnobSpec>)> {
+    let params = args
+        .params
+        .iter()
+        .map(|p| design::parse_param_list(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let knobs = args
+        .knobs
+        .iter()
+        .map(|k| design::parse_knob(k))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok((params, knobs))
+}
+
+pub(super) fn check_timeout(args: &RunArgs) -> anyhow::Result<()> {
+    match args.timeout {
+        Some(t) if !(t > 0.0 && t.is_finite()) => Err(usage(format!(
+            "--timeout {t}: expected a positive number of seconds"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The stored design of a run experiment from its options.
+pub(super) fn run_config(
+    args: &RunArgs,
+    seed: u64,
+    counted_events: Vec<String>,
+    noise: NoiseConfig,
+) -> RunConfig {
+    RunConfig {
+        order: args.order,
+        runs: args.runs,
+        warmup: args.warmup,
+        seed,
+        pre: args.pre.clone(),
+        post: args.post.clone(),
+        setup: args.setup.clone(),
+        cleanup: args.cleanup.clone(),
+        shell: !args.no_shell,
+        pin: args.pin.clone(),
+        timeout_s: args.timeout,
+        events: args.events.clone(),
+        counted_events,
+        ignore_failure: args.ignore_failure,
+        show_output: args.show_output,
+        noise,
+        sequential: args.until_decided.then_some(SequentialPlan {
+            looks: args.looks,
+            max_runs: args.runs,
+            alpha: 0.05,
+        }),
+    }
+}
+
 /// The noise-control options, checked; --tune's settings exclude files that are variant knobs.
-fn noise_config(args: &RunArgs, knob_paths: &[String]) -> anyhow::Result<NoiseConfig> {
+pub(super) fn noise_config(args: &RunArgs, knob_paths: &[String]) -> anyhow::Result<NoiseConfig> {
     let tune = if args.tune {
         let mut settings = Vec::new();
         for s in doctor::recommended(&doctor::sys::Sys::real()) {
@@ -400,7 +601,7 @@ fn lock_options(wait: bool) -> LockOptions {
 
 fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
     let mut store = Store::open_resolved(db.db.as_deref())?;
-    let id = store.resolve_id(reference)?;
+    let id = super::lookup::experiment_id(&store, reference)?;
     let exp = store.experiment(id)?;
     if exp.kind != Kind::Run {
         anyhow::bail!(
@@ -415,22 +616,9 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
         format!("experiment {id}: its stored design cannot be read by this abperf")
     })?;
     // Take the experiment over before anything is touched; refused while its owner lives.
-    let me = crate::measure::process::current_owner();
-    let alive = |o: &crate::model::Owner| {
-        !matches!(
-            crate::measure::process::liveness(o),
-            crate::model::Liveness::Dead(_)
-        )
-    };
-    if let Err(o) = store.claim_experiment(id, &me, &alive)? {
-        let how = match crate::measure::process::liveness(&o) {
-            crate::model::Liveness::Unknown(why) => format!("it may still be running: {why}"),
-            _ => format!(
-                "it is still running in pid {}; wait for it, or stop it with: kill -INT {}",
-                o.pid, o.pid
-            ),
-        };
-        anyhow::bail!("experiment {id} cannot be resumed: {how}");
+    claim(&mut store, id)?;
+    if exp.design.get("vm").is_some() {
+        return super::run_boots::resume(&mut store, id, &cfg, &exp.design);
     }
     let variants = store.variants(id)?;
     let schedule = store.schedule(id)?;
@@ -497,6 +685,29 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
     settle_tune(&mut store, id, &cfg, result)
 }
 
+/// Make this process experiment `id`'s owner (its status becomes `running`), unless its recorded
+/// owner is still alive (or may be: another host, an unreadable /proc): then refuse, naming it.
+pub(super) fn claim(store: &mut Store, id: i64) -> anyhow::Result<()> {
+    let me = crate::measure::process::current_owner();
+    let alive = |o: &crate::model::Owner| {
+        !matches!(
+            crate::measure::process::liveness(o),
+            crate::model::Liveness::Dead(_)
+        )
+    };
+    if let Err(o) = store.claim_experiment(id, &me, &alive)? {
+        let how = match crate::measure::process::liveness(&o) {
+            crate::model::Liveness::Unknown(why) => format!("it may still be running: {why}"),
+            _ => format!(
+                "it is still running in pid {}; wait for it, or stop it with: kill -INT {}",
+                o.pid, o.pid
+            ),
+        };
+        anyhow::bail!("experiment {id} cannot be resumed: {how}");
+    }
+    Ok(())
+}
+
 fn finish(
     store: &mut Store,
     id: i64,
@@ -505,10 +716,23 @@ fn finish(
     schedule: &[Slot],
     guard: &mut KnobGuard,
 ) -> anyhow::Result<i32> {
-    let mut bar = Bar(None);
+    let rule = cfg
+        .sequential
+        .map(|plan| Sequential::new(plan, variants.len()));
+    let mut bar = Bar(None, rule);
     let result = execute(store, id, cfg, variants, schedule, guard, &mut bar);
-    let (status, code) = match &result {
-        Ok(Ending::Complete) => (Status::Complete, 0),
+    conclude(store, id, variants.len(), result)
+}
+
+/// After the runs: the experiment's status, its summary and verdicts, and how to go on.
+pub(super) fn conclude(
+    store: &mut Store,
+    id: i64,
+    variants: usize,
+    result: anyhow::Result<Ending>,
+) -> anyhow::Result<i32> {
+    let (mut status, mut code) = match &result {
+        Ok(Ending::Complete | Ending::Decided(_)) => (Status::Complete, 0),
         // A full disk stops the experiment; nothing about it failed: free space and resume.
         Err(e) if crate::store::is_disk_full(e) => (Status::Interrupted, 1),
         Ok(Ending::Failed(_)) | Err(_) => (Status::Failed, 1),
@@ -521,45 +745,106 @@ fn finish(
         let _ = store.set_status(id, status);
         return Err(anyhow::anyhow!(
             "store {}: the disk is full ({e:#}); experiment {id} stopped with every completed run \
-             stored; free some space, then continue it with: abperf run --resume {id}",
-            store.path().display()
+             stored; free some space, then continue it with: {}",
+            store.path().display(),
+            hints::command(store.path(), &format!("run --resume {id}"))
         ));
     }
     store.set_status(id, status)?;
     let mut report = super::output::load(store, id, View::RunEnd)?;
     super::output::escape_for_people(&mut report, crate::report::Format::Text);
-    if variants.len() > 1
+    // With -i every run may have failed: nothing was measured, whatever the schedule says.
+    let starved: Vec<String> = (0..report.data.variants.len())
+        .filter(|&pos| report.data.counted(pos).next().is_none())
+        .map(|pos| format!("'{}'", report.data.variants[pos].name))
+        .collect();
+    let all_failed = matches!(result, Ok(Ending::Complete))
+        && !starved.is_empty()
+        && starved.len() == report.data.variants.len();
+    if all_failed {
+        status = Status::Failed;
+        code = 1;
+        store.set_status(id, status)?;
+        report.data.experiments[0].status = status;
+    }
+    if (variants > 1 || report.data.has_boots())
+        && !all_failed
         && let Err(e) = super::output::AnalysisArgs::default().analyse_into(&mut report)
     {
         crate::error::stderr_line(&format!("abperf: no verdict: {e:#}"));
     }
-    crate::error::stdout_line("");
-    crate::error::stdout_text(&crate::report::Format::Text.render(&report)?);
+    // Blocks of variants without a single stored run say nothing: left out when nothing ran.
+    if !report.data.runs.is_empty() {
+        crate::error::stdout_line("");
+        crate::error::stdout_text(&crate::report::Format::Text.render(&report)?);
+    }
+    let throwaway = hints::in_memory(store.path());
+    let cmd = |sub: &str| hints::command(store.path(), sub);
     match result {
+        Ok(Ending::Complete) if all_failed => {
+            crate::error::stderr_line(&format!(
+                "abperf: every run failed (see the warnings above), nothing was measured; \
+                 experiment {id} marked failed"
+            ));
+        }
+        Ok(Ending::Complete) if throwaway => {
+            crate::error::stdout_line("experiment complete; not stored (--no-store)");
+        }
         Ok(Ending::Complete) => {
+            if !starved.is_empty() {
+                crate::error::stderr_line(&format!(
+                    "abperf: warning: no successful run of variant {}: nothing to compare it with",
+                    starved.join(", ")
+                ));
+            }
             crate::error::stdout_line(&format!(
                 "experiment {id} complete, stored in {}",
                 store.path().display()
             ));
             crate::error::stdout_line(&format!(
-                "  compare: abperf compare {id}    details: abperf show {id}    raw: abperf export {id} --format csv"
+                "  compare: {}\n  details: {}\n  raw:     {}",
+                cmd(&format!("compare {id}")),
+                cmd(&format!("show {id}")),
+                cmd(&format!("export {id} --format csv"))
+            ));
+        }
+        Ok(Ending::Decided(why)) => {
+            crate::error::stdout_line(&format!("experiment {id} stopped early: {why}"));
+            crate::error::stdout_line(&format!(
+                "  compare: {}\n  details: {}\n  raw:     {}",
+                cmd(&format!("compare {id}")),
+                cmd(&format!("show {id}")),
+                cmd(&format!("export {id} --format csv"))
             ));
         }
         Ok(Ending::Failed(msg)) => {
             crate::error::stderr_line(&format!("abperf: {msg}"));
-            crate::error::stderr_line(&format!(
-                "abperf: experiment {id} marked failed; its completed runs are stored"
-            ));
+            if !throwaway {
+                crate::error::stderr_line(&format!(
+                    "abperf: experiment {id} marked failed; its completed runs are stored"
+                ));
+            }
         }
         Ok(Ending::Interrupted(sig)) => {
+            let how = if throwaway {
+                "nothing is kept (--no-store)".to_string()
+            } else {
+                format!(
+                    "experiment {id} stopped with every completed run stored; continue it with: {}",
+                    cmd(&format!("run --resume {id}"))
+                )
+            };
             crate::error::stderr_line(&format!(
-                "abperf: interrupted by {}; experiment {id} stopped with every completed run stored; \
-                 continue it with: abperf run --resume {id}",
+                "abperf: interrupted by {}; {how}",
                 crate::runner::signals::name(sig)
             ));
         }
+        Err(e) if throwaway => return Err(e),
         Err(e) => {
-            return Err(e.context(format!("experiment {id} stopped (completed runs are stored; resume with abperf run --resume {id})")));
+            return Err(e.context(format!(
+                "experiment {id} stopped (completed runs are stored; resume with {})",
+                cmd(&format!("run --resume {id}"))
+            )));
         }
     }
     Ok(code)

@@ -21,7 +21,7 @@ pub struct ShowArgs {
 
 pub fn run(args: ShowArgs) -> anyhow::Result<i32> {
     let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
-    let id = store.resolve_id(&args.id)?;
+    let id = super::lookup::experiment_id(&store, &args.id)?;
     let mut r = output::load(&store, id, View::Show { runs: args.runs })?;
     output::escape_for_people(&mut r, args.format);
     // The listing has no place for notes (a dead owner, missing trace tables): say them aside.

@@ -18,7 +18,8 @@ pub struct TraceArgs {
 
 #[derive(Debug, clap::Subcommand)]
 pub enum TraceCmd {
-    /// Record tracepoints in a private tracefs instance while COMMAND runs (or for --duration)
+    /// Record COMMAND's tracepoint events (its process tree; -a: every task) in a private tracefs
+    /// instance until it exits, --duration ends, or Ctrl-C (the capture is kept either way)
     Record(RecordArgs),
     /// Import an ftrace text file (`cat trace`, trace_pipe, `trace-cmd report`) or a raw capture
     /// written by `record --keep-raw`
@@ -46,9 +47,32 @@ pub struct RecordArgs {
     /// Ring buffer per CPU, KiB
     #[arg(long, default_value_t = 8192, value_name = "N")]
     pub buffer_kib: u64,
-    /// Record for S seconds (with a COMMAND: stop it after S seconds)
+    /// Record for S seconds (with a COMMAND: stop it after S seconds). Without COMMAND and
+    /// --duration, record until Ctrl-C
     #[arg(long, value_name = "S")]
     pub duration: Option<f64>,
+    /// Record every task on every CPU (default: only the COMMAND's process tree, through
+    /// tracefs set_event_pid with event-fork)
+    #[arg(short = 'a', long, conflicts_with_all = ["pid", "cgroup"])]
+    pub system_wide: bool,
+    /// Record these running processes (comma-separated pids), their threads and every task
+    /// they start, instead of COMMAND's tree (COMMAND, if given, only sets how long)
+    #[arg(
+        short = 'p',
+        long,
+        value_delimiter = ',',
+        value_name = "PIDS",
+        conflicts_with = "cgroup"
+    )]
+    pub pid: Vec<i32>,
+    /// Record the tasks of this cgroup (a directory, or a path under /sys/fs/cgroup), checked
+    /// every 100 ms for tasks that join it
+    #[arg(short = 'G', long, value_name = "CGROUP")]
+    pub cgroup: Option<String>,
+    /// Do not measure this machine's per-event tracing cost (measured once per machine and
+    /// stored, about 0.3 s, after the first recording)
+    #[arg(long)]
+    pub no_cost: bool,
     /// Also keep the raw ring-buffer pages in FILE (re-analysis with other --begin/--end/--key)
     #[arg(long, value_name = "FILE")]
     pub keep_raw: Option<PathBuf>,
@@ -83,8 +107,10 @@ pub struct ImportArgs {
     /// tracing here; needed to convert between cycles and ns)
     #[arg(long, value_name = "MHZ")]
     pub tsc_mhz: Option<f64>,
+    /// Name of the stored capture (default: "trace import: FILE")
     #[arg(long)]
     pub name: Option<String>,
+    /// Do not print the tables after importing
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
@@ -106,6 +132,7 @@ pub struct ReportArgs {
     /// Which table (default: all)
     #[arg(long)]
     pub table: Option<TableKind>,
+    /// Output format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Begin event of a custom pair (with --table pair)
@@ -126,7 +153,9 @@ pub struct ReportArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
+    /// The first capture (id or `latest`)
     pub id_a: String,
+    /// The second capture
     pub id_b: String,
     #[command(flatten)]
     pub db: crate::commands::DbArgs,
@@ -178,7 +207,7 @@ fn record(a: RecordArgs) -> Result<i32> {
         .map(|f| trace::parse_filter(f))
         .collect::<Result<Vec<_>>>()?;
     let duration = match a.duration {
-        Some(d) if !(d.is_finite() && d > 0.0) => {
+        Some(d) if !(d.is_finite() && d > 0.0 && d < 1e9) => {
             return Err(crate::error::usage(format!(
                 "--duration {d}: expected a positive number of seconds"
             )));
@@ -186,14 +215,23 @@ fn record(a: RecordArgs) -> Result<i32> {
         Some(d) => Some(Duration::from_secs_f64(d)),
         None => None,
     };
-    if duration.is_none() && a.command.is_empty() {
-        return Err(crate::error::usage(
-            "trace record: give --duration SECONDS or -- COMMAND",
-        ));
-    }
     if a.buffer_kib == 0 {
         return Err(crate::error::usage("--buffer-kib must be at least 1"));
     }
+    if let Some(p) = a.pid.iter().find(|p| **p <= 0) {
+        return Err(crate::error::usage(format!(
+            "--pid {p}: expected a process id (a positive number)"
+        )));
+    }
+    let scope = if a.system_wide {
+        trace::ScopeRequest::SystemWide
+    } else if !a.pid.is_empty() {
+        trace::ScopeRequest::Pids(a.pid.clone())
+    } else if let Some(c) = &a.cgroup {
+        trace::ScopeRequest::Cgroup(c.clone())
+    } else {
+        trace::ScopeRequest::Workload
+    };
     // Open the store first: a bad --db fails before anything is traced.
     let mut store = Store::open_resolved(a.db.db.as_deref())?;
     let tsc_hz = trace::tsc::calibrate(Duration::from_millis(100));
@@ -204,18 +242,51 @@ fn record(a: RecordArgs) -> Result<i32> {
         duration,
         command: a.command.clone(),
         save_text: a.save_text.clone(),
+        scope,
     };
-    let rec = trace::record(&opts)?;
-    if rec.interrupted {
-        eprintln!("abperf: interrupted: capture discarded, tracing instance removed");
-        return Ok(130);
+    let until_ctrl_c = a.command.is_empty() && duration.is_none();
+    if until_ctrl_c {
+        eprintln!("abperf: recording until Ctrl-C (SIGINT); the capture is kept");
     }
+    let rec = match trace::record(&opts) {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(ab) = e.downcast_ref::<trace::Aborted>() {
+                eprintln!("abperf: {ab}");
+                return Ok(128 + ab.0);
+            }
+            return Err(e);
+        }
+    };
     for s in &rec.skipped_events {
         eprintln!("abperf: note: event {s} does not exist on this kernel; not recorded");
+    }
+    if let Some(s) = rec.stopped_by_signal {
+        eprintln!(
+            "abperf: {}: recording stopped; keeping the capture (a second signal aborts)",
+            trace::workload::signal_name(s)
+        );
     }
     let dec = rec.raw.analyze(&[Spec::Standard])?;
     if let Some(p) = &a.keep_raw {
         rec.raw.write(p)?;
+    }
+    // the per-event cost of this machine: measured once, stored, used by every capture
+    let machine = trace::cost::machine_key();
+    let mut event_cost = store.event_cost(&machine)?;
+    if event_cost.is_none() && !a.no_cost && !trace::workload::Stop::aborted() {
+        match trace::cost::measure() {
+            Ok(c) => {
+                store.set_event_cost(&machine, &c)?;
+                event_cost = Some(c);
+            }
+            Err(e) => eprintln!("abperf: note: the tracing cost could not be measured: {e:#}"),
+        }
+    }
+    if trace::workload::Stop::aborted() {
+        let s = trace::workload::Stop::first().unwrap_or(libc::SIGINT);
+        eprintln!("abperf: {}", trace::Aborted(s));
+        return Ok(128 + s);
     }
     let info = CaptureInfo {
         id: None,
@@ -232,6 +303,10 @@ fn record(a: RecordArgs) -> Result<i32> {
         text_path: None,
         skipped_lines: 0,
         exit_code: rec.exit_code,
+        scope: rec.scope.clone(),
+        stop: Some(rec.stop.clone()),
+        cpu_ns: rec.cpu_ns,
+        event_cost,
     };
     let name = a.name.clone().unwrap_or_else(|| {
         if a.command.is_empty() {
@@ -251,8 +326,18 @@ fn record(a: RecordArgs) -> Result<i32> {
         print_tables(&store, id)?;
     }
     eprintln!("abperf: stored capture {id} in {}", store.path().display());
+    if let Some(s) = rec.stopped_by_signal {
+        // Ctrl-C is how a recording without a command or duration is meant to end
+        if until_ctrl_c && s == libc::SIGINT {
+            return Ok(0);
+        }
+        return Ok(128 + s);
+    }
     if let Some(sig) = rec.signal {
-        eprintln!("abperf: the command was killed by signal {sig}");
+        eprintln!(
+            "abperf: the command was killed by {}",
+            trace::workload::signal_name(sig)
+        );
         return Ok(1);
     }
     match rec.exit_code {
@@ -394,7 +479,7 @@ fn import(a: ImportArgs) -> Result<i32> {
 
 fn report(a: ReportArgs) -> Result<i32> {
     let store = Store::open_resolved(a.db.db.as_deref())?;
-    let id = store.resolve_id(&a.id)?;
+    let id = super::lookup::experiment_id(&store, &a.id)?;
     let (info, stored) = store.load_capture(id)?;
     let custom = match (a.table, &a.begin, &a.end, &a.event) {
         (Some(TableKind::Pair) | None, Some(b), Some(e), None) => Some(Spec::Pair {
@@ -470,8 +555,8 @@ fn print_tables(store: &Store, id: i64) -> Result<()> {
 
 fn compare(a: CompareArgs) -> Result<i32> {
     let store = Store::open_resolved(a.db.db.as_deref())?;
-    let ia = store.resolve_id(&a.id_a)?;
-    let ib = store.resolve_id(&a.id_b)?;
+    let ia = super::lookup::experiment_id(&store, &a.id_a)?;
+    let ib = super::lookup::experiment_id(&store, &a.id_b)?;
     let (ca, ta) = store.load_capture(ia)?;
     let (cb, tb) = store.load_capture(ib)?;
     super::output::write(&crate::report::trace::compare((&ca, &ta), (&cb, &tb)), None)?;

@@ -864,6 +864,69 @@ pub fn tracing(sys: &Sys) -> Check {
     }
 }
 
+/// What abperf processes that died (kill -9) left in tracefs: instances that still trace,
+/// private mounts, markers (`measure::trace_owner`).
+pub fn trace_leftovers(sys: &Sys) -> Check {
+    use crate::measure::trace_owner::{Files, leftovers};
+    const WHY: &str = "a tracefs instance left by a killed abperf keeps tracing: every traced \
+                       event costs the workload time and its ring buffers hold memory";
+    let read = |p: &str| sys.read(p);
+    let list = |p: &str| sys.list(p);
+    let link = |p: &str| {
+        std::fs::read_link(sys.path(p))
+            .ok()
+            .map(|t| t.to_string_lossy().into_owned())
+    };
+    let exists = |p: &str| sys.exists(p);
+    let found = leftovers(&Files {
+        read: &read,
+        list: &list,
+        link: &link,
+        exists: &exists,
+    });
+    if found.is_empty() {
+        return check(
+            "trace_leftovers",
+            Status::Ok,
+            "no tracefs instances, mounts or markers left by abperf processes".into(),
+            WHY,
+        );
+    }
+    let (dead, other): (Vec<_>, Vec<_>) = found.iter().partition(|l| l.removable());
+    let mut parts = Vec::new();
+    if !dead.is_empty() {
+        parts.push(format!(
+            "left by dead abperf processes: {}",
+            dead.iter()
+                .map(|l| l.describe())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    if !other.is_empty() {
+        parts.push(format!(
+            "abperf-named, owner unknown: {}",
+            other
+                .iter()
+                .map(|l| l.describe())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    let finding = parts.join(". ");
+    if !dead.is_empty() {
+        check("trace_leftovers", Status::Warn, finding, WHY).fix(
+            "abperf doctor --fix removes them (so does the next abperf trace record, at its start)",
+        )
+    } else {
+        let paths: Vec<String> = other.iter().map(|l| l.path.display().to_string()).collect();
+        check("trace_leftovers", Status::Info, finding, WHY).fix(format!(
+            "once sure that no abperf (in this or another container) still uses them: rmdir {}",
+            paths.join(" ")
+        ))
+    }
+}
+
 /// `avg10` of the `some` line of a /proc/pressure file.
 fn some_avg10(text: &str) -> Option<f64> {
     let line = text.lines().find(|l| l.starts_with("some"))?;
@@ -937,6 +1000,7 @@ pub fn run_all(sys: &Sys, window: Duration) -> Vec<Check> {
         mitigations(sys),
         clocksource(sys),
         tracing(sys),
+        trace_leftovers(sys),
         memory_pressure(sys),
     ]
 }
@@ -1060,6 +1124,40 @@ mod tests {
     }
 
     #[test]
+    fn trace_leftovers_of_dead_owners_are_warned_about() {
+        let d = tempfile::tempdir().unwrap();
+        let sys = Sys::at(d.path());
+        assert_eq!(trace_leftovers(&sys).status, Status::Ok);
+        put(
+            d.path(),
+            "/proc/self/mounts",
+            "nodev /sys/kernel/tracing tracefs rw 0 0\n",
+        );
+        put(
+            d.path(),
+            "/sys/kernel/tracing/instances/abperf-0123456789ab/tracing_on",
+            "1\n",
+        );
+        // no marker: reported, not for --fix
+        let c = trace_leftovers(&sys);
+        assert_eq!(c.status, Status::Info, "{c:?}");
+        assert!(c.finding.contains("owner unknown"), "{}", c.finding);
+        assert!(c.fix.unwrap().contains("rmdir"));
+        // a marker whose owner (pid 999999999) is gone: warn, --fix removes it
+        put(
+            d.path(),
+            "/run/abperf/trace/abperf-0123456789ab.json",
+            r#"{"name":"abperf-0123456789ab","kind":"instance",
+                "path":"/sys/kernel/tracing/instances/abperf-0123456789ab","mount":null,
+                "pid":999999999,"start_ticks":5,"boot_id":"","pid_ns":""}"#,
+        );
+        let c = trace_leftovers(&sys);
+        assert_eq!(c.status, Status::Warn, "{c:?}");
+        assert!(c.finding.contains("pid 999999999 is gone"), "{}", c.finding);
+        assert!(c.fix.unwrap().contains("doctor --fix"));
+    }
+
+    #[test]
     fn stat_lines_with_odd_command_names() {
         let l = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 7 3 0 0 20 0 1 0 5 0 0";
         assert_eq!(parse_stat(l), Some(("a (b) c".to_string(), 10)));
@@ -1129,11 +1227,11 @@ mod tests {
     #[test]
     fn every_check_runs_on_this_machine() {
         let checks = run_all(&Sys::real(), Duration::from_millis(50));
-        assert_eq!(checks.len(), 18);
+        assert_eq!(checks.len(), 19);
         let mut names: Vec<&str> = checks.iter().map(|c| c.name).collect();
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 18);
+        assert_eq!(names.len(), 19);
         for c in &checks {
             assert!(!c.finding.is_empty(), "{}", c.name);
         }

@@ -69,7 +69,7 @@ mod tests {
         assert!(s["kernel"].as_str().is_some_and(|k| !k.is_empty()));
         let d = s["doctor"].as_object().unwrap();
         assert!(d["thp"].as_str().unwrap().contains("enabled: "));
-        assert_eq!(d.len(), 18);
+        assert_eq!(d.len(), 19);
         assert!(s["doctor_sampled"]["load_average"].as_str().is_some());
     }
 }

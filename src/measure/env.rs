@@ -105,6 +105,7 @@ pub fn machine() -> Value {
         "virtualization": virtualization(&cpuinfo),
         "hostname": hostname(),
         "abperf_version": env!("CARGO_PKG_VERSION"),
+        "abperf": super::build::identity(),
     })
 }
 

@@ -13,18 +13,34 @@ use std::path::{Path, PathBuf};
 pub struct Tracefs {
     pub root: PathBuf,
     private: bool,
+    // removed after the mount is gone (Drop)
+    claim: Option<super::trace_owner::Claim>,
 }
 
 impl Tracefs {
-    /// Find a mounted tracefs, or mount one privately.
+    /// Find a mounted tracefs, or mount one privately (root only). A tracefs that is mounted
+    /// but closed to this user is an error saying so (not "not mounted").
     pub fn open() -> Result<Tracefs> {
-        if let Some(root) = find_mounted() {
-            return Ok(Tracefs {
-                root,
-                private: false,
-            });
+        let denied = match find_mounted() {
+            Found::Usable(root) => {
+                return Ok(Tracefs {
+                    root,
+                    private: false,
+                    claim: None,
+                });
+            }
+            Found::Denied(why) => Some(why),
+            Found::None => None,
+        };
+        // SAFETY: geteuid has no preconditions.
+        if let Some(why) = denied
+            && unsafe { libc::geteuid() } != 0
+        {
+            bail!("{why}");
         }
-        let dir = std::env::temp_dir().join(format!("abperf-tracefs.{}", std::process::id()));
+        let dir = std::env::temp_dir()
+            .join(super::trace_owner::random_name().replace("abperf-", "abperf-tracefs-"));
+        let claim = super::trace_owner::Claim::new("mount", &dir, None)?;
         fs::create_dir_all(&dir)
             .with_context(|| format!("creating mount point {}", dir.display()))?;
         let target = CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
@@ -51,7 +67,13 @@ impl Tracefs {
         Ok(Tracefs {
             root: dir,
             private: true,
+            claim: Some(claim),
         })
+    }
+
+    /// The private mount point, when tracefs was not mounted and we mounted it.
+    pub fn private_mount(&self) -> Option<&Path> {
+        self.private.then_some(self.root.as_path())
     }
 
     pub fn read(&self, rel: &str) -> Result<String> {
@@ -63,10 +85,19 @@ impl Drop for Tracefs {
     fn drop(&mut self) {
         if self.private {
             let target = CString::new(self.root.as_os_str().as_encoded_bytes()).unwrap();
+            // Lazy: detached now even if a file in it is still open somewhere (a child between
+            // fork and exec holds our descriptors).
             // SAFETY: valid path string.
-            unsafe { libc::umount2(target.as_ptr(), 0) };
+            if unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) } != 0 {
+                // keep the marker: the next abperf (or doctor --fix) unmounts it
+                if let Some(c) = self.claim.take() {
+                    std::mem::forget(c);
+                }
+                return;
+            }
             let _ = fs::remove_dir(&self.root);
         }
+        self.claim.take();
     }
 }
 
@@ -92,8 +123,15 @@ pub fn read_whole(p: &Path) -> Result<String> {
     String::from_utf8(buf).map_err(|_| anyhow!("{}: not UTF-8 text", p.display()))
 }
 
-fn find_mounted() -> Option<PathBuf> {
-    let m = fs::read_to_string("/proc/self/mounts").ok()?;
+enum Found {
+    Usable(PathBuf),
+    /// Mounted, but this user may not enter it: why, in words.
+    Denied(String),
+    None,
+}
+
+fn find_mounted() -> Found {
+    let m = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
     let mut found: Vec<PathBuf> = m
         .lines()
         .filter_map(|l| {
@@ -103,8 +141,31 @@ fn find_mounted() -> Option<PathBuf> {
             let ty = it.next()?;
             (ty == "tracefs").then(|| PathBuf::from(dir.replace("\\040", " ")))
         })
-        .filter(|p| p.join("instances").is_dir())
         .collect();
     found.sort_by_key(|p| p != Path::new("/sys/kernel/tracing"));
-    found.into_iter().next()
+    let mut denied = None;
+    for p in found {
+        match fs::metadata(p.join("instances")) {
+            Ok(md) if md.is_dir() => return Found::Usable(p),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && denied.is_none() => {
+                use std::os::unix::fs::MetadataExt;
+                let mode = fs::metadata(&p)
+                    .map(|m| format!("mode {:04o}, owner uid {}", m.mode() & 0o7777, m.uid()))
+                    .unwrap_or_else(|_| "not readable".into());
+                // SAFETY: geteuid has no preconditions.
+                let uid = unsafe { libc::geteuid() };
+                denied = Some(format!(
+                    "tracefs is mounted at {} but uid {uid} may not use it ({mode}): run as root, \
+                     or give this user access (e.g. mount tracefs with -o gid=GROUP,mode=0750 and \
+                     join that group)",
+                    p.display()
+                ));
+            }
+            _ => {}
+        }
+    }
+    match denied {
+        Some(d) => Found::Denied(d),
+        None => Found::None,
+    }
 }

@@ -6,6 +6,7 @@
 //! (knee, implied ceiling, per-miss cost, price of a full flush) are [`Finding`]s. A benchmark or
 //! configuration the machine cannot run becomes a [`Skip`] with the reason; the others go on.
 
+pub mod caches;
 pub mod cpu;
 pub mod ctxsw;
 pub mod fault;
@@ -16,6 +17,7 @@ pub mod signal;
 pub mod syscall;
 pub mod timer;
 pub mod tlb;
+pub mod tlbmiss;
 pub mod xstate;
 
 use harness::Summary;

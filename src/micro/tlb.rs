@@ -2,8 +2,8 @@
 //! TLB miss cost by pointer chasing (`tlb-miss`) and the refill price of a full flush
 //! (`tlb-refill`).
 
-use super::harness::{Rounds, allowed_cpus, collect, median, pin_current};
-use super::mem::{HUGE, Mapping, PAGE, anon_huge_kib, madvise, mprotect, thp_mode};
+use super::harness::{Rounds, allowed_cpus, median, pin_current};
+use super::mem::{Mapping, PAGE, madvise, mprotect};
 use super::timer::{start, stop};
 use super::{Options, Sink};
 use anyhow::Result;
@@ -127,14 +127,19 @@ fn sweep(
         let per = rounds.per(round);
         for (oi, &op) in ops.iter().enumerate() {
             for &n in &order {
-                for _ in 0..if round == 0 { 3 } else { 1 } {
-                    regions.sample(op, n, true, oh)?;
-                    regions.sample(op, n, false, oh)?;
-                }
                 let e = got.entry((oi, n)).or_default();
-                for _ in 0..per {
-                    e.0.push(regions.sample(op, n, true, oh)?);
-                    e.1.push(regions.sample(op, n, false, oh)?);
+                // Touched calls back to back, then empty calls back to back, each block after
+                // untimed calls of its own kind. Alternating them put the after-effect of the
+                // touched call's INVLPG into the empty baseline: an empty call right after a
+                // 1-page flush cost 2.3x an empty call after an empty call here (950 vs 416
+                // ticks; README, benches/flush_aftereffect.c).
+                for (touched, v) in [(true, &mut e.0), (false, &mut e.1)] {
+                    for _ in 0..if round == 0 { 3 } else { 1 } {
+                        regions.sample(op, n, touched, oh)?;
+                    }
+                    for _ in 0..per {
+                        v.push(regions.sample(op, n, touched, oh)?);
+                    }
                 }
             }
         }
@@ -261,11 +266,67 @@ pub fn bench_flush(sink: &mut Sink, opts: &Options) -> Result<()> {
     )? {
         knee_finding(sink, "tlb-flush", &format!("{}-knee", op.name()), &net);
     }
+    aftereffect(sink, samples)?;
     match kernel_ceiling() {
         Some(c) => sink.notes.push(format!("kernel tlb_single_page_flush_ceiling = {c} (debugfs)")),
         None => sink.notes.push(format!(
             "tlb_single_page_flush_ceiling not readable (debugfs); kernel default is {DEFAULT_CEILING}")),
     }
+    Ok(())
+}
+
+/// What a flush costs the code after it: getppid right after a 1-page madvise(MADV_DONTNEED)
+/// of a touched page (one INVLPG), right after a 34-page one (a full flush) and right after
+/// another getppid, in blocks (3 untimed, then the samples) over 8 rounds. Only a finding: the
+/// flush configurations do not include this cost, which lands on whatever runs next (on the
+/// Xeon VM here getppid paid +260 ticks after the INVLPG, +50..90 after the full flush; an empty
+/// madvise right after the INVLPG paid +540, see `benches/flush_aftereffect.c`).
+fn aftereffect(sink: &mut Sink, samples: usize) -> Result<()> {
+    let oh = sink.timer.overhead;
+    let map = Mapping::anon(34 * PAGE, PAGE, Some(false))?;
+    let getppid = || {
+        // SAFETY: a system call without arguments.
+        unsafe { libc::syscall(libc::SYS_getppid) };
+    };
+    let zap = |n: usize| -> Result<()> {
+        map.touch_write(n);
+        madvise(map.base, n * PAGE, libc::MADV_DONTNEED)
+    };
+    // 0: after getppid, 1: after a 1-page flush, 2: after a 34-page flush.
+    let mut got: [Vec<f64>; 3] = Default::default();
+    let per = samples.div_ceil(8);
+    for _round in 0..8 {
+        for (k, v) in got.iter_mut().enumerate() {
+            for i in 0..3 + per {
+                match k {
+                    0 => getppid(),
+                    1 => zap(1)?,
+                    _ => zap(34)?,
+                }
+                let t0 = start();
+                getppid();
+                let t1 = stop();
+                if i >= 3 {
+                    v.push(t1.wrapping_sub(t0) as f64 - oh);
+                }
+            }
+        }
+    }
+    let [base, one, full] = got.map(|v| median(&v));
+    sink.finding(
+        "tlb-flush",
+        "aftereffect-1",
+        Some(one - base),
+        "cycles",
+        format!(
+            "a system call right after a 1-page madvise flush (INVLPG) costs {:.0} cycles more \
+             (getppid {one:.0} vs {base:.0} after getppid; after a 34-page full flush {:+.0}): \
+             a cost of the flush that lands on the code after it and is not in the per-call \
+             figures",
+            one - base,
+            full - base
+        ),
+    );
     Ok(())
 }
 
@@ -438,132 +499,9 @@ fn chase(mut p: *const usize, steps: usize) -> *const usize {
     p
 }
 
-/// `tlb-miss`: cycles per access of a page-strided random chase against a dense chase of the same
-/// number of cache lines, with 4 KiB and with 2 MiB pages.
+/// `tlb-miss`: TLB reach and miss cost, separated from cache effects (see [`super::tlbmiss`]).
 pub fn bench_miss(sink: &mut Sink, opts: &Options) -> Result<()> {
-    let counts: Vec<usize> = if opts.quick {
-        vec![16, 64, 256, 1024, 2048, 4096, 8192, 16384]
-    } else {
-        vec![
-            8, 16, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 16384,
-        ]
-    };
-    let max = *counts.last().expect("sizes");
-    let samples = opts.samples(9, 41);
-    let steps = if opts.quick { 100_000 } else { 400_000 };
-    let oh = sink.timer.overhead;
-    let thp = thp_mode();
-    let mut kinds: Vec<(&str, Mapping, usize)> = Vec::new();
-    let dense = Mapping::anon(max * 64, PAGE, Some(false))?;
-    dense.touch_write((max * 64).div_ceil(PAGE));
-    kinds.push(("dense", dense, 64));
-    let small = Mapping::anon(max * PAGE, PAGE, Some(false))?;
-    small.touch_write(max);
-    kinds.push(("4k", small, PAGE));
-    match thp.as_deref() {
-        Some("always") | Some("madvise") => {
-            let big = Mapping::anon(max * PAGE, HUGE, Some(true))?;
-            big.touch_write(max);
-            let kib = anon_huge_kib(big.base).unwrap_or(0);
-            let want = (max * PAGE / 1024) as u64;
-            if kib < want {
-                // Ask khugepaged-free synchronous collapse (Linux 6.1+); ignore if unsupported.
-                let _ = madvise(big.base, max * PAGE, 25 /* MADV_COLLAPSE */);
-            }
-            let kib = anon_huge_kib(big.base).unwrap_or(0);
-            sink.notes.push(format!(
-                "tlb-miss: 2 MiB chase region {kib} of {want} KiB backed by huge pages"
-            ));
-            if kib * 2 < want {
-                sink.skip("tlb-miss", Some("2m".into()), format!(
-                    "THP is '{}' but only {kib} of {want} KiB got huge pages (fragmented memory?)",
-                    thp.as_deref().unwrap_or("?")));
-            } else {
-                kinds.push(("2m", big, PAGE));
-            }
-        }
-        Some(mode) => {
-            sink.notes.push(format!(
-                "transparent huge pages are '{mode}' (not changed): no 2 MiB chase"
-            ));
-            sink.skip(
-                "tlb-miss",
-                Some("2m".into()),
-                format!("THP is '{mode}' (left unchanged)"),
-            );
-        }
-        None => sink.skip(
-            "tlb-miss",
-            Some("2m".into()),
-            "kernel has no transparent huge pages",
-        ),
-    }
-    let mut per: std::collections::BTreeMap<(&str, usize), f64> = Default::default();
-    for &n in &counts {
-        for (kind, map, stride) in &kinds {
-            let head = build_chain(map.base, n, *stride, 0x5eed + n as u64);
-            let s = collect(2, samples, || {
-                std::hint::black_box(chase(head, n.min(steps)));
-                let t0 = start();
-                let p = chase(head, steps);
-                let t1 = stop();
-                std::hint::black_box(p);
-                (t1.wrapping_sub(t0) as f64 - oh) / steps as f64
-            });
-            per.insert((kind, n), median(&s));
-            let page = if *kind == "2m" {
-                "2M"
-            } else if *kind == "4k" {
-                "4K"
-            } else {
-                "dense"
-            };
-            sink.add(
-                "tlb-miss",
-                format!("tlb-miss/{kind}/n={n}"),
-                &[
-                    ("chain", kind.to_string()),
-                    ("nodes", n.to_string()),
-                    ("page", page.into()),
-                    ("footprint_lines", n.to_string()),
-                ],
-                "access",
-                1,
-                s,
-            );
-        }
-    }
-    // The miss cost: page-strided minus dense; where it jumps.
-    for kind in ["4k", "2m"] {
-        let miss: Vec<(usize, f64)> = counts
-            .iter()
-            .filter_map(|&n| Some((n, per.get(&(kind, n))? - per.get(&("dense", n))?)))
-            .collect();
-        if miss.is_empty() {
-            continue;
-        }
-        let (big_n, big) = *miss.last().expect("nonempty");
-        sink.finding(
-            "tlb-miss",
-            &format!("{kind}-miss-cycles"),
-            Some(big),
-            "cycles",
-            format!(
-                "{kind} pages, {big_n} pages: {big:.1} cycles per access above the dense chain"
-            ),
-        );
-        // The reach: the last size before the miss cost exceeds 20 cycles per access.
-        match miss.iter().position(|&(_, c)| c > 20.0) {
-            Some(0) => sink.finding("tlb-miss", &format!("{kind}-reach"), None, "pages", format!(
-                "{kind} pages: misses cost over 20 cycles already at {} pages (the smallest size)", miss[0].0)),
-            Some(i) => sink.finding("tlb-miss", &format!("{kind}-reach"), Some(miss[i - 1].0 as f64), "pages", format!(
-                "{kind} pages: miss cost jumps from {:.1} to {:.1} cycles/access between {} and {} pages: TLB reach ~{} pages",
-                miss[i - 1].1, miss[i].1, miss[i - 1].0, miss[i].0, miss[i - 1].0)),
-            None => sink.finding("tlb-miss", &format!("{kind}-reach"), None, "pages", format!(
-                "{kind} pages: miss cost stays below 20 cycles/access up to {} pages", big_n)),
-        }
-    }
-    Ok(())
+    super::tlbmiss::bench(sink, opts)
 }
 
 /// `tlb-refill`: re-touch a working set of K pages after a flush of `ceiling` pages (partial,

@@ -29,6 +29,8 @@ pub struct Dataset {
     pub ordered: bool,
     /// Runs planned (the stored schedule); equals the runs stored when nothing is planned.
     pub planned: usize,
+    /// The boots of a kernel-variant experiment (empty otherwise): see [`super::boot`].
+    pub boots: Vec<super::boot::Boot>,
 }
 
 impl Dataset {
@@ -58,6 +60,7 @@ impl Dataset {
             metrics,
             source,
             ordered,
+            boots: Vec::new(),
         }
     }
 

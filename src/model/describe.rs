@@ -80,6 +80,24 @@ pub struct Description {
     pub pm_pct: Option<f64>,
 }
 
+impl Description {
+    /// The description of the sample multiplied by `k > 0`.
+    pub fn scale(&mut self, k: f64) {
+        for x in [
+            &mut self.mean,
+            &mut self.median,
+            &mut self.sd,
+            &mut self.min,
+            &mut self.max,
+            &mut self.q1,
+            &mut self.q3,
+            &mut self.se,
+        ] {
+            *x *= k;
+        }
+    }
+}
+
 /// Describe a sample; `None` when it is empty or holds a value that is not finite.
 pub fn describe(xs: &[f64]) -> Option<Description> {
     if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {

@@ -69,6 +69,22 @@ impl Status {
     }
 }
 
+/// A group-sequential plan (`abperf run --until-decided`): K looks at equal numbers of runs,
+/// up to `max_runs` per variant, at level `alpha` (stats::sequential decides at each look).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SequentialPlan {
+    pub looks: usize,
+    pub max_runs: u32,
+    pub alpha: f64,
+}
+
+impl SequentialPlan {
+    /// Runs per variant after look `k` (1-based).
+    pub fn runs_at(&self, k: usize) -> usize {
+        (self.max_runs as usize * k).div_ceil(self.looks)
+    }
+}
+
 /// What is known of an experiment before it is stored.
 #[derive(Debug, Clone)]
 pub struct NewExperiment {
@@ -114,6 +130,11 @@ impl Experiment {
         self.design.get("order").and_then(|o| o.as_str()) != Some("imported")
     }
 
+    /// The group-sequential plan of an `abperf run --until-decided` experiment.
+    pub fn sequential(&self) -> Option<SequentialPlan> {
+        serde_json::from_value(self.design.get("sequential")?.clone()).ok()
+    }
+
     /// How the runs were ordered, in words ("order abba", "order as imported").
     pub fn order_text(&self) -> String {
         match self.design.get("order").and_then(|o| o.as_str()) {
@@ -151,6 +172,13 @@ impl Experiment {
         {
             parts.push(kind.to_string());
         }
+        if let Some(accel) = env
+            .get("vm")
+            .and_then(|v| v.get("accel"))
+            .and_then(|v| v.as_str())
+        {
+            parts.push(accel_text(accel));
+        }
         if let Some(g) = get("cpufreq_governor") {
             parts.push(format!("governor {g}"));
         }
@@ -159,6 +187,18 @@ impl Experiment {
         } else {
             parts.join(", ")
         }
+    }
+}
+
+/// How kernel variants were booted, in words; TCG says that its timings mean nothing for
+/// hardware costs wherever it is printed.
+pub fn accel_text(accel: &str) -> String {
+    match accel {
+        "tcg" => "kernels booted under QEMU TCG (emulated CPU: timings test the machinery, \
+                  not hardware costs)"
+            .to_string(),
+        "kvm" => "kernels booted under QEMU/KVM".to_string(),
+        other => format!("kernels booted under QEMU ({other})"),
     }
 }
 

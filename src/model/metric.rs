@@ -133,9 +133,10 @@ pub fn label(name: &str) -> &str {
         .unwrap_or(name)
 }
 
-/// Whether `name` is a figure about another metric (perf stat's `+-` and multiplexing shares).
+/// Whether `name` is a figure about another metric (perf stat's `+-` and multiplexing shares,
+/// a summary's SD).
 pub fn is_auxiliary(name: &str) -> bool {
-    name.ends_with(".stderr_pct") || name.ends_with(".running_pct")
+    name.ends_with(".stderr_pct") || name.ends_with(".running_pct") || name.ends_with(".sd")
 }
 
 #[cfg(test)]

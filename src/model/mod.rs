@@ -9,6 +9,9 @@
 //!   for every table, plot and outlier fence
 //! - [`dataset`] holds [`Dataset`], what every reader gets: which runs count, the values of a metric,
 //!   and the data hash (`docs/data-hash.md`)
+//! - [`ceiling`] holds the ceiling advisor's prediction (`abperf model ceiling`)
+//! - [`boot`] holds [`BootConfig`] (what a kernel variant boots), [`BootPlan`] and [`Boot`] (the
+//!   boots of a two-level experiment) and the boot-level view of a [`Dataset`]
 //! - [`owner`] holds [`Owner`] (pid, start time, boot id, host: is the experiment's process still
 //!   alive?) and [`KnobClaim`] (who holds a knob and what it held before)
 //! - [`micro`], [`trace`] and [`tune`] hold the stored results of `abperf micro`, `abperf trace` and the
@@ -16,6 +19,8 @@
 //!
 //! This module depends on nothing else in the crate (a test in `tests/layering.rs` keeps it so).
 
+pub mod boot;
+pub mod ceiling;
 pub mod dataset;
 pub mod describe;
 pub mod experiment;
@@ -27,9 +32,10 @@ pub mod trace;
 pub mod tune;
 pub mod variant;
 
+pub use boot::{Boot, BootConfig, BootPlan};
 pub use dataset::Dataset;
 pub use describe::{Description, Summary, describe};
-pub use experiment::{Experiment, ExperimentSummary, Kind, NewExperiment, Status};
+pub use experiment::{Experiment, ExperimentSummary, Kind, NewExperiment, SequentialPlan, Status};
 pub use metric::{Direction, Metric, MetricInfo};
 pub use micro::MicroFinding;
 pub use owner::{KnobClaim, Liveness, Owner};

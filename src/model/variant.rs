@@ -33,6 +33,9 @@ pub struct Variant {
     pub knobs: Vec<KnobSetting>,
     /// Figures its tool reported only per variant (imports), by name.
     pub summary: BTreeMap<String, SummaryValue>,
+    /// The kernel (and command line) it boots, for a kernel variant (`run --kernel/--append`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boot: Option<super::boot::BootConfig>,
 }
 
 impl Variant {
@@ -44,6 +47,7 @@ impl Variant {
             parameters: BTreeMap::new(),
             knobs: Vec::new(),
             summary: BTreeMap::new(),
+            boot: None,
         }
     }
 }

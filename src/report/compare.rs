@@ -124,7 +124,7 @@ pub fn comparison_text(c: &Comparison, unit: &str) -> String {
         "{}: {} vs {} (baseline), {dir}",
         c.metric, c.variant, c.baseline
     );
-    let _ = writeln!(out, "  {} {}", c.verdict.upper(), c.line);
+    let _ = writeln!(out, "  {}", headline(c));
     let width = c.baseline.len().max(c.variant.len()).max(7);
     let _ = writeln!(
         out,
@@ -246,26 +246,25 @@ pub fn comparison_text(c: &Comparison, unit: &str) -> String {
         outlier_text(&c.variant, &d.outliers_variant, unit)
     );
     if let Some(r) = &d.without_severe_outliers {
-        let what = if r.changed {
-            "CHANGES the verdict"
-        } else {
-            "same verdict"
-        };
-        let when = if c.m > 1 {
-            " (both before correction)"
-        } else {
-            ""
-        };
         let _ = writeln!(
             out,
-            "  without severe outliers ({}+{} removed): {what}{when}: {}",
-            r.removed_baseline, r.removed_variant, r.line
+            "  severe outliers ({}+{}): sensitivity, {}",
+            r.severe_baseline, r.severe_variant, r.line
         );
     }
     for n in &c.notes {
         let _ = writeln!(out, "  note: {n}");
     }
     out
+}
+
+/// The verdict word, then the sentence without repeating it ("INCONCLUSIVE: B vs A ...").
+pub fn headline(c: &Comparison) -> String {
+    let line = ["Inconclusive: ", "No significant difference: "]
+        .iter()
+        .find_map(|p| c.line.strip_prefix(p))
+        .unwrap_or(&c.line);
+    format!("{}: {line}", c.verdict.upper())
 }
 
 /// "order abba, seed 3, 12 runs per variant, 1 warm-up" from a stored design.
@@ -277,8 +276,19 @@ fn design_text(d: &serde_json::Value) -> String {
     if let Some(s) = d.get("seed").filter(|v| !v.is_null()) {
         parts.push(format!("seed {s}"));
     }
+    let boots = d
+        .get("vm")
+        .and_then(|v| v.get("boots"))
+        .and_then(|v| v.as_u64());
+    if let Some(b) = boots {
+        parts.push(format!("{b} boots per variant"));
+    }
     if let Some(r) = d.get("runs").and_then(|v| v.as_u64()) {
-        parts.push(format!("{r} runs per variant"));
+        let per = if boots.is_some() { "boot" } else { "variant" };
+        match d.get("sequential").and_then(|s| s.get("looks")) {
+            Some(k) => parts.push(format!("up to {r} runs per {per}, {k} looks")),
+            None => parts.push(format!("{r} runs per {per}")),
+        }
     }
     if let Some(w) = d.get("warmup").and_then(|v| v.as_u64()) {
         parts.push(format!("{w} warm-up(s)"));
@@ -290,9 +300,154 @@ fn design_text(d: &serde_json::Value) -> String {
     }
 }
 
+/// Seed 001's table: per family (workload) and pair, the ratio of means and the SD ratio, each
+/// with its 95% CI and corrected p, significant cells marked. `None` for a plain "each variant
+/// against the baseline, mean only" analysis (the verdict lines say it all).
+pub fn family_table(r: &Report) -> Option<String> {
+    use crate::stats::analysis::{Pairs, Test};
+    let a = r.analysis.as_ref()?;
+    let variability = a.tests.contains(&Test::Variability);
+    if a.pairs == Pairs::Baseline && a.by.is_none() && !variability {
+        return None;
+    }
+    if a.comparisons.is_empty() {
+        return None;
+    }
+    let ci = |c: Option<[f64; 2]>, dec: usize| {
+        c.map(|[l, h]| format!("{l:.dec$}..{h:.dec$}"))
+            .unwrap_or_else(|| "-".into())
+    };
+    let p = |x: Option<f64>| {
+        x.map(|v| {
+            let s = fmt_p(v);
+            s.strip_prefix("p=").unwrap_or(&s[1..]).to_string()
+        })
+        .unwrap_or_else(|| "-".into())
+    };
+    let star = |x: Option<f64>| {
+        if x.is_some_and(|v| v < a.options.alpha) {
+            "*"
+        } else {
+            " "
+        }
+    };
+    let fam_w = a
+        .comparisons
+        .iter()
+        .map(|c| {
+            c.family
+                .as_deref()
+                .map_or(0, |f| one_line(f).chars().count())
+        })
+        .max()
+        .unwrap_or(0);
+    // Within a family the family's own "PARAM=value" adds nothing to a variant's name.
+    let short = |name: &str, c: &Comparison| -> String {
+        let token = match (&a.by, &c.family) {
+            (Some(by), Some(f)) => format!("{by}={f}"),
+            _ => return one_line(name),
+        };
+        let rest: Vec<&str> = name.split_whitespace().filter(|t| *t != token).collect();
+        if rest.is_empty() {
+            one_line(name)
+        } else {
+            one_line(&rest.join(" "))
+        }
+    };
+    let pair = |c: &Comparison| format!("{} vs {}", short(&c.variant, c), short(&c.baseline, c));
+    let pair_w = a
+        .comparisons
+        .iter()
+        .map(|c| pair(c).chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut out = String::new();
+    let what = if variability {
+        "mean and run-to-run variation"
+    } else {
+        "mean"
+    };
+    let _ = writeln!(
+        out,
+        "{what}: * = significant at alpha {} after {} over m={} tests",
+        a.options.alpha, a.correction, a.m
+    );
+    let fam_head = if fam_w > 0 {
+        format!(
+            "{:<w$}  ",
+            a.by.as_deref().unwrap_or(""),
+            w = fam_w.max(a.by.as_deref().map_or(0, str::len))
+        )
+    } else {
+        String::new()
+    };
+    let fam_w = if fam_w > 0 {
+        fam_w.max(a.by.as_deref().map_or(0, str::len))
+    } else {
+        0
+    };
+    let mut head = format!(
+        "{fam_head}{:<pair_w$}  {:<8} {:>8} {:<17} {:>8}",
+        "pair", "metric", "ratio", "(95% CI)", "p"
+    );
+    if variability {
+        head += &format!("   {:>8} {:<17} {:>8}", "SD ratio", "(95% CI)", "p");
+    }
+    let _ = writeln!(out, "{}", head.trim_end());
+    let mut ancova = false;
+    for c in &a.comparisons {
+        let fam = if fam_w > 0 {
+            format!("{:<fam_w$}  ", one_line(c.family.as_deref().unwrap_or("")))
+        } else {
+            String::new()
+        };
+        // The verdict's own estimate: ANCOVA's (marked ^) where drift made it primary.
+        let e = &c.evidence;
+        let ci95 = e.ci95.map(|(l, h)| [l, h]);
+        let mark = if e.method == "ANCOVA" { "^" } else { "" };
+        let mut line = format!(
+            "{fam}{:<pair_w$}  {:<8} {:>8} {:<17} {:>7}{}",
+            pair(c),
+            super::fmt::truncate(&one_line(&c.metric), 8),
+            format!("{:.4}{mark}", e.ratio),
+            format!("({})", ci(ci95, 4)),
+            p(c.p_adjusted),
+            star(
+                c.p_adjusted
+                    .filter(|_| ci95.is_some_and(|[l, h]| l > 1.0 || h < 1.0))
+            )
+        );
+        ancova |= !mark.is_empty();
+        if variability {
+            line += &format!(
+                "   {:>8} {:<17} {:>7}{}",
+                c.sd_ratio
+                    .map(|x| format!("{x:.3}"))
+                    .unwrap_or_else(|| "-".into()),
+                format!("({})", ci(c.sd_ratio_ci, 2)),
+                p(c.p_variability_adjusted),
+                star(c.p_variability_adjusted)
+            );
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    if ancova {
+        let _ = writeln!(
+            out,
+            "^ drift over the run order: ratio, CI and p of the ANCOVA with run index (the verdict's)"
+        );
+    }
+    Some(out)
+}
+
 /// The whole text of `abperf compare`.
 pub fn text(r: &Report) -> String {
     let mut out = String::new();
+    if let Some(t) = family_table(r) {
+        out += &t;
+        let _ = writeln!(out);
+    }
     if !r.env_diffs.is_empty() {
         let _ = writeln!(out, "Environment differences (baseline -> candidate):");
         for (k, a, b) in &r.env_diffs {
@@ -307,6 +462,10 @@ pub fn text(r: &Report) -> String {
     for n in r.verdict_notes() {
         let _ = writeln!(out, "{}", one_line(&n));
     }
+    if r.levels.is_some() {
+        let _ = writeln!(out);
+        out += &super::levels::text(r);
+    }
     let _ = writeln!(out, "--");
     let _ = writeln!(
         out,
@@ -315,7 +474,7 @@ pub fn text(r: &Report) -> String {
         r.data_sha256
     );
     if let Some(a) = &r.analysis {
-        let _ = writeln!(out, "tests: {}", a.tests);
+        let _ = writeln!(out, "tests: {}", a.tests_text);
         let o = &a.options;
         let boot = if o.resamples > 0 {
             format!("bootstrap {} resamples seed {}", o.resamples, o.seed)

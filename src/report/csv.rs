@@ -21,6 +21,9 @@ pub struct Csv;
 
 impl Render for Csv {
     fn render(&self, r: &Report) -> anyhow::Result<String> {
+        if let (View::Ceiling, Some(a)) = (r.view, &r.ceiling) {
+            return super::ceiling::csv(a);
+        }
         match (r.view, &r.trace) {
             (View::Trace(_), Some(t)) => super::trace::csv(&t.info, &t.tables),
             (View::Export, _) => wide(r),

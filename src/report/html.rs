@@ -15,7 +15,8 @@ const STYLE: &str = "body{font-family:sans-serif;margin:1.5em auto;max-width:800
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}\
 table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\
 td.l,th.l{text-align:left}.verdict{font-weight:bold}.note{color:#555}.swatch{display:inline-block;\
-width:.8em;height:.8em;margin-right:.3em}code{font-size:.9em}.prov{color:#555;font-size:.85em}";
+width:.8em;height:.8em;margin-right:.3em}code{font-size:.9em}.prov{color:#555;font-size:.85em}\
+.scroll{overflow-x:auto;max-width:100%}td.name{max-width:24em;overflow-wrap:anywhere}";
 
 pub struct Html;
 
@@ -108,7 +109,18 @@ fn render(d: &Report) -> String {
     } else {
         s.push_str("<h2>Variants</h2>");
     }
-    s.push_str("<table id=\"variants\"><tr><th class=\"l\">variant</th><th class=\"l\">command</th><th class=\"l\">parameters</th><th>runs</th></tr>\n");
+    let labels = svg::variant_labels(d);
+    // Micro configurations are not plotted per variant: no labels to map.
+    let labelled = !is_micro
+        && labels
+            .iter()
+            .zip(&d.data.variants)
+            .any(|(l, v)| *l != v.name);
+    s.push_str("<div class=\"scroll\"><table id=\"variants\"><tr>");
+    if labelled {
+        s.push_str("<th class=\"l\">label</th>");
+    }
+    s.push_str("<th class=\"l\">variant</th><th class=\"l\">command</th><th class=\"l\">parameters</th><th>runs</th></tr>\n");
     for (i, v) in d.data.variants.iter().enumerate() {
         let params: Vec<String> = v
             .parameters
@@ -116,16 +128,31 @@ fn render(d: &Report) -> String {
             .map(|(k, val)| format!("{k}={val}"))
             .collect();
         let n = d.data.runs.iter().filter(|r| r.variant == i).count();
+        let swatch = format!(
+            "<span class=\"swatch\" style=\"background:{}\"></span>",
+            colour(i)
+        );
+        s.push_str("<tr>");
+        if labelled {
+            let _ = write!(
+                s,
+                "<td class=\"l\">{swatch}<span class=\"label\">{}</span></td>",
+                esc(&labels[i])
+            );
+        }
         let _ = writeln!(
             s,
-            "<tr><td class=\"l\"><span class=\"swatch\" style=\"background:{}\"></span><span class=\"variant-name\">{}</span></td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{n}</td></tr>",
-            colour(i),
+            "<td class=\"l name\">{}<span class=\"variant-name\">{}</span></td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{n}</td></tr>",
+            if labelled { "" } else { swatch.as_str() },
             esc(&v.name),
             esc(v.command.as_deref().unwrap_or("")),
             esc(&params.join(", "))
         );
     }
-    s.push_str("</table>\n");
+    s.push_str("</table></div>\n");
+    if labelled {
+        s.push_str("<p class=\"note\">Plots and the summary name variants by their label.</p>\n");
+    }
     if is_micro {
         s.push_str("</details>\n");
     } else {
@@ -138,6 +165,9 @@ fn render(d: &Report) -> String {
             "<h2>Trace tables</h2><pre class=\"trace\">{}</pre>",
             esc(&super::trace::text(&t.info, &t.tables, super::Which::All))
         );
+    }
+    if let Some(a) = &d.ceiling {
+        s.push_str(&super::ceiling::html(a));
     }
     runs_and_provenance(&mut s, d);
     s
@@ -152,9 +182,10 @@ fn summary_and_plots(s: &mut String, d: &Report) {
     } else {
         d.variant_name(0).to_string()
     };
-    s.push_str("<h2>Summary</h2><p class=\"note\">Mean ± perf stat's figure (SD/√n/mean); change of the mean against the baseline.</p><table id=\"summary\"><tr><th class=\"l\">metric</th>");
-    for v in &d.data.variants {
-        let _ = write!(s, "<th>{}</th>", esc(&v.name));
+    let labels = svg::variant_labels(d);
+    s.push_str("<h2>Summary</h2><p class=\"note\">Mean ± perf stat's figure (SD/√n/mean); change of the mean against the baseline.</p><div class=\"scroll\"><table id=\"summary\"><tr><th class=\"l\">metric</th>");
+    for (i, v) in d.data.variants.iter().enumerate() {
+        let _ = write!(s, "<th title=\"{}\">{}</th>", esc(&v.name), esc(&labels[i]));
         if v.name != base {
             s.push_str("<th>change</th>");
         }
@@ -193,26 +224,59 @@ fn summary_and_plots(s: &mut String, d: &Report) {
         }
         s.push_str("</tr>\n");
     }
-    s.push_str("</table>\n");
+    s.push_str("</table></div>\n");
 
     // Plots.
+    if d.data.counted_total() < 2 {
+        s.push_str("<p class=\"note no-plots\">One run: nothing to plot (the values are in the summary and the runs table).</p>\n");
+        return;
+    }
     if d.order_text() == "order as imported" {
         s.push_str("<h2>Run order</h2><p class=\"note\">Each point is a run in the order it was imported, coloured by variant. An imported file's order is not necessarily the order the runs were measured in.</p>\n");
     } else {
         s.push_str("<h2>Run order</h2><p class=\"note\">Each point is a run at its place in the schedule, coloured by variant: drift and interleaving show at a glance.</p>\n");
     }
     for m in &d.selected() {
-        if let Some(p) = svg::run_order(d, m) {
+        if !svg::varies(d, m) {
+            no_variation(s, d, m);
+        } else if let Some(p) = svg::run_order(d, m) {
             s.push_str(&p);
             s.push('\n');
         }
     }
     s.push_str("<h2>Distributions</h2><p class=\"note\">Points are runs; the box spans the quartiles with the median marked, whiskers reach the furthest runs within 1.5 IQR.</p>\n");
+    let mut constant = Vec::new();
     for m in d.main_metrics() {
-        if let Some(p) = svg::distribution(d, &m.name) {
+        if !svg::varies(d, &m.name) {
+            constant.push(m.name.clone());
+        } else if let Some(p) = svg::distribution(d, &m.name) {
             let _ = writeln!(s, "<h3>{}</h3>\n{p}", esc(&m.name));
         }
     }
+    for m in &constant {
+        no_variation(s, d, m);
+    }
+}
+
+/// The sentence that stands for the plot of a metric every run gave the same value of.
+fn no_variation(s: &mut String, d: &Report, metric: &str) {
+    let value = (0..d.data.variants.len()).find_map(|i| d.values(i, metric).first().copied());
+    let text = match value {
+        Some(v) => {
+            let unit = d.metric(metric).map(|m| m.unit.clone()).unwrap_or_default();
+            format!(
+                "{metric}: every run of every variant gave {} (no variation: no plot)",
+                metric_scale(d, metric).show(v, &unit)
+            )
+        }
+        None => format!("{metric}: no values (no plot)"),
+    };
+    let _ = writeln!(
+        s,
+        "<p class=\"note no-variation\" data-metric=\"{}\">{}</p>",
+        esc(metric),
+        esc(&text)
+    );
 }
 
 /// The raw runs (collapsed) and the provenance line; closes the page.
@@ -221,7 +285,7 @@ fn runs_and_provenance(s: &mut String, d: &Report) {
     let names: Vec<&str> = d.data.metrics.iter().map(|m| m.name.as_str()).collect();
     let _ = write!(
         s,
-        "<h2>Runs</h2><details><summary>{} stored run(s), raw values</summary><table id=\"runs\"><tr><th>seq</th><th class=\"l\">variant</th><th class=\"l\">status</th><th>exit</th>",
+        "<h2>Runs</h2><details><summary>{} stored run(s), raw values</summary><div class=\"scroll\"><table id=\"runs\"><tr><th>seq</th><th class=\"l\">variant</th><th class=\"l\">status</th><th>exit</th>",
         d.data.runs.len()
     );
     for n in &names {
@@ -258,7 +322,7 @@ fn runs_and_provenance(s: &mut String, d: &Report) {
             .unwrap_or_default();
         let _ = writeln!(s, "<td class=\"l\">{}</td></tr>", esc(&src));
     }
-    s.push_str("</table>");
+    s.push_str("</table></div>");
     if d.data.runs.len() > MAX_RUN_ROWS {
         let _ = write!(
             s,
@@ -364,7 +428,7 @@ fn micro_section(s: &mut String, m: &MicroData) {
 fn table(s: &mut String, m: &MicroData, bench: &str) {
     let _ = writeln!(
         s,
-        "<table class=\"micro-table\" data-bench=\"{}\"><tr><th class=\"l\">configuration</th><th>median cycles</th><th>p10</th><th>p90</th><th>median ns</th><th>samples</th><th class=\"l\">per</th></tr>",
+        "<div class=\"scroll\"><table class=\"micro-table\" data-bench=\"{}\"><tr><th class=\"l\">configuration</th><th>median cycles</th><th>p10</th><th>p90</th><th>median ns</th><th>samples</th><th class=\"l\">per</th></tr>",
         esc(bench)
     );
     for r in m.rows.iter().filter(|r| r.bench == bench) {
@@ -380,7 +444,7 @@ fn table(s: &mut String, m: &MicroData, bench: &str) {
             esc(&r.per)
         );
     }
-    s.push_str("</table>\n");
+    s.push_str("</table></div>\n");
 }
 
 #[cfg(test)]

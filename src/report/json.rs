@@ -40,6 +40,9 @@ pub fn value(d: &Report) -> anyhow::Result<Value> {
                 let mut x = serde_json::to_value(r)?;
                 x["variant_name"] = json!(d.variant_name(r.variant));
                 x["counted"] = json!(r.counts());
+                if d.data.has_boots() {
+                    x["boot"] = json!(d.data.boot_of(r.variant, r.seq).map(|b| b.number));
+                }
                 Ok(x)
             })
             .collect::<anyhow::Result<_>>()?
@@ -50,7 +53,7 @@ pub fn value(d: &Report) -> anyhow::Result<Value> {
         (Some(a), v) if v != View::Export => serde_json::to_value(a)?,
         _ => Value::Null,
     };
-    Ok(json!({
+    let mut doc = json!({
         "schema": SCHEMA,
         "version": VERSION,
         "generator": {"name": "abperf", "version": d.tool_version},
@@ -69,7 +72,20 @@ pub fn value(d: &Report) -> anyhow::Result<Value> {
         "trace": d.trace.as_ref().map(|t| super::trace::json(&t.info, &t.tables)),
         "micro": d.micro.as_ref().map(|m| m.json()),
         "data_sha256": d.data_sha256,
-    }))
+    });
+    if let Some(a) = &d.ceiling {
+        doc["ceiling"] = super::ceiling::json(a);
+    }
+    // Kernel variants only: the boots, and the two-level analysis.
+    if d.data.has_boots() {
+        doc["boots"] = serde_json::to_value(&d.data.boots)?;
+    }
+    if let Some(l) = &d.levels
+        && d.view != View::Export
+    {
+        doc["levels"] = serde_json::to_value(l)?;
+    }
+    Ok(doc)
 }
 
 #[cfg(test)]

@@ -68,6 +68,10 @@ fn render(d: &Report) -> String {
         out.push(String::new());
     }
 
+    if let Some(a) = &d.ceiling {
+        para(&super::ceiling::verdict(a), &mut out);
+        out.push(String::new());
+    }
     if let Some(e) = d.data.experiment()
         && (d.trace.is_some() || d.micro.is_some())
     {

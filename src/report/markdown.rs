@@ -62,9 +62,11 @@ fn render(d: &Report) -> String {
         d.alpha()
     );
     if let Some(t) = &d.trace {
-        let body = super::trace::text(&t.info, &t.tables, super::Which::All);
-        let body = body.trim_end().replace("```", "'''");
-        let _ = writeln!(s, "\n#### Trace tables\n\n```text\n{body}\n```");
+        let body = super::trace::markdown(&t.info, &t.tables);
+        let _ = writeln!(s, "\n#### Trace tables\n\n{}", body.trim_end());
+    }
+    if let Some(a) = &d.ceiling {
+        let _ = writeln!(s, "\n{}", super::ceiling::markdown(a).trim_end());
     }
     if let Some(m) = &d.micro {
         let body = super::micro::text(d, m);

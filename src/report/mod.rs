@@ -13,9 +13,13 @@
 //! | hyperfine-json | [`hyperfine`] | hyperfine's `--export-json` schema |
 //! | perf-stat | [`perfstat`] | `perf stat --repeat`'s per-variant block |
 //!
+//! The ceiling advisor's section (`abperf model ceiling`) is rendered by [`ceiling`] in every
+//! format that shows it.
+//!
 //! A [`Report`] is a pure value (a [`Dataset`] with its descriptions, an optional analysis,
 //! trace and micro sections), so every renderer is unit-tested without a store.
 
+pub mod ceiling;
 pub mod compare;
 pub mod csv;
 pub mod escape;
@@ -23,6 +27,8 @@ pub mod fmt;
 pub mod html;
 pub mod hyperfine;
 pub mod json;
+pub mod labels;
+pub mod levels;
 pub mod mail;
 pub mod markdown;
 pub mod micro;
@@ -110,6 +116,8 @@ pub enum View {
     Micro,
     /// The end of `run`: perf-stat blocks and verdict lines.
     RunEnd,
+    /// `model ceiling`: the ceiling advisor's curve and recommendation.
+    Ceiling,
     /// `export`: the raw data (JSON without the analysis, CSV one row per run).
     Export,
 }
@@ -147,6 +155,10 @@ pub struct Report {
     pub env_diffs: Vec<EnvDiff>,
     pub trace: Option<TraceSection>,
     pub micro: Option<micro::MicroData>,
+    /// The ceiling advisor's prediction (`model ceiling`).
+    pub ceiling: Option<crate::model::ceiling::CeilingAdvice>,
+    /// The two-level analysis of kernel variants (boots x runs).
+    pub levels: Option<levels::LevelsSection>,
     pub view: View,
     /// Whether raw runs are listed in JSON and CSV (micro experiments hold thousands of
     /// samples: their report gives the per-configuration table instead).
@@ -179,6 +191,8 @@ impl Report {
             env_diffs: Vec::new(),
             trace: None,
             micro: None,
+            ceiling: None,
+            levels: None,
             view,
             include_runs: true,
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -365,7 +379,6 @@ pub(crate) mod testdata {
     use crate::model::dataset::testdata::two_variants;
     use crate::stats::analysis::{Settings, analyse};
     use crate::stats::compare::Options;
-    use crate::stats::multiple::Correction;
 
     pub fn sample() -> Report {
         sample_named("A", "B")
@@ -373,14 +386,7 @@ pub(crate) mod testdata {
 
     pub fn analysed(data: Dataset, metric: &str) -> Report {
         let mut r = Report::new(data, View::Report);
-        let settings = Settings {
-            baseline: 0,
-            metrics: vec![metric.to_string()],
-            options: Options::default(),
-            correction: Correction::Holm,
-            without_outliers: false,
-            force_higher_is_better: false,
-        };
+        let settings = Settings::against(0, vec![metric.to_string()], Options::default());
         r.analysis = Some(analyse(&r.data, &settings));
         r
     }

@@ -17,6 +17,32 @@ pub fn thin(n: usize, max: usize) -> impl Iterator<Item = usize> {
     (0..n).step_by(step)
 }
 
+/// Width of variant labels in plots (characters).
+pub const LABEL_WIDTH: usize = 24;
+
+/// The label of every variant in plots: short, distinct, keeping what differs
+/// ([`super::labels::short_labels`]); the HTML variants table maps labels to full names.
+pub fn variant_labels(d: &Report) -> Vec<String> {
+    let names: Vec<&str> = d.data.variants.iter().map(|v| v.name.as_str()).collect();
+    super::labels::short_labels(&names, LABEL_WIDTH)
+}
+
+/// Whether `metric` takes more than one value over the counted runs of every variant together
+/// (a plot of a constant shows nothing; the report says so in a sentence instead).
+pub fn varies(d: &Report, metric: &str) -> bool {
+    let mut first: Option<f64> = None;
+    for i in 0..d.data.variants.len() {
+        for v in d.values(i, metric) {
+            match first {
+                None => first = Some(v),
+                Some(f) if f != v => return true,
+                _ => {}
+            }
+        }
+    }
+    false
+}
+
 /// Okabe-Ito colours (colour-blind safe), cycled for more variants.
 const PALETTE: &[&str] = &[
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#999933", "#000000",
@@ -165,7 +191,8 @@ pub fn distribution(d: &Report, metric: &str) -> Option<String> {
         .filter(|(_, _, xs)| !xs.is_empty())
         .collect();
     let (lo, hi) = padded_range(rows.iter().flat_map(|(_, _, xs)| xs.iter().copied()))?;
-    let (w, left, right, top, row_h) = (760.0, 180.0, 20.0, 10.0, 46.0);
+    let labels = variant_labels(d);
+    let (w, left, right, top, row_h) = (760.0, 200.0, 20.0, 10.0, 46.0);
     let h = top + row_h * rows.len() as f64 + 40.0;
     let x = |v: f64| left + (v - lo) / (hi - lo) * (w - left - right);
     let mut s = String::new();
@@ -197,11 +224,11 @@ pub fn distribution(d: &Report, metric: &str) -> Option<String> {
         let col = colour(*ci);
         let _ = write!(
             s,
-            r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#222"><title>{}</title>{}</text>"##,
+            r##"<text class="label" x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#222"><title>{}</title>{}</text>"##,
             left - 8.0,
             cy + 4.0,
             esc(name),
-            esc(&truncate(name, 26))
+            esc(&labels[*ci])
         );
         if let Some(desc) = d.description(name, metric) {
             let iqr = desc.q3 - desc.q1;
@@ -266,7 +293,12 @@ pub fn run_order(d: &Report, metric: &str) -> Option<String> {
     } else {
         (smin - 1.0, smax + 1.0)
     };
-    let (w, h, left, right, top, bottom) = (760.0, 300.0, 80.0, 20.0, 34.0, 40.0);
+    // The legend: every variant, three a line (labels are at most LABEL_WIDTH characters).
+    let labels = variant_labels(d);
+    let legend_rows = d.data.variants.len().div_ceil(3).max(1);
+    let (w, left, right, bottom) = (760.0, 80.0, 20.0, 40.0);
+    let top = 16.0 + 18.0 * legend_rows as f64;
+    let h = 266.0 + top;
     let x = |s: f64| left + (s - smin) / (smax - smin) * (w - left - right);
     let y = |v: f64| top + (hi - v) / (hi - lo) * (h - top - bottom);
     let mut s = String::new();
@@ -291,25 +323,27 @@ pub fn run_order(d: &Report, metric: &str) -> Option<String> {
         esc(&sc.unit_label(&unit))
     );
     // Legend.
-    let mut lx = left;
     for (i, v) in d.data.variants.iter().enumerate() {
-        let label = truncate(&v.name, 24);
+        let (lx, ly) = (10.0 + 250.0 * (i % 3) as f64, 18.0 + 18.0 * (i / 3) as f64);
         let _ = write!(
             s,
-            r##"<circle cx="{:.1}" cy="14" r="5" fill="{}"/><text x="{:.1}" y="18" font-size="12" fill="#222">{}</text>"##,
+            r##"<g class="legend-entry" data-variant="{}"><title>{}</title><circle cx="{:.1}" cy="{:.1}" r="5" fill="{}"/><text class="label" x="{:.1}" y="{ly:.1}" font-size="12" fill="#222">{}</text></g>"##,
+            esc(&v.name),
+            esc(&v.name),
             lx + 5.0,
+            ly - 4.0,
             colour(i),
             lx + 14.0,
-            esc(&label)
+            esc(&labels[i])
         );
-        lx += 30.0 + 7.0 * label.chars().count() as f64;
     }
     let shown: Vec<usize> = thin(pts.len(), MAX_POINTS).collect();
     if shown.len() < pts.len() {
         let _ = write!(
             s,
-            r##"<text x="{:.1}" y="18" font-size="11" text-anchor="end" fill="#555">{} of {} runs shown</text>"##,
+            r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end" fill="#555">{} of {} runs shown</text>"##,
             w - right,
+            top + 12.0,
             shown.len(),
             pts.len()
         );
@@ -352,6 +386,20 @@ pub fn forest(d: &Report) -> Option<String> {
         }
     }
     let (lo, hi) = padded_range(vals.into_iter())?;
+    let labels = variant_labels(d);
+    let label_of = |name: &str| {
+        d.data
+            .position(name)
+            .map(|p| labels[p].clone())
+            .unwrap_or_else(|| name.to_string())
+    };
+    let several_metrics = rows.iter().any(|r| r.metric != rows[0].metric);
+    let baselines: std::collections::BTreeSet<&str> =
+        rows.iter().map(|r| r.baseline.as_str()).collect();
+    let against = match baselines.iter().next() {
+        Some(b) if baselines.len() == 1 => format!("against {}", label_of(b)),
+        _ => "against the baseline".to_string(),
+    };
     let (w, left, right, top, row_h) = (760.0, 260.0, 20.0, 10.0, 30.0);
     let h = top + row_h * rows.len() as f64 + 40.0;
     let x = |v: f64| left + (v - lo) / (hi - lo) * (w - left - right);
@@ -367,22 +415,28 @@ pub fn forest(d: &Report) -> Option<String> {
     axis_x(&mut s, &ticks, x, top, y_axis);
     let _ = write!(
         s,
-        r##"<line x1="{z:.1}" y1="{top}" x2="{z:.1}" y2="{y_axis:.1}" stroke="#000" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#333">change of the mean against the baseline, 95% CI</text>"##,
+        r##"<line x1="{z:.1}" y1="{top}" x2="{z:.1}" y2="{y_axis:.1}" stroke="#000" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#333">change of the mean {}, 95% CI</text>"##,
         left + (w - left - right) / 2.0,
         h - 4.0,
+        esc(&against),
         z = x(0.0)
     );
     for (i, r) in rows.iter().enumerate() {
         let cy = top + row_h * (i as f64 + 0.5);
-        let label = format!("{} vs {} ({})", r.variant, r.baseline, r.metric);
+        // The baseline is the same on every row (it is named under the axis).
+        let label = if several_metrics {
+            format!("{} ({})", label_of(&r.variant), r.metric)
+        } else {
+            label_of(&r.variant)
+        };
         let ci = d.data.position(&r.variant).unwrap_or(0);
         let _ = write!(
             s,
-            r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#222"><title>{}</title>{}</text>"##,
+            r##"<text class="label" x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#222"><title>{}</title>{}</text>"##,
             left - 8.0,
             cy + 4.0,
             esc(&r.line),
-            esc(&truncate(&label, 38))
+            esc(&super::labels::elide_middle(&label, 36))
         );
         if let Some([a, b]) = r.ratio_ci {
             let _ = write!(
@@ -619,7 +673,8 @@ mod tests {
         let f = forest(&d).unwrap();
         assert_eq!(f.matches("class=\"ci\"").count(), 1);
         assert!(f.contains("stroke-dasharray"), "the no-change line");
-        assert!(f.contains("&lt;i&gt;B&lt;/i&gt; vs A (user_ns)"));
+        assert!(f.contains("&lt;i&gt;B&lt;/i&gt;</text>"), "{f}");
+        assert!(f.contains("change of the mean against A, 95% CI"), "{f}");
         assert!(!f.contains("<i>"));
         assert!(f.contains('%'), "{f}");
     }

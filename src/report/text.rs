@@ -23,6 +23,10 @@ impl Render for Text {
                 None => report(r),
             },
             View::RunEnd => run_end(r),
+            View::Ceiling => match &r.ceiling {
+                Some(a) => super::ceiling::text(a),
+                None => report(r),
+            },
         })
     }
 }
@@ -59,6 +63,7 @@ fn run_end(r: &Report) -> String {
     if !lines.is_empty() {
         let _ = writeln!(s);
     }
+    s.push_str(&super::levels::text(r));
     s
 }
 
@@ -173,6 +178,7 @@ fn report(r: &Report) -> String {
         let _ = writeln!(s, "  {l}");
     }
     let _ = writeln!(s);
+    s.push_str(&super::levels::text(r));
     if let Some(t) = &r.trace {
         let _ = writeln!(
             s,
@@ -248,6 +254,18 @@ fn show(r: &Report, runs: bool) -> String {
         "virtualization",
         one_line(&env["virtualization"].to_string())
     );
+    if let (Some(commit), Some(date)) = (
+        env["abperf"]["commit"].as_str(),
+        env["abperf"]["build_date"].as_str(),
+    ) {
+        let _ = writeln!(
+            s,
+            "  {:<18} commit {}, built {}",
+            "abperf_build",
+            one_line(commit),
+            one_line(date)
+        );
+    }
     let _ = writeln!(s, "variants:");
     for (pos, v) in r.data.variants.iter().enumerate() {
         let _ = writeln!(
@@ -266,6 +284,7 @@ fn show(r: &Report, runs: bool) -> String {
             );
         }
     }
+    s.push_str(&super::levels::boots_text(r));
     let _ = writeln!(s);
     if let Some(m) = &r.micro {
         let _ = writeln!(s, "{}", super::micro::text(r, m).trim_end());
@@ -275,11 +294,13 @@ fn show(r: &Report, runs: bool) -> String {
         }
     }
     if runs {
-        let w = r
-            .data
-            .variants
+        // Long names keep what tells them apart (cutting them at the width makes them alike).
+        let names: Vec<String> = r.data.variants.iter().map(|v| one_line(&v.name)).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let labels = super::labels::short_labels(&refs, 60);
+        let w = labels
             .iter()
-            .map(|v| one_line(&v.name).chars().count())
+            .map(|l| l.chars().count())
             .max()
             .unwrap_or(7)
             .clamp(7, 60);
@@ -301,7 +322,7 @@ fn show(r: &Report, runs: bool) -> String {
                 s,
                 "{:>5}  {:<w$} {:<7} {:<8} {:>14} {:>12} {:>12} {:>12}",
                 run.seq,
-                super::fmt::truncate(&one_line(r.variant_name(run.variant)), w),
+                labels.get(run.variant).map(String::as_str).unwrap_or("?"),
                 if run.warmup { "yes" } else { "" },
                 run.status.as_str(),
                 t("wall_ns"),

@@ -43,12 +43,18 @@ pub struct RunConfig {
     /// Noise control: --tune, --drop-caches, --pre-read, --perturb-layout, --tmpfs-copy.
     #[serde(default)]
     pub noise: NoiseConfig,
+    /// `--until-decided`: the schedule holds `runs` per variant, and the experiment may stop
+    /// at an earlier look (the caller's [`Progress::decided`] says when).
+    #[serde(default)]
+    pub sequential: Option<crate::model::SequentialPlan>,
 }
 
 /// How an execution ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ending {
     Complete,
+    /// A stopping rule decided before the schedule's end (what it found, in words).
+    Decided(String),
     /// The workload failed or timed out (message), and failures were not ignored.
     Failed(String),
     Interrupted(i32),
@@ -136,26 +142,88 @@ fn run_helper(what: &str, cmd: &Prepared, prep: &ExecPlan, quiet: bool) -> anyho
         quiet,
     };
     let out = spawn::run(cmd, &opts).with_context(|| what.to_string())?;
+    let tail = stderr_note(out.stderr_tail.as_deref());
     match out.exit {
         Exit::Code(0) => Ok(()),
-        Exit::Code(c) => anyhow::bail!("{what} '{}' exited with status {c}", cmd.text),
+        Exit::Code(c) => anyhow::bail!("{what} '{}' exited with status {c}{tail}", cmd.text),
         Exit::Signal(s) => {
-            anyhow::bail!("{what} '{}' was killed by {}", cmd.text, signals::name(s))
+            anyhow::bail!(
+                "{what} '{}' was killed by {}{tail}",
+                cmd.text,
+                signals::name(s)
+            )
         }
-        Exit::TimedOut => anyhow::bail!("{what} '{}' timed out", cmd.text),
+        Exit::TimedOut => anyhow::bail!("{what} '{}' timed out{tail}", cmd.text),
     }
 }
 
-/// Progress display: a bar with ETA on a terminal, nothing otherwise.
+/// What a failed quiet command left on its stderr (the last lines), indented under the failure,
+/// and how to see all of its output.
+fn stderr_note(tail: Option<&str>) -> String {
+    match tail {
+        Some(t) => {
+            let lines: Vec<String> = t.lines().map(|l| format!("    | {l}")).collect();
+            format!(
+                "\n  last lines of its stderr:\n{}\n  (all of its output, shown as it runs: --show-output)",
+                lines.join("\n")
+            )
+        }
+        None => "\n  (it wrote nothing to stderr; its stdout, if any: --show-output)".into(),
+    }
+}
+
+/// The caller's view of the loop: a progress display (a bar with ETA on a terminal, nothing
+/// otherwise) and an optional stopping rule.
 pub trait Progress {
     fn start(&mut self, _total: u64) {}
     fn ran(&mut self, _variant: &str, _done_of_variant: u32, _of: u32, _wall_ns: u64) {}
     fn finish(&mut self) {}
+    /// After each stored timed run, given the timed runs done per variant: `Some(why)` stops the
+    /// experiment here (e.g. a sequential test reached its decision).
+    fn decided(
+        &mut self,
+        _sink: &dyn RunSink,
+        _done: &BTreeMap<usize, u32>,
+    ) -> anyhow::Result<Option<String>> {
+        Ok(None)
+    }
+    /// A line for the user (a boot of a kernel variant started, came up, ended).
+    fn note(&mut self, msg: &str) {
+        crate::error::stderr_line(msg);
+    }
 }
 
 /// A progress sink that shows nothing.
 pub struct NoProgress;
 impl Progress for NoProgress {}
+
+/// Where finished runs go: the store on the host, or (in a kernel variant's guest) the results
+/// channel to the host.
+pub trait RunSink {
+    /// Sequence numbers already done (they are skipped).
+    fn done_seqs(&self) -> anyhow::Result<BTreeSet<u32>>;
+    /// A finished run, kept the moment it ends.
+    fn commit(&mut self, run: &Run) -> anyhow::Result<()>;
+    /// What is stored so far, for a stopping rule (`None` where nothing is kept here).
+    fn stored(&self) -> anyhow::Result<Option<crate::model::Dataset>> {
+        Ok(None)
+    }
+}
+
+/// Runs of experiment `.1` committed to the store, each in its own transaction.
+pub struct StoreSink<'a>(pub &'a mut Store, pub i64);
+
+impl RunSink for StoreSink<'_> {
+    fn done_seqs(&self) -> anyhow::Result<BTreeSet<u32>> {
+        self.0.done_seqs(self.1)
+    }
+    fn commit(&mut self, run: &Run) -> anyhow::Result<()> {
+        self.0.commit_run(self.1, run).map(|_| ())
+    }
+    fn stored(&self) -> anyhow::Result<Option<crate::model::Dataset>> {
+        self.0.load(self.1).map(Some)
+    }
+}
 
 /// Execute the not-yet-done slots of `schedule` for experiment `exp_id`.
 pub fn execute(
@@ -167,11 +235,30 @@ pub fn execute(
     knobs: &mut KnobGuard,
     progress: &mut dyn Progress,
 ) -> anyhow::Result<Ending> {
+    execute_into(
+        &mut StoreSink(store, exp_id),
+        cfg,
+        variants,
+        schedule,
+        knobs,
+        progress,
+    )
+}
+
+/// Execute the not-yet-done slots of `schedule`, each finished run going to `sink`.
+pub fn execute_into(
+    sink: &mut dyn RunSink,
+    cfg: &RunConfig,
+    variants: &[Variant],
+    schedule: &[Slot],
+    knobs: &mut KnobGuard,
+    progress: &mut dyn Progress,
+) -> anyhow::Result<Ending> {
     signals::install()?;
     // First, so that commands resolve in the --tmpfs-copy directory.
     let mut noise = Noise::start(&cfg.noise, cfg.seed)?;
     let prep = prepare(cfg, variants)?;
-    let done: BTreeSet<u32> = store.done_seqs(exp_id)?;
+    let done: BTreeSet<u32> = sink.done_seqs()?;
     let todo: Vec<&Slot> = schedule.iter().filter(|s| !done.contains(&s.seq)).collect();
     let mut timed_done: BTreeMap<usize, u32> = BTreeMap::new();
     for s in schedule
@@ -186,6 +273,7 @@ pub fn execute(
     let mut last_variant: Option<usize> = None;
     let mut ending = Ending::Complete;
     let mut error: Option<anyhow::Error> = None;
+    let mut tail_shown: BTreeSet<usize> = BTreeSet::new();
     for slot in todo {
         if let Some(sig) = signals::received() {
             ending = Ending::Interrupted(sig);
@@ -193,7 +281,7 @@ pub fn execute(
         }
         let v = &variants[slot.variant];
         let cmds = &prep.commands[slot.variant];
-        let step = (|| -> anyhow::Result<Option<String>> {
+        let step = (|| -> anyhow::Result<Option<(String, String)>> {
             if last_variant != Some(slot.variant) {
                 for k in &v.knobs {
                     knobs.apply(&k.path, &k.value)?;
@@ -230,23 +318,20 @@ pub fn execute(
                 Exit::Signal(s) => (RunStatus::Failed, None, Some(s)),
                 Exit::TimedOut => (RunStatus::Timeout, None, Some(libc::SIGKILL)),
             };
-            store.commit_run(
-                exp_id,
-                &Run {
-                    variant: slot.variant,
-                    seq: slot.seq,
-                    warmup: slot.warmup,
-                    block: slot.block,
-                    status,
-                    exit_code,
-                    signal,
-                    started_ns,
-                    ended_ns,
-                    excluded: None,
-                    metrics,
-                    source: None,
-                },
-            )?;
+            sink.commit(&Run {
+                variant: slot.variant,
+                seq: slot.seq,
+                warmup: slot.warmup,
+                block: slot.block,
+                status,
+                exit_code,
+                signal,
+                started_ns,
+                ended_ns,
+                excluded: None,
+                metrics,
+                source: None,
+            })?;
             if !slot.warmup {
                 *timed_done.entry(slot.variant).or_default() += 1;
             }
@@ -258,6 +343,9 @@ pub fn execute(
             );
             let what = match out.exit {
                 Exit::Code(0) => return Ok(None),
+                Exit::Code(127) if cfg.shell => {
+                    "exited with status 127 (the shell's 'command not found')".to_string()
+                }
                 Exit::Code(c) => format!("exited with status {c}"),
                 Exit::Signal(s) => format!("was killed by {}", signals::name(s)),
                 Exit::TimedOut => format!(
@@ -265,22 +353,48 @@ pub fn execute(
                     cfg.timeout_s.unwrap_or(0.0)
                 ),
             };
-            Ok(Some(format!(
-                "run {} of variant '{}' ({}) {what}",
-                slot.seq, v.name, cmds.main.text
+            // The first failure of a variant shows what the workload said (quiet runs only).
+            let note = if quiet && tail_shown.insert(slot.variant) {
+                stderr_note(out.stderr_tail.as_deref())
+            } else {
+                String::new()
+            };
+            Ok(Some((
+                format!(
+                    "run {} of variant '{}' ({}) {what}",
+                    slot.seq, v.name, cmds.main.text
+                ),
+                note,
             )))
         })();
         match step {
+            Ok(None) if !slot.warmup => match progress.decided(&*sink, &timed_done) {
+                Ok(Some(why)) => {
+                    if let Some(post) = &cmds.post
+                        && let Err(e) = run_helper("--post", post, &prep, quiet)
+                    {
+                        error = Some(e);
+                        break;
+                    }
+                    ending = Ending::Decided(why);
+                    break;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            },
             Ok(None) => {}
-            Ok(Some(failure)) if cfg.ignore_failure => {
+            Ok(Some((failure, note))) if cfg.ignore_failure => {
                 progress.finish();
                 crate::error::stderr_line(&format!(
-                    "abperf: warning: {failure}; recorded, going on (--ignore-failure)"
+                    "abperf: warning: {failure}; recorded, going on (--ignore-failure){note}"
                 ));
             }
-            Ok(Some(failure)) => {
+            Ok(Some((failure, note))) => {
                 ending = Ending::Failed(format!(
-                    "{failure}; the experiment stops here (use -i/--ignore-failure to record failures and go on)"
+                    "{failure}; the experiment stops here (use -i/--ignore-failure to record failures and go on){note}"
                 ));
                 break;
             }

@@ -133,6 +133,11 @@ fn open_knob(path: &str, access: Access) -> anyhow::Result<File> {
 /// The value a knob file currently selects: the bracketed choice for files such as THP's
 /// `always [madvise] never`, else the trimmed content. At most [`MAX_KNOB_BYTES`] are read.
 pub fn read_value(path: &str) -> anyhow::Result<String> {
+    Ok(selected_choice(&read_raw(path)?))
+}
+
+/// The whole text of knob `path` (checked as [`check_knob_path`] does, at most 1 MiB read).
+pub fn read_raw(path: &str) -> anyhow::Result<String> {
     let f = open_knob(path, Access::Read)?;
     let mut bytes = Vec::new();
     f.take(MAX_KNOB_BYTES + 1)
@@ -144,8 +149,7 @@ pub fn read_value(path: &str) -> anyhow::Result<String> {
             MAX_KNOB_BYTES / 1024
         );
     }
-    let content = String::from_utf8_lossy(&bytes);
-    Ok(selected_choice(&content))
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn write_raw(path: &str, value: &str) -> anyhow::Result<()> {

@@ -1,12 +1,15 @@
 //! Running workloads: spawn a timed child (fork/exec to wait4), knobs (write, verify, restore),
 //! signal handling, and the experiment loop that commits every run the moment it ends.
 
+pub mod boots;
 pub mod command;
 pub mod cpuset;
 pub mod experiment;
+pub mod guest;
 pub mod knob_lock;
 pub mod knobs;
 pub mod noise;
+pub mod preflight;
 pub mod signals;
 pub mod spawn;
 pub mod spawn_helper;

@@ -22,11 +22,15 @@ static INSTALL: Once = Once::new();
 /// Start watching (idempotent). Errors if the handlers cannot be installed.
 pub fn install() -> anyhow::Result<()> {
     let mut result = Ok(());
+    // One watcher per process: the VM guard (kernel variants) leaves the signals to this one. A
+    // closed pipe stops the VMs too: the experiment stops as on Ctrl-C.
     INSTALL.call_once(|| match Signals::new([SIGINT, SIGTERM, SIGHUP, SIGPIPE]) {
         Ok(mut signals) => {
+            crate::vm::guard::external_watcher();
             std::thread::spawn(move || {
                 for sig in signals.forever() {
                     RECEIVED.store(sig, Ordering::SeqCst);
+                    crate::vm::guard::on_signal(sig);
                     let pgid = CHILD_PGID.load(Ordering::SeqCst);
                     if pgid > 0 {
                         // SAFETY: plain syscall; pgid is a live, unreaped child's group.

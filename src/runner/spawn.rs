@@ -33,6 +33,9 @@ pub struct Outcome {
     pub counters: Vec<Metric>,
     /// Events that were attached but never ran (not measured this run).
     pub missing_counters: Vec<String>,
+    /// With `quiet`: the last lines the child wrote to its standard error (kept in a memory file
+    /// while it runs, never stored; shown when a run fails).
+    pub stderr_tail: Option<String>,
 }
 
 /// Options for one spawn.
@@ -40,8 +43,73 @@ pub struct SpawnOptions<'a> {
     pub pin: Option<&'a CpuSet>,
     pub timeout: Option<Duration>,
     pub events: &'a [EventSpec],
-    /// Send the child's stdout and stderr to /dev/null.
+    /// Send the child's stdout to /dev/null and its stderr to a memory file whose last lines
+    /// end up in [`Outcome::stderr_tail`].
     pub quiet: bool,
+}
+
+/// How much of the end of a quiet child's stderr is read back, and how many lines are kept.
+const TAIL_BYTES: usize = 4096;
+const TAIL_LINES: usize = 10;
+
+/// A memory file for a quiet child's stderr (close-on-exec; the child gets it through dup2).
+/// Writes to it cost about what writes to /dev/null do, and never block the child.
+fn stderr_file() -> anyhow::Result<OwnedFd> {
+    // SAFETY: the name is a valid NUL-terminated string.
+    let fd = unsafe { libc::memfd_create(c"abperf-stderr".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(anyhow::anyhow!(
+            "memfd_create for the workload's stderr failed: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: fd is fresh and owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The last [`TAIL_LINES`] lines of what was written to `fd`, control characters escaped;
+/// `None` when nothing was written.
+fn read_tail(fd: &OwnedFd) -> Option<String> {
+    // SAFETY: stat is plain data that fstat fills.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 || st.st_size <= 0 {
+        return None;
+    }
+    let size = st.st_size as usize;
+    let from = size.saturating_sub(TAIL_BYTES);
+    let mut buf = vec![0u8; size - from];
+    // SAFETY: buf has buf.len() writable bytes.
+    let n = unsafe {
+        libc::pread(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            from as libc::off_t,
+        )
+    };
+    if n <= 0 {
+        return None;
+    }
+    buf.truncate(n as usize);
+    let text = String::from_utf8_lossy(&buf);
+    let mut lines: Vec<&str> = text.trim_end().lines().collect();
+    if from > 0 && lines.len() > 1 {
+        lines.remove(0); // cut in the middle
+    }
+    let keep = lines.len().saturating_sub(TAIL_LINES);
+    let shown: Vec<String> = lines[keep..]
+        .iter()
+        .map(|l| {
+            l.chars()
+                .map(|c| match c {
+                    '\t' => "\t".to_string(),
+                    c if c.is_control() => c.escape_default().to_string(),
+                    c => c.to_string(),
+                })
+                .collect()
+        })
+        .collect();
+    (!shown.is_empty()).then(|| shown.join("\n"))
 }
 
 fn pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
@@ -61,7 +129,7 @@ fn start_spawn(
     cmd: &Prepared,
     argv: &[*const libc::c_char],
     null_fd: i32,
-    quiet: bool,
+    err_fd: Option<i32>,
 ) -> anyhow::Result<(libc::pid_t, Instant)> {
     // SAFETY: the attr and file-action objects are initialised before use and destroyed after;
     // argv is NULL-terminated and, with program and environ, outlives the call.
@@ -83,9 +151,9 @@ fn start_spawn(
         libc::posix_spawnattr_setsigdefault(&mut attr, &sigs);
         libc::posix_spawn_file_actions_init(&mut fa);
         libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 0);
-        if quiet {
+        if let Some(err_fd) = err_fd {
             libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 1);
-            libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 2);
+            libc::posix_spawn_file_actions_adddup2(&mut fa, err_fd, 2);
         }
         let mut pid: libc::pid_t = 0;
         let t0 = Instant::now();
@@ -117,6 +185,7 @@ fn start_fork(
     cmd: &Prepared,
     argv: &[*const libc::c_char],
     null_fd: i32,
+    err_fd: Option<i32>,
     opts: &SpawnOptions,
 ) -> anyhow::Result<(libc::pid_t, Instant, Option<Counters>)> {
     let (gate_r, gate_w) = pipe()?;
@@ -140,9 +209,9 @@ fn start_fork(
             libc::sigemptyset(&mut none);
             libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
             libc::dup2(null_fd, 0);
-            if opts.quiet {
+            if let Some(err_fd) = err_fd {
                 libc::dup2(null_fd, 1);
-                libc::dup2(null_fd, 2);
+                libc::dup2(err_fd, 2);
             }
             if let Some(p) = opts.pin
                 && p.apply_to_self() != 0
@@ -217,6 +286,7 @@ static SUBREAPER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 fn start_via_helper(
     cmd: &Prepared,
     null_fd: i32,
+    err_fd: Option<i32>,
     opts: &SpawnOptions,
 ) -> anyhow::Result<(libc::pid_t, Instant, Option<Counters>)> {
     use super::spawn_helper::{ERR_FD, GATE_FD, HELPER_ARG, REPORT_FD};
@@ -262,10 +332,11 @@ fn start_via_helper(
         libc::sigemptyset(&mut sigs);
         libc::posix_spawnattr_setsigmask(&mut attr, &sigs);
         libc::posix_spawn_file_actions_init(&mut fa);
+        // The standard streams first: their sources may be 3, 4 or 5 (the pipes are >= 10).
         libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 0);
-        if opts.quiet {
+        if let Some(err_fd) = err_fd {
             libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 1);
-            libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 2);
+            libc::posix_spawn_file_actions_adddup2(&mut fa, err_fd, 2);
         }
         libc::posix_spawn_file_actions_adddup2(&mut fa, gate_r.as_raw_fd(), GATE_FD);
         libc::posix_spawn_file_actions_adddup2(&mut fa, err_w.as_raw_fd(), ERR_FD);
@@ -364,13 +435,15 @@ pub fn run(cmd: &Prepared, opts: &SpawnOptions) -> anyhow::Result<Outcome> {
     let mut argv: Vec<*const libc::c_char> = cmd.argv.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
     let null_fd = devnull.as_raw_fd();
+    let stderr = opts.quiet.then(stderr_file).transpose()?;
+    let err_fd = stderr.as_ref().map(|f| f.as_raw_fd());
     let (pid, t0, counters) = if super::spawn_helper::available() {
-        start_via_helper(cmd, null_fd, opts)?
+        start_via_helper(cmd, null_fd, err_fd, opts)?
     } else if opts.events.is_empty() && opts.pin.is_none() {
-        let (pid, t0) = start_spawn(cmd, &argv, null_fd, opts.quiet)?;
+        let (pid, t0) = start_spawn(cmd, &argv, null_fd, err_fd)?;
         (pid, t0, None)
     } else {
-        start_fork(cmd, &argv, null_fd, opts)?
+        start_fork(cmd, &argv, null_fd, err_fd, opts)?
     };
 
     let (cancel, watchdog) = match opts.timeout {
@@ -448,6 +521,7 @@ pub fn run(cmd: &Prepared, opts: &SpawnOptions) -> anyhow::Result<Outcome> {
         rusage: ru,
         counters,
         missing_counters,
+        stderr_tail: stderr.as_ref().and_then(read_tail),
     })
 }
 
@@ -523,6 +597,33 @@ mod tests {
         assert!(Prepared::new("/nonexistent/prog", false).is_err());
         let p = Prepared::new("./Cargo.toml", false);
         assert!(p.is_err());
+    }
+
+    #[test]
+    fn a_quiet_childs_stderr_tail_is_kept() {
+        let cpu0 = CpuSet::parse("0").unwrap();
+        for pin in [None, Some(&cpu0)] {
+            let mut o = opts();
+            o.pin = pin;
+            let cmd = "echo out; for i in $(seq 1 50); do echo line $i >&2; done; printf 'esc \\033[31m\\n' >&2; exit 3";
+            let out = run(&Prepared::new(cmd, true).unwrap(), &o).unwrap();
+            assert_eq!(out.exit, Exit::Code(3));
+            let tail = out.stderr_tail.unwrap();
+            let lines: Vec<&str> = tail.lines().collect();
+            assert_eq!(lines.len(), TAIL_LINES, "{tail}");
+            assert_eq!(lines[0], "line 42");
+            assert_eq!(lines[9], "esc \\u{1b}[31m", "control characters escaped");
+            assert!(!tail.contains("out"), "stdout is not kept: {tail}");
+        }
+        let silent = run(&Prepared::new("true", true).unwrap(), &opts()).unwrap();
+        assert_eq!(silent.stderr_tail, None);
+        // A long last line is cut to the end of the 4 KiB window, not lost.
+        let big = run(
+            &Prepared::new("head -c 100000 /dev/zero | tr '\\0' x >&2", true).unwrap(),
+            &opts(),
+        )
+        .unwrap();
+        assert_eq!(big.stderr_tail.unwrap().len(), TAIL_BYTES);
     }
 
     #[test]

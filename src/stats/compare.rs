@@ -9,12 +9,16 @@ use super::multiple::Correction;
 use super::outliers::{self, Outliers};
 use super::power::{detectable_effect, runs_needed_cv};
 use super::rank::{self, HodgesLehmann, MannWhitney};
+use super::trimmed;
 use super::variance::{BrownForsythe, brown_forsythe};
 use super::verdict::{Evidence, Verdict, fmt_p};
 use super::welch::{self, RatioCi, Welch};
 use super::{StatsError, check_finite};
 use crate::model::describe::{Description, describe, variance};
 use serde::Serialize;
+
+/// Share of each tail cut by the trimmed-means sensitivity check (Yuen's usual 20%).
+pub const TRIM: f64 = 0.2;
 
 /// Fewer runs per variant than this: description only (no rank test can reach p < 0.05).
 pub const MIN_RUNS: usize = 4;
@@ -37,6 +41,9 @@ pub struct Options {
     pub seed: u64,
     /// Rates: a larger value is an improvement.
     pub higher_is_better: bool,
+    /// Event counts: spoken of as "more" and "fewer" (judged as lower is better).
+    #[serde(default)]
+    pub count: bool,
     /// Recompute the verdict without severe outliers when there are any.
     pub outlier_recheck: bool,
 }
@@ -51,6 +58,7 @@ impl Default for Options {
             resamples: bootstrap::DEFAULT_RESAMPLES,
             seed: 0x5eed,
             higher_is_better: false,
+            count: false,
             outlier_recheck: true,
         }
     }
@@ -101,15 +109,19 @@ pub struct Details {
     pub without_severe_outliers: Option<OutlierRecheck>,
 }
 
-/// The verdict recomputed without severe (3 IQR) outliers; `changed` compares it with the
-/// verdict before any correction for many comparisons.
+/// The sensitivity check when a sample holds severe (3 IQR) outliers: Yuen's test of trimmed
+/// means, both samples trimmed alike ([`super::trimmed`]). It is a note beside the verdict,
+/// never a second verdict: `changed` says whether it reaches another conclusion at alpha.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OutlierRecheck {
-    pub removed_baseline: usize,
-    pub removed_variant: usize,
-    pub verdict: Verdict,
-    pub line: String,
+    /// Severe outliers flagged in each sample.
+    pub severe_baseline: usize,
+    pub severe_variant: usize,
+    pub yuen: super::trimmed::Yuen,
+    /// The trimmed means differ at alpha (before any correction for many comparisons).
+    pub significant: bool,
     pub changed: bool,
+    pub line: String,
 }
 
 /// The result of comparing a variant with the baseline (`--format json` prints these).
@@ -118,6 +130,8 @@ pub struct Comparison {
     pub baseline: String,
     pub variant: String,
     pub metric: String,
+    /// The family it belongs to with `--by PARAM`: that parameter's value (e.g. the workload).
+    pub family: Option<String>,
     pub higher_is_better: bool,
     pub n_baseline: usize,
     pub n_variant: usize,
@@ -135,6 +149,9 @@ pub struct Comparison {
     pub hodges_lehmann: Option<f64>,
     pub hodges_lehmann_ci: Option<[f64; 2]>,
     pub p_brown_forsythe: Option<f64>,
+    /// Brown-Forsythe's p after the correction, when variability is one of the tests reported
+    /// (`--test variability`): then a significant difference is part of the verdict's sentence.
+    pub p_variability_adjusted: Option<f64>,
     /// SD(variant) / SD(baseline) and its bootstrap BCa 95% interval.
     pub sd_ratio: Option<f64>,
     pub sd_ratio_ci: Option<[f64; 2]>,
@@ -159,7 +176,125 @@ pub struct Comparison {
     pub details: Details,
 }
 
+impl Details {
+    /// The two samples' descriptions and outlier flags, before any test.
+    pub(crate) fn described(
+        baseline: Description,
+        variant: Description,
+        outliers_baseline: Outliers,
+        outliers_variant: Outliers,
+    ) -> Details {
+        Details {
+            baseline,
+            variant,
+            outliers_baseline,
+            outliers_variant,
+            welch: None,
+            fieller95: None,
+            fieller90: None,
+            mann_whitney: None,
+            hodges_lehmann: None,
+            bootstrap: None,
+            brown_forsythe: None,
+            drift: None,
+            ancova: None,
+            tost: None,
+            without_severe_outliers: None,
+        }
+    }
+}
+
 impl Comparison {
+    /// A comparison of the two samples `details` describes, with the ratio and the inputs of the
+    /// verdict in `ev`, before any test: no p-values, no intervals, verdict inconclusive.
+    pub(crate) fn unjudged(ev: &Evidence, details: &Details, opts: &Options) -> Comparison {
+        let (a, b) = (&details.baseline, &details.variant);
+        Comparison {
+            baseline: ev.baseline.clone(),
+            variant: ev.variant.clone(),
+            metric: ev.metric.clone(),
+            family: None,
+            higher_is_better: opts.higher_is_better,
+            n_baseline: a.n,
+            n_variant: b.n,
+            mean_baseline: a.mean,
+            mean_variant: b.mean,
+            ratio: ev.ratio,
+            ratio_ci: None,
+            change_pct: (ev.ratio - 1.0) * 100.0,
+            p_welch: None,
+            p_mannwhitney: None,
+            hodges_lehmann: None,
+            hodges_lehmann_ci: None,
+            p_brown_forsythe: None,
+            p_variability_adjusted: None,
+            sd_ratio: (a.sd > 0.0).then(|| b.sd / a.sd),
+            sd_ratio_ci: None,
+            drift_p: None,
+            primary: "welch".into(),
+            p_adjusted: None,
+            correction: Correction::None.name().into(),
+            m: 1,
+            verdict: Verdict::Inconclusive,
+            runs_needed: None,
+            line: String::new(),
+            disagree: None,
+            notes: Vec::new(),
+            options: opts.clone(),
+            evidence: ev.clone(),
+            details: details.clone(),
+        }
+    }
+}
+
+impl Comparison {
+    /// Multiply every figure in the metric's unit by `k` (the values were compared scaled by
+    /// 1/k); ratios, statistics and p-values have no unit and stay.
+    fn rescale(&mut self, k: f64) {
+        let pair = |p: &mut [f64; 2]| {
+            p[0] *= k;
+            p[1] *= k;
+        };
+        self.mean_baseline *= k;
+        self.mean_variant *= k;
+        if let Some(x) = self.hodges_lehmann.as_mut() {
+            *x *= k;
+        }
+        if let Some(p) = self.hodges_lehmann_ci.as_mut() {
+            pair(p);
+        }
+        let d = &mut self.details;
+        for x in [&mut d.baseline, &mut d.variant] {
+            x.scale(k);
+        }
+        for o in [&mut d.outliers_baseline, &mut d.outliers_variant] {
+            o.q1 *= k;
+            o.q3 *= k;
+            o.iqr *= k;
+            o.mad *= k;
+            for f in &mut o.flags {
+                f.value *= k;
+            }
+        }
+        if let Some(w) = d.welch.as_mut() {
+            w.diff *= k;
+            w.se *= k;
+        }
+        if let Some(h) = d.hodges_lehmann.as_mut() {
+            h.shift *= k;
+            h.ci = h.ci.map(|(l, u)| (l * k, u * k));
+        }
+        if let Some(dr) = d.drift.as_mut() {
+            dr.sen_slope = dr.sen_slope.map(|s| s * k);
+        }
+        if let Some(an) = d.ancova.as_mut() {
+            an.effect *= k;
+            an.se *= k;
+            an.slope *= k;
+            an.baseline_adjusted *= k;
+        }
+    }
+
     /// The primary p-value as reported: after the correction for the family, else as tested.
     pub fn p(&self) -> Option<f64> {
         self.p_adjusted.or(self.p_welch)
@@ -181,9 +316,66 @@ pub fn compare(
     var: Sample,
     opts: &Options,
 ) -> Result<Comparison, StatsError> {
+    check_finite(base.values)?;
+    check_finite(var.values)?;
+    let k = scale_for(base.values, var.values)?;
+    if k == 1.0 {
+        return compare_scaled(metric, base, var, opts, 1.0);
+    }
+    let (a, b): (Vec<f64>, Vec<f64>) = (
+        base.values.iter().map(|x| x * k).collect(),
+        var.values.iter().map(|x| x * k).collect(),
+    );
+    let mut c = compare_scaled(
+        metric,
+        Sample { values: &a, ..base },
+        Sample { values: &b, ..var },
+        opts,
+        1.0 / k,
+    )?;
+    c.rescale(1.0 / k);
+    Ok(c)
+}
+
+/// Magnitudes beyond which values are scaled before the arithmetic: Welch's degrees of freedom
+/// take the fourth power of the spread, which overflows for values near 1e79 and underflows for
+/// values near 1e-75 (NaN), and variances of values near 1e-160 underflow to 0.
+const SAFE: std::ops::RangeInclusive<f64> = 1e-30..=1e30;
+
+/// The power of two that brings the baseline's mean magnitude near 1 when the values are
+/// outside [`SAFE`], else 1. Scaling by a power of two is exact, and every ratio, test statistic
+/// and p-value is unchanged by it. An error when the values span more than the arithmetic can
+/// carry even after scaling.
+fn scale_for(a: &[f64], b: &[f64]) -> Result<f64, StatsError> {
+    let all = || a.iter().chain(b).map(|x| x.abs()).filter(|x| *x > 0.0);
+    let (Some(lo), Some(hi)) = (all().reduce(f64::min), all().reduce(f64::max)) else {
+        return Ok(1.0);
+    };
+    if SAFE.contains(&lo) && SAFE.contains(&hi) {
+        return Ok(1.0);
+    }
+    let m = a.iter().map(|x| x.abs()).sum::<f64>() / a.len().max(1) as f64;
+    let m = if m.is_finite() && m > 0.0 { m } else { hi };
+    let k = 2f64.powi(-(m.log2().floor() as i32));
+    if !(SAFE.contains(&(lo * k)) && SAFE.contains(&(hi * k))) {
+        return Err(StatsError::Invalid(format!(
+            "the values span {lo:e} .. {hi:e}: wider than the arithmetic can carry (a ratio of \
+             more than 1e60 between the smallest and the largest)"
+        )));
+    }
+    Ok(k)
+}
+
+/// [`compare`] on values already in a safe range; `unit` converts them back for the few
+/// sentences that quote a value.
+fn compare_scaled(
+    metric: &str,
+    base: Sample,
+    var: Sample,
+    opts: &Options,
+    unit: f64,
+) -> Result<Comparison, StatsError> {
     let (a, b) = (base.values, var.values);
-    check_finite(a)?;
-    check_finite(b)?;
     if a.is_empty() || b.is_empty() {
         return Err(StatsError::TooFew {
             what: "comparison",
@@ -206,23 +398,8 @@ pub fn compare(
     } else {
         None
     };
-    let mut details = Details {
-        outliers_baseline: outliers::flag(a),
-        outliers_variant: outliers::flag(b),
-        baseline: da.clone(),
-        variant: db.clone(),
-        welch: None,
-        fieller95: None,
-        fieller90: None,
-        mann_whitney: None,
-        hodges_lehmann: None,
-        bootstrap: None,
-        brown_forsythe: None,
-        drift: None,
-        ancova: None,
-        tost: None,
-        without_severe_outliers: None,
-    };
+    let mut details =
+        Details::described(da.clone(), db.clone(), outliers::flag(a), outliers::flag(b));
     let mut ev = Evidence {
         baseline: base.name.to_string(),
         variant: var.name.to_string(),
@@ -235,6 +412,8 @@ pub fn compare(
         n_variant: b.len(),
         method: "Welch".into(),
         higher_is_better: opts.higher_is_better,
+        metric: metric.to_string(),
+        count: opts.count,
         alpha: opts.alpha,
         margin: opts.margin_pct / 100.0,
         cv_pct: cv_known.then_some(cv_pct),
@@ -242,40 +421,13 @@ pub fn compare(
         power: opts.power,
         detectable_pct: None,
         runs_needed: runs,
+        runs_needed_observed: if cv_known {
+            runs_needed_cv(cv_pct, (ratio - 1.0).abs() * 100.0, opts.alpha, opts.power)
+        } else {
+            None
+        },
     };
-    let mut c = Comparison {
-        baseline: base.name.to_string(),
-        variant: var.name.to_string(),
-        metric: metric.to_string(),
-        higher_is_better: opts.higher_is_better,
-        n_baseline: a.len(),
-        n_variant: b.len(),
-        mean_baseline: da.mean,
-        mean_variant: db.mean,
-        ratio,
-        ratio_ci: None,
-        change_pct: (ratio - 1.0) * 100.0,
-        p_welch: None,
-        p_mannwhitney: None,
-        hodges_lehmann: None,
-        hodges_lehmann_ci: None,
-        p_brown_forsythe: None,
-        sd_ratio: (da.sd > 0.0).then(|| db.sd / da.sd),
-        sd_ratio_ci: None,
-        drift_p: None,
-        primary: "welch".into(),
-        p_adjusted: None,
-        correction: Correction::None.name().into(),
-        m: 1,
-        verdict: Verdict::Inconclusive,
-        runs_needed: None,
-        line: String::new(),
-        disagree: None,
-        notes: Vec::new(),
-        options: opts.clone(),
-        evidence: ev.clone(),
-        details: details.clone(),
-    };
+    let mut c = Comparison::unjudged(&ev, &details, opts);
 
     // Floor: description only.
     if a.len() < MIN_RUNS || b.len() < MIN_RUNS {
@@ -317,7 +469,7 @@ pub fn compare(
                 "No difference: {} and {} gave the same value ({}) in every run (n={}+{})",
                 var.name,
                 base.name,
-                da.mean,
+                da.mean * unit,
                 a.len(),
                 b.len()
             );
@@ -325,9 +477,9 @@ pub fn compare(
             c.line = format!(
                 "Inconclusive: every run of {} gave {} and every run of {} gave {} ({}); with zero variance no test applies (n={}+{})",
                 base.name,
-                da.mean,
+                da.mean * unit,
                 var.name,
-                db.mean,
+                db.mean * unit,
                 super::verdict::fmt_signed_pct(c.change_pct),
                 a.len(),
                 b.len()
@@ -422,7 +574,7 @@ pub fn compare(
         ev.detectable_pct = Some(d * cv_pct);
     }
 
-    // DISAGREE: primary vs robust checks at alpha (before any correction).
+    // DISAGREE: primary vs robust checks at alpha (before any correction), each in its words.
     let primary_sig = ev.p.is_some_and(|p| p < opts.alpha)
         && ev.ci95.is_some_and(|(lo, hi)| hi < 1.0 || lo > 1.0);
     let mut dissent = Vec::new();
@@ -435,56 +587,52 @@ pub fn compare(
         && (ci.high < 1.0 || ci.low > 1.0) != primary_sig
     {
         let word = if primary_sig { "includes" } else { "excludes" };
-        dissent.push(format!("the bootstrap 95% CI of the ratio {word} 1"));
+        dissent.push(format!(
+            "the bootstrap 95% CI of the ratio {:.4}..{:.4} {word} 1",
+            ci.low, ci.high
+        ));
     }
     if !dissent.is_empty() {
-        let what = if primary_sig {
-            "finds a difference"
-        } else {
-            "finds none"
+        let p = ev.p.map(fmt_p).unwrap_or_else(|| "p=n/a".into());
+        let primary = match ev.ci95 {
+            Some((lo, hi)) => {
+                let word = if hi < 1.0 || lo > 1.0 {
+                    "excludes"
+                } else {
+                    "includes"
+                };
+                format!(
+                    "{} {p}, 95% CI of the ratio {lo:.4}..{hi:.4} {word} 1",
+                    ev.method
+                )
+            }
+            None => format!("{} {p} but no bounded 95% CI of the ratio", ev.method),
         };
         c.disagree = Some(format!(
-            "DISAGREE at alpha {}: {} {what} but {}; more runs recommended",
+            "DISAGREE at alpha {}: {primary}; {}; more runs recommended",
             opts.alpha,
-            ev.method,
-            dissent.join(" and ")
+            dissent.join("; ")
         ));
     }
 
-    // Outliers: recheck without severe ones.
+    // Outliers: Yuen's trimmed-means test when a sample holds severe ones.
     let (sa, sb) = (
-        details.outliers_baseline.severe_indices(),
-        details.outliers_variant.severe_indices(),
+        details.outliers_baseline.severe_count(),
+        details.outliers_variant.severe_count(),
     );
-    if opts.outlier_recheck && (!sa.is_empty() || !sb.is_empty()) {
-        let (ca, cb) = (outliers::without(a, &sa), outliers::without(b, &sb));
-        let (oa, ob) = (
-            base.order.map(|o| outliers::without(o, &sa)),
-            var.order.map(|o| outliers::without(o, &sb)),
-        );
-        let sub = Options {
-            outlier_recheck: false,
-            resamples: 0,
-            ..opts.clone()
-        };
-        let sbase = Sample {
-            name: base.name,
-            values: &ca,
-            order: oa.as_deref(),
-        };
-        let svar = Sample {
-            name: var.name,
-            values: &cb,
-            order: ob.as_deref(),
-        };
-        if let Ok(r) = compare(metric, sbase, svar, &sub) {
-            details.without_severe_outliers = Some(OutlierRecheck {
-                removed_baseline: sa.len(),
-                removed_variant: sb.len(),
-                verdict: r.verdict,
-                line: r.line,
-                changed: false,
-            });
+    if opts.outlier_recheck && (sa > 0 || sb > 0) {
+        match trimmed::yuen(a, b, TRIM) {
+            Ok(y) => {
+                details.without_severe_outliers = Some(OutlierRecheck {
+                    severe_baseline: sa,
+                    severe_variant: sb,
+                    significant: y.p < opts.alpha,
+                    changed: false,
+                    line: String::new(),
+                    yuen: y,
+                })
+            }
+            Err(e) => notes.push(format!("trimmed-means check: {e}")),
         }
     }
 
@@ -493,10 +641,29 @@ pub fn compare(
     c.details = details;
     c.p_adjusted = c.evidence.p;
     finish(&mut c);
-    // Both verdicts before any correction for many comparisons.
-    let verdict = c.verdict;
+    // Both conclusions before any correction for many comparisons.
+    let significant = matches!(c.verdict, Verdict::Faster | Verdict::Slower);
+    let direction = c.ratio > 1.0;
+    let alpha = opts.alpha;
     if let Some(r) = c.details.without_severe_outliers.as_mut() {
-        r.changed = r.verdict != verdict;
+        r.changed =
+            r.significant != significant || (significant && (r.yuen.ratio > 1.0) != direction);
+        let y = &r.yuen;
+        r.line = format!(
+            "trimmed means ({:.0}% of each tail of both samples cut): ratio {:.5}, {}: {}",
+            y.trim * 100.0,
+            y.ratio,
+            fmt_p(y.p),
+            match (r.changed, r.significant) {
+                (false, _) => "the same conclusion".to_string(),
+                (true, true) => format!(
+                    "a difference at alpha {alpha} that all runs together do not show; the verdict stands on all runs"
+                ),
+                (true, false) => format!(
+                    "no difference at alpha {alpha}: the verdict rests on a few extreme runs; look at them"
+                ),
+            }
+        );
     }
     Ok(c)
 }
@@ -511,36 +678,105 @@ fn finish(c: &mut Comparison) {
         .then_some(c.evidence.runs_needed)
         .flatten();
     c.line = c.evidence.line(c.verdict);
+    if let Some(v) = c.variability_text() {
+        c.line += &format!("; {v}");
+    }
     if let Some(d) = &c.disagree {
         c.line += &format!("; {d}");
     }
 }
 
-/// Adjust the primary p-values of a family of comparisons (several variants and/or metrics)
-/// and recompute their verdicts. Comparisons without a p-value are left out of the family.
-pub fn apply_correction(comps: &mut [Comparison], correction: Correction) {
-    let idx: Vec<usize> = (0..comps.len())
+impl Comparison {
+    /// Recompute verdict and sentence after the evidence changed.
+    pub(crate) fn refresh(&mut self) {
+        finish(self);
+    }
+
+    /// "run-to-run SD 3.50x A's (95% CI 2.10x..5.84x, Brown-Forsythe p=0.0004 Holm m=36)" when
+    /// variability was tested and differs at alpha after the correction.
+    pub fn variability_text(&self) -> Option<String> {
+        let p = self.p_variability_adjusted?;
+        let r = self.sd_ratio?;
+        if p >= self.options.alpha {
+            return None;
+        }
+        let ci = self
+            .sd_ratio_ci
+            .map(|[l, h]| {
+                format!(
+                    "95% CI {}..{}, ",
+                    super::verdict::fmt_times(l),
+                    super::verdict::fmt_times(h)
+                )
+            })
+            .unwrap_or_default();
+        let corr = if self.evidence.correction.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", self.evidence.correction)
+        };
+        Some(format!(
+            "run-to-run SD {} {}'s ({ci}Brown-Forsythe {}{corr})",
+            super::verdict::fmt_times(r),
+            self.baseline,
+            fmt_p(p)
+        ))
+    }
+}
+
+/// Adjust the p-values of a family of tests (several variants, pairs, metrics; the mean of
+/// each comparison, and its variability when `variability`) together, and recompute the
+/// verdicts. Comparisons without a p-value are left out of the family.
+pub fn apply_correction(comps: &mut [Comparison], correction: Correction, variability: bool) {
+    // (comparison, is the variability test)
+    let mut tests: Vec<(usize, bool)> = (0..comps.len())
         .filter(|&i| comps[i].evidence.p.is_some())
+        .map(|i| (i, false))
         .collect();
-    let m = idx.len();
-    let raw: Vec<f64> = idx.iter().map(|&i| raw_p(&comps[i])).collect();
+    if variability {
+        tests.extend(
+            (0..comps.len())
+                .filter(|&i| comps[i].p_brown_forsythe.is_some())
+                .map(|i| (i, true)),
+        );
+    }
+    let m = tests.len();
+    let raw: Vec<f64> = tests
+        .iter()
+        .map(|&(i, v)| {
+            if v {
+                comps[i].p_brown_forsythe.unwrap_or(1.0)
+            } else {
+                raw_p(&comps[i])
+            }
+        })
+        .collect();
     let adj = correction.adjust(&raw);
-    for (k, &i) in idx.iter().enumerate() {
-        let c = &mut comps[i];
+    let label = if m > 1 && correction != Correction::None {
+        let short = if correction == Correction::Holm {
+            "Holm"
+        } else {
+            "BH"
+        };
+        format!("{short} m={m}")
+    } else {
+        String::new()
+    };
+    for c in comps.iter_mut() {
         c.m = m;
         c.correction = correction.name().into();
-        c.p_adjusted = Some(adj[k]);
-        c.evidence.p = Some(adj[k]);
-        c.evidence.correction = if m > 1 && correction != Correction::None {
-            let short = if correction == Correction::Holm {
-                "Holm"
-            } else {
-                "BH"
-            };
-            format!("{short} m={m}")
+        c.evidence.correction = label.clone();
+    }
+    for (k, &(i, v)) in tests.iter().enumerate() {
+        let c = &mut comps[i];
+        if v {
+            c.p_variability_adjusted = Some(adj[k]);
         } else {
-            String::new()
-        };
+            c.p_adjusted = Some(adj[k]);
+            c.evidence.p = Some(adj[k]);
+        }
+    }
+    for c in comps.iter_mut() {
         finish(c);
     }
 }
@@ -572,6 +808,49 @@ mod tests {
             }
         }
         (n, y)
+    }
+
+    #[test]
+    fn huge_and_tiny_values_give_the_same_answer_as_ordinary_ones() {
+        let (n, y) = seed000();
+        let plain = compare(
+            "user",
+            Sample::new("n", &n),
+            Sample::new("y", &y),
+            &Options::default(),
+        )
+        .unwrap();
+        for k in [1e80, 1e150, 1e-75, 1e-170] {
+            let (a, b): (Vec<f64>, Vec<f64>) = (
+                n.iter().map(|x| x * k).collect(),
+                y.iter().map(|x| x * k).collect(),
+            );
+            let c = compare(
+                "user",
+                Sample::new("n", &a),
+                Sample::new("y", &b),
+                &Options::default(),
+            )
+            .unwrap();
+            assert_eq!(c.verdict, plain.verdict, "scale {k}: {}", c.line);
+            assert!((c.ratio / plain.ratio - 1.0).abs() < 1e-12, "scale {k}");
+            let (p, q) = (c.p_welch.unwrap(), plain.p_welch.unwrap());
+            assert!((p / q - 1.0).abs() < 1e-6, "scale {k}: p {p} vs {q}");
+            assert!((c.mean_baseline / (plain.mean_baseline * k) - 1.0).abs() < 1e-12);
+            assert!(
+                c.details.baseline.sd > 0.0,
+                "scale {k}: variance underflowed"
+            );
+        }
+        let wide = [1e-200, 1e200, 1.0, 2.0];
+        let e = compare(
+            "x",
+            Sample::new("a", &wide),
+            Sample::new("b", &wide),
+            &Options::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("wider than the arithmetic"), "{e}");
     }
 
     #[test]
@@ -726,12 +1005,17 @@ mod tests {
         };
         let c = compare("t", Sample::new("A", &a), Sample::new("B", &b), &o).unwrap();
         let r = c.details.without_severe_outliers.as_ref().unwrap();
-        assert_eq!((r.removed_baseline, r.removed_variant), (0, 1));
-        assert_eq!(r.verdict, Verdict::Slower);
+        assert_eq!((r.severe_baseline, r.severe_variant), (0, 1));
+        assert!(r.significant, "{}", r.line);
         assert!(
             r.changed,
             "with the outlier Welch is inconclusive: {}",
             c.line
+        );
+        assert_eq!(
+            c.verdict,
+            Verdict::Inconclusive,
+            "the note never changes the verdict"
         );
         // Correction over a family.
         let b2: Vec<f64> = a.iter().map(|x| x * 1.003).collect();
@@ -740,10 +1024,50 @@ mod tests {
             compare("t", Sample::new("A", &a), Sample::new("C", &b2), &o).unwrap(),
         ];
         let raw = fam[1].p_welch.unwrap();
-        apply_correction(&mut fam, Correction::Holm);
+        apply_correction(&mut fam, Correction::Holm, false);
         assert_eq!(fam[1].m, 2);
         assert!(fam[1].p_adjusted.unwrap() >= raw);
         assert!(fam[1].line.contains("Holm m=2"), "{}", fam[1].line);
+    }
+
+    #[test]
+    fn outlier_check_does_not_manufacture_differences_between_aa_pairs() {
+        // Two samples of one bimodal distribution (90% of runs near 100, 10% near 130): dropping
+        // one sample's slow runs called a difference in 17% (n=10) and 41% (n=30) of such pairs.
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(20261122);
+        let normal = |rng: &mut rand_chacha::ChaCha8Rng| {
+            crate::stats::dist::norm_ppf(rng.random_range(1e-12..1.0 - 1e-12))
+        };
+        let mut draw = |n: usize| -> Vec<f64> {
+            (0..n)
+                .map(|_| {
+                    let slow = rng.random_range(0.0..1.0) < 0.1;
+                    (if slow { 130.0 } else { 100.0 }) + normal(&mut rng)
+                })
+                .collect()
+        };
+        let o = Options {
+            resamples: 0,
+            ..Options::default()
+        };
+        for n in [10, 30] {
+            let (mut checked, mut changed, mut called) = (0, 0, 0);
+            for _ in 0..100 {
+                let (a, b) = (draw(n), draw(n));
+                let c = compare("t", Sample::new("A", &a), Sample::new("B", &b), &o).unwrap();
+                if let Some(r) = &c.details.without_severe_outliers {
+                    checked += 1;
+                    changed += usize::from(r.changed);
+                    called += usize::from(r.significant);
+                }
+            }
+            assert!(checked > 20, "n={n}: the check ran on {checked} pairs only");
+            assert!(
+                changed <= 10,
+                "n={n}: {changed} of 100 A/A pairs changed ({called} called)"
+            );
+        }
     }
 
     #[test]
@@ -762,7 +1086,7 @@ mod tests {
         assert!(c.p_mannwhitney.unwrap() < 0.05 && c.p_welch.unwrap() > 0.05);
         let d = c.disagree.as_deref().unwrap();
         assert!(
-            d.starts_with("DISAGREE at alpha 0.05: Welch finds none but Mann-Whitney p="),
+            d.starts_with("DISAGREE at alpha 0.05: Welch p=0.37, 95% CI of the ratio 0.8708..1.0528 includes 1; Mann-Whitney p=0.0027"),
             "{d}"
         );
         assert!(c.line.contains("; DISAGREE"), "{}", c.line);

@@ -21,20 +21,35 @@ pub fn norm_ppf(p: f64) -> f64 {
     std_normal().inverse_cdf(p)
 }
 
-fn student(df: f64) -> StudentsT {
-    // df > 0 is guaranteed by callers; fall back to the normal limit otherwise.
-    StudentsT::new(0.0, 1.0, df)
-        .unwrap_or_else(|_| StudentsT::new(0.0, 1.0, f64::INFINITY).expect("normal limit"))
+/// Above this many degrees of freedom the t distribution is the normal one to double precision
+/// in every use here; statrs' t quantile does not terminate for infinite df.
+const NORMAL_DF: f64 = 1e7;
+
+fn student(df: f64) -> Option<StudentsT> {
+    StudentsT::new(0.0, 1.0, df).ok()
 }
 
-/// Student t CDF with `df` degrees of freedom (df may be fractional).
+/// Student t CDF with `df` degrees of freedom (df may be fractional); NaN for a df that is not
+/// a positive number.
 pub fn t_cdf(t: f64, df: f64) -> f64 {
-    student(df).cdf(t)
+    if t.is_nan() || df.is_nan() || df <= 0.0 {
+        return f64::NAN;
+    }
+    if df > NORMAL_DF {
+        return norm_cdf(t);
+    }
+    student(df).map_or(f64::NAN, |d| d.cdf(t))
 }
 
 /// Student t survival function P(T > t).
 pub fn t_sf(t: f64, df: f64) -> f64 {
-    student(df).sf(t)
+    if t.is_nan() || df.is_nan() || df <= 0.0 {
+        return f64::NAN;
+    }
+    if df > NORMAL_DF {
+        return norm_sf(t);
+    }
+    student(df).map_or(f64::NAN, |d| d.sf(t))
 }
 
 /// Two-sided p-value of a t statistic.
@@ -43,17 +58,18 @@ pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
 }
 
 /// Student t quantile, polished with Newton steps on the CDF so that it agrees with the CDF to
-/// double precision (the statrs inverse is only approximate for fractional df).
+/// double precision (the statrs inverse is only approximate for fractional df). NaN for a p
+/// outside (0, 1) or a df that is not a positive number: never a loop.
 pub fn t_ppf(p: f64, df: f64) -> f64 {
-    // statrs's inverse CDF loops forever for infinite df (and `student` maps a NaN df there):
-    // use the normal limit for df = inf, and say NaN for a NaN df.
-    if df.is_nan() {
+    if !(p > 0.0 && p < 1.0) || df.is_nan() || df <= 0.0 {
         return f64::NAN;
     }
-    if df == f64::INFINITY {
+    if df > NORMAL_DF {
         return norm_ppf(p);
     }
-    let d = student(df);
+    let Some(d) = student(df) else {
+        return f64::NAN;
+    };
     let mut x = d.inverse_cdf(p);
     use statrs::distribution::Continuous;
     for _ in 0..4 {
@@ -90,6 +106,16 @@ pub fn f_sf(f: f64, df1: f64, df2: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_degrees_of_freedom_is_nan_not_a_hang() {
+        for df in [f64::NAN, 0.0, -1.0] {
+            assert!(t_ppf(0.975, df).is_nan() && t_cdf(1.0, df).is_nan() && t_sf(1.0, df).is_nan());
+        }
+        assert!((t_ppf(0.975, f64::INFINITY) - 1.959963984540054).abs() < 1e-12);
+        assert!((t_ppf(0.975, 1e9) - 1.959963984540054).abs() < 1e-9);
+        assert!(t_ppf(1.0, 10.0).is_nan() && t_ppf(f64::NAN, 10.0).is_nan());
+    }
 
     #[test]
     fn t_ppf_inverts_cdf() {

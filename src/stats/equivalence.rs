@@ -29,7 +29,18 @@ pub fn tost(a: &[f64], b: &[f64], margin: f64) -> Result<Tost, StatsError> {
         )));
     }
     let (sa, sb, df) = welch_parts(a, b)?;
-    let (ma, mb) = (mean(a), mean(b));
+    tost_with(mean(a), mean(b), sa, sb, df, margin)
+}
+
+/// TOST from means, squared standard errors and Welch df.
+pub fn tost_with(
+    ma: f64,
+    mb: f64,
+    sa: f64,
+    sb: f64,
+    df: f64,
+    margin: f64,
+) -> Result<Tost, StatsError> {
     if ma <= 0.0 {
         return Err(StatsError::NonPositiveMean(ma));
     }

@@ -6,6 +6,7 @@
 //! only, so small values of the CDF (< 0.01) are computed instead by adaptive quadrature of
 //! Phi(t s - delta) over the distribution of s = sqrt(chi2/df), which keeps relative precision.
 
+use super::compare::MIN_RUNS;
 use super::dist::{norm_cdf, norm_ppf, t_ppf};
 use statrs::function::beta::beta_reg;
 use statrs::function::gamma::ln_gamma;
@@ -183,9 +184,14 @@ fn power_at(d: f64, n: usize, tc: f64) -> f64 {
 /// Largest n [`runs_needed`] will report.
 pub const MAX_RUNS: usize = 10_000_000;
 
-/// Smallest n per variant whose power reaches `power` for effect `d` (in SD units); `None` when
-/// d is 0 or more than [`MAX_RUNS`] would be needed.
+/// Smallest n per variant whose power reaches `power` for effect `d` (in SD units), and never
+/// fewer than the [`MIN_RUNS`] below which `compare` makes no test; `None` when d is 0 or more
+/// than [`MAX_RUNS`] would be needed.
 pub fn runs_needed(d: f64, alpha: f64, power: f64) -> Option<usize> {
+    runs_for_power(d, alpha, power).map(|n| n.max(MIN_RUNS))
+}
+
+fn runs_for_power(d: f64, alpha: f64, power: f64) -> Option<usize> {
     let d = d.abs();
     if !(d > 0.0 && d.is_finite()) {
         return None;
@@ -229,7 +235,7 @@ pub fn runs_needed(d: f64, alpha: f64, power: f64) -> Option<usize> {
 /// Runs per variant for a relative effect (`effect` and `cv` in the same unit, e.g. percent).
 pub fn runs_needed_cv(cv: f64, effect: f64, alpha: f64, power: f64) -> Option<usize> {
     if cv <= 0.0 {
-        return Some(2);
+        return Some(MIN_RUNS);
     }
     runs_needed(effect / cv, alpha, power)
 }
@@ -322,6 +328,9 @@ mod tests {
     fn rule_of_thumb_from_statistics_md() {
         // CV 0.3% and effect 0.3% -> 17 runs; CV 0.5% -> 45 (n ~ 15.7 (CV/effect)^2).
         assert_eq!(runs_needed_cv(0.3, 0.3, 0.05, 0.8), Some(17));
+        // A 2% effect at a CV of 0.3% needs 2 runs by power alone; compare tests from 4.
+        assert_eq!(runs_needed_cv(0.3, 2.0, 0.05, 0.8), Some(MIN_RUNS));
+        assert_eq!(runs_for_power(2.0 / 0.3, 0.05, 0.8), Some(2));
         assert_eq!(runs_needed_cv(0.5, 0.3, 0.05, 0.8), Some(45));
         assert_eq!(runs_needed(0.0, 0.05, 0.8), None);
         let d = detectable_effect(17, 0.05, 0.8).unwrap();

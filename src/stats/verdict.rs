@@ -104,6 +104,9 @@ pub struct Evidence {
     /// "Welch" or "ANCOVA".
     pub method: String,
     pub higher_is_better: bool,
+    /// The metric, and whether it is an event count (spoken of as "more" and "fewer").
+    pub metric: String,
+    pub count: bool,
     pub alpha: f64,
     /// Relative equivalence margin D (0.002 = 0.2%).
     pub margin: f64,
@@ -115,6 +118,21 @@ pub struct Evidence {
     pub detectable_pct: Option<f64>,
     /// Runs per variant needed to resolve `effect_pct`.
     pub runs_needed: Option<usize>,
+    /// Runs per variant needed to resolve the change observed (at the observed CV).
+    pub runs_needed_observed: Option<usize>,
+}
+
+/// "2.35x", "14.3x", "312x": a ratio of 2 or more, with 3 significant digits up to 1000.
+pub fn fmt_times(r: f64) -> String {
+    if !r.is_finite() {
+        "n/a".into()
+    } else if r < 10.0 {
+        format!("{r:.2}x")
+    } else if r < 100.0 {
+        format!("{r:.1}x")
+    } else {
+        format!("{r:.0}x")
+    }
 }
 
 impl Evidence {
@@ -171,6 +189,68 @@ impl Evidence {
         Verdict::Inconclusive
     }
 
+    /// "B is 0.58% faster than A", "B is 14.3x slower than A", "B has 31.2x more minflt than
+    /// A": the verdict's subject and size; `(lo, hi)` of the 95% CI in the same words.
+    fn sized(&self, verdict: Verdict) -> (String, String) {
+        let (b, a) = (&self.variant, &self.baseline);
+        let better = verdict == Verdict::Faster;
+        // The factor by which the variant is worse (>1) or better, in the metric's direction.
+        let factor = |r: f64| {
+            if self.higher_is_better == better {
+                r
+            } else {
+                1.0 / r
+            }
+        };
+        let big = self.ratio >= 2.0 || self.ratio <= 0.5;
+        let (lo, hi) = self.ci95.unwrap_or((f64::NAN, f64::NAN));
+        if big {
+            let (x, y) = (factor(lo), factor(hi));
+            let ci = format!("{}..{}", fmt_times(x.min(y)), fmt_times(x.max(y)));
+            let size = fmt_times(factor(self.ratio));
+            let s = if self.count {
+                let word = if self.ratio > 1.0 { "more" } else { "fewer" };
+                format!("{b} has {size} {word} {} than {a}", self.metric)
+            } else {
+                format!("{b} is {size} {} than {a}", verdict.as_str())
+            };
+            return (s, ci);
+        }
+        let sign = if better { 1.0 } else { -1.0 };
+        let (g_lo, g_hi) = self.gain_ci((lo, hi));
+        let (lo, hi) = if sign > 0.0 {
+            (g_lo, g_hi)
+        } else {
+            (-g_hi, -g_lo)
+        };
+        let ci = format!("{}..{}", fmt_pct(lo), fmt_pct(hi));
+        let size = fmt_pct(sign * self.gain(self.ratio));
+        let s = if self.count {
+            let word = if self.ratio > 1.0 { "more" } else { "fewer" };
+            format!("{b} has {size} {word} {} than {a}", self.metric)
+        } else {
+            format!("{b} is {size} {} than {a}", verdict.as_str())
+        };
+        (s, ci)
+    }
+
+    /// The signed change of the variant's mean, and its 95% CI in the same convention: the
+    /// interval never flips sign or order ("-13.11% (95% CI -52.61%..+175.54%").
+    fn change(&self) -> (String, String) {
+        let c = fmt_signed_pct((self.ratio - 1.0) * 100.0);
+        let ci = self
+            .ci95
+            .map(|(lo, hi)| {
+                format!(
+                    "95% CI {}..{}, ",
+                    fmt_signed_pct((lo - 1.0) * 100.0),
+                    fmt_signed_pct((hi - 1.0) * 100.0)
+                )
+            })
+            .unwrap_or_default();
+        (c, ci)
+    }
+
     /// The paste-ready sentence for `verdict`.
     pub fn line(&self, verdict: Verdict) -> String {
         let (b, a) = (&self.variant, &self.baseline);
@@ -178,44 +258,12 @@ impl Evidence {
         let tail = format!("{}, {n}, {}", self.p_text(), self.method);
         match verdict {
             Verdict::Faster | Verdict::Slower => {
-                let sign = if verdict == Verdict::Faster {
-                    1.0
-                } else {
-                    -1.0
-                };
-                let (g_lo, g_hi) = self
-                    .ci95
-                    .map(|c| self.gain_ci(c))
-                    .unwrap_or((f64::NAN, f64::NAN));
-                let (lo, hi) = if sign > 0.0 {
-                    (g_lo, g_hi)
-                } else {
-                    (-g_hi, -g_lo)
-                };
-                format!(
-                    "{b} is {} {} than {a} ({}95% CI {}..{}, {tail})",
-                    fmt_pct(sign * self.gain(self.ratio)),
-                    verdict.as_str(),
-                    self.hib(),
-                    fmt_pct(lo),
-                    fmt_pct(hi)
-                )
+                let (what, ci) = self.sized(verdict);
+                format!("{what} ({}95% CI {ci}, {tail})", self.hib())
             }
             Verdict::NoDifference => {
-                let ci = self
-                    .ci95
-                    .map(|(lo, hi)| {
-                        format!(
-                            "95% CI {}..{}, ",
-                            fmt_signed_pct((lo - 1.0) * 100.0),
-                            fmt_signed_pct((hi - 1.0) * 100.0)
-                        )
-                    })
-                    .unwrap_or_default();
-                let mut s = format!(
-                    "No significant difference: {b} vs {a} {} ({ci}{tail})",
-                    fmt_signed_pct((self.ratio - 1.0) * 100.0)
-                );
+                let (change, ci) = self.change();
+                let mut s = format!("No significant difference: {b} vs {a} {change} ({ci}{tail})");
                 if let (Some(cv), Some(det)) = (self.cv_pct, self.detectable_pct) {
                     s += &format!(
                         "; at the observed CV of {} a {} change would have been detected with {:.0}% power",
@@ -227,39 +275,33 @@ impl Evidence {
                 s
             }
             Verdict::Inconclusive => {
-                let g = self.gain(self.ratio);
-                let (word, sign) = if g >= 0.0 {
-                    ("faster", 1.0)
-                } else {
-                    ("slower", -1.0)
-                };
-                let ci = self
-                    .ci95
-                    .map(|c| {
-                        let (lo, hi) = self.gain_ci(c);
-                        let (lo, hi) = if sign > 0.0 { (lo, hi) } else { (-hi, -lo) };
-                        format!("95% CI {}..{}, ", fmt_signed_pct(lo), fmt_signed_pct(hi))
-                    })
-                    .unwrap_or_default();
+                let (change, ci) = self.change();
                 let mut s = format!(
-                    "Inconclusive: {b} is {} {word} ({}{ci}{tail})",
-                    fmt_pct(g.abs()),
+                    "Inconclusive: {b} vs {a} {change} ({}{ci}{tail})",
                     self.hib()
                 );
                 let eff = fmt_effect(self.effect_pct);
-                match self.runs_needed {
-                    Some(r) => {
-                        s += &format!(
-                            "; about {r} runs per variant are needed to resolve a {eff} change"
-                        )
+                let observed = ((self.ratio - 1.0) * 100.0).abs();
+                let needed = |n: Option<usize>, what: &str| match n {
+                    Some(r) => format!("about {r} runs per variant to resolve {what}"),
+                    None => format!(
+                        "more than {} runs per variant to resolve {what}",
+                        super::power::MAX_RUNS
+                    ),
+                };
+                if self.cv_pct.is_some() {
+                    let mut parts = Vec::new();
+                    if observed >= 0.005 && (observed - self.effect_pct).abs() > 1e-9 {
+                        parts.push(needed(
+                            self.runs_needed_observed,
+                            &format!("the observed {} change", fmt_pct(observed)),
+                        ));
                     }
-                    None if self.cv_pct.is_some() => {
-                        s += &format!(
-                            "; more than {} runs per variant would be needed to resolve a {eff} change",
-                            super::power::MAX_RUNS
-                        )
-                    }
-                    None => {}
+                    parts.push(needed(
+                        self.runs_needed,
+                        &format!("a {eff} change (the smallest of interest)"),
+                    ));
+                    s += &format!("; {}", parts.join(", "));
                 }
                 s
             }
@@ -291,6 +333,9 @@ mod tests {
             power: 0.8,
             detectable_pct: Some(0.33),
             runs_needed: Some(17),
+            runs_needed_observed: Some(300),
+            metric: "wall_ns".into(),
+            count: false,
         }
     }
 
@@ -349,8 +394,9 @@ mod tests {
         assert_eq!(inc.decide(), Verdict::Inconclusive);
         assert_eq!(
             inc.line(Verdict::Inconclusive),
-            "Inconclusive: B is 0.21% faster (95% CI -0.11%..+0.53%, p=0.18, n=8+8, Welch); \
-             about 17 runs per variant are needed to resolve a 0.3% change"
+            "Inconclusive: B vs A -0.21% (95% CI -0.53%..+0.11%, p=0.18, n=8+8, Welch); \
+             about 300 runs per variant to resolve the observed 0.21% change, \
+             about 17 runs per variant to resolve a 0.3% change (the smallest of interest)"
         );
     }
 
@@ -368,6 +414,39 @@ mod tests {
         assert_eq!(
             r.line(Verdict::Faster),
             "B is 1.00% faster than A (higher is better; 95% CI 0.50%..1.50%, p=0.001, n=12+12, Welch)"
+        );
+        // Large effects as ratios, counts as more / fewer, CIs in the same words.
+        let big = ev(14.26, (12.1, 16.9), (12.5, 16.0), 1e-9);
+        assert_eq!(
+            big.line(Verdict::Slower),
+            "B is 14.3x slower than A (95% CI 12.1x..16.9x, p<0.0001, n=12+12, Welch)"
+        );
+        let fast = ev(1.0 / 14.26, (1.0 / 16.9, 1.0 / 12.1), (0.06, 0.08), 1e-9);
+        assert_eq!(
+            fast.line(Verdict::Faster),
+            "B is 14.3x faster than A (95% CI 12.1x..16.9x, p<0.0001, n=12+12, Welch)"
+        );
+        let mut cnt = ev(32.2, (30.0, 34.5), (30.5, 34.0), 1e-9);
+        cnt.count = true;
+        cnt.metric = "minflt".into();
+        assert_eq!(
+            cnt.line(Verdict::Slower),
+            "B has 32.2x more minflt than A (95% CI 30.0x..34.5x, p<0.0001, n=12+12, Welch)"
+        );
+        let mut few = ev(0.97, (0.96, 0.98), (0.962, 0.978), 1e-5);
+        few.count = true;
+        few.metric = "minflt".into();
+        assert_eq!(
+            few.line(Verdict::Faster),
+            "B has 3.00% fewer minflt than A (95% CI 2.00%..4.00%, p<0.0001, n=12+12, Welch)"
+        );
+        // An inconclusive CI wider than the effect keeps one sign convention.
+        let wide = ev(0.8689, (0.4739, 2.7554), (0.55, 2.2), 0.41);
+        assert_eq!(
+            wide.line(Verdict::Inconclusive),
+            "Inconclusive: B vs A -13.11% (95% CI -52.61%..+175.54%, p=0.41, n=12+12, Welch); \
+             about 300 runs per variant to resolve the observed 13.11% change, \
+             about 17 runs per variant to resolve a 0.3% change (the smallest of interest)"
         );
         // Significant p but CI touching 1 is not a verdict.
         let edge = ev(1.01, (0.999, 1.02), (1.0, 1.02), 0.04);

@@ -42,7 +42,37 @@ pub(crate) fn welch_parts(a: &[f64], b: &[f64]) -> Result<(f64, f64, f64), Stats
 /// Welch's t-test, two-sided (scipy: `ttest_ind(b, a, equal_var=False)`).
 pub fn welch(a: &[f64], b: &[f64]) -> Result<Welch, StatsError> {
     let (sa, sb, df) = welch_parts(a, b)?;
-    let diff = mean(b) - mean(a);
+    welch_with(mean(a), mean(b), sa, sb, df)
+}
+
+/// Squared standard errors and Welch-Satterthwaite df from summary figures: means are not
+/// needed, variances are sample variances (n-1), `n` the runs each summarises.
+pub fn moments_parts(
+    va: f64,
+    na: usize,
+    vb: f64,
+    nb: usize,
+) -> Result<(f64, f64, f64), StatsError> {
+    for (what, n) in [("baseline", na), ("variant", nb)] {
+        if n < 2 {
+            return Err(StatsError::TooFew {
+                what,
+                need: 2,
+                got: n,
+            });
+        }
+    }
+    let (sa, sb) = (va / na as f64, vb / nb as f64);
+    if sa + sb == 0.0 {
+        return Err(StatsError::ZeroVariance("Welch t-test"));
+    }
+    let df = (sa + sb).powi(2) / (sa * sa / (na - 1) as f64 + sb * sb / (nb - 1) as f64);
+    Ok((sa, sb, df))
+}
+
+/// Welch's t-test from means, squared standard errors and df.
+pub fn welch_with(ma: f64, mb: f64, sa: f64, sb: f64, df: f64) -> Result<Welch, StatsError> {
+    let diff = mb - ma;
     let se = (sa + sb).sqrt();
     let t = diff / se;
     Ok(Welch {
@@ -93,9 +123,10 @@ pub fn fieller_with(
             "the baseline mean is too noisy (not different from 0): the ratio's confidence set is unbounded".into(),
         ));
     }
-    let qc = mb * mb - t2 * sb;
-    let disc = ma * ma * mb * mb - qa * qc;
-    // disc = t^2 (mA^2 sB + mB^2 sA - t^2 sA sB) >= 0 whenever qa > 0.
+    // The discriminant mA^2 mB^2 - (mA^2 - t^2 sA)(mB^2 - t^2 sB), written without the
+    // difference of two nearly equal products: at a CV of 1e-8 (instruction or fault counts)
+    // that difference cancels to 0 and the interval collapses onto the ratio.
+    let disc = t2 * (ma * ma * sb + mb * mb * sa - t2 * sa * sb);
     let root = disc.max(0.0).sqrt();
     Ok(RatioCi {
         ratio: mb / ma,
@@ -131,6 +162,23 @@ mod tests {
             assert_rel(ci.low, c.num("low"), 1e-9, "fieller low");
             assert_rel(ci.high, c.num("high"), 1e-9, "fieller high");
         }
+    }
+
+    #[test]
+    fn fieller_holds_at_tiny_cv() {
+        // Counts near 1e9 with a CV of 1e-9 and a shift Welch calls not significant: the
+        // interval must still contain 1 (it collapsed onto the ratio when computed by difference).
+        let a: Vec<f64> = (0..10).map(|i| 1e9 + (i % 5) as f64).collect();
+        let b: Vec<f64> = (0..10).map(|i| 1e9 + 0.7 + ((i * 3) % 5) as f64).collect();
+        let w = welch(&a, &b).unwrap();
+        assert!(w.p > 0.05, "{w:?}");
+        let ci = fieller(&a, &b, 0.95).unwrap();
+        assert!(ci.low < 1.0 && ci.high > 1.0, "{ci:?}");
+        assert!(ci.high - ci.low > 1e-10, "{ci:?}");
+        // And with a real shift the interval excludes 1, as Welch's p says.
+        let c: Vec<f64> = b.iter().map(|x| x + 5.0).collect();
+        assert!(welch(&a, &c).unwrap().p < 0.01);
+        assert!(fieller(&a, &c, 0.95).unwrap().low > 1.0);
     }
 
     #[test]

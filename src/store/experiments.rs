@@ -25,7 +25,7 @@ pub(super) fn insert_experiment(
     exp: &NewExperiment,
     status: Status,
 ) -> anyhow::Result<i64> {
-    // An explicit id above every id ever handed out (migration 7): ids are never reused.
+    // An explicit id above every id ever handed out (migration 9): ids are never reused.
     let id: i64 = tx.query_row(super::owner::NEXT_EXPERIMENT_ID, [], |r| r.get(0))?;
     tx.execute(
         "INSERT INTO experiment (id, name, kind, created, command_line, design, seed, environment, status)
@@ -341,8 +341,10 @@ impl Store {
                 parameters: from_json(&params, "parameters")?,
                 knobs: from_json(&knobs, "knobs")?,
                 summary: BTreeMap::new(),
+                boot: None,
             });
         }
+        super::boots::fill_variant_boots(self.conn(), id, &mut out)?;
         let mut stmt = self.conn().prepare(
             "SELECT s.variant_id, s.name, s.value, s.unit FROM import_variant_summary s
              JOIN variant v ON v.id = s.variant_id WHERE v.experiment_id = ?1",
@@ -472,6 +474,7 @@ impl Store {
             |r| r.get(0),
         )?;
         ds.planned = (planned as usize).max(ds.runs.len());
+        ds.boots = self.boots(id)?;
         Ok(ds)
     }
 

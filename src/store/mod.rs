@@ -5,6 +5,7 @@
 //! least once a second and at every status change, so a power cut or OS crash loses at most the
 //! last second of runs (an fsync after every sub-millisecond run would dominate its cost).
 
+pub mod boots;
 mod experiments;
 mod import;
 mod micro;

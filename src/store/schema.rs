@@ -72,9 +72,13 @@ pub const MIGRATIONS: &[&str] = &[
     super::micro::SCHEMA,
     // 5: originals of settings changed by doctor --fix and run --tune.
     super::tune::SCHEMA,
-    // 6: the process that runs each experiment (pid, start time, boot id, host).
+    // 6: trace bins keep their durations; capture scope, stop and tracing cost.
+    super::trace::SCHEMA_ROBUST,
+    // 7: kernel variants: what a variant boots, the boot order, the boots, run -> boot.
+    super::boots::SCHEMA,
+    // 8: the process that runs each experiment (pid, start time, boot id, host).
     super::owner::OWNER_SCHEMA,
-    // 7: experiment ids are never reused.
+    // 9: experiment ids are never reused.
     super::owner::ID_SCHEMA,
 ];
 

@@ -11,7 +11,7 @@
 
 use super::Store;
 use crate::model::trace::{
-    Bin, CaptureInfo, CountTable, PairRow, PairTable, Tables, TlbRow, TlbTable,
+    Bin, CaptureInfo, CountTable, Dist, EventCost, PairRow, PairTable, Tables, TlbRow, TlbTable,
 };
 use crate::model::{Kind, Metric, NewExperiment, Run, RunStatus, Slot, Variant};
 use anyhow::{Result, anyhow};
@@ -61,8 +61,33 @@ CREATE TABLE IF NOT EXISTS trace_bin (
 CREATE INDEX IF NOT EXISTS trace_bin_table ON trace_bin(experiment_id, table_seq);
 ";
 
+/// Migration 6: every duration of a bin (so medians and percentiles can be shown), whose
+/// events a capture holds, what stopped it, the per-event tracing cost, and that cost as
+/// measured once per machine.
+pub(super) const SCHEMA_ROBUST: &str = "
+ALTER TABLE trace_bin ADD COLUMN dist BLOB;     -- Dist::encode: sorted durations or a sketch
+ALTER TABLE trace_capture ADD COLUMN scope TEXT;        -- JSON Scope
+ALTER TABLE trace_capture ADD COLUMN stop TEXT;         -- what ended the recording
+ALTER TABLE trace_capture ADD COLUMN event_cost TEXT;   -- JSON EventCost used in the header
+ALTER TABLE trace_capture ADD COLUMN cpu_ns INTEGER;    -- the workload's user + system time
+CREATE TABLE IF NOT EXISTS trace_event_cost (
+    machine       TEXT PRIMARY KEY,         -- host, kernel release, CPU model
+    ns_per_event  REAL NOT NULL,
+    low           REAL NOT NULL,
+    high          REAL NOT NULL,
+    how           TEXT NOT NULL
+);
+";
+
 fn u(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// A bin row as read: group, key, the bin without durations, flushes inside, durations blob.
+type StoredBin = (i64, i64, Bin, Option<String>, Option<Vec<u8>>);
+
+fn dist_blob(b: &Bin) -> Option<Vec<u8>> {
+    (b.timed > 0 && b.knows_quantiles()).then(|| b.dist.encode())
 }
 
 impl Store {
@@ -138,11 +163,11 @@ impl Store {
                 source: None,
             },
         )?;
-        let tx = self.conn_mut().transaction()?;
+        let tx = self.write_tx()?;
         tx.execute(
             "INSERT INTO trace_capture (experiment_id, source, events, clock, tsc_hz, wall_ns, span_ticks, event_count, lost_total, lost,
-                command, raw_path, text_path, skipped_lines, exit_code, bias_ticks, event_counts)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                command, raw_path, text_path, skipped_lines, exit_code, bias_ticks, event_counts, scope, stop, event_cost, cpu_ns)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
             params![
                 id,
                 info.source,
@@ -161,10 +186,17 @@ impl Store {
                 info.exit_code,
                 t.bias.map(u),
                 serde_json::to_string(&t.events)?,
+                serde_json::to_string(&info.scope)?,
+                info.stop,
+                info.event_cost
+                    .as_ref()
+                    .map(serde_json::to_string)
+                    .transpose()?,
+                info.cpu_ns.map(u),
             ],
         )?;
         let mut seq = 0i64;
-        let bin_sql = "INSERT INTO trace_bin (experiment_id, table_seq, grp, key, count, timed, sum_ticks, min_ticks, max_ticks, inner) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+        let bin_sql = "INSERT INTO trace_bin (experiment_id, table_seq, grp, key, count, timed, sum_ticks, min_ticks, max_ticks, inner, dist) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
         let table_sql = "INSERT INTO trace_table (experiment_id, seq, kind, name, meta) VALUES (?1, ?2, ?3, ?4, ?5)";
         if let Some(tl) = &t.tlb {
             tx.execute(
@@ -178,7 +210,7 @@ impl Store {
                 ],
             )?;
             for r in &tl.rows {
-                let b = r.bin;
+                let b = &r.bin;
                 tx.execute(
                     bin_sql,
                     params![
@@ -191,7 +223,8 @@ impl Store {
                         u(b.sum),
                         u(b.min),
                         u(b.max),
-                        None::<String>
+                        None::<String>,
+                        dist_blob(b)
                     ],
                 )?;
             }
@@ -204,7 +237,7 @@ impl Store {
                 params![id, seq, "pair", p.name, meta.to_string()],
             )?;
             for r in &p.rows {
-                let b = r.bin;
+                let b = &r.bin;
                 tx.execute(
                     bin_sql,
                     params![
@@ -217,7 +250,8 @@ impl Store {
                         u(b.sum),
                         u(b.min),
                         u(b.max),
-                        Some(serde_json::to_string(&r.flushes)?)
+                        Some(serde_json::to_string(&r.flushes)?),
+                        dist_blob(b)
                     ],
                 )?;
             }
@@ -232,7 +266,19 @@ impl Store {
             for (k, n) in &c.rows {
                 tx.execute(
                     bin_sql,
-                    params![id, seq, 0, k, u(*n), 0, 0, 0, 0, None::<String>],
+                    params![
+                        id,
+                        seq,
+                        0,
+                        k,
+                        u(*n),
+                        0,
+                        0,
+                        0,
+                        0,
+                        None::<String>,
+                        None::<Vec<u8>>
+                    ],
                 )?;
             }
             seq += 1;
@@ -242,13 +288,41 @@ impl Store {
         Ok(id)
     }
 
+    /// The per-event tracing cost measured on `machine` (see [`EventCost`]), if any.
+    pub fn event_cost(&self, machine: &str) -> Result<Option<EventCost>> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT ns_per_event, low, high, how FROM trace_event_cost WHERE machine = ?1",
+                [machine],
+                |r| {
+                    Ok(EventCost {
+                        ns_per_event: r.get(0)?,
+                        low: r.get(1)?,
+                        high: r.get(2)?,
+                        how: r.get(3)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// Store (replace) the per-event tracing cost of `machine`.
+    pub fn set_event_cost(&mut self, machine: &str, c: &EventCost) -> Result<()> {
+        self.conn_mut().execute(
+            "INSERT OR REPLACE INTO trace_event_cost (machine, ns_per_event, low, high, how) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![machine, c.ns_per_event, c.low, c.high, c.how],
+        )?;
+        Ok(())
+    }
+
     /// Load a capture and its tables. A usage error when `id` is not a trace capture.
     pub fn load_capture(&self, id: i64) -> Result<(CaptureInfo, Tables)> {
         let conn = self.conn();
         let row = conn
             .query_row(
                 "SELECT source, events, clock, tsc_hz, wall_ns, span_ticks, event_count, lost, command, raw_path, text_path,
-                        skipped_lines, exit_code, bias_ticks, event_counts FROM trace_capture WHERE experiment_id = ?1",
+                        skipped_lines, exit_code, bias_ticks, event_counts, scope, stop, event_cost, cpu_ns FROM trace_capture WHERE experiment_id = ?1",
                 [id],
                 |r| {
                     Ok((
@@ -267,6 +341,10 @@ impl Store {
                         r.get::<_, Option<i32>>(12)?,
                         r.get::<_, Option<i64>>(13)?,
                         r.get::<_, String>(14)?,
+                        r.get::<_, Option<String>>(15)?,
+                        r.get::<_, Option<String>>(16)?,
+                        r.get::<_, Option<String>>(17)?,
+                        r.get::<_, Option<i64>>(18)?,
                     ))
                 },
             )
@@ -288,6 +366,16 @@ impl Store {
             text_path: row.10,
             skipped_lines: row.11 as u64,
             exit_code: row.12,
+            scope: match &row.15 {
+                Some(j) => serde_json::from_str(j).map_err(|_| bad("scope"))?,
+                None => Default::default(),
+            },
+            stop: row.16,
+            cpu_ns: row.18.map(|v| v as u64),
+            event_cost: match &row.17 {
+                Some(j) => Some(serde_json::from_str(j).map_err(|_| bad("event cost"))?),
+                None => None,
+            },
         };
         let mut t = Tables {
             bias: row.13.map(|v| v as u64),
@@ -300,11 +388,11 @@ impl Store {
         let tables: Vec<(i64, String, String, String)> = stmt
             .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
             .collect::<rusqlite::Result<_>>()?;
-        let mut bins = conn.prepare("SELECT grp, key, count, timed, sum_ticks, min_ticks, max_ticks, inner FROM trace_bin WHERE experiment_id = ?1 AND table_seq = ?2 ORDER BY grp, key")?;
+        let mut bins = conn.prepare("SELECT grp, key, count, timed, sum_ticks, min_ticks, max_ticks, inner, dist FROM trace_bin WHERE experiment_id = ?1 AND table_seq = ?2 ORDER BY grp, key")?;
         for (seq, kind, name, meta) in tables {
             let meta: serde_json::Value =
                 serde_json::from_str(&meta).map_err(|_| bad("table metadata"))?;
-            let rows: Vec<(i64, i64, Bin, Option<String>)> = bins
+            let raw: Vec<StoredBin> = bins
                 .query_map(params![id, seq], |r| {
                     Ok((
                         r.get(0)?,
@@ -315,11 +403,22 @@ impl Store {
                             sum: r.get::<_, i64>(4)? as u64,
                             min: r.get::<_, i64>(5)? as u64,
                             max: r.get::<_, i64>(6)? as u64,
+                            dist: Dist::default(),
                         },
                         r.get(7)?,
+                        r.get(8)?,
                     ))
                 })?
                 .collect::<rusqlite::Result<_>>()?;
+            let mut rows = Vec::with_capacity(raw.len());
+            for (g, k, mut b, inner, dist) in raw {
+                if let Some(blob) = dist {
+                    b.dist = Dist::decode(&blob).map_err(|e| {
+                        anyhow!("capture {id}: stored durations of table {seq} key {k}: {e}")
+                    })?;
+                }
+                rows.push((g, k, b, inner));
+            }
             match kind.as_str() {
                 "tlb" => {
                     t.tlb = Some(TlbTable {
@@ -404,8 +503,25 @@ mod tests {
                 flagged: 0,
             }],
             command: vec!["true".into()],
+            scope: crate::model::trace::Scope {
+                kind: "workload".into(),
+                pids: vec![42],
+                cgroup: None,
+            },
+            stop: Some("SIGINT".into()),
+            cpu_ns: Some(7),
+            event_cost: Some(EventCost {
+                ns_per_event: 90.0,
+                low: 80.0,
+                high: 100.0,
+                how: "test".into(),
+            }),
             ..Default::default()
         };
+        assert!(st.event_cost("m").unwrap().is_none());
+        st.set_event_cost("m", info.event_cost.as_ref().unwrap())
+            .unwrap();
+        assert_eq!(st.event_cost("m").unwrap(), info.event_cost);
         let t = Tables {
             tlb: Some(TlbTable {
                 event: "tlb:tlb_flush".into(),
@@ -419,6 +535,10 @@ mod tests {
                         sum: 900,
                         min: 400,
                         max: 500,
+                        dist: Dist {
+                            values: vec![400, 500],
+                            sketch: vec![],
+                        },
                     },
                 }],
             }),
@@ -435,6 +555,11 @@ mod tests {
                         sum: 9,
                         min: 9,
                         max: 9,
+                        // a sketch survives the round trip too
+                        dist: Dist {
+                            values: vec![],
+                            sketch: vec![(-3, 1)],
+                        },
                     },
                     flushes: vec![(-1, 1)],
                 }],
@@ -460,7 +585,10 @@ mod tests {
             .unwrap();
         let (i2, t2) = st.load_capture(id).unwrap();
         assert_eq!(t2, t);
+        assert_eq!(i2.scope, info.scope);
         assert_eq!(i2.lost_total(), 3);
+        assert_eq!((i2.stop, i2.cpu_ns), (info.stop.clone(), Some(7)));
+        assert_eq!(i2.event_cost, info.event_cost);
         assert_eq!(i2.id, Some(id));
         assert!(st.load_capture(id + 100).is_err());
         st.delete(id).unwrap();

@@ -1,8 +1,10 @@
-//! Our own tracefs instance (`instances/abperf-<pid>`): clock, buffer size, events and filters
-//! are set there only, so the global tracing state (tracing_on, set_event, current_tracer,
-//! trace_clock) is never touched. The instance is removed by [`Instance::remove`] or, on any
-//! error or panic, by its `Drop`. When tracefs is not mounted anywhere, it is mounted privately
-//! in a temporary directory and unmounted again afterwards, so the system's mounts stay as they
+//! Our own tracefs instance (`instances/abperf-<random hex>`): clock, buffer size, events,
+//! filters and the task scope (`set_event_pid`, `options/event-fork`) are set there only, so the
+//! global tracing state (tracing_on, set_event, current_tracer, trace_clock) is never touched.
+//! The instance is removed by [`Instance::remove`] or, on any error or panic, by its `Drop`; an
+//! ownership marker (`measure::trace_owner`) lets the next abperf remove it after a `kill -9`
+//! ([`clean_leftovers`]). When tracefs is not mounted anywhere, it is mounted privately in a
+//! temporary directory and unmounted again afterwards, so the system's mounts stay as they
 //! were.
 
 use super::format::{
@@ -10,7 +12,10 @@ use super::format::{
 };
 use anyhow::{Context, Result, anyhow};
 use std::fs;
+use std::io::Write;
 use std::path::PathBuf;
+
+use crate::measure::trace_owner::{self, Claim};
 
 pub use crate::measure::tracefs::{Tracefs, read_whole};
 
@@ -124,14 +129,34 @@ pub struct Instance {
     pub name: String,
     pub clock: String,
     removed: bool,
-    // dropped after the instance directory is removed (field order)
+    // dropped after the instance directory is removed (field order): the marker, then the
+    // (possibly private) mount
+    claim: Option<Claim>,
     pub tracefs: Tracefs,
+}
+
+/// Remove what abperf processes that died (kill -9) left in tracefs: their instances (still
+/// tracing), private mounts and markers. Returns one message per removal; leftovers whose
+/// owner cannot be judged from here (another PID namespace, no marker) are left alone.
+pub fn clean_leftovers() -> Vec<String> {
+    let mut out = Vec::new();
+    for l in trace_owner::leftovers(&trace_owner::REAL) {
+        if !l.removable() {
+            continue;
+        }
+        match trace_owner::remove(&l) {
+            Ok(done) => out.push(format!("{}: {done}", l.describe())),
+            Err(e) => out.push(format!("could not clean up {}: {e:#}", l.describe())),
+        }
+    }
+    out
 }
 
 impl Instance {
     pub fn create(tracefs: Tracefs, opts: &InstanceOptions) -> Result<Instance> {
-        let name = format!("abperf-{}", std::process::id());
+        let name = trace_owner::random_name();
         let dir = tracefs.root.join("instances").join(&name);
+        let claim = Claim::new("instance", &dir, tracefs.private_mount())?;
         fs::create_dir(&dir)
             .with_context(|| format!("creating tracefs instance {}", dir.display()))?;
         let mut inst = Instance {
@@ -139,6 +164,7 @@ impl Instance {
             name,
             clock: String::new(),
             removed: false,
+            claim: Some(claim),
             tracefs,
         };
         // nothing is traced until we say so
@@ -180,10 +206,18 @@ impl Instance {
     }
 
     pub fn enable(&self, event: &str) -> Result<()> {
+        self.enable_to(event, true)
+    }
+
+    /// Enable or disable `system:name` in this instance.
+    pub fn enable_to(&self, event: &str, on: bool) -> Result<()> {
         let (sys, name) = event
             .split_once(':')
             .ok_or_else(|| anyhow!("event {event:?}: expected SYSTEM:NAME"))?;
-        self.write(&format!("events/{sys}/{name}/enable"), "1")
+        self.write(
+            &format!("events/{sys}/{name}/enable"),
+            if on { "1" } else { "0" },
+        )
     }
 
     /// Set an event filter; a rejected expression is a usage error quoting the kernel's reason.
@@ -213,6 +247,49 @@ impl Instance {
             )));
         }
         Ok(())
+    }
+
+    /// Record only these tasks (thread ids) and, with event-fork, every task they start.
+    /// `append` adds to the list instead of replacing it. Errors when this kernel's instances
+    /// have no `set_event_pid` or `options/event-fork`.
+    pub fn scope_tasks(&self, tids: &[i32], append: bool) -> Result<()> {
+        for f in ["set_event_pid", "options/event-fork"] {
+            if !self.path(f).exists() {
+                return Err(crate::error::usage(format!(
+                    "this kernel's tracefs instances have no {f} (needed to record only the workload's tasks): use --system-wide"
+                )));
+            }
+        }
+        if !append {
+            self.write("options/event-fork", "1")?;
+        }
+        if tids.is_empty() {
+            return Ok(());
+        }
+        let text: String = tids.iter().map(|t| format!("{t} ")).collect();
+        let p = self.path("set_event_pid");
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .truncate(!append)
+            .append(append)
+            .open(&p)
+            .with_context(|| format!("opening {}", p.display()))?;
+        match f.write_all(text.trim_end().as_bytes()) {
+            Ok(()) => Ok(()),
+            // a task that exited between listing and writing: ESRCH is not an error worth
+            // failing for when appending
+            Err(e) if append && e.raw_os_error() == Some(libc::ESRCH) => Ok(()),
+            Err(e) => Err(anyhow!("writing pids to {}: {e}", p.display())),
+        }
+    }
+
+    /// The tasks `set_event_pid` holds now.
+    pub fn scoped_tasks(&self) -> Vec<i32> {
+        self.read("set_event_pid")
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect()
     }
 
     pub fn tracing_on(&self, on: bool) -> Result<()> {
@@ -273,11 +350,17 @@ impl Instance {
             match fs::remove_dir(&self.dir) {
                 Ok(()) => {
                     self.removed = true;
+                    self.claim.take();
                     return Ok(());
                 }
                 Err(e) => last = Some(e),
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // keep the marker: the instance outlives us, and the next abperf (or doctor --fix)
+        // removes it once we are gone
+        if let Some(c) = self.claim.take() {
+            std::mem::forget(c);
         }
         Err(anyhow!(
             "removing tracefs instance {}: {}",

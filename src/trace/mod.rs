@@ -10,6 +10,8 @@
 //! - [`tsc`]: TSC frequency
 //! - [`render`]: text, JSON and CSV output of the tables
 
+pub mod ceiling;
+pub mod cost;
 pub mod event;
 pub mod format;
 pub mod instance;
@@ -18,6 +20,7 @@ pub mod ring;
 pub mod tables;
 pub mod text;
 pub mod tsc;
+pub mod workload;
 
 use anyhow::{Context, Result, anyhow, bail};
 use std::time::{Duration, Instant};
@@ -40,6 +43,18 @@ pub const DEFAULT_EVENTS: &[&str] = &[
     "x86_fpu:x86_fpu_after_save",
 ];
 
+/// Whose events to record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScopeRequest {
+    /// The command's process tree (the default); system-wide when there is no command.
+    Workload,
+    SystemWide,
+    /// These processes, their threads and descendants.
+    Pids(Vec<i32>),
+    /// The tasks of a cgroup (directory or path under a cgroup mount).
+    Cgroup(String),
+}
+
 /// What to record.
 #[derive(Debug, Clone)]
 pub struct RecordOptions {
@@ -52,6 +67,7 @@ pub struct RecordOptions {
     pub command: Vec<String>,
     /// Write the ftrace text (`trace` file) here; the pages are then read after the workload.
     pub save_text: Option<std::path::PathBuf>,
+    pub scope: ScopeRequest,
 }
 
 /// A finished recording.
@@ -62,20 +78,41 @@ pub struct Recorded {
     pub skipped_events: Vec<String>,
     pub wall_ns: u64,
     pub exit_code: Option<i32>,
+    /// The workload was killed by this signal.
     pub signal: Option<i32>,
-    pub interrupted: bool,
+    /// The first SIGINT/SIGTERM/SIGHUP abperf received (it stopped the recording).
+    pub stopped_by_signal: Option<i32>,
+    /// What ended the recording, in words.
+    pub stop: String,
+    pub scope: Scope,
+    /// User + system time of the workload, ns.
+    pub cpu_ns: Option<u64>,
+    /// Leftovers of dead abperf processes removed before recording, in words.
+    pub cleaned: Vec<String>,
 }
 
-/// Record while running `opts.command` (or for `opts.duration`), until SIGINT, SIGTERM or SIGHUP
-/// (watched by `runner::signals`, which also kills the workload). The instance is removed before
-/// this returns, whatever happens.
+/// Why the loop ended.
+enum Ending {
+    WorkloadExited,
+    Duration,
+    Signal(i32),
+}
+
+/// Record while running `opts.command` (or for `opts.duration`, or until SIGINT/SIGTERM/SIGHUP)
+/// in a tracefs instance of our own scoped to the workload's process tree (or `--pid`,
+/// `--cgroup`, or everything). The first signal stops the recording and the capture is
+/// returned; a second one aborts (an error saying so, nothing returned). The instance is
+/// removed before this returns, whatever happens.
 pub fn record(opts: &RecordOptions) -> Result<Recorded> {
-    use crate::runner::signals;
-    signals::install()?;
     use instance::Events;
+    workload::Stop::install()?;
+    // leftovers of abperf processes killed hard (their instances still trace)
+    let cleaned = instance::clean_leftovers();
+    for c in &cleaned {
+        eprintln!("abperf: {c}");
+    }
     let tfs = instance::Tracefs::open()?;
     let ph = tfs.page_header()?;
-    let eh = tfs.event_header()?;
     let header_page = tfs.read("events/header_page")?;
     let header_event = tfs.read("events/header_event")?;
     let mut names = Vec::new();
@@ -109,6 +146,16 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded> {
             )));
         }
     }
+    // resolve what to run and whom to follow before anything is created
+    let cmd = if opts.command.is_empty() {
+        None
+    } else {
+        Some(crate::runner::Prepared::from_argv(&opts.command)?)
+    };
+    let cgroup = match &opts.scope {
+        ScopeRequest::Cgroup(c) => Some(workload::cgroup_dir(c)?),
+        _ => None,
+    };
     let inst = instance::Instance::create(
         tfs,
         &instance::InstanceOptions {
@@ -123,7 +170,48 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded> {
         inst.filter(ev, expr)?;
     }
     let page_size = inst.page_size(&ph);
-    let _ = eh;
+    // the workload waits at its gate until its pid is in scope
+    let mut child = match &cmd {
+        Some(c) => Some(workload::Gated::start(c)?),
+        None => None,
+    };
+    let scope = match (&opts.scope, &child) {
+        (ScopeRequest::Workload, Some(ch)) => {
+            inst.scope_tasks(&[ch.pid], false)?;
+            Scope {
+                kind: "workload".into(),
+                pids: vec![ch.pid],
+                cgroup: None,
+            }
+        }
+        (ScopeRequest::Workload, None) | (ScopeRequest::SystemWide, _) => Scope::system_wide(),
+        (ScopeRequest::Pids(p), _) => {
+            inst.scope_tasks(&workload::tasks_of_pids(p)?, false)?;
+            Scope {
+                kind: "pid".into(),
+                pids: p.clone(),
+                cgroup: None,
+            }
+        }
+        (ScopeRequest::Cgroup(_), _) => {
+            let dir = cgroup.as_ref().expect("resolved above");
+            inst.scope_tasks(&[], false)?;
+            let tids = workload::tasks_of_cgroup(dir)?;
+            if tids.is_empty() {
+                eprintln!(
+                    "abperf: note: cgroup {} has no tasks yet; tasks that join it are added every 100 ms",
+                    dir.display()
+                );
+            } else {
+                inst.scope_tasks(&tids, false)?;
+            }
+            Scope {
+                kind: "cgroup".into(),
+                pids: Vec::new(),
+                cgroup: Some(dir.display().to_string()),
+            }
+        }
+    };
     let streaming = opts.save_text.is_none();
     let mut readers = if streaming {
         Some(record::Readers::start(&inst, page_size)?)
@@ -134,42 +222,74 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded> {
     let t0 = Instant::now();
     let mut exit_code = None;
     let mut signal = None;
-    let mut interrupted = false;
-    let run = (|| -> Result<()> {
-        if !opts.command.is_empty() {
-            // The workload runs through the runner: own process group, killed (with its
-            // children) after --duration or when a signal arrives.
-            use crate::runner::spawn::{self, Exit, SpawnOptions};
-            let cmd = crate::runner::Prepared::from_argv(&opts.command)?;
-            let spawn_opts = SpawnOptions {
-                pin: None,
-                timeout: opts.duration,
-                events: &[],
-                quiet: false,
-            };
-            let out = spawn::run(&cmd, &spawn_opts)?;
-            match out.exit {
-                Exit::Code(c) => exit_code = Some(c),
-                Exit::Signal(s) => signal = Some(s),
-                Exit::TimedOut => {}
-            }
-            interrupted = signals::received().is_some();
-        } else {
-            let d = opts
-                .duration
-                .ok_or_else(|| crate::error::usage("give --duration SECONDS or -- COMMAND"))?;
-            while t0.elapsed() < d {
-                if signals::received().is_some() {
-                    interrupted = true;
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
+    let mut cpu_ns = None;
+    let run = (|| -> Result<Ending> {
+        if let Some(ch) = child.as_mut() {
+            ch.release(&cmd.as_ref().expect("a command").text)?;
         }
-        Ok(())
+        let mut last_refresh = Instant::now();
+        let ending = loop {
+            if let Some(s) = workload::Stop::first() {
+                break Ending::Signal(s);
+            }
+            if let Some(ch) = child.as_mut()
+                && ch.poll()?.is_some()
+            {
+                break Ending::WorkloadExited;
+            }
+            if opts.duration.is_some_and(|d| t0.elapsed() >= d) {
+                break Ending::Duration;
+            }
+            if let Some(dir) = &cgroup
+                && last_refresh.elapsed() >= Duration::from_millis(100)
+            {
+                last_refresh = Instant::now();
+                let have: std::collections::HashSet<i32> =
+                    inst.scoped_tasks().into_iter().collect();
+                let new: Vec<i32> = workload::tasks_of_cgroup(dir)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|t| !have.contains(t))
+                    .collect();
+                if !new.is_empty() {
+                    inst.scope_tasks(&new, true)?;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        Ok(ending)
     })();
+    // stop recording first: what follows (stopping the workload) is not part of the capture
     let wall_ns = t0.elapsed().as_nanos() as u64;
     inst.tracing_on(false)?;
+    if let Some(ch) = child.as_mut() {
+        let ended = match &run {
+            Ok(Ending::Signal(s)) => ch.stop(*s, Duration::from_secs(2))?,
+            Ok(Ending::Duration) => ch.stop(libc::SIGTERM, Duration::from_secs(2))?,
+            Ok(Ending::WorkloadExited) => ch.poll()?.expect("exited"),
+            Err(_) => ch.stop(libc::SIGKILL, Duration::from_secs(2))?,
+        };
+        match (ended, &run) {
+            // stopped by us (--duration, a signal we forwarded): not the workload's failure
+            (workload::Ended::Signal(_), Ok(Ending::Duration | Ending::Signal(_))) => {}
+            (workload::Ended::Code(c), _) => exit_code = Some(c),
+            (workload::Ended::Signal(s), _) => signal = Some(s),
+        }
+        cpu_ns = ch.cpu_ns();
+    }
+    let ending = match run {
+        Ok(e) => e,
+        Err(e) => {
+            drop(readers.take());
+            inst.remove()?;
+            return Err(e);
+        }
+    };
+    if workload::Stop::aborted() {
+        drop(readers.take());
+        inst.remove()?;
+        return Err(Aborted(workload::Stop::first().unwrap_or(libc::SIGINT)).into());
+    }
     if let Some(path) = &opts.save_text {
         // `trace` does not consume: copy it, then drain the pages
         let text =
@@ -184,7 +304,36 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded> {
     }
     let clock = inst.clock.clone();
     inst.remove()?;
-    run?;
+    if workload::Stop::aborted() {
+        return Err(Aborted(workload::Stop::first().unwrap_or(libc::SIGINT)).into());
+    }
+    let (stop, stopped_by_signal) = match ending {
+        Ending::WorkloadExited => ("the workload exiting".to_string(), None),
+        Ending::Duration => (
+            format!(
+                "--duration {} s{}",
+                opts.duration.map(|d| d.as_secs_f64()).unwrap_or(0.0),
+                if cmd.is_some() {
+                    " (the workload was stopped: SIGTERM)"
+                } else {
+                    ""
+                }
+            ),
+            None,
+        ),
+        Ending::Signal(s) => (
+            format!(
+                "{}{}",
+                workload::signal_name(s),
+                if cmd.is_some() {
+                    " (forwarded to the workload)"
+                } else {
+                    ""
+                }
+            ),
+            Some(s),
+        ),
+    };
     let raw = record::RawCapture {
         meta: record::RawMeta {
             clock,
@@ -203,9 +352,18 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded> {
         wall_ns,
         exit_code,
         signal,
-        interrupted,
+        stopped_by_signal,
+        stop,
+        scope,
+        cpu_ns,
+        cleaned,
     })
 }
+
+/// A second signal aborted the recording; nothing is stored. Exit 128 + the first signal.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted twice ({}): recording aborted, nothing stored, tracing instance removed", workload::signal_name(*.0))]
+pub struct Aborted(pub i32);
 
 /// Hints for text import from the local format files: fields printed as bare hex, and the
 /// system of each event name. Empty when tracefs is not mounted (numbers with a-f digits are
@@ -271,4 +429,4 @@ pub fn parse_filter(s: &str) -> Result<(String, String)> {
     }
 }
 
-pub use crate::model::trace::{CaptureInfo, LostCpu, Units};
+pub use crate::model::trace::{CaptureInfo, LostCpu, Scope, Units};

@@ -157,6 +157,8 @@ pub struct Analyzer {
     flush_pages: Option<FieldLoc>,
     remote_reason: Option<i64>,
     switch_reason: Option<i64>,
+    /// `remote IPI send`: a request marker, not a flush; kept out of the pairs.
+    send_reason: Option<i64>,
     roles: Vec<Vec<Role>>,
     pairs: Vec<PairDef>,
     acc: Vec<PairAcc>,
@@ -195,8 +197,19 @@ impl Analyzer {
                         .map(|(v, _)| *v)
                 })
         });
+        let send_reason = flush_ty.and_then(|t| {
+            schema.types[t as usize]
+                .symbols
+                .get("reason")
+                .and_then(|s| {
+                    s.iter()
+                        .find(|(_, n)| n == "remote IPI send")
+                        .map(|(v, _)| *v)
+                })
+        });
         let mut a = Analyzer {
             switch_reason,
+            send_reason,
             flush_ty,
             flush_reason,
             flush_pages,
@@ -483,6 +496,10 @@ impl Analyzer {
             self.tlb_bin(reason, pages).count += 1;
         }
         let remote = Some(reason) == self.remote_reason;
+        if Some(reason) == self.send_reason {
+            // the sender's own flush is its own event; this one only marks the IPIs
+            return;
+        }
         for (p, def) in self.pairs.iter().enumerate() {
             let o = &mut self.open[cpu][p];
             if !o.active {
@@ -554,20 +571,23 @@ impl Analyzer {
         let tlb = if self.want_tlb {
             let t = self.flush_ty.unwrap();
             let mut rows = Vec::new();
-            for (i, b) in self.tlb_dense.iter().enumerate() {
+            for (i, b) in self.tlb_dense.iter_mut().enumerate() {
                 if b.count > 0 || b.timed > 0 {
+                    let mut bin = std::mem::take(b);
+                    bin.seal();
                     rows.push(TlbRow {
                         reason: (i / DENSE_PAGES) as i64,
                         pages: (i % DENSE_PAGES) as i64 - 1,
-                        bin: *b,
+                        bin,
                     });
                 }
             }
-            for ((r, p), b) in &self.tlb_sparse {
+            for ((r, p), mut bin) in std::mem::take(&mut self.tlb_sparse) {
+                bin.seal();
                 rows.push(TlbRow {
-                    reason: *r,
-                    pages: *p,
-                    bin: *b,
+                    reason: r,
+                    pages: p,
+                    bin,
                 });
             }
             rows.sort_by_key(|r| (r.reason, r.pages));
@@ -597,8 +617,9 @@ impl Analyzer {
                     let mut rows: Vec<PairRow> = a
                         .rows
                         .into_iter()
-                        .map(|(key, bin, mut flushes)| {
+                        .map(|(key, mut bin, mut flushes)| {
                             flushes.sort();
+                            bin.seal();
                             PairRow { key, bin, flushes }
                         })
                         .collect();

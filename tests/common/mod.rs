@@ -112,6 +112,20 @@ impl Lab {
         abperf::store::Store::open(&self.db()).expect("the lab's store opens")
     }
 
+    /// Import `file` (in `format`) into stored experiment `id` as variant `variant`.
+    pub fn import_variant(&self, id: &str, variant: &str, format: &str, file: &str) -> Out {
+        self.ok(&[
+            "import",
+            "--experiment",
+            id,
+            "--format",
+            format,
+            "--variant",
+            variant,
+            file,
+        ])
+    }
+
     /// Import seed 000's `/usr/bin/time` lines as experiment `name`.
     pub fn seed000(&self, name: &str) -> Out {
         self.ok(&[
@@ -187,6 +201,10 @@ pub fn schema_errors(doc: &serde_json::Value) -> Vec<String> {
         jsonschema::validator_for(&schema).expect("the schema compiles")
     });
     v.iter_errors(doc)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .map(|e| {
+            // The message quotes the whole failing value: keep its start.
+            let m: String = e.to_string().chars().take(300).collect();
+            format!("at {} (schema {}): {m}", e.instance_path(), e.schema_path())
+        })
         .collect()
 }

@@ -1,0 +1,397 @@
+//! `abperf run --kernel/--append`: kernels and kernel command lines as variant axes. Each variant
+//! boots its kernel in a virtual machine (`crate::vm`) `--boots` times, in seeded ABBA order, and
+//! runs `-r` timed runs (after `--warmup` warm-ups) per boot inside it; the host commits every run
+//! as it arrives (`runner::boots`), and `--resume` continues with the next boot.
+
+use super::run::{Bar, RunArgs, conclude, noise_config, random_seed};
+use super::vm::AccelArg;
+use crate::design::{self, KernelChoice, Order};
+use crate::error::usage;
+use crate::measure::counters;
+use crate::model::{Kind, NewExperiment, Variant};
+use crate::runner::boots::{Boots, VmDesign, execute_boots};
+use crate::runner::cpuset::CpuSet;
+use crate::runner::experiment::RunConfig;
+use crate::runner::signals;
+use crate::store::Store;
+use crate::vm::{self, kernel::ImageKind};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Boots per variant when `--boots` is not given: enough boot means for a test (at least the
+/// 6 runs per variant `compare` recommends, counted at the boot level).
+pub const DEFAULT_BOOTS: u32 = 6;
+
+/// The kernel-variant options of `abperf run`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct KernelArgs {
+    /// Boot this kernel in a VM and run there: a bzImage/vmlinuz, or a Debian kernel package
+    /// fetched into the kernel cache (e.g. linux-image-6.1.0-56-amd64-unsigned). Repeat it: each
+    /// kernel is a variant
+    #[arg(long = "kernel", value_name = "PATH|PACKAGE")]
+    pub kernels: Vec<String>,
+    /// Modules directory of a --kernel (named after its release, with modules.dep; repeatable;
+    /// default: found next to the kernel, in the package, or in /lib/modules)
+    #[arg(long = "modules", value_name = "DIR")]
+    pub modules: Vec<PathBuf>,
+    /// Kernel parameters appended to the guest's command line, e.g. 'pti=on clearcpuid=invpcid'.
+    /// Repeat it: each command line is a variant
+    #[arg(long = "append", value_name = "ARGS", allow_hyphen_values = true)]
+    pub appends: Vec<String>,
+    /// Boots per variant (kernel variants), in seeded ABBA order; -r and --warmup count per boot
+    /// [default: 6]
+    #[arg(long, value_name = "N")]
+    pub boots: Option<u32>,
+    /// How the guests run: kvm, tcg (QEMU's emulator: timings say nothing about hardware
+    /// costs), or auto (KVM when the probe finds it usable, else TCG) [default: auto]
+    #[arg(long, value_enum, value_name = "ACCEL")]
+    pub accel: Option<AccelArg>,
+    /// vCPUs of each guest [default: 2]
+    #[arg(long, value_name = "N")]
+    pub vm_cpus: Option<u32>,
+    /// Memory of each guest in MiB [default: 1024]
+    #[arg(long, value_name = "MIB")]
+    pub vm_memory: Option<u64>,
+    /// Host CPUs the VM (every QEMU thread) runs on, e.g. 1 or 0-1
+    #[arg(long, value_name = "CPUS")]
+    pub vm_pin: Option<String>,
+    /// Seconds a boot may take until abperf runs in the guest [default: 300]
+    #[arg(long, value_name = "S")]
+    pub boot_timeout: Option<f64>,
+    /// Keep each boot's console (kernel log; the workload's output with --show-output) in DIR
+    #[arg(long, value_name = "DIR")]
+    pub vm_console: Option<PathBuf>,
+    /// (internal) run a boot's share of the schedule inside the guest
+    #[arg(long, hide = true, value_name = "FILE")]
+    pub guest_share: Option<PathBuf>,
+}
+
+impl KernelArgs {
+    /// Whether any kernel-variant option was given.
+    pub fn any(&self) -> bool {
+        !self.kernels.is_empty()
+            || !self.appends.is_empty()
+            || !self.modules.is_empty()
+            || self.boots.is_some()
+            || self.accel.is_some()
+            || self.vm_cpus.is_some()
+            || self.vm_memory.is_some()
+            || self.vm_pin.is_some()
+            || self.boot_timeout.is_some()
+            || self.vm_console.is_some()
+    }
+}
+
+/// A `--kernel` argument: an image file, or a Debian package fetched into the cache.
+fn resolve_kernel(arg: &str, modules: &[PathBuf]) -> anyhow::Result<KernelChoice> {
+    let path = Path::new(arg);
+    let (image, mut mods, package) = if path.exists() {
+        let abs = std::fs::canonicalize(path).map_err(|e| usage(format!("--kernel {arg}: {e}")))?;
+        (abs, None, None)
+    } else if !arg.contains('/') && arg.starts_with("linux-image") {
+        crate::error::stderr_line(&format!(
+            "abperf: --kernel {arg}: a Debian package; fetching it into the kernel cache if needed"
+        ));
+        let k = vm::fetch_kernel(arg)?;
+        (k.vmlinuz, Some(k.modules), Some(k.package))
+    } else {
+        return Err(usage(format!(
+            "--kernel {arg}: no such file, and not a Debian kernel package name (linux-image-...)"
+        )));
+    };
+    let release = match vm::kernel::image_kind(&image)? {
+        ImageKind::BzImage { release: Some(r) } => r,
+        _ => {
+            return Err(usage(format!(
+                "--kernel {arg}: no release string in the image (expected an x86 bzImage/vmlinuz)"
+            )));
+        }
+    };
+    if let Some(m) = modules
+        .iter()
+        .find(|m| m.file_name().is_some_and(|n| n == release.as_str()))
+    {
+        let m = std::fs::canonicalize(m)
+            .map_err(|e| usage(format!("--modules {}: {e}", m.display())))?;
+        mods = Some(m);
+    }
+    Ok(KernelChoice {
+        path: image.to_string_lossy().into_owned(),
+        release,
+        modules: mods.map(|m| m.to_string_lossy().into_owned()),
+        package,
+    })
+}
+
+fn positive_seconds(flag: &str, s: f64) -> anyhow::Result<f64> {
+    if s > 0.0 && s < 1e7 {
+        Ok(s)
+    } else {
+        Err(usage(format!(
+            "{flag} {s}: expected a positive number of seconds"
+        )))
+    }
+}
+
+/// The accelerator for the whole experiment, and why.
+fn choose_accel(arg: AccelArg, kernel: &Path) -> (String, String) {
+    match arg {
+        AccelArg::Kvm => ("kvm".into(), "asked for with --accel kvm".into()),
+        AccelArg::Tcg => (
+            "tcg".into(),
+            "asked for with --accel tcg (timings say nothing about hardware costs)".into(),
+        ),
+        AccelArg::Auto => {
+            let p = vm::kvm_usable_cached(Some(kernel), Duration::from_secs(30));
+            if p.usable() {
+                ("kvm".into(), format!("KVM probe: {}", p.finding))
+            } else {
+                crate::error::stderr_line(&format!(
+                    "abperf: KVM is not usable here, so the kernels boot under TCG (QEMU's emulator): \
+                     the runs test the machinery, their timings say nothing about hardware costs. \
+                     KVM probe: {}",
+                    p.finding
+                ));
+                ("tcg".into(), format!("KVM not usable: {}", p.finding))
+            }
+        }
+    }
+}
+
+/// `abperf run --kernel ... [--append ...] COMMAND...`
+pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+    let k = &args.kernel;
+    if k.kernels.is_empty() {
+        return Err(usage(
+            "--append, --boots and the --vm-* options need --kernel: the kernel to boot (a \
+             bzImage/vmlinuz, or a Debian package such as linux-image-amd64)",
+        ));
+    }
+    if args.runs == 0 {
+        return Err(usage("-r/--runs must be at least 1"));
+    }
+    let boots = k.boots.unwrap_or(DEFAULT_BOOTS);
+    if boots == 0 {
+        return Err(usage("--boots must be at least 1"));
+    }
+    if args.tune {
+        return Err(usage(
+            "--tune with --kernel: the guests' settings are their own and the host's are not \
+             changed for kernel variants yet; tune the host with `abperf doctor --fix` first",
+        ));
+    }
+    super::run::check_timeout(&args)?;
+    let boot_timeout = positive_seconds("--boot-timeout", k.boot_timeout.unwrap_or(300.0))?;
+    let cpus = k.vm_cpus.unwrap_or(2);
+    if cpus == 0 || cpus > 255 {
+        return Err(usage(format!("--vm-cpus {cpus}: expected 1 to 255")));
+    }
+    let memory = k.vm_memory.unwrap_or(1024);
+    if memory < 128 {
+        return Err(usage(format!(
+            "--vm-memory {memory}: expected at least 128 (MiB)"
+        )));
+    }
+    let host_cpus = k
+        .vm_pin
+        .as_deref()
+        .map(|l| {
+            CpuSet::parse(l)
+                .map(|c| c.cpus)
+                .map_err(|e| usage(format!("--vm-pin: {e:#}")))
+        })
+        .transpose()?;
+    for e in &args.events {
+        counters::parse_event(e).map_err(|e| usage(format!("-e/--event: {e}")))?;
+    }
+    let mut kernels = Vec::new();
+    for a in &k.kernels {
+        kernels.push(resolve_kernel(a, &k.modules)?);
+    }
+    for m in &k.modules {
+        let used = kernels.iter().any(|c| {
+            c.modules.as_deref().map(Path::new) == std::fs::canonicalize(m).ok().as_deref()
+        });
+        if !used {
+            return Err(usage(format!(
+                "--modules {}: no --kernel has release '{}' (a modules directory is named after its kernel's release)",
+                m.display(),
+                m.file_name()
+                    .map(|n| n.to_string_lossy())
+                    .unwrap_or_default()
+            )));
+        }
+    }
+    let (params, knob_specs) = super::run::parse_lists(&args)?;
+    // -n names every variant, or the commands (as without kernels).
+    let total_plans = {
+        let mut n = args.commands.len().max(1);
+        for p in &params {
+            n *= p.values.len();
+        }
+        for k in &knob_specs {
+            n *= k.values.len();
+        }
+        n
+    };
+    let appends = k.appends.len().max(1);
+    let total = kernels.len() * appends * total_plans;
+    let (plan_names, all_names): (&[String], &[String]) =
+        if args.names.len() == total && total != args.commands.len() {
+            (&[], &args.names)
+        } else {
+            (&args.names, &[])
+        };
+    let plans = design::build_variants(&args.commands, plan_names, &params, &knob_specs)?;
+    let bvs = design::build_boot_variants(&kernels, &k.appends, &plans, all_names)?;
+    if args.order == Order::Sequential {
+        crate::error::stderr_line(
+            "abperf: warning: --order sequential boots every boot of one variant before the next: a slow \
+             drift becomes a false difference; the default abba cancels it",
+        );
+    }
+    let seed = args.seed.unwrap_or_else(random_seed);
+    let knob_paths: Vec<String> = knob_specs.iter().map(|k| k.path.clone()).collect();
+    let noise = noise_config(&args, &knob_paths)?;
+    // The guest's kernel decides what it can count (each boot probes again).
+    let cfg = super::run::run_config(&args, seed, args.events.clone(), noise);
+    let (accel, accel_reason) = choose_accel(
+        k.accel.unwrap_or(AccelArg::Auto),
+        Path::new(&kernels[0].path),
+    );
+    let vmd = VmDesign {
+        boots,
+        accel: accel.clone(),
+        accel_reason: accel_reason.clone(),
+        cpus,
+        memory_mib: memory,
+        host_cpus: host_cpus.clone(),
+        boot_timeout_s: boot_timeout,
+        console_dir: k
+            .vm_console
+            .as_ref()
+            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone())),
+        strict: args.strict,
+    };
+    let variants: Vec<Variant> = bvs
+        .iter()
+        .map(|b| Variant {
+            command: Some(b.plan.command.clone()),
+            parameters: b.plan.parameters.clone(),
+            knobs: b.plan.knobs.clone(),
+            boot: Some(b.boot.clone()),
+            ..Variant::named(&b.plan.name)
+        })
+        .collect();
+    let (boot_plans, schedule) =
+        design::build_boot_schedule(cfg.order, variants.len(), boots, cfg.runs, cfg.warmup, seed);
+    let mut design_json = serde_json::to_value(&cfg)?;
+    design_json["vm"] = serde_json::to_value(&vmd)?;
+    let mut environment = crate::doctor::environment();
+    environment["vm"] = serde_json::json!({
+        "accel": accel,
+        "accel_reason": accel_reason,
+        "cpus": cpus,
+        "memory_mib": memory,
+        "host_cpus": host_cpus,
+        "qemu": vm::engine::find_qemu().ok().map(|q| q.display().to_string()),
+    });
+    let title = super::run::title(&args, variants.iter().map(|v| v.name.as_str()));
+    let exp = NewExperiment {
+        name: title,
+        kind: Kind::Run,
+        command_line: std::env::args().collect(),
+        design: design_json,
+        seed: Some(seed),
+        environment,
+    };
+    let mut store = Store::open_resolved(args.db.db.as_deref())?;
+    signals::install()?;
+    let id = store.create_boot_experiment(&exp, &variants, &schedule, &boot_plans)?;
+    // Its owner, so that `list`/`show` call it interrupted if this process dies and
+    // `run --resume` refuses while it lives (a moment after creation: a kill -9 in between
+    // leaves a `running` experiment without an owner, as stores made before owners have).
+    super::run::claim(&mut store, id)?;
+    crate::error::stderr_line(&format!(
+        "abperf: experiment {id}: {} kernel variant(s) x {boots} boots x {} runs (+{} warm-up per boot), \
+         boot order {}, seed {seed}, {} guests of {cpus} vCPU(s) and {memory} MiB",
+        variants.len(),
+        cfg.runs,
+        cfg.warmup,
+        cfg.order.as_str(),
+        accel.to_uppercase()
+    ));
+    let variants = store.variants(id)?;
+    execute(&mut store, id, &cfg, &vmd, &variants)
+}
+
+fn execute(
+    store: &mut Store,
+    id: i64,
+    cfg: &RunConfig,
+    vmd: &VmDesign,
+    variants: &[Variant],
+) -> anyhow::Result<i32> {
+    let schedule = store.schedule(id)?;
+    let plans = store.boot_plans(id)?;
+    let boots = Boots {
+        exp_id: id,
+        cfg,
+        vm: vmd,
+        variants,
+        schedule: &schedule,
+        plans: &plans,
+    };
+    let mut bar = Bar(None, None);
+    let result = execute_boots(store, &boots, &mut bar);
+    conclude(store, id, variants.len(), result)
+}
+
+/// `abperf run --resume ID` of a kernel-variant experiment: continue with the next boot.
+pub fn resume(
+    store: &mut Store,
+    id: i64,
+    cfg: &RunConfig,
+    design: &serde_json::Value,
+) -> anyhow::Result<i32> {
+    let vmd: VmDesign = serde_json::from_value(design["vm"].clone()).map_err(|e| {
+        anyhow::anyhow!("experiment {id}: its stored VM design cannot be read by this abperf: {e}")
+    })?;
+    if vmd.accel == "kvm" {
+        let p = vm::kvm_usable_cached(None, Duration::from_secs(30));
+        if !p.usable() && p.verdict != vm::Verdict::Untested {
+            anyhow::bail!(
+                "experiment {id} boots under KVM, which is not usable here ({}); its boots cannot \
+                 continue under another accelerator (compare refuses to mix them)",
+                p.finding
+            );
+        }
+    }
+    let variants = store.variants(id)?;
+    for v in &variants {
+        if let Some(b) = &v.boot
+            && !Path::new(&b.kernel).is_file()
+        {
+            anyhow::bail!(
+                "experiment {id}: variant '{}' boots {}, which is gone{}",
+                v.name,
+                b.kernel,
+                match &b.package {
+                    Some(p) => format!(" (fetch it again: abperf vm fetch-kernel {p})"),
+                    None => String::new(),
+                }
+            );
+        }
+    }
+    let done = store.done_seqs(id)?.len();
+    let schedule_len = store.schedule(id)?.len();
+    crate::error::stderr_line(&format!(
+        "abperf: resuming experiment {id} at run {done} of {schedule_len} (boot order {}, seed {}, {})",
+        cfg.order.as_str(),
+        cfg.seed,
+        vmd.accel.to_uppercase()
+    ));
+    signals::install()?;
+    store.set_status(id, crate::model::Status::Running)?;
+    execute(store, id, cfg, &vmd, &variants)
+}

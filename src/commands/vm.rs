@@ -1,0 +1,341 @@
+//! `abperf vm`: fetch kernel images, probe KVM, and run a command in a booted kernel.
+
+use crate::vm::{self, Accel, Event, Exit, Vm, VmSpec};
+use anyhow::Result;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, clap::Args)]
+pub struct VmArgs {
+    #[command(subcommand)]
+    pub command: VmCommand,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AccelArg {
+    /// KVM if `abperf vm probe` finds it usable, else TCG
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum VmCommand {
+    /// Download Debian kernel packages (apt-get download, no install), unpack them into the
+    /// cache ($ABPERF_KERNEL_CACHE, else $XDG_CACHE_HOME/abperf/kernels, else
+    /// ~/.cache/abperf/kernels) and index their modules; cached packages are not fetched again
+    FetchKernel {
+        /// e.g. linux-image-6.1.0-56-amd64-unsigned, or a metapackage such as linux-image-amd64
+        #[arg(required = true, value_name = "PACKAGE")]
+        packages: Vec<String>,
+        /// Output format
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// List the kernels in the cache
+    Kernels {
+        /// Output format
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Is KVM usable? The KVM ioctls, then a short boot under -accel kvm (the answer is kept
+    /// for `vm run --accel auto` until the host reboots or QEMU changes)
+    Probe {
+        /// Kernel for the test boot (default: one from the cache)
+        #[arg(long, value_name = "PATH")]
+        kernel: Option<PathBuf>,
+        /// Seconds the test boot may take to start its command
+        #[arg(long, default_value_t = 30.0, value_name = "S")]
+        timeout: f64,
+        /// Output format
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Boot a kernel and run COMMAND in it (host root read-only, private overlay); lines the
+    /// command writes to $ABPERF_VM_RESULTS are printed as they arrive. Exit status: the
+    /// command's
+    Run(RunVmArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunVmArgs {
+    /// Kernel image (bzImage/vmlinuz)
+    #[arg(long, value_name = "PATH", required_unless_present = "package")]
+    pub kernel: Option<PathBuf>,
+    /// A Debian kernel package instead of --kernel (fetched into the cache if needed)
+    #[arg(long, value_name = "PACKAGE", conflicts_with = "kernel")]
+    pub package: Option<String>,
+    /// The kernel's modules directory (default: found next to the kernel or in /lib/modules)
+    #[arg(long, value_name = "DIR")]
+    pub modules: Option<PathBuf>,
+    /// Kernel parameters (after "console=ttyS0 panic=-1", and "no_timer_check" under TCG)
+    #[arg(
+        long,
+        default_value = "",
+        value_name = "ARGS",
+        allow_hyphen_values = true
+    )]
+    pub append: String,
+    /// Guest CPUs
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub cpus: u32,
+    /// Guest memory in MiB
+    #[arg(long, default_value_t = 1024, value_name = "MIB")]
+    pub memory: u64,
+    /// auto: KVM if usable (the last `abperf vm probe` of this host boot answers; else a probe
+    /// runs, up to 30 s)
+    #[arg(long, value_enum, default_value_t = AccelArg::Auto)]
+    pub accel: AccelArg,
+    /// QEMU -cpu model (default: max under TCG, host under KVM)
+    #[arg(long, value_name = "MODEL")]
+    pub cpu: Option<String>,
+    /// Seconds until the command must have started
+    #[arg(long, default_value_t = 300.0, value_name = "S")]
+    pub boot_timeout: f64,
+    /// Seconds the whole VM may run
+    #[arg(long, value_name = "S")]
+    pub timeout: Option<f64>,
+    /// Append the console (boot log, the command's stdout/stderr) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub console: Option<PathBuf>,
+    /// Copy the console to stderr as it arrives
+    #[arg(long)]
+    pub show_console: bool,
+    /// text: result lines on stdout, the boot on stderr; json: one JSON object per event on
+    /// stdout ({"event": "booted"|"line"|"console"|"finished", ...})
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Command run by /bin/sh -c in the guest, in the current directory
+    #[arg(required = true, value_name = "COMMAND", trailing_var_arg = true)]
+    pub command: Vec<String>,
+}
+
+pub fn run(args: VmArgs) -> Result<i32> {
+    match args.command {
+        VmCommand::FetchKernel { packages, format } => fetch(&packages, format),
+        VmCommand::Kernels { format } => kernels(format),
+        VmCommand::Probe {
+            kernel,
+            timeout,
+            format,
+        } => probe(kernel, timeout, format),
+        VmCommand::Run(a) => run_vm(a),
+    }
+}
+
+fn fetch(packages: &[String], format: Format) -> Result<i32> {
+    let mut got = Vec::new();
+    for p in packages {
+        let k = vm::fetch_kernel(p)?;
+        if format == Format::Text {
+            println!(
+                "{}  {}  {}\n  vmlinuz {}\n  modules {}",
+                k.package,
+                k.version,
+                k.release,
+                k.vmlinuz.display(),
+                k.modules.display()
+            );
+        }
+        got.push(k);
+    }
+    if format == Format::Json {
+        println!("{}", serde_json::to_string_pretty(&got)?);
+    }
+    Ok(0)
+}
+
+fn kernels(format: Format) -> Result<i32> {
+    let cache = vm::cache_dir()?;
+    let ks = vm::kernel::cached_kernels(&cache);
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&ks)?),
+        Format::Text => {
+            if ks.is_empty() {
+                println!("no kernels in {}", cache.display());
+            }
+            for k in ks {
+                println!(
+                    "{}  {}  {}  {}",
+                    k.package,
+                    k.version,
+                    k.release,
+                    k.vmlinuz.display()
+                );
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn secs(flag: &str, s: f64) -> Result<Duration> {
+    if !(s > 0.0 && s < 1e7) {
+        return Err(crate::error::usage(format!(
+            "{flag} {s}: expected a positive number of seconds"
+        )));
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
+fn probe(kernel: Option<PathBuf>, timeout: f64, format: Format) -> Result<i32> {
+    let p = vm::kvm_usable(kernel.as_deref(), secs("--timeout", timeout)?);
+    vm::probe::store(&p);
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&p)?),
+        Format::Text => {
+            println!(
+                "kvm: {}",
+                serde_json::to_value(p.verdict)?.as_str().unwrap_or("?")
+            );
+            println!("  finding: {}", p.finding);
+            println!("  why: {}", p.why);
+            if let Some(f) = &p.fix {
+                println!("  fix: {f}");
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn run_vm(a: RunVmArgs) -> Result<i32> {
+    let (kernel, modules) = match (&a.kernel, &a.package) {
+        (Some(k), _) => (k.clone(), a.modules.clone()),
+        (None, Some(p)) => {
+            let k = vm::fetch_kernel(p)?;
+            (k.vmlinuz, a.modules.clone().or(Some(k.modules)))
+        }
+        (None, None) => {
+            return Err(crate::error::usage(
+                "expected --kernel PATH or --package NAME",
+            ));
+        }
+    };
+    let mut spec = VmSpec::new(kernel, a.command.join(" "));
+    spec.modules = modules;
+    spec.append = a.append.clone();
+    spec.cpus = a.cpus;
+    spec.memory_mib = a.memory;
+    spec.cpu_model = a.cpu.clone();
+    spec.boot_timeout = secs("--boot-timeout", a.boot_timeout)?;
+    spec.timeout = a.timeout.map(|t| secs("--timeout", t)).transpose()?;
+    spec.console_log = a.console.clone();
+    spec.console_events = a.show_console || a.format == Format::Json;
+    spec.accel = match a.accel {
+        AccelArg::Kvm => Accel::Kvm,
+        AccelArg::Tcg => Accel::Tcg,
+        AccelArg::Auto => {
+            let p = vm::kvm_usable_cached(Some(&spec.kernel), Duration::from_secs(30));
+            if p.usable() {
+                Accel::Kvm
+            } else {
+                eprintln!("abperf vm: using TCG: {}", p.finding);
+                Accel::Tcg
+            }
+        }
+    };
+    let mut vm = Vm::start(&spec)?;
+    let json = a.format == Format::Json;
+    if json {
+        emit(&serde_json::json!({"event": "started", "qemu_pid": vm.pid()}));
+    } else {
+        eprintln!("abperf vm: QEMU pid {} ({})", vm.pid(), spec.accel.as_str());
+    }
+    let mut outcome = None;
+    while let Some(ev) = vm.next_event() {
+        match ev {
+            Event::Booted(b) => {
+                if json {
+                    emit(&serde_json::json!({"event": "booted", "boot": b}));
+                } else {
+                    eprintln!(
+                        "abperf vm: booted {} under {} in {:.1} s; cmdline: {}",
+                        b.release,
+                        b.accel.as_str(),
+                        b.boot_seconds,
+                        b.cmdline
+                    );
+                }
+            }
+            Event::Line(l) => {
+                if json {
+                    emit(&serde_json::json!({"event": "line", "line": l}));
+                } else {
+                    let mut out = std::io::stdout().lock();
+                    let _ = writeln!(out, "{l}");
+                    let _ = out.flush();
+                }
+            }
+            Event::Console(l) => {
+                if a.show_console {
+                    eprintln!("{l}");
+                }
+                if json {
+                    emit(&serde_json::json!({"event": "console", "line": l}));
+                }
+            }
+            Event::Finished(o) => outcome = Some(o),
+        }
+    }
+    let o = outcome.expect("a VM's events end with Finished");
+    if json {
+        emit(&serde_json::json!({"event": "finished", "outcome": o}));
+    }
+    let tail = || {
+        if o.console_tail.is_empty() {
+            return "  (the console stayed empty)".to_string();
+        }
+        o.console_tail
+            .iter()
+            .rev()
+            .take(15)
+            .rev()
+            .map(|l| format!("  | {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    match &o.exit {
+        Exit::Command(code) => {
+            if !json {
+                eprintln!(
+                    "abperf vm: command exited with {code} after {:.1} s ({} result lines)",
+                    o.seconds, o.lines
+                );
+            }
+            Ok(*code)
+        }
+        Exit::Interrupted(sig) => {
+            eprintln!(
+                "abperf vm: interrupted by {}; the VM was killed",
+                vm::guard::signal_name(*sig)
+            );
+            Ok(128 + sig)
+        }
+        Exit::QemuFailed(msg) => anyhow::bail!("{msg}"),
+        Exit::GuestError(msg) => anyhow::bail!("the guest could not set up: {msg}\n{}", tail()),
+        Exit::BootTimeout(t) => {
+            anyhow::bail!(
+                "the command had not started {t:.0} s after QEMU started; console:\n{}",
+                tail()
+            )
+        }
+        Exit::Timeout(t) => anyhow::bail!("the VM ran longer than {t:.0} s and was killed"),
+        Exit::GuestDied => anyhow::bail!(
+            "the guest ended without the command's exit status (panic or crash); console:\n{}",
+            tail()
+        ),
+        Exit::Killed => anyhow::bail!("the VM was killed"),
+    }
+}
+
+fn emit(v: &serde_json::Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{v}");
+    let _ = out.flush();
+}

@@ -1,0 +1,219 @@
+//! `abperf workload list | show NAME | exec NAME [k=v ...] | prepare NAME [k=v ...]`: the
+//! built-in workloads.
+
+use crate::workload::{self, Interrupted, metrics};
+use anyhow::Result;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WorkloadArgs {
+    #[command(subcommand)]
+    pub cmd: WorkloadCmd,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum WorkloadCmd {
+    /// List the built-in workloads
+    List {
+        /// Output format
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// What a workload stresses, its kernel paths, parameters, metrics and run time here
+    Show {
+        /// The workload (see `workload list`)
+        name: String,
+        /// Output format
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Run a workload in this process. Metrics: one JSON line each to the file named by
+    /// $ABPERF_METRICS_FILE, else a table on stderr
+    Exec {
+        /// The workload (see `workload list`)
+        name: String,
+        /// Parameters (see `workload show NAME`); seed=N fixes every random choice
+        #[arg(value_name = "NAME=VALUE")]
+        params: Vec<String>,
+    },
+    /// The untimed step to run before each timed `exec` (kbuild: configure, make clean)
+    Prepare {
+        /// The workload (see `workload list`)
+        name: String,
+        /// Parameters, the same as the timed `exec` will get
+        #[arg(value_name = "NAME=VALUE")]
+        params: Vec<String>,
+    },
+}
+
+pub fn run(args: WorkloadArgs) -> Result<i32> {
+    match args.cmd {
+        WorkloadCmd::List { format } => {
+            list(format);
+            Ok(0)
+        }
+        WorkloadCmd::Show { name, format } => show(&name, format),
+        WorkloadCmd::Exec { name, params } => {
+            let w = workload::find(&name)?;
+            let p = w.parse(&params)?;
+            match w.exec(&p) {
+                Ok(ms) => {
+                    metrics::emit(&w.title(&p), &ms)?;
+                    Ok(0)
+                }
+                Err(e) => interrupted(w.name, e),
+            }
+        }
+        WorkloadCmd::Prepare { name, params } => {
+            let w = workload::find(&name)?;
+            let p = w.parse(&params)?;
+            match w.prepare(&p) {
+                Ok(()) => Ok(0),
+                Err(e) => interrupted(w.name, e),
+            }
+        }
+    }
+}
+
+/// A workload stopped by a signal has cleaned up: exit 128+N, as a shell would report it.
+fn interrupted(name: &str, e: anyhow::Error) -> Result<i32> {
+    match e.downcast_ref::<Interrupted>() {
+        Some(Interrupted(sig)) => {
+            eprintln!("abperf: workload {name}: stopped by signal {sig}, cleaned up");
+            Ok(128 + sig)
+        }
+        None => Err(e),
+    }
+}
+
+fn list(format: Format) {
+    let all = workload::all();
+    match format {
+        Format::Json => {
+            let d: Vec<_> = all.iter().map(|w| w.describe()).collect();
+            println!("{}", serde_json::to_string_pretty(&d).expect("serialises"));
+        }
+        Format::Text => {
+            let w = all.iter().map(|w| w.name.len()).max().unwrap_or(4);
+            println!("{:<w$}  VERSION  SUMMARY", "NAME");
+            for x in all {
+                println!("{:<w$}  {:>7}  {}", x.name, x.version, x.summary);
+            }
+        }
+    }
+}
+
+/// Findings about this machine that decide whether the workload can run here.
+fn machine_notes(name: &str) -> Vec<String> {
+    match name {
+        "page-aging" => {
+            let mut v = workload::cgroup::describe();
+            let swap = workload::sys::meminfo_kib("SwapTotal").unwrap_or(0);
+            v.push(if swap == 0 {
+                "swap: none (backing=anon cannot be reclaimed; backing=file works)".into()
+            } else {
+                format!("swap: {} MiB (backing=anon usable)", swap / 1024)
+            });
+            v
+        }
+        "kbuild" => {
+            let mut v = Vec::new();
+            let missing: Vec<&str> = ["make", "gcc", "bc", "flex", "bison", "xz", "tar"]
+                .into_iter()
+                .filter(|c| !on_path(c))
+                .collect();
+            v.push(if missing.is_empty() {
+                "tools: make gcc bc flex bison xz tar found".into()
+            } else {
+                format!(
+                    "tools missing: {} (Debian: make gcc libc6-dev bc flex bison xz-utils tar)",
+                    missing.join(" ")
+                )
+            });
+            let srcs: Vec<String> = std::fs::read_dir("/usr/src")
+                .map(|rd| {
+                    rd.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .filter(|n| n.starts_with("linux-source-") && n.contains(".tar."))
+                        .collect()
+                })
+                .unwrap_or_default();
+            v.push(if srcs.is_empty() {
+                "tree=debian: no /usr/src/linux-source-*.tar.* (apt-get install linux-source)"
+                    .into()
+            } else {
+                format!("tree=debian: /usr/src/{}", srcs.join(", /usr/src/"))
+            });
+            v
+        }
+        "flush-storm" => vec![format!(
+            "CPUs this process may use: {:?}",
+            workload::sys::allowed_cpus()
+        )],
+        _ => Vec::new(),
+    }
+}
+
+fn on_path(cmd: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p).any(|d| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(d.join(cmd))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+fn show(name: &str, format: Format) -> Result<i32> {
+    let w = workload::find(name)?;
+    let d = w.describe();
+    let notes = machine_notes(w.name);
+    match format {
+        Format::Json => {
+            let mut v = serde_json::to_value(&d)?;
+            v["this_machine"] = serde_json::to_value(&notes)?;
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        Format::Text => {
+            println!("{} (version {})", d.name, d.version);
+            println!("  {}", d.summary);
+            println!("modelled on: {}", d.modelled_on);
+            println!("stresses: {}", d.stresses);
+            println!("kernel paths:");
+            for k in d.kernel_paths {
+                println!("  - {k}");
+            }
+            println!("parameters (NAME=VALUE; lists inside a value are joined with '+'):");
+            for p in &d.params {
+                println!("  {}={}  ({})", p.name, p.default, p.allowed);
+                println!("      {}", p.help);
+            }
+            println!("metrics:");
+            let nw = d.metrics.iter().map(|m| m.name.len()).max().unwrap_or(0);
+            let uw = d.metrics.iter().map(|m| m.unit.len()).max().unwrap_or(0);
+            for m in d.metrics {
+                println!(
+                    "  {:<nw$}  {:<uw$}  {:<16}  {}",
+                    m.name,
+                    m.unit,
+                    m.direction.as_str(),
+                    m.help
+                );
+            }
+            println!("prepare: {}", d.prepare.unwrap_or("nothing to prepare"));
+            println!("run time here (2 vCPUs): {}", d.runtime);
+            if !notes.is_empty() {
+                println!("this machine:");
+                for n in notes {
+                    println!("  {n}");
+                }
+            }
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,896 @@
+//! `tlb-miss`: what a data TLB miss costs and how many pages the TLBs reach, separated from
+//! cache effects.
+//!
+//! Every chase is a random cyclic pointer chain, one node per cache line, timed per access:
+//! - `4k`: one node in each of N consecutive 4 KiB pages (no THP), at a random line of its page;
+//! - `2m`: the same layout in memory backed by transparent huge pages;
+//! - `2m-sparse`: one node in each of H 2 MiB huge pages, at a random line of one of its 4 KiB
+//!   pages (see [`build_chase`]);
+//! - `dense`: N nodes in N consecutive lines (N/64 pages): as many distinct lines, no TLB misses
+//!   while N/64 pages fit the L1 DTLB.
+//!
+//! The random lines are balanced: each run of 64 consecutive nodes takes each of the 64 line slots
+//! of a page once, so that every chase loads each L1 set with N/64 nodes like the dense chase does
+//! (a fixed page offset would put all nodes into one L1 set and measure conflict misses). Each
+//! sample builds a fresh chain (new order and lines). Chases stay within a quarter of the L2
+//! cache (CPUID), so that data and page tables stay in L2 and the difference `4k - dense` at the
+//! same N is the TLB's. The reach is where that difference steps up: a two-step logistic fit in
+//! log N finds the L1 DTLB step (misses that hit the second-level TLB) and the STLB step (page
+//! walks); the midpoint of a step (half of the accesses miss) is the reach. The chase visits its
+//! pages in the same order every lap, so an LRU TLB of C entries hits all of them up to C pages
+//! and none beyond; with W ways and balanced sets the midpoint lies up to C/(2W) above C (96
+//! entries in 6 ways: ~103), and entries taken by other translations (code, stack, the SMT
+//! sibling's) move the onset below C. The CPUID-reported TLB sizes are shown beside it.
+//!
+//! Above 64 x the L1 DTLB's entries the dense chase itself misses the L1 DTLB unless its huge
+//! pages get 2 MiB TLB entries, which lowers `4k - dense` there by at most an STLB hit.
+
+use super::caches::{P2M, P4K, Topology};
+use super::harness::median;
+use super::mem::{HUGE, Mapping, PAGE, anon_huge_kib, madvise, thp_mode};
+use super::timer::{start, stop};
+use super::{Options, Sink};
+use anyhow::Result;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+
+const LINE: usize = 64;
+
+/// Geometric grid from `lo` up to `hi`, `per_octave` points per doubling, rounded and distinct.
+pub fn grid(lo: usize, hi: usize, per_octave: u32) -> Vec<usize> {
+    let mut v: Vec<usize> = Vec::new();
+    for k in 0.. {
+        let x = (lo as f64 * 2f64.powf(k as f64 / per_octave as f64)).round() as usize;
+        if x > hi {
+            break;
+        }
+        if v.last() != Some(&x) {
+            v.push(x);
+        }
+    }
+    v
+}
+
+/// A random cyclic chain of `count` nodes, node i in the i-th `stride` of `base`: `stride` = 64
+/// gives a dense chain; for a page or more, the node's line in its 4 KiB page is chosen so that
+/// every 64 consecutive nodes take each line slot once (a random permutation per 64 nodes:
+/// balanced L1 sets), and for strides above a page node i sits in 4 KiB page (i + r) mod
+/// (stride / 4 KiB) of its stride (r random per chain), so that the low bits of the nodes' 4 KiB
+/// page numbers cycle too: a TLB that holds 4 KiB entries for huge pages (a VM whose host maps
+/// the guest's memory with 4 KiB pages) indexes its sets evenly, as it does for the consecutive
+/// pages of the 4 KiB chase. Returns the head.
+pub fn build_chase<'a>(
+    map: &'a Mapping,
+    count: usize,
+    stride: usize,
+    rng: &mut ChaCha8Rng,
+) -> Chain<'a> {
+    assert!(
+        count > 0 && map.base as usize - map.ptr as usize + count * stride <= map.len,
+        "a chain of {count} x {stride} bytes does not fit a mapping of {} bytes",
+        map.len
+    );
+    let base = map.base;
+    let pages = (stride / PAGE).max(1);
+    let r = rng.random_range(0..pages);
+    let mut perm: [usize; 64] = std::array::from_fn(|i| i);
+    let mut node = Vec::with_capacity(count);
+    for i in 0..count {
+        let off = if stride >= PAGE {
+            if i % 64 == 0 {
+                perm.shuffle(rng);
+            }
+            (i + r) % pages * PAGE + perm[i % 64] * LINE
+        } else {
+            0
+        };
+        // SAFETY: inside the mapping (checked above).
+        node.push(unsafe { base.add(i * stride + off) } as *mut usize);
+    }
+    let mut order: Vec<usize> = (0..count).collect();
+    order.shuffle(rng);
+    for w in 0..count {
+        // SAFETY: as above; nodes are 8-byte aligned.
+        unsafe { *node[order[w]] = node[order[(w + 1) % count]] as usize };
+    }
+    Chain {
+        head: node[order[0]],
+        _map: map,
+    }
+}
+
+/// A chain built in a mapping it borrows.
+pub struct Chain<'a> {
+    pub head: *const usize,
+    _map: &'a Mapping,
+}
+
+impl Chain<'_> {
+    /// Follow the chain `steps` times from the head; returns where it stopped.
+    pub fn run(&self, steps: usize) -> *const usize {
+        // SAFETY: the chain's nodes point to nodes inside the borrowed, live mapping.
+        unsafe { chase(self.head, steps) }
+    }
+}
+
+/// Follow the chain `steps` times. Written in assembly so that the loop is the same in debug
+/// and release builds: one dependent load per iteration.
+///
+/// # Safety
+/// `p` must be a node of a cyclic chain whose nodes all point to live nodes of the chain.
+#[inline(never)]
+unsafe fn chase(p: *const usize, steps: usize) -> *const usize {
+    if steps == 0 {
+        return p;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut p = p;
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                "2:",
+                "mov {p}, qword ptr [{p}]",
+                "dec {n}",
+                "jnz 2b",
+                p = inout(reg) p,
+                n = inout(reg) steps => _,
+                options(nostack, readonly),
+            );
+        }
+        p
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let mut p = p;
+        // SAFETY: as above.
+        unsafe {
+            core::arch::asm!(
+                "2:",
+                "ldr {p}, [{p}]",
+                "subs {n}, {n}, 1",
+                "b.ne 2b",
+                p = inout(reg) p,
+                n = inout(reg) steps => _,
+                options(nostack, readonly),
+            );
+        }
+        p
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let mut p = p;
+        for _ in 0..steps {
+            // SAFETY: as above.
+            p = unsafe { std::ptr::read_volatile(p) } as *const usize;
+        }
+        p
+    }
+}
+
+/// One step of a staircase fitted in log N.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Step {
+    /// N at the step's midpoint (half of its height reached): the reach.
+    pub at: f64,
+    /// Rise of the curve across the step.
+    pub height: f64,
+    /// Width of the logistic in ln N (0.02: a cliff within 2%; 0.3: spread over an octave).
+    pub width: f64,
+}
+
+impl Step {
+    /// N at which the step has risen by a tenth of its height: where misses begin.
+    pub fn onset(&self) -> f64 {
+        self.at * (-self.width * 9f64.ln()).exp()
+    }
+}
+
+/// `y = base + sum of height * logistic((ln N - ln at) / width)` fitted to the points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Staircase {
+    pub base: f64,
+    pub steps: Vec<Step>,
+    /// Residual standard deviation of the fit.
+    pub sigma: f64,
+}
+
+/// Fit up to `max_steps` (1 or 2) rising steps to `(N, y)` points (N ascending, at least 6), by
+/// least squares over a grid of midpoints (1/16 octave) and widths; the number of steps is the
+/// one with the lowest BIC among fits whose every step rises by more than `min_height` and by
+/// more than 4 noise standard deviations (estimated from successive differences). A midpoint must lie between the first and last N
+/// (10% inside), with steps at least 1.5x apart.
+pub fn fit_staircase(points: &[(f64, f64)], max_steps: usize, min_height: f64) -> Staircase {
+    let n = points.len();
+    let y: Vec<f64> = points.iter().map(|p| p.1).collect();
+    let mean = y.iter().sum::<f64>() / n.max(1) as f64;
+    let sse0: f64 = y.iter().map(|v| (v - mean).powi(2)).sum();
+    let flat = |sse: f64| Staircase {
+        base: mean,
+        steps: vec![],
+        sigma: (sse / n.saturating_sub(1).max(1) as f64).sqrt(),
+    };
+    if n < 6 || max_steps == 0 {
+        return flat(sse0);
+    }
+    let lx: Vec<f64> = points.iter().map(|p| p.0.ln()).collect();
+    let (lo, hi) = (lx[0] + 0.1, lx[n - 1] - 0.1);
+    struct Basis {
+        c: f64,
+        w: f64,
+        s: Vec<f64>,
+        ss: f64,
+        s1: f64,
+        sy: f64,
+    }
+    let mut bases = Vec::new();
+    let mut c = lo;
+    while c <= hi {
+        for w in [0.02, 0.05, 0.1, 0.2, 0.35] {
+            let s: Vec<f64> = lx
+                .iter()
+                .map(|x| 1.0 / (1.0 + (-(x - c) / w).exp()))
+                .collect();
+            let ss = s.iter().map(|v| v * v).sum();
+            let s1 = s.iter().sum();
+            let sy = s.iter().zip(&y).map(|(a, b)| a * b).sum();
+            bases.push(Basis {
+                c,
+                w,
+                s,
+                ss,
+                s1,
+                sy,
+            });
+        }
+        c += std::f64::consts::LN_2 / 16.0;
+    }
+    let (sy, nn) = (y.iter().sum::<f64>(), n as f64);
+    let yy: f64 = y.iter().map(|v| v * v).sum();
+    let bic = |sse: f64, k: usize| nn * (sse / nn).max(1e-12).ln() + (1 + 3 * k) as f64 * nn.ln();
+    // Noise from successive differences (robust to the steps themselves and to a misfit of
+    // the step's shape): a step must rise by more than 4 of these.
+    let mut d: Vec<f64> = y.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+    d.sort_by(f64::total_cmp);
+    let noise = 1.4826 * d[d.len() / 2] / std::f64::consts::SQRT_2;
+    let ok = |h: &[f64]| h.iter().all(|&h| h > min_height && h > 4.0 * noise);
+    let mut best = (bic(sse0, 0), flat(sse0));
+    // One step: y = a + h s.
+    for b in &bases {
+        let det = nn * b.ss - b.s1 * b.s1;
+        if det.abs() < 1e-12 {
+            continue;
+        }
+        let h = (nn * b.sy - b.s1 * sy) / det;
+        let a = (sy - h * b.s1) / nn;
+        let sse = (yy - 2.0 * (a * sy + h * b.sy) + a * a * nn + 2.0 * a * h * b.s1 + h * h * b.ss)
+            .max(0.0);
+        if ok(&[h]) && bic(sse, 1) < best.0 {
+            best = (
+                bic(sse, 1),
+                Staircase {
+                    base: a,
+                    steps: vec![Step {
+                        at: b.c.exp(),
+                        height: h,
+                        width: b.w,
+                    }],
+                    sigma: (sse / (nn - 4.0).max(1.0)).sqrt(),
+                },
+            );
+        }
+    }
+    if max_steps >= 2 {
+        for (i, b1) in bases.iter().enumerate() {
+            for b2 in &bases[i + 1..] {
+                if b2.c < b1.c + 1.5f64.ln() {
+                    continue;
+                }
+                let s12: f64 = b1.s.iter().zip(&b2.s).map(|(a, b)| a * b).sum();
+                // Normal equations for (a, h1, h2).
+                let m = [[nn, b1.s1, b2.s1], [b1.s1, b1.ss, s12], [b2.s1, s12, b2.ss]];
+                let r = [sy, b1.sy, b2.sy];
+                let Some([a, h1, h2]) = solve3(m, r) else {
+                    continue;
+                };
+                // Least squares: SSE = y.y - beta . (X'y).
+                let sse = (yy - (a * r[0] + h1 * r[1] + h2 * r[2])).max(0.0);
+                if ok(&[h1, h2]) && bic(sse, 2) < best.0 {
+                    best = (
+                        bic(sse, 2),
+                        Staircase {
+                            base: a,
+                            steps: vec![
+                                Step {
+                                    at: b1.c.exp(),
+                                    height: h1,
+                                    width: b1.w,
+                                },
+                                Step {
+                                    at: b2.c.exp(),
+                                    height: h2,
+                                    width: b2.w,
+                                },
+                            ],
+                            sigma: (sse / (nn - 7.0).max(1.0)).sqrt(),
+                        },
+                    );
+                }
+            }
+        }
+    }
+    best.1
+}
+
+/// Solve a 3x3 linear system (Cramer's rule); None when singular.
+fn solve3(m: [[f64; 3]; 3], r: [f64; 3]) -> Option<[f64; 3]> {
+    let det = |m: &[[f64; 3]; 3]| {
+        m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
+            - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+            + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0])
+    };
+    let d = det(&m);
+    if d.abs() < 1e-9 * (1.0 + m[0][0].abs() * m[1][1].abs() * m[2][2].abs()) {
+        return None;
+    }
+    let mut out = [0.0; 3];
+    for (col, o) in out.iter_mut().enumerate() {
+        let mut mc = m;
+        for row in 0..3 {
+            mc[row][col] = r[row];
+        }
+        *o = det(&mc) / d;
+    }
+    Some(out)
+}
+
+/// A region for one kind of chase.
+struct Region {
+    kind: &'static str,
+    map: Mapping,
+    stride: usize,
+}
+
+/// THP backing of a region: map, touch once per `touch_stride`, collapse if short; the share of
+/// it backed by huge pages (0..1).
+fn huge_region(len: usize, touch_stride: usize) -> Result<(Mapping, f64)> {
+    let m = Mapping::anon(len, HUGE, Some(true))?;
+    for off in (0..len).step_by(touch_stride) {
+        // SAFETY: inside the mapping.
+        unsafe { std::ptr::write_volatile(m.base.add(off), 1) };
+    }
+    let want = (len / 1024) as u64;
+    if anon_huge_kib(m.base).unwrap_or(0) < want {
+        // Synchronous collapse (Linux 6.1+); ignored where unsupported.
+        let _ = madvise(m.base, len, 25 /* MADV_COLLAPSE */);
+    }
+    let kib = anon_huge_kib(m.base).unwrap_or(0);
+    Ok((m, kib as f64 / want as f64))
+}
+
+fn level_text(entries: Option<u32>, what: &str) -> String {
+    match entries {
+        Some(e) => format!("CPUID: {what} {e} entries"),
+        None => format!("CPUID does not report the {what}"),
+    }
+}
+
+/// `tlb-miss`: see the module documentation.
+pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
+    let topo = Topology::detect();
+    let (l1_4k, l2_4k) = (topo.dtlb(1, P4K), topo.dtlb(2, P4K));
+    let (l1_2m, l2_2m) = (topo.dtlb(1, P2M), topo.dtlb(2, P2M));
+    let l1d = topo.data_cache(1).map(|c| c.bytes as usize);
+    let l2 = topo.data_cache(2).map(|c| c.bytes as usize);
+    // Chases up to a quarter of the L2 (data; the page tables add an eighth of that), or 2.5x
+    // the reported STLB, but never beyond half of the L2.
+    let l2_lines = l2.unwrap_or(1 << 20) / LINE;
+    let n_max = (l2_lines / 4)
+        .max(l2_4k.unwrap_or(0) as usize * 5 / 2)
+        .min(l2_lines / 2)
+        .clamp(1024, 1 << 16);
+    let per_octave = if opts.quick { 4 } else { 8 };
+    let ns = grid(8, n_max, per_octave);
+    let n_top = *ns.last().expect("grid");
+    let h_max = 256;
+    let hs = grid(4, h_max, per_octave);
+    let rounds = opts.samples(7, 21).max(3);
+    let min_steps = if opts.quick { 30_000 } else { 100_000 };
+    let oh = sink.timer.overhead;
+    sink.notes.push(format!("tlb-miss: {}", topo.describe()));
+    for n in &topo.notes {
+        sink.notes.push(format!("tlb-miss: {n}"));
+    }
+    sink.notes.push(format!(
+        "tlb-miss: 4 KiB chases of 8..{n_top} pages: data {} KiB + page tables {} KiB at most, {} \
+         of the L2 ({}); dense chase of as many lines",
+        n_top * LINE / 1024,
+        n_top * 8 / 1024,
+        match l2 {
+            Some(b) => format!("{:.0}%", 100.0 * (n_top * (LINE + 8)) as f64 / b as f64),
+            None => "L2 size unknown, 1 MiB assumed".into(),
+        },
+        l2.map(|b| format!("{} KiB", b / 1024))
+            .unwrap_or_else(|| "?".into())
+    ));
+
+    let thp = thp_mode();
+    let thp_ok = matches!(thp.as_deref(), Some("always") | Some("madvise"));
+    let mut regions = Vec::new();
+    let dense_len = (ns.last().copied().unwrap_or(8).max(h_max) * LINE).div_ceil(HUGE) * HUGE;
+    let dense = Mapping::anon(dense_len, HUGE, if thp_ok { Some(true) } else { None })?;
+    dense.touch_write(dense_len / PAGE);
+    regions.push(Region {
+        kind: "dense",
+        map: dense,
+        stride: LINE,
+    });
+    let small = Mapping::anon(n_top * PAGE, PAGE, Some(false))?;
+    small.touch_write(n_top);
+    regions.push(Region {
+        kind: "4k",
+        map: small,
+        stride: PAGE,
+    });
+    if thp_ok {
+        let (m, share) = huge_region((n_top * PAGE).div_ceil(HUGE) * HUGE, PAGE)?;
+        sink.notes.push(format!(
+            "tlb-miss: 2m chase region {:.0}% backed by huge pages",
+            100.0 * share
+        ));
+        if share < 0.9 {
+            sink.skip(
+                "tlb-miss",
+                Some("2m".into()),
+                format!(
+                    "THP is '{}' but only {:.0}% of the region got huge pages (fragmented memory?)",
+                    thp.as_deref().unwrap_or("?"),
+                    100.0 * share
+                ),
+            );
+        } else {
+            regions.push(Region {
+                kind: "2m",
+                map: m,
+                stride: PAGE,
+            });
+        }
+        let (m, share) = huge_region(h_max * HUGE, HUGE)?;
+        sink.notes.push(format!(
+            "tlb-miss: 2m-sparse region ({h_max} huge pages) {:.0}% backed by huge pages",
+            100.0 * share
+        ));
+        if share < 0.9 {
+            sink.skip("tlb-miss", Some("2m-sparse".into()), format!(
+                "THP is '{}' but only {:.0}% of {h_max} huge pages were allocated (fragmented memory?)",
+                thp.as_deref().unwrap_or("?"), 100.0 * share));
+        } else {
+            regions.push(Region {
+                kind: "2m-sparse",
+                map: m,
+                stride: HUGE,
+            });
+        }
+    } else {
+        let why = match thp.as_deref() {
+            Some(mode) => format!("THP is '{mode}' (left unchanged)"),
+            None => "kernel has no transparent huge pages".into(),
+        };
+        sink.skip("tlb-miss", Some("2m".into()), why.clone());
+        sink.skip("tlb-miss", Some("2m-sparse".into()), why);
+    }
+
+    // Configurations: (region index, N); the dense chase at every N of both grids.
+    let mut configs: Vec<(usize, usize)> = Vec::new();
+    for (ri, r) in regions.iter().enumerate() {
+        let sizes: Vec<usize> = match r.kind {
+            "dense" => {
+                let mut v: Vec<usize> = ns.iter().chain(&hs).copied().collect();
+                v.sort();
+                v.dedup();
+                v
+            }
+            "2m-sparse" => hs.clone(),
+            _ => ns.clone(),
+        };
+        configs.extend(sizes.into_iter().map(|n| (ri, n)));
+    }
+    let mut got: BTreeMap<(usize, usize), Vec<f64>> = BTreeMap::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(0x7b1c);
+    for _round in 0..rounds {
+        configs.shuffle(&mut rng);
+        for &(ri, n) in &configs {
+            let r = &regions[ri];
+            let chain = build_chase(&r.map, n, r.stride, &mut rng);
+            let steps = min_steps.max(4 * n);
+            std::hint::black_box(chain.run(2 * n));
+            let t0 = start();
+            let p = chain.run(steps);
+            let t1 = stop();
+            std::hint::black_box(p);
+            got.entry((ri, n))
+                .or_default()
+                .push((t1.wrapping_sub(t0) as f64 - oh) / steps as f64);
+        }
+    }
+    let mut med: BTreeMap<(&'static str, usize), f64> = BTreeMap::new();
+    for ((ri, n), s) in got {
+        let r = &regions[ri];
+        med.insert((r.kind, n), median(&s));
+        let (page, unit) = match r.kind {
+            "dense" => ("dense", "lines"),
+            "4k" => ("4K", "pages"),
+            "2m" => ("2M", "pages"),
+            _ => ("2M", "huge_pages"),
+        };
+        let mut params = vec![
+            ("chain", r.kind.to_string()),
+            ("page", page.to_string()),
+            ("stride_bytes", r.stride.to_string()),
+            ("footprint_lines", n.to_string()),
+        ];
+        // The dense and page-strided chases share the `nodes` key (one row per N in tables);
+        // the sparse chase counts huge pages.
+        params.push((
+            if unit == "huge_pages" {
+                "huge_pages"
+            } else {
+                "nodes"
+            },
+            n.to_string(),
+        ));
+        sink.add(
+            "tlb-miss",
+            format!("tlb-miss/{}/n={n}", r.kind),
+            &params,
+            "access",
+            1,
+            s,
+        );
+    }
+
+    let miss_of = |kind: &str, sizes: &[usize]| -> Vec<(f64, f64)> {
+        sizes
+            .iter()
+            .filter_map(|&n| Some((n as f64, med.get(&(kind, n))? - med.get(&("dense", n))?)))
+            .collect()
+    };
+    let ticks_per_cycle = sink.timer.hz / 1e9 / sink.timer.core_ghz;
+    let cyc = |t: f64| format!("{t:.1} cycles (~{:.0} core cycles)", t / ticks_per_cycle);
+
+    // The dense chase on its own: its first step is the L1 data cache (a check of the method).
+    let dense_pts: Vec<(f64, f64)> = ns
+        .iter()
+        .filter_map(|&n| Some((n as f64, *med.get(&("dense", n))?)))
+        .collect();
+    let fd = fit_staircase(&dense_pts, 1, 0.5);
+    let l1d_text = l1d
+        .map(|b| format!("CPUID: {} KiB = {} lines", b / 1024, b / LINE))
+        .unwrap_or_else(|| "CPUID does not report it".into());
+    match fd.steps.first() {
+        Some(s) => sink.finding("tlb-miss", "dense-l1d-lines", Some(s.at.round()), "lines", format!(
+            "dense chase (no TLB misses): L1 data cache reach ~{:.0} lines = {:.0} KiB ({l1d_text}); \
+             +{} per access beyond it", s.at, s.at * LINE as f64 / 1024.0, cyc(s.height))),
+        None => sink.finding("tlb-miss", "dense-l1d-lines", None, "lines", format!(
+            "dense chase: no step up to {n_top} lines ({l1d_text})")),
+    }
+
+    // 4 KiB pages.
+    let m4 = miss_of("4k", &ns);
+    let f4 = fit_staircase(&m4, 2, 1.0);
+    let m4_first = f4.steps.first().map(|s| s.at);
+    if let Some(&(_, top)) = m4.last() {
+        sink.finding(
+            "tlb-miss",
+            "4k-miss-cycles",
+            Some(top),
+            "cycles",
+            format!(
+                "4k pages, {n_top} pages: {} per access above the dense chain",
+                cyc(top)
+            ),
+        );
+        let (l1, l2s) = match f4.steps.len() {
+            2 => (Some(f4.steps[0]), Some(f4.steps[1])),
+            // One step: the level whose CPUID-reported entries lie nearer (in log); without
+            // CPUID, below 256 pages it is the L1 DTLB's (x86 and Arm L1 DTLBs hold 32-128
+            // entries for 4 KiB pages, second-level TLBs 512-4096).
+            1 => {
+                let s = f4.steps[0];
+                let l1_like = match (l1_4k, l2_4k) {
+                    (Some(a), Some(b)) => {
+                        (s.at / a as f64).ln().abs() < (s.at / b as f64).ln().abs()
+                    }
+                    _ => s.at < 256.0,
+                };
+                if l1_like {
+                    (Some(s), None)
+                } else {
+                    (None, Some(s))
+                }
+            }
+            _ => (None, None),
+        };
+        let l1t = level_text(l1_4k, "L1 DTLB for 4 KiB pages");
+        match l1 {
+            Some(s) => sink.finding(
+                "tlb-miss",
+                "4k-l1-reach",
+                Some(s.at.round()),
+                "pages",
+                format!(
+                    "4k pages: L1 DTLB reach ~{:.0} pages ({l1t}; half of the accesses miss there, \
+                 misses begin at ~{:.0}): beyond it each access pays {} (a miss that hits the \
+                 second-level TLB)",
+                    s.at,
+                    s.onset(),
+                    cyc(s.height)
+                ),
+            ),
+            None => sink.finding(
+                "tlb-miss",
+                "4k-l1-reach",
+                None,
+                "pages",
+                format!("4k pages: no L1 DTLB step found in 8..{n_top} pages ({l1t})"),
+            ),
+        }
+        let l2t = level_text(l2_4k, "second-level TLB for 4 KiB pages");
+        match l2s {
+            Some(s) => sink.finding(
+                "tlb-miss",
+                "4k-l2-reach",
+                Some(s.at.round()),
+                "pages",
+                format!(
+                    "4k pages: second-level TLB reach ~{:.0} pages ({l2t}; half of the accesses \
+                 miss there, misses begin at ~{:.0}): beyond it each access pays {} more (a page \
+                 walk, page tables in the caches)",
+                    s.at,
+                    s.onset(),
+                    cyc(s.height)
+                ),
+            ),
+            None => sink.finding(
+                "tlb-miss",
+                "4k-l2-reach",
+                None,
+                "pages",
+                format!(
+                    "4k pages: no second-level TLB step found up to {n_top} pages ({l2t}); the \
+                 chases stop at a quarter of the L2 cache"
+                ),
+            ),
+        }
+    }
+
+    // The same layout on huge pages: what THP saves at the same footprint.
+    let m2 = miss_of("2m", &ns);
+    if let (Some(&(_, top2)), Some(&(_, top4))) = (m2.last(), m4.last()) {
+        sink.finding("tlb-miss", "2m-miss-cycles", Some(top2), "cycles", format!(
+            "2m pages, {n_top} 4 KiB strides: {} per access above the dense chain (4 KiB pages: {:.1})",
+            cyc(top2), top4));
+        let f = fit_staircase(&m2, 2, 1.0);
+        if let Some(s) = f.steps.first()
+            && (s.at / m4_first.unwrap_or(f64::INFINITY) - 1.0).abs() < 0.25
+        {
+            sink.notes.push(format!(
+                "tlb-miss: the 4 KiB-strided chase on huge pages steps up at ~{:.0} pages like \
+                 the one on 4 KiB pages: the TLB holds 4 KiB entries for this memory (on a VM: the \
+                 host maps guest memory with 4 KiB pages, and a TLB entry covers the smaller of \
+                 the guest's and the host's page); huge pages still shorten the walks",
+                s.at
+            ));
+        }
+    }
+
+    // One node per huge page: the reach of 2 MiB entries.
+    let ms = miss_of("2m-sparse", &hs);
+    if !ms.is_empty() {
+        let f = fit_staircase(&ms, 2, 1.0);
+        let l1t = level_text(l1_2m, "L1 DTLB for 2 MiB pages");
+        let l2t = level_text(l2_2m, "second-level TLB for 2 MiB pages");
+        match f.steps.first() {
+            Some(s) => {
+                let same = m4_first
+                    .filter(|r| (s.at / r - 1.0).abs() < 0.25)
+                    .map(|r| {
+                        format!(
+                            "; as many as 4 KiB pages (~{r:.0}): this memory gets 4 KiB TLB entries"
+                        )
+                    })
+                    .unwrap_or_default();
+                sink.finding(
+                    "tlb-miss",
+                    "2m-reach",
+                    Some(s.at.round()),
+                    "huge pages",
+                    format!(
+                        "2m pages: L1 DTLB reach ~{:.0} huge pages ({l1t}{same}; misses begin at \
+                     ~{:.0}); beyond it each access pays {}; {l2t}, not reached by {h_max} huge \
+                     pages ({} MiB)",
+                        s.at,
+                        s.onset(),
+                        cyc(s.height),
+                        h_max * 2
+                    ),
+                );
+            }
+            None => sink.finding(
+                "tlb-miss",
+                "2m-reach",
+                None,
+                "huge pages",
+                format!("2m pages: no TLB step in 4..{h_max} huge pages ({l1t}; {l2t})"),
+            ),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn curve(ns: &[usize], f: impl Fn(f64) -> f64) -> Vec<(f64, f64)> {
+        ns.iter().map(|&n| (n as f64, f(n as f64))).collect()
+    }
+
+    #[test]
+    fn grid_is_geometric_and_distinct() {
+        let g = grid(8, 8192, 4);
+        assert_eq!(g[0], 8);
+        assert_eq!(*g.last().unwrap(), 8192);
+        assert!(g.contains(&64) && g.contains(&1024));
+        assert!(g.windows(2).all(|w| w[1] > w[0]));
+        assert_eq!(g.len(), 41);
+    }
+
+    #[test]
+    fn chase_visits_every_node_with_balanced_sets() {
+        let n = 256;
+        let m = Mapping::anon(n * PAGE, PAGE, None).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let chain = build_chase(&m, n, PAGE, &mut rng);
+        let head = chain.head;
+        let mut seen = std::collections::HashSet::new();
+        let mut per_set = [0usize; 64];
+        for k in 0..n {
+            let p = chain.run(k);
+            assert!(seen.insert(p as usize));
+            let off = p as usize - m.base as usize;
+            assert_eq!(off % LINE, 0);
+            per_set[off % PAGE / LINE] += 1;
+        }
+        assert_eq!(chain.run(n), head, "cyclic");
+        assert!(per_set.iter().all(|&c| c == n / 64), "{per_set:?}");
+        // Every node in its own page, not all at one offset.
+        let pages: std::collections::HashSet<usize> =
+            seen.iter().map(|a| (a - m.base as usize) / PAGE).collect();
+        assert_eq!(pages.len(), n);
+        assert_eq!(chain.run(n), head);
+        assert_eq!(chain.run(0), head);
+    }
+
+    #[test]
+    fn staircase_finds_two_cliffs() {
+        let ns = grid(8, 8192, 4);
+        // L1 step of 5 at 96 (a cliff), a walk step of 37 spread around 2048.
+        let truth = |n: f64| {
+            5.0 / (1.0 + (-(n.ln() - 96f64.ln()) / 0.03).exp())
+                + 37.0 / (1.0 + (-(n.ln() - 2048f64.ln()) / 0.2).exp())
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for _ in 0..10 {
+            let pts: Vec<(f64, f64)> = curve(&ns, truth)
+                .into_iter()
+                .map(|(n, y)| (n, y + rng.random_range(-0.6..0.6)))
+                .collect();
+            let f = fit_staircase(&pts, 2, 1.0);
+            assert_eq!(f.steps.len(), 2, "{f:?}");
+            let (a, b) = (f.steps[0], f.steps[1]);
+            assert!((a.at / 96.0 - 1.0).abs() < 0.12, "{f:?}");
+            assert!((b.at / 2048.0 - 1.0).abs() < 0.12, "{f:?}");
+            assert!(
+                (a.height - 5.0).abs() < 1.0 && (b.height - 37.0).abs() < 2.0,
+                "{f:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn staircase_does_not_invent_steps() {
+        let ns = grid(8, 8192, 4);
+        let mut rng = ChaCha8Rng::seed_from_u64(6);
+        let flat: Vec<(f64, f64)> = curve(&ns, |_| 3.5)
+            .into_iter()
+            .map(|(n, y)| (n, y + rng.random_range(-0.3..0.3)))
+            .collect();
+        assert!(fit_staircase(&flat, 2, 1.0).steps.is_empty());
+        // A slow linear drift in log N is not a step either (below min_height across the range).
+        let drift = curve(&ns, |n| 0.05 * n.ln());
+        assert!(fit_staircase(&drift, 2, 1.0).steps.is_empty());
+        // One step only.
+        let one = curve(&ns, |n| if n > 100.0 { 6.0 } else { 0.0 });
+        let f = fit_staircase(&one, 2, 1.0);
+        assert_eq!(f.steps.len(), 1, "{f:?}");
+        assert!(f.steps[0].at > 91.0 && f.steps[0].at < 108.0, "{f:?}");
+        assert!(
+            fit_staircase(&one[..4], 2, 1.0).steps.is_empty(),
+            "too few points"
+        );
+    }
+
+    #[test]
+    fn staircase_of_this_vm() {
+        // tlb-miss --quick on the development VM (2026-12): 4k minus dense, ticks per access.
+        let pts = [
+            (8.0, -0.0),
+            (10.0, 0.0),
+            (11.0, 0.0),
+            (13.0, 0.0),
+            (16.0, -0.0),
+            (19.0, -0.0),
+            (23.0, 0.0),
+            (27.0, 0.0),
+            (32.0, 0.0),
+            (38.0, 0.0),
+            (45.0, 0.0),
+            (54.0, 0.0),
+            (64.0, 0.0),
+            (76.0, 0.0),
+            (91.0, 0.0),
+            (108.0, 3.9),
+            (128.0, 5.1),
+            (152.0, 5.1),
+            (181.0, 5.1),
+            (215.0, 5.1),
+            (256.0, 5.1),
+            (304.0, 5.1),
+            (362.0, 5.1),
+            (431.0, 5.1),
+            (512.0, 5.1),
+            (609.0, 5.1),
+            (724.0, 5.1),
+            (861.0, 5.2),
+            (1024.0, 5.1),
+            (1218.0, 5.2),
+            (1448.0, 9.4),
+            (1722.0, 17.5),
+            (2048.0, 21.5),
+            (2435.0, 38.0),
+            (2896.0, 38.9),
+            (3444.0, 39.9),
+            (4096.0, 42.9),
+            (4871.0, 41.6),
+            (5793.0, 41.8),
+            (6889.0, 42.5),
+            (8192.0, 44.2),
+        ];
+        let f = fit_staircase(&pts, 2, 1.0);
+        assert_eq!(f.steps.len(), 2, "{f:?}");
+        assert!((92.0..=110.0).contains(&f.steps[0].at), "{f:?}");
+        assert!((1700.0..=2300.0).contains(&f.steps[1].at), "{f:?}");
+    }
+
+    #[test]
+    fn solve3_solves_and_refuses_singular() {
+        let x = solve3(
+            [[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]],
+            [3.0, 5.0, 5.0],
+        )
+        .unwrap();
+        assert!(
+            (x[0] - 1.0).abs() < 1e-9 && (x[1] - 1.0).abs() < 1e-9 && (x[2] - 1.0).abs() < 1e-9
+        );
+        assert_eq!(
+            solve3(
+                [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 1.0, 1.0]],
+                [1.0, 2.0, 3.0]
+            ),
+            None
+        );
+    }
+}
