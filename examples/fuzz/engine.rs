@@ -76,8 +76,12 @@ fn ftrace(b: &[u8], _: &Path) -> Outcome {
 
 fn raw(_: &[u8], path: &Path) -> Outcome {
     use abperf::trace::{record::RawCapture, tables::Spec};
+    use anyhow::Context;
     // As `abperf trace import FILE.raw` reads a raw capture.
-    match RawCapture::read(path).and_then(|r| r.analyze(&[Spec::Standard])) {
+    match RawCapture::read(path).and_then(|r| {
+        r.analyze(&[Spec::Standard])
+            .with_context(|| path.display().to_string())
+    }) {
         Ok(d) => Outcome::Ok(format!("{} events", d.events.min(1))),
         Err(e) => Outcome::Err(format!("{e:#}")),
     }

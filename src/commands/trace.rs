@@ -397,7 +397,10 @@ fn import(a: ImportArgs) -> Result<i32> {
         .or_else(|| trace::tsc::calibrate(Duration::from_millis(100)));
     let (info, tables) = if is_raw(&a.file)? {
         let raw = RawCapture::read(&a.file)?;
-        let dec = raw.analyze(&[Spec::Standard])?;
+        // Decoding errors name the page and byte; the file is named here.
+        let dec = raw
+            .analyze(&[Spec::Standard])
+            .with_context(|| a.file.display().to_string())?;
         let info = CaptureInfo {
             source: "import".into(),
             events: raw
@@ -517,10 +520,13 @@ fn report(a: ReportArgs) -> Result<i32> {
         None => stored,
         Some(spec) => {
             let specs = [spec.clone()];
-            if let Some(raw) = info.raw_path.as_deref() {
-                let raw = RawCapture::read(Path::new(raw))
+            if let Some(raw_path) = info.raw_path.as_deref() {
+                let raw = RawCapture::read(Path::new(raw_path))
                     .with_context(|| format!("capture {id}: re-reading its raw pages"))?;
-                let mut t = raw.analyze(&specs)?.tables;
+                let mut t = raw
+                    .analyze(&specs)
+                    .with_context(|| format!("capture {id}: {raw_path}"))?
+                    .tables;
                 t.events = stored.events.clone();
                 t
             } else if let Some(txt) = info.text_path.as_deref() {

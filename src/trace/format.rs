@@ -167,7 +167,8 @@ fn parse_field_line(line: &str) -> Result<Field, String> {
     };
     let name_start = before_bracket
         .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .map(|p| p + 1)
+        // past that character (it may take more than one byte)
+        .map(|p| p + before_bracket[p..].chars().next().map_or(1, char::len_utf8))
         .unwrap_or(0);
     let name = before_bracket[name_start..].to_string();
     if name.is_empty() {
@@ -559,6 +560,17 @@ mod tests {
         assert!(f.field("name").unwrap().is_array);
         assert!(f.field("xfeatures").unwrap().print_hex);
         assert!(!f.field("addr").unwrap().print_hex);
+    }
+
+    #[test]
+    fn a_multibyte_character_before_a_field_name_is_no_panic() {
+        // Found by benches/fuzz.sh (raw captures): the name started inside the character.
+        let text =
+            "name: x\nID: 7\nformat:\n\tfield:int \u{e9}\u{e9}x;\toffset:8;\tsize:4;\tsigned:1;\n";
+        let f = parse_event_format("s", text).unwrap();
+        assert!(f.field("x").is_some());
+        let text = "name: x\nID: 7\nformat:\n\tfield:int \u{e9};\toffset:8;\tsize:4;\tsigned:1;\n";
+        assert!(parse_event_format("s", text).is_err());
     }
 
     #[test]

@@ -176,7 +176,14 @@ impl RawCapture {
             let mut pages = vec![0u8; len];
             r.read_exact(&mut pages)
                 .map_err(|_| bad("truncated CPU block"))?;
-            cpus.push((u32::from_le_bytes(n4), pages));
+            let cpu = u32::from_le_bytes(n4);
+            if cpu >= super::tables::MAX_CPUS {
+                return Err(bad(&format!(
+                    "CPU number {cpu}, expected below {}",
+                    super::tables::MAX_CPUS
+                )));
+            }
+            cpus.push((cpu, pages));
         }
         Ok(RawCapture { meta, cpus })
     }
@@ -267,5 +274,44 @@ fn read_cpu(mut f: File, page_size: usize, stop: &AtomicBool) -> Result<Vec<u8>>
         };
         // SAFETY: one valid pollfd.
         unsafe { libc::poll(&mut pfd, 1, 50) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cpu_number_beyond_linux_is_refused_when_read() {
+        // Found by benches/fuzz.sh: CPU 4294967295 made the decoder allocate per-CPU state for
+        // every number up to it (103 GB).
+        let d = tempfile::tempdir().unwrap();
+        let meta = RawMeta {
+            clock: "global".into(),
+            page_size: 4096,
+            header_page: String::new(),
+            header_event: String::new(),
+            formats: vec![],
+            lost_stats: vec![],
+        };
+        for (cpu, ok) in [(0, true), (8191, true), (8192, false), (u32::MAX, false)] {
+            let p = d.path().join(format!("{cpu}.raw"));
+            let cap = RawCapture {
+                meta: meta.clone(),
+                cpus: vec![(cpu, vec![])],
+            };
+            cap.write(&p).unwrap();
+            match RawCapture::read(&p) {
+                Ok(r) => assert!(ok && r.cpus[0].0 == cpu, "CPU {cpu} accepted"),
+                Err(e) => {
+                    assert!(!ok, "CPU {cpu}: {e:#}");
+                    let e = format!("{e:#}");
+                    assert!(
+                        e.contains(&p.display().to_string()) && e.contains("8192"),
+                        "{e}"
+                    );
+                }
+            }
+        }
     }
 }

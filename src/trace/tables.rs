@@ -146,6 +146,10 @@ impl Counter {
     }
 }
 
+/// The highest CPU number a capture may name plus one (Linux's largest NR_CPUS): per-CPU state is
+/// indexed by it, so a corrupt number must be refused where it is read, not allocated for.
+pub const MAX_CPUS: u32 = 8192;
+
 const DENSE_REASONS: usize = 8;
 const DENSE_PAGES: usize = 1026; // pages -1..=1024
 

@@ -229,7 +229,9 @@ impl LineParser<'_> {
         // [CPU]: the first "[digits]"
         let (lb, rb) = find_cpu(line)
             .ok_or("expected `TASK-PID [CPU] TIMESTAMP: EVENT: ...` (no [CPU] field)")?;
-        let cpu = parse_u64(&line[lb + 1..rb]).ok_or("CPU number in [...] is not a number")? as u32;
+        let cpu = parse_u64(&line[lb + 1..rb])
+            .filter(|&c| c < u64::from(super::tables::MAX_CPUS))
+            .ok_or("CPU number in [...] is not a number below 8192")? as u32;
         let head = trim(&line[..lb]);
         // optional "( tgid)" before [CPU]
         let head = if head.ends_with(b")") {
