@@ -283,10 +283,12 @@ impl LineParser<'_> {
                 if frac.len() > 9 {
                     return Err(bad());
                 }
-                (
-                    TextClock::Seconds,
-                    secs * 1_000_000_000 + f * 10u64.pow(9 - frac.len() as u32),
-                )
+                // Seconds beyond 584 years do not fit in nanoseconds: not a timestamp.
+                let ns = secs
+                    .checked_mul(1_000_000_000)
+                    .and_then(|n| n.checked_add(f * 10u64.pow(9 - frac.len() as u32)))
+                    .ok_or_else(bad)?;
+                (TextClock::Seconds, ns)
             }
             None => (TextClock::Counter, parse_u64(s).ok_or_else(bad)?),
         };
@@ -562,6 +564,26 @@ CPU:1 [LOST 17 EVENTS]
         let c = parse("t", t.as_bytes(), &TextOptions::default()).unwrap();
         assert_eq!(c.clock, Some(TextClock::Seconds));
         c.for_each(|e| assert_eq!(e.ts, 1_234_567_890_000));
+    }
+
+    #[test]
+    fn out_of_range_cpu_and_seconds_are_errors_not_panics() {
+        // Found by the fuzzer: 99999999999 s overflowed the nanoseconds (a panic in debug
+        // builds, a wrong timestamp in release ones); CPU numbers index per-CPU state.
+        for (line, want) in [
+            (
+                "x-1 [000] 99999999999.000000: tlb_flush: pages:1 reason:x (2)\n",
+                "timestamp",
+            ),
+            (
+                "x-1 [9999] 1.000000: tlb_flush: pages:1 reason:x (2)\n",
+                "CPU number",
+            ),
+        ] {
+            let e = parse("f.txt", line.as_bytes(), &TextOptions::default()).unwrap_err();
+            assert!(e.to_string().starts_with("f.txt: line 1:"), "{e}");
+            assert!(e.to_string().contains(want), "{e}");
+        }
     }
 
     #[test]
