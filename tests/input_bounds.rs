@@ -96,6 +96,44 @@ fn ministat_files_near_1e80_are_refused_instead_of_hanging() {
 }
 
 #[test]
+fn ftrace_text_with_a_huge_line_or_200k_flushes_in_one_pair_imports_in_linear_time() {
+    // 200,000 flushes inside one madvise pair: each flush's reason was counted against every
+    // other one (88 s in a release build; minutes unoptimised). A 1.4 MB line took 21 s once.
+    let lab = Lab::new();
+    let pair = {
+        let mut t = String::from(
+            "  flushes-8665 [000] ..... 1000: sys_madvise(start: 0x7f2ac405b000, len_in: 0x1000, behavior: 4)\n",
+        );
+        for i in 0..200_000u64 {
+            t.push_str(&format!(
+                "  flushes-8665 [000] ...1. {}: tlb_flush: pages:{} reason:local shootdown (2)\n",
+                1001 + i,
+                1 + i % 3
+            ));
+        }
+        t.push_str("  flushes-8665 [000] ..... 201001: sys_madvise -> 0x0\n");
+        lab.write("pair.txt", t)
+    };
+    let long = lab.write(
+        "long.txt",
+        format!(
+            "  bash-1 [000] d..1. 100: tlb_flush: pages:1 reason:{} (2)\n",
+            "x".repeat(1_400_000)
+        ),
+    );
+    for f in [&pair, &long] {
+        let o = run_within(lab.cmd(&["trace", "import", f]), Duration::from_secs(60), f);
+        assert_eq!(o.code, Some(0), "{o}");
+    }
+    let r = lab.ok(&["report", "1", "--format", "json"]).json();
+    let text = r.to_string();
+    assert!(
+        text.contains("200000"),
+        "the pair's 200,000 flushes: {text:.2000}"
+    );
+}
+
+#[test]
 fn two_hundred_thousand_values_each_compare_in_linear_time() {
     // Hodges-Lehmann formed all m*n differences: 200,000 x 200,000 aborted on a 320 GB
     // allocation. (The bootstrap is left out here: the test binary is unoptimised.)

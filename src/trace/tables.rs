@@ -78,8 +78,9 @@ struct Open {
     flushes: Vec<(i64, i64)>,
 }
 
-/// One row of a pair table being built: key, durations, flushes inside (pages, count).
-type AccRow = (i64, Bin, Vec<(i64, u64)>);
+/// One row of a pair table being built: key, durations, flushes inside (pages -> count; a map,
+/// so that a pair with many flushes of many sizes stays linear).
+type AccRow = (i64, Bin, std::collections::HashMap<i64, u64>);
 
 /// Rows of a pair table: a vector with an index, and the last row used cached (workloads
 /// repeat the same key many times in a row).
@@ -100,7 +101,7 @@ impl PairAcc {
         let i = match self.index.get(&key) {
             Some(i) => *i,
             None => {
-                self.rows.push((key, Bin::default(), Vec::new()));
+                self.rows.push((key, Bin::default(), Default::default()));
                 self.index.insert(key, self.rows.len() - 1);
                 self.rows.len() - 1
             }
@@ -546,15 +547,28 @@ impl Analyzer {
         bin.count += 1;
         bin.add_time(d);
         for (_, pages) in &flushes {
-            match inner.iter_mut().find(|(pg, _)| pg == pages) {
-                Some(e) => e.1 += 1,
-                None => inner.push((*pages, 1)),
-            }
+            *inner.entry(*pages).or_insert(0) += 1;
         }
         if times && self.want_tlb {
             // a flush is timed by the pair when it is the only one of its reason inside
+            // (counted by a map when there are many: 200k flushes in one pair took minutes)
+            let many = flushes.len() > 16;
+            let per_reason: std::collections::HashMap<i64, usize> = if many {
+                let mut m = std::collections::HashMap::new();
+                for (r, _) in &flushes {
+                    *m.entry(*r).or_insert(0) += 1;
+                }
+                m
+            } else {
+                Default::default()
+            };
             for (r, pg) in &flushes {
-                if flushes.iter().filter(|(r2, _)| r2 == r).count() == 1 {
+                let n = if many {
+                    per_reason[r]
+                } else {
+                    flushes.iter().filter(|(r2, _)| r2 == r).count()
+                };
+                if n == 1 {
                     self.tlb_bin(*r, *pg).add_time(d);
                 }
             }
@@ -621,7 +635,8 @@ impl Analyzer {
                     let mut rows: Vec<PairRow> = a
                         .rows
                         .into_iter()
-                        .map(|(key, mut bin, mut flushes)| {
+                        .map(|(key, mut bin, flushes)| {
+                            let mut flushes: Vec<(i64, u64)> = flushes.into_iter().collect();
                             flushes.sort();
                             bin.seal();
                             PairRow { key, bin, flushes }
