@@ -76,6 +76,8 @@ pub const MIGRATIONS: &[&str] = &[
     super::trace::SCHEMA_ROBUST,
     // 7: kernel variants: what a variant boots, the boot order, the boots, run -> boot.
     super::boots::SCHEMA,
+    // 8: micro samples packed one row per round and configuration.
+    super::micro::SCHEMA_ROUNDS,
 ];
 
 /// The schema version this build writes.
