@@ -2,13 +2,14 @@
 //! the modules below it. The direction is
 //!
 //! ```text
-//! cli -> commands -> {design, runner, trace, micro, doctor, import, report} -> {stats, store, measure} -> model
+//! cli -> commands -> {design, runner, trace, micro, doctor, import, report, vm, workload}
+//!     -> {stats, store, measure} -> model
 //! ```
 //!
 //! with three edges inside the middle layer (`runner -> design`: variants and schedules;
 //! `trace -> runner`: only the runner spawns workloads; `runner -> vm`: the runner boots the
-//! kernels of kernel variants and runs their share of the schedule inside them) and `error` usable everywhere. Test
-//! modules (`#[cfg(test)]` to the end of a file) may reach anywhere.
+//! kernels of kernel variants and runs their share of the schedule inside them) and `error`
+//! usable everywhere. Test modules (`#[cfg(test)]` to the end of a file) may reach anywhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -27,8 +28,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("runner", &["design", "measure", "store", "vm", "model"]),
     ("micro", &["measure", "store", "model"]),
     ("trace", &["runner", "measure", "model"]),
-    ("vm", &["model"]),
-    ("workload", &[]),
+    ("vm", &["measure", "model"]),
+    ("workload", &["measure"]),
     (
         "commands",
         &[
