@@ -21,7 +21,8 @@ pub struct CompareArgs {
     /// Experiment ID ('latest'), two IDs, or files of numbers
     #[arg(value_name = "ID|FILE", required = true, num_args = 1..)]
     pub inputs: Vec<String>,
-    /// With two experiments: the variant compared in both (default: the first of each)
+    /// With two experiments: the variant compared in both (default: the first of each); with two
+    /// micro experiments: only the configurations whose name starts with NAME (e.g. tlb-flush)
     #[arg(long, value_name = "NAME")]
     pub variant: Option<String>,
     #[command(flatten)]
@@ -100,6 +101,21 @@ fn load(args: &CompareArgs) -> anyhow::Result<Report> {
 
 pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     args.analysis.check()?;
+    if let [a, b] = args.inputs.as_slice()
+        && is_experiment_ref(a)
+        && is_experiment_ref(b)
+        && !Path::new(a).is_file()
+        && !Path::new(b).is_file()
+    {
+        let store = Store::open_resolved(args.db.db.as_deref())?;
+        let ids = [
+            super::lookup::experiment_id(&store, a)?,
+            super::lookup::experiment_id(&store, b)?,
+        ];
+        if let Some(code) = super::compare_micro::run(&store, ids, &args)? {
+            return Ok(code);
+        }
+    }
     let mut r = load(&args)?;
     if r.data.variants.len() < 2 {
         return Err(usage(format!(

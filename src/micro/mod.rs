@@ -7,6 +7,7 @@
 //! configuration the machine cannot run becomes a [`Skip`] with the reason; the others go on.
 
 pub mod caches;
+pub mod compare;
 pub mod cpu;
 pub mod ctxsw;
 pub mod fault;
