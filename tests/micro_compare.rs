@@ -227,3 +227,22 @@ fn real_rounds_split_in_two_agree_and_a_real_difference_shows() {
         others.len()
     );
 }
+
+#[test]
+fn one_micro_experiment_compares_as_its_tables() {
+    let lab = Lab::new();
+    let a = synthetic(1, &[]).save(&mut lab.store()).unwrap();
+    let text = lab.ok(&["compare", &a.to_string()]).stdout;
+    assert!(text.contains("== beta =="), "{text}");
+    assert!(!text.contains("no verdicts against the first"), "{text}");
+    // A named baseline still asks for verdicts against it.
+    let out = lab.ok(&[
+        "compare",
+        &a.to_string(),
+        "--baseline",
+        "alpha/c0",
+        "--resamples",
+        "0",
+    ]);
+    assert!(out.stdout.contains("alpha/c1"), "{}", out.stdout);
+}

@@ -83,6 +83,12 @@ fn load(args: &CompareArgs) -> anyhow::Result<Report> {
     match args.inputs.len() {
         1 => {
             let id = super::lookup::experiment_id(&store, &args.inputs[0])?;
+            // One micro experiment: its configurations are not treatments of one workload;
+            // without a named baseline, its tables (`abperf micro` prints the same).
+            let micro = store.experiment(id)?.kind == crate::model::Kind::Micro;
+            if micro && args.analysis.baseline.is_none() && args.analysis.by.is_none() {
+                return output::load(&store, id, View::Micro);
+            }
             output::load(&store, id, View::Compare)
         }
         2 => {
@@ -117,6 +123,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
         }
     }
     let mut r = load(&args)?;
+    if r.view == View::Micro {
+        output::write(&args.format.render(&r)?, args.output.as_ref())?;
+        return Ok(0);
+    }
     if r.data.variants.len() < 2 {
         return Err(usage(format!(
             "only one variant ({}): nothing to compare it with",
