@@ -221,6 +221,14 @@ fn real_rounds_split_in_two_agree_and_a_real_difference_shows() {
     // at most an alpha share (Holm keeps the chance of any false call at 5%; two allow for the
     // host's load changing within a round).
     let others: Vec<String> = differing(&doc).into_iter().filter(|c| c != one).collect();
+    let same = rows(&doc)
+        .iter()
+        .filter(|r| r["verdict"] == "no difference")
+        .count();
+    eprintln!(
+        "A/A halves: {} of {n} configurations called different, {same} no difference",
+        others.len()
+    );
     assert!(
         others.len() <= 2,
         "{} of {n} configurations called different in an A/A: {others:?}",

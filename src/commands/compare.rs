@@ -15,7 +15,11 @@ use std::path::Path;
 (ministat mode: one value per line, '#' lines ignored, -c picks a column; the first file is the baseline).\n\n\
 The '(+- x%)' after each variant is perf stat's figure: the standard error of the mean relative to the mean.\n\
 Verdicts: FASTER/SLOWER when the 95% CI of the ratio excludes 1 and p < alpha; NO DIFFERENCE when the 90% CI \
-lies within +-margin; otherwise INCONCLUSIVE, with the runs per variant needed."
+lies within +-margin; otherwise INCONCLUSIVE, with the runs per variant needed.\n\n\
+Two micro experiments: every configuration in both is compared with the rounds as the unit (each round's median \
+is one observation), metric core_cycles, margin 2%, no bootstrap unless --metric/--margin/--resamples say \
+otherwise, Holm over all configurations; --variant PREFIX picks configurations (e.g. tlb-flush). One micro \
+experiment: its tables."
 )]
 pub struct CompareArgs {
     /// Experiment ID ('latest'), two IDs, or files of numbers
