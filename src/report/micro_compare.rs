@@ -139,7 +139,11 @@ pub fn build(
     }
     let mut pairs = Vec::new();
     for fa in findings[0] {
-        if fa.key.starts_with("skipped") || fa.key == "note" {
+        // Only the families compared (all of them unless --variant picked some).
+        if fa.key.starts_with("skipped")
+            || fa.key == "note"
+            || !families.iter().any(|f| f.bench == fa.bench)
+        {
             continue;
         }
         if let Some(fb) = findings[1]
@@ -262,8 +266,8 @@ fn summary(
             )
         } else {
             format!(
-                "{}: none differs ({} of {} within the margin)",
-                f.bench, f.no_difference, f.configurations
+                "{}: none differs ({} configurations, {} within the margin)",
+                f.bench, f.configurations, f.no_difference
             )
         };
         if !moved.is_empty() {
