@@ -602,16 +602,7 @@ fn summaries_from_perf_stat_and_ministat() {
         "old",
         &a,
     ]);
-    lab.ok(&[
-        "import",
-        "--format",
-        "perf-stat",
-        "--experiment",
-        "1",
-        "--variant",
-        "new",
-        &b,
-    ]);
+    lab.import_variant("1", "new", "perf-stat", &b);
     let j = lab
         .ok(&["compare", "1", "--metric", "task-clock", "--format", "json"])
         .json();

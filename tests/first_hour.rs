@@ -234,16 +234,7 @@ fn compare_names_the_metrics_when_the_variants_share_none() {
         "perf-stat",
         &data("perf-stat-single.csv"),
     ]);
-    lab.ok(&[
-        "import",
-        "--experiment",
-        "latest",
-        "--variant",
-        "t",
-        "--format",
-        "time",
-        &data("time-default.txt"),
-    ]);
+    lab.import_variant("latest", "t", "time", &data("time-default.txt"));
     let o = lab.fails(&["compare", "latest"], 2);
     assert!(
         o.stderr.contains("no metric is stored for every variant")

@@ -2,7 +2,8 @@
 //! the modules below it. The direction is
 //!
 //! ```text
-//! cli -> commands -> {design, runner, trace, micro, doctor, import, report} -> {stats, store, measure} -> model
+//! cli -> commands -> {design, runner, trace, micro, doctor, import, report, vm, workload}
+//!     -> {stats, store, measure} -> model
 //! ```
 //!
 //! with four edges inside the middle layer (`runner -> design`: variants and schedules;
@@ -32,8 +33,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("micro", &["measure", "store", "model"]),
     ("trace", &["runner", "measure", "model"]),
-    ("vm", &["model"]),
-    ("workload", &[]),
+    ("vm", &["measure", "model"]),
+    ("workload", &["measure"]),
     (
         "commands",
         &[

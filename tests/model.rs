@@ -79,16 +79,7 @@ fn one_data_hash_in_compare_report_export_and_every_text() {
     assert!(report["analysis"]["comparisons"].is_array());
     // The same experiment shown, the same hash; a changed experiment, another.
     assert_schema(&lab.ok(&["show", "1", "--format", "json"]).json());
-    lab.ok(&[
-        "import",
-        "--experiment",
-        "1",
-        "--format",
-        "time",
-        "--variant",
-        "n",
-        &data("time-default.txt"),
-    ]);
+    lab.import_variant("1", "n", "time", &data("time-default.txt"));
     let again = lab.ok(&["export", "1", "--format", "json"]).json();
     assert_ne!(again["data_sha256"], h);
     assert_eq!(

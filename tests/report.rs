@@ -119,16 +119,7 @@ fn mail_lines_fit_72_columns() {
     let lab = Lab::new();
     lab.seed000("invpcid");
     let long = "a-very-long-variant-name-that-would-never-fit-into-a-mail-table-column";
-    lab.ok(&[
-        "import",
-        "--experiment",
-        "1",
-        "--format",
-        "time",
-        "--variant",
-        long,
-        &data("time-default.txt"),
-    ]);
+    lab.import_variant("1", long, "time", &data("time-default.txt"));
     for metrics in [
         &["--metric", "user_ns"][..],
         &[

@@ -102,16 +102,7 @@ fn html_report_in_headless_chromium() {
         &data("seed000-time.txt"),
     ]);
     let evil = "<script>alert(1)</script>";
-    lab.ok(&[
-        "import",
-        "--experiment",
-        "1",
-        "--format",
-        "time",
-        "--variant",
-        evil,
-        &data("time-default.txt"),
-    ]);
+    lab.import_variant("1", evil, "time", &data("time-default.txt"));
     let html = dir.path().join("report.html");
     lab.ok(&[
         "report",

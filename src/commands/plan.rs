@@ -36,15 +36,7 @@ pub struct PlanArgs {
 
 /// "2 h 05 min", "3.4 min", "12.3 s".
 pub fn fmt_duration(ns: f64) -> String {
-    let s = ns / 1e9;
-    if s >= 3600.0 {
-        let m = (s / 60.0).round() as u64;
-        format!("{} h {:02} min", m / 60, m % 60)
-    } else if s >= 60.0 {
-        format!("{:.1} min", s / 60.0)
-    } else {
-        format!("{s:.1} s")
-    }
+    crate::report::fmt::duration(ns / 1e9)
 }
 
 fn runs_text(cv: f64, args: &PlanArgs) -> (Option<usize>, String) {

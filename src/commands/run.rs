@@ -370,23 +370,8 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
             4 * args.looks
         )));
     }
-    if let Some(t) = args.timeout
-        && !(t > 0.0 && t.is_finite())
-    {
-        return Err(usage(format!(
-            "--timeout {t}: expected a positive number of seconds"
-        )));
-    }
-    let params = args
-        .params
-        .iter()
-        .map(|p| design::parse_param_list(p))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let knob_specs = args
-        .knobs
-        .iter()
-        .map(|k| design::parse_knob(k))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    check_timeout(&args)?;
+    let (params, knob_specs) = parse_lists(&args)?;
     // `@NAME` takes the -L lists named after its parameters (see runner::workload).
     let others: Vec<&str> = [&args.pre, &args.post, &args.setup, &args.cleanup]
         .into_iter()
@@ -412,29 +397,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     let seed = args.seed.unwrap_or_else(random_seed);
     let mut store = Store::open_resolved(args.db.db.as_deref())?;
     let counted = check_events(&args.events, args.strict)?;
-    let mut cfg = RunConfig {
-        order: args.order,
-        runs: args.runs,
-        warmup: args.warmup,
-        seed,
-        pre: args.pre.clone(),
-        post: args.post.clone(),
-        setup: args.setup.clone(),
-        cleanup: args.cleanup.clone(),
-        shell: !args.no_shell,
-        pin: args.pin.clone(),
-        timeout_s: args.timeout,
-        events: args.events.clone(),
-        counted_events: counted,
-        ignore_failure: args.ignore_failure,
-        show_output: args.show_output,
-        noise: NoiseConfig::default(),
-        sequential: args.until_decided.then_some(SequentialPlan {
-            looks: args.looks,
-            max_runs: args.runs,
-            alpha: 0.05,
-        }),
-    };
+    let mut cfg = run_config(&args, seed, counted, NoiseConfig::default());
     let variants: Vec<Variant> = plans
         .iter()
         .map(|p| {
@@ -482,13 +445,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         None
     };
     let schedule = design::build_schedule(cfg.order, plans.len(), cfg.runs, cfg.warmup, seed);
-    let title = args.title.clone().unwrap_or_else(|| {
-        plans
-            .iter()
-            .map(|p| p.name.as_str())
-            .collect::<Vec<_>>()
-            .join(" vs ")
-    });
+    let title = title(&args, plans.iter().map(|p| p.name.as_str()));
     let exp = NewExperiment {
         name: title,
         kind: Kind::Run,
@@ -544,6 +501,71 @@ fn absolute_dir(p: &Path, flag: &str) -> anyhow::Result<PathBuf> {
         return Err(usage(format!("{flag} {}: not a directory", p.display())));
     }
     Ok(abs)
+}
+
+/// The experiment's name: --title, else "A vs B vs ...".
+pub(super) fn title<'a>(args: &RunArgs, names: impl Iterator<Item = &'a str>) -> String {
+    args.title
+        .clone()
+        .unwrap_or_else(|| names.collect::<Vec<_>>().join(" vs "))
+}
+
+/// `-L` lists and `-k` knobs as given.
+pub(super) fn parse_lists(
+    args: &RunArgs,
+) -> anyhow::Result<(Vec<design::ParamList>, Vec<design::KnobSpec>)> {
+    let params = args
+        .params
+        .iter()
+        .map(|p| design::parse_param_list(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let knobs = args
+        .knobs
+        .iter()
+        .map(|k| design::parse_knob(k))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok((params, knobs))
+}
+
+pub(super) fn check_timeout(args: &RunArgs) -> anyhow::Result<()> {
+    match args.timeout {
+        Some(t) if !(t > 0.0 && t.is_finite()) => Err(usage(format!(
+            "--timeout {t}: expected a positive number of seconds"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The stored design of a run experiment from its options.
+pub(super) fn run_config(
+    args: &RunArgs,
+    seed: u64,
+    counted_events: Vec<String>,
+    noise: NoiseConfig,
+) -> RunConfig {
+    RunConfig {
+        order: args.order,
+        runs: args.runs,
+        warmup: args.warmup,
+        seed,
+        pre: args.pre.clone(),
+        post: args.post.clone(),
+        setup: args.setup.clone(),
+        cleanup: args.cleanup.clone(),
+        shell: !args.no_shell,
+        pin: args.pin.clone(),
+        timeout_s: args.timeout,
+        events: args.events.clone(),
+        counted_events,
+        ignore_failure: args.ignore_failure,
+        show_output: args.show_output,
+        noise,
+        sequential: args.until_decided.then_some(SequentialPlan {
+            looks: args.looks,
+            max_runs: args.runs,
+            alpha: 0.05,
+        }),
+    }
 }
 
 /// The noise-control options, checked; --tune's settings exclude files that are variant knobs.

@@ -180,13 +180,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
              changed for kernel variants yet; tune the host with `abperf doctor --fix` first",
         ));
     }
-    if let Some(t) = args.timeout
-        && !(t > 0.0 && t.is_finite())
-    {
-        return Err(usage(format!(
-            "--timeout {t}: expected a positive number of seconds"
-        )));
-    }
+    super::run::check_timeout(&args)?;
     let boot_timeout = positive_seconds("--boot-timeout", k.boot_timeout.unwrap_or(300.0))?;
     let cpus = k.vm_cpus.unwrap_or(2);
     if cpus == 0 || cpus > 255 {
@@ -228,16 +222,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             )));
         }
     }
-    let params = args
-        .params
-        .iter()
-        .map(|p| design::parse_param_list(p))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let knob_specs = args
-        .knobs
-        .iter()
-        .map(|k| design::parse_knob(k))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let (params, knob_specs) = super::run::parse_lists(&args)?;
     // -n names every variant, or the commands (as without kernels).
     let total_plans = {
         let mut n = args.commands.len().max(1);
@@ -268,26 +253,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let seed = args.seed.unwrap_or_else(random_seed);
     let knob_paths: Vec<String> = knob_specs.iter().map(|k| k.path.clone()).collect();
     let noise = noise_config(&args, &knob_paths)?;
-    let cfg = RunConfig {
-        order: args.order,
-        runs: args.runs,
-        warmup: args.warmup,
-        seed,
-        pre: args.pre.clone(),
-        post: args.post.clone(),
-        setup: args.setup.clone(),
-        cleanup: args.cleanup.clone(),
-        shell: !args.no_shell,
-        pin: args.pin.clone(),
-        timeout_s: args.timeout,
-        events: args.events.clone(),
-        // The guest's kernel decides what it can count (each boot probes again).
-        counted_events: args.events.clone(),
-        ignore_failure: args.ignore_failure,
-        show_output: args.show_output,
-        noise,
-        sequential: None,
-    };
+    // The guest's kernel decides what it can count (each boot probes again).
+    let cfg = super::run::run_config(&args, seed, args.events.clone(), noise);
     let (accel, accel_reason) = choose_accel(
         k.accel.unwrap_or(AccelArg::Auto),
         Path::new(&kernels[0].path),
@@ -329,13 +296,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         "host_cpus": host_cpus,
         "qemu": vm::engine::find_qemu().ok().map(|q| q.display().to_string()),
     });
-    let title = args.title.clone().unwrap_or_else(|| {
-        variants
-            .iter()
-            .map(|v| v.name.as_str())
-            .collect::<Vec<_>>()
-            .join(" vs ")
-    });
+    let title = super::run::title(&args, variants.iter().map(|v| v.name.as_str()));
     let exp = NewExperiment {
         name: title,
         kind: Kind::Run,

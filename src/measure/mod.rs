@@ -1,6 +1,7 @@
 //! What is measured besides wall time: rusage from wait4, perf_event_open counters, and the
 //! environment snapshot stored with every experiment.
 
+pub mod affinity;
 pub mod build;
 pub mod counter;
 pub mod counters;

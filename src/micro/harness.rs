@@ -1,63 +1,24 @@
 //! Measurement harness: CPU pinning (restored on drop), warm-up, sampling and summaries.
 
+use crate::measure::affinity::Mask;
+pub use crate::measure::affinity::{allowed_cpus, pin_current};
+
 /// Pins the calling thread to one CPU; restores the previous affinity when dropped.
 pub struct Pin {
-    saved: libc::cpu_set_t,
+    saved: Mask,
 }
 
 impl Pin {
     pub fn to(cpu: usize) -> std::io::Result<Pin> {
-        // SAFETY: cpu_set_t is plain data; the calls get valid pointers and sizes.
-        unsafe {
-            let mut saved: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut saved) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            pin_current(cpu)?;
-            Ok(Pin { saved })
-        }
+        let saved = Mask::current()?;
+        pin_current(cpu)?;
+        Ok(Pin { saved })
     }
 }
 
 impl Drop for Pin {
     fn drop(&mut self) {
-        // SAFETY: restoring a mask we read earlier.
-        unsafe {
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.saved);
-        }
-    }
-}
-
-/// Pin the calling thread (or a freshly forked process) to `cpu`, without saving anything.
-pub fn pin_current(cpu: usize) -> std::io::Result<()> {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "CPU number too large",
-        ));
-    }
-    // SAFETY: as above.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-/// CPUs this process may run on.
-pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: as above.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return vec![0];
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
+        let _ = self.saved.apply();
     }
 }
 

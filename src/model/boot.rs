@@ -178,12 +178,13 @@ impl Dataset {
     }
 }
 
+/// Boots for tests elsewhere in the crate.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::dataset::testdata::two_variants;
+pub(crate) mod testdata {
+    use super::Boot;
 
-    fn boot(number: u32, variant: usize, runs: Vec<u32>) -> Boot {
+    /// A complete TCG boot `number` of `variant` that made the runs `runs`.
+    pub fn boot(number: u32, variant: usize, runs: Vec<u32>) -> Boot {
         Boot {
             number,
             plan: number,
@@ -192,10 +193,10 @@ mod tests {
             status: "complete".into(),
             accel: "tcg".into(),
             release: Some("6.1.0-56-amd64".into()),
-            cmdline: None,
+            cmdline: Some("console=ttyS0 panic=-1".into()),
             boot_seconds: Some(10.0),
-            seconds: Some(20.0),
-            run_seconds: Some(8.0),
+            seconds: Some(14.0),
+            run_seconds: Some(2.0),
             extra_warmups: 0,
             started: String::new(),
             environment: serde_json::json!({}),
@@ -204,16 +205,29 @@ mod tests {
         }
     }
 
-    #[test]
-    fn groups_and_boot_means() {
-        // two_variants: 16 runs, even seqs variant 0, odd seqs variant 1.
-        let mut d = two_variants("A", "B");
-        d.boots = vec![
+    /// Four boots of the 16 runs of `dataset::testdata::two_variants` (even seqs variant 0, odd
+    /// seqs variant 1), two per variant, in ABBA order.
+    pub fn four_boots() -> Vec<Boot> {
+        vec![
             boot(0, 0, vec![0, 2, 4, 6]),
             boot(1, 1, vec![1, 3, 5, 7]),
             boot(2, 1, vec![9, 11, 13, 15]),
             boot(3, 0, vec![8, 10, 12, 14]),
-        ];
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testdata::four_boots;
+    use super::*;
+    use crate::model::dataset::testdata::two_variants;
+
+    #[test]
+    fn groups_and_boot_means() {
+        // two_variants: 16 runs, even seqs variant 0, odd seqs variant 1.
+        let mut d = two_variants("A", "B");
+        d.boots = four_boots();
         d.runs[2].warmup = true; // left out of its boot's group
         assert!(d.has_boots());
         assert_eq!(d.boot_of(1, 9).unwrap().number, 2);

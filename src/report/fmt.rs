@@ -127,6 +127,20 @@ pub fn change_pct(a: f64, b: f64) -> String {
 }
 
 /// Cut `s` to at most `width` characters, marking the cut with "~".
+/// A wall-clock duration of `s` seconds for people: "12.3 s", "2.1 min", "2 h 05 min".
+pub fn duration(s: f64) -> String {
+    if !s.is_finite() {
+        "n/a".to_string()
+    } else if s >= 3600.0 {
+        let m = (s / 60.0).round() as u64;
+        format!("{} h {:02} min", m / 60, m % 60)
+    } else if s >= 60.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
 pub fn truncate(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
         return s.to_string();

@@ -92,25 +92,12 @@ pub fn attach(r: &mut Report, settings: Option<&Settings>, metrics: &[String], t
 }
 
 /// Seconds in words: "42.0 s", "3.4 min", "2 h 05 min".
-fn duration(s: f64) -> String {
-    if !s.is_finite() {
-        "n/a".to_string()
-    } else if s >= 3600.0 {
-        let m = (s / 60.0).round() as u64;
-        format!("{} h {:02} min", m / 60, m % 60)
-    } else if s >= 60.0 {
-        format!("{:.1} min", s / 60.0)
-    } else {
-        format!("{s:.1} s")
-    }
-}
-
 fn design_text(d: &Design) -> String {
     match (d.boots, d.seconds) {
         (Some(b), Some(s)) => format!(
             "{} run(s) per boot x {b} boots per variant = {} (CV of a boot mean {:.2}%)",
             d.runs_per_boot,
-            duration(s),
+            super::fmt::duration(s),
             d.cv_boot_mean_pct
         ),
         _ => format!(
@@ -336,39 +323,13 @@ pub fn boots_text(r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Boot, Dataset};
+    use crate::model::Dataset;
     use crate::report::View;
     use crate::report::testdata::sample;
 
-    fn boot(number: u32, variant: usize, runs: Vec<u32>) -> Boot {
-        Boot {
-            number,
-            plan: number,
-            variant,
-            block: 0,
-            status: "complete".into(),
-            accel: "tcg".into(),
-            release: Some("6.1.0-56-amd64".into()),
-            cmdline: Some("console=ttyS0 panic=-1".into()),
-            boot_seconds: Some(10.0),
-            seconds: Some(14.0),
-            run_seconds: Some(2.0),
-            extra_warmups: 0,
-            started: String::new(),
-            environment: serde_json::json!({}),
-            outcome: None,
-            runs,
-        }
-    }
-
     fn with_boots() -> Dataset {
         let mut d = sample().data;
-        d.boots = vec![
-            boot(0, 0, vec![0, 2, 4, 6]),
-            boot(1, 1, vec![1, 3, 5, 7]),
-            boot(2, 1, vec![9, 11, 13, 15]),
-            boot(3, 0, vec![8, 10, 12, 14]),
-        ];
+        d.boots = crate::model::boot::testdata::four_boots();
         d
     }
 

@@ -1,12 +1,13 @@
 //! `--pin CPUS`: a CPU list as the kernel writes them (`0`, `0-3`, `0,2-3`).
 
 use crate::error::usage;
+use crate::measure::affinity::{Mask, allowed_cpus};
 
 /// A parsed CPU list, ready to hand to sched_setaffinity.
 #[derive(Clone)]
 pub struct CpuSet {
     pub cpus: Vec<usize>,
-    set: libc::cpu_set_t,
+    set: Mask,
 }
 
 impl std::fmt::Debug for CpuSet {
@@ -49,35 +50,21 @@ impl CpuSet {
         }
         cpus.sort_unstable();
         cpus.dedup();
-        // SAFETY: cpu_set_t is a plain bit array; zeroed is the empty set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        for &c in &cpus {
-            // SAFETY: c < CPU_SETSIZE was checked above.
-            unsafe { libc::CPU_SET(c, &mut set) };
-        }
+        let set = Mask::of(&cpus).map_err(|e| bad(&e.to_string()))?;
         // Check against what this process may use, so a typo fails before any run.
-        // SAFETY: a zeroed cpu_set_t is valid, and sched_getaffinity writes at most its size.
-        let mut allowed: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut allowed)
-        };
-        if rc == 0 {
-            for &c in &cpus {
-                // SAFETY: c < CPU_SETSIZE.
-                if !unsafe { libc::CPU_ISSET(c, &allowed) } {
-                    return Err(bad(&format!(
-                        "CPU {c} is not available to this process ({online} CPUs online)"
-                    )));
-                }
-            }
+        let allowed = allowed_cpus();
+        if let Some(c) = cpus.iter().find(|c| !allowed.contains(c)) {
+            return Err(bad(&format!(
+                "CPU {c} is not available to this process ({online} CPUs online)"
+            )));
         }
         Ok(CpuSet { cpus, set })
     }
 
     /// Pin the calling thread or process. Async-signal-safe (one syscall): usable after fork.
+    /// Returns 0, or -1 with errno set.
     pub fn apply_to_self(&self) -> i32 {
-        // SAFETY: self.set is a valid cpu_set_t of the size passed.
-        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.set) }
+        if self.set.apply().is_ok() { 0 } else { -1 }
     }
 }
 

@@ -176,6 +176,77 @@ pub struct Comparison {
     pub details: Details,
 }
 
+impl Details {
+    /// The two samples' descriptions and outlier flags, before any test.
+    pub(crate) fn described(
+        baseline: Description,
+        variant: Description,
+        outliers_baseline: Outliers,
+        outliers_variant: Outliers,
+    ) -> Details {
+        Details {
+            baseline,
+            variant,
+            outliers_baseline,
+            outliers_variant,
+            welch: None,
+            fieller95: None,
+            fieller90: None,
+            mann_whitney: None,
+            hodges_lehmann: None,
+            bootstrap: None,
+            brown_forsythe: None,
+            drift: None,
+            ancova: None,
+            tost: None,
+            without_severe_outliers: None,
+        }
+    }
+}
+
+impl Comparison {
+    /// A comparison of the two samples `details` describes, with the ratio and the inputs of the
+    /// verdict in `ev`, before any test: no p-values, no intervals, verdict inconclusive.
+    pub(crate) fn unjudged(ev: &Evidence, details: &Details, opts: &Options) -> Comparison {
+        let (a, b) = (&details.baseline, &details.variant);
+        Comparison {
+            baseline: ev.baseline.clone(),
+            variant: ev.variant.clone(),
+            metric: ev.metric.clone(),
+            family: None,
+            higher_is_better: opts.higher_is_better,
+            n_baseline: a.n,
+            n_variant: b.n,
+            mean_baseline: a.mean,
+            mean_variant: b.mean,
+            ratio: ev.ratio,
+            ratio_ci: None,
+            change_pct: (ev.ratio - 1.0) * 100.0,
+            p_welch: None,
+            p_mannwhitney: None,
+            hodges_lehmann: None,
+            hodges_lehmann_ci: None,
+            p_brown_forsythe: None,
+            p_variability_adjusted: None,
+            sd_ratio: (a.sd > 0.0).then(|| b.sd / a.sd),
+            sd_ratio_ci: None,
+            drift_p: None,
+            primary: "welch".into(),
+            p_adjusted: None,
+            correction: Correction::None.name().into(),
+            m: 1,
+            verdict: Verdict::Inconclusive,
+            runs_needed: None,
+            line: String::new(),
+            disagree: None,
+            notes: Vec::new(),
+            options: opts.clone(),
+            evidence: ev.clone(),
+            details: details.clone(),
+        }
+    }
+}
+
 impl Comparison {
     /// Multiply every figure in the metric's unit by `k` (the values were compared scaled by
     /// 1/k); ratios, statistics and p-values have no unit and stay.
@@ -327,23 +398,8 @@ fn compare_scaled(
     } else {
         None
     };
-    let mut details = Details {
-        outliers_baseline: outliers::flag(a),
-        outliers_variant: outliers::flag(b),
-        baseline: da.clone(),
-        variant: db.clone(),
-        welch: None,
-        fieller95: None,
-        fieller90: None,
-        mann_whitney: None,
-        hodges_lehmann: None,
-        bootstrap: None,
-        brown_forsythe: None,
-        drift: None,
-        ancova: None,
-        tost: None,
-        without_severe_outliers: None,
-    };
+    let mut details =
+        Details::described(da.clone(), db.clone(), outliers::flag(a), outliers::flag(b));
     let mut ev = Evidence {
         baseline: base.name.to_string(),
         variant: var.name.to_string(),
@@ -371,41 +427,7 @@ fn compare_scaled(
             None
         },
     };
-    let mut c = Comparison {
-        baseline: base.name.to_string(),
-        variant: var.name.to_string(),
-        metric: metric.to_string(),
-        family: None,
-        higher_is_better: opts.higher_is_better,
-        n_baseline: a.len(),
-        n_variant: b.len(),
-        mean_baseline: da.mean,
-        mean_variant: db.mean,
-        ratio,
-        ratio_ci: None,
-        change_pct: (ratio - 1.0) * 100.0,
-        p_welch: None,
-        p_mannwhitney: None,
-        hodges_lehmann: None,
-        hodges_lehmann_ci: None,
-        p_brown_forsythe: None,
-        p_variability_adjusted: None,
-        sd_ratio: (da.sd > 0.0).then(|| db.sd / da.sd),
-        sd_ratio_ci: None,
-        drift_p: None,
-        primary: "welch".into(),
-        p_adjusted: None,
-        correction: Correction::None.name().into(),
-        m: 1,
-        verdict: Verdict::Inconclusive,
-        runs_needed: None,
-        line: String::new(),
-        disagree: None,
-        notes: Vec::new(),
-        options: opts.clone(),
-        evidence: ev.clone(),
-        details: details.clone(),
-    };
+    let mut c = Comparison::unjudged(&ev, &details, opts);
 
     // Floor: description only.
     if a.len() < MIN_RUNS || b.len() < MIN_RUNS {

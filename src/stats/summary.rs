@@ -7,10 +7,9 @@
 use super::StatsError;
 use super::compare::{Comparison, Details, MIN_RUNS, Options};
 use super::equivalence::tost_with;
-use super::multiple::Correction;
 use super::outliers::Outliers;
 use super::power::{detectable_effect, runs_needed_cv};
-use super::verdict::{Evidence, Verdict};
+use super::verdict::Evidence;
 use super::welch::{fieller_with, moments_parts, welch_with};
 use crate::model::describe::Description;
 use serde::Serialize;
@@ -133,58 +132,13 @@ pub fn compare_summary(
             opts.power,
         ),
     };
-    let mut details = Details {
-        baseline: a.description(),
-        variant: b.description(),
-        outliers_baseline: no_outliers(),
-        outliers_variant: no_outliers(),
-        welch: None,
-        fieller95: None,
-        fieller90: None,
-        mann_whitney: None,
-        hodges_lehmann: None,
-        bootstrap: None,
-        brown_forsythe: None,
-        drift: None,
-        ancova: None,
-        tost: None,
-        without_severe_outliers: None,
-    };
-    let mut c = Comparison {
-        baseline: base.to_string(),
-        variant: var.to_string(),
-        metric: metric.to_string(),
-        family: None,
-        higher_is_better: opts.higher_is_better,
-        n_baseline: a.n,
-        n_variant: b.n,
-        mean_baseline: a.mean,
-        mean_variant: b.mean,
-        ratio,
-        ratio_ci: None,
-        change_pct: (ratio - 1.0) * 100.0,
-        p_welch: None,
-        p_mannwhitney: None,
-        hodges_lehmann: None,
-        hodges_lehmann_ci: None,
-        p_brown_forsythe: None,
-        p_variability_adjusted: None,
-        sd_ratio: (a.sd > 0.0).then(|| b.sd / a.sd),
-        sd_ratio_ci: None,
-        drift_p: None,
-        primary: "welch".into(),
-        p_adjusted: None,
-        correction: Correction::None.name().into(),
-        m: 1,
-        verdict: Verdict::Inconclusive,
-        runs_needed: None,
-        line: String::new(),
-        disagree: None,
-        notes: Vec::new(),
-        options: opts.clone(),
-        evidence: ev.clone(),
-        details: details.clone(),
-    };
+    let mut details = Details::described(
+        a.description(),
+        b.description(),
+        no_outliers(),
+        no_outliers(),
+    );
+    let mut c = Comparison::unjudged(&ev, &details, opts);
     if a.n < MIN_RUNS || b.n < MIN_RUNS {
         notes.push(format!(
             "fewer than {MIN_RUNS} runs summarised in a variant: no test was made"

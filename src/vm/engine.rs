@@ -608,22 +608,12 @@ impl Vm {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr);
-        if let Some(cpus) = spec.host_cpus.clone() {
-            // SAFETY: runs between fork and exec; sched_setaffinity is async-signal-safe and the
-            // set is built on the stack.
+        if let Some(cpus) = &spec.host_cpus {
+            let mask = crate::measure::affinity::Mask::of(cpus)?;
+            // SAFETY: runs between fork and exec; Mask::apply is one system call, no allocation.
             unsafe {
                 use std::os::unix::process::CommandExt;
-                cmd.pre_exec(move || {
-                    let mut set: libc::cpu_set_t = std::mem::zeroed();
-                    for &c in &cpus {
-                        libc::CPU_SET(c, &mut set);
-                    }
-                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
+                cmd.pre_exec(move || mask.apply());
             }
         }
         let started = Instant::now();

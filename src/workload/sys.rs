@@ -1,40 +1,17 @@
 //! Small system helpers shared by the workloads: CPUs, pinning, signals, waiting for a child,
 //! the cache directory, /proc readers.
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// CPUs this process may run on, in order.
-pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity gets a valid pointer and size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return vec![0];
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
-}
+pub use crate::measure::affinity::allowed_cpus;
 
 /// Pin the calling thread to one CPU.
 pub fn pin(cpu: usize) -> Result<()> {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(anyhow!("CPU {cpu} is out of range"));
-    }
-    // SAFETY: as above.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(std::io::Error::last_os_error())
-                .with_context(|| format!("pinning a thread to CPU {cpu}"));
-        }
-    }
-    Ok(())
+    crate::measure::affinity::pin_current(cpu)
+        .with_context(|| format!("pinning a thread to CPU {cpu}"))
 }
 
 pub const PAGE: usize = 4096;

@@ -96,6 +96,20 @@ impl Lab {
         abperf::store::Store::open(&self.db()).expect("the lab's store opens")
     }
 
+    /// Import `file` (in `format`) into stored experiment `id` as variant `variant`.
+    pub fn import_variant(&self, id: &str, variant: &str, format: &str, file: &str) -> Out {
+        self.ok(&[
+            "import",
+            "--experiment",
+            id,
+            "--format",
+            format,
+            "--variant",
+            variant,
+            file,
+        ])
+    }
+
     /// Import seed 000's `/usr/bin/time` lines as experiment `name`.
     pub fn seed000(&self, name: &str) -> Out {
         self.ok(&[
