@@ -1096,3 +1096,47 @@ fn run_kbuild_three_reduced_builds() {
     assert_eq!(d("files_compiled"), "count");
     assert_eq!(d("build_ns"), "lower-is-better");
 }
+
+/// `run --resume` refuses an experiment whose workload variant was made with another version of
+/// the workload (its runs would measure something else), naming variant, workload and versions;
+/// with the version this abperf has, the same experiment resumes.
+#[test]
+fn run_resume_refuses_another_workload_version() {
+    let lab = Lab::new();
+    lab.ok(&["run", "-r", "1", "--warmup", "0", "@ctxsw:round_trips=200"]);
+    let id = lab.store().list().unwrap()[0].id;
+    lab.store()
+        .set_status(id, abperf::model::Status::Interrupted)
+        .unwrap();
+    let set_version = |v: u32| {
+        let c = rusqlite::Connection::open(lab.db()).unwrap();
+        let n = c
+            .execute(
+                "UPDATE variant SET workload = json_set(workload, '$.version', ?1)
+                 WHERE experiment_id = ?2",
+                rusqlite::params![v, id],
+            )
+            .unwrap();
+        assert_eq!(n, 1);
+    };
+    set_version(99);
+    let o = lab.fails(&["run", "--resume", &id.to_string()], 1);
+    assert!(
+        o.stderr.contains(&format!(
+            "experiment {id}: variant '@ctxsw:round_trips=200' ran workload ctxsw version 99; \
+             this abperf has version 1"
+        )),
+        "{o}"
+    );
+    let j = lab.ok(&["export", "latest", "--format", "json"]).json();
+    assert_eq!(j["runs"].as_array().unwrap().len(), 1, "nothing ran: {j}");
+    set_version(1);
+    lab.store()
+        .set_status(id, abperf::model::Status::Interrupted)
+        .unwrap();
+    let o = lab.ok(&["run", "--resume", &id.to_string()]);
+    assert!(
+        o.stdout.contains("complete"),
+        "the same version resumes: {o}"
+    );
+}
