@@ -1140,3 +1140,65 @@ fn run_resume_refuses_another_workload_version() {
         "the same version resumes: {o}"
     );
 }
+
+/// A knob and a workload together (the README's THP example, reduced): `-k THP=always,never`
+/// times `@pagefault` gives two variants, each run under its own setting (with `never` every
+/// 4 KiB page faults; with `always` 2 MiB pages take most of them), and the knob is restored.
+#[test]
+fn run_workload_with_a_knob() {
+    const THP: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+    let Ok(before) = std::fs::read_to_string(THP) else {
+        eprintln!("skipped: {THP} is absent (no THP in this kernel)");
+        return;
+    };
+    let lab = Lab::new();
+    let k = format!("{THP}=always,never");
+    lab.ok(&[
+        "run",
+        "-r",
+        "2",
+        "--warmup",
+        "0",
+        "--seed",
+        "9",
+        "-k",
+        &k,
+        "@pagefault:size=16M,loops=1",
+    ]);
+    assert_eq!(std::fs::read_to_string(THP).unwrap(), before, "restored");
+    let j = lab.ok(&["export", "latest", "--format", "json"]).json();
+    common::assert_schema(&j);
+    let faults = |knob: &str| -> Vec<f64> {
+        j["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| {
+                r["variant_name"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with(&format!("={knob}"))
+            })
+            .map(|r| {
+                assert_eq!(r["status"], "ok", "{r}");
+                r["metrics"]["faults"].as_f64().unwrap()
+            })
+            .collect()
+    };
+    let (always, never) = (faults("always"), faults("never"));
+    assert_eq!((always.len(), never.len()), (2, 2), "{j}");
+    for n in &never {
+        assert!(*n >= 4096.0, "16M of 4 KiB pages, each a fault: {never:?}");
+    }
+    let fewest_never = never.iter().cloned().fold(f64::INFINITY, f64::min);
+    for a in &always {
+        assert!(
+            *a < fewest_never / 4.0,
+            "huge pages take most faults: always {always:?}, never {never:?}"
+        );
+    }
+    for v in j["variants"].as_array().unwrap() {
+        assert_eq!(v["workload"]["name"], "pagefault", "{v}");
+        assert_eq!(v["knobs"][0]["path"], THP, "{v}");
+    }
+}
