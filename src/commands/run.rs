@@ -28,7 +28,9 @@ use std::path::{Path, PathBuf};
     after_help = "The ( +- x% ) figure is the standard error of the mean relative to the mean, as perf stat prints it."
 )]
 pub struct RunArgs {
-    /// Commands to compare: each one is a variant (run through `sh -c` unless -N)
+    /// Commands to compare: each one is a variant (run through `sh -c` unless -N); `@NAME` or
+    /// `@NAME:K=V,...` runs built-in workload NAME (abperf workload list), taking the -L lists
+    /// named after its parameters
     #[arg(value_name = "COMMAND")]
     pub commands: Vec<String>,
     /// Name of a variant (repeat, once per command, or once per variant)
