@@ -14,6 +14,7 @@ use crate::report::perfstat;
 use crate::runner::experiment::{Ending, Progress, RunConfig, RunSink, prepare};
 use crate::runner::noise::{self, NoiseConfig};
 use crate::runner::signals;
+use crate::runner::workload;
 use crate::runner::{KnobGuard, execute, preflight};
 use crate::stats::sequential::Looks;
 use crate::store::Store;
@@ -27,7 +28,9 @@ use std::path::{Path, PathBuf};
     after_help = "The ( +- x% ) figure is the standard error of the mean relative to the mean, as perf stat prints it."
 )]
 pub struct RunArgs {
-    /// Commands to compare: each one is a variant (run through `sh -c` unless -N)
+    /// Commands to compare: each one is a variant (run through `sh -c` unless -N); `@NAME` or
+    /// `@NAME:K=V,...` runs built-in workload NAME (abperf workload list), taking the -L lists
+    /// named after its parameters
     #[arg(value_name = "COMMAND")]
     pub commands: Vec<String>,
     /// Name of a variant (repeat, once per command, or once per variant)
@@ -281,14 +284,11 @@ fn check_events(names: &[String], strict: bool) -> anyhow::Result<Vec<String>> {
 /// values against the choices their files list.
 fn check_design(
     args: &RunArgs,
+    commands: &[String],
     params: &[design::ParamList],
     knobs: &[design::KnobSpec],
 ) -> anyhow::Result<()> {
-    let mut texts: Vec<(&str, &str)> = args
-        .commands
-        .iter()
-        .map(|c| ("COMMAND", c.as_str()))
-        .collect();
+    let mut texts: Vec<(&str, &str)> = commands.iter().map(|c| ("COMMAND", c.as_str())).collect();
     for (flag, text) in [
         ("--pre", &args.pre),
         ("--post", &args.post),
@@ -301,6 +301,20 @@ fn check_design(
     }
     design::placeholders::check(&texts, params)?;
     preflight::check_knob_values(knobs)
+}
+
+/// kbuild variants without seed 003's noise controls: say which flags give Ingo Molnar's recipe.
+fn kbuild_hint(args: &RunArgs, plans: &[design::VariantPlan]) {
+    let kbuild = plans
+        .iter()
+        .any(|p| p.command == "@kbuild" || p.command.starts_with("@kbuild:"));
+    if kbuild && !args.drop_caches && args.perturb_layout.is_none() {
+        eprintln!(
+            "abperf: note: kbuild runs its prepare step (configure, make clean, make prepare) \
+             untimed before every run; for seed 003's recipe add --drop-caches --perturb-layout \
+             64 (and --tune for the governor; see docs/workloads.md)"
+        );
+    }
 }
 
 pub(super) fn random_seed() -> u64 {
@@ -319,6 +333,13 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         return Err(usage(
             "--until-decided with kernels: not supported (boots, not runs, are the unit there); \
              use --boots and abperf plan --from ID",
+        ));
+    }
+    if args.kernel.any() && args.commands.iter().any(|c| workload::is_workload(c)) {
+        return Err(usage(
+            "built-in workloads (@NAME) as variants of kernel experiments (--kernel/--append) \
+             are not supported yet: their prepare steps, data sets and cgroups are not set up \
+             inside the VM; give the guest a command instead",
         ));
     }
     if args.kernel.any() && args.resume.is_none() {
@@ -353,8 +374,17 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     }
     check_timeout(&args)?;
     let (params, knob_specs) = parse_lists(&args)?;
-    check_design(&args, &params, &knob_specs)?;
-    let plans = design::build_variants(&args.commands, &args.names, &params, &knob_specs)?;
+    // `@NAME` takes the -L lists named after its parameters (see runner::workload).
+    let others: Vec<&str> = [&args.pre, &args.post, &args.setup, &args.cleanup]
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let commands = workload::expand(&args.commands, &params, &others)?;
+    check_design(&args, &commands, &params, &knob_specs)?;
+    let plans = design::build_variants(&commands, &args.names, &params, &knob_specs)?;
+    workload::check(plans.iter().map(|p| (p.name.as_str(), p.command.as_str())))?;
+    kbuild_hint(&args, &plans);
     if args.until_decided && plans.len() < 2 {
         return Err(usage(
             "--until-decided: expected at least two variants (it stops when they differ)",
@@ -372,13 +402,18 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     let mut cfg = run_config(&args, seed, counted, NoiseConfig::default());
     let variants: Vec<Variant> = plans
         .iter()
-        .map(|p| Variant {
-            command: Some(p.command.clone()),
-            parameters: p.parameters.clone(),
-            knobs: p.knobs.clone(),
-            ..Variant::named(&p.name)
+        .map(|p| {
+            Ok(Variant {
+                command: Some(p.command.clone()),
+                parameters: p.parameters.clone(),
+                knobs: p.knobs.clone(),
+                workload: workload::is_workload(&p.command)
+                    .then(|| workload::WorkloadCommand::parse(&p.command).map(|c| c.reference()))
+                    .transpose()?,
+                ..Variant::named(&p.name)
+            })
         })
-        .collect();
+        .collect::<anyhow::Result<_>>()?;
     // Everything is checked before the experiment is stored: commands, CPU list, knobs.
     prepare(&cfg, &variants)?;
     let knob_paths: Vec<String> = knob_specs.iter().map(|k| k.path.clone()).collect();
@@ -602,6 +637,7 @@ fn resume(reference: &str, db: &DbArgs) -> anyhow::Result<i32> {
         return super::run_boots::resume(&mut store, id, &cfg, &exp.design);
     }
     let variants = store.variants(id)?;
+    workload::check_versions(&variants).with_context(|| format!("experiment {id}"))?;
     let schedule = store.schedule(id)?;
     let mut stored = BTreeMap::new();
     let mut paths = Vec::new();

@@ -3,8 +3,8 @@
 use super::Store;
 use crate::error::usage;
 use crate::model::{
-    Dataset, Experiment, ExperimentSummary, Kind, Metric, NewExperiment, Run, RunStatus, Slot,
-    Source, Status, SummaryValue, Variant,
+    Dataset, Direction, Experiment, ExperimentSummary, Kind, Metric, NewExperiment, Run, RunStatus,
+    Slot, Source, Status, SummaryValue, Variant,
 };
 use anyhow::Context;
 use rusqlite::{OptionalExtension, params};
@@ -50,8 +50,8 @@ pub(super) fn insert_variant(
     v: &Variant,
 ) -> anyhow::Result<i64> {
     tx.prepare_cached(
-        "INSERT INTO variant (experiment_id, position, name, command, parameters, knobs)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO variant (experiment_id, position, name, command, parameters, knobs, workload)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
     .execute(params![
         exp_id,
@@ -59,7 +59,8 @@ pub(super) fn insert_variant(
         v.name,
         v.command,
         to_json(&v.parameters),
-        to_json(&v.knobs)
+        to_json(&v.knobs),
+        v.workload.as_ref().map(to_json)
     ])
     .with_context(|| format!("variant '{}'", v.name))?;
     let vid = tx.last_insert_rowid();
@@ -124,8 +125,9 @@ pub(super) fn insert_run_row(
         run.excluded
     ])?;
     let run_id = tx.last_insert_rowid();
-    let mut stmt = tx
-        .prepare_cached("INSERT INTO metric (run_id, name, value, unit) VALUES (?1, ?2, ?3, ?4)")?;
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO metric (run_id, name, value, unit, direction) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
     for m in &run.metrics {
         if !m.value.is_finite() {
             anyhow::bail!(
@@ -135,8 +137,14 @@ pub(super) fn insert_run_row(
                 m.value
             );
         }
-        stmt.execute(params![run_id, m.name, m.value, m.unit])
-            .with_context(|| format!("metric {} of run {}", m.name, run.seq))?;
+        stmt.execute(params![
+            run_id,
+            m.name,
+            m.value,
+            m.unit,
+            m.direction.map(|d| d.as_str())
+        ])
+        .with_context(|| format!("metric {} of run {}", m.name, run.seq))?;
     }
     if let Some(s) = &run.source {
         tx.prepare_cached(
@@ -315,7 +323,7 @@ impl Store {
     /// The variants of experiment `id` in position order, with their per-variant summaries.
     pub fn variants(&self, id: i64) -> anyhow::Result<Vec<Variant>> {
         let mut stmt = self.conn().prepare(
-            "SELECT id, name, command, parameters, knobs FROM variant
+            "SELECT id, name, command, parameters, knobs, workload FROM variant
              WHERE experiment_id = ?1 ORDER BY position",
         )?;
         let rows = stmt.query_map([id], |r| {
@@ -325,12 +333,13 @@ impl Store {
                 r.get::<_, Option<String>>(2)?,
                 r.get::<_, String>(3)?,
                 r.get::<_, String>(4)?,
+                r.get::<_, Option<String>>(5)?,
             ))
         })?;
         let mut out = Vec::new();
         let mut row_ids = Vec::new();
         for row in rows {
-            let (vid, name, command, params, knobs) = row?;
+            let (vid, name, command, params, knobs, workload) = row?;
             row_ids.push(vid);
             out.push(Variant {
                 name,
@@ -339,6 +348,7 @@ impl Store {
                 knobs: from_json(&knobs, "knobs")?,
                 summary: BTreeMap::new(),
                 boot: None,
+                workload: workload.map(|w| from_json(&w, "workload")).transpose()?,
             });
         }
         super::boots::fill_variant_boots(self.conn(), id, &mut out)?;
@@ -436,8 +446,8 @@ impl Store {
             runs.push(run);
         }
         let mut mstmt = self.conn().prepare(
-            "SELECT m.run_id, m.name, m.value, m.unit FROM metric m JOIN run r ON r.id = m.run_id
-             WHERE r.experiment_id = ?1 ORDER BY m.rowid",
+            "SELECT m.run_id, m.name, m.value, m.unit, m.direction FROM metric m
+             JOIN run r ON r.id = m.run_id WHERE r.experiment_id = ?1 ORDER BY m.rowid",
         )?;
         let mrows = mstmt.query_map([id], |r| {
             Ok((
@@ -445,12 +455,19 @@ impl Store {
                 r.get::<_, String>(1)?,
                 r.get::<_, f64>(2)?,
                 r.get::<_, String>(3)?,
+                r.get::<_, Option<String>>(4)?,
             ))
         })?;
         for m in mrows {
-            let (rid, name, value, unit) = m?;
+            let (rid, name, value, unit, direction) = m?;
             if let Some(&i) = index.get(&rid) {
-                runs[i].metrics.push(Metric { name, value, unit });
+                runs[i].metrics.push(Metric {
+                    name,
+                    value,
+                    unit,
+                    // a word a newer abperf wrote: derived instead
+                    direction: direction.as_deref().and_then(Direction::parse),
+                });
             }
         }
         Ok(runs)
@@ -467,7 +484,7 @@ impl Store {
         let variants = self.variants(id)?;
         let mut runs = self.runs(id)?;
         if exp.kind == Kind::Micro {
-            // Samples stored as rounds (migration 8); the timer's rate is in the design.
+            // Samples stored as rounds (table micro_round); the timer's rate is in the design.
             let hz = exp.design["timer"]["hz"].as_f64().unwrap_or(f64::NAN);
             runs.extend(self.micro_runs(id, &variants, hz)?);
         }
@@ -606,6 +623,52 @@ mod tests {
             .query_row("SELECT count(*) FROM metric", [], |r| r.get(0))
             .unwrap();
         assert_eq!(left, 0);
+    }
+
+    #[test]
+    fn declared_directions_and_workloads_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("w.db")).unwrap();
+        let exp = NewExperiment {
+            name: "w".into(),
+            kind: Kind::Run,
+            command_line: vec![],
+            design: serde_json::json!({}),
+            seed: Some(7),
+            environment: serde_json::json!({}),
+        };
+        let w = crate::model::WorkloadRef {
+            name: "page-aging".into(),
+            version: 3,
+            params: BTreeMap::from([("op".to_string(), "read".to_string())]),
+            per_run_seed: true,
+        };
+        let v = Variant {
+            command: Some("@page-aging:op=read".into()),
+            workload: Some(w.clone()),
+            ..Variant::named("a")
+        };
+        let sched = [Slot {
+            seq: 0,
+            variant: 0,
+            block: 0,
+            warmup: false,
+        }];
+        let id = store
+            .create_experiment(&exp, &[v, Variant::named("b")], &sched)
+            .unwrap();
+        let m = vec![
+            Metric::new("wall_ns", 1.0, "ns"),
+            Metric::new("pages_scanned", 9.0, "pages").declared(Direction::Count),
+        ];
+        store.commit_run(id, &Run::ok(0, 0, m.clone())).unwrap();
+        assert_eq!(store.runs(id).unwrap()[0].metrics, m);
+        let vs = store.variants(id).unwrap();
+        assert_eq!(vs[0].workload, Some(w));
+        assert_eq!(vs[1].workload, None);
+        let ds = store.load(id).unwrap();
+        assert_eq!(ds.direction("pages_scanned"), Direction::Count);
+        assert_eq!(ds.direction("wall_ns"), Direction::LowerIsBetter);
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Storage for `abperf micro`: the derived findings (knee, per-miss cost, skips, notes) in a table
 //! of their own (migration 4, `SCHEMA`), and the samples compactly, one row per round of each
-//! configuration with the samples packed into a blob (migration 8, `SCHEMA_ROUNDS`). Read back,
+//! configuration with the samples packed into a blob (migration `SCHEMA_ROUNDS`). Read back,
 //! the rounds become runs ([`crate::model::micro::rounds_to_runs`]). Micro experiments stored
-//! before migration 8 keep one run per sample in `run`/`metric` and read as before.
+//! before that migration keep one run per sample in `run`/`metric` and read as before.
 
 use super::Store;
 use crate::model::micro::{MicroRound, RoundProbe};
@@ -23,11 +23,11 @@ pub(super) const SCHEMA: &str = "
     );
 ";
 
-/// Migration 8: a micro configuration's samples, one row per round. `cycles` holds the round's
-/// samples (counter ticks per operation, timer overhead subtracted) as little-endian IEEE 754
-/// doubles, 8 bytes each; the probe of the core at the round's start is kept beside them. A
-/// `--quick` suite stores about 20,000 rows (1.3 MB) here instead of 46,000 runs with 170,000
-/// metric rows (14 MB).
+/// Migration `micro_round`: a micro configuration's samples, one row per round. `cycles` holds
+/// the round's samples (counter ticks per operation, timer overhead subtracted) as
+/// little-endian IEEE 754 doubles, 8 bytes each; the probe of the core at the round's start is
+/// kept beside them. A `--quick` suite stores about 15,000 rows (1.2 MB) here instead of 46,000
+/// runs with 170,000 metric rows (34-40 MB).
 pub(super) const SCHEMA_ROUNDS: &str = "
     CREATE TABLE IF NOT EXISTS micro_round (
         variant_id           INTEGER NOT NULL REFERENCES variant(id) ON DELETE CASCADE,

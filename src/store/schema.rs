@@ -76,7 +76,14 @@ pub const MIGRATIONS: &[&str] = &[
     super::trace::SCHEMA_ROBUST,
     // 7: kernel variants: what a variant boots, the boot order, the boots, run -> boot.
     super::boots::SCHEMA,
-    // 8: micro samples packed one row per round and configuration.
+    // 8: built-in workloads: a metric's declared direction, the workload a variant runs.
+    "
+    -- NULL: derived from the metric's name and unit (everything before workloads).
+    ALTER TABLE metric ADD COLUMN direction TEXT;   -- lower-is-better | higher-is-better | count
+    -- JSON {name, version, params, per_run_seed} for `run @NAME` variants, else NULL.
+    ALTER TABLE variant ADD COLUMN workload TEXT;
+    ",
+    // 9: micro samples packed one row per round and configuration.
     super::micro::SCHEMA_ROUNDS,
 ];
 
