@@ -481,7 +481,14 @@ impl Store {
             exp.name,
             self.path().display()
         );
-        let mut ds = Dataset::new(vec![exp], self.variants(id)?, self.runs(id)?, source);
+        let variants = self.variants(id)?;
+        let mut runs = self.runs(id)?;
+        if exp.kind == Kind::Micro {
+            // Samples stored as rounds (table micro_round); the timer's rate is in the design.
+            let hz = exp.design["timer"]["hz"].as_f64().unwrap_or(f64::NAN);
+            runs.extend(self.micro_runs(id, &variants, hz)?);
+        }
+        let mut ds = Dataset::new(vec![exp], variants, runs, source);
         let planned: i64 = self.conn().query_row(
             "SELECT count(*) FROM slot WHERE experiment_id = ?1",
             [id],
@@ -496,7 +503,9 @@ impl Store {
         let mut stmt = self.conn().prepare(
             "SELECT e.id, e.name, e.kind, e.created, e.status,
                     (SELECT count(*) FROM variant v WHERE v.experiment_id = e.id),
-                    (SELECT count(*) FROM run r WHERE r.experiment_id = e.id),
+                    (SELECT count(*) FROM run r WHERE r.experiment_id = e.id)
+                    + (SELECT coalesce(sum(length(m.cycles) / 8), 0) FROM micro_round m
+                       JOIN variant v ON v.id = m.variant_id WHERE v.experiment_id = e.id),
                     (SELECT count(*) FROM slot s WHERE s.experiment_id = e.id)
              FROM experiment e ORDER BY e.id",
         )?;

@@ -83,6 +83,8 @@ pub const MIGRATIONS: &[&str] = &[
     -- JSON {name, version, params, per_run_seed} for `run @NAME` variants, else NULL.
     ALTER TABLE variant ADD COLUMN workload TEXT;
     ",
+    // 9: micro samples packed one row per round and configuration.
+    super::micro::SCHEMA_ROUNDS,
 ];
 
 /// The schema version this build writes.
