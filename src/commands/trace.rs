@@ -367,17 +367,22 @@ fn is_raw(path: &Path) -> Result<bool> {
     Ok(n == 17 && &m == b"ABPERF-TRACE-RAW1")
 }
 
-/// Analyse a text trace.
+/// Analyse a text trace, streamed from the file (two passes; the events are not kept).
 fn analyze_text(path: &Path, lenient: bool, specs: &[Spec]) -> Result<(text::TextCapture, Tables)> {
-    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let opts = TextOptions {
         lenient,
         ..trace::local_text_hints()
     };
-    let cap = text::parse(&path.display().to_string(), &data, &opts)
-        .map_err(|e| crate::error::usage(e.to_string()))?;
-    let mut an = trace::tables::Analyzer::new(&cap.schema, specs).map_err(crate::error::usage)?;
-    cap.for_each(|e| an.event(e));
+    let (cap, an) = text::stream(
+        path,
+        &opts,
+        |schema| trace::tables::Analyzer::new(schema, specs),
+        |an, e| an.event(e),
+    )
+    .map_err(|e| match e {
+        text::StreamError::Io(..) => anyhow::anyhow!("{e}"),
+        _ => crate::error::usage(e.to_string()),
+    })?;
     let t = an.finish(&cap.schema);
     Ok((cap, t))
 }
@@ -391,11 +396,13 @@ fn import(a: ImportArgs) -> Result<i32> {
             "--tsc-mhz {m}: expected a positive frequency in MHz"
         )));
     }
-    let tsc_hz = a
+    // The TSC is calibrated (0.1 s, asleep) on a thread while the capture is read.
+    let calibration = a
         .tsc_mhz
-        .map(|m| m * 1e6)
-        .or_else(|| trace::tsc::calibrate(Duration::from_millis(100)));
-    let (info, tables) = if is_raw(&a.file)? {
+        .is_none()
+        .then(|| std::thread::spawn(|| trace::tsc::calibrate(Duration::from_millis(100))));
+    let tsc_hz = None;
+    let (mut info, tables) = if is_raw(&a.file)? {
         let raw = RawCapture::read(&a.file)?;
         let dec = raw.analyze(&[Spec::Standard])?;
         let info = CaptureInfo {
@@ -461,6 +468,10 @@ fn import(a: ImportArgs) -> Result<i32> {
         }
         (info, t)
     };
+    info.tsc_hz = a
+        .tsc_mhz
+        .map(|m| m * 1e6)
+        .or_else(|| calibration.and_then(|h| h.join().ok().flatten()));
     let name = a
         .name
         .clone()
