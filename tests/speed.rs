@@ -9,7 +9,7 @@ use common::Lab;
 #[test]
 fn the_environment_samples_load_during_the_runs() {
     let lab = Lab::new();
-    lab.ok(&["run", "-N", "-r", "3", "--warmup", "0", "sleep", "0.1"]);
+    lab.ok(&["run", "-N", "-r", "3", "--warmup", "0", "sleep 0.1"]);
     let doc = lab.ok(&["export", "1", "--format", "json"]).json();
     let env = &doc["experiments"][0]["environment"];
     let doctor = env["doctor"].as_object().unwrap();
