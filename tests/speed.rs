@@ -36,14 +36,13 @@ fn the_environment_samples_load_during_the_runs() {
         .and_then(|w| w.parse().ok())
         .unwrap_or_else(|| panic!("window {window:?}"));
     assert!(secs >= 0.3, "{window}");
-    // The experiment's runs lie inside the sampled window.
+    // The window covers the experiment's runs (less the moments the first scan, on its own
+    // thread, may wait for a CPU on a loaded machine).
     let runs = doc["runs"].as_array().unwrap();
     let first = runs.iter().map(|r| r["started_ns"].as_i64().unwrap()).min();
     let last = runs.iter().map(|r| r["ended_ns"].as_i64().unwrap()).max();
-    assert!(
-        (last.unwrap() - first.unwrap()) as f64 / 1e9 <= secs,
-        "{window}"
-    );
+    let span = (last.unwrap() - first.unwrap()) as f64 / 1e9;
+    assert!(span - 0.05 <= secs, "runs over {span} s, {window}");
 }
 
 /// A tracepoint counted with its holder event open counts exactly what happened: one exec per
