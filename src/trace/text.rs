@@ -183,7 +183,8 @@ pub fn stream<A>(
             std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(path).map_err(io)?);
         let mut p = LineParser::new(opts);
         let mut buf = Vec::with_capacity(4096);
-        let mut seen: HashSet<Vec<u8>> = HashSet::new();
+        let mut seen: HashSet<Vec<u8>, std::hash::BuildHasherDefault<BodyHasher>> =
+            HashSet::default();
         let mut lineno = 0;
         loop {
             buf.clear();
@@ -616,8 +617,33 @@ fn lost_line(t: &[u8]) -> Option<Option<(u32, u64)>> {
 fn event_body_of(line: &[u8]) -> Option<&[u8]> {
     let (_, rb) = find_cpu(line)?;
     let after = &line[rb + 1..];
-    let colon = after.windows(2).position(|w| w == b": ")?;
-    Some(&after[colon + 2..])
+    let mut i = 0;
+    loop {
+        let colon = i + after[i..].iter().position(|c| *c == b':')?;
+        if after.get(colon + 1) == Some(&b' ') {
+            return Some(&after[colon + 2..]);
+        }
+        i = colon + 1;
+    }
+}
+
+/// A fast hash of event bodies for the first pass's set of bodies seen (64-bit words, one
+/// multiply each; not resistant to chosen collisions, which cost only a hash-table chain).
+#[derive(Default)]
+struct BodyHasher(u64);
+
+impl std::hash::Hasher for BodyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            self.0 =
+                (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// Position of `[` and `]` around the CPU number: the first bracketed run of digits.
