@@ -718,11 +718,11 @@ CPU:1 [LOST 17 EVENTS]
         assert_eq!(seen, vec![-1, 4096, 4, 1, 1, 0x2e7]);
     }
 
-    /// Every event of a parse in memory, as (cpu, ts, type name, pid, values by field name).
-    fn events_of(
-        schema: &Schema,
-        each: impl FnOnce(&mut dyn FnMut(&Ev)),
-    ) -> Vec<(u32, u64, String, i32, Vec<(String, i64)>)> {
+    /// An event as (cpu, ts, type name, pid, values by field name).
+    type Named = (u32, u64, String, i32, Vec<(String, i64)>);
+
+    /// Every event `each` gives, named by `schema`.
+    fn events_of(schema: &Schema, each: impl FnOnce(&mut dyn FnMut(&Ev))) -> Vec<Named> {
         let mut out = Vec::new();
         each(&mut |e: &Ev| {
             let t = &schema.types[e.ty as usize];
