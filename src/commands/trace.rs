@@ -234,7 +234,8 @@ fn record(a: RecordArgs) -> Result<i32> {
     };
     // Open the store first: a bad --db fails before anything is traced.
     let mut store = Store::open_resolved(a.db.db.as_deref())?;
-    let tsc_hz = trace::tsc::calibrate(Duration::from_millis(100));
+    // The TSC is calibrated (0.1 s, mostly asleep) on a thread while the recording runs.
+    let calibration = std::thread::spawn(|| trace::tsc::calibrate(Duration::from_millis(100)));
     let opts = RecordOptions {
         events: a.events.clone(),
         filters,
@@ -248,6 +249,8 @@ fn record(a: RecordArgs) -> Result<i32> {
     if until_ctrl_c {
         eprintln!("abperf: recording until Ctrl-C (SIGINT); the capture is kept");
     }
+    // Other processes' CPU use, load and pressure over the recording, not in a sleep after it.
+    let sampling = crate::doctor::Sampling::start();
     let rec = match trace::record(&opts) {
         Ok(r) => r,
         Err(e) => {
@@ -293,7 +296,7 @@ fn record(a: RecordArgs) -> Result<i32> {
         source: "record".into(),
         events: rec.events.clone(),
         clock: rec.raw.meta.clock.clone(),
-        tsc_hz,
+        tsc_hz: calibration.join().ok().flatten(),
         wall_ns: Some(rec.wall_ns),
         span_ticks: dec.span,
         event_count: dec.events,
@@ -318,7 +321,10 @@ fn record(a: RecordArgs) -> Result<i32> {
     let id = store.save_capture(
         &name,
         &argv(),
-        crate::doctor::environment(),
+        crate::doctor::merged(
+            crate::doctor::environment_unsampled(),
+            &sampling.finish("during the recording"),
+        ),
         &info,
         &dec.tables,
     )?;

@@ -46,6 +46,24 @@ pub fn environment_unsampled() -> Value {
     env
 }
 
+/// `env` with the keys of `patch` set, an object merged one level down (as the store's
+/// `merge_environment` does): a [`Sampling::finish`] patch completes an unsampled snapshot.
+pub fn merged(mut env: Value, patch: &Value) -> Value {
+    if let (Value::Object(e), Value::Object(p)) = (&mut env, patch) {
+        for (k, v) in p {
+            match (e.get_mut(k), v) {
+                (Some(Value::Object(old)), Value::Object(new)) => {
+                    old.extend(new.clone());
+                }
+                _ => {
+                    e.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+    env
+}
+
 /// The sampled checks over an experiment's runs: the first scan of /proc is taken on a thread
 /// the moment sampling starts (so the first run does not wait for it), the second when the runs
 /// are over. Nothing runs in between: dropping a `Sampling` (an error, Ctrl-C) leaves at most
@@ -168,6 +186,10 @@ mod tests {
             );
         }
         assert!(patch["doctor"]["irqbalance"].as_str().is_some(), "{patch}");
+        let whole = merged(s.clone(), &patch);
+        assert_eq!(whole["doctor"].as_object().unwrap().len(), 19);
+        assert_eq!(whole["kernel"], s["kernel"]);
+        assert!(whole["doctor_sampled"]["window"].is_string());
         assert_eq!(d.len() + patch["doctor"].as_object().unwrap().len(), 19);
         let window = patch["doctor_sampled"]["window"].as_str().unwrap();
         assert!(window.starts_with("the test, 0.0"), "{window}");
