@@ -268,11 +268,25 @@ pub fn probe(specs: &[EventSpec]) -> (Vec<EventSpec>, Vec<(String, String)>) {
     let mut bad = Vec::new();
     for s in specs {
         match perf_event_open(s, 0, FLAG_DISABLED) {
-            Ok(_) => ok.push(s.clone()),
+            Ok(fd) => {
+                if s.type_ == PERF_TYPE_TRACEPOINT {
+                    // Kept open as the tracepoint's holder (see [`Holders`]): closing it here
+                    // would unregister the tracepoint only for the experiment to register it
+                    // again.
+                    probed().push((s.name.clone(), fd));
+                }
+                ok.push(s.clone())
+            }
             Err(e) => bad.push((s.name.clone(), explain(s, &e))),
         }
     }
     (ok, bad)
+}
+
+/// Tracepoint events [`probe`] opened, waiting to become [`Holders`].
+fn probed() -> std::sync::MutexGuard<'static, Vec<(String, OwnedFd)>> {
+    static PROBED: std::sync::Mutex<Vec<(String, OwnedFd)>> = std::sync::Mutex::new(Vec::new());
+    PROBED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// One disabled perf event per tracepoint, held open on this process for a whole experiment.
@@ -290,14 +304,17 @@ impl Holders {
     /// Open a holder for each tracepoint among `specs` (other events need none). A tracepoint
     /// whose holder cannot be opened is left out: its runs are counted all the same, only
     /// slower.
+    /// The events [`probe`] opened on this process serve as holders (no second registration).
     pub fn open(specs: &[EventSpec]) -> Holders {
+        let mut probed = probed();
         let held = specs
             .iter()
             .filter(|s| s.type_ == PERF_TYPE_TRACEPOINT)
-            .filter_map(|s| {
-                perf_event_open(s, 0, FLAG_DISABLED)
+            .filter_map(|s| match probed.iter().position(|(n, _)| *n == s.name) {
+                Some(i) => Some(probed.swap_remove(i)),
+                None => perf_event_open(s, 0, FLAG_DISABLED)
                     .ok()
-                    .map(|fd| (s.name.clone(), fd))
+                    .map(|fd| (s.name.clone(), fd)),
             })
             .collect();
         Holders { held }
