@@ -448,13 +448,15 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     };
     let schedule = design::build_schedule(cfg.order, plans.len(), cfg.runs, cfg.warmup, seed);
     let title = title(&args, plans.iter().map(|p| p.name.as_str()));
+    // Other processes' CPU use, load and pressure are sampled over the runs, not before them.
+    let sampling = doctor::Sampling::start();
     let exp = NewExperiment {
         name: title,
         kind: Kind::Run,
         command_line: std::env::args().collect(),
         design: serde_json::to_value(&cfg)?,
         seed: Some(seed),
-        environment: doctor::environment(),
+        environment: doctor::environment_unsampled(),
     };
     let id = store.create_experiment(&exp, &variants, &schedule)?;
     if let Some(session) = session {
@@ -469,7 +471,9 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         cfg.order.as_str()
     );
     let variants = store.variants(id)?;
-    let result = finish(&mut store, id, &cfg, &variants, &schedule, &mut guard);
+    let result = finish(
+        &mut store, id, &cfg, &variants, &schedule, &mut guard, sampling,
+    );
     drop(guard);
     settle_tune(&mut store, id, &cfg, result)
 }
@@ -686,7 +690,10 @@ fn resume(reference: &str, db: &DbArgs) -> anyhow::Result<i32> {
             return Err(e);
         }
     }
-    let result = finish(&mut store, id, &cfg, &variants, &schedule, &mut guard);
+    let sampling = doctor::Sampling::start();
+    let result = finish(
+        &mut store, id, &cfg, &variants, &schedule, &mut guard, sampling,
+    );
     drop(guard);
     settle_tune(&mut store, id, &cfg, result)
 }
@@ -698,12 +705,16 @@ fn finish(
     variants: &[Variant],
     schedule: &[Slot],
     guard: &mut KnobGuard,
+    sampling: doctor::Sampling,
 ) -> anyhow::Result<i32> {
     let rule = cfg
         .sequential
         .map(|plan| Sequential::new(plan, variants.len()));
     let mut bar = Bar(None, rule);
     let result = execute(store, id, cfg, variants, schedule, guard, &mut bar);
+    if let Err(e) = store.merge_environment(id, &sampling.finish("during the runs")) {
+        eprintln!("abperf: warning: the load sampled during the runs is not stored: {e:#}");
+    }
     conclude(store, id, variants.len(), result)
 }
 

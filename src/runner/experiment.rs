@@ -295,6 +295,8 @@ pub fn execute_into(
     // First, so that commands resolve in the --tmpfs-copy directory.
     let mut noise = Noise::start(&cfg.noise, cfg.seed)?;
     let prep = prepare(cfg, variants)?;
+    // Each tracepoint stays registered for the whole experiment (closed on every way out).
+    let _holders = crate::measure::counters::Holders::open(&prep.events);
     let done: BTreeSet<u32> = sink.done_seqs()?;
     let todo: Vec<&Slot> = schedule.iter().filter(|s| !done.contains(&s.seq)).collect();
     let mut timed_done: BTreeMap<usize, u32> = BTreeMap::new();
