@@ -45,4 +45,4 @@ if [ -n "$missing" ]; then
 fi
 cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings
-cargo test --locked --all-targets
+cargo test --locked --all-targets --no-fail-fast

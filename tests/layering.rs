@@ -6,10 +6,12 @@
 //!     -> {stats, store, measure} -> model
 //! ```
 //!
-//! with three edges inside the middle layer (`runner -> design`: variants and schedules;
+//! with four edges inside the middle layer (`runner -> design`: variants and schedules;
 //! `trace -> runner`: only the runner spawns workloads; `runner -> vm`: the runner boots the
-//! kernels of kernel variants and runs their share of the schedule inside them) and `error`
-//! usable everywhere. Test modules (`#[cfg(test)]` to the end of a file) may reach anywhere.
+//! kernels of kernel variants and runs their share of the schedule inside them; `runner ->
+//! workload`: a variant may be a built-in workload, whose commands, parameters, metrics and
+//! clean-up the runner takes from the registry) and `error` usable everywhere. Test
+//! modules (`#[cfg(test)]` to the end of a file) may reach anywhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -25,7 +27,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("import", &["model"]),
     ("doctor", &["measure", "model"]),
     ("report", &["stats", "model"]),
-    ("runner", &["design", "measure", "store", "vm", "model"]),
+    (
+        "runner",
+        &["design", "measure", "store", "vm", "workload", "model"],
+    ),
     ("micro", &["measure", "store", "model"]),
     ("trace", &["runner", "measure", "model"]),
     ("vm", &["measure", "model"]),

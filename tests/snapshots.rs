@@ -5,7 +5,8 @@
 
 mod common;
 use abperf::micro::record::Record;
-use abperf::model::{Kind, Metric, MicroFinding, NewExperiment, Run, Slot, Variant};
+use abperf::model::micro::{MicroRound, RoundProbe, rounds_to_runs};
+use abperf::model::{Kind, MicroFinding, NewExperiment, Variant};
 use common::Lab;
 
 const FORMATS: &[&str] = &[
@@ -72,8 +73,7 @@ fn seed_000_in_every_format() {
 /// 1, 2, 33 and 34 pages with a knee after 33, a skip and a note.
 fn micro_record() -> Record {
     let mut variants = Vec::new();
-    let mut schedule = Vec::new();
-    let mut runs = Vec::new();
+    let mut rounds = Vec::new();
     let mut config = |name: String, params: &[(&str, String)], per: &str, base: f64| {
         let pos = variants.len();
         let mut v = Variant::named(&name);
@@ -81,29 +81,22 @@ fn micro_record() -> Record {
             v.parameters.insert(k.to_string(), val.clone());
         }
         v.parameters.insert("per".into(), per.into());
-        let pages: f64 = v
-            .parameters
-            .get("pages")
-            .map_or(1.0, |p| p.parse().unwrap());
         variants.push(v);
-        for i in 0..11 {
-            let seq = schedule.len() as u32;
-            schedule.push(Slot {
-                seq,
+        // 11 samples in two rounds (6 + 5), the core at 3.5 GHz against a 2.6 GHz counter.
+        let c: Vec<f64> = (0..11)
+            .map(|i| base * (1.0 + 0.01 * ((i * 7) % 11) as f64))
+            .collect();
+        for (r, part) in [&c[..6], &c[6..]].into_iter().enumerate() {
+            rounds.push(MicroRound {
                 variant: pos,
-                block: 0,
-                warmup: false,
+                round: r as u32,
+                probe: RoundProbe {
+                    started_ns: 0,
+                    ticks_per_core_cycle: 2.6 / 3.5,
+                    adds_per_cycle: 3.6,
+                },
+                cycles: part.to_vec(),
             });
-            let c = base * (1.0 + 0.01 * ((i * 7) % 11) as f64);
-            let mut metrics = vec![
-                Metric::new("cycles", c, "cycles"),
-                Metric::new("ns", c / 2.6, "ns"),
-                Metric::new("core_cycles", c * 3.5 / 2.6, "cycles"),
-            ];
-            if pages > 1.0 {
-                metrics.push(Metric::new("cycles_per_page", c / pages, "cycles"));
-            }
-            runs.push(Run::ok(seq, pos, metrics));
         }
     };
     config(
@@ -140,6 +133,10 @@ fn micro_record() -> Record {
             }
         }
     }
+    let pages: Vec<u64> = variants
+        .iter()
+        .map(|v| v.parameters.get("pages").map_or(1, |p| p.parse().unwrap()))
+        .collect();
     let finding =
         |bench: &str, key: &str, value: Option<f64>, unit: &str, text: &str| MicroFinding {
             bench: bench.into(),
@@ -167,9 +164,9 @@ fn micro_record() -> Record {
             seed: None,
             environment: serde_json::json!({"kernel": "6.18.0-test", "cpu_model": "Test CPU", "cpu_count": 2}),
         },
+        runs: rounds_to_runs(&rounds, |v| pages[v], 2.6e9),
         variants,
-        schedule,
-        runs,
+        rounds,
         findings: vec![
             finding(
                 "timer",

@@ -15,13 +15,18 @@ use std::path::Path;
 (ministat mode: one value per line, '#' lines ignored, -c picks a column; the first file is the baseline).\n\n\
 The '(+- x%)' after each variant is perf stat's figure: the standard error of the mean relative to the mean.\n\
 Verdicts: FASTER/SLOWER when the 95% CI of the ratio excludes 1 and p < alpha; NO DIFFERENCE when the 90% CI \
-lies within +-margin; otherwise INCONCLUSIVE, with the runs per variant needed."
+lies within +-margin; otherwise INCONCLUSIVE, with the runs per variant needed.\n\n\
+Two micro experiments: every configuration in both is compared with the rounds as the unit (each round's median \
+is one observation), metric core_cycles, margin 2%, no bootstrap unless --metric/--margin/--resamples say \
+otherwise, Holm over all configurations; --variant PREFIX picks configurations (e.g. tlb-flush). One micro \
+experiment: its tables."
 )]
 pub struct CompareArgs {
     /// Experiment ID ('latest'), two IDs, or files of numbers
     #[arg(value_name = "ID|FILE", required = true, num_args = 1..)]
     pub inputs: Vec<String>,
-    /// With two experiments: the variant compared in both (default: the first of each)
+    /// With two experiments: the variant compared in both (default: the first of each); with two
+    /// micro experiments: only the configurations whose name starts with NAME (e.g. tlb-flush)
     #[arg(long, value_name = "NAME")]
     pub variant: Option<String>,
     #[command(flatten)]
@@ -82,6 +87,12 @@ fn load(args: &CompareArgs) -> anyhow::Result<Report> {
     match args.inputs.len() {
         1 => {
             let id = super::lookup::experiment_id(&store, &args.inputs[0])?;
+            // One micro experiment: its configurations are not treatments of one workload;
+            // without a named baseline, its tables (`abperf micro` prints the same).
+            let micro = store.experiment(id)?.kind == crate::model::Kind::Micro;
+            if micro && args.analysis.baseline.is_none() && args.analysis.by.is_none() {
+                return output::load(&store, id, View::Micro);
+            }
             output::load(&store, id, View::Compare)
         }
         2 => {
@@ -100,7 +111,26 @@ fn load(args: &CompareArgs) -> anyhow::Result<Report> {
 
 pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     args.analysis.check()?;
+    if let [a, b] = args.inputs.as_slice()
+        && is_experiment_ref(a)
+        && is_experiment_ref(b)
+        && !Path::new(a).is_file()
+        && !Path::new(b).is_file()
+    {
+        let store = Store::open_resolved(args.db.db.as_deref())?;
+        let ids = [
+            super::lookup::experiment_id(&store, a)?,
+            super::lookup::experiment_id(&store, b)?,
+        ];
+        if let Some(code) = super::compare_micro::run(&store, ids, &args)? {
+            return Ok(code);
+        }
+    }
     let mut r = load(&args)?;
+    if r.view == View::Micro {
+        output::write(&args.format.render(&r)?, args.output.as_ref())?;
+        return Ok(0);
+    }
     if r.data.variants.len() < 2 {
         return Err(usage(format!(
             "only one variant ({}): nothing to compare it with",

@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod compare_input;
+pub mod compare_micro;
 pub mod completions;
 pub mod delete;
 pub mod doctor;

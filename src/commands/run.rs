@@ -15,6 +15,7 @@ use crate::runner::experiment::{Ending, Progress, RunConfig, RunSink, prepare};
 use crate::runner::knob_lock::LockOptions;
 use crate::runner::noise::{self, NoiseConfig};
 use crate::runner::signals;
+use crate::runner::workload;
 use crate::runner::{KnobGuard, execute, preflight};
 use crate::stats::sequential::Looks;
 use crate::store::Store;
@@ -28,7 +29,9 @@ use std::path::{Path, PathBuf};
     after_help = "The ( +- x% ) figure is the standard error of the mean relative to the mean, as perf stat prints it."
 )]
 pub struct RunArgs {
-    /// Commands to compare: each one is a variant (run through `sh -c` unless -N)
+    /// Commands to compare: each one is a variant (run through `sh -c` unless -N); `@NAME` or
+    /// `@NAME:K=V,...` runs built-in workload NAME (abperf workload list), taking the -L lists
+    /// named after its parameters
     #[arg(value_name = "COMMAND")]
     pub commands: Vec<String>,
     /// Name of a variant (repeat, once per command, or once per variant)
@@ -287,14 +290,11 @@ fn check_events(names: &[String], strict: bool) -> anyhow::Result<Vec<String>> {
 /// values against the choices their files list.
 fn check_design(
     args: &RunArgs,
+    commands: &[String],
     params: &[design::ParamList],
     knobs: &[design::KnobSpec],
 ) -> anyhow::Result<()> {
-    let mut texts: Vec<(&str, &str)> = args
-        .commands
-        .iter()
-        .map(|c| ("COMMAND", c.as_str()))
-        .collect();
+    let mut texts: Vec<(&str, &str)> = commands.iter().map(|c| ("COMMAND", c.as_str())).collect();
     for (flag, text) in [
         ("--pre", &args.pre),
         ("--post", &args.post),
@@ -307,6 +307,20 @@ fn check_design(
     }
     design::placeholders::check(&texts, params)?;
     preflight::check_knob_values(knobs)
+}
+
+/// kbuild variants without seed 003's noise controls: say which flags give Ingo Molnar's recipe.
+fn kbuild_hint(args: &RunArgs, plans: &[design::VariantPlan]) {
+    let kbuild = plans
+        .iter()
+        .any(|p| p.command == "@kbuild" || p.command.starts_with("@kbuild:"));
+    if kbuild && !args.drop_caches && args.perturb_layout.is_none() {
+        eprintln!(
+            "abperf: note: kbuild runs its prepare step (configure, make clean, make prepare) \
+             untimed before every run; for seed 003's recipe add --drop-caches --perturb-layout \
+             64 (and --tune for the governor; see docs/workloads.md)"
+        );
+    }
 }
 
 pub(super) fn random_seed() -> u64 {
@@ -325,6 +339,13 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         return Err(usage(
             "--until-decided with kernels: not supported (boots, not runs, are the unit there); \
              use --boots and abperf plan --from ID",
+        ));
+    }
+    if args.kernel.any() && args.commands.iter().any(|c| workload::is_workload(c)) {
+        return Err(usage(
+            "built-in workloads (@NAME) as variants of kernel experiments (--kernel/--append) \
+             are not supported yet: their prepare steps, data sets and cgroups are not set up \
+             inside the VM; give the guest a command instead",
         ));
     }
     if args.kernel.any() && args.resume.is_none() {
@@ -359,8 +380,17 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     }
     check_timeout(&args)?;
     let (params, knob_specs) = parse_lists(&args)?;
-    check_design(&args, &params, &knob_specs)?;
-    let plans = design::build_variants(&args.commands, &args.names, &params, &knob_specs)?;
+    // `@NAME` takes the -L lists named after its parameters (see runner::workload).
+    let others: Vec<&str> = [&args.pre, &args.post, &args.setup, &args.cleanup]
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let commands = workload::expand(&args.commands, &params, &others)?;
+    check_design(&args, &commands, &params, &knob_specs)?;
+    let plans = design::build_variants(&commands, &args.names, &params, &knob_specs)?;
+    workload::check(plans.iter().map(|p| (p.name.as_str(), p.command.as_str())))?;
+    kbuild_hint(&args, &plans);
     if args.until_decided && plans.len() < 2 {
         return Err(usage(
             "--until-decided: expected at least two variants (it stops when they differ)",
@@ -378,13 +408,18 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     let mut cfg = run_config(&args, seed, counted, NoiseConfig::default());
     let variants: Vec<Variant> = plans
         .iter()
-        .map(|p| Variant {
-            command: Some(p.command.clone()),
-            parameters: p.parameters.clone(),
-            knobs: p.knobs.clone(),
-            ..Variant::named(&p.name)
+        .map(|p| {
+            Ok(Variant {
+                command: Some(p.command.clone()),
+                parameters: p.parameters.clone(),
+                knobs: p.knobs.clone(),
+                workload: workload::is_workload(&p.command)
+                    .then(|| workload::WorkloadCommand::parse(&p.command).map(|c| c.reference()))
+                    .transpose()?,
+                ..Variant::named(&p.name)
+            })
         })
-        .collect();
+        .collect::<anyhow::Result<_>>()?;
     // Everything is checked before the experiment is stored: commands, CPU list, knobs.
     prepare(&cfg, &variants)?;
     let knob_paths: Vec<String> = knob_specs.iter().map(|k| k.path.clone()).collect();
@@ -419,13 +454,15 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     };
     let schedule = design::build_schedule(cfg.order, plans.len(), cfg.runs, cfg.warmup, seed);
     let title = title(&args, plans.iter().map(|p| p.name.as_str()));
+    // Other processes' CPU use, load and pressure are sampled over the runs, not before them.
+    let sampling = doctor::Sampling::start();
     let exp = NewExperiment {
         name: title,
         kind: Kind::Run,
         command_line: std::env::args().collect(),
         design: serde_json::to_value(&cfg)?,
         seed: Some(seed),
-        environment: doctor::environment(),
+        environment: doctor::environment_unsampled(),
     };
     let owner = crate::measure::process::current_owner();
     let id = store.create_owned_experiment(&exp, &variants, &schedule, &owner)?;
@@ -442,7 +479,9 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         cfg.order.as_str()
     ));
     let variants = store.variants(id)?;
-    let result = finish(&mut store, id, &cfg, &variants, &schedule, &mut guard);
+    let result = finish(
+        &mut store, id, &cfg, &variants, &schedule, &mut guard, sampling,
+    );
     drop(guard);
     settle_tune(&mut store, id, &cfg, result)
 }
@@ -621,6 +660,7 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
         return super::run_boots::resume(&mut store, id, &cfg, &exp.design);
     }
     let variants = store.variants(id)?;
+    workload::check_versions(&variants).with_context(|| format!("experiment {id}"))?;
     let schedule = store.schedule(id)?;
     let mut stored = BTreeMap::new();
     let mut paths = Vec::new();
@@ -680,7 +720,10 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
             return Err(e);
         }
     }
-    let result = finish(&mut store, id, &cfg, &variants, &schedule, &mut guard);
+    let sampling = doctor::Sampling::start();
+    let result = finish(
+        &mut store, id, &cfg, &variants, &schedule, &mut guard, sampling,
+    );
     drop(guard);
     settle_tune(&mut store, id, &cfg, result)
 }
@@ -715,12 +758,16 @@ fn finish(
     variants: &[Variant],
     schedule: &[Slot],
     guard: &mut KnobGuard,
+    sampling: doctor::Sampling,
 ) -> anyhow::Result<i32> {
     let rule = cfg
         .sequential
         .map(|plan| Sequential::new(plan, variants.len()));
     let mut bar = Bar(None, rule);
     let result = execute(store, id, cfg, variants, schedule, guard, &mut bar);
+    if let Err(e) = store.merge_environment(id, &sampling.finish("during the runs")) {
+        eprintln!("abperf: warning: the load sampled during the runs is not stored: {e:#}");
+    }
     conclude(store, id, variants.len(), result)
 }
 

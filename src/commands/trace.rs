@@ -234,7 +234,8 @@ fn record(a: RecordArgs) -> Result<i32> {
     };
     // Open the store first: a bad --db fails before anything is traced.
     let mut store = Store::open_resolved(a.db.db.as_deref())?;
-    let tsc_hz = trace::tsc::calibrate(Duration::from_millis(100));
+    // The TSC is calibrated (0.1 s, mostly asleep) on a thread while the recording runs.
+    let calibration = std::thread::spawn(|| trace::tsc::calibrate(Duration::from_millis(100)));
     let opts = RecordOptions {
         events: a.events.clone(),
         filters,
@@ -248,6 +249,8 @@ fn record(a: RecordArgs) -> Result<i32> {
     if until_ctrl_c {
         eprintln!("abperf: recording until Ctrl-C (SIGINT); the capture is kept");
     }
+    // Other processes' CPU use, load and pressure over the recording, not in a sleep after it.
+    let sampling = crate::doctor::Sampling::start();
     let rec = match trace::record(&opts) {
         Ok(r) => r,
         Err(e) => {
@@ -293,7 +296,7 @@ fn record(a: RecordArgs) -> Result<i32> {
         source: "record".into(),
         events: rec.events.clone(),
         clock: rec.raw.meta.clock.clone(),
-        tsc_hz,
+        tsc_hz: calibration.join().ok().flatten(),
         wall_ns: Some(rec.wall_ns),
         span_ticks: dec.span,
         event_count: dec.events,
@@ -318,7 +321,10 @@ fn record(a: RecordArgs) -> Result<i32> {
     let id = store.save_capture(
         &name,
         &argv(),
-        crate::doctor::environment(),
+        crate::doctor::merged(
+            crate::doctor::environment_unsampled(),
+            &sampling.finish("during the recording"),
+        ),
         &info,
         &dec.tables,
     )?;
@@ -367,17 +373,22 @@ fn is_raw(path: &Path) -> Result<bool> {
     Ok(n == 17 && &m == b"ABPERF-TRACE-RAW1")
 }
 
-/// Analyse a text trace.
+/// Analyse a text trace, streamed from the file (two passes; the events are not kept).
 fn analyze_text(path: &Path, lenient: bool, specs: &[Spec]) -> Result<(text::TextCapture, Tables)> {
-    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let opts = TextOptions {
         lenient,
         ..trace::local_text_hints()
     };
-    let cap = text::parse(&path.display().to_string(), &data, &opts)
-        .map_err(|e| crate::error::usage(e.to_string()))?;
-    let mut an = trace::tables::Analyzer::new(&cap.schema, specs).map_err(crate::error::usage)?;
-    cap.for_each(|e| an.event(e));
+    let (cap, an) = text::stream(
+        path,
+        &opts,
+        |schema| trace::tables::Analyzer::new(schema, specs),
+        |an, e| an.event(e),
+    )
+    .map_err(|e| match e {
+        text::StreamError::Io(..) => anyhow::anyhow!("{e}"),
+        _ => crate::error::usage(e.to_string()),
+    })?;
     let t = an.finish(&cap.schema);
     Ok((cap, t))
 }
@@ -391,11 +402,13 @@ fn import(a: ImportArgs) -> Result<i32> {
             "--tsc-mhz {m}: expected a positive frequency in MHz"
         )));
     }
-    let tsc_hz = a
+    // The TSC is calibrated (0.1 s, asleep) on a thread while the capture is read.
+    let calibration = a
         .tsc_mhz
-        .map(|m| m * 1e6)
-        .or_else(|| trace::tsc::calibrate(Duration::from_millis(100)));
-    let (info, tables) = if is_raw(&a.file)? {
+        .is_none()
+        .then(|| std::thread::spawn(|| trace::tsc::calibrate(Duration::from_millis(100))));
+    let tsc_hz = None;
+    let (mut info, tables) = if is_raw(&a.file)? {
         let raw = RawCapture::read(&a.file)?;
         // Decoding errors name the page and byte; the file is named here.
         let dec = raw
@@ -464,6 +477,10 @@ fn import(a: ImportArgs) -> Result<i32> {
         }
         (info, t)
     };
+    info.tsc_hz = a
+        .tsc_mhz
+        .map(|m| m * 1e6)
+        .or_else(|| calibration.and_then(|h| h.join().ok().flatten()));
     let name = a
         .name
         .clone()

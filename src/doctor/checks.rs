@@ -399,9 +399,13 @@ fn processes_named(sys: &Sys, comm: &str) -> Vec<u32> {
 }
 
 pub fn irqbalance(sys: &Sys) -> Check {
+    irqbalance_pids(&processes_named(sys, "irqbalance"))
+}
+
+/// The irqbalance check from the pids of the processes named irqbalance.
+pub fn irqbalance_pids(pids: &[u32]) -> Check {
     const WHY: &str = "irqbalance moves interrupts between CPUs every few seconds, so a run may \
                        suddenly share its CPU with a device's interrupts";
-    let pids = processes_named(sys, "irqbalance");
     if pids.is_empty() {
         check("irqbalance", Status::Ok, "not running".into(), WHY)
     } else {
@@ -450,6 +454,15 @@ fn parse_cpu_line(stat: &str) -> Option<(u64, u64)> {
 }
 
 impl Sample {
+    /// The pids of the sampled processes whose command name is `comm`.
+    pub fn pids_named(&self, comm: &str) -> Vec<u32> {
+        self.procs
+            .iter()
+            .filter(|(_, (c, _))| c == comm)
+            .map(|(pid, _)| *pid)
+            .collect()
+    }
+
     pub fn take(sys: &Sys) -> Sample {
         let mut procs = BTreeMap::new();
         for n in sys.list("/proc").unwrap_or_default() {
@@ -475,6 +488,17 @@ pub struct Activity {
     /// Steal time as % of all CPU time (VMs), when /proc/stat was readable.
     pub steal_pct: Option<f64>,
     pub window: Duration,
+}
+
+impl Activity {
+    /// No activity sampled (the setting checks, which do not look at it).
+    pub fn none() -> Activity {
+        Activity {
+            busy: Vec::new(),
+            steal_pct: None,
+            window: Duration::ZERO,
+        }
+    }
 }
 
 pub fn activity(a: &Sample, b: &Sample, window: Duration, exclude: &[u32]) -> Activity {
@@ -522,7 +546,12 @@ pub fn busy_processes(act: &Activity) -> Check {
         .take(5)
         .map(|(pid, comm, pct)| format!("{comm} (pid {pid}) {pct:.0}%"))
         .collect();
-    let window = format!("{:.1} s", act.window.as_secs_f64());
+    let secs = act.window.as_secs_f64();
+    let window = if secs < 1.0 {
+        format!("{:.0} ms", secs * 1e3)
+    } else {
+        format!("{secs:.1} s")
+    };
     if top.is_empty() {
         return check(
             "busy_processes",
@@ -979,9 +1008,49 @@ pub fn run_all(sys: &Sys, window: Duration) -> Vec<Check> {
     let b = Sample::take(sys);
     let me = std::process::id();
     let act = activity(&a, &b, window, &[me]);
+    run_with(sys, &act)
+}
+
+/// The checks whose finding is a sample of activity over `act`'s window (other processes' CPU
+/// use, load, steal time, memory pressure), in [`run_with`]'s order.
+pub fn sampled(sys: &Sys, act: &Activity) -> Vec<Check> {
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
+    vec![
+        busy_processes(act),
+        load_average(sys, cpus),
+        virtualization(sys, act.steal_pct),
+        memory_pressure(sys),
+    ]
+}
+
+/// Every check's name, in the order `abperf doctor` shows them.
+pub const ORDER: [&str; 19] = [
+    "cpufreq_governor",
+    "cpu_boost",
+    "smt",
+    "aslr",
+    "thp",
+    "numa_balancing",
+    "swap",
+    "perf_event_paranoid",
+    "nmi_watchdog",
+    "irqbalance",
+    "busy_processes",
+    "load_average",
+    "virtualization",
+    "free_page_reporting",
+    "mitigations",
+    "clocksource",
+    "tracing",
+    "trace_leftovers",
+    "memory_pressure",
+];
+
+/// The checks that read a setting: neither a sample of activity ([`sampled`]) nor the process
+/// list ([`irqbalance`]), so they cost a few file reads.
+pub fn settings(sys: &Sys) -> Vec<Check> {
     vec![
         cpufreq_governor(sys),
         cpu_boost(sys),
@@ -992,17 +1061,21 @@ pub fn run_all(sys: &Sys, window: Duration) -> Vec<Check> {
         swap(sys),
         perf_event_paranoid(sys),
         nmi_watchdog(sys),
-        irqbalance(sys),
-        busy_processes(&act),
-        load_average(sys, cpus),
-        virtualization(sys, act.steal_pct),
         free_page_reporting(sys),
         mitigations(sys),
         clocksource(sys),
         tracing(sys),
         trace_leftovers(sys),
-        memory_pressure(sys),
     ]
+}
+
+/// Every check, in [`ORDER`], with process activity `act` sampled by the caller.
+pub fn run_with(sys: &Sys, act: &Activity) -> Vec<Check> {
+    let mut all = settings(sys);
+    all.push(irqbalance(sys));
+    all.extend(sampled(sys, act));
+    all.sort_by_key(|c| ORDER.iter().position(|n| *n == c.name));
+    all
 }
 
 #[cfg(test)]

@@ -268,11 +268,62 @@ pub fn probe(specs: &[EventSpec]) -> (Vec<EventSpec>, Vec<(String, String)>) {
     let mut bad = Vec::new();
     for s in specs {
         match perf_event_open(s, 0, FLAG_DISABLED) {
-            Ok(_) => ok.push(s.clone()),
+            Ok(fd) => {
+                if s.type_ == PERF_TYPE_TRACEPOINT {
+                    // Kept open as the tracepoint's holder (see [`Holders`]): closing it here
+                    // would unregister the tracepoint only for the experiment to register it
+                    // again.
+                    probed().push((s.name.clone(), fd));
+                }
+                ok.push(s.clone())
+            }
             Err(e) => bad.push((s.name.clone(), explain(s, &e))),
         }
     }
     (ok, bad)
+}
+
+/// Tracepoint events [`probe`] opened, waiting to become [`Holders`].
+fn probed() -> std::sync::MutexGuard<'static, Vec<(String, OwnedFd)>> {
+    static PROBED: std::sync::Mutex<Vec<(String, OwnedFd)>> = std::sync::Mutex::new(Vec::new());
+    PROBED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One disabled perf event per tracepoint, held open on this process for a whole experiment.
+/// The kernel registers a tracepoint's perf probe when the first perf event on it is created
+/// and unregisters it when the last one is closed (each a text patch and an RCU grace period:
+/// tens of ms). Without a holder every run's counter does both; with one, a run's counter only
+/// joins and leaves an already registered tracepoint. The holders count nothing (disabled, on
+/// abperf itself) and are closed when dropped, on every way out of the experiment.
+#[derive(Default)]
+pub struct Holders {
+    held: Vec<(String, OwnedFd)>,
+}
+
+impl Holders {
+    /// Open a holder for each tracepoint among `specs` (other events need none). A tracepoint
+    /// whose holder cannot be opened is left out: its runs are counted all the same, only
+    /// slower.
+    /// The events [`probe`] opened on this process serve as holders (no second registration).
+    pub fn open(specs: &[EventSpec]) -> Holders {
+        let mut probed = probed();
+        let held = specs
+            .iter()
+            .filter(|s| s.type_ == PERF_TYPE_TRACEPOINT)
+            .filter_map(|s| match probed.iter().position(|(n, _)| *n == s.name) {
+                Some(i) => Some(probed.swap_remove(i)),
+                None => perf_event_open(s, 0, FLAG_DISABLED)
+                    .ok()
+                    .map(|fd| (s.name.clone(), fd)),
+            })
+            .collect();
+        Holders { held }
+    }
+
+    /// The tracepoints held.
+    pub fn names(&self) -> Vec<&str> {
+        self.held.iter().map(|(n, _)| n.as_str()).collect()
+    }
 }
 
 /// Counters attached to one workload process (and, by inheritance, its children).
@@ -337,6 +388,31 @@ mod tests {
                 .contains("no tracepoint nosuch:event")
         );
         assert!(parse_event("../x:y").is_err());
+    }
+
+    #[test]
+    fn holders_only_for_tracepoints() {
+        let mut specs: Vec<_> = ["task-clock", "page-faults"]
+            .iter()
+            .map(|n| parse_event(n).unwrap())
+            .collect();
+        assert!(Holders::open(&specs).names().is_empty());
+        // A tracepoint, where tracefs and permissions allow (an independent probe: its id file).
+        let Ok(tp) = parse_event("sched:sched_process_exec") else {
+            return;
+        };
+        if perf_event_open(&tp, 0, FLAG_DISABLED).is_err() {
+            return;
+        }
+        specs.push(tp);
+        let h = Holders::open(&specs);
+        assert_eq!(h.names(), vec!["sched:sched_process_exec"]);
+        // A holder counts nothing: it is disabled.
+        let mut buf = [0u64; 3];
+        let fd = h.held[0].1.as_raw_fd();
+        // SAFETY: 24 writable bytes, the read_format asked for.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), 24) };
+        assert_eq!((n, buf[0]), (24, 0));
     }
 
     #[test]

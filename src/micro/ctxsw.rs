@@ -219,45 +219,71 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
     if let Some(why) = &avx_missing {
         sink.skip("ctxsw", Some("avx512-dirty".into()), why.clone());
     }
+    // Configurations: (kind, placement, peer CPU, dirty).
+    let mut configs = Vec::new();
     for kind in ["threads", "processes"] {
         for &(place, peer) in &placements {
             for dirty in [false, true] {
-                if dirty && avx_missing.is_some() {
-                    continue;
-                }
-                #[cfg(target_arch = "x86_64")]
-                super::xstate::reset_upper_state(cpu);
-                let s = if kind == "threads" {
-                    run_threads(opts.cpu, peer, dirty, trips, samples, oh, cpu)
-                } else {
-                    run_processes(peer, dirty, trips, samples, oh, cpu)
-                };
-                let xin = super::cpu::xinuse(cpu)
-                    .map(|x| format!("0x{x:x}"))
-                    .unwrap_or_else(|| "n/a".into());
-                let state = if dirty { "avx512-dirty" } else { "clean" };
-                let name = format!("ctxsw/{kind}/{place}/{state}");
-                match s {
-                    Ok(s) => {
-                        sink.add(
-                            "ctxsw",
-                            name,
-                            &[
-                                ("kind", kind.into()),
-                                ("placement", place.into()),
-                                ("state", state.into()),
-                                ("peer_cpu", peer.to_string()),
-                                ("trips_per_sample", trips.to_string()),
-                                ("xinuse_after", xin),
-                            ],
-                            "round trip",
-                            1,
-                            s,
-                        );
-                    }
-                    Err(e) => sink.fail("ctxsw", Some(name), format!("{e:#}")),
+                if !(dirty && avx_missing.is_some()) {
+                    configs.push((kind, place, peer, dirty));
                 }
             }
+        }
+    }
+    // Rounds spread over the span (see harness::Rounds), every configuration in each with a
+    // partner of its own; a configuration that fails once is not measured again (and fails).
+    let mut got: Vec<(Vec<f64>, String, Option<anyhow::Error>)> = configs
+        .iter()
+        .map(|_| (Vec::new(), String::new(), None))
+        .collect();
+    let mut rounds = opts.rounds(samples);
+    for r in 0..rounds.count() {
+        sink.round(&mut rounds, r);
+        let per = rounds.per(r);
+        for (&(kind, _, peer, dirty), (s, xin, err)) in configs.iter().zip(got.iter_mut()) {
+            if err.is_some() {
+                continue;
+            }
+            #[cfg(target_arch = "x86_64")]
+            super::xstate::reset_upper_state(cpu);
+            let res = if kind == "threads" {
+                run_threads(opts.cpu, peer, dirty, trips, per, oh, cpu)
+            } else {
+                run_processes(peer, dirty, trips, per, oh, cpu)
+            };
+            *xin = super::cpu::xinuse(cpu)
+                .map(|x| format!("0x{x:x}"))
+                .unwrap_or_else(|| "n/a".into());
+            match res {
+                Ok(v) => s.extend(v),
+                Err(e) => *err = Some(e),
+            }
+        }
+    }
+    for (&(kind, place, peer, dirty), (s, xin, err)) in configs.iter().zip(got) {
+        let state = if dirty { "avx512-dirty" } else { "clean" };
+        let name = format!("ctxsw/{kind}/{place}/{state}");
+        match err {
+            None => {
+                sink.add(
+                    "ctxsw",
+                    name,
+                    &[
+                        ("kind", kind.into()),
+                        ("placement", place.into()),
+                        ("state", state.into()),
+                        ("peer_cpu", peer.to_string()),
+                        ("trips_per_sample", trips.to_string()),
+                        ("xinuse_after", xin),
+                    ],
+                    "round trip",
+                    1,
+                    s,
+                    &rounds,
+                );
+            }
+            // A configuration that failed is a failure (micro exits 1 naming it), not a skip.
+            Some(e) => sink.fail("ctxsw", Some(name), format!("{e:#}")),
         }
     }
     #[cfg(target_arch = "x86_64")]

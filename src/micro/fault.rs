@@ -51,11 +51,9 @@ fn fs_type(path: &std::path::Path) -> String {
     best.1.to_string()
 }
 
-pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
-    let samples = opts.samples(31, 201);
-    let oh = sink.timer.overhead;
-    let dir = std::env::temp_dir();
-    // An unlinked file: nothing is left behind whatever happens.
+/// An unlinked temporary file of `PAGES` pages in `dir` (nothing is left behind whatever
+/// happens), written, synced and read into the page cache.
+fn fresh_file(dir: &std::path::Path) -> Result<std::fs::File> {
     let path = dir.join(format!("abperf-micro-{}.tmp", std::process::id()));
     let mut file = std::fs::OpenOptions::new()
         .read(true)
@@ -67,54 +65,81 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
     file.write_all(&vec![7u8; PAGES * PAGE])
         .context("filling the temporary file")?;
     file.sync_all().ok();
-    let fs = fs_type(&dir);
-    let fd = file.as_raw_fd();
     // Bring the file into the page cache.
-    {
-        let m = Mapping::file(fd, PAGES * PAGE, libc::MAP_SHARED)?;
-        m.touch_read(PAGES);
-    }
-    for kind in [
+    let m = Mapping::file(file.as_raw_fd(), PAGES * PAGE, libc::MAP_SHARED)?;
+    m.touch_read(PAGES);
+    drop(m);
+    Ok(file)
+}
+
+pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
+    let samples = opts.samples(31, 201);
+    let oh = sink.timer.overhead;
+    let dir = std::env::temp_dir();
+    let fs = fs_type(&dir);
+    let kinds = [
         Kind::AnonWrite,
         Kind::ZeroRead,
         Kind::PrivateFileWrite,
         Kind::PrivateFileRead,
         Kind::SharedFileWrite,
         Kind::SharedFileRead,
-    ] {
-        let mut faults = Vec::new();
-        let mut err = None;
-        let s = collect(2, samples, || {
-            let m = match kind {
-                Kind::AnonWrite | Kind::ZeroRead => Mapping::anon(PAGES * PAGE, PAGE, Some(false)),
-                Kind::PrivateFileWrite | Kind::PrivateFileRead => {
-                    Mapping::file(fd, PAGES * PAGE, libc::MAP_PRIVATE)
-                }
-                Kind::SharedFileWrite | Kind::SharedFileRead => {
-                    Mapping::file(fd, PAGES * PAGE, libc::MAP_SHARED)
-                }
-            };
-            let m = match m {
-                Ok(m) => m,
-                Err(e) => {
-                    err = Some(e);
-                    return f64::NAN;
-                }
-            };
-            let f0 = minor_faults();
-            let t0 = start();
-            match kind {
-                Kind::AnonWrite | Kind::PrivateFileWrite | Kind::SharedFileWrite => {
-                    m.touch_write(PAGES)
-                }
-                _ => {
-                    std::hint::black_box(m.touch_read(PAGES));
-                }
+    ];
+    // Per kind: samples, faults per page, the first error. Rounds spread over the span (see
+    // harness::Rounds), every kind in each.
+    let mut got: Vec<(Vec<f64>, Vec<f64>, Option<anyhow::Error>)> = kinds
+        .iter()
+        .map(|_| (Vec::new(), Vec::new(), None))
+        .collect();
+    let mut rounds = opts.rounds(samples);
+    for r in 0..rounds.count() {
+        sink.round(&mut rounds, r);
+        let per = rounds.per(r);
+        // A fresh file every round, in the same state each time (written, synced, read into
+        // the page cache): with one file for the run, whether the flusher had written back its
+        // dirty pages changed a shared write fault 100-fold between runs.
+        let file = fresh_file(&dir)?;
+        let fd = file.as_raw_fd();
+        for (&kind, (s, faults, err)) in kinds.iter().zip(got.iter_mut()) {
+            if err.is_some() {
+                continue;
             }
-            let t1 = stop();
-            faults.push((minor_faults() - f0) as f64 / PAGES as f64);
-            (t1.wrapping_sub(t0) as f64 - oh) / PAGES as f64
-        });
+            s.extend(collect(if r == 0 { 2 } else { 1 }, per, || {
+                let m = match kind {
+                    Kind::AnonWrite | Kind::ZeroRead => {
+                        Mapping::anon(PAGES * PAGE, PAGE, Some(false))
+                    }
+                    Kind::PrivateFileWrite | Kind::PrivateFileRead => {
+                        Mapping::file(fd, PAGES * PAGE, libc::MAP_PRIVATE)
+                    }
+                    Kind::SharedFileWrite | Kind::SharedFileRead => {
+                        Mapping::file(fd, PAGES * PAGE, libc::MAP_SHARED)
+                    }
+                };
+                let m = match m {
+                    Ok(m) => m,
+                    Err(e) => {
+                        *err = Some(e);
+                        return f64::NAN;
+                    }
+                };
+                let f0 = minor_faults();
+                let t0 = start();
+                match kind {
+                    Kind::AnonWrite | Kind::PrivateFileWrite | Kind::SharedFileWrite => {
+                        m.touch_write(PAGES)
+                    }
+                    _ => {
+                        std::hint::black_box(m.touch_read(PAGES));
+                    }
+                }
+                let t1 = stop();
+                faults.push((minor_faults() - f0) as f64 / PAGES as f64);
+                (t1.wrapping_sub(t0) as f64 - oh) / PAGES as f64
+            }));
+        }
+    }
+    for (&kind, (s, faults, err)) in kinds.iter().zip(got) {
         if let Some(e) = err {
             sink.fail("page-fault", Some(kind.name().into()), format!("{e:#}"));
             continue;
@@ -135,6 +160,7 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
             "page",
             1,
             s,
+            &rounds,
         );
         if fpp > 0.0 {
             let c = sink.measurements.last().expect("just added").cycles.median;

@@ -92,18 +92,34 @@ pub struct Rounds {
     samples: usize,
     span: std::time::Duration,
     origin: Option<std::time::Instant>,
+    /// Per round: the index of its core probe in the sink (`Sink::round`), once begun.
+    probes: Vec<Option<usize>>,
 }
 
 impl Rounds {
     /// `samples` split into at most `count` rounds (at least one sample each), the starts of the
     /// rounds spread over `span` (zero: back to back).
     pub fn new(samples: usize, count: usize, span: std::time::Duration) -> Rounds {
+        let count = count.min(samples).max(1);
         Rounds {
-            count: count.min(samples).max(1),
+            count,
             samples,
             span,
             origin: None,
+            probes: vec![None; count],
         }
+    }
+
+    /// Round `r` began with probe `index` (see `Sink::round`).
+    pub fn set_probe(&mut self, r: usize, index: usize) {
+        if let Some(p) = self.probes.get_mut(r) {
+            *p = Some(index);
+        }
+    }
+
+    /// The probe round `r` began with, if it was begun.
+    pub fn probe(&self, r: usize) -> Option<usize> {
+        self.probes.get(r).copied().flatten()
     }
 
     pub fn count(&self) -> usize {

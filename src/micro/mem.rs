@@ -18,7 +18,20 @@ impl Mapping {
     /// Anonymous private read-write memory of `len` bytes, `base` aligned to `align`.
     /// `huge`: Some(true) = MADV_HUGEPAGE, Some(false) = MADV_NOHUGEPAGE, None = leave it.
     pub fn anon(len: usize, align: usize, huge: Option<bool>) -> Result<Mapping> {
-        let total = len + align;
+        Mapping::anon_offset(len, align, 0, huge)
+    }
+
+    /// As [`Mapping::anon`], with `base` `offset` bytes past the aligned address: a benchmark
+    /// that maps fresh memory every round varies where its region sits against the 2 MiB
+    /// page-table boundaries, which one process otherwise keeps fixed for its whole run (the
+    /// same size is mapped at the same address again).
+    pub fn anon_offset(
+        len: usize,
+        align: usize,
+        offset: usize,
+        huge: Option<bool>,
+    ) -> Result<Mapping> {
+        let total = len + align + offset;
         // SAFETY: anonymous mapping, no fixed address.
         let ptr = unsafe {
             libc::mmap(
@@ -34,7 +47,7 @@ impl Mapping {
             return Err(std::io::Error::last_os_error()).context(format!("mmap of {total} bytes"));
         }
         let ptr = ptr as *mut u8;
-        let base = ((ptr as usize).div_ceil(align) * align) as *mut u8;
+        let base = ((ptr as usize).div_ceil(align) * align + offset) as *mut u8;
         let m = Mapping {
             ptr,
             len: total,

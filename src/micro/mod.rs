@@ -7,6 +7,7 @@
 //! configuration the machine cannot run becomes a [`Skip`] with the reason; the others go on.
 
 pub mod caches;
+pub mod compare;
 pub mod cpu;
 pub mod ctxsw;
 pub mod fault;
@@ -20,6 +21,7 @@ pub mod tlb;
 pub mod tlbmiss;
 pub mod xstate;
 
+use crate::model::micro::RoundProbe;
 use harness::Summary;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -103,9 +105,13 @@ pub struct Measurement {
     /// Core clock (GHz) while the samples were taken: the median over the rounds of a benchmark
     /// measured in rounds, else measured right after the samples (dependent add chain).
     pub core_ghz: f64,
-    /// Summary of `samples` in core clock cycles (counter ticks / ticks per core cycle): the unit
-    /// that stays put when turbo moves the core clock against the fixed-rate TSC.
+    /// Summary of `samples` in core clock cycles (counter ticks over the ticks per core cycle of
+    /// each sample's round): the unit that stays put when turbo moves the core clock against the
+    /// fixed-rate TSC.
     pub core_cycles: Summary,
+    /// The rounds `samples` were taken in, in order: how many samples each, and the probe of the
+    /// core at its start. They add up to `samples`.
+    pub rounds: Vec<(usize, RoundProbe)>,
 }
 
 impl Measurement {
@@ -168,9 +174,7 @@ pub struct Sink<'a> {
     pub failures: Vec<Skip>,
     pub notes: Vec<String>,
     /// [`timer::probe_core`] at the start of each round of every benchmark.
-    pub probes: Vec<timer::CoreProbe>,
-    /// Index in `probes` of the running benchmark's first round.
-    bench_first_probe: usize,
+    pub probes: Vec<RoundProbe>,
 }
 
 impl<'a> Sink<'a> {
@@ -183,23 +187,21 @@ impl<'a> Sink<'a> {
             failures: Vec::new(),
             notes: Vec::new(),
             probes: Vec::new(),
-            bench_first_probe: 0,
         }
     }
 
     /// Begin round `r` of `rounds`: wait until it is due, then probe the core (its clock, and
-    /// the SMT sibling pressure).
+    /// the SMT sibling pressure); the samples of the round get that probe.
     pub fn round(&mut self, rounds: &mut harness::Rounds, r: usize) {
         rounds.wait(r);
-        self.probes.push(timer::probe_core());
+        let p = probe_now();
+        rounds.set_probe(r, self.probes.len());
+        self.probes.push(p);
     }
 
-    /// A new benchmark starts: its configurations get the core clock of its own rounds.
-    fn begin_bench(&mut self) {
-        self.bench_first_probe = self.probes.len();
-    }
-
-    /// Record a configuration. `params` are `(key, value)` pairs.
+    /// Record a configuration. `params` are `(key, value)` pairs; `samples` were taken in
+    /// `rounds` (`rounds.per(r)` samples in round `r`, each round begun with [`Sink::round`]).
+    #[allow(clippy::too_many_arguments)] // the configuration's labels
     pub fn add(
         &mut self,
         bench: &str,
@@ -208,21 +210,41 @@ impl<'a> Sink<'a> {
         per: &str,
         pages: u64,
         samples: Vec<f64>,
+        rounds: &harness::Rounds,
     ) -> &Measurement {
+        let sizes: Vec<usize> = (0..rounds.count()).map(|r| rounds.per(r)).collect();
+        let mut split: Vec<(usize, RoundProbe)> = if sizes.iter().sum::<usize>() == samples.len() {
+            sizes
+                .iter()
+                .enumerate()
+                .map(|(r, &n)| {
+                    let p = rounds
+                        .probe(r)
+                        .and_then(|i| self.probes.get(i).copied())
+                        .unwrap_or_else(probe_now);
+                    (n, p)
+                })
+                .collect()
+        } else {
+            self.notes.push(format!(
+                "{name}: {} samples do not fill its {} rounds ({} samples): stored as one round",
+                samples.len(),
+                sizes.len(),
+                sizes.iter().sum::<usize>()
+            ));
+            vec![(samples.len(), probe_now())]
+        };
+        split.retain(|(n, _)| *n > 0);
         let cycles = Summary::of(&samples);
         let ns = cycles.scaled(1e9 / self.timer.hz);
-        // A benchmark measured in rounds converts with the median clock of its rounds (its
-        // configurations are recorded together at the end); others measure the clock now,
-        // right after the configuration.
-        let rounds = &self.probes[self.bench_first_probe..];
-        let ticks = if rounds.is_empty() {
-            timer::ticks_per_core_cycle()
-        } else {
-            let t: Vec<f64> = rounds.iter().map(|p| p.ticks_per_core_cycle).collect();
-            harness::median(&t)
-        };
-        let core_ghz = self.timer.hz / ticks / 1e9;
-        let core_cycles = cycles.scaled(1.0 / ticks);
+        let mut core = Vec::with_capacity(samples.len());
+        let mut i = 0;
+        for (n, p) in &split {
+            core.extend(samples[i..i + n].iter().map(|c| c / p.ticks_per_core_cycle));
+            i += n;
+        }
+        let ticks: Vec<f64> = split.iter().map(|(_, p)| p.ticks_per_core_cycle).collect();
+        let core_ghz = self.timer.hz / harness::median(&ticks) / 1e9;
         self.measurements.push(Measurement {
             bench: bench.to_string(),
             name,
@@ -236,7 +258,8 @@ impl<'a> Sink<'a> {
             cycles,
             ns,
             core_ghz,
-            core_cycles,
+            core_cycles: Summary::of(&core),
+            rounds: split,
         });
         self.measurements.last().expect("just pushed")
     }
@@ -361,7 +384,6 @@ pub fn run_suite(
     }
     for b in benches {
         progress(b);
-        sink.begin_bench();
         let r = match *b {
             "timer" => timer::bench(&mut sink, opts),
             "syscall" => syscall::bench(&mut sink, opts),
@@ -416,6 +438,19 @@ pub fn run_suite(
         elapsed_s: started.elapsed().as_secs_f64(),
         timer,
     })
+}
+
+/// Probe the core now (see [`timer::probe_core`]), with the time.
+pub fn probe_now() -> RoundProbe {
+    let p = timer::probe_core();
+    RoundProbe {
+        started_ns: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i64)
+            .unwrap_or(0),
+        ticks_per_core_cycle: p.ticks_per_core_cycle,
+        adds_per_cycle: p.adds_per_cycle,
+    }
 }
 
 /// Two micro experiments' designs: a difference row when the SMT sibling pressure (median

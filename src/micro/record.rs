@@ -1,31 +1,26 @@
 //! A [`SuiteReport`] as an experiment of kind `micro`: one variant per benchmark configuration
-//! (parameters: bench, per, pages, core_ghz and the configuration's own), one run per sample
-//! with metrics `cycles` (counter ticks), `ns`, `core_cycles` (ticks / ticks per core cycle) and,
-//! where an operation covers several pages, `cycles_per_page`. Findings, skips and notes become
-//! micro findings. Timer, TSC frequency, CPU features and the suite's options go into the
-//! design JSON, the machine into the usual environment snapshot. `abperf compare`, `report` and
-//! `export` then treat a micro result like any other experiment: samples are runs.
+//! (parameters: bench, per, pages, core_ghz and the configuration's own) and its samples stored
+//! compactly, one [`MicroRound`] per round of each configuration (the probe of the core at the
+//! round's start and the samples in counter ticks). Read back, every sample is a run (block =
+//! its round) with metrics `cycles` (counter ticks), `ns`, `core_cycles` (ticks / the round's
+//! ticks per core cycle) and, where an operation covers several pages, `cycles_per_page`
+//! ([`crate::model::micro::sample_run`]). Findings, skips and notes become micro findings.
+//! Timer, TSC frequency, CPU features and the suite's options go into the design JSON, the
+//! machine into the usual environment snapshot.
 
 use super::SuiteReport;
-use crate::model::{
-    Dataset, Experiment, Kind, Metric, MicroFinding, NewExperiment, Run, RunStatus, Slot, Status,
-    Variant,
-};
+use crate::model::micro::{MicroRound, rounds_to_runs};
+use crate::model::{Dataset, Experiment, Kind, MicroFinding, NewExperiment, Run, Status, Variant};
 use crate::store::Store;
 use std::collections::BTreeMap;
-
-fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
-}
 
 /// A suite's results in the model's shape, ready to store or to render.
 pub struct Record {
     pub experiment: NewExperiment,
     pub variants: Vec<Variant>,
-    pub schedule: Vec<Slot>,
+    /// The samples, round by round, configuration by configuration.
+    pub rounds: Vec<MicroRound>,
+    /// The same samples as runs (what a reader of the stored experiment gets).
     pub runs: Vec<Run>,
     pub findings: Vec<MicroFinding>,
 }
@@ -52,10 +47,7 @@ pub fn record(
         "samples_are_runs": true,
     });
     let mut variants = Vec::new();
-    let mut schedule = Vec::new();
-    let mut runs = Vec::new();
-    let ns_per_cycle = 1e9 / report.timer.hz;
-    let stamp = now_ns();
+    let mut rounds = Vec::new();
     for (i, m) in report.measurements.iter().enumerate() {
         let mut p: BTreeMap<String, String> = m.params.clone();
         p.insert("bench".into(), m.bench.clone());
@@ -66,38 +58,19 @@ pub fn record(
             parameters: p,
             ..Variant::named(&m.name)
         });
-        let tpc = m.ticks_per_core_cycle(report.timer.hz);
-        for &c in &m.samples {
-            let seq = schedule.len() as u32;
-            schedule.push(Slot {
-                seq,
+        let mut at = 0;
+        for (r, (n, probe)) in m.rounds.iter().enumerate() {
+            rounds.push(MicroRound {
                 variant: i,
-                block: 0,
-                warmup: false,
+                round: r as u32,
+                probe: *probe,
+                cycles: m.samples[at..at + n].to_vec(),
             });
-            let mut metrics = vec![
-                Metric::new("cycles", c, "cycles"),
-                Metric::new("ns", c * ns_per_cycle, "ns"),
-                Metric::new("core_cycles", c / tpc, "cycles"),
-            ];
-            if m.pages > 1 {
-                metrics.push(Metric::new("cycles_per_page", c / m.pages as f64, "cycles"));
-            }
-            if !c.is_finite() {
-                metrics.clear();
-            }
-            runs.push(Run {
-                status: if c.is_finite() {
-                    RunStatus::Ok
-                } else {
-                    RunStatus::Failed
-                },
-                started_ns: stamp,
-                ended_ns: stamp,
-                ..Run::ok(seq, i, metrics)
-            });
+            at += n;
         }
     }
+    let pages: Vec<u64> = report.measurements.iter().map(|m| m.pages).collect();
+    let runs = rounds_to_runs(&rounds, |v| pages[v], report.timer.hz);
     let mut findings: Vec<MicroFinding> = report
         .findings
         .iter()
@@ -158,7 +131,7 @@ pub fn record(
             environment,
         },
         variants,
-        schedule,
+        rounds,
         runs,
         findings,
     }
@@ -167,9 +140,9 @@ pub fn record(
 impl Record {
     /// Store it; returns the experiment id.
     pub fn save(&self, store: &mut Store) -> anyhow::Result<i64> {
-        let id = store.create_experiment(&self.experiment, &self.variants, &self.schedule)?;
+        let id = store.create_experiment(&self.experiment, &self.variants, &[])?;
         let result = (|| -> anyhow::Result<()> {
-            store.commit_runs(id, &self.runs)?;
+            store.set_micro_rounds(id, &self.rounds)?;
             store.set_micro_findings(id, &self.findings)?;
             Ok(())
         })();

@@ -115,8 +115,56 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
         let t1 = stop();
         (t1.wrapping_sub(t0) as f64 - oh) / K as f64
     };
-    let base = collect(10, samples, || time(0, false));
+    // Rounds spread over the span (see harness::Rounds); in each, the tgkill(0) baseline, then
+    // clean and dirty deliveries interleaved so that drift hits both alike. The baseline's
+    // median over all rounds is subtracted at the end.
+    let mut rounds = opts.rounds(samples);
+    let before = HITS.load(Ordering::Relaxed);
+    let avx_missing = cpu.avx512_missing();
+    if let Some(why) = &avx_missing {
+        sink.skip("signal", Some("avx512-dirty".into()), why.clone());
+    }
+    let (mut base, mut clean, mut dirty) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut xin_clean, mut xin_dirty) = (None, None);
+    let mut sent = 0usize;
+    for r in 0..rounds.count() {
+        sink.round(&mut rounds, r);
+        let per = rounds.per(r);
+        let warm = if r == 0 { 10 } else { 2 };
+        base.extend(collect(warm, per, || time(0, false)));
+        for i in 0..per + warm {
+            #[cfg(target_arch = "x86_64")]
+            super::xstate::reset_upper_state(cpu);
+            let c = time(libc::SIGUSR1 as i64, false);
+            sent += 1;
+            xin_clean = super::cpu::xinuse(cpu);
+            let d = if avx_missing.is_none() {
+                let d = time(libc::SIGUSR1 as i64, true);
+                sent += 1;
+                xin_dirty = super::cpu::xinuse(cpu);
+                Some(d)
+            } else {
+                None
+            };
+            if i >= warm {
+                clean.push(c);
+                dirty.extend(d);
+            }
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    super::xstate::reset_upper_state(cpu);
+    let delivered = HITS.load(Ordering::Relaxed) - before;
+    let expected = (sent * K) as u64;
+    if delivered != expected {
+        anyhow::bail!("signal handler ran {delivered} times, expected {expected}");
+    }
     let b = median(&base);
+    for v in [&mut clean, &mut dirty] {
+        for x in v.iter_mut() {
+            *x -= b;
+        }
+    }
     sink.add(
         "signal",
         "signal/tgkill-sig0".into(),
@@ -124,39 +172,8 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
         "call",
         1,
         base,
+        &rounds,
     );
-    let before = HITS.load(Ordering::Relaxed);
-    let avx_missing = cpu.avx512_missing();
-    if let Some(why) = &avx_missing {
-        sink.skip("signal", Some("avx512-dirty".into()), why.clone());
-    }
-    // Clean and dirty samples interleaved, so that drift hits both alike.
-    let (mut clean, mut dirty) = (Vec::new(), Vec::new());
-    let (mut xin_clean, mut xin_dirty) = (None, None);
-    for i in 0..samples + 10 {
-        #[cfg(target_arch = "x86_64")]
-        super::xstate::reset_upper_state(cpu);
-        let c = time(libc::SIGUSR1 as i64, false) - b;
-        xin_clean = super::cpu::xinuse(cpu);
-        let d = if avx_missing.is_none() {
-            let d = time(libc::SIGUSR1 as i64, true) - b;
-            xin_dirty = super::cpu::xinuse(cpu);
-            Some(d)
-        } else {
-            None
-        };
-        if i >= 10 {
-            clean.push(c);
-            dirty.extend(d);
-        }
-    }
-    #[cfg(target_arch = "x86_64")]
-    super::xstate::reset_upper_state(cpu);
-    let delivered = HITS.load(Ordering::Relaxed) - before;
-    let expected = ((10 + samples) * K * if avx_missing.is_none() { 2 } else { 1 }) as u64;
-    if delivered != expected {
-        anyhow::bail!("signal handler ran {delivered} times, expected {expected}");
-    }
     let hex = |x: Option<u64>| {
         x.map(|x| format!("0x{x:x}"))
             .unwrap_or_else(|| "n/a".into())
@@ -172,6 +189,7 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
         "signal",
         1,
         clean,
+        &rounds,
     );
     if avx_missing.is_none() {
         sink.add(
@@ -185,6 +203,7 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
             "signal",
             1,
             dirty,
+            &rounds,
         );
         if let (Some(c), Some(d)) = (
             sink.median("signal/deliver/clean"),

@@ -55,6 +55,7 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> anyhow::Result<()> {
         "iteration",
         1,
         empty,
+        &rounds,
     );
     sink.add(
         "syscall",
@@ -63,6 +64,7 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> anyhow::Result<()> {
         "call",
         1,
         calls,
+        &rounds,
     );
     Ok(())
 }

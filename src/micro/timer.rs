@@ -287,7 +287,12 @@ fn counter_frequency() -> (&'static str, Option<(f64, String)>) {
 /// The `timer` benchmark: record the empty pair's distribution and the counter's properties.
 pub fn bench(sink: &mut Sink, opts: &Options) -> anyhow::Result<()> {
     let n = opts.samples(2001, 20_001);
-    let pairs = empty_pairs(n);
+    let mut rounds = opts.rounds(n);
+    let mut pairs = Vec::with_capacity(n);
+    for r in 0..rounds.count() {
+        sink.round(&mut rounds, r);
+        pairs.extend(empty_pairs(rounds.per(r)));
+    }
     let t = sink.timer.clone();
     sink.add(
         "timer",
@@ -296,6 +301,7 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> anyhow::Result<()> {
         "pair",
         1,
         pairs,
+        &rounds,
     );
     sink.finding(
         "timer",

@@ -54,9 +54,14 @@ struct FlushRegions {
 }
 
 impl FlushRegions {
-    fn new(max: usize) -> Result<FlushRegions> {
-        let full = Mapping::anon(max * PAGE, PAGE, Some(false))?;
-        let empty = Mapping::anon(max * PAGE, PAGE, Some(false))?;
+    /// Regions of `max` pages, each at a random page offset within a 2 MiB window (from
+    /// `rng`): where a range sits against the page-table boundaries is then drawn afresh every
+    /// round instead of fixed for a run (the same sizes map at the same addresses again).
+    fn new(max: usize, rng: &mut ChaCha8Rng) -> Result<FlushRegions> {
+        use rand::Rng;
+        let mut at = || rng.random_range(0..super::mem::HUGE / PAGE) * PAGE;
+        let full = Mapping::anon_offset(max * PAGE, PAGE, at(), Some(false))?;
+        let empty = Mapping::anon_offset(max * PAGE, PAGE, at(), Some(false))?;
         empty.touch_write(max);
         madvise(empty.base, max * PAGE, libc::MADV_DONTNEED)?;
         Ok(FlushRegions { full, empty })
@@ -99,35 +104,52 @@ impl FlushRegions {
 /// Net cost (touched minus empty median, cycles) by pages.
 type Net = Vec<(usize, f64)>;
 
-/// Sweep `sizes` for each of `ops`, recording touched and empty configurations under `prefix`;
-/// returns, per op, the net cost (touched minus empty median) by size. Every round maps fresh
-/// regions (the cost of a 1-page madvise differed by 15% between two mappings of one process
-/// here), and visits all ops and sizes.
-#[allow(clippy::too_many_arguments)] // labels of the stored configurations
-fn sweep(
-    sink: &mut Sink,
-    bench: &str,
-    prefix: &str,
-    extra: &[(&str, String)],
-    ops: &[Op],
-    sizes: &[usize],
-    rounds: &mut Rounds,
-) -> Result<Vec<(Op, Net)>> {
-    let oh = sink.timer.overhead;
-    let max = sizes.iter().copied().max().unwrap_or(1);
-    // Visit the sizes in a shuffled (seeded) order so that slow drift of the machine does not
-    // masquerade as a trend in N; results are reported in ascending order.
-    let mut order = sizes.to_vec();
-    order.shuffle(&mut ChaCha8Rng::seed_from_u64(0x7cb));
-    type Samples = (Vec<f64>, Vec<f64>);
-    let mut got: BTreeMap<(usize, usize), Samples> = BTreeMap::new();
-    for round in 0..rounds.count() {
-        sink.round(rounds, round);
-        let regions = FlushRegions::new(max)?;
-        let per = rounds.per(round);
-        for (oi, &op) in ops.iter().enumerate() {
-            for &n in &order {
-                let e = got.entry((oi, n)).or_default();
+/// A sweep of `sizes` for each of `ops` under `prefix`, touched and empty, one round at a time;
+/// [`Sweep::record`] stores the configurations. Every round maps fresh regions (the cost of a
+/// 1-page madvise differed by 15% between two mappings of one process here), and visits all
+/// ops and sizes.
+struct Sweep<'a> {
+    bench: &'a str,
+    prefix: String,
+    extra: Vec<(&'a str, String)>,
+    ops: &'a [Op],
+    /// Sizes in a shuffled (seeded) order so that slow drift of the machine does not
+    /// masquerade as a trend in N; results are reported in ascending order.
+    order: Vec<usize>,
+    /// (op index, size) -> (touched, empty) samples.
+    got: BTreeMap<(usize, usize), (Vec<f64>, Vec<f64>)>,
+    /// Where each round's regions sit.
+    rng: ChaCha8Rng,
+}
+
+impl<'a> Sweep<'a> {
+    fn new(
+        bench: &'a str,
+        prefix: String,
+        extra: Vec<(&'a str, String)>,
+        ops: &'a [Op],
+        sizes: &[usize],
+    ) -> Sweep<'a> {
+        let mut order = sizes.to_vec();
+        order.shuffle(&mut ChaCha8Rng::seed_from_u64(0x7cb));
+        Sweep {
+            bench,
+            prefix,
+            extra,
+            ops,
+            order,
+            got: BTreeMap::new(),
+            rng: ChaCha8Rng::seed_from_u64(0x5eed ^ round_seed()),
+        }
+    }
+
+    /// Round `round`: `per` samples of every configuration on fresh regions.
+    fn round(&mut self, round: usize, per: usize, oh: f64) -> Result<()> {
+        let max = self.order.iter().copied().max().unwrap_or(1);
+        let regions = FlushRegions::new(max, &mut self.rng)?;
+        for (oi, &op) in self.ops.iter().enumerate() {
+            for &n in &self.order {
+                let e = self.got.entry((oi, n)).or_default();
                 // Touched calls back to back, then empty calls back to back, each block after
                 // untimed calls of its own kind. Alternating them put the after-effect of the
                 // touched call's INVLPG into the empty baseline: an empty call right after a
@@ -143,33 +165,48 @@ fn sweep(
                 }
             }
         }
+        Ok(())
     }
-    let mut nets = Vec::new();
-    for (oi, &op) in ops.iter().enumerate() {
-        let mut net = Vec::new();
-        // BTreeMap order: sizes ascending within the op.
-        for (&(_, n), (full, empty)) in got.range_mut((oi, 0)..=(oi, usize::MAX)) {
-            net.push((n, median(full) - median(empty)));
-            for (kind, v) in [("touched", full), ("empty", empty)] {
-                let mut params = vec![
-                    ("op", op.name().to_string()),
-                    ("pages", n.to_string()),
-                    ("range", kind.to_string()),
-                ];
-                params.extend(extra.iter().cloned());
-                sink.add(
-                    bench,
-                    format!("{prefix}/{}/{kind}/n={n}", op.name()),
-                    &params,
-                    "call",
-                    n as u64,
-                    std::mem::take(v),
-                );
+
+    /// Store the configurations (taken in `rounds`); returns, per op, the net cost (touched
+    /// minus empty median) by size.
+    fn record(mut self, sink: &mut Sink, rounds: &Rounds) -> Vec<(Op, Net)> {
+        let mut nets = Vec::new();
+        for (oi, &op) in self.ops.iter().enumerate() {
+            let mut net = Vec::new();
+            // BTreeMap order: sizes ascending within the op.
+            for (&(_, n), (full, empty)) in self.got.range_mut((oi, 0)..=(oi, usize::MAX)) {
+                net.push((n, median(full) - median(empty)));
+                for (kind, v) in [("touched", full), ("empty", empty)] {
+                    let mut params = vec![
+                        ("op", op.name().to_string()),
+                        ("pages", n.to_string()),
+                        ("range", kind.to_string()),
+                    ];
+                    params.extend(self.extra.iter().cloned());
+                    sink.add(
+                        self.bench,
+                        format!("{}/{}/{kind}/n={n}", self.prefix, op.name()),
+                        &params,
+                        "call",
+                        n as u64,
+                        std::mem::take(v),
+                        rounds,
+                    );
+                }
             }
+            nets.push((op, net));
         }
-        nets.push((op, net));
+        nets
     }
-    Ok(nets)
+}
+
+/// A seed that differs from run to run (the placement of fresh regions is meant to vary).
+fn round_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
 /// Where the per-call cost curve bends: two straight lines fitted left and right of a break.
@@ -255,15 +292,12 @@ pub fn bench_flush(sink: &mut Sink, opts: &Options) -> Result<()> {
     let samples = opts.samples(101, 201);
     let mut rounds = opts.rounds(samples);
     let ops = [Op::Madvise, Op::Mprotect];
-    for (op, net) in sweep(
-        sink,
-        "tlb-flush",
-        "tlb-flush",
-        &[],
-        &ops,
-        &sizes,
-        &mut rounds,
-    )? {
+    let mut sweep = Sweep::new("tlb-flush", "tlb-flush".into(), Vec::new(), &ops, &sizes);
+    for r in 0..rounds.count() {
+        sink.round(&mut rounds, r);
+        sweep.round(r, rounds.per(r), sink.timer.overhead)?;
+    }
+    for (op, net) in sweep.record(sink, &rounds) {
         knee_finding(sink, "tlb-flush", &format!("{}-knee", op.name()), &net);
     }
     aftereffect(sink, samples)?;
@@ -424,41 +458,53 @@ pub fn bench_shootdown(sink: &mut Sink, opts: &Options) -> Result<()> {
         modes.push((format!("spin{m}"), m, true));
         modes.push((format!("sleep{m}"), m, false));
     }
-    for (mode, m, spin) in modes {
-        let _threads = if m > 0 {
-            Some(Remotes::start(&remotes[..m], spin)?)
-        } else {
-            None
-        };
-        let extra = [
-            ("remote", mode.clone()),
-            ("remote_threads", m.to_string()),
-            ("remote_cpus", format!("{:?}", &remotes[..m])),
-        ];
-        // Rounds back to back: the remote threads run only while this mode is measured.
-        let mut rounds = Rounds::new(samples, 5, std::time::Duration::ZERO);
-        let ops = [Op::Madvise, Op::Mprotect];
-        let prefix = format!("tlb-shootdown/{mode}");
-        sweep(
-            sink,
-            "tlb-shootdown",
-            &prefix,
-            &extra,
-            &ops,
-            &sizes,
-            &mut rounds,
-        )?;
+    let ops = [Op::Madvise, Op::Mprotect];
+    let mut sweeps: Vec<Sweep> = modes
+        .iter()
+        .map(|(mode, m, _)| {
+            let extra = vec![
+                ("remote", mode.clone()),
+                ("remote_threads", m.to_string()),
+                ("remote_cpus", format!("{:?}", &remotes[..*m])),
+            ];
+            Sweep::new(
+                "tlb-shootdown",
+                format!("tlb-shootdown/{mode}"),
+                extra,
+                &ops,
+                &sizes,
+            )
+        })
+        .collect();
+    // Rounds spread over the span, every mode in each; the remote threads run only while their
+    // mode is measured.
+    let mut rounds = opts.rounds(samples);
+    for r in 0..rounds.count() {
+        sink.round(&mut rounds, r);
+        for ((_, m, spin), sweep) in modes.iter().zip(sweeps.iter_mut()) {
+            let _threads = if *m > 0 {
+                Some(Remotes::start(&remotes[..*m], *spin)?)
+            } else {
+                None
+            };
+            sweep.round(r, rounds.per(r), sink.timer.overhead)?;
+        }
+    }
+    for sweep in sweeps {
+        sweep.record(sink, &rounds);
+    }
+    for (mode, m, spin) in &modes {
         for op in ops {
-            if m > 0 {
+            if *m > 0 {
                 let touched = |sink: &Sink, mode: &str, n: usize| {
                     sink.median(&format!("tlb-shootdown/{mode}/{}/touched/n={n}", op.name()))
                 };
                 for n in [1usize, 33, 34] {
-                    if let (Some(l), Some(r)) = (touched(sink, "local", n), touched(sink, &mode, n))
+                    if let (Some(l), Some(r)) = (touched(sink, "local", n), touched(sink, mode, n))
                     {
                         sink.finding("tlb-shootdown", &format!("{}-{mode}-n{n}-extra", op.name()), Some(r - l), "cycles",
                             format!("{n}-page {}: {r:.0} cycles with {m} {} remote thread(s), {l:.0} local ({:+.0})",
-                                op.name(), if spin { "spinning" } else { "sleeping" }, r - l));
+                                op.name(), if *spin { "spinning" } else { "sleeping" }, r - l));
                     }
                 }
             }
@@ -516,33 +562,57 @@ pub fn bench_refill(sink: &mut Sink, opts: &Options) -> Result<()> {
     let max = *ks.last().expect("sizes");
     let samples = opts.samples(21, 101);
     let oh = sink.timer.overhead;
-    let ws = Mapping::anon(max * PAGE, PAGE, Some(false))?;
-    ws.touch_write(max);
-    let fl = Mapping::anon((ceiling + 1) * PAGE, PAGE, Some(false))?;
-    for &k in &ks {
-        let head = build_chain(ws.base, k, PAGE, 0xfeed + k as u64);
-        let mut med = std::collections::BTreeMap::new();
-        for (kind, pages) in [
-            ("none", 0usize),
-            ("partial", ceiling),
-            ("full", ceiling + 1),
-        ] {
-            let one = || -> Result<f64> {
-                fl.touch_write(ceiling + 1);
-                std::hint::black_box(chase(head, 2 * k));
-                if pages > 0 {
-                    madvise(fl.base, pages * PAGE, libc::MADV_DONTNEED)?;
-                }
-                let t0 = start();
-                let p = chase(head, k);
-                let t1 = stop();
-                std::hint::black_box(p);
-                Ok(t1.wrapping_sub(t0) as f64 - oh)
-            };
-            for _ in 0..3 {
-                one()?;
+    let kinds = [
+        ("none", 0usize),
+        ("partial", ceiling),
+        ("full", ceiling + 1),
+    ];
+    // Rounds spread over the span, every working set and flush in each, on fresh memory at a
+    // random place each round (its physical pages and cache sets would otherwise stay those of
+    // one run: re-touch costs moved by 25% between runs here).
+    let mut rng = ChaCha8Rng::seed_from_u64(round_seed());
+    let mut got: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); kinds.len()]; ks.len()];
+    let mut rounds = opts.rounds(samples);
+    for r in 0..rounds.count() {
+        sink.round(&mut rounds, r);
+        let per = rounds.per(r);
+        use rand::Rng;
+        let mut at = || rng.random_range(0..super::mem::HUGE / PAGE) * PAGE;
+        let ws = Mapping::anon_offset(max * PAGE, PAGE, at(), Some(false))?;
+        ws.touch_write(max);
+        let fl = Mapping::anon_offset((ceiling + 1) * PAGE, PAGE, at(), Some(false))?;
+        let seed = rng.random::<u64>();
+        let heads: Vec<*const usize> = ks
+            .iter()
+            .map(|&k| build_chain(ws.base, k, PAGE, seed ^ k as u64))
+            .collect();
+        let one = |k: usize, head: *const usize, pages: usize| -> Result<f64> {
+            fl.touch_write(ceiling + 1);
+            std::hint::black_box(chase(head, 2 * k));
+            if pages > 0 {
+                madvise(fl.base, pages * PAGE, libc::MADV_DONTNEED)?;
             }
-            let s = (0..samples).map(|_| one()).collect::<Result<Vec<f64>>>()?;
+            let t0 = start();
+            let p = chase(head, k);
+            let t1 = stop();
+            std::hint::black_box(p);
+            Ok(t1.wrapping_sub(t0) as f64 - oh)
+        };
+        for (ki, (&k, &head)) in ks.iter().zip(&heads).enumerate() {
+            for (fi, &(_, pages)) in kinds.iter().enumerate() {
+                for _ in 0..if r == 0 { 3 } else { 1 } {
+                    one(k, head, pages)?;
+                }
+                for _ in 0..per {
+                    got[ki][fi].push(one(k, head, pages)?);
+                }
+            }
+        }
+    }
+    for (ki, &k) in ks.iter().enumerate() {
+        let mut med = std::collections::BTreeMap::new();
+        for (fi, &(kind, pages)) in kinds.iter().enumerate() {
+            let s = std::mem::take(&mut got[ki][fi]);
             med.insert(kind, median(&s));
             sink.add(
                 "tlb-refill",
@@ -556,6 +626,7 @@ pub fn bench_refill(sink: &mut Sink, opts: &Options) -> Result<()> {
                 "re-touch",
                 k as u64,
                 s,
+                &rounds,
             );
         }
         let price = med["full"] - med["partial"];

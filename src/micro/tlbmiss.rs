@@ -499,20 +499,37 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
     }
     let mut got: BTreeMap<(usize, usize), Vec<f64>> = BTreeMap::new();
     let mut rng = ChaCha8Rng::seed_from_u64(0x7b1c);
-    for _round in 0..rounds {
+    // Every configuration in each round (one sample, unless --samples asks for more samples
+    // than there are rounds), the rounds spread over the span.
+    let mut spread = opts.rounds(rounds);
+    for round in 0..spread.count() {
+        sink.round(&mut spread, round);
         configs.shuffle(&mut rng);
+        if round > 0 {
+            // The 4 KiB region on fresh memory every round: which physical pages back it (and
+            // so how the host's page tables for them are cached) otherwise stays one run's,
+            // and the miss cost near the STLB reach moved by 25% between runs here. (The huge
+            // page regions stay: allocating them again can fail on fragmented memory.)
+            for r in regions.iter_mut().filter(|r| r.kind == "4k") {
+                let fresh = Mapping::anon(n_top * PAGE, PAGE, Some(false))?;
+                fresh.touch_write(n_top);
+                r.map = fresh;
+            }
+        }
         for &(ri, n) in &configs {
             let r = &regions[ri];
-            let chain = build_chase(&r.map, n, r.stride, &mut rng);
-            let steps = min_steps.max(4 * n);
-            std::hint::black_box(chain.run(2 * n));
-            let t0 = start();
-            let p = chain.run(steps);
-            let t1 = stop();
-            std::hint::black_box(p);
-            got.entry((ri, n))
-                .or_default()
-                .push((t1.wrapping_sub(t0) as f64 - oh) / steps as f64);
+            for _ in 0..spread.per(round) {
+                let chain = build_chase(&r.map, n, r.stride, &mut rng);
+                let steps = min_steps.max(4 * n);
+                std::hint::black_box(chain.run(2 * n));
+                let t0 = start();
+                let p = chain.run(steps);
+                let t1 = stop();
+                std::hint::black_box(p);
+                got.entry((ri, n))
+                    .or_default()
+                    .push((t1.wrapping_sub(t0) as f64 - oh) / steps as f64);
+            }
         }
     }
     let mut med: BTreeMap<(&'static str, usize), f64> = BTreeMap::new();
@@ -548,6 +565,7 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
             "access",
             1,
             s,
+            &spread,
         );
     }
 

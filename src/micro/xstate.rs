@@ -31,6 +31,7 @@ mod imp {
     use super::super::harness::{collect, median};
     use super::*;
     use core::arch::asm;
+    use rand::{Rng, SeedableRng};
 
     /// A zero-filled, page-aligned buffer for XSAVE areas (64-byte alignment is required; page
     /// alignment makes the area's place in the page, which changes XSAVE's cost by ~15%, the
@@ -43,8 +44,13 @@ mod imp {
 
     impl AlignedArea {
         pub fn new(len: usize) -> AlignedArea {
-            let buf = vec![0u8; len + 4096];
-            let off = (4096 - buf.as_ptr() as usize % 4096) % 4096;
+            AlignedArea::new_at(len, 0)
+        }
+        /// A page-aligned area `pages` pages past the start of a fresh allocation (one that
+        /// large is mapped afresh: new physical pages, and cache sets that vary with `pages`).
+        pub fn new_at(len: usize, pages: usize) -> AlignedArea {
+            let buf = vec![0u8; len + 4096 * (pages + 1)];
+            let off = (4096 - buf.as_ptr() as usize % 4096) % 4096 + 4096 * pages;
             let mut a = AlignedArea { buf, off, len };
             // MXCSR default, so that restoring SSE state from a zero area is valid.
             a.bytes_mut()[24..28].copy_from_slice(&0x1f80u32.to_le_bytes());
@@ -333,7 +339,6 @@ mod imp {
         // Hot: K ops on one area. Cold: one op on each of AREAS freshly clflushed areas (the
         // counter's 26-cycle step then costs ~3 cycles per op instead of 26).
         const AREAS: usize = 8;
-        let mut work = AlignedArea::new(size * AREAS);
         let configs: Vec<(usize, usize, bool)> = (0..ops.len())
             .flat_map(|o| (0..states.len()).flat_map(move |st| [(o, st, false), (o, st, true)]))
             .collect();
@@ -342,9 +347,28 @@ mod imp {
         // phases hit every configuration alike.
         let mut rounds = opts.rounds(samples);
         let mut got: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
+        // VZEROUPPER / VZEROALL: loops of 8 minus the empty loop, in the same rounds.
+        const ITERS: usize = 64;
+        let avx = cpu.avx_usable();
+        type Loop = unsafe fn(usize) -> (u64, u64);
+        let vzero: [(&str, Loop); 3] = [
+            ("empty", loop_empty),
+            ("vzeroupper", loop_vzeroupper),
+            ("vzeroall", loop_vzeroall),
+        ];
+        let mut vz: [Vec<f64>; 3] = Default::default();
+        // Save areas on fresh memory at a random place every round: the cost of a clflushed
+        // area moved by 20% between runs that each kept one allocation.
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0),
+        );
         for round in 0..rounds.count() {
             sink.round(&mut rounds, round);
             let per = rounds.per(round);
+            let mut work = AlignedArea::new_at(size * AREAS, rng.random_range(32..544));
             for (ci, &(o, st, cold)) in configs.iter().enumerate() {
                 let f = ops[o].1;
                 let tmpl = &states[st].1;
@@ -367,6 +391,15 @@ mod imp {
                 });
                 got[ci].extend(s);
             }
+            if avx {
+                for (i, &(_, f)) in vzero.iter().enumerate() {
+                    vz[i].extend(collect(if round == 0 { 20 } else { 3 }, per, || {
+                        // SAFETY: register-only loops; AVX checked above.
+                        let (t0, t1) = unsafe { f(ITERS) };
+                        t1.wrapping_sub(t0) as f64 - oh
+                    }));
+                }
+            }
         }
         for (ci, &(o, st, cold)) in configs.iter().enumerate() {
             let (op, state, tmpl) = (ops[o].0, states[st].0, &states[st].1);
@@ -387,29 +420,16 @@ mod imp {
                 "instruction",
                 1,
                 std::mem::take(&mut got[ci]),
+                &rounds,
             );
         }
-        // VZEROUPPER / VZEROALL: loops of 8 minus the empty loop.
-        if cpu.avx_usable() {
-            const ITERS: usize = 64;
-            let empty = collect(20, samples, || {
-                // SAFETY: register-only loop.
-                let (t0, t1) = unsafe { loop_empty(ITERS) };
-                t1.wrapping_sub(t0) as f64 - oh
-            });
-            let base = median(&empty);
-            for (name, f) in [
-                (
-                    "vzeroupper",
-                    loop_vzeroupper as unsafe fn(usize) -> (u64, u64),
-                ),
-                ("vzeroall", loop_vzeroall),
-            ] {
-                let s = collect(20, samples, || {
-                    // SAFETY: AVX checked above.
-                    let (t0, t1) = unsafe { f(ITERS) };
-                    (t1.wrapping_sub(t0) as f64 - oh - base) / (8 * ITERS) as f64
-                });
+        if avx {
+            let base = median(&vz[0]);
+            for (i, &(name, _)) in vzero.iter().enumerate().skip(1) {
+                let s = vz[i]
+                    .iter()
+                    .map(|c| (c - base) / (8 * ITERS) as f64)
+                    .collect();
                 sink.add(
                     "xstate",
                     format!("xstate/{name}"),
@@ -420,6 +440,7 @@ mod imp {
                     "instruction",
                     1,
                     s,
+                    &rounds,
                 );
             }
         } else {

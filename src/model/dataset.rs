@@ -43,10 +43,22 @@ impl Dataset {
     ) -> Dataset {
         let ordered = experiments.len() == 1 && experiments[0].has_run_order();
         let mut metrics: Vec<MetricInfo> = Vec::new();
+        // Metrics whose direction a run declared (a workload's): that wins over a derived one.
+        let mut declared = std::collections::BTreeSet::new();
         for r in &runs {
             for m in &r.metrics {
-                if !metrics.iter().any(|x| x.name == m.name) {
-                    metrics.push(MetricInfo::new(&m.name, &m.unit));
+                match metrics.iter_mut().find(|x| x.name == m.name) {
+                    None => metrics.push(MetricInfo::of(m)),
+                    Some(x) => {
+                        if let Some(d) = m.direction
+                            && !declared.contains(&m.name)
+                        {
+                            x.direction = d;
+                        }
+                    }
+                }
+                if m.direction.is_some() {
+                    declared.insert(m.name.clone());
                 }
             }
         }
@@ -85,6 +97,15 @@ impl Dataset {
 
     pub fn metric(&self, name: &str) -> Option<&MetricInfo> {
         self.metrics.iter().find(|m| m.name == name)
+    }
+
+    /// Which way is better for `name`: as the runs declared it, else derived from its name and
+    /// unit.
+    pub fn direction(&self, name: &str) -> super::metric::Direction {
+        match self.metric(name) {
+            Some(m) => m.direction,
+            None => super::metric::Direction::of(name, ""),
+        }
     }
 
     /// The unit of `name` ("" when unknown).

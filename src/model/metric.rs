@@ -4,12 +4,15 @@
 use serde::{Deserialize, Serialize};
 
 /// A measured value with its unit (`wall_ns` in `ns`, `maxrss_kib` in `KiB`, `tlb:tlb_flush` in
-/// `count`).
+/// `count`), and the direction its source declared (a built-in workload's metrics); without one,
+/// the direction is derived from the name and unit ([`Direction::of`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metric {
     pub name: String,
     pub value: f64,
     pub unit: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<Direction>,
 }
 
 impl Metric {
@@ -18,7 +21,14 @@ impl Metric {
             name: name.into(),
             value,
             unit: unit.into(),
+            direction: None,
         }
+    }
+
+    /// The same metric with a declared direction.
+    pub fn declared(mut self, direction: Direction) -> Metric {
+        self.direction = Some(direction);
+        self
     }
 }
 
@@ -76,6 +86,26 @@ impl Direction {
     pub fn higher_is_better(self) -> bool {
         self == Direction::HigherIsBetter
     }
+
+    /// The word stored and written in JSON (`lower-is-better`, `higher-is-better`, `count`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::LowerIsBetter => "lower-is-better",
+            Direction::HigherIsBetter => "higher-is-better",
+            Direction::Count => "count",
+        }
+    }
+
+    /// The direction stored as `s` (None for a word this abperf does not know).
+    pub fn parse(s: &str) -> Option<Direction> {
+        [
+            Direction::LowerIsBetter,
+            Direction::HigherIsBetter,
+            Direction::Count,
+        ]
+        .into_iter()
+        .find(|d| d.as_str() == s)
+    }
 }
 
 /// A metric present in an experiment.
@@ -97,6 +127,15 @@ impl MetricInfo {
             direction: Direction::of(name, unit),
             auxiliary: is_auxiliary(name),
         }
+    }
+
+    /// What a measured value says of its metric: its declared direction, else the derived one.
+    pub fn of(m: &Metric) -> MetricInfo {
+        let mut info = MetricInfo::new(&m.name, &m.unit);
+        if let Some(d) = m.direction {
+            info.direction = d;
+        }
+        info
     }
 }
 
@@ -152,6 +191,24 @@ mod tests {
         assert_eq!(Direction::of("ops", "ops/s"), Direction::HigherIsBetter);
         assert_eq!(Direction::of("throughput", ""), Direction::HigherIsBetter);
         assert!(!Direction::Count.higher_is_better());
+        for d in [
+            Direction::LowerIsBetter,
+            Direction::HigherIsBetter,
+            Direction::Count,
+        ] {
+            assert_eq!(Direction::parse(d.as_str()), Some(d));
+            assert_eq!(
+                serde_json::to_value(d).unwrap(),
+                serde_json::json!(d.as_str())
+            );
+        }
+        assert_eq!(Direction::parse("sideways"), None);
+        // a declared direction wins over the derived one
+        let m = Metric::new("pages_scanned", 5.0, "pages");
+        assert_eq!(MetricInfo::of(&m).direction, Direction::LowerIsBetter);
+        let m = m.declared(Direction::Count);
+        assert_eq!(MetricInfo::of(&m).direction, Direction::Count);
+        assert_eq!(MetricInfo::of(&m).unit, "pages");
     }
 
     #[test]

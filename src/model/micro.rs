@@ -14,3 +14,80 @@ pub struct MicroFinding {
     pub unit: String,
     pub text: String,
 }
+
+/// The core at the start of a round of samples: when the round began and the probe's readings
+/// (`abperf micro` probes the core before every round; see `micro::timer::CoreProbe`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RoundProbe {
+    /// CLOCK_REALTIME at the probe, ns since the epoch.
+    pub started_ns: i64,
+    /// Counter ticks per core clock cycle (a dependent add chain).
+    pub ticks_per_core_cycle: f64,
+    /// Independent adds retired per core cycle (below the core's best: a busy SMT sibling);
+    /// NaN when not measured.
+    pub adds_per_cycle: f64,
+}
+
+/// One round of one configuration of a micro experiment: the samples (counter ticks per
+/// operation, timer overhead subtracted) taken together after one probe of the core. Rounds are
+/// the unit of a micro comparison: samples within a round share the host's phase.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MicroRound {
+    /// Position of the configuration (variant) in the experiment.
+    pub variant: usize,
+    /// Round number within the configuration, from 0.
+    pub round: u32,
+    pub probe: RoundProbe,
+    pub cycles: Vec<f64>,
+}
+
+/// What one stored sample of a micro configuration becomes: run `seq` of `variant`, block = its
+/// round, with metrics `cycles` (counter ticks), `ns` (at `hz` ticks per second),
+/// `core_cycles` (ticks over the round's ticks per core cycle) and, when an operation covers
+/// several `pages`, `cycles_per_page`. A non-finite sample is a failed run without metrics.
+pub fn sample_run(seq: u32, r: &MicroRound, cycles: f64, pages: u64, hz: f64) -> super::run::Run {
+    use super::metric::Metric;
+    use super::run::{Run, RunStatus};
+    let ok = cycles.is_finite();
+    let mut metrics = Vec::new();
+    if ok {
+        metrics.push(Metric::new("cycles", cycles, "cycles"));
+        metrics.push(Metric::new("ns", cycles * 1e9 / hz, "ns"));
+        metrics.push(Metric::new(
+            "core_cycles",
+            cycles / r.probe.ticks_per_core_cycle,
+            "cycles",
+        ));
+        if pages > 1 {
+            metrics.push(Metric::new(
+                "cycles_per_page",
+                cycles / pages as f64,
+                "cycles",
+            ));
+        }
+    }
+    Run {
+        status: if ok { RunStatus::Ok } else { RunStatus::Failed },
+        block: r.round as i32,
+        started_ns: r.probe.started_ns,
+        ended_ns: r.probe.started_ns,
+        ..Run::ok(seq, r.variant, metrics)
+    }
+}
+
+/// The runs `rounds` stand for, configuration by configuration in the order given (one per
+/// sample, see [`sample_run`]); `pages(variant)` is the pages one operation covers.
+pub fn rounds_to_runs(
+    rounds: &[MicroRound],
+    pages: impl Fn(usize) -> u64,
+    hz: f64,
+) -> Vec<super::run::Run> {
+    let mut out = Vec::with_capacity(rounds.iter().map(|r| r.cycles.len()).sum());
+    for r in rounds {
+        let p = pages(r.variant);
+        for &c in &r.cycles {
+            out.push(sample_run(out.len() as u32, r, c, p, hz));
+        }
+    }
+    out
+}

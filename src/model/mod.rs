@@ -2,7 +2,8 @@
 //! its runs and their metrics, as stored, imported, analysed and reported.
 //!
 //! - [`experiment`] holds [`Experiment`] (kind, design, environment, status), [`NewExperiment`]
-//! - [`variant`] holds [`Variant`] (command, `-L` parameters, knobs, per-variant summaries)
+//! - [`variant`] holds [`Variant`] (command, `-L` parameters, knobs, per-variant summaries, the
+//!   built-in workload it runs: [`WorkloadRef`])
 //! - [`run`] holds [`Run`] (sequence, status, timestamps, flags, metrics, import provenance), [`Slot`]
 //! - [`metric`] holds [`Metric`], [`MetricInfo`] and [`Direction`] (which way is better)
 //! - [`describe`] holds one description of a sample and one quantile definition (Hyndman-Fan type 7)
@@ -41,4 +42,4 @@ pub use micro::MicroFinding;
 pub use owner::{KnobClaim, Liveness, Owner};
 pub use run::{Run, RunStatus, Slot, Source};
 pub use tune::{Setting, TuneRecord};
-pub use variant::{KnobSetting, SummaryValue, Variant};
+pub use variant::{KnobSetting, SummaryValue, Variant, WorkloadRef};

@@ -21,6 +21,22 @@ pub struct SummaryValue {
     pub unit: String,
 }
 
+/// The built-in workload a variant runs (`abperf run @NAME:K=V,...`), as it was when the
+/// experiment was made. Every run of the variant uses this version: `run --resume` refuses an
+/// abperf whose workload has another version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkloadRef {
+    pub name: String,
+    /// Bumped whenever what the workload measures changes.
+    pub version: u32,
+    /// Every parameter with its value, defaults filled in (`seed` only when the command fixes
+    /// it).
+    pub params: BTreeMap<String, String>,
+    /// Each run gets `seed` = the experiment's seed + the run's sequence number (false: the
+    /// command fixes `seed`).
+    pub per_run_seed: bool,
+}
+
 /// One variant. Its position is its index in the experiment's variant list (0 = the default
 /// baseline).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -36,6 +52,9 @@ pub struct Variant {
     /// The kernel (and command line) it boots, for a kernel variant (`run --kernel/--append`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub boot: Option<super::boot::BootConfig>,
+    /// The built-in workload it runs, for a workload variant (`run @NAME`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadRef>,
 }
 
 impl Variant {
@@ -48,6 +67,7 @@ impl Variant {
             knobs: Vec::new(),
             summary: BTreeMap::new(),
             boot: None,
+            workload: None,
         }
     }
 }

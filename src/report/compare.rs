@@ -444,7 +444,10 @@ pub fn family_table(r: &Report) -> Option<String> {
 /// The whole text of `abperf compare`.
 pub fn text(r: &Report) -> String {
     let mut out = String::new();
-    if let Some(t) = family_table(r) {
+    if let Some(m) = &r.micro_compare {
+        out += &super::micro_compare::text(m, false);
+        let _ = writeln!(out);
+    } else if let Some(t) = family_table(r) {
         out += &t;
         let _ = writeln!(out);
     }
@@ -455,9 +458,12 @@ pub fn text(r: &Report) -> String {
         }
         let _ = writeln!(out);
     }
-    for c in r.comparisons() {
-        out += &comparison_text(c, r.data.unit(&c.metric));
-        let _ = writeln!(out);
+    // Two micro experiments: the table above says it per configuration.
+    if r.micro_compare.is_none() {
+        for c in r.comparisons() {
+            out += &comparison_text(c, r.data.unit(&c.metric));
+            let _ = writeln!(out);
+        }
     }
     for n in r.verdict_notes() {
         let _ = writeln!(out, "{}", one_line(&n));

@@ -73,6 +73,9 @@ pub fn value(d: &Report) -> anyhow::Result<Value> {
         "micro": d.micro.as_ref().map(|m| m.json()),
         "data_sha256": d.data_sha256,
     });
+    if let Some(m) = &d.micro_compare {
+        doc["micro_compare"] = serde_json::to_value(m)?;
+    }
     if let Some(a) = &d.ceiling {
         doc["ceiling"] = super::ceiling::json(a);
     }

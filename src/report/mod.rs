@@ -32,6 +32,7 @@ pub mod levels;
 pub mod mail;
 pub mod markdown;
 pub mod micro;
+pub mod micro_compare;
 pub mod perfstat;
 pub mod svg;
 pub mod text;
@@ -155,6 +156,8 @@ pub struct Report {
     pub env_diffs: Vec<EnvDiff>,
     pub trace: Option<TraceSection>,
     pub micro: Option<micro::MicroData>,
+    /// Two micro experiments compared configuration by configuration (`compare A B`).
+    pub micro_compare: Option<micro_compare::MicroCompare>,
     /// The ceiling advisor's prediction (`model ceiling`).
     pub ceiling: Option<crate::model::ceiling::CeilingAdvice>,
     /// The two-level analysis of kernel variants (boots x runs).
@@ -191,6 +194,7 @@ impl Report {
             env_diffs: Vec::new(),
             trace: None,
             micro: None,
+            micro_compare: None,
             ceiling: None,
             levels: None,
             view,

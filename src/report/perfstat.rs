@@ -89,20 +89,34 @@ pub fn variant_block(data: &Dataset, pos: usize) -> String {
         let _ = writeln!(s, "        (no successful runs)");
         return s;
     }
-    for m in data.main_metrics() {
-        let Some(d) = data.describe(pos, &m.name) else {
-            continue;
-        };
-        let (num, u) = human(d.mean, &m.unit);
-        let pm = d
-            .pm_pct
-            .map(|p| format!("( +- {p:5.2}% )"))
-            .unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "  {num:>16} {u:<4} {:<26} {pm}",
-            one_line(label(&m.name))
-        );
+    // One row per metric; the unit and label columns widen for long units (a workload's
+    // "accesses_per_s") so that the `( +- x% )` figures stay in one column.
+    let rows: Vec<(String, String, String, String)> = data
+        .main_metrics()
+        .filter_map(|m| {
+            let d = data.describe(pos, &m.name)?;
+            let (num, u) = human(d.mean, &m.unit);
+            let pm = d
+                .pm_pct
+                .map(|p| format!("( +- {p:5.2}% )"))
+                .unwrap_or_default();
+            Some((num, u, one_line(label(&m.name)), pm))
+        })
+        .collect();
+    let uw = rows
+        .iter()
+        .map(|r| r.1.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let lw = rows
+        .iter()
+        .map(|r| r.2.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(26);
+    for (num, u, l, pm) in rows {
+        let _ = writeln!(s, "  {num:>16} {u:<uw$} {l:<lw$} {pm}");
     }
     s
 }
@@ -110,6 +124,28 @@ pub fn variant_block(data: &Dataset, pos: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_units_keep_the_columns() {
+        use crate::model::{Metric, Run, Variant};
+        let runs = (0..3)
+            .map(|seq| {
+                Run::ok(
+                    seq,
+                    0,
+                    vec![
+                        Metric::new("wall_ns", 1e6 + seq as f64, "ns"),
+                        Metric::new("accesses_per_s", 57191.0 + seq as f64, "accesses/s"),
+                    ],
+                )
+            })
+            .collect();
+        let data = Dataset::new(vec![], vec![Variant::named("w")], runs, "test".into());
+        let b = variant_block(&data, 0);
+        let cols: Vec<usize> = b.lines().filter_map(|l| l.find("( +-")).collect();
+        assert_eq!(cols.len(), 2, "{b}");
+        assert_eq!(cols[0], cols[1], "{b}");
+    }
 
     #[test]
     fn scaling() {

@@ -274,6 +274,19 @@ fn show(r: &Report, runs: bool) -> String {
             one_line(&v.name),
             one_line(v.command.as_deref().unwrap_or("-"))
         );
+        if let Some(w) = &v.workload {
+            let _ = writeln!(
+                s,
+                "      workload {} version {}, seed {}",
+                one_line(&w.name),
+                w.version,
+                if w.per_run_seed {
+                    "per run (the experiment's seed + the run's seq)"
+                } else {
+                    "fixed by the command"
+                }
+            );
+        }
         for k in &v.knobs {
             let _ = writeln!(
                 s,

@@ -9,6 +9,7 @@ use super::knobs::KnobGuard;
 use super::noise::{Noise, NoiseConfig};
 use super::signals;
 use super::spawn::{self, Exit, SpawnOptions};
+use super::workload::{self, MetricsFile, WorkloadCommand};
 use crate::design::{Order, substitute};
 use crate::measure::counters::{EventSpec, parse_event};
 use crate::measure::rusage;
@@ -66,6 +67,26 @@ struct VariantCommands {
     pre: Option<Prepared>,
     post: Option<Prepared>,
     setup: Option<Prepared>,
+    /// A built-in workload (`@NAME`): its per-run command, prepare step and metrics.
+    workload: Option<Workload>,
+}
+
+/// A workload variant's command and its untimed prepare step.
+struct Workload {
+    cmd: WorkloadCommand,
+    prepare: Option<Prepared>,
+}
+
+/// The main command of a variant, or of a workload variant with its own seed: the workload's
+/// command for one run.
+fn main_command(cmds: &VariantCommands, seed: u64, seq: u32) -> anyhow::Result<Option<Prepared>> {
+    match &cmds.workload {
+        Some(w) => match w.cmd.run_seed(seed, seq) {
+            Some(s) => w.cmd.exec(Some(s)).map(Some),
+            None => Ok(None),
+        },
+        None => Ok(None),
+    }
 }
 
 fn prepare_opt(
@@ -101,6 +122,8 @@ pub struct ExecPlan {
     cleanups: Vec<Prepared>,
     pin: Option<CpuSet>,
     events: Vec<EventSpec>,
+    /// `$ABPERF_METRICS_FILE`, when a variant runs a built-in workload.
+    metrics_file: Option<&'static MetricsFile>,
 }
 
 /// Check and prepare every command of every variant.
@@ -108,15 +131,28 @@ pub fn prepare(cfg: &RunConfig, variants: &[Variant]) -> anyhow::Result<ExecPlan
     let mut commands = Vec::new();
     let mut cleanup_texts = BTreeSet::new();
     let mut cleanups = Vec::new();
+    let mut metrics_file = None;
     for v in variants {
         let p = &v.parameters;
-        let main = Prepared::new(v.command.as_deref().unwrap_or_default(), cfg.shell)
-            .with_context(|| format!("variant '{}'", v.name))?;
+        let text = v.command.as_deref().unwrap_or_default();
+        let (main, workload) = if workload::is_workload(text) {
+            let in_variant = || format!("variant '{}'", v.name);
+            let cmd = WorkloadCommand::parse(text).with_context(in_variant)?;
+            let main = cmd.exec(None).with_context(in_variant)?;
+            let prepare = cmd.prepare().with_context(in_variant)?;
+            metrics_file = Some(MetricsFile::get()?);
+            (main, Some(Workload { cmd, prepare }))
+        } else {
+            let main =
+                Prepared::new(text, cfg.shell).with_context(|| format!("variant '{}'", v.name))?;
+            (main, None)
+        };
         commands.push(VariantCommands {
             main,
             pre: prepare_opt(&cfg.pre, p, cfg.shell, "--pre")?,
             post: prepare_opt(&cfg.post, p, cfg.shell, "--post")?,
             setup: prepare_opt(&cfg.setup, p, cfg.shell, "--setup")?,
+            workload,
         });
         if let Some(c) = prepare_opt(&cfg.cleanup, p, cfg.shell, "--cleanup")?
             && cleanup_texts.insert(c.text.clone())
@@ -130,6 +166,7 @@ pub fn prepare(cfg: &RunConfig, variants: &[Variant]) -> anyhow::Result<ExecPlan
         cleanups,
         pin,
         events: event_specs(&cfg.counted_events)?,
+        metrics_file,
     })
 }
 
@@ -258,6 +295,8 @@ pub fn execute_into(
     // First, so that commands resolve in the --tmpfs-copy directory.
     let mut noise = Noise::start(&cfg.noise, cfg.seed)?;
     let prep = prepare(cfg, variants)?;
+    // Each tracepoint stays registered for the whole experiment (closed on every way out).
+    let _holders = crate::measure::counters::Holders::open(&prep.events);
     let done: BTreeSet<u32> = sink.done_seqs()?;
     let todo: Vec<&Slot> = schedule.iter().filter(|s| !done.contains(&s.seq)).collect();
     let mut timed_done: BTreeMap<usize, u32> = BTreeMap::new();
@@ -294,7 +333,19 @@ pub fn execute_into(
             if let Some(pre) = &cmds.pre {
                 run_helper("--pre", pre, &prep, quiet)?;
             }
+            if let Some(p) = cmds.workload.as_ref().and_then(|w| w.prepare.as_ref()) {
+                run_helper("the workload's prepare step", p, &prep, quiet)?;
+            }
             noise.before_run(slot.seq)?;
+            let per_run = main_command(cmds, cfg.seed, slot.seq)?;
+            let main = per_run.as_ref().unwrap_or(&cmds.main);
+            let metrics_file = match (&cmds.workload, prep.metrics_file) {
+                (Some(_), Some(f)) => {
+                    f.fresh()?;
+                    Some(f)
+                }
+                _ => None,
+            };
             let started_ns = now_ns();
             let opts = SpawnOptions {
                 pin: prep.pin.as_ref(),
@@ -302,9 +353,15 @@ pub fn execute_into(
                 events: &prep.events,
                 quiet,
             };
-            let out =
-                spawn::run(&cmds.main, &opts).with_context(|| format!("variant '{}'", v.name))?;
+            let out = spawn::run(main, &opts).with_context(|| format!("variant '{}'", v.name))?;
             let ended_ns = now_ns();
+            if let Some(w) = &cmds.workload
+                && out.exit != Exit::Code(0)
+            {
+                for note in w.cmd.clean_up() {
+                    progress.note(&note);
+                }
+            }
             if signals::received().is_some() {
                 // The run was cut short by the signal: it is not a measurement.
                 return Ok(None);
@@ -312,7 +369,16 @@ pub fn execute_into(
             let mut metrics = vec![Metric::new("wall_ns", out.wall_ns as f64, "ns")];
             metrics.extend(rusage::metrics(&out.rusage));
             metrics.extend(out.counters);
+            // A workload's own metrics; a run that exited normally without them failed.
+            let mut unmeasured = None;
+            if let (Some(w), Some(f), Exit::Code(0)) = (&cmds.workload, metrics_file, out.exit) {
+                match w.cmd.collect(f.path(), &metrics) {
+                    Ok(ms) => metrics.extend(ms),
+                    Err(e) => unmeasured = Some(e),
+                }
+            }
             let (status, exit_code, signal) = match out.exit {
+                Exit::Code(0) if unmeasured.is_some() => (RunStatus::Failed, Some(0), None),
                 Exit::Code(0) => (RunStatus::Ok, Some(0), None),
                 Exit::Code(c) => (RunStatus::Failed, Some(c), None),
                 Exit::Signal(s) => (RunStatus::Failed, None, Some(s)),
@@ -341,17 +407,20 @@ pub fn execute_into(
                 cfg.runs,
                 out.wall_ns,
             );
-            let what = match out.exit {
-                Exit::Code(0) => return Ok(None),
-                Exit::Code(127) if cfg.shell => {
-                    "exited with status 127 (the shell's 'command not found')".to_string()
-                }
-                Exit::Code(c) => format!("exited with status {c}"),
-                Exit::Signal(s) => format!("was killed by {}", signals::name(s)),
-                Exit::TimedOut => format!(
-                    "timed out after {} s and was killed",
-                    cfg.timeout_s.unwrap_or(0.0)
-                ),
+            let what = match (out.exit, unmeasured) {
+                (Exit::Code(0), Some(e)) => format!("exited normally, but {e:#}"),
+                (exit, _) => match exit {
+                    Exit::Code(0) => return Ok(None),
+                    Exit::Code(127) if cfg.shell && cmds.workload.is_none() => {
+                        "exited with status 127 (the shell's 'command not found')".to_string()
+                    }
+                    Exit::Code(c) => format!("exited with status {c}"),
+                    Exit::Signal(s) => format!("was killed by {}", signals::name(s)),
+                    Exit::TimedOut => format!(
+                        "timed out after {} s and was killed",
+                        cfg.timeout_s.unwrap_or(0.0)
+                    ),
+                },
             };
             // The first failure of a variant shows what the workload said (quiet runs only).
             let note = if quiet && tail_shown.insert(slot.variant) {
@@ -362,7 +431,7 @@ pub fn execute_into(
             Ok(Some((
                 format!(
                     "run {} of variant '{}' ({}) {what}",
-                    slot.seq, v.name, cmds.main.text
+                    slot.seq, v.name, main.text
                 ),
                 note,
             )))
@@ -422,6 +491,9 @@ pub fn execute_into(
                 crate::error::stderr_line(&format!("abperf: warning: {e:#}"));
             }
         }
+    }
+    if let Some(f) = prep.metrics_file {
+        f.finish();
     }
     // A signal at any point (during the workload, --pre, --post, --setup, --cleanup, a knob
     // write) interrupts the experiment: an error it caused (a helper "killed by SIGKILL" by the

@@ -1,5 +1,6 @@
 //! Running workloads: spawn a timed child (fork/exec to wait4), knobs (write, verify, restore),
-//! signal handling, and the experiment loop that commits every run the moment it ends.
+//! signal handling, built-in workloads as variants (`@NAME`), and the experiment loop that
+//! commits every run the moment it ends.
 
 pub mod boots;
 pub mod command;
@@ -13,6 +14,7 @@ pub mod preflight;
 pub mod signals;
 pub mod spawn;
 pub mod spawn_helper;
+pub mod workload;
 
 pub use command::Prepared;
 pub use experiment::{RunConfig, execute};

@@ -254,7 +254,7 @@ pub fn analyse(ds: &Dataset, s: &Settings) -> Analysis {
             }
         };
         for metric in &s.metrics {
-            let direction = Direction::of(metric, ds.unit(metric));
+            let direction = ds.direction(metric);
             let opts = Options {
                 higher_is_better: s.force_higher_is_better || direction.higher_is_better(),
                 count: !s.force_higher_is_better && direction == Direction::Count,

@@ -3,8 +3,8 @@
 use super::Store;
 use crate::error::usage;
 use crate::model::{
-    Dataset, Experiment, ExperimentSummary, Kind, Metric, NewExperiment, Run, RunStatus, Slot,
-    Source, Status, SummaryValue, Variant,
+    Dataset, Direction, Experiment, ExperimentSummary, Kind, Metric, NewExperiment, Run, RunStatus,
+    Slot, Source, Status, SummaryValue, Variant,
 };
 use anyhow::Context;
 use rusqlite::{OptionalExtension, params};
@@ -25,7 +25,7 @@ pub(super) fn insert_experiment(
     exp: &NewExperiment,
     status: Status,
 ) -> anyhow::Result<i64> {
-    // An explicit id above every id ever handed out (migration 9): ids are never reused.
+    // An explicit id above every id ever handed out (migration 11): ids are never reused.
     let id: i64 = tx.query_row(super::owner::NEXT_EXPERIMENT_ID, [], |r| r.get(0))?;
     tx.execute(
         "INSERT INTO experiment (id, name, kind, created, command_line, design, seed, environment, status)
@@ -53,8 +53,8 @@ pub(super) fn insert_variant(
     v: &Variant,
 ) -> anyhow::Result<i64> {
     tx.prepare_cached(
-        "INSERT INTO variant (experiment_id, position, name, command, parameters, knobs)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO variant (experiment_id, position, name, command, parameters, knobs, workload)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
     .execute(params![
         exp_id,
@@ -62,7 +62,8 @@ pub(super) fn insert_variant(
         v.name,
         v.command,
         to_json(&v.parameters),
-        to_json(&v.knobs)
+        to_json(&v.knobs),
+        v.workload.as_ref().map(to_json)
     ])
     .with_context(|| format!("variant '{}'", v.name))?;
     let vid = tx.last_insert_rowid();
@@ -127,8 +128,9 @@ pub(super) fn insert_run_row(
         run.excluded
     ])?;
     let run_id = tx.last_insert_rowid();
-    let mut stmt = tx
-        .prepare_cached("INSERT INTO metric (run_id, name, value, unit) VALUES (?1, ?2, ?3, ?4)")?;
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO metric (run_id, name, value, unit, direction) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
     for m in &run.metrics {
         if !m.value.is_finite() {
             anyhow::bail!(
@@ -138,8 +140,14 @@ pub(super) fn insert_run_row(
                 m.value
             );
         }
-        stmt.execute(params![run_id, m.name, m.value, m.unit])
-            .with_context(|| format!("metric {} of run {}", m.name, run.seq))?;
+        stmt.execute(params![
+            run_id,
+            m.name,
+            m.value,
+            m.unit,
+            m.direction.map(|d| d.as_str())
+        ])
+        .with_context(|| format!("metric {} of run {}", m.name, run.seq))?;
     }
     if let Some(s) = &run.source {
         tx.prepare_cached(
@@ -318,7 +326,7 @@ impl Store {
     /// The variants of experiment `id` in position order, with their per-variant summaries.
     pub fn variants(&self, id: i64) -> anyhow::Result<Vec<Variant>> {
         let mut stmt = self.conn().prepare(
-            "SELECT id, name, command, parameters, knobs FROM variant
+            "SELECT id, name, command, parameters, knobs, workload FROM variant
              WHERE experiment_id = ?1 ORDER BY position",
         )?;
         let rows = stmt.query_map([id], |r| {
@@ -328,12 +336,13 @@ impl Store {
                 r.get::<_, Option<String>>(2)?,
                 r.get::<_, String>(3)?,
                 r.get::<_, String>(4)?,
+                r.get::<_, Option<String>>(5)?,
             ))
         })?;
         let mut out = Vec::new();
         let mut row_ids = Vec::new();
         for row in rows {
-            let (vid, name, command, params, knobs) = row?;
+            let (vid, name, command, params, knobs, workload) = row?;
             row_ids.push(vid);
             out.push(Variant {
                 name,
@@ -342,6 +351,7 @@ impl Store {
                 knobs: from_json(&knobs, "knobs")?,
                 summary: BTreeMap::new(),
                 boot: None,
+                workload: workload.map(|w| from_json(&w, "workload")).transpose()?,
             });
         }
         super::boots::fill_variant_boots(self.conn(), id, &mut out)?;
@@ -439,8 +449,8 @@ impl Store {
             runs.push(run);
         }
         let mut mstmt = self.conn().prepare(
-            "SELECT m.run_id, m.name, m.value, m.unit FROM metric m JOIN run r ON r.id = m.run_id
-             WHERE r.experiment_id = ?1 ORDER BY m.rowid",
+            "SELECT m.run_id, m.name, m.value, m.unit, m.direction FROM metric m
+             JOIN run r ON r.id = m.run_id WHERE r.experiment_id = ?1 ORDER BY m.rowid",
         )?;
         let mrows = mstmt.query_map([id], |r| {
             Ok((
@@ -448,12 +458,19 @@ impl Store {
                 r.get::<_, String>(1)?,
                 r.get::<_, f64>(2)?,
                 r.get::<_, String>(3)?,
+                r.get::<_, Option<String>>(4)?,
             ))
         })?;
         for m in mrows {
-            let (rid, name, value, unit) = m?;
+            let (rid, name, value, unit, direction) = m?;
             if let Some(&i) = index.get(&rid) {
-                runs[i].metrics.push(Metric { name, value, unit });
+                runs[i].metrics.push(Metric {
+                    name,
+                    value,
+                    unit,
+                    // a word a newer abperf wrote: derived instead
+                    direction: direction.as_deref().and_then(Direction::parse),
+                });
             }
         }
         Ok(runs)
@@ -467,7 +484,14 @@ impl Store {
             exp.name,
             self.path().display()
         );
-        let mut ds = Dataset::new(vec![exp], self.variants(id)?, self.runs(id)?, source);
+        let variants = self.variants(id)?;
+        let mut runs = self.runs(id)?;
+        if exp.kind == Kind::Micro {
+            // Samples stored as rounds (table micro_round); the timer's rate is in the design.
+            let hz = exp.design["timer"]["hz"].as_f64().unwrap_or(f64::NAN);
+            runs.extend(self.micro_runs(id, &variants, hz)?);
+        }
+        let mut ds = Dataset::new(vec![exp], variants, runs, source);
         let planned: i64 = self.conn().query_row(
             "SELECT count(*) FROM slot WHERE experiment_id = ?1",
             [id],
@@ -482,7 +506,9 @@ impl Store {
         let mut stmt = self.conn().prepare(
             "SELECT e.id, e.name, e.kind, e.created, e.status,
                     (SELECT count(*) FROM variant v WHERE v.experiment_id = e.id),
-                    (SELECT count(*) FROM run r WHERE r.experiment_id = e.id),
+                    (SELECT count(*) FROM run r WHERE r.experiment_id = e.id)
+                    + (SELECT coalesce(sum(length(m.cycles) / 8), 0) FROM micro_round m
+                       JOIN variant v ON v.id = m.variant_id WHERE v.experiment_id = e.id),
                     (SELECT count(*) FROM slot s WHERE s.experiment_id = e.id)
              FROM experiment e ORDER BY e.id",
         )?;
@@ -600,6 +626,52 @@ mod tests {
             .query_row("SELECT count(*) FROM metric", [], |r| r.get(0))
             .unwrap();
         assert_eq!(left, 0);
+    }
+
+    #[test]
+    fn declared_directions_and_workloads_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("w.db")).unwrap();
+        let exp = NewExperiment {
+            name: "w".into(),
+            kind: Kind::Run,
+            command_line: vec![],
+            design: serde_json::json!({}),
+            seed: Some(7),
+            environment: serde_json::json!({}),
+        };
+        let w = crate::model::WorkloadRef {
+            name: "page-aging".into(),
+            version: 3,
+            params: BTreeMap::from([("op".to_string(), "read".to_string())]),
+            per_run_seed: true,
+        };
+        let v = Variant {
+            command: Some("@page-aging:op=read".into()),
+            workload: Some(w.clone()),
+            ..Variant::named("a")
+        };
+        let sched = [Slot {
+            seq: 0,
+            variant: 0,
+            block: 0,
+            warmup: false,
+        }];
+        let id = store
+            .create_experiment(&exp, &[v, Variant::named("b")], &sched)
+            .unwrap();
+        let m = vec![
+            Metric::new("wall_ns", 1.0, "ns"),
+            Metric::new("pages_scanned", 9.0, "pages").declared(Direction::Count),
+        ];
+        store.commit_run(id, &Run::ok(0, 0, m.clone())).unwrap();
+        assert_eq!(store.runs(id).unwrap()[0].metrics, m);
+        let vs = store.variants(id).unwrap();
+        assert_eq!(vs[0].workload, Some(w));
+        assert_eq!(vs[1].workload, None);
+        let ds = store.load(id).unwrap();
+        assert_eq!(ds.direction("pages_scanned"), Direction::Count);
+        assert_eq!(ds.direction("wall_ns"), Direction::LowerIsBetter);
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Who runs an experiment (`experiment_owner`, migration 8), and experiment ids that are never
-//! handed out twice (`id_high_water`, migration 9).
+//! Who runs an experiment (`experiment_owner`, migration 10), and experiment ids that are never
+//! handed out twice (`id_high_water`, migration 11).
 //!
 //! The owner row is written in the same transaction as the experiment (`create_owned_experiment`)
 //! and replaced when `run --resume` takes the experiment over (`claim_experiment`, which checks
@@ -13,7 +13,7 @@ use anyhow::Context;
 use rusqlite::{OptionalExtension, params};
 use std::collections::BTreeMap;
 
-/// Migration 8: the process that runs (or ran) each `abperf run` experiment.
+/// Migration 10: the process that runs (or ran) each `abperf run` experiment.
 pub(super) const OWNER_SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS experiment_owner (
         experiment_id INTEGER PRIMARY KEY REFERENCES experiment(id) ON DELETE CASCADE,
@@ -25,7 +25,7 @@ pub(super) const OWNER_SCHEMA: &str = "
     );
 ";
 
-/// Migration 9: the highest experiment id ever handed out, so that an id quoted in a mail never
+/// Migration 11: the highest experiment id ever handed out, so that an id quoted in a mail never
 /// names other data after `delete` (SQLite reuses the largest rowid once its row is gone).
 pub(super) const ID_SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS id_high_water (

@@ -76,9 +76,18 @@ pub const MIGRATIONS: &[&str] = &[
     super::trace::SCHEMA_ROBUST,
     // 7: kernel variants: what a variant boots, the boot order, the boots, run -> boot.
     super::boots::SCHEMA,
-    // 8: the process that runs each experiment (pid, start time, boot id, host).
+    // 8: built-in workloads: a metric's declared direction, the workload a variant runs.
+    "
+    -- NULL: derived from the metric's name and unit (everything before workloads).
+    ALTER TABLE metric ADD COLUMN direction TEXT;   -- lower-is-better | higher-is-better | count
+    -- JSON {name, version, params, per_run_seed} for `run @NAME` variants, else NULL.
+    ALTER TABLE variant ADD COLUMN workload TEXT;
+    ",
+    // 9: micro samples packed one row per round and configuration.
+    super::micro::SCHEMA_ROUNDS,
+    // 10: the process that runs each experiment (pid, start time, boot id, host).
     super::owner::OWNER_SCHEMA,
-    // 9: experiment ids are never reused.
+    // 11: experiment ids are never reused.
     super::owner::ID_SCHEMA,
 ];
 

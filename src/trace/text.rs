@@ -49,6 +49,12 @@ pub struct TextCapture {
     pub first_bad_line: Option<(u64, String)>,
     pub lines: u64,
     pub clock: Option<TextClock>,
+    /// Events parsed (kept in `events` by [`parse`], only counted by [`stream`]).
+    count: u64,
+    /// Highest CPU number + 1.
+    cpus: u32,
+    /// Smallest and largest timestamp.
+    ts_range: Option<(u64, u64)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -61,11 +67,12 @@ pub struct TextOptions {
 }
 
 impl TextCapture {
+    /// Events parsed.
     pub fn len(&self) -> usize {
-        self.events.len()
+        self.count as usize
     }
     pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
+        self.count == 0
     }
     /// Call `f` for every event in file order.
     pub fn for_each(&self, mut f: impl FnMut(&Ev)) {
@@ -82,54 +89,141 @@ impl TextCapture {
         }
     }
     pub fn cpus(&self) -> u32 {
-        self.events.iter().map(|e| e.cpu + 1).max().unwrap_or(0)
+        self.cpus
     }
     pub fn span(&self) -> u64 {
-        match (
-            self.events.iter().map(|e| e.ts).min(),
-            self.events.iter().map(|e| e.ts).max(),
-        ) {
-            (Some(a), Some(b)) => b - a,
-            _ => 0,
-        }
+        self.ts_range.map_or(0, |(a, b)| b - a)
+    }
+
+    /// Count one parsed event.
+    fn counted(&mut self, h: &Head) {
+        self.count += 1;
+        self.cpus = self.cpus.max(h.cpu + 1);
+        self.ts_range = Some(match self.ts_range {
+            None => (h.ts, h.ts),
+            Some((a, b)) => (a.min(h.ts), b.max(h.ts)),
+        });
+    }
+
+    /// Forget what was parsed but keep the schema (for a second pass over the same file).
+    fn restart(&mut self) {
+        let schema = std::mem::take(&mut self.schema);
+        *self = TextCapture {
+            schema,
+            ..Default::default()
+        };
     }
 }
 
-/// Parse a whole text trace. `file` only labels errors.
+/// The fixed part of an event line (its field values are in the parser's slots).
+struct Head {
+    cpu: u32,
+    ts: u64,
+    ty: u32,
+    pid: i32,
+}
+
+/// Parse a whole text trace held in memory, keeping every event. `file` only labels errors.
 pub fn parse(file: &str, text: &[u8], opts: &TextOptions) -> Result<TextCapture, TextError> {
     let mut cap = TextCapture::default();
-    let mut p = LineParser {
-        opts,
-        slots: Vec::new(),
-        type_cache: Vec::new(),
-        field_cache: Vec::new(),
-    };
+    let mut events = Vec::new();
+    let mut values = Vec::new();
+    let mut p = LineParser::new(opts);
     for (i, line) in text.split(|b| *b == b'\n').enumerate() {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let lineno = i as u64 + 1;
-        if line.is_empty() {
-            continue;
-        }
-        cap.lines = lineno;
-        match p.line(&mut cap, line) {
-            Ok(()) => {}
-            Err(msg) => {
-                if opts.lenient {
-                    cap.skipped += 1;
-                    if cap.first_bad_line.is_none() {
-                        cap.first_bad_line = Some((lineno, msg));
-                    }
-                } else {
-                    return Err(TextError {
-                        file: file.to_string(),
-                        line: lineno,
-                        msg,
-                    });
+        p.one(file, &mut cap, i as u64 + 1, line, |h, slots| {
+            events.push(TEv {
+                cpu: h.cpu,
+                ts: h.ts,
+                ty: h.ty,
+                pid: h.pid,
+                start: values.len() as u32,
+                len: slots.len() as u16,
+            });
+            values.extend_from_slice(slots);
+        })?;
+    }
+    cap.events = events;
+    cap.values = values;
+    Ok(cap)
+}
+
+/// Why streaming a text trace failed.
+#[derive(Debug, Error)]
+pub enum StreamError {
+    #[error(transparent)]
+    Text(#[from] TextError),
+    #[error("cannot read {0}: {1}")]
+    Io(String, std::io::Error),
+    /// The caller's `start` refused the schema.
+    #[error("{0}")]
+    Start(String),
+}
+
+/// Stream the text trace at `path` in two passes, with memory independent of its size: the
+/// first learns the event types, fields and symbolic values (the schema an analysis needs
+/// before its first event) and hands it to `start`; the second gives every event to `each`
+/// with what `start` made. The capture returned holds the schema and the counts, no events.
+/// An empty capture makes no second pass.
+pub fn stream<A>(
+    path: &std::path::Path,
+    opts: &TextOptions,
+    start: impl FnOnce(&Schema) -> Result<A, String>,
+    mut each: impl FnMut(&mut A, &Ev),
+) -> Result<(TextCapture, A), StreamError> {
+    let file = path.display().to_string();
+    let io = |e| StreamError::Io(file.clone(), e);
+    let mut cap = TextCapture::default();
+    // The first pass parses an event body (what follows the timestamp) only the first time it
+    // is seen: only the body adds to the schema, and most bodies repeat. The second pass parses
+    // every line in full and finds every error.
+    const DISTINCT: usize = 1 << 16;
+    let pass = |cap: &mut TextCapture, first: bool, f: &mut dyn FnMut(&Head, &[i64])| {
+        use std::io::BufRead;
+        let mut reader =
+            std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(path).map_err(io)?);
+        let mut p = LineParser::new(opts);
+        let mut buf = Vec::with_capacity(4096);
+        let mut seen: HashSet<Vec<u8>, std::hash::BuildHasherDefault<BodyHasher>> =
+            HashSet::default();
+        let mut lineno = 0;
+        loop {
+            buf.clear();
+            if reader.read_until(b'\n', &mut buf).map_err(io)? == 0 {
+                return Ok::<_, StreamError>(());
+            }
+            lineno += 1;
+            let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+            if first && let Some(body) = event_body_of(line) {
+                if seen.contains(body) {
+                    continue;
+                }
+                if seen.len() < DISTINCT {
+                    seen.insert(body.to_vec());
                 }
             }
+            p.one(&file, cap, lineno, line, &mut *f)?;
         }
+    };
+    pass(&mut cap, true, &mut |_, _| {})?;
+    let mut a = start(&cap.schema).map_err(StreamError::Start)?;
+    if cap.is_empty() {
+        return Ok((cap, a));
     }
-    Ok(cap)
+    cap.restart();
+    pass(&mut cap, false, &mut |h, slots| {
+        each(
+            &mut a,
+            &Ev {
+                cpu: h.cpu,
+                ts: h.ts,
+                ty: h.ty,
+                pid: h.pid,
+                raw: &[],
+                slots,
+            },
+        )
+    })?;
+    Ok((cap, a))
 }
 
 struct LineParser<'o> {
@@ -209,21 +303,67 @@ fn is_ident(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
 
-impl LineParser<'_> {
-    fn line(&mut self, cap: &mut TextCapture, line: &[u8]) -> Result<(), String> {
+impl<'o> LineParser<'o> {
+    fn new(opts: &'o TextOptions) -> LineParser<'o> {
+        LineParser {
+            opts,
+            slots: Vec::new(),
+            type_cache: Vec::new(),
+            field_cache: Vec::new(),
+        }
+    }
+
+    /// Parse line `lineno` (without its newline): an event goes to `f` with its field values;
+    /// a bad line is an error, or counted and skipped when lenient.
+    fn one(
+        &mut self,
+        file: &str,
+        cap: &mut TextCapture,
+        lineno: u64,
+        line: &[u8],
+        mut f: impl FnMut(&Head, &[i64]),
+    ) -> Result<(), TextError> {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            return Ok(());
+        }
+        cap.lines = lineno;
+        match self.line(cap, line) {
+            Ok(Some(h)) => {
+                cap.counted(&h);
+                f(&h, &self.slots);
+                Ok(())
+            }
+            Ok(None) => Ok(()),
+            Err(msg) if self.opts.lenient => {
+                cap.skipped += 1;
+                if cap.first_bad_line.is_none() {
+                    cap.first_bad_line = Some((lineno, msg));
+                }
+                Ok(())
+            }
+            Err(msg) => Err(TextError {
+                file: file.to_string(),
+                line: lineno,
+                msg,
+            }),
+        }
+    }
+
+    fn line(&mut self, cap: &mut TextCapture, line: &[u8]) -> Result<Option<Head>, String> {
         let t = trim(line);
         if t.is_empty() || t[0] == b'#' || t.starts_with(b"cpus=") || t.starts_with(b"version =") {
-            return Ok(());
+            return Ok(None);
         }
         if t.starts_with(b"CPU") {
             if let Some(lost) = lost_line(t) {
                 if let Some((cpu, n)) = lost {
                     *cap.lost.entry(cpu).or_default() += n;
                 }
-                return Ok(());
+                return Ok(None);
             }
             if t.starts_with(b"CPU ") && t.ends_with(b"is empty") {
-                return Ok(());
+                return Ok(None);
             }
         }
         // [CPU]: the first "[digits]"
@@ -260,17 +400,7 @@ impl LineParser<'_> {
         let ts = ts.ok_or("expected a TIMESTAMP: after [CPU] (and the optional flags column)")?;
         self.slots.clear();
         let ty = self.event_body(cap, rest)?;
-        let start = cap.values.len() as u32;
-        cap.values.extend_from_slice(&self.slots);
-        cap.events.push(TEv {
-            cpu,
-            ts,
-            ty,
-            pid,
-            start,
-            len: self.slots.len() as u16,
-        });
-        Ok(())
+        Ok(Some(Head { cpu, ts, ty, pid }))
     }
 
     fn timestamp(&self, cap: &mut TextCapture, s: &[u8]) -> Result<u64, String> {
@@ -486,6 +616,40 @@ fn lost_line(t: &[u8]) -> Option<Option<(u32, u64)>> {
     })
 }
 
+/// What follows `TIMESTAMP: ` of an event line (`tlb_flush: pages:1 reason:...`), if it looks
+/// like one (a `[CPU]` field, then `: ` after it).
+fn event_body_of(line: &[u8]) -> Option<&[u8]> {
+    let (_, rb) = find_cpu(line)?;
+    let after = &line[rb + 1..];
+    let mut i = 0;
+    loop {
+        let colon = i + after[i..].iter().position(|c| *c == b':')?;
+        if after.get(colon + 1) == Some(&b' ') {
+            return Some(&after[colon + 2..]);
+        }
+        i = colon + 1;
+    }
+}
+
+/// A fast hash of event bodies for the first pass's set of bodies seen (64-bit words, one
+/// multiply each; not resistant to chosen collisions, which cost only a hash-table chain).
+#[derive(Default)]
+struct BodyHasher(u64);
+
+impl std::hash::Hasher for BodyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            self.0 =
+                (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// Position of `[` and `]` around the CPU number: the first bracketed run of digits.
 fn find_cpu(line: &[u8]) -> Option<(usize, usize)> {
     let mut i = 0;
@@ -556,6 +720,95 @@ CPU:1 [LOST 17 EVENTS]
             }
         });
         assert_eq!(seen, vec![-1, 4096, 4, 1, 1, 0x2e7]);
+    }
+
+    /// An event as (cpu, ts, type name, pid, values by field name).
+    type Named = (u32, u64, String, i32, Vec<(String, i64)>);
+
+    /// Every event `each` gives, named by `schema`.
+    fn events_of(schema: &Schema, each: impl FnOnce(&mut dyn FnMut(&Ev))) -> Vec<Named> {
+        let mut out = Vec::new();
+        each(&mut |e: &Ev| {
+            let t = &schema.types[e.ty as usize];
+            let vals = t
+                .fields
+                .iter()
+                .filter_map(|(n, _)| Some((n.clone(), schema.field(e.ty, n)?.get(e)?)))
+                .collect();
+            out.push((e.cpu, e.ts, t.full_name(), e.pid, vals));
+        });
+        out
+    }
+
+    #[test]
+    fn streaming_gives_what_parsing_in_memory_gives() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("t.txt");
+        // The sample three times over, with the timestamps of later copies advanced, and a
+        // new symbolic value late in the file (the schema must know it before the 2nd pass).
+        let mut text = String::new();
+        for k in 0..3u64 {
+            for l in SAMPLE.lines() {
+                text.push_str(&l.replace(" 8634", &format!(" {}", 8634 + k)));
+                text.push('\n');
+            }
+        }
+        text.push_str(
+            "  late-9 [001] d.h.. 963460906000: tlb_flush: pages:2 reason:late reason (9)\n",
+        );
+        std::fs::write(&path, &text).unwrap();
+        let mut opts = TextOptions::default();
+        opts.hex.insert(
+            "x86_fpu_before_save".into(),
+            ["xfeatures".to_string()].into_iter().collect(),
+        );
+        let mem = parse("t", text.as_bytes(), &opts).unwrap();
+        let want = events_of(&mem.schema, |f| mem.for_each(f));
+        let mut got = Vec::new();
+        let (cap, types) = stream(
+            &path,
+            &opts,
+            |schema| Ok(schema.types.len()),
+            |_, e| got.push((e.cpu, e.ts, e.ty, e.pid, e.slots.to_vec())),
+        )
+        .unwrap();
+        assert_eq!(
+            types,
+            cap.schema.types.len(),
+            "the schema is complete after pass 1"
+        );
+        let got = events_of(&cap.schema, |f| {
+            for (cpu, ts, ty, pid, slots) in &got {
+                f(&Ev {
+                    cpu: *cpu,
+                    ts: *ts,
+                    ty: *ty,
+                    pid: *pid,
+                    raw: &[],
+                    slots,
+                })
+            }
+        });
+        assert_eq!(got.len(), 22);
+        assert_eq!(got, want);
+        assert_eq!(
+            (cap.len(), cap.cpus(), cap.span(), cap.lines, cap.clock),
+            (mem.len(), mem.cpus(), mem.span(), mem.lines, mem.clock)
+        );
+        assert_eq!(cap.lost, mem.lost);
+        let tlb = cap.schema.find("tlb:tlb_flush").unwrap();
+        assert_eq!(cap.schema.symbol(tlb, "reason", 9), Some("late reason"));
+        // Errors name the line in the file, as in memory.
+        std::fs::write(&path, format!("{text}not a line\n")).unwrap();
+        let e = stream(&path, &opts, |_| Ok(()), |_, _| {}).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(&format!("line {}", 3 * SAMPLE.lines().count() + 2)),
+            "{e}"
+        );
+        let missing = d.path().join("none.txt");
+        let e = stream(&missing, &opts, |_| Ok(()), |_, _| {}).unwrap_err();
+        assert!(matches!(e, StreamError::Io(..)), "{e}");
     }
 
     #[test]

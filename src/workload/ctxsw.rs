@@ -77,6 +77,7 @@ pub const WORKLOAD: Workload = Workload {
     prepare: None,
     exec,
     prepare_fn: None,
+    clean_up_fn: None,
 };
 
 fn pipe() -> Result<(i32, i32)> {

@@ -254,6 +254,7 @@ pub const WORKLOAD: Workload = Workload {
     prepare: None,
     exec,
     prepare_fn: None,
+    clean_up_fn: None,
 };
 
 /// Cumulative weights for drawing.

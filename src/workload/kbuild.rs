@@ -130,6 +130,7 @@ pub const WORKLOAD: Workload = Workload {
     ),
     exec,
     prepare_fn: Some(prepare),
+    clean_up_fn: None,
 };
 
 const MARKER: &str = ".abperf-kbuild-prepared";

@@ -17,8 +17,9 @@
 //!
 //! Every random choice comes from ChaCha8 seeded with the `seed` parameter.
 //!
-//! Processes: a runner starts `abperf workload exec NAME` like any other command (`abperf run`:
-//! `runner::spawn`, through the small spawn helper, so its max RSS is its own). The forks and
+//! Processes: `abperf run @NAME` starts `abperf workload exec NAME` like any other command
+//! (`runner::workload` prepares it, `runner::spawn` starts it through the small spawn helper, so
+//! its max RSS is its own). The forks and
 //! `posix_spawn`s inside page-aging, ctxsw and fork-exec stay plain: they are the workload, what
 //! it measures, not a runner starting something to be measured.
 
@@ -66,7 +67,11 @@ pub struct Workload {
     pub prepare: Option<&'static str>,
     exec: fn(&Params) -> Result<Vec<Metric>>,
     prepare_fn: Option<fn(&Params) -> Result<()>>,
+    clean_up_fn: Option<CleanUp>,
 }
+
+/// Removes what killed runs left behind; returns what it removed, in words.
+type CleanUp = fn(&Params) -> Result<Vec<String>>;
 
 static ALL: [Workload; 6] = [
     page_aging::WORKLOAD,
@@ -109,6 +114,16 @@ impl Workload {
         match self.prepare_fn {
             Some(f) => f(p),
             None => Ok(()),
+        }
+    }
+
+    /// After a run of it was killed (SIGKILL leaves no chance to clean up): remove what such
+    /// runs left behind (page-aging: cgroups whose run is gone). Returns what was removed, in
+    /// words. Call it from the process that started the run, after reaping it.
+    pub fn clean_up(&self, p: &Params) -> Result<Vec<String>> {
+        match self.clean_up_fn {
+            Some(f) => f(p),
+            None => Ok(Vec::new()),
         }
     }
 

@@ -170,6 +170,7 @@ pub const WORKLOAD: Workload = Workload {
     prepare: Some("creates the data file (backing=file) and removes cgroups left by killed runs"),
     exec,
     prepare_fn: Some(prepare),
+    clean_up_fn: Some(clean_up),
 };
 
 /// The access sequence: page indices, deterministic given the seed.
@@ -411,6 +412,21 @@ fn clean(place: &cgroup::Place) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// After a run was killed: remove the cgroups of runs that are gone (a runner calls this in its
+/// own process, which is in the memory cgroup its workloads inherit).
+fn clean_up(p: &Params) -> Result<Vec<String>> {
+    let place = cgroup::choose(p.str("cgroup"))?;
+    Ok(cgroup::clean_stale(&place)?
+        .into_iter()
+        .map(|c| {
+            format!(
+                "page-aging: removed cgroup {} left by a run that was killed",
+                c.display()
+            )
+        })
+        .collect())
 }
 
 fn prepare(p: &Params) -> Result<()> {

@@ -102,6 +102,7 @@ pub const WORKLOAD: Workload = Workload {
     prepare: None,
     exec,
     prepare_fn: None,
+    clean_up_fn: None,
 };
 
 /// The touch order: address order, or a Fisher-Yates permutation from the seed.

@@ -78,12 +78,14 @@ impl Lab {
         p.display().to_string()
     }
 
-    /// The abperf command with `args`, this lab's store, no standard input.
+    /// The abperf command with `args`, this lab's store, no standard input, and no
+    /// `$ABPERF_METRICS_FILE` inherited (a workload's metrics go where the test says).
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(BIN);
         c.args(args)
             .env("ABPERF_DB", self.db())
             .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env_remove("ABPERF_METRICS_FILE")
             .stdin(Stdio::null());
         c
     }

@@ -1,0 +1,388 @@
+//! What `abperf compare A B` shows of two micro experiments: one row per configuration stored in
+//! both (median of the round medians in each, the ratio with its 95% CI, the corrected p and the
+//! verdict of the ordinary analysis), grouped by benchmark family with the differing rows first,
+//! a per-family count, the findings of both side by side (knee, per-miss cost, ...) and a
+//! one-paragraph summary. Built from the analysis of the paired round medians
+//! (`micro::compare::pair`), so every figure is the analysis's own.
+
+use super::Report;
+use super::fmt::truncate;
+use crate::model::MicroFinding;
+use crate::stats::compare::Comparison;
+use crate::stats::verdict::Verdict;
+use serde::Serialize;
+use std::fmt::Write;
+
+/// One configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub bench: String,
+    pub config: String,
+    pub metric: String,
+    /// Rounds compared in each experiment.
+    pub rounds_a: usize,
+    pub rounds_b: usize,
+    /// Median of the round medians in each experiment, in the metric's unit.
+    pub median_a: f64,
+    pub median_b: f64,
+    /// The verdict's estimate of mean(B) / mean(A) over the round medians, and its 95% CI.
+    pub ratio: f64,
+    pub ratio_ci: Option<[f64; 2]>,
+    /// The primary p-value after the correction over every configuration.
+    pub p_adjusted: Option<f64>,
+    pub verdict: Verdict,
+}
+
+impl Row {
+    /// FASTER or SLOWER.
+    pub fn differs(&self) -> bool {
+        matches!(self.verdict, Verdict::Faster | Verdict::Slower)
+    }
+}
+
+/// A benchmark family's count of verdicts.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Family {
+    pub bench: String,
+    pub configurations: usize,
+    pub faster: usize,
+    pub slower: usize,
+    pub no_difference: usize,
+    pub inconclusive: usize,
+}
+
+/// A finding (same bench and key) in both experiments.
+#[derive(Debug, Clone, Serialize)]
+pub struct FindingPair {
+    pub bench: String,
+    pub key: String,
+    pub unit: String,
+    pub a: Option<f64>,
+    pub b: Option<f64>,
+}
+
+/// The section.
+#[derive(Debug, Clone, Serialize)]
+pub struct MicroCompare {
+    /// The experiments' labels (`#ID`), baseline first.
+    pub labels: [String; 2],
+    /// "round": each round's median is one observation.
+    pub unit: &'static str,
+    pub rows: Vec<Row>,
+    pub families: Vec<Family>,
+    pub findings: Vec<FindingPair>,
+    /// Configurations stored in only one of the two experiments.
+    pub only_a: Vec<String>,
+    pub only_b: Vec<String>,
+    pub summary: String,
+    /// Families whose differing configurations all moved the same way: a shift of the whole
+    /// benchmark between the two runs, which a phase of the host causes as easily as a kernel.
+    pub cautions: Vec<String>,
+}
+
+/// Build the section from `r`'s analysis (the paired round medians, one family per
+/// configuration) and the two experiments' findings.
+pub fn build(
+    r: &Report,
+    labels: [String; 2],
+    findings: [&[MicroFinding]; 2],
+    only: [Vec<String>; 2],
+) -> MicroCompare {
+    let comps: &[Comparison] = r
+        .analysis
+        .as_ref()
+        .map(|a| a.comparisons.as_slice())
+        .unwrap_or(&[]);
+    let rows: Vec<Row> = comps
+        .iter()
+        .map(|c| {
+            let config = c.family.clone().unwrap_or_else(|| c.variant.clone());
+            let bench = r
+                .data
+                .position(&c.variant)
+                .and_then(|p| r.data.variants[p].parameters.get("bench").cloned())
+                .unwrap_or_else(|| config.split('/').next().unwrap_or("").to_string());
+            Row {
+                bench,
+                config,
+                metric: c.metric.clone(),
+                rounds_a: c.n_baseline,
+                rounds_b: c.n_variant,
+                median_a: c.details.baseline.median,
+                median_b: c.details.variant.median,
+                ratio: c.evidence.ratio,
+                ratio_ci: c.evidence.ci95.map(|(l, h)| [l, h]),
+                p_adjusted: c.p(),
+                verdict: c.verdict,
+            }
+        })
+        .collect();
+    let mut families: Vec<Family> = Vec::new();
+    for row in &rows {
+        let f = match families.iter().position(|f| f.bench == row.bench) {
+            Some(i) => &mut families[i],
+            None => {
+                families.push(Family {
+                    bench: row.bench.clone(),
+                    ..Family::default()
+                });
+                families.last_mut().expect("just pushed")
+            }
+        };
+        f.configurations += 1;
+        match row.verdict {
+            Verdict::Faster => f.faster += 1,
+            Verdict::Slower => f.slower += 1,
+            Verdict::NoDifference => f.no_difference += 1,
+            Verdict::Inconclusive => f.inconclusive += 1,
+        }
+    }
+    let mut pairs = Vec::new();
+    for fa in findings[0] {
+        // Only the families compared (all of them unless --variant picked some).
+        if fa.key.starts_with("skipped")
+            || fa.key == "note"
+            || !families.iter().any(|f| f.bench == fa.bench)
+        {
+            continue;
+        }
+        if let Some(fb) = findings[1]
+            .iter()
+            .find(|f| f.bench == fa.bench && f.key == fa.key)
+            && (fa.value.is_some() || fb.value.is_some())
+        {
+            pairs.push(FindingPair {
+                bench: fa.bench.clone(),
+                key: fa.key.clone(),
+                unit: fa.unit.clone(),
+                a: fa.value,
+                b: fb.value,
+            });
+        }
+    }
+    let [only_a, only_b] = only;
+    let summary = summary(&rows, &families, &pairs, r.analysis.as_ref().map(|a| a.m));
+    let cautions = cautions(&rows, &families);
+    MicroCompare {
+        labels,
+        unit: "round",
+        rows,
+        families,
+        findings: pairs,
+        only_a,
+        only_b,
+        summary,
+        cautions,
+    }
+}
+
+/// See [`MicroCompare::cautions`]: three or more differing configurations in a family, all in
+/// one direction.
+fn cautions(rows: &[Row], families: &[Family]) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in families {
+        let diff: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.bench == f.bench && r.differs())
+            .collect();
+        let up = diff.iter().all(|r| r.ratio > 1.0);
+        let down = diff.iter().all(|r| r.ratio < 1.0);
+        if diff.len() >= 3 && (up || down) {
+            let lo = diff.iter().map(|r| r.ratio).fold(f64::INFINITY, f64::min);
+            let hi = diff
+                .iter()
+                .map(|r| r.ratio)
+                .fold(f64::NEG_INFINITY, f64::max);
+            out.push(format!(
+                "{}: all {} differing configurations moved the same way ({}..{}): a shift of the \
+                 whole benchmark between the two runs looks the same whether the host's load or \
+                 the change caused it; repeat each side (A B A B) before trusting it",
+                f.bench,
+                diff.len(),
+                pct(lo),
+                pct(hi)
+            ));
+        }
+    }
+    out
+}
+
+fn pct(x: f64) -> String {
+    format!("{:+.1}%", (x - 1.0) * 100.0)
+}
+
+fn ci_text(ci: Option<[f64; 2]>) -> String {
+    ci.map(|[l, h]| format!("{}..{}", pct(l), pct(h)))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// "tlb-flush: madvise/touched/n=33 +12.0% (CI +8.1%..+16.0%), 2 more; knee 33 -> 16. xstate:
+/// no difference (12 configurations)."
+fn summary(
+    rows: &[Row],
+    families: &[Family],
+    findings: &[FindingPair],
+    m: Option<usize>,
+) -> String {
+    let mut parts = Vec::new();
+    for f in families {
+        let diff: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.bench == f.bench && r.differs())
+            .collect();
+        let moved: Vec<String> = findings
+            .iter()
+            .filter(|p| p.bench == f.bench)
+            .filter_map(|p| match (p.a, p.b) {
+                (Some(a), Some(b)) if p.unit == "pages" && a != b => {
+                    Some(format!("{} {a:.0} -> {b:.0}", p.key))
+                }
+                _ => None,
+            })
+            .collect();
+        let mut s = if let Some(biggest) = diff
+            .iter()
+            .max_by(|x, y| (x.ratio.ln().abs()).total_cmp(&y.ratio.ln().abs()))
+        {
+            let name = biggest
+                .config
+                .strip_prefix(&format!("{}/", f.bench))
+                .unwrap_or(&biggest.config);
+            let more = if diff.len() > 1 {
+                format!(", {} more of {} differ", diff.len() - 1, f.configurations)
+            } else {
+                format!(" (1 of {} differs)", f.configurations)
+            };
+            format!(
+                "{}: {name} {} (CI {}){more}",
+                f.bench,
+                pct(biggest.ratio),
+                ci_text(biggest.ratio_ci)
+            )
+        } else if f.no_difference == f.configurations {
+            format!(
+                "{}: no difference ({} configurations within the margin)",
+                f.bench, f.configurations
+            )
+        } else {
+            format!(
+                "{}: none differs ({} configurations, {} within the margin)",
+                f.bench, f.configurations, f.no_difference
+            )
+        };
+        if !moved.is_empty() {
+            s += &format!("; {}", moved.join(", "));
+        }
+        parts.push(s);
+    }
+    if parts.is_empty() {
+        return "no configuration stored in both experiments".into();
+    }
+    let differ: usize = families.iter().map(|f| f.faster + f.slower).sum();
+    format!(
+        "{}. {differ} of {} configurations differ (rounds as the unit, corrected over m={}).",
+        parts.join(". "),
+        rows.len(),
+        m.unwrap_or(0)
+    )
+}
+
+fn value(x: f64) -> String {
+    if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// The text: summary, then per family the differing rows and a count of the rest (every row
+/// with `all`), then the findings side by side.
+pub fn text(m: &MicroCompare, all: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", m.summary);
+    for c in &m.cautions {
+        let _ = writeln!(out, "caution: {c}");
+    }
+    let _ = writeln!(out);
+    let metric = m.rows.first().map(|r| r.metric.as_str()).unwrap_or("");
+    let w = m
+        .rows
+        .iter()
+        .map(|r| r.config.chars().count())
+        .max()
+        .unwrap_or(6)
+        .clamp(6, 60);
+    let [la, lb] = &m.labels;
+    for f in &m.families {
+        let _ = writeln!(
+            out,
+            "{}: {} configurations, {} faster, {} slower, {} no difference, {} inconclusive",
+            f.bench, f.configurations, f.faster, f.slower, f.no_difference, f.inconclusive
+        );
+        let shown: Vec<&Row> = m
+            .rows
+            .iter()
+            .filter(|r| r.bench == f.bench && (all || r.differs()))
+            .collect();
+        if shown.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "  {:<w$}  {:>10} {:>10} {:>8} {:<17} {:>8}  verdict",
+            "config",
+            format!("{la} {metric}")
+                .chars()
+                .take(10)
+                .collect::<String>(),
+            lb,
+            "change",
+            "(95% CI)",
+            "p adj"
+        );
+        let mut rows = shown;
+        rows.sort_by_key(|r| !r.differs());
+        for r in rows {
+            let _ = writeln!(
+                out,
+                "  {:<w$}  {:>10} {:>10} {:>8} {:<17} {:>8}  {}",
+                truncate(&r.config, w),
+                value(r.median_a),
+                value(r.median_b),
+                pct(r.ratio),
+                format!("({})", ci_text(r.ratio_ci)),
+                r.p_adjusted
+                    .map(|p| format!("{p:.2e}"))
+                    .unwrap_or_else(|| "-".into()),
+                r.verdict.upper()
+            );
+        }
+    }
+    if !m.findings.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "Findings ({la} -> {lb}):");
+        for p in &m.findings {
+            let v = |x: Option<f64>| x.map(value).unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                out,
+                "  {}/{}: {} -> {} {}",
+                p.bench,
+                p.key,
+                v(p.a),
+                v(p.b),
+                p.unit
+            );
+        }
+    }
+    for (label, only) in [(la, &m.only_a), (lb, &m.only_b)] {
+        if !only.is_empty() {
+            let _ = writeln!(
+                out,
+                "only in {label}: {} configuration(s), e.g. {}",
+                only.len(),
+                only.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    out
+}
