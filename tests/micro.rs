@@ -277,9 +277,28 @@ fn quick_suite_is_plausible_stored_and_exportable() {
         "--metric",
         "cycles",
     ]);
+    // The text lists only the configurations that differ (a second run may or may not); the
+    // family line is always there, and the JSON has every row.
     assert!(
-        out.stdout.contains("syscall/getppid") && out.stdout.contains("cycles"),
+        out.code == Some(0) && out.stdout.contains("of 1 configurations differ"),
         "{out}"
+    );
+    let j = lab
+        .ok(&[
+            "compare",
+            &id.to_string(),
+            "latest",
+            "--variant",
+            "syscall/getppid",
+            "--metric",
+            "cycles",
+            "--format",
+            "json",
+        ])
+        .stdout;
+    assert!(
+        j.contains("\"syscall/getppid\"") && j.contains("\"cycles\""),
+        "{j}"
     );
 }
 
