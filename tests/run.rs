@@ -463,22 +463,33 @@ fn until_decided_stops_at_the_first_look_that_decides_and_compare_says_so() {
         "sleep 0.01",
         "sleep 0.08",
     ]);
+    // A 70 ms difference decides at the first look (10 runs per variant) unless the host's
+    // load stretches a few of the 10 ms sleeps (seen once at +36%): then at the second.
+    let look = if o.stdout.contains("decided at look 1 of 4") {
+        1
+    } else {
+        2
+    };
+    let per = 10 * look;
     assert!(
-        o.stdout
-            .contains("stopped early: decided at look 1 of 4 (10 of up to 40"),
+        o.stdout.contains(&format!(
+            "stopped early: decided at look {look} of 4 ({per} of up to 40"
+        )),
         "{o}"
     );
     assert!(
-        o.stderr.contains("look 1 of 4 at 10 runs per variant"),
+        o.stderr
+            .contains(&format!("look {look} of 4 at {per} runs per variant")),
         "{o}"
     );
     let doc = export(&lab, "latest");
-    assert_eq!(doc["runs"].as_array().unwrap().len(), 20, "{doc}");
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 2 * per, "{doc}");
     let c = lab.ok(&["compare", "latest"]);
     assert!(c.stdout.contains("SLOWER: sleep 0.08"), "{c}");
     assert!(
-        c.stdout
-            .contains("sequential design (--until-decided, 4 O'Brien-Fleming looks, alpha 0.05): stopped at look 1 of 4"),
+        c.stdout.contains(&format!(
+            "sequential design (--until-decided, 4 O'Brien-Fleming looks, alpha 0.05): stopped at look {look} of 4"
+        )),
         "{c}"
     );
     assert!(
