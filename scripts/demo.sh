@@ -39,5 +39,5 @@ echo "demo.sh: THP always vs never, reading 1 GiB of untouched memory, ${RUNS:-2
 echo
 echo "Minor faults of the same runs (abperf compare latest --metric minflt):"
 "$ABPERF" compare latest --metric minflt --resamples 0 |
-    grep -E '^[^ ].* \(baseline\)|^  [A-Z]+ ' || true
+    grep -E '^[^ ].* \(baseline\)|^  [A-Z][A-Z ]*: ' || true
 echo "demo.sh: the experiment and the comparison took $((SECONDS - started)) s after the build" >&2
