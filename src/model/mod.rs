@@ -29,6 +29,7 @@ pub mod metric;
 pub mod micro;
 pub mod owner;
 pub mod run;
+pub mod time;
 pub mod trace;
 pub mod tune;
 pub mod variant;

@@ -54,22 +54,8 @@ pub fn machine_key() -> String {
 
 /// `2025-11-22 20:31 UTC` from seconds since the epoch (civil-from-days, proleptic Gregorian).
 pub fn utc(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60
-    )
+    let (y, m, d, hh, mm, _) = crate::model::time::utc_fields(secs as i64);
+    format!("{y:04}-{m:02}-{d:02} {hh:02}:{mm:02} UTC")
 }
 
 fn percentile(s: &[f64], q: f64) -> f64 {
