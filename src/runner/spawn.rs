@@ -254,7 +254,13 @@ fn start_fork(
         unsafe { libc::write(gate_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
     }
     drop(gate_w);
-    // Exec succeeded when the CLOEXEC error pipe closes with nothing in it.
+    exec_result(&err_r, pid, cmd)?;
+    Ok((pid, t0, counters))
+}
+
+/// Whether the exec in child `pid` succeeded: the CLOEXEC error pipe closes with nothing in it,
+/// or carries the errno of the failed exec (then the child is killed and reaped).
+fn exec_result(err_r: &OwnedFd, pid: libc::pid_t, cmd: &Prepared) -> anyhow::Result<()> {
     let mut errno = [0u8; 4];
     // SAFETY: errno is 4 writable bytes.
     let n = unsafe { libc::read(err_r.as_raw_fd(), errno.as_mut_ptr().cast(), 4) };
@@ -263,7 +269,7 @@ fn start_fork(
         kill_and_reap(pid);
         anyhow::bail!("cannot execute '{}': {e}", cmd.text);
     }
-    Ok((pid, t0, counters))
+    Ok(())
 }
 
 /// `fd` duplicated to a number of at least 10 (close-on-exec), so that the file actions that
@@ -405,14 +411,7 @@ fn start_via_helper(
     // SAFETY: one byte from a valid buffer to our own pipe.
     unsafe { libc::write(gate_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
     drop(gate_w);
-    let mut errno = [0u8; 4];
-    // SAFETY: errno is 4 writable bytes.
-    let n = unsafe { libc::read(err_r.as_raw_fd(), errno.as_mut_ptr().cast(), 4) };
-    if n == 4 {
-        let e = std::io::Error::from_raw_os_error(i32::from_ne_bytes(errno));
-        kill_and_reap(pid);
-        anyhow::bail!("cannot execute '{}': {e}", cmd.text);
-    }
+    exec_result(&err_r, pid, cmd)?;
     Ok((pid, t0, counters))
 }
 
