@@ -11,9 +11,12 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// `none` (`-N`: always split into words and exec'd, quotes honoured).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ShellMode {
+    /// Directly when the command has no shell syntax, else `sh -c`
     #[default]
     Auto,
+    /// Always `sh -c` (the shell's own start is timed too)
     Sh,
+    /// Never a shell: split into words (quotes honoured) and exec'd (-N)
     None,
 }
 
