@@ -4,7 +4,9 @@
 # default), against the truth: a small C program that starts `sleep 0.001` with posix_spawn and
 # reaps it with wait4, timed with clock_gettime(CLOCK_MONOTONIC). With hyperfine installed, its
 # default (which subtracts its shell's spawn time) and -N are shown too. Interleaved rounds of
-# RUNS runs each; per tool the median of its per-round medians, and that minus the truth's.
+# RUNS runs each; per tool the median of its per-round medians, that minus the truth's, and the
+# median over rounds of (its round median - the truth's round median), which host drift between
+# rounds does not move.
 # Usage: benches/shell_wrapper.sh [ROUNDS] [RUNS]
 #   ABPERF_BEFORE=/path/to/older/abperf adds its default (an abperf whose default was sh -c).
 set -euo pipefail
@@ -86,9 +88,14 @@ for _ in $(seq "$ROUNDS"); do
 done
 median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{a[NR]=$1} END{print (NR%2?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2)}'; }
 truth=$(median "${M[${labels[0]}]}")
-printf '%-32s %12s %12s   (sleep 0.001, %s rounds x %s runs)\n' "tool" "median ms" "- truth ms" "$ROUNDS" "$RUNS"
+read -ra tv <<<"${M[${labels[0]}]}"
+printf '%-32s %10s %11s %14s   (sleep 0.001, %s rounds x %s runs)\n' "tool" "median ms" "- truth ms" "paired - truth" "$ROUNDS" "$RUNS"
 for l in "${labels[@]}"; do
     m=$(median "${M[$l]}")
-    awk -v l="$l" -v m="$m" -v t="$truth" 'BEGIN{printf "%-32s %12.3f %+12.3f\n", l, m/1e6, (m-t)/1e6}'
+    read -ra v <<<"${M[$l]}"
+    d=""
+    for i in "${!v[@]}"; do d="$d $(awk -v a="${v[$i]}" -v b="${tv[$i]}" 'BEGIN{print a-b}')"; done
+    p=$(median "$d")
+    awk -v l="$l" -v m="$m" -v t="$truth" -v p="$p" 'BEGIN{printf "%-32s %10.3f %+11.3f %+14.3f\n", l, m/1e6, (m-t)/1e6, p/1e6}'
 done
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
