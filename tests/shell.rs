@@ -1,6 +1,6 @@
 //! `abperf run --shell auto|sh|none`: a command without shell syntax is exec'd directly (no `sh`
 //! between abperf and the workload), one with shell syntax goes through `sh -c`; the way each
-//! variant ran is printed and stored in the design.
+//! variant ran is printed and stored in the design, and a resumed experiment keeps it.
 
 mod common;
 use common::Lab;
@@ -122,4 +122,47 @@ fn a_missing_program_or_a_builtin_goes_through_sh() {
     assert!(o.stderr.contains("the shell's 'command not found'"), "{o}");
     let o = lab.ok(&["run", "-r", "1", "-n", "b", "exit 0"]);
     assert!(o.stderr.contains("through sh -c"), "{o}");
+}
+
+/// A resumed experiment starts each command the way its design says: the stored `exec` way, or
+/// for a design made before `--shell` (`"shell": true`, no `exec`) through `sh -c`.
+#[test]
+fn resume_keeps_the_stored_way() {
+    let lab = Lab::new();
+    // The first run fails (the experiment stops), later ones succeed once `ok` exists.
+    let probe = lab.write(
+        "probe",
+        "#!/bin/sh\ncat /proc/$PPID/comm >> \"$1\"\n[ -e \"$1.ok\" ]\n",
+    );
+    std::fs::set_permissions(&probe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let edits = [
+        // the way stored for the variant wins over what auto would choose now
+        "json_set(design, '$.exec.a', 'sh -c')",
+        // a design stored before --shell: true meant sh -c, and there was no exec
+        "json_remove(json_set(design, '$.shell', json('true')), '$.exec')",
+    ];
+    for (i, edit) in edits.iter().enumerate() {
+        let out = format!("out{i}");
+        let cmd = format!("{probe} {}", lab.p(&out));
+        let o = lab.fails(&["run", "-r", "3", "--warmup", "0", "-n", "a", &cmd], 1);
+        assert!(o.stderr.contains("exec'd directly"), "{o}");
+        let id = (i + 1).to_string();
+        let c = rusqlite::Connection::open(lab.db()).unwrap();
+        let n = c
+            .execute(
+                &format!("UPDATE experiment SET design = {edit} WHERE id = ?1"),
+                rusqlite::params![(i + 1) as i64],
+            )
+            .unwrap();
+        assert_eq!(n, 1);
+        drop(c);
+        lab.write(&format!("{out}.ok"), "");
+        lab.ok(&["run", "--resume", &id]);
+        let seen = parents(&lab, &out);
+        assert!(seen.len() >= 3, "{seen:?}");
+        assert!(seen[0] == "abperf" || seen[0] == "abperf-spawn", "{seen:?}");
+        for p in &seen[1..] {
+            assert!(p == "sh" || p == "dash", "{edit}: {seen:?}");
+        }
+    }
 }
