@@ -157,7 +157,8 @@ fn resume_keeps_the_stored_way() {
         assert_eq!(n, 1);
         drop(c);
         lab.write(&format!("{out}.ok"), "");
-        lab.ok(&["run", "--resume", &id]);
+        let o = lab.ok(&["run", "--resume", &id]);
+        assert!(o.stderr.contains("abperf: commands through sh -c ("), "{o}");
         let seen = parents(&lab, &out);
         assert!(seen.len() >= 3, "{seen:?}");
         assert!(seen[0] == "abperf" || seen[0] == "abperf-spawn", "{seen:?}");

@@ -730,6 +730,17 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
         cfg.order.as_str(),
         cfg.seed
     ));
+    // The way each command starts is the stored one (designs made before `--shell`: the mode's).
+    let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+    let ways: Vec<&str> = names
+        .iter()
+        .map(|n| match cfg.exec.get(*n) {
+            Some(w) => w.as_str(),
+            None if cfg.shell == ShellMode::None => crate::runner::shell::DIRECT,
+            None => crate::runner::shell::SH_C,
+        })
+        .collect();
+    crate::error::stderr_line(&ways_line(cfg.shell, &names, &ways));
     if cfg.noise.tune.is_some() {
         let session = store.tune_session(SOURCE_RUN, Some(id))?;
         if let Err(e) = noise::apply_tune(&mut store, &mut guard, &tune, session) {
