@@ -11,9 +11,10 @@ use crate::model::tune::SOURCE_RUN;
 use crate::model::{Kind, NewExperiment, SequentialPlan, Slot, Status, Variant};
 use crate::report::View;
 use crate::report::perfstat;
-use crate::runner::experiment::{Ending, Progress, RunConfig, RunSink, prepare};
+use crate::runner::experiment::{Ending, Progress, RunConfig, RunSink, prepare, ways_line};
 use crate::runner::knob_lock::LockOptions;
 use crate::runner::noise::{self, NoiseConfig};
+use crate::runner::shell::ShellMode;
 use crate::runner::signals;
 use crate::runner::workload;
 use crate::runner::{KnobGuard, execute, preflight};
@@ -29,7 +30,8 @@ use std::path::{Path, PathBuf};
     after_help = "The ( +- x% ) figure is the standard error of the mean relative to the mean, as perf stat prints it."
 )]
 pub struct RunArgs {
-    /// Commands to compare: each one is a variant (run through `sh -c` unless -N); `@NAME` or
+    /// Commands to compare: each one is a variant (exec'd directly, or through `sh -c` when it has
+    /// shell syntax: see --shell); `@NAME` or
     /// `@NAME:K=V,...` runs built-in workload NAME (abperf workload list), taking the -L lists
     /// named after its parameters
     #[arg(value_name = "COMMAND")]
@@ -72,9 +74,14 @@ pub struct RunArgs {
     /// Command run once at the end
     #[arg(long, value_name = "CMD")]
     pub cleanup: Option<String>,
-    /// Split commands into words and exec them directly instead of through `sh -c`
-    #[arg(short = 'N', long = "no-shell")]
+    /// Split commands into words and exec them directly, never through `sh -c` (--shell none)
+    #[arg(short = 'N', long = "no-shell", conflicts_with = "shell")]
     pub no_shell: bool,
+    /// How commands start: auto (default) execs a command without shell syntax directly (split on
+    /// blanks, looked up in PATH) and runs the others by `sh -c`; sh always wraps them in `sh -c`
+    /// (whose start, ~1-2 ms for dash's extra fork, is then timed too); none is -N
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub shell: Option<ShellMode>,
     /// Pin the workload (and pre/post) to these CPUs, e.g. 1 or 0-1
     #[arg(long, value_name = "CPUS")]
     pub pin: Option<String>,
@@ -421,7 +428,15 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         })
         .collect::<anyhow::Result<_>>()?;
     // Everything is checked before the experiment is stored: commands, CPU list, knobs.
-    prepare(&cfg, &variants)?;
+    let plan = prepare(&cfg, &variants)?;
+    let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+    let ways = plan.ways();
+    let ways_line = ways_line(cfg.shell, &names, &ways);
+    cfg.exec = names
+        .iter()
+        .zip(&ways)
+        .map(|(n, w)| (n.to_string(), w.to_string()))
+        .collect();
     let knob_paths: Vec<String> = knob_specs.iter().map(|k| k.path.clone()).collect();
     cfg.noise = noise_config(&args, &knob_paths)?;
     let tune: Vec<Setting> = cfg.noise.tune.clone().unwrap_or_default();
@@ -478,6 +493,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         cfg.warmup,
         cfg.order.as_str()
     ));
+    crate::error::stderr_line(&ways_line);
     let variants = store.variants(id)?;
     let result = finish(
         &mut store, id, &cfg, &variants, &schedule, &mut guard, sampling,
@@ -566,7 +582,12 @@ pub(super) fn run_config(
         post: args.post.clone(),
         setup: args.setup.clone(),
         cleanup: args.cleanup.clone(),
-        shell: !args.no_shell,
+        shell: if args.no_shell {
+            ShellMode::None
+        } else {
+            args.shell.unwrap_or_default()
+        },
+        exec: BTreeMap::new(),
         pin: args.pin.clone(),
         timeout_s: args.timeout,
         events: args.events.clone(),
@@ -709,6 +730,17 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
         cfg.order.as_str(),
         cfg.seed
     ));
+    // The way each command starts is the stored one (designs made before `--shell`: the mode's).
+    let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+    let ways: Vec<&str> = names
+        .iter()
+        .map(|n| match cfg.exec.get(*n) {
+            Some(w) => w.as_str(),
+            None if cfg.shell == ShellMode::None => crate::runner::shell::DIRECT,
+            None => crate::runner::shell::SH_C,
+        })
+        .collect();
+    crate::error::stderr_line(&ways_line(cfg.shell, &names, &ways));
     if cfg.noise.tune.is_some() {
         let session = store.tune_session(SOURCE_RUN, Some(id))?;
         if let Err(e) = noise::apply_tune(&mut store, &mut guard, &tune, session) {

@@ -1,6 +1,8 @@
-//! Turning a command string into something exec-able before any run: `sh -c CMD` by default, or
-//! with `-N/--no-shell` the command split into words and the program looked up in PATH.
+//! Turning a command string into something exec-able before any run: `sh -c CMD`, or the command
+//! split into words and the program looked up in PATH (`-N/--no-shell`, and by default every
+//! command without shell syntax: see [`super::shell`]).
 
+use super::shell::{self, ShellMode};
 use anyhow::Context;
 use std::ffi::CString;
 use std::os::unix::fs::PermissionsExt;
@@ -13,6 +15,8 @@ pub struct Prepared {
     pub text: String,
     pub program: CString,
     pub argv: Vec<CString>,
+    /// Started as `sh -c TEXT` (false: exec'd directly).
+    pub via_shell: bool,
 }
 
 fn cstring(s: &str, what: &str) -> anyhow::Result<CString> {
@@ -58,7 +62,45 @@ impl Prepared {
                 .iter()
                 .map(|w| cstring(w, "argument"))
                 .collect::<anyhow::Result<_>>()?,
+            via_shell: false,
         })
+    }
+
+    /// How this command is started: [`shell::DIRECT`] or [`shell::SH_C`].
+    pub fn way(&self) -> &'static str {
+        if self.via_shell {
+            shell::SH_C
+        } else {
+            shell::DIRECT
+        }
+    }
+
+    /// Prepare `text` as `mode` says: with [`ShellMode::Auto`] directly when it has no shell
+    /// syntax and its program is found in PATH and exec-able by the kernel (else through
+    /// `sh -c`, which then reports a missing program itself).
+    pub fn with_mode(text: &str, mode: ShellMode) -> anyhow::Result<Prepared> {
+        match mode {
+            ShellMode::Sh => Prepared::new(text, true),
+            ShellMode::None => Prepared::new(text, false),
+            ShellMode::Auto => {
+                let direct = shell::plain_words(text).and_then(|words| {
+                    let program = resolve_program(words[0]).ok()?;
+                    shell::kernel_executable(&program).then_some((words, program))
+                });
+                match direct {
+                    Some((words, program)) => Ok(Prepared {
+                        text: text.into(),
+                        program: cstring(&program.to_string_lossy(), "program")?,
+                        argv: words
+                            .iter()
+                            .map(|w| cstring(w, "argument"))
+                            .collect::<anyhow::Result<_>>()?,
+                        via_shell: false,
+                    }),
+                    None => Prepared::new(text, true),
+                }
+            }
+        }
     }
 
     /// Prepare `text` for execution through `sh -c` (shell) or directly (no shell).
@@ -88,6 +130,7 @@ impl Prepared {
             text: text.into(),
             program,
             argv,
+            via_shell: shell,
         })
     }
 }

@@ -7,6 +7,7 @@ use super::command::Prepared;
 use super::cpuset::CpuSet;
 use super::knobs::KnobGuard;
 use super::noise::{Noise, NoiseConfig};
+use super::shell::{self, ShellMode};
 use super::signals;
 use super::spawn::{self, Exit, SpawnOptions};
 use super::workload::{self, MetricsFile, WorkloadCommand};
@@ -31,8 +32,13 @@ pub struct RunConfig {
     pub post: Option<String>,
     pub setup: Option<String>,
     pub cleanup: Option<String>,
-    /// Run commands through `sh -c` (false: `-N`, split into words and exec'd directly).
-    pub shell: bool,
+    /// How commands are started: `auto` (directly unless they have shell syntax), `sh` (always
+    /// `sh -c`) or `none` (`-N`); designs stored before hold true (`sh`) or false (`none`).
+    pub shell: ShellMode,
+    /// How each variant's command was started ("direct" or "sh -c"), by variant name: decided
+    /// when the experiment is made and kept on resume.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub exec: BTreeMap<String, String>,
     pub pin: Option<String>,
     pub timeout_s: Option<f64>,
     /// Events asked for with `-e`.
@@ -92,11 +98,13 @@ fn main_command(cmds: &VariantCommands, seed: u64, seq: u32) -> anyhow::Result<O
 fn prepare_opt(
     text: &Option<String>,
     params: &BTreeMap<String, String>,
-    shell: bool,
+    shell: ShellMode,
     flag: &str,
 ) -> anyhow::Result<Option<Prepared>> {
     text.as_ref()
-        .map(|t| Prepared::new(&substitute(t, params), shell).with_context(|| flag.to_string()))
+        .map(|t| {
+            Prepared::with_mode(&substitute(t, params), shell).with_context(|| flag.to_string())
+        })
         .transpose()
 }
 
@@ -126,6 +134,43 @@ pub struct ExecPlan {
     metrics_file: Option<&'static MetricsFile>,
 }
 
+impl ExecPlan {
+    /// How each variant's main command is started ("direct" or "sh -c"), in variant order.
+    pub fn ways(&self) -> Vec<&'static str> {
+        self.commands.iter().map(|c| c.main.way()).collect()
+    }
+}
+
+/// One line saying how the variants' commands are started (`names` in variant order).
+pub fn ways_line(mode: ShellMode, names: &[&str], ways: &[&str]) -> String {
+    let pick = |way: &str| -> Vec<String> {
+        names
+            .iter()
+            .zip(ways)
+            .filter(|(_, w)| **w == way)
+            .map(|(n, _)| format!("'{n}'"))
+            .collect()
+    };
+    let mut parts = Vec::new();
+    for (way, label) in [
+        (shell::DIRECT, "exec'd directly"),
+        (shell::SH_C, "through sh -c"),
+    ] {
+        let these = pick(way);
+        if these.len() == names.len() {
+            parts.push(label.to_string());
+        } else if !these.is_empty() {
+            parts.push(format!("{label}: {}", these.join(", ")));
+        }
+    }
+    let why = match mode {
+        ShellMode::Auto => "--shell auto: sh -c only for shell syntax; --shell sh to always wrap",
+        ShellMode::Sh => "--shell sh",
+        ShellMode::None => "-N",
+    };
+    format!("abperf: commands {} ({why})", parts.join("; "))
+}
+
 /// Check and prepare every command of every variant.
 pub fn prepare(cfg: &RunConfig, variants: &[Variant]) -> anyhow::Result<ExecPlan> {
     let mut commands = Vec::new();
@@ -143,8 +188,14 @@ pub fn prepare(cfg: &RunConfig, variants: &[Variant]) -> anyhow::Result<ExecPlan
             metrics_file = Some(MetricsFile::get()?);
             (main, Some(Workload { cmd, prepare }))
         } else {
+            // A resumed experiment starts each command the way it was started before.
+            let mode = match cfg.exec.get(&v.name).map(String::as_str) {
+                Some(shell::DIRECT) => ShellMode::None,
+                Some(shell::SH_C) => ShellMode::Sh,
+                _ => cfg.shell,
+            };
             let main =
-                Prepared::new(text, cfg.shell).with_context(|| format!("variant '{}'", v.name))?;
+                Prepared::with_mode(text, mode).with_context(|| format!("variant '{}'", v.name))?;
             (main, None)
         };
         commands.push(VariantCommands {
@@ -411,7 +462,7 @@ pub fn execute_into(
                 (Exit::Code(0), Some(e)) => format!("exited normally, but {e:#}"),
                 (exit, _) => match exit {
                     Exit::Code(0) => return Ok(None),
-                    Exit::Code(127) if cfg.shell && cmds.workload.is_none() => {
+                    Exit::Code(127) if cmds.main.via_shell && cmds.workload.is_none() => {
                         "exited with status 127 (the shell's 'command not found')".to_string()
                     }
                     Exit::Code(c) => format!("exited with status {c}"),

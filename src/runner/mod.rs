@@ -11,6 +11,7 @@ pub mod knob_lock;
 pub mod knobs;
 pub mod noise;
 pub mod preflight;
+pub mod shell;
 pub mod signals;
 pub mod spawn;
 pub mod spawn_helper;
