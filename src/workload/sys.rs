@@ -194,12 +194,16 @@ pub fn self_faults() -> (u64, u64) {
 }
 
 /// Start time of a process (clock ticks since boot, /proc/PID/stat field 22), None when the
-/// process does not exist.
+/// process does not exist or has exited and waits to be reaped (a zombie: a killed run's
+/// workload, orphaned, is dead before init gets to reap it).
 pub fn process_start(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // the command name (field 2) may hold spaces and parentheses: split after the last ')'
-    let rest = &s[s.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    let mut fields = s[s.rfind(')')? + 1..].split_whitespace();
+    if matches!(fields.next(), Some("Z" | "X" | "x")) {
+        return None;
+    }
+    fields.nth(18)?.parse().ok()
 }
 
 /// `key value` lines (/proc/vmstat, memory.stat) into a map.
@@ -311,6 +315,26 @@ mod tests {
         let a = process_start(me).unwrap();
         assert_eq!(process_start(me), Some(a));
         assert!(process_start(u32::MAX - 1).is_none());
+        // a child that exited and is not reaped yet is gone
+        // SAFETY: the child only calls _exit.
+        let child = unsafe { libc::fork() };
+        if child == 0 {
+            // SAFETY: async-signal-safe exit of the forked child.
+            unsafe { libc::_exit(0) };
+        }
+        assert!(child > 0);
+        let stat = format!("/proc/{child}/stat");
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !std::fs::read_to_string(&stat).is_ok_and(|t| t.contains(") Z ")) {
+            assert!(
+                std::time::Instant::now() < until,
+                "child {child} never became a zombie"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(process_start(child as u32), None);
+        // SAFETY: reaping our own child.
+        unsafe { libc::waitpid(child, std::ptr::null_mut(), 0) };
         let m = parse_kv("pgscan 12\npgsteal 3\nbad\nx y\n");
         assert_eq!(m["pgscan"], 12);
         assert_eq!(m.len(), 2);
