@@ -8,13 +8,8 @@
 
 use std::ffi::{c_char, c_int};
 
-const GATE_FD: c_int = 3;
-const ERR_FD: c_int = 4;
-const REPORT_FD: c_int = 5;
-
-unsafe extern "C" {
-    static environ: *const *const c_char;
-}
+#[path = "../runner/spawn_fork.rs"]
+mod spawn_fork;
 
 fn say(msg: &[u8]) -> c_int {
     // SAFETY: writes a valid buffer to fd 2.
@@ -106,40 +101,9 @@ pub unsafe extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int 
         if let Err(m) = pin(arg(1)) {
             return say(m);
         }
-        for fd in [GATE_FD, ERR_FD, REPORT_FD] {
-            if libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) != 0 {
-                return say(b"the control pipes are missing (run only by abperf)");
-            }
+        match spawn_fork::fork_workload(arg(3), argv.offset(4)) {
+            Ok(()) => 0,
+            Err(m) => say(m.as_bytes()),
         }
-        let program = arg(3);
-        let child_argv = argv.offset(4);
-        let pid = libc::fork();
-        if pid < 0 {
-            return say(b"fork failed");
-        }
-        if pid == 0 {
-            libc::setpgid(0, 0);
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-            let mut none: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut none);
-            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-            libc::close(REPORT_FD);
-            let mut b = 0u8;
-            // EOF instead of a byte: abperf decided not to start the workload.
-            if libc::read(GATE_FD, (&mut b as *mut u8).cast(), 1) != 1 {
-                libc::_exit(126);
-            }
-            libc::execve(program, child_argv, environ);
-            let e = *libc::__errno_location();
-            libc::write(ERR_FD, (&e as *const c_int).cast(), 4);
-            libc::_exit(127);
-        }
-        libc::setpgid(pid, pid);
-        let bytes = pid.to_ne_bytes();
-        if libc::write(REPORT_FD, bytes.as_ptr().cast(), 4) != 4 {
-            libc::kill(pid, libc::SIGKILL);
-            return 126;
-        }
-        0
     }
 }

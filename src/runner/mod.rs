@@ -14,6 +14,7 @@ pub mod preflight;
 pub mod shell;
 pub mod signals;
 pub mod spawn;
+pub mod spawn_fork;
 pub mod spawn_helper;
 pub mod workload;
 

@@ -25,16 +25,10 @@ use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-unsafe extern "C" {
-    static environ: *const *const libc::c_char;
-}
-
 /// The argument that makes the abperf binary act as the helper.
 pub const HELPER_ARG: &str = "__abperf-spawn-helper";
 
-pub(super) const GATE_FD: i32 = 3;
-pub(super) const ERR_FD: i32 = 4;
-pub(super) const REPORT_FD: i32 = 5;
+pub(super) use super::spawn_fork::{ERR_FD, GATE_FD, REPORT_FD};
 
 /// Set once `main` has offered this binary as the helper.
 static AVAILABLE: AtomicBool = AtomicBool::new(false);
@@ -128,48 +122,10 @@ fn helper(args: &[OsString]) -> i32 {
     };
     let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     argv_ptrs.push(std::ptr::null());
-    // SAFETY: fcntl on fds this process was given; the workload must not inherit them.
-    unsafe {
-        for fd in [GATE_FD, ERR_FD, REPORT_FD] {
-            if libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) != 0 {
-                return fail("the control pipes are missing (run only by abperf)");
-            }
-        }
+    // SAFETY: this process has one thread (the helper starts nothing); program and argv are
+    // valid C strings that outlive the call.
+    match unsafe { super::spawn_fork::fork_workload(program.as_ptr(), argv_ptrs.as_ptr()) } {
+        Ok(()) => 0,
+        Err(m) => fail(m),
     }
-    // SAFETY: this process has one thread (the helper starts nothing), so the child may do
-    // anything before exec; it only makes plain syscalls on memory prepared above.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return fail(&format!("fork failed: {}", std::io::Error::last_os_error()));
-    }
-    if pid == 0 {
-        unsafe {
-            libc::setpgid(0, 0);
-            // The Rust runtime of this helper ignores SIGPIPE; the workload gets the default.
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-            let mut none: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut none);
-            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-            libc::close(REPORT_FD);
-            let mut b = 0u8;
-            // EOF instead of a byte: abperf decided not to start the workload.
-            if libc::read(GATE_FD, (&mut b as *mut u8).cast(), 1) != 1 {
-                libc::_exit(126);
-            }
-            libc::execve(program.as_ptr(), argv_ptrs.as_ptr(), environ);
-            let e = *libc::__errno_location();
-            libc::write(ERR_FD, (&e as *const i32).cast(), 4);
-            libc::_exit(127);
-        }
-    }
-    // SAFETY: plain syscalls on our own child and our own fd.
-    unsafe {
-        libc::setpgid(pid, pid);
-        let bytes = pid.to_ne_bytes();
-        if libc::write(REPORT_FD, bytes.as_ptr().cast(), 4) != 4 {
-            libc::kill(pid, libc::SIGKILL);
-            return 126;
-        }
-    }
-    0
 }
