@@ -145,6 +145,16 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
             unsafe { libc::close(f) };
         }
     };
+    // This side: pinned, `n` round trips through the partner, timed.
+    let ping = || -> Result<u64> {
+        sys::pin(ca)?;
+        let t0 = Instant::now();
+        for _ in 0..n {
+            xfer(a_wr, true)?;
+            xfer(a_rd, false)?;
+        }
+        Ok(t0.elapsed().as_nanos() as u64)
+    };
     let ns = if p.str("mode") == "threads" {
         let h = std::thread::spawn(move || -> Result<()> {
             let r =
@@ -153,15 +163,7 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
             close(&[b_rd, b_wr]);
             r
         });
-        let r = (|| {
-            sys::pin(ca)?;
-            let t0 = Instant::now();
-            for _ in 0..n {
-                xfer(a_wr, true)?;
-                xfer(a_rd, false)?;
-            }
-            Ok::<_, anyhow::Error>(t0.elapsed().as_nanos() as u64)
-        })();
+        let r = ping();
         // on our error the pipe closes and the echoing thread sees EOF
         close(&[a_wr, a_rd]);
         let hr = h
@@ -185,15 +187,7 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
             unsafe { libc::_exit(if ok { 0 } else { 1 }) };
         }
         close(&[b_rd, b_wr]);
-        let r = (|| {
-            sys::pin(ca)?;
-            let t0 = Instant::now();
-            for _ in 0..n {
-                xfer(a_wr, true)?;
-                xfer(a_rd, false)?;
-            }
-            Ok::<_, anyhow::Error>(t0.elapsed().as_nanos() as u64)
-        })();
+        let r = ping();
         close(&[a_wr, a_rd]);
         let mut st = 0;
         // SAFETY: reaping our child.
