@@ -439,3 +439,347 @@ pub(super) fn convert(tx: &Transaction) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Source;
+    use crate::store::{MIGRATIONS, Store};
+    use rusqlite::Connection;
+
+    /// A store at the schema version before this migration.
+    fn old_store(path: &std::path::Path) -> Connection {
+        let before = MIGRATIONS.iter().position(|m| *m == SCHEMA).unwrap();
+        let conn = Connection::open(path).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        for sql in &MIGRATIONS[..before] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", before as i64)
+            .unwrap();
+        conn
+    }
+
+    /// An experiment with two variants, as the old code wrote it.
+    fn old_experiment(conn: &Connection, id: i64) {
+        conn.execute(
+            "INSERT INTO experiment (id, name, kind, created, command_line, design, seed, environment, status)
+             VALUES (?1, 'old', 'run', '2026-01-01T00:00:00Z', '[]', '{}', '7', '{}', 'complete')",
+            [id],
+        )
+        .unwrap();
+        for (pos, name) in ["a", "b"].iter().enumerate() {
+            conn.execute(
+                "INSERT INTO variant (experiment_id, position, name, command, parameters, knobs)
+                 VALUES (?1, ?2, ?3, 'true', '{}', '[]')",
+                params![id, pos as i64, name],
+            )
+            .unwrap();
+        }
+    }
+
+    /// Write `run` the way the code before migration 12 did (run row, one metric row per metric
+    /// in order, provenance), with `status` as the stored word; returns the run's id.
+    fn old_run(conn: &Connection, exp: i64, run: &Run, status: &str) -> i64 {
+        let vid: i64 = conn
+            .query_row(
+                "SELECT id FROM variant WHERE experiment_id = ?1 AND position = ?2",
+                params![exp, run.variant as i64],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if run.source.is_none() {
+            conn.execute(
+                "INSERT INTO slot (experiment_id, seq, variant_id, block, warmup) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![exp, run.seq, vid, run.block, run.warmup],
+            )
+            .unwrap();
+        }
+        conn.execute(
+            "INSERT INTO run (experiment_id, variant_id, seq, warmup, status, exit_code, signal, started_ns, ended_ns, excluded)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![exp, vid, run.seq, run.warmup, status, run.exit_code, run.signal,
+                    run.started_ns, run.ended_ns, run.excluded],
+        )
+        .unwrap();
+        let id = conn.last_insert_rowid();
+        for m in &run.metrics {
+            conn.execute(
+                "INSERT INTO metric (run_id, name, value, unit, direction) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![id, m.name, m.value, m.unit, m.direction.map(|d| d.as_str())],
+            )
+            .unwrap();
+        }
+        if let Some(s) = &run.source {
+            conn.execute(
+                "INSERT INTO import_run (run_id, format, file, line, summary, repeats) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![id, s.format, s.file, s.line, s.summary, s.repeats],
+            )
+            .unwrap();
+        }
+        id
+    }
+
+    fn plain(seq: u32, variant: usize, wall: f64) -> Run {
+        let mut metrics = vec![Metric::new("wall_ns", wall, "ns")];
+        for (name, unit) in &FIXED[1..] {
+            metrics.push(Metric::new(*name, (seq * 1000 + 7) as f64, *unit));
+        }
+        Run {
+            exit_code: Some(0),
+            started_ns: 1_795_398_146_673_754_225 + seq as i64 * 1_000_000,
+            ended_ns: 1_795_398_146_673_754_225 + seq as i64 * 1_000_000 + 654_321,
+            block: seq as i32 / 4,
+            ..Run::ok(seq, variant, metrics)
+        }
+    }
+
+    /// Runs with every odd case the old layout could hold, and the status word stored for each.
+    fn odd_runs() -> Vec<(Run, &'static str)> {
+        let mut v = Vec::new();
+        let mut warm = plain(0, 0, 1_000_000.0);
+        warm.warmup = true;
+        warm.block = -1;
+        v.push((warm, "ok"));
+        v.push((plain(1, 1, 2_000_000.0), "ok"));
+        // A standard name in another unit, out of column order, with odd values.
+        let mut r = plain(2, 0, 0.0);
+        r.metrics = vec![
+            Metric::new("user_ns", 12.5, "ns"),
+            Metric::new("wall_ns", 1.5, "us"),
+            Metric::new("sys_ns", -0.0, "ns"),
+            Metric::new("maxrss_kib", 1e300, "KiB"),
+            Metric::new("minflt", 9_223_372_036_854_775_808.0, "count"),
+            Metric::new("majflt", -3.0, "count"),
+            Metric::new("nvcsw", f64::MIN_POSITIVE, "count"),
+            Metric::new("nivcsw", 2f64.powi(53) + 2.0, "count"),
+        ];
+        v.push((r, "ok"));
+        // Excluded by the user.
+        let mut r = plain(3, 1, 3_000_000.0);
+        r.excluded = Some("noisy neighbour".into());
+        v.push((r, "ok"));
+        // Failed by a signal, no exit code; and a timeout.
+        let mut r = plain(4, 0, 4_000_000.0);
+        r.status = RunStatus::Failed;
+        r.exit_code = None;
+        r.signal = Some(libc::SIGSEGV);
+        r.ended_ns = r.started_ns - 5; // a clock step backwards
+        v.push((r, "failed"));
+        let mut r = plain(5, 1, 5_000_000.0);
+        r.status = RunStatus::Timeout;
+        r.exit_code = None;
+        r.signal = Some(libc::SIGKILL);
+        v.push((r, "timeout"));
+        // A word only a newer abperf writes: read as failed, kept as written.
+        let mut r = plain(6, 0, 6_000_000.0);
+        r.status = RunStatus::Failed;
+        v.push((r, "lost-in-space"));
+        // Counters, a workload's metrics (declared directions, one on a standard name) and no
+        // rusage.
+        let mut r = plain(7, 1, 7_000_000.0);
+        r.metrics.push(Metric::new("cycles", 123_456_789.0, "count"));
+        r.metrics.push(Metric::new("tlb:tlb_flush", 0.25, "count"));
+        r.metrics.push(Metric::new("ops_per_s", 1234.5, "ops/s").declared(Direction::HigherIsBetter));
+        v.push((r, "ok"));
+        let mut r = Run::ok(8, 0, vec![
+            Metric::new("pages", 3.0, "pages").declared(Direction::Count),
+            Metric::new("wall_ns", 8_000_000.0, "ns").declared(Direction::LowerIsBetter),
+            Metric::new("user_ns", 1.0, "ns"),
+        ]);
+        r.started_ns = -1;
+        r.ended_ns = i64::MAX;
+        v.push((r, "ok"));
+        // No metrics at all.
+        v.push((Run::ok(9, 1, vec![]), "failed"));
+        // Imported, with provenance (no schedule slot: block 0).
+        let mut r = Run::ok(10, 0, vec![
+            Metric::new("wall_ns", 1_234_567.0, "ns"),
+            Metric::new("task-clock", 0.987, "msec"),
+        ]);
+        r.source = Some(Source {
+            format: "perf-stat".into(),
+            file: "stat.txt".into(),
+            line: 42,
+            summary: true,
+            repeats: Some(5),
+        });
+        v.push((r, "ok"));
+        v.iter_mut().filter(|(_, w)| *w == "failed").for_each(|(r, _)| {
+            r.status = RunStatus::Failed;
+        });
+        v
+    }
+
+    fn same_bits(a: &[Run], b: &[Run]) {
+        assert_eq!(a, b);
+        for (x, y) in a.iter().zip(b) {
+            for (m, n) in x.metrics.iter().zip(&y.metrics) {
+                assert_eq!(m.value.to_bits(), n.value.to_bits(), "{} of run {}", m.name, x.seq);
+            }
+        }
+    }
+
+    #[test]
+    fn migration_converts_old_stores_losslessly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let runs = odd_runs();
+        let boot_seq = 1;
+        {
+            let conn = old_store(&path);
+            old_experiment(&conn, 1);
+            old_experiment(&conn, 2);
+            // Runs of two experiments interleaved, so that run ids and metric rows interleave.
+            for (r, word) in &runs {
+                let id = old_run(&conn, 1, r, word);
+                old_run(&conn, 2, &plain(r.seq, r.variant, 42.0), "ok");
+                if r.seq == boot_seq {
+                    conn.execute_batch(&format!(
+                        "INSERT INTO boot_plan (experiment_id, number, variant_id, block, first_seq, last_seq)
+                             SELECT 1, 0, id, 0, 0, 10 FROM variant WHERE experiment_id = 1 AND position = 1;
+                         INSERT INTO boot (id, experiment_id, number, plan, started, status, accel, environment)
+                             VALUES (77, 1, 0, 0, '2026-01-01T00:00:00Z', 'complete', 'kvm', '{{}}');
+                         INSERT INTO boot_run (run_id, boot_id) VALUES ({id}, 77);"
+                    ))
+                    .unwrap();
+                }
+            }
+        }
+        let mut store = Store::open(&path).unwrap();
+        // What the old layout read back: -0.0 was stored as the integer 0 (the new one keeps it).
+        let mut expected: Vec<Run> = runs.iter().map(|(r, _)| r.clone()).collect();
+        for m in expected.iter_mut().flat_map(|r| r.metrics.iter_mut()) {
+            m.value += 0.0;
+        }
+        let ds = store.load(1).unwrap();
+        same_bits(&ds.runs, &expected);
+        assert_eq!(ds.planned, runs.len());
+        assert_eq!(ds.boots.len(), 1);
+        assert_eq!(ds.boots[0].runs, vec![boot_seq]);
+        assert_eq!(store.load(2).unwrap().runs.len(), runs.len());
+        let word: String = store
+            .conn()
+            .query_row("SELECT status FROM run WHERE experiment_id = 1 AND seq = 6", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(word, "lost-in-space");
+        // Plain runs took no metric rows; the old tables and index are gone.
+        let (rows, names): (i64, i64) = store
+            .conn()
+            .query_row(
+                "SELECT (SELECT count(*) FROM metric), (SELECT count(*) FROM metric_name)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((rows, names), (7, 7), "metric rows and names");
+        let left: i64 = store
+            .conn()
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name IN ('run_compact', 'metric_compact', 'slot_compact', 'run_variant')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(left, 0);
+        // Ids kept: deleting cascades through the converted tables.
+        store.delete(1).unwrap();
+        let (runs_left, metrics_left, links_left): (i64, i64, i64) = store
+            .conn()
+            .query_row(
+                "SELECT (SELECT count(*) FROM run), (SELECT count(*) FROM metric),
+                        (SELECT count(*) FROM import_run) + (SELECT count(*) FROM boot_run)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!((runs_left, metrics_left, links_left), (runs.len() as i64, 0, 0));
+    }
+
+    #[test]
+    fn new_runs_read_back_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("new.db")).unwrap();
+        let exp = crate::model::NewExperiment {
+            name: "new".into(),
+            kind: crate::model::Kind::Run,
+            command_line: vec![],
+            design: serde_json::json!({}),
+            seed: None,
+            environment: serde_json::json!({}),
+        };
+        let runs: Vec<Run> = odd_runs().into_iter().map(|(r, _)| r).collect();
+        let slots: Vec<crate::model::Slot> = runs
+            .iter()
+            .filter(|r| r.source.is_none())
+            .map(|r| crate::model::Slot {
+                seq: r.seq,
+                variant: r.variant,
+                block: r.block,
+                warmup: r.warmup,
+            })
+            .collect();
+        let id = store
+            .create_experiment(
+                &exp,
+                &[crate::model::Variant::named("a"), crate::model::Variant::named("b")],
+                &slots,
+            )
+            .unwrap();
+        for r in &runs {
+            store.commit_run(id, r).unwrap();
+        }
+        same_bits(&store.load(id).unwrap().runs, &runs);
+        // Refused as before: a second metric of one name, a run of a variant that is not there.
+        let mut twice = Run::ok(20, 0, vec![Metric::new("x", 1.0, "s"), Metric::new("x", 2.0, "ms")]);
+        twice.seq = 20;
+        let err = format!("{:#}", store.commit_run(id, &twice).unwrap_err());
+        assert!(err.contains("metric x of run 20 is given twice"), "{err}");
+        let err = format!("{:#}", store.commit_run(id, &Run::ok(21, 5, vec![])).unwrap_err());
+        assert!(err.contains("has no variant #5"), "{err}");
+        assert_eq!(store.load(id).unwrap().runs.len(), runs.len());
+    }
+
+    #[test]
+    fn places_survive_any_order() {
+        // Every permutation of three fixed metrics and one other reads back in its order.
+        let base = [
+            Metric::new("wall_ns", 1.0, "ns"),
+            Metric::new("sys_ns", 2.0, "ns"),
+            Metric::new("oublock", 3.0, "count"),
+            Metric::new("cycles", 4.0, "count"),
+        ];
+        let mut perms = vec![vec![]];
+        for _ in 0..base.len() {
+            perms = perms
+                .into_iter()
+                .flat_map(|p: Vec<usize>| {
+                    (0..base.len())
+                        .filter(|i| !p.contains(i))
+                        .map(|i| {
+                            let mut q = p.clone();
+                            q.push(i);
+                            q
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+        }
+        assert_eq!(perms.len(), 24);
+        for p in perms {
+            let metrics: Vec<Metric> = p.iter().map(|&i| base[i].clone()).collect();
+            let row = split(&metrics);
+            let mut run = Run::ok(0, 0, Vec::new());
+            for (k, (name, unit)) in FIXED.iter().enumerate() {
+                if let Some(v) = row.fixed[k] {
+                    run.metrics.push(Metric::new(*name, v, *unit));
+                }
+            }
+            let extra = row.extra.iter().map(|(i, m)| (*i, (*m).clone())).collect();
+            merge(&mut run, extra).unwrap();
+            assert_eq!(run.metrics, metrics, "{p:?}");
+        }
+    }
+}
