@@ -29,18 +29,38 @@ fn a_plain_run_takes_under_120_bytes() {
     let mut bytes = Vec::new();
     for (db, runs) in [("n.db", N), ("2n.db", 2 * N)] {
         let runs = runs.to_string();
-        lab.ok(&["run", "--db", &lab.p(db), "-N", "-r", &runs, "--warmup", "0", "true"]);
+        lab.ok(&[
+            "run",
+            "--db",
+            &lab.p(db),
+            "-N",
+            "-r",
+            &runs,
+            "--warmup",
+            "0",
+            "true",
+        ]);
         let ds = abperf::store::Store::open(&lab.path(db))
             .unwrap()
             .load(1)
             .unwrap();
         assert_eq!(ds.runs.len().to_string(), runs);
         // Every run has its wall time and full rusage (what "plain" means here).
-        assert!(ds.runs.iter().all(|r| r.metrics.len() == 10), "{:?}", ds.runs[0]);
+        assert!(
+            ds.runs.iter().all(|r| r.metrics.len() == 10),
+            "{:?}",
+            ds.runs[0]
+        );
         bytes.push(vacuumed_bytes(&lab, db));
     }
     let per_run = (bytes[1] - bytes[0]) as f64 / N as f64;
-    eprintln!("store: {} and {} bytes, {per_run:.1} bytes per run", bytes[0], bytes[1]);
+    eprintln!(
+        "store: {} and {} bytes, {per_run:.1} bytes per run",
+        bytes[0], bytes[1]
+    );
     assert!(per_run > 0.0, "{bytes:?}");
-    assert!(per_run < 120.0, "{per_run:.1} bytes per run (stores of {bytes:?} bytes)");
+    assert!(
+        per_run < 120.0,
+        "{per_run:.1} bytes per run (stores of {bytes:?} bytes)"
+    );
 }

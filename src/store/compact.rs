@@ -578,25 +578,35 @@ mod tests {
         // Counters, a workload's metrics (declared directions, one on a standard name) and no
         // rusage.
         let mut r = plain(7, 1, 7_000_000.0);
-        r.metrics.push(Metric::new("cycles", 123_456_789.0, "count"));
+        r.metrics
+            .push(Metric::new("cycles", 123_456_789.0, "count"));
         r.metrics.push(Metric::new("tlb:tlb_flush", 0.25, "count"));
-        r.metrics.push(Metric::new("ops_per_s", 1234.5, "ops/s").declared(Direction::HigherIsBetter));
+        r.metrics
+            .push(Metric::new("ops_per_s", 1234.5, "ops/s").declared(Direction::HigherIsBetter));
         v.push((r, "ok"));
-        let mut r = Run::ok(8, 0, vec![
-            Metric::new("pages", 3.0, "pages").declared(Direction::Count),
-            Metric::new("wall_ns", 8_000_000.0, "ns").declared(Direction::LowerIsBetter),
-            Metric::new("user_ns", 1.0, "ns"),
-        ]);
+        let mut r = Run::ok(
+            8,
+            0,
+            vec![
+                Metric::new("pages", 3.0, "pages").declared(Direction::Count),
+                Metric::new("wall_ns", 8_000_000.0, "ns").declared(Direction::LowerIsBetter),
+                Metric::new("user_ns", 1.0, "ns"),
+            ],
+        );
         r.started_ns = -1;
         r.ended_ns = i64::MAX;
         v.push((r, "ok"));
         // No metrics at all.
         v.push((Run::ok(9, 1, vec![]), "failed"));
         // Imported, with provenance (no schedule slot: block 0).
-        let mut r = Run::ok(10, 0, vec![
-            Metric::new("wall_ns", 1_234_567.0, "ns"),
-            Metric::new("task-clock", 0.987, "msec"),
-        ]);
+        let mut r = Run::ok(
+            10,
+            0,
+            vec![
+                Metric::new("wall_ns", 1_234_567.0, "ns"),
+                Metric::new("task-clock", 0.987, "msec"),
+            ],
+        );
         r.source = Some(Source {
             format: "perf-stat".into(),
             file: "stat.txt".into(),
@@ -605,9 +615,11 @@ mod tests {
             repeats: Some(5),
         });
         v.push((r, "ok"));
-        v.iter_mut().filter(|(_, w)| *w == "failed").for_each(|(r, _)| {
-            r.status = RunStatus::Failed;
-        });
+        v.iter_mut()
+            .filter(|(_, w)| *w == "failed")
+            .for_each(|(r, _)| {
+                r.status = RunStatus::Failed;
+            });
         v
     }
 
@@ -615,7 +627,13 @@ mod tests {
         assert_eq!(a, b);
         for (x, y) in a.iter().zip(b) {
             for (m, n) in x.metrics.iter().zip(&y.metrics) {
-                assert_eq!(m.value.to_bits(), n.value.to_bits(), "{} of run {}", m.name, x.seq);
+                assert_eq!(
+                    m.value.to_bits(),
+                    n.value.to_bits(),
+                    "{} of run {}",
+                    m.name,
+                    x.seq
+                );
             }
         }
     }
@@ -660,9 +678,11 @@ mod tests {
         assert_eq!(store.load(2).unwrap().runs.len(), runs.len());
         let word: String = store
             .conn()
-            .query_row("SELECT status FROM run WHERE experiment_id = 1 AND seq = 6", [], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT status FROM run WHERE experiment_id = 1 AND seq = 6",
+                [],
+                |r| r.get(0),
+            )
             .unwrap();
         assert_eq!(word, "lost-in-space");
         // Plain runs took no metric rows; the old tables and index are gone.
@@ -695,7 +715,10 @@ mod tests {
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .unwrap();
-        assert_eq!((runs_left, metrics_left, links_left), (runs.len() as i64, 0, 0));
+        assert_eq!(
+            (runs_left, metrics_left, links_left),
+            (runs.len() as i64, 0, 0)
+        );
     }
 
     #[test]
@@ -724,7 +747,10 @@ mod tests {
         let id = store
             .create_experiment(
                 &exp,
-                &[crate::model::Variant::named("a"), crate::model::Variant::named("b")],
+                &[
+                    crate::model::Variant::named("a"),
+                    crate::model::Variant::named("b"),
+                ],
                 &slots,
             )
             .unwrap();
@@ -733,11 +759,18 @@ mod tests {
         }
         same_bits(&store.load(id).unwrap().runs, &runs);
         // Refused as before: a second metric of one name, a run of a variant that is not there.
-        let mut twice = Run::ok(20, 0, vec![Metric::new("x", 1.0, "s"), Metric::new("x", 2.0, "ms")]);
+        let mut twice = Run::ok(
+            20,
+            0,
+            vec![Metric::new("x", 1.0, "s"), Metric::new("x", 2.0, "ms")],
+        );
         twice.seq = 20;
         let err = format!("{:#}", store.commit_run(id, &twice).unwrap_err());
         assert!(err.contains("metric x of run 20 is given twice"), "{err}");
-        let err = format!("{:#}", store.commit_run(id, &Run::ok(21, 5, vec![])).unwrap_err());
+        let err = format!(
+            "{:#}",
+            store.commit_run(id, &Run::ok(21, 5, vec![])).unwrap_err()
+        );
         assert!(err.contains("has no variant #5"), "{err}");
         assert_eq!(store.load(id).unwrap().runs.len(), runs.len());
     }
