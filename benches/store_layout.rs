@@ -4,11 +4,11 @@
 //! 1. Migration: how long opening an old store of RUNS plain runs (default 100,000; 10 metrics
 //!    each, over 10 experiments) takes to convert it, with its size before and after (VACUUMed
 //!    copies).
-//! 2. Commit cost: a plain run committed the way `Store::commit_run` did before (look up the
-//!    variant, insert the run, insert 10 metric rows, in one transaction; the same synchronous
+//! 2. Commit cost: a run committed the way `Store::commit_run` did before (look up the variant,
+//!    insert the run, insert a metric row per metric, in one transaction; the same synchronous
 //!    pacing) against `Store::commit_run` now, in interleaved rounds of 1,000 commits each into
 //!    stores in the same directory; the median over rounds of the per-commit times and of their
-//!    ratio.
+//!    ratio. Plain runs (wall and rusage), and runs with 4 counters besides.
 //!
 //! `cargo test --all-targets` runs it once with 2,000 runs and 2 rounds as a smoke test.
 
@@ -142,12 +142,14 @@ fn main() {
         new as f64 / runs as f64,
     );
     let rounds = if timed { 15 } else { 2 };
-    commit_cost(dir.path(), rounds, if timed { 1000 } else { 100 });
+    for counters in [0, 4] {
+        commit_cost(dir.path(), rounds, if timed { 1000 } else { 100 }, counters);
+    }
 }
 
-/// A plain run as the runner makes it.
-fn plain(seq: u32, x: &mut impl FnMut() -> u64) -> Run {
-    let metrics = FIXED
+/// A plain run as the runner makes it, with `counters` counter metrics after its rusage.
+fn plain(seq: u32, counters: usize, x: &mut impl FnMut() -> u64) -> Run {
+    let mut metrics: Vec<Metric> = FIXED
         .iter()
         .enumerate()
         .map(|(k, (name, unit))| {
@@ -161,6 +163,17 @@ fn plain(seq: u32, x: &mut impl FnMut() -> u64) -> Run {
             Metric::new(*name, v as f64, *unit)
         })
         .collect();
+    for (name, unit) in [
+        ("task-clock", "msec"),
+        ("page-faults", "count"),
+        ("cycles", "count"),
+        ("instructions", "count"),
+    ]
+    .iter()
+    .take(counters)
+    {
+        metrics.push(Metric::new(*name, (x() % 10_000_000) as f64 / 7.0, *unit));
+    }
     let started = 1_795_398_146_673_754_225 + seq as i64 * 1_000_000;
     Run {
         exit_code: Some(0),
@@ -227,12 +240,12 @@ impl OldCommit {
     }
 }
 
-fn commit_cost(dir: &std::path::Path, rounds: usize, per_round: u32) {
+fn commit_cost(dir: &std::path::Path, rounds: usize, per_round: u32, counters: usize) {
     let before = MIGRATIONS
         .iter()
         .position(|m| m.contains("CREATE TABLE run_compact"))
         .unwrap();
-    let old_db = dir.join("commit-old.db");
+    let old_db = dir.join(format!("commit-old-{counters}.db"));
     let conn = Connection::open(&old_db).unwrap();
     conn.pragma_update(None, "journal_mode", "WAL").unwrap();
     conn.pragma_update(None, "foreign_keys", true).unwrap();
@@ -250,7 +263,7 @@ fn commit_cost(dir: &std::path::Path, rounds: usize, per_round: u32) {
         conn,
         last_sync: Instant::now(),
     };
-    let mut new = Store::open(&dir.join("commit-new.db")).unwrap();
+    let mut new = Store::open(&dir.join(format!("commit-new-{counters}.db"))).unwrap();
     let total = rounds as u32 * per_round;
     let slots: Vec<Slot> = (0..total)
         .map(|seq| Slot {
@@ -281,7 +294,7 @@ fn commit_cost(dir: &std::path::Path, rounds: usize, per_round: u32) {
     let (mut olds, mut news, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds as u32 {
         let runs: Vec<Run> = (round * per_round..(round + 1) * per_round)
-            .map(|s| plain(s, &mut next))
+            .map(|s| plain(s, counters, &mut next))
             .collect();
         let t = Instant::now();
         for r in &runs {
@@ -302,7 +315,7 @@ fn commit_cost(dir: &std::path::Path, rounds: usize, per_round: u32) {
         v[v.len() / 2]
     };
     println!(
-        "commit of a plain run ({rounds} interleaved rounds of {per_round}): before {:.1} us, now {:.1} us, median ratio now/before {:.2}",
+        "commit of a run with wall, rusage and {counters} counters ({rounds} interleaved rounds of {per_round}): before {:.1} us, now {:.1} us, median ratio now/before {:.2}",
         median(&mut olds),
         median(&mut news),
         median(&mut ratios)

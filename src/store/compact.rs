@@ -90,8 +90,8 @@ const COLUMNS: &str = "experiment_id, seq, variant, warmup, status, exit_code, s
     started_ns, duration_ns, excluded, wall_ns, user_ns, sys_ns, maxrss_kib, minflt, majflt, \
     nvcsw, nivcsw, inblock, oublock";
 
-/// The one statement that stores a run: refused (no row) when the experiment has no variant at
-/// the run's position.
+/// The one statement that stores a run into `table` (with its row id as ?1 when `with_id`):
+/// refused (no row) when the experiment has no variant at the run's position.
 fn insert_sql(table: &str, with_id: bool) -> String {
     let n = COLUMNS.split(',').count();
     let first = if with_id { 2 } else { 1 };
@@ -105,6 +105,29 @@ fn insert_sql(table: &str, with_id: bool) -> String {
         first + 2,
     )
 }
+
+/// Where [`write`] puts a run: the statement for its row and the table of its other metrics.
+struct Target {
+    run_sql: String,
+    metric_sql: String,
+    with_id: bool,
+}
+
+impl Target {
+    fn new(run_table: &str, metric_table: &str, with_id: bool) -> Target {
+        Target {
+            run_sql: insert_sql(run_table, with_id),
+            metric_sql: format!(
+                "INSERT INTO {metric_table} (run_id, pos, name_id, value) VALUES (?1, ?2, ?3, ?4)"
+            ),
+            with_id,
+        }
+    }
+}
+
+/// The tables every commit writes.
+static STORE: std::sync::LazyLock<Target> =
+    std::sync::LazyLock::new(|| Target::new("run", "metric", false));
 
 /// A metric's value for an untyped column: an integral value as an integer, which SQLite stores in
 /// 0-8 bytes by size and which reads back as the same f64 (it came from one); any other value
@@ -193,21 +216,21 @@ fn name_id(tx: &Transaction, m: &Metric) -> anyhow::Result<i64> {
     Ok(tx.last_insert_rowid())
 }
 
-/// Write `run` of experiment `exp_id` into `table` (and its other metrics into `metric_table`),
-/// with row id `id` when given; returns the run's row id.
+/// Write `run` of experiment `exp_id` to `target`, with row id `id` when the target takes one;
+/// returns the run's row id.
 fn write(
     tx: &Transaction,
     exp_id: i64,
     run: &Run,
     status: Value,
     id: Option<i64>,
-    tables: (&str, &str),
+    target: &Target,
 ) -> anyhow::Result<i64> {
     check_metrics(run)?;
     let row = split(&run.metrics);
     let mut values: Vec<Value> = Vec::with_capacity(21);
-    if let Some(id) = id {
-        values.push(Value::Integer(id));
+    if target.with_id {
+        values.push(id.map_or(Value::Null, Value::Integer));
     }
     values.extend([
         Value::Integer(exp_id),
@@ -224,7 +247,7 @@ fn write(
     ]);
     values.extend(row.fixed.iter().map(|v| v.map_or(Value::Null, real)));
     let n = tx
-        .prepare_cached(&insert_sql(tables.0, id.is_some()))?
+        .prepare_cached(&target.run_sql)?
         .execute(rusqlite::params_from_iter(values))?;
     if n == 0 {
         anyhow::bail!("experiment {exp_id} has no variant #{}", run.variant);
@@ -232,12 +255,9 @@ fn write(
     let run_id = tx.last_insert_rowid();
     for (pos, m) in row.extra {
         let nid = name_id(tx, m)?;
-        tx.prepare_cached(&format!(
-            "INSERT INTO {} (run_id, pos, name_id, value) VALUES (?1, ?2, ?3, ?4)",
-            tables.1
-        ))?
-        .execute(params![run_id, pos as i64, nid, real(m.value)])
-        .with_context(|| format!("metric {} of run {}", m.name, run.seq))?;
+        tx.prepare_cached(&target.metric_sql)?
+            .execute(params![run_id, pos as i64, nid, real(m.value)])
+            .with_context(|| format!("metric {} of run {}", m.name, run.seq))?;
     }
     Ok(run_id)
 }
@@ -251,7 +271,7 @@ pub(super) fn insert(tx: &Transaction, exp_id: i64, run: &Run) -> anyhow::Result
         run,
         status_value(run.status.as_str()),
         None,
-        ("run", "metric"),
+        &STORE,
     )
 }
 
@@ -355,6 +375,7 @@ pub(super) fn read_extra(r: &rusqlite::Row) -> rusqlite::Result<(i64, usize, Met
 /// the old `run`/`metric` tables into `run_compact`/`metric_compact` (same ids), then the old
 /// tables dropped and the new ones renamed.
 pub(super) fn convert(tx: &Transaction) -> anyhow::Result<()> {
+    let target = Target::new("run_compact", "metric_compact", true);
     {
         let mut runs = tx.prepare(
             "SELECT r.id, r.experiment_id, v.position, r.seq, r.warmup, r.status, r.exit_code,
@@ -414,15 +435,8 @@ pub(super) fn convert(tx: &Transaction) -> anyhow::Result<()> {
                     }
                 }
             }
-            write(
-                tx,
-                exp_id,
-                &run,
-                status_value(&status),
-                Some(id),
-                ("run_compact", "metric_compact"),
-            )
-            .with_context(|| format!("converting run {id} (experiment {exp_id})"))?;
+            write(tx, exp_id, &run, status_value(&status), Some(id), &target)
+                .with_context(|| format!("converting run {id} (experiment {exp_id})"))?;
         }
     }
     tx.execute_batch(
