@@ -371,11 +371,22 @@ pub(super) fn read_extra(r: &rusqlite::Row) -> rusqlite::Result<(i64, usize, Met
     ))
 }
 
+/// Rows of `import_run` and `boot_run` whose run is not in `run`.
+fn dangling(tx: &Transaction) -> rusqlite::Result<i64> {
+    tx.query_row(
+        "SELECT (SELECT count(*) FROM import_run WHERE run_id NOT IN (SELECT id FROM run))
+              + (SELECT count(*) FROM boot_run WHERE run_id NOT IN (SELECT id FROM run))",
+        [],
+        |r| r.get(0),
+    )
+}
+
 /// Migration 12's data step, in the migration's transaction with foreign keys off: every run of
 /// the old `run`/`metric` tables into `run_compact`/`metric_compact` (same ids), then the old
 /// tables dropped and the new ones renamed.
 pub(super) fn convert(tx: &Transaction) -> anyhow::Result<()> {
     let target = Target::new("run_compact", "metric_compact", true);
+    let links_before = dangling(tx)?;
     {
         let mut runs = tx.prepare(
             "SELECT r.id, r.experiment_id, v.position, r.seq, r.warmup, r.status, r.exit_code,
@@ -445,11 +456,9 @@ pub(super) fn convert(tx: &Transaction) -> anyhow::Result<()> {
          ALTER TABLE run_compact RENAME TO run;
          ALTER TABLE metric_compact RENAME TO metric;",
     )?;
-    let dangling: i64 = tx.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
-        r.get(0)
-    })?;
-    if dangling > 0 {
-        anyhow::bail!("{dangling} rows point at nothing after the conversion of runs");
+    // Every run a provenance or boot row pointed at is still there (the conversion keeps ids).
+    if dangling(tx)? > links_before {
+        anyhow::bail!("converting the runs lost runs that imports or boots point at");
     }
     Ok(())
 }
