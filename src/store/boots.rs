@@ -213,11 +213,7 @@ impl Store {
     pub fn commit_boot_run(&mut self, exp_id: i64, boot_id: i64, run: &Run) -> anyhow::Result<i64> {
         self.pace_sync(false)?;
         let tx = self.write_tx()?;
-        let vid: i64 = tx
-            .prepare_cached("SELECT id FROM variant WHERE experiment_id = ?1 AND position = ?2")?
-            .query_row(params![exp_id, run.variant as i64], |r| r.get(0))
-            .with_context(|| format!("experiment {exp_id} has no variant #{}", run.variant))?;
-        let run_id = insert_run_row(&tx, exp_id, vid, run)?;
+        let run_id = insert_run_row(&tx, exp_id, run)?;
         tx.prepare_cached("INSERT INTO boot_run (run_id, boot_id) VALUES (?1, ?2)")?
             .execute(params![run_id, boot_id])?;
         tx.commit()?;

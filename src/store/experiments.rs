@@ -3,8 +3,8 @@
 use super::Store;
 use crate::error::usage;
 use crate::model::{
-    Dataset, Direction, Experiment, ExperimentSummary, Kind, Metric, NewExperiment, Run, RunStatus,
-    Slot, Source, Status, SummaryValue, Variant,
+    Dataset, Experiment, ExperimentSummary, Kind, Metric, NewExperiment, Run, Slot, Source, Status,
+    SummaryValue, Variant,
 };
 use anyhow::Context;
 use rusqlite::{OptionalExtension, params};
@@ -102,53 +102,14 @@ pub(super) fn insert_slot(
     Ok(())
 }
 
-/// Insert one run of experiment `exp_id`, variant row `vid`, with its metrics and provenance,
-/// in the caller's transaction (the run's `variant` position is not consulted); returns the
-/// run's row id.
+/// Insert one run of experiment `exp_id` (its variant by position, `run.variant`), with its
+/// metrics and provenance, in the caller's transaction; returns the run's row id.
 pub(super) fn insert_run_row(
     tx: &rusqlite::Transaction,
     exp_id: i64,
-    vid: i64,
     run: &Run,
 ) -> anyhow::Result<i64> {
-    tx.prepare_cached(
-        "INSERT INTO run (experiment_id, variant_id, seq, warmup, status, exit_code, signal, started_ns, ended_ns, excluded)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    )?
-    .execute(params![
-        exp_id,
-        vid,
-        run.seq,
-        run.warmup,
-        run.status.as_str(),
-        run.exit_code,
-        run.signal,
-        run.started_ns,
-        run.ended_ns,
-        run.excluded
-    ])?;
-    let run_id = tx.last_insert_rowid();
-    let mut stmt = tx.prepare_cached(
-        "INSERT INTO metric (run_id, name, value, unit, direction) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?;
-    for m in &run.metrics {
-        if !m.value.is_finite() {
-            anyhow::bail!(
-                "metric {} of run {} is not a finite number ({})",
-                m.name,
-                run.seq,
-                m.value
-            );
-        }
-        stmt.execute(params![
-            run_id,
-            m.name,
-            m.value,
-            m.unit,
-            m.direction.map(|d| d.as_str())
-        ])
-        .with_context(|| format!("metric {} of run {}", m.name, run.seq))?;
-    }
+    let run_id = super::compact::insert(tx, exp_id, run)?;
     if let Some(s) = &run.source {
         tx.prepare_cached(
             "INSERT INTO import_run (run_id, format, file, line, summary, repeats) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -160,11 +121,7 @@ pub(super) fn insert_run_row(
 
 /// Insert one run of experiment `exp_id`, its variant found by position; returns its row id.
 fn insert_run(tx: &rusqlite::Transaction, exp_id: i64, run: &Run) -> anyhow::Result<i64> {
-    let vid: i64 = tx
-        .prepare_cached("SELECT id FROM variant WHERE experiment_id = ?1 AND position = ?2")?
-        .query_row(params![exp_id, run.variant as i64], |r| r.get(0))
-        .with_context(|| format!("experiment {exp_id} has no variant #{}", run.variant))?;
-    insert_run_row(tx, exp_id, vid, run)
+    insert_run_row(tx, exp_id, run)
 }
 
 impl Store {
@@ -403,75 +360,55 @@ impl Store {
 
     /// Every stored run of an experiment in schedule order, with its metrics and provenance.
     pub fn runs(&self, id: i64) -> anyhow::Result<Vec<Run>> {
-        let mut stmt = self.conn().prepare(
-            "SELECT r.id, v.position, r.seq, r.warmup, r.status, r.exit_code, r.signal, r.started_ns,
-                    r.ended_ns, r.excluded, i.format, i.file, i.line, i.summary, i.repeats, s.block
-             FROM run r JOIN variant v ON v.id = r.variant_id
+        use super::compact;
+        let mut stmt = self.conn().prepare(&format!(
+            "SELECT {}, i.format, i.file, i.line, i.summary, i.repeats, s.block
+             FROM run r
              LEFT JOIN import_run i ON i.run_id = r.id
              LEFT JOIN slot s ON s.experiment_id = r.experiment_id AND s.seq = r.seq
              WHERE r.experiment_id = ?1 ORDER BY r.seq",
-        )?;
-        let mut index: BTreeMap<i64, usize> = BTreeMap::new();
+            compact::SELECT_RUN
+        ))?;
+        const I: usize = 20; // the first column after compact::SELECT_RUN
         let rows = stmt.query_map([id], |r| {
-            let format: Option<String> = r.get(10)?;
+            let format: Option<String> = r.get(I)?;
             let source = match format {
                 Some(format) => Some(Source {
                     format,
-                    file: r.get(11)?,
-                    line: r.get(12)?,
-                    summary: r.get(13)?,
-                    repeats: r.get(14)?,
+                    file: r.get(I + 1)?,
+                    line: r.get(I + 2)?,
+                    summary: r.get(I + 3)?,
+                    repeats: r.get(I + 4)?,
                 }),
                 None => None,
             };
-            Ok((
-                r.get::<_, i64>(0)?,
-                Run {
-                    variant: r.get::<_, i64>(1)? as usize,
-                    seq: r.get(2)?,
-                    warmup: r.get(3)?,
-                    block: r.get::<_, Option<i32>>(15)?.unwrap_or(0),
-                    status: RunStatus::parse(&r.get::<_, String>(4)?),
-                    exit_code: r.get(5)?,
-                    signal: r.get(6)?,
-                    started_ns: r.get(7)?,
-                    ended_ns: r.get(8)?,
-                    excluded: r.get(9)?,
-                    metrics: Vec::new(),
-                    source,
-                },
-            ))
+            let (rid, mut run) = compact::read_run(r)?;
+            run.block = r.get::<_, Option<i32>>(I + 5)?.unwrap_or(0);
+            run.source = source;
+            Ok((rid, run))
         })?;
+        let mut index: BTreeMap<i64, usize> = BTreeMap::new();
         let mut runs = Vec::new();
         for row in rows {
             let (rid, run) = row?;
             index.insert(rid, runs.len());
             runs.push(run);
         }
-        let mut mstmt = self.conn().prepare(
-            "SELECT m.run_id, m.name, m.value, m.unit, m.direction FROM metric m
-             JOIN run r ON r.id = m.run_id WHERE r.experiment_id = ?1 ORDER BY m.rowid",
-        )?;
-        let mrows = mstmt.query_map([id], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, f64>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, Option<String>>(4)?,
-            ))
-        })?;
-        for m in mrows {
-            let (rid, name, value, unit, direction) = m?;
+        // The metrics without a column of their own, by run and place.
+        let mut mstmt = self.conn().prepare(&format!(
+            "SELECT {} FROM metric m JOIN metric_name n ON n.id = m.name_id
+             JOIN run r ON r.id = m.run_id WHERE r.experiment_id = ?1 ORDER BY m.run_id, m.pos",
+            compact::SELECT_EXTRA
+        ))?;
+        let mut extra: BTreeMap<usize, Vec<(usize, Metric)>> = BTreeMap::new();
+        for m in mstmt.query_map([id], compact::read_extra)? {
+            let (rid, pos, metric) = m?;
             if let Some(&i) = index.get(&rid) {
-                runs[i].metrics.push(Metric {
-                    name,
-                    value,
-                    unit,
-                    // a word a newer abperf wrote: derived instead
-                    direction: direction.as_deref().and_then(Direction::parse),
-                });
+                extra.entry(i).or_default().push((pos, metric));
             }
+        }
+        for (i, ms) in extra {
+            compact::merge(&mut runs[i], ms)?;
         }
         Ok(runs)
     }
@@ -542,6 +479,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Direction, RunStatus};
 
     fn sample(store: &mut Store) -> i64 {
         let exp = NewExperiment {

@@ -134,7 +134,7 @@ impl Store {
                 variant: positions[r.variant],
                 ..r.clone()
             };
-            let run_id = insert_run_row(&tx, exp_id, vid, &run).with_context(where_)?;
+            let run_id = insert_run_row(&tx, exp_id, &run).with_context(where_)?;
             run_ids.push(run_id);
         }
         tx.commit()?;

@@ -6,6 +6,7 @@
 //! last second of runs (an fsync after every sub-millisecond run would dominate its cost).
 
 pub mod boots;
+mod compact;
 mod environment;
 mod experiments;
 mod import;

@@ -89,6 +89,9 @@ pub const MIGRATIONS: &[&str] = &[
     super::owner::OWNER_SCHEMA,
     // 11: experiment ids are never reused.
     super::owner::ID_SCHEMA,
+    // 12: runs stored compactly: fixed columns for wall and rusage, other metrics' names interned
+    // (the data converted in Rust: see `post_step`).
+    super::compact::SCHEMA,
 ];
 
 /// The schema version this build writes.
@@ -98,6 +101,30 @@ pub fn current_version() -> i64 {
 
 /// Bring `conn` up to the current version. Refuses a store written by a newer abperf.
 pub fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
+    // A migration that rebuilds a table drops the old one: with foreign keys on, that would
+    // delete every row pointing at it (ON DELETE CASCADE). Off while migrating (it cannot change
+    // inside a transaction), then as it was; a rebuild checks the keys itself.
+    let fk: bool = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
+    if fk {
+        conn.pragma_update(None, "foreign_keys", false)?;
+    }
+    let result = migrate_steps(conn);
+    if fk {
+        conn.pragma_update(None, "foreign_keys", true)?;
+    }
+    result
+}
+
+/// The data step of a migration that SQL alone cannot express, run after its SQL in its
+/// transaction.
+fn post_step(sql: &str, tx: &rusqlite::Transaction) -> anyhow::Result<()> {
+    if sql == super::compact::SCHEMA {
+        super::compact::convert(tx)?;
+    }
+    Ok(())
+}
+
+fn migrate_steps(conn: &mut Connection) -> anyhow::Result<()> {
     loop {
         // IMMEDIATE takes the write lock first, so two processes opening a new store at once
         // cannot both apply the same migration; the version is read again under the lock.
@@ -114,6 +141,7 @@ pub fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
             return Ok(());
         };
         tx.execute_batch(sql)?;
+        post_step(sql, &tx)?;
         tx.pragma_update(None, "user_version", version + 1)?;
         tx.commit()?;
     }
