@@ -93,6 +93,10 @@ fn fail(msg: &str) -> i32 {
 /// The helper itself: pin, fork the workload (which waits at the gate, then execs), report its
 /// pid, exit.
 fn helper(args: &[OsString]) -> i32 {
+    if args.len() == 1 && args[0] == super::spawn_fork::SERVER_ARG {
+        // SAFETY: this process has one thread (the helper starts nothing); fd 3 is abperf's.
+        return unsafe { super::spawn_fork::serve() };
+    }
     if args.len() < 3 || args[1] != "--" {
         return fail("usage: CPUS -- PROGRAM ARGV...");
     }
