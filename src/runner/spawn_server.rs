@@ -96,7 +96,8 @@ impl Server {
             );
         }
         // SAFETY: both fds are fresh and owned by nobody else.
-        let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (ours, theirs) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         // Above 3, so that placing it at SERVER_FD never finds it already there.
         let theirs = super::spawn::high_fd(theirs)?;
         let timeout = libc::timeval {
@@ -382,9 +383,7 @@ mod tests {
         assert_eq!(m[16], 1, "CPU 0 set");
         assert_eq!(
             m.len(),
-            16 + std::mem::size_of::<libc::cpu_set_t>()
-                + cmd.program.as_bytes_with_nul().len()
-                + 7
+            16 + std::mem::size_of::<libc::cpu_set_t>() + cmd.program.as_bytes_with_nul().len() + 7
         );
     }
 }
