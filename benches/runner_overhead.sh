@@ -8,10 +8,15 @@
 # set-up) cancel. The figure that counts is the median over rounds of the per-round ratio
 # abperf/hyperfine (both measured within a minute of each other, under the same load); each
 # tool's median marginal cost is printed beside it, with the load averages before and after.
+# With perf, each invocation also runs under `perf stat --no-inherit -e task-clock`: the tool's
+# own CPU time (its children's not counted), whose marginal per run is far less sensitive to the
+# load of a shared machine than wall time; printed as a second table.
 #
 # Usage: benches/runner_overhead.sh [N] [ROUNDS]   (default 200 5; needs hyperfine, perf;
 #        builds abperf --release unless ABPERF is set to a binary)
-#        ABPERF_EXTRA="..." adds options to every abperf invocation (e.g. to compare a setting).
+#        ABPERF_EXTRA="..." adds options to every abperf invocation (e.g. to compare a setting);
+#        ABPERF_BASE=/path/to/abperf adds another abperf build as the tool "abperf-base"
+#        (before/after figures from one interleaved session).
 set -euo pipefail
 N=${1:-200}
 ROUNDS=${2:-5}
@@ -37,35 +42,45 @@ if have perf; then
 fi
 TOOLS+=(abperf-e)
 CMD[abperf-e]="$ABPERF run --db DB -N -r RUNS --warmup 0 -e task-clock ${EXTRA[*]} true"
+if [ -n "${ABPERF_BASE:-}" ]; then
+    TOOLS+=(abperf-base)
+    CMD[abperf-base]="$ABPERF_BASE run --db DB -N -r RUNS --warmup 0 ${EXTRA[*]} true"
+fi
 have hyperfine || { echo "hyperfine: not installed (apt-get install hyperfine)" >&2; exit 1; }
 
-wall_us() { # runs -> microseconds of one invocation of the tool's command ($tool)
+wall_us() { # runs -> "wall_us own_cpu_us" of one invocation of the tool's command ($tool)
     local c=${CMD[$tool]//RUNS/$1}
     c=${c//DB/$TMP/$tool.$1.db}
-    local t0 t1
+    local t0 t1 cpu=0
+    local pre=()
+    if have perf; then pre=(perf stat --no-inherit -x, -e task-clock -o "$TMP/own"); fi
     t0=$(date +%s%N)
     # shellcheck disable=SC2086
-    $c >/dev/null 2>&1 || { echo "failed: $c" >&2; exit 1; }
+    "${pre[@]}" $c >/dev/null 2>&1 || { echo "failed: $c" >&2; exit 1; }
     t1=$(date +%s%N)
+    if have perf; then cpu=$(awk -F, '/task-clock/ {printf "%d", $1 * 1000}' "$TMP/own"); fi
     rm -f "$TMP/$tool.$1.db"*
-    echo $(( (t1 - t0) / 1000 ))
+    echo "$(( (t1 - t0) / 1000 )) $cpu"
 }
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)   N=$N, $ROUNDS rounds, $(nproc) CPUs, $(uname -r)"
-declare -A PER
+declare -A PER CPU
 printf '%-6s' round
 for tool in "${TOOLS[@]}"; do printf ' %12s' "$tool"; done
-printf ' %10s %10s\n' "ratio" "ratio -e"
+printf ' %10s %10s' "ratio" "ratio -e"
+[ -n "${ABPERF_BASE:-}" ] && printf ' %10s' "ratio base"
+printf '\n'
 for r in $(seq "$ROUNDS"); do
     n=${#TOOLS[@]}
     order=()
     for i in $(seq 0 $((n - 1))); do order+=("${TOOLS[$(( (i + r) % n ))]}"); done
     for tool in "${order[@]}"; do
-        a=$(wall_us "$N")
-        b=$(wall_us $((2 * N)))
+        read -r a ca < <(wall_us "$N")
+        read -r b cb < <(wall_us $((2 * N)))
         PER[$tool.$r]=$(( (b - a) / N ))
+        CPU[$tool.$r]=$(( (cb - ca) / N ))
     done
     printf '%-6s' "$r"
     for tool in "${TOOLS[@]}"; do printf ' %9s us' "${PER[$tool.$r]}"; done
@@ -74,14 +89,42 @@ for r in $(seq "$ROUNDS"); do
     ratio_e=$(awk -v a="${PER[abperf-e.$r]}" -v h="$h" 'BEGIN {printf "%.2f", a / h}')
     echo "$ratio" >>"$TMP/ratio"
     echo "$ratio_e" >>"$TMP/ratio_e"
-    printf ' %10s %10s\n' "$ratio" "$ratio_e"
+    printf ' %10s %10s' "$ratio" "$ratio_e"
+    if [ -n "${ABPERF_BASE:-}" ]; then
+        ratio_b=$(awk -v a="${PER[abperf-base.$r]}" -v h="$h" 'BEGIN {printf "%.2f", a / h}')
+        echo "$ratio_b" >>"$TMP/ratio_b"
+        printf ' %10s' "$ratio_b"
+    fi
+    printf '\n'
 done
 printf '%-6s' median
 for tool in "${TOOLS[@]}"; do
     m=$(for r in $(seq "$ROUNDS"); do echo "${PER[$tool.$r]}"; done | median)
     printf ' %9s us' "$m"
 done
-printf ' %10s %10s\n' "$(median <"$TMP/ratio")" "$(median <"$TMP/ratio_e")"
+printf ' %10s %10s' "$(median <"$TMP/ratio")" "$(median <"$TMP/ratio_e")"
+[ -n "${ABPERF_BASE:-}" ] && printf ' %10s' "$(median <"$TMP/ratio_b")"
+printf '\n'
+
 echo "(per-run marginal cost (T(2N)-T(N))/N of \`true\`; ratio = abperf -N / hyperfine -N in the same"
-echo " round, ratio -e = abperf -N -e task-clock / hyperfine -N; median row: medians over rounds)"
+echo " round, ratio -e = abperf -N -e task-clock / hyperfine -N, ratio base = abperf-base -N /"
+echo " hyperfine -N; median row: medians over rounds)"
+if have perf; then
+    echo
+    echo "own CPU time per run (task-clock of the tool's own process, --no-inherit; median over rounds):"
+    for tool in "${TOOLS[@]}"; do
+        m=$(for r in $(seq "$ROUNDS"); do echo "${CPU[$tool.$r]}"; done | median)
+        printf '  %-10s %6s us\n' "$tool" "$m"
+    done
+    if [ -n "${ABPERF_BASE:-}" ]; then
+        ratios=$(for r in $(seq "$ROUNDS"); do
+            awk -v a="${CPU[abperf-base.$r]}" -v h="${CPU[hyperfine.$r]}" 'BEGIN {printf "%.2f\n", a / h}'
+        done | median)
+        echo "  abperf-base/hyperfine own CPU per run, median of per-round ratios: $ratios"
+    fi
+    ratios=$(for r in $(seq "$ROUNDS"); do
+        awk -v a="${CPU[abperf.$r]}" -v h="${CPU[hyperfine.$r]}" 'BEGIN {printf "%.2f\n", a / h}'
+    done | median)
+    echo "  abperf/hyperfine own CPU per run, median of per-round ratios: $ratios"
+fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -399,18 +399,25 @@ fn start_via_helper(
         );
     }
     let pid = libc::pid_t::from_ne_bytes(pidb);
-    let (t0, counters) = release(pid, gate_w, &err_r, cmd, opts)?;
+    let (t0, counters) = release(pid, gate_w, cmd, opts)?;
+    exec_result(&err_r, pid, cmd)?;
     Ok((pid, t0, counters))
 }
 
+/// A started child: pid, start of the timed region, counters, and the exec-error pipe when the
+/// exec is still to be checked (after the child has ended: see [`start_via_server`]).
+type Started = (libc::pid_t, Instant, Option<Counters>, Option<OwnedFd>);
+
 /// Start the child through the spawn server (see `spawn_server`): a clone of the server whose
 /// parent is abperf, waiting at the gate. `None` when the request is too large for the server.
+/// The exec is checked once the child has ended (its exec-error pipe is at EOF or holds the
+/// error by then), so that abperf does not wake up between the gate and the child's exit.
 fn start_via_server(
     cmd: &Prepared,
     null_fd: i32,
     err_fd: Option<i32>,
     opts: &SpawnOptions,
-) -> anyhow::Result<Option<(libc::pid_t, Instant, Option<Counters>)>> {
+) -> anyhow::Result<Option<Started>> {
     let (gate_r, gate_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
     let stdio = match err_fd {
@@ -422,17 +429,15 @@ fn start_via_server(
         return Ok(None);
     };
     drop((gate_r, err_w));
-    let (t0, counters) = release(pid, gate_w, &err_r, cmd, opts)?;
-    Ok(Some((pid, t0, counters)))
+    let (t0, counters) = release(pid, gate_w, cmd, opts)?;
+    Ok(Some((pid, t0, counters, Some(err_r))))
 }
 
 /// A helper's workload `pid`, now abperf's child and waiting at the gate: own process group,
-/// the signal watcher's, counters attached, then let go (the timed region starts here) and
-/// checked to have exec'd.
+/// the signal watcher's, counters attached, then let go (the timed region starts here).
 fn release(
     pid: libc::pid_t,
     gate_w: OwnedFd,
-    err_r: &OwnedFd,
     cmd: &Prepared,
     opts: &SpawnOptions,
 ) -> anyhow::Result<(Instant, Option<Counters>)> {
@@ -462,7 +467,6 @@ fn release(
     // SAFETY: one byte from a valid buffer to our own pipe.
     unsafe { libc::write(gate_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
     drop(gate_w);
-    exec_result(err_r, pid, cmd)?;
     Ok((t0, counters))
 }
 
@@ -493,15 +497,17 @@ pub fn run(cmd: &Prepared, opts: &SpawnOptions) -> anyhow::Result<Outcome> {
     } else {
         None
     };
-    let (pid, t0, counters) = if let Some(s) = served {
+    let (pid, t0, counters, exec_check) = if let Some(s) = served {
         s
     } else if helper {
-        start_via_helper(cmd, null_fd, err_fd, opts)?
+        let (pid, t0, c) = start_via_helper(cmd, null_fd, err_fd, opts)?;
+        (pid, t0, c, None)
     } else if opts.events.is_empty() && opts.pin.is_none() {
         let (pid, t0) = start_spawn(cmd, &argv, null_fd, err_fd)?;
-        (pid, t0, None)
+        (pid, t0, None, None)
     } else {
-        start_fork(cmd, &argv, null_fd, err_fd, opts)?
+        let (pid, t0, c) = start_fork(cmd, &argv, null_fd, err_fd, opts)?;
+        (pid, t0, c, None)
     };
 
     let (cancel, watchdog) = match opts.timeout {
@@ -553,6 +559,10 @@ pub fn run(cmd: &Prepared, opts: &SpawnOptions) -> anyhow::Result<Outcome> {
     if timed_out {
         // SAFETY: the group leader is still an unreaped zombie, so the id is ours.
         unsafe { libc::kill(-pid, libc::SIGKILL) };
+    }
+    // The child has ended: its exec-error pipe holds the error or is at EOF (never blocks).
+    if let Some(err_r) = exec_check {
+        exec_result(&err_r, pid, cmd)?;
     }
     let mut status = 0;
     // SAFETY: rusage is plain data; wait4 fills it for this one child.
