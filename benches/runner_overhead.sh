@@ -1,53 +1,130 @@
 #!/usr/bin/env bash
-# The harness's own per-run cost: total wall time of running `true` N times under abperf,
-# hyperfine and perf stat.
-# adds per run (fork/exec/wait, bookkeeping; for abperf also one SQLite commit per run).
-# Usage: benches/runner_overhead.sh [RUNS] [REPEATS]   (needs: hyperfine, perf; builds abperf)
+# The harness's own per-run cost, side by side with its peers: abperf run -N, hyperfine -N,
+# perf stat -r and abperf run -N -e task-clock, each timed running `true` N and 2N times.
+#
+# Method (issue 13): ROUNDS interleaved rounds; in each round every tool runs N and then 2N runs
+# (the tools' order rotates from round to round), and its marginal cost per run is
+# (T(2N) - T(N)) / N, so start-up costs (abperf's environment snapshot and new store, hyperfine's
+# set-up) cancel. The figure that counts is the median over rounds of the per-round ratio
+# abperf/hyperfine (both measured within a minute of each other, under the same load); each
+# tool's median marginal cost is printed beside it, with the load averages before and after.
+# With perf, each invocation also runs under `perf stat --no-inherit -e task-clock`: the tool's
+# own CPU time (its children's not counted), whose marginal per run is far less sensitive to the
+# load of a shared machine than wall time; printed as a second table.
+#
+# Usage: benches/runner_overhead.sh [N] [ROUNDS]   (default 200 5; needs hyperfine, perf;
+#        builds abperf --release unless ABPERF is set to a binary)
+#        ABPERF_EXTRA="..." adds options to every abperf invocation (e.g. to compare a setting);
+#        ABPERF_BASE=/path/to/abperf adds another abperf build as the tool "abperf-base"
+#        (before/after figures from one interleaved session).
 set -euo pipefail
-RUNS=${1:-200}
-REPEATS=${2:-5}
+N=${1:-200}
+ROUNDS=${2:-5}
 cd "$(dirname "$0")/.."
-cargo build --release --quiet
-ABPERF=$PWD/target/release/abperf
+if [ -z "${ABPERF:-}" ]; then
+    cargo build --release --quiet
+    ABPERF=$PWD/target/release/abperf
+fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-
-total_us() { # command... -> best total wall time in microseconds over REPEATS
-    local best=""
-    for _ in $(seq "$REPEATS"); do
-        local t0 t1
-        t0=$(date +%s%N)
-        "$@" >/dev/null 2>&1
-        t1=$(date +%s%N)
-        local us=$(( (t1 - t0) / 1000 ))
-        if [ -z "$best" ] || [ "$us" -lt "$best" ]; then best=$us; fi
-    done
-    echo "$best"
-}
-
-# One row: the marginal cost of a run ((T(2N) - T(N)) / N, so start-up costs such as abperf's
-# environment snapshot or hyperfine's shell calibration cancel), and the fixed cost T(N) - N * that.
-row() { # label cmd-with-RUNS-placeholder...
-    local label=$1; shift
-    local a b
-    a=$(total_us "${@//RUNS/$RUNS}")
-    b=$(total_us "${@//RUNS/$((2 * RUNS))}")
-    local per=$(( (b - a) / RUNS ))
-    printf '%-48s %10s %12s\n' "$label" "$per" "$(( (a - per * RUNS) / 1000 ))"
-}
-
 have() { command -v "$1" >/dev/null; }
-printf '%-48s %10s %12s\n' "tool (true; marginal cost per run, best of $REPEATS)" "us/run" "fixed ms"
-row "abperf run -N --warmup 0 true" "$ABPERF" run --db "$TMP/a.db" -N -r RUNS --warmup 0 true
-if have hyperfine; then
-    row "hyperfine -N --warmup 0 true" hyperfine -N --runs RUNS --warmup 0 --style none true
-else
-    echo "hyperfine: not installed (apt-get install hyperfine)"
-fi
+# shellcheck disable=SC2206
+EXTRA=(${ABPERF_EXTRA:-})
+
+# tool name -> command with RUNS as the placeholder for the run count
+declare -A CMD
+TOOLS=(abperf hyperfine)
+CMD[abperf]="$ABPERF run --db DB -N -r RUNS --warmup 0 ${EXTRA[*]} true"
+CMD[hyperfine]="hyperfine -N --runs RUNS --warmup 0 --style none true"
 if have perf; then
-    row "perf stat -r N true" perf stat -r RUNS true
-else
-    echo "perf: not installed (apt-get install linux-perf)"
+    TOOLS+=(perf)
+    CMD[perf]="perf stat -r RUNS true"
 fi
-row "abperf run --warmup 0 true (through sh -c)" "$ABPERF" run --db "$TMP/b.db" -r RUNS --warmup 0 true
-row "abperf run -N -e task-clock,page-faults true" "$ABPERF" run --db "$TMP/c.db" -N -r RUNS --warmup 0 -e task-clock,page-faults true
+TOOLS+=(abperf-e)
+CMD[abperf-e]="$ABPERF run --db DB -N -r RUNS --warmup 0 -e task-clock ${EXTRA[*]} true"
+if [ -n "${ABPERF_BASE:-}" ]; then
+    TOOLS+=(abperf-base)
+    CMD[abperf-base]="$ABPERF_BASE run --db DB -N -r RUNS --warmup 0 ${EXTRA[*]} true"
+fi
+have hyperfine || { echo "hyperfine: not installed (apt-get install hyperfine)" >&2; exit 1; }
+
+wall_us() { # runs -> "wall_us own_cpu_us" of one invocation of the tool's command ($tool)
+    local c=${CMD[$tool]//RUNS/$1}
+    c=${c//DB/$TMP/$tool.$1.db}
+    local t0 t1 cpu=0
+    local pre=()
+    if have perf; then pre=(perf stat --no-inherit -x, -e task-clock -o "$TMP/own"); fi
+    t0=$(date +%s%N)
+    # shellcheck disable=SC2086
+    "${pre[@]}" $c >/dev/null 2>&1 || { echo "failed: $c" >&2; exit 1; }
+    t1=$(date +%s%N)
+    if have perf; then cpu=$(awk -F, '/task-clock/ {printf "%d", $1 * 1000}' "$TMP/own"); fi
+    rm -f "$TMP/$tool.$1.db"*
+    echo "$(( (t1 - t0) / 1000 )) $cpu"
+}
+
+median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
+
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)   N=$N, $ROUNDS rounds, $(nproc) CPUs, $(uname -r)"
+declare -A PER CPU
+printf '%-6s' round
+for tool in "${TOOLS[@]}"; do printf ' %12s' "$tool"; done
+printf ' %10s %10s' "ratio" "ratio -e"
+[ -n "${ABPERF_BASE:-}" ] && printf ' %10s' "ratio base"
+printf '\n'
+for r in $(seq "$ROUNDS"); do
+    n=${#TOOLS[@]}
+    order=()
+    for i in $(seq 0 $((n - 1))); do order+=("${TOOLS[$(( (i + r) % n ))]}"); done
+    for tool in "${order[@]}"; do
+        read -r a ca < <(wall_us "$N")
+        read -r b cb < <(wall_us $((2 * N)))
+        PER[$tool.$r]=$(( (b - a) / N ))
+        CPU[$tool.$r]=$(( (cb - ca) / N ))
+    done
+    printf '%-6s' "$r"
+    for tool in "${TOOLS[@]}"; do printf ' %9s us' "${PER[$tool.$r]}"; done
+    h=${PER[hyperfine.$r]}
+    ratio=$(awk -v a="${PER[abperf.$r]}" -v h="$h" 'BEGIN {printf "%.2f", a / h}')
+    ratio_e=$(awk -v a="${PER[abperf-e.$r]}" -v h="$h" 'BEGIN {printf "%.2f", a / h}')
+    echo "$ratio" >>"$TMP/ratio"
+    echo "$ratio_e" >>"$TMP/ratio_e"
+    printf ' %10s %10s' "$ratio" "$ratio_e"
+    if [ -n "${ABPERF_BASE:-}" ]; then
+        ratio_b=$(awk -v a="${PER[abperf-base.$r]}" -v h="$h" 'BEGIN {printf "%.2f", a / h}')
+        echo "$ratio_b" >>"$TMP/ratio_b"
+        printf ' %10s' "$ratio_b"
+    fi
+    printf '\n'
+done
+printf '%-6s' median
+for tool in "${TOOLS[@]}"; do
+    m=$(for r in $(seq "$ROUNDS"); do echo "${PER[$tool.$r]}"; done | median)
+    printf ' %9s us' "$m"
+done
+printf ' %10s %10s' "$(median <"$TMP/ratio")" "$(median <"$TMP/ratio_e")"
+[ -n "${ABPERF_BASE:-}" ] && printf ' %10s' "$(median <"$TMP/ratio_b")"
+printf '\n'
+
+echo "(per-run marginal cost (T(2N)-T(N))/N of \`true\`; ratio = abperf -N / hyperfine -N in the same"
+echo " round, ratio -e = abperf -N -e task-clock / hyperfine -N, ratio base = abperf-base -N /"
+echo " hyperfine -N; median row: medians over rounds)"
+if have perf; then
+    echo
+    echo "own CPU time per run (task-clock of the tool's own process, --no-inherit; median over rounds):"
+    for tool in "${TOOLS[@]}"; do
+        m=$(for r in $(seq "$ROUNDS"); do echo "${CPU[$tool.$r]}"; done | median)
+        printf '  %-10s %6s us\n' "$tool" "$m"
+    done
+    if [ -n "${ABPERF_BASE:-}" ]; then
+        ratios=$(for r in $(seq "$ROUNDS"); do
+            awk -v a="${CPU[abperf-base.$r]}" -v h="${CPU[hyperfine.$r]}" 'BEGIN {printf "%.2f\n", a / h}'
+        done | median)
+        echo "  abperf-base/hyperfine own CPU per run, median of per-round ratios: $ratios"
+    fi
+    ratios=$(for r in $(seq "$ROUNDS"); do
+        awk -v a="${CPU[abperf.$r]}" -v h="${CPU[hyperfine.$r]}" 'BEGIN {printf "%.2f\n", a / h}'
+    done | median)
+    echo "  abperf/hyperfine own CPU per run, median of per-round ratios: $ratios"
+fi
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

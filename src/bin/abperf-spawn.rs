@@ -81,7 +81,8 @@ mod tests {
     }
 }
 
-/// argv: abperf-spawn CPUS -- PROGRAM ARGV0 ARGS...
+/// argv: abperf-spawn CPUS -- PROGRAM ARGV0 ARGS..., or abperf-spawn --server (see
+/// `runner::spawn_fork`: one process that starts every workload of an experiment).
 ///
 /// # Safety
 ///
@@ -89,6 +90,13 @@ mod tests {
 #[cfg(not(test))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
+    // SAFETY: argv holds argc valid C strings and a NULL; this process has one thread.
+    if argc == 2
+        && unsafe { std::ffi::CStr::from_ptr(*argv.offset(1)) }.to_bytes()
+            == spawn_fork::SERVER_ARG.as_bytes()
+    {
+        return unsafe { spawn_fork::serve() };
+    }
     if argc < 5 {
         return say(b"usage: abperf-spawn CPUS -- PROGRAM ARGV0 [ARGS...] (run only by abperf)");
     }

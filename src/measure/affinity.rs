@@ -52,6 +52,11 @@ impl Mask {
             .collect()
     }
 
+    /// The set as the kernel takes it (e.g. to hand to another process that pins itself).
+    pub fn raw(&self) -> &libc::cpu_set_t {
+        &self.0
+    }
+
     /// Restrict the calling thread (or process, right after fork) to this set. One system call
     /// and no allocation: async-signal-safe, usable between fork and exec.
     pub fn apply(&self) -> io::Result<()> {

@@ -61,6 +61,11 @@ impl CpuSet {
         Ok(CpuSet { cpus, set })
     }
 
+    /// The set as the kernel takes it.
+    pub fn mask(&self) -> &crate::measure::affinity::Mask {
+        &self.set
+    }
+
     /// Pin the calling thread or process. Async-signal-safe (one syscall): usable after fork.
     /// Returns 0, or -1 with errno set.
     pub fn apply_to_self(&self) -> i32 {

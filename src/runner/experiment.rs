@@ -346,6 +346,8 @@ pub fn execute_into(
     // First, so that commands resolve in the --tmpfs-copy directory.
     let mut noise = Noise::start(&cfg.noise, cfg.seed)?;
     let prep = prepare(cfg, variants)?;
+    // One spawn server starts every command of the experiment (stopped when this returns).
+    let _spawner = super::spawn_server::Scope::enter();
     // Each tracepoint stays registered for the whole experiment (closed on every way out).
     let _holders = crate::measure::counters::Holders::open(&prep.events);
     let done: BTreeSet<u32> = sink.done_seqs()?;

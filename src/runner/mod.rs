@@ -16,6 +16,7 @@ pub mod signals;
 pub mod spawn;
 pub mod spawn_fork;
 pub mod spawn_helper;
+pub mod spawn_server;
 pub mod workload;
 
 pub use command::Prepared;

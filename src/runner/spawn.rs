@@ -259,22 +259,36 @@ fn start_fork(
 }
 
 /// Whether the exec in child `pid` succeeded: the CLOEXEC error pipe closes with nothing in it,
-/// or carries the errno of the failed exec (then the child is killed and reaped).
+/// or carries the errno of the failed exec (then the child is killed and reaped). A workload of
+/// the spawn server writes the failed step after the errno (see `spawn_fork`).
 fn exec_result(err_r: &OwnedFd, pid: libc::pid_t, cmd: &Prepared) -> anyhow::Result<()> {
-    let mut errno = [0u8; 4];
-    // SAFETY: errno is 4 writable bytes.
-    let n = unsafe { libc::read(err_r.as_raw_fd(), errno.as_mut_ptr().cast(), 4) };
-    if n == 4 {
-        let e = std::io::Error::from_raw_os_error(i32::from_ne_bytes(errno));
+    use super::spawn_fork::{STEP_CWD, STEP_FDS, STEP_PIN};
+    let mut words = [0u8; 8];
+    // SAFETY: words is 8 writable bytes.
+    let n = unsafe { libc::read(err_r.as_raw_fd(), words.as_mut_ptr().cast(), 8) };
+    if n >= 4 {
+        let e = std::io::Error::from_raw_os_error(i32::from_ne_bytes(
+            words[..4].try_into().expect("4 bytes"),
+        ));
+        let step = if n == 8 {
+            i32::from_ne_bytes(words[4..].try_into().expect("4 bytes"))
+        } else {
+            super::spawn_fork::STEP_EXEC
+        };
         kill_and_reap(pid);
-        anyhow::bail!("cannot execute '{}': {e}", cmd.text);
+        match step {
+            STEP_CWD => anyhow::bail!("cannot enter the working directory for '{}': {e}", cmd.text),
+            STEP_PIN => anyhow::bail!("cannot pin '{}' to the CPUs asked for: {e}", cmd.text),
+            STEP_FDS => anyhow::bail!("cannot give '{}' its standard streams: {e}", cmd.text),
+            _ => anyhow::bail!("cannot execute '{}': {e}", cmd.text),
+        }
     }
     Ok(())
 }
 
 /// `fd` duplicated to a number of at least 10 (close-on-exec), so that the file actions that
 /// place the helper's pipes at 3, 4 and 5 never find a source already there.
-fn high_fd(fd: OwnedFd) -> anyhow::Result<OwnedFd> {
+pub(super) fn high_fd(fd: OwnedFd) -> anyhow::Result<OwnedFd> {
     // SAFETY: fcntl on an fd we own; the duplicate is fresh and owned by nobody else.
     let n = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
     if n < 0 {
@@ -385,7 +399,49 @@ fn start_via_helper(
         );
     }
     let pid = libc::pid_t::from_ne_bytes(pidb);
-    // SAFETY: plain syscall on our (adopted) child, which has not exec'd yet.
+    let (t0, counters) = release(pid, gate_w, cmd, opts)?;
+    exec_result(&err_r, pid, cmd)?;
+    Ok((pid, t0, counters))
+}
+
+/// A started child: pid, start of the timed region, counters, and the exec-error pipe when the
+/// exec is still to be checked (after the child has ended: see [`start_via_server`]).
+type Started = (libc::pid_t, Instant, Option<Counters>, Option<OwnedFd>);
+
+/// Start the child through the spawn server (see `spawn_server`): a clone of the server whose
+/// parent is abperf, waiting at the gate. `None` when the request is too large for the server.
+/// The exec is checked once the child has ended (its exec-error pipe is at EOF or holds the
+/// error by then), so that abperf does not wake up between the gate and the child's exit.
+fn start_via_server(
+    cmd: &Prepared,
+    null_fd: i32,
+    err_fd: Option<i32>,
+    opts: &SpawnOptions,
+) -> anyhow::Result<Option<Started>> {
+    let (gate_r, gate_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
+    let stdio = match err_fd {
+        Some(e) => [null_fd, null_fd, e],
+        None => [null_fd, 1, 2],
+    };
+    let Some(pid) = super::spawn_server::start_workload(cmd, opts.pin, stdio, &gate_r, &err_w)?
+    else {
+        return Ok(None);
+    };
+    drop((gate_r, err_w));
+    let (t0, counters) = release(pid, gate_w, cmd, opts)?;
+    Ok(Some((pid, t0, counters, Some(err_r))))
+}
+
+/// A helper's workload `pid`, now abperf's child and waiting at the gate: own process group,
+/// the signal watcher's, counters attached, then let go (the timed region starts here).
+fn release(
+    pid: libc::pid_t,
+    gate_w: OwnedFd,
+    cmd: &Prepared,
+    opts: &SpawnOptions,
+) -> anyhow::Result<(Instant, Option<Counters>)> {
+    // SAFETY: plain syscall on our child, which has not exec'd yet.
     unsafe { libc::setpgid(pid, pid) };
     signals::set_child(pid);
     if let Some(sig) = signals::received() {
@@ -411,12 +467,11 @@ fn start_via_helper(
     // SAFETY: one byte from a valid buffer to our own pipe.
     unsafe { libc::write(gate_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
     drop(gate_w);
-    exec_result(&err_r, pid, cmd)?;
-    Ok((pid, t0, counters))
+    Ok((t0, counters))
 }
 
 /// /dev/null, opened once per process (close-on-exec; children get it through dup2).
-fn devnull() -> anyhow::Result<&'static std::fs::File> {
+pub(super) fn devnull() -> anyhow::Result<&'static std::fs::File> {
     static NULL: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
     if let Some(f) = NULL.get() {
         return Ok(f);
@@ -436,13 +491,23 @@ pub fn run(cmd: &Prepared, opts: &SpawnOptions) -> anyhow::Result<Outcome> {
     let null_fd = devnull.as_raw_fd();
     let stderr = opts.quiet.then(stderr_file).transpose()?;
     let err_fd = stderr.as_ref().map(|f| f.as_raw_fd());
-    let (pid, t0, counters) = if super::spawn_helper::available() {
-        start_via_helper(cmd, null_fd, err_fd, opts)?
+    let helper = super::spawn_helper::available();
+    let served = if helper && super::spawn_server::active() {
+        start_via_server(cmd, null_fd, err_fd, opts)?
+    } else {
+        None
+    };
+    let (pid, t0, counters, exec_check) = if let Some(s) = served {
+        s
+    } else if helper {
+        let (pid, t0, c) = start_via_helper(cmd, null_fd, err_fd, opts)?;
+        (pid, t0, c, None)
     } else if opts.events.is_empty() && opts.pin.is_none() {
         let (pid, t0) = start_spawn(cmd, &argv, null_fd, err_fd)?;
-        (pid, t0, None)
+        (pid, t0, None, None)
     } else {
-        start_fork(cmd, &argv, null_fd, err_fd, opts)?
+        let (pid, t0, c) = start_fork(cmd, &argv, null_fd, err_fd, opts)?;
+        (pid, t0, c, None)
     };
 
     let (cancel, watchdog) = match opts.timeout {
@@ -494,6 +559,10 @@ pub fn run(cmd: &Prepared, opts: &SpawnOptions) -> anyhow::Result<Outcome> {
     if timed_out {
         // SAFETY: the group leader is still an unreaped zombie, so the id is ours.
         unsafe { libc::kill(-pid, libc::SIGKILL) };
+    }
+    // The child has ended: its exec-error pipe holds the error or is at EOF (never blocks).
+    if let Some(err_r) = exec_check {
+        exec_result(&err_r, pid, cmd)?;
     }
     let mut status = 0;
     // SAFETY: rusage is plain data; wait4 fills it for this one child.

@@ -17,6 +17,11 @@
 //! abperf has its pid, put it in the signal watcher's hands and attached any counters; the timed
 //! region starts at the gate, as on the `-e` path.
 //!
+//! Within an experiment one helper serves every run instead (`--server`: see `spawn_server` and
+//! `spawn_fork`): it clones each workload with CLONE_PARENT, so that abperf is its parent from
+//! the start and no exec of the helper is paid per run. The one-shot form below remains for
+//! commands started outside an experiment and for command lines too long for one request.
+//!
 //! Protocol: `abperf __abperf-spawn-helper CPUS -- PROGRAM ARGV...`, with fd 3 the gate (read
 //! end), fd 4 the exec-error pipe (write end: 4 bytes of errno if exec fails) and fd 5 the report
 //! pipe (the workload's pid, 4 bytes); stdin/stdout/stderr are already what the workload gets.
@@ -93,6 +98,10 @@ fn fail(msg: &str) -> i32 {
 /// The helper itself: pin, fork the workload (which waits at the gate, then execs), report its
 /// pid, exit.
 fn helper(args: &[OsString]) -> i32 {
+    if args.len() == 1 && args[0] == super::spawn_fork::SERVER_ARG {
+        // SAFETY: this process has one thread (the helper starts nothing); fd 3 is abperf's.
+        return unsafe { super::spawn_fork::serve() };
+    }
     if args.len() < 3 || args[1] != "--" {
         return fail("usage: CPUS -- PROGRAM ARGV...");
     }
