@@ -128,7 +128,7 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
     let (mut xin_clean, mut xin_dirty) = (None, None);
     let mut sent = 0usize;
     for r in 0..rounds.count() {
-        sink.round(&mut rounds, r);
+        sink.round(&mut rounds, r)?;
         let per = rounds.per(r);
         let warm = if r == 0 { 10 } else { 2 };
         base.extend(collect(warm, per, || time(0, false)));
