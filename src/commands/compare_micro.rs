@@ -157,11 +157,14 @@ pub fn build(
     diffs.extend(crate::micro::pressure_difference(&ea.design, &eb.design));
     r.env_diffs = diffs;
     analysis.analyse_into(&mut r)?;
-    r.micro_compare = Some(crate::report::micro_compare::build(
-        &r,
-        labels,
-        findings,
-        [paired.only_a, paired.only_b],
-    ));
+    let mut m =
+        crate::report::micro_compare::build(&r, labels, findings, [paired.only_a, paired.only_b]);
+    let group = |d: &Dataset| {
+        d.experiment()
+            .and_then(|e| interleaved(&e.design))
+            .map(|g| g.0)
+    };
+    m.interleaved = group(a).is_some() && group(a) == group(b);
+    r.micro_compare = Some(m);
     Ok(r)
 }
