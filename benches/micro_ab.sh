@@ -51,7 +51,8 @@ echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq 1 "$reps"); do
     t0=$(date +%s.%N)
     "$bin" micro --quick "${benches[@]}" --db "$tmp/ab.db" -k "/proc/sys/kernel/msgmax=$msgmax,$other" \
-        --format json > "$tmp/aa$r.json" 2> "$tmp/aa$r.err" || { cat "$tmp/aa$r.err"; exit 1; }
+        --format json > "$tmp/aa$r.json" 2> "$tmp/aa$r.err" || { grep error "$tmp/aa$r.err" || true; }
+    [ -s "$tmp/aa$r.json" ] || { cat "$tmp/aa$r.err"; exit 1; }
     t1=$(date +%s.%N)
     summary "$tmp/aa$r.json" "A/A $r" "$(echo "$t1 - $t0" | bc)"
 done
@@ -59,7 +60,8 @@ thp=/sys/kernel/mm/transparent_hugepage/enabled
 if [ -w "$thp" ]; then
     t0=$(date +%s.%N)
     "$bin" micro --quick tlb-miss tlb-refill page-fault --db "$tmp/ab.db" -k "$thp=always,never" \
-        --format json > "$tmp/thp.json" 2> "$tmp/thp.err" || { cat "$tmp/thp.err"; exit 1; }
+        --format json > "$tmp/thp.json" 2> "$tmp/thp.err" || { grep error "$tmp/thp.err" || true; }
+    [ -s "$tmp/thp.json" ] || { cat "$tmp/thp.err"; exit 1; }
     t1=$(date +%s.%N)
     summary "$tmp/thp.json" "A/B THP" "$(echo "$t1 - $t0" | bc)"
 else
