@@ -274,7 +274,8 @@ fn micro_with_knob_variants_runs_interleaved_stores_both_and_restores() {
     let other = if orig == "8192" { "16384" } else { "8192" };
     let k = format!("{MSGMAX}={orig},{other}");
     let out = lab.ok(&[
-        "micro", "--quick", "syscall", "--span", "1", "-k", &k, "--seed", "7", "--format", "json",
+        "micro", "--quick", "syscall", "signal", "--span", "1", "-k", &k, "--seed", "7",
+        "--format", "json",
     ]);
     assert_eq!(msgmax(), orig, "knob not restored");
     let doc = out.json();

@@ -89,7 +89,7 @@ pub fn run(
     benches: &[&'static str],
     opts: &Options,
     specs: &[KnobSpec],
-    mut store: Option<&mut Store>,
+    store: Option<&mut Store>,
 ) -> anyhow::Result<i32> {
     preflight::check_knob_values(specs)?;
     let plans = plans(specs)?;
@@ -196,7 +196,7 @@ pub fn run(
         records.push(rec);
     }
     let mut data: Vec<crate::model::Dataset> = records.iter().map(|r| r.dataset()).collect();
-    if let Some(s) = store.as_deref_mut() {
+    if let Some(s) = store {
         let mut ids = Vec::new();
         for rec in &records {
             ids.push(rec.save(s)?);
