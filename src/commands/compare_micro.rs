@@ -165,6 +165,32 @@ pub fn build(
             .map(|g| g.0)
     };
     m.interleaved = group(a).is_some() && group(a) == group(b);
+    // A whole family moving one way is what a phase of the host looks like between two runs;
+    // measured interleaved, round r of each side shared the phase, and it is what a real
+    // change looks like.
+    if m.interleaved {
+        m.cautions.clear();
+    }
+    // Knees of the flush curve: estimated in every round of both sides and compared.
+    let alpha = r.analysis.as_ref().map_or(0.05, |x| x.options.alpha);
+    for f in m.findings.iter_mut() {
+        if let Some(op) = f.key.strip_suffix("-knee")
+            && f.bench == "tlb-flush"
+        {
+            let knees = |d: &Dataset| -> Vec<Option<f64>> {
+                crate::micro::knees::round_knees(d, &f.bench, op)
+                    .into_iter()
+                    .map(|k| k.map(|k| k as f64))
+                    .collect()
+            };
+            let (ka, kb) = (knees(a), knees(b));
+            if !ka.is_empty() && !kb.is_empty() {
+                f.rounds = Some(crate::report::micro_compare::RoundEstimates::of(
+                    &ka, &kb, alpha,
+                ));
+            }
+        }
+    }
     r.micro_compare = Some(m);
     Ok(r)
 }

@@ -13,6 +13,7 @@ pub mod ctxsw;
 pub mod fault;
 pub mod harness;
 pub mod interleave;
+pub mod knees;
 pub mod mem;
 pub mod record;
 pub mod signal;

@@ -59,6 +59,83 @@ pub struct FindingPair {
     pub unit: String,
     pub a: Option<f64>,
     pub b: Option<f64>,
+    /// For a knee: the same estimate made in every round of each side, compared with the
+    /// rounds as the unit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<RoundEstimates>,
+}
+
+/// A finding estimated once per round on both sides, and the test of the two sets.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoundEstimates {
+    /// Rounds in which the estimate exists (a knee was found), and rounds in all.
+    pub found_a: usize,
+    pub rounds_a: usize,
+    pub found_b: usize,
+    pub rounds_b: usize,
+    /// Median of the per-round estimates.
+    pub median_a: Option<f64>,
+    pub median_b: Option<f64>,
+    /// Mann-Whitney U of the per-round estimates (two-sided), when both sides have 3 or more.
+    pub p: Option<f64>,
+    /// `moved` (p below alpha), `same` or `unknown` (too few rounds with an estimate).
+    pub verdict: &'static str,
+}
+
+impl RoundEstimates {
+    /// Compare the per-round estimates `a` and `b` (`None`: not found in that round).
+    pub fn of(a: &[Option<f64>], b: &[Option<f64>], alpha: f64) -> RoundEstimates {
+        let fa: Vec<f64> = a.iter().flatten().copied().collect();
+        let fb: Vec<f64> = b.iter().flatten().copied().collect();
+        let med = |x: &[f64]| {
+            (!x.is_empty()).then(|| {
+                let mut v = x.to_vec();
+                v.sort_by(f64::total_cmp);
+                let n = v.len();
+                if n % 2 == 1 {
+                    v[n / 2]
+                } else {
+                    (v[n / 2 - 1] + v[n / 2]) / 2.0
+                }
+            })
+        };
+        let p = (fa.len() >= 3 && fb.len() >= 3)
+            .then(|| crate::stats::rank::mann_whitney(&fa, &fb, None).ok())
+            .flatten()
+            .map(|m| m.p);
+        RoundEstimates {
+            found_a: fa.len(),
+            rounds_a: a.len(),
+            found_b: fb.len(),
+            rounds_b: b.len(),
+            median_a: med(&fa),
+            median_b: med(&fb),
+            p,
+            verdict: match p {
+                Some(p) if p < alpha => "moved",
+                Some(_) => "same",
+                None => "unknown",
+            },
+        }
+    }
+
+    /// "per round: 33 (28/32 rounds) -> 16 (30/32), Mann-Whitney p=1.2e-5: moved".
+    pub fn text(&self) -> String {
+        let v = |x: Option<f64>| x.map(|x| format!("{x:.0}")).unwrap_or_else(|| "-".into());
+        format!(
+            "per round: {} ({}/{} rounds) -> {} ({}/{}), Mann-Whitney p={}: {}",
+            v(self.median_a),
+            self.found_a,
+            self.rounds_a,
+            v(self.median_b),
+            self.found_b,
+            self.rounds_b,
+            self.p
+                .map(|p| format!("{p:.2}"))
+                .unwrap_or_else(|| "-".into()),
+            self.verdict
+        )
+    }
 }
 
 /// The section.
@@ -160,6 +237,7 @@ pub fn build(
                 unit: fa.unit.clone(),
                 a: fa.value,
                 b: fb.value,
+                rounds: None,
             });
         }
     }
@@ -317,6 +395,13 @@ pub fn text(m: &MicroCompare, all: bool) -> String {
         .unwrap_or(6)
         .clamp(6, 60);
     let [la, lb] = &m.labels;
+    // Value columns as wide as the labels (knob variants are named `knob=value`), 10 to 28.
+    let vw = la.chars().count().max(lb.chars().count()).clamp(10, 28);
+    let head_a = if la.chars().count() + 1 + metric.chars().count() <= vw {
+        format!("{la} {metric}")
+    } else {
+        truncate(la, vw)
+    };
     for f in &m.families {
         let _ = writeln!(
             out,
@@ -333,13 +418,10 @@ pub fn text(m: &MicroCompare, all: bool) -> String {
         }
         let _ = writeln!(
             out,
-            "  {:<w$}  {:>10} {:>10} {:>8} {:<17} {:>8}  verdict",
+            "  {:<w$}  {:>vw$} {:>vw$} {:>8} {:<17} {:>8}  verdict",
             "config",
-            format!("{la} {metric}")
-                .chars()
-                .take(10)
-                .collect::<String>(),
-            lb,
+            head_a,
+            truncate(lb, vw),
             "change",
             "(95% CI)",
             "p adj"
@@ -349,7 +431,7 @@ pub fn text(m: &MicroCompare, all: bool) -> String {
         for r in rows {
             let _ = writeln!(
                 out,
-                "  {:<w$}  {:>10} {:>10} {:>8} {:<17} {:>8}  {}",
+                "  {:<w$}  {:>vw$} {:>vw$} {:>8} {:<17} {:>8}  {}",
                 truncate(&r.config, w),
                 value(r.median_a),
                 value(r.median_b),
@@ -369,12 +451,16 @@ pub fn text(m: &MicroCompare, all: bool) -> String {
             let v = |x: Option<f64>| x.map(value).unwrap_or_else(|| "-".into());
             let _ = writeln!(
                 out,
-                "  {}/{}: {} -> {} {}",
+                "  {}/{}: {} -> {} {}{}",
                 p.bench,
                 p.key,
                 v(p.a),
                 v(p.b),
-                p.unit
+                p.unit,
+                p.rounds
+                    .as_ref()
+                    .map(|r| format!("; {}", r.text()))
+                    .unwrap_or_default()
             );
         }
     }
