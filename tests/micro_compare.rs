@@ -260,6 +260,9 @@ fn one_micro_experiment_compares_as_its_tables() {
 /// message) for interleaved A/A runs of `abperf micro -k`.
 const MSGMAX: &str = "/proc/sys/kernel/msgmax";
 
+/// Tests that write the real msgmax knob must not overlap (each has its own lock directory).
+static MSGMAX_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn msgmax() -> String {
     std::fs::read_to_string(MSGMAX)
         .unwrap_or_else(|e| panic!("{MSGMAX}: {e}: procfs of this kernel lacks it"))
@@ -269,6 +272,7 @@ fn msgmax() -> String {
 
 #[test]
 fn micro_with_knob_variants_runs_interleaved_stores_both_and_restores() {
+    let _g = MSGMAX_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let lab = Lab::with_own_locks();
     let orig = msgmax();
     let other = if orig == "8192" { "16384" } else { "8192" };
@@ -340,6 +344,7 @@ fn micro_with_knob_variants_runs_interleaved_stores_both_and_restores() {
 
 #[test]
 fn micro_knob_variants_restore_the_knob_on_sigterm() {
+    let _g = MSGMAX_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let lab = Lab::with_own_locks();
     let orig = msgmax();
     let k = format!("{MSGMAX}=8193,8194");
