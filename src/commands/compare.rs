@@ -134,7 +134,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
         && args.analysis.baseline.is_none()
         && args.analysis.by.is_none()
     {
-        let store = Store::open_resolved(args.db.db.as_deref())?;
+        let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
         let id = super::lookup::experiment_id(&store, a)?;
         let group = super::compare_micro::siblings(&store, id)?;
         match group.as_slice() {
