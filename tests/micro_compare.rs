@@ -255,3 +255,121 @@ fn one_micro_experiment_compares_as_its_tables() {
     ]);
     assert!(out.stdout.contains("alpha/c1"), "{}", out.stdout);
 }
+
+/// A harmless real knob (the System V message size limit: no benchmark of the suite sends a
+/// message) for interleaved A/A runs of `abperf micro -k`.
+const MSGMAX: &str = "/proc/sys/kernel/msgmax";
+
+/// Tests that write the real msgmax knob must not overlap (each has its own lock directory).
+static MSGMAX_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn msgmax() -> String {
+    std::fs::read_to_string(MSGMAX)
+        .unwrap_or_else(|e| panic!("{MSGMAX}: {e}: procfs of this kernel lacks it"))
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn micro_with_knob_variants_runs_interleaved_stores_both_and_restores() {
+    let _g = MSGMAX_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::with_own_locks();
+    let orig = msgmax();
+    let other = if orig == "8192" { "16384" } else { "8192" };
+    let k = format!("{MSGMAX}={orig},{other}");
+    let out = lab.ok(&[
+        "micro", "--quick", "syscall", "signal", "--span", "1", "-k", &k, "--seed", "7",
+        "--format", "json",
+    ]);
+    assert_eq!(msgmax(), orig, "knob not restored");
+    let doc = out.json();
+    assert_schema(&doc);
+    let mc = &doc["micro_compare"];
+    assert_eq!(mc["labels"][0], format!("kernel/msgmax={orig}"));
+    assert_eq!(mc["labels"][1], format!("kernel/msgmax={other}"));
+    assert!(!rows(&doc).is_empty(), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("stored as experiments 1, 2"),
+        "{}",
+        out.stderr
+    );
+    // Both variants stored, linked, with the same rounds, measured round by round in turn.
+    let store = lab.store();
+    let (ea, eb) = (store.experiment(1).unwrap(), store.experiment(2).unwrap());
+    assert_eq!(
+        ea.design["interleaved"]["group"],
+        eb.design["interleaved"]["group"]
+    );
+    assert_eq!(eb.design["interleaved"]["knobs"][MSGMAX], other);
+    let starts = |id: i64| -> Vec<i64> {
+        let ds = store.load(id).unwrap();
+        let v = ds.position("syscall/getppid").unwrap();
+        store
+            .micro_rounds(id)
+            .unwrap()
+            .iter()
+            .filter(|r| r.variant == v)
+            .map(|r| r.probe.started_ns)
+            .collect()
+    };
+    let (sa, sb) = (starts(1), starts(2));
+    assert_eq!(sa.len(), sb.len());
+    assert!(sa.len() >= 16, "{} rounds", sa.len());
+    let mut a_first = 0;
+    for r in 0..sa.len() - 1 {
+        // Round r of both variants before round r+1 of either.
+        assert!(
+            sa[r].max(sb[r]) < sa[r + 1].min(sb[r + 1]),
+            "round {r}: {sa:?} {sb:?}"
+        );
+        a_first += usize::from(sa[r] < sb[r]);
+    }
+    // ABBA: each variant goes first in about half the rounds.
+    assert!(
+        a_first > 3 && a_first < sa.len() - 4,
+        "A first in {a_first} rounds"
+    );
+    // `compare ID` of either compares the two, configuration by configuration.
+    let text = lab.ok(&["compare", "2"]).stdout;
+    assert!(text.contains("syscall"), "{text}");
+    assert!(text.contains(&format!("kernel/msgmax={other}")), "{text}");
+    let again = lab.ok(&["compare", "1", "--format", "json"]).json();
+    assert_eq!(rows(&again).len(), rows(&doc).len());
+    // Bad input, before anything runs.
+    let e = lab.fails(&["micro", "syscall", "-k", &format!("{MSGMAX}=1")], 2);
+    assert!(e.stderr.contains("one variant"), "{}", e.stderr);
+    let e = lab.fails(&["micro", "syscall", "--kernel", "/boot/vmlinuz"], 2);
+    assert!(e.stderr.contains("not supported yet"), "{}", e.stderr);
+}
+
+#[test]
+fn micro_knob_variants_restore_the_knob_on_sigterm() {
+    let _g = MSGMAX_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::with_own_locks();
+    let orig = msgmax();
+    let k = format!("{MSGMAX}=8193,8194");
+    let child = lab
+        .cmd(&[
+            "micro", "--quick", "syscall", "timer", "--span", "20", "-k", &k,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until a variant's value is in place, then stop it.
+    let t0 = std::time::Instant::now();
+    while msgmax() == orig && t0.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let changed = msgmax() != orig;
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: our own child, not yet reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(changed, "the knob never changed: {stderr}");
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert_eq!(msgmax(), orig, "knob not restored: {stderr}");
+    assert!(stderr.contains("interrupted by SIGTERM"), "{stderr}");
+    assert!(lab.store().list().unwrap().is_empty());
+}

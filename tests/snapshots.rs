@@ -72,6 +72,12 @@ fn seed_000_in_every_format() {
 /// A small micro experiment with known samples: the timer, getppid, and madvise / mprotect of
 /// 1, 2, 33 and 34 pages with a knee after 33, a skip and a note.
 fn micro_record() -> Record {
+    micro_record_shifted(1.0, &[6, 5])
+}
+
+/// [`micro_record`] with the touched madvise of 33 and 34 pages costing `shift` times as much,
+/// the samples in rounds of `split` samples each.
+fn micro_record_shifted(shift: f64, split: &[usize]) -> Record {
     let mut variants = Vec::new();
     let mut rounds = Vec::new();
     let mut config = |name: String, params: &[(&str, String)], per: &str, base: f64| {
@@ -83,10 +89,18 @@ fn micro_record() -> Record {
         v.parameters.insert("per".into(), per.into());
         variants.push(v);
         // 11 samples in two rounds (6 + 5), the core at 3.5 GHz against a 2.6 GHz counter.
-        let c: Vec<f64> = (0..11)
+        let c: Vec<f64> = (0..split.iter().sum::<usize>())
             .map(|i| base * (1.0 + 0.01 * ((i * 7) % 11) as f64))
             .collect();
-        for (r, part) in [&c[..6], &c[6..]].into_iter().enumerate() {
+        let mut at = 0;
+        let parts: Vec<&[f64]> = split
+            .iter()
+            .map(|&n| {
+                at += n;
+                &c[at - n..at]
+            })
+            .collect();
+        for (r, part) in parts.into_iter().enumerate() {
             rounds.push(MicroRound {
                 variant: pos,
                 round: r as u32,
@@ -118,6 +132,10 @@ fn micro_record() -> Record {
                     ("empty", _) => 2000.0,
                     (_, 34) => 2000.0 + 7000.0,
                     _ => 2000.0 + 280.0 * n as f64,
+                } * if op == "madvise" && range == "touched" && n >= 33 {
+                    shift
+                } else {
+                    1.0
                 };
                 config(
                     format!("tlb-flush/{op}/{range}/n={n}"),
@@ -216,4 +234,26 @@ fn micro_experiment_in_every_format() {
         snapshot(&format!("micro-report-{f}"), &out.stdout);
     }
     snapshot("micro-show-text", &lab.ok(&["show", &id]).stdout);
+}
+
+/// Two micro experiments compared (`compare A B`), in every format that has a micro comparison.
+#[test]
+fn micro_comparison_in_every_format() {
+    let lab = Lab::new();
+    let split = [3; 6];
+    let a = micro_record_shifted(1.0, &split)
+        .save(&mut lab.store())
+        .unwrap()
+        .to_string();
+    let b = micro_record_shifted(1.3, &split)
+        .save(&mut lab.store())
+        .unwrap()
+        .to_string();
+    for f in ["text", "md", "csv", "html", "json"] {
+        let out = lab.ok(&["compare", &a, &b, "--format", f]);
+        if f == "json" {
+            common::assert_schema(&out.json());
+        }
+        snapshot(&format!("micro-compare-{f}"), &out.stdout);
+    }
 }

@@ -19,7 +19,7 @@ lies within +-margin; otherwise INCONCLUSIVE, with the runs per variant needed.\
 Two micro experiments: every configuration in both is compared with the rounds as the unit (each round's median \
 is one observation), metric core_cycles, margin 2%, no bootstrap unless --metric/--margin/--resamples say \
 otherwise, Holm over all configurations; --variant PREFIX picks configurations (e.g. tlb-flush). One micro \
-experiment: its tables."
+experiment: its tables; one of two variants of an interleaved `abperf micro -k` run: the two variants compared."
 )]
 pub struct CompareArgs {
     /// Experiment ID ('latest'), two IDs, or files of numbers
@@ -124,6 +124,39 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
         ];
         if let Some(code) = super::compare_micro::run(&store, ids, &args)? {
             return Ok(code);
+        }
+    }
+    // One micro experiment measured as a variant of an interleaved `abperf micro -k`: its
+    // variants compared with each other.
+    if let [a] = args.inputs.as_slice()
+        && is_experiment_ref(a)
+        && !Path::new(a).is_file()
+        && args.analysis.baseline.is_none()
+        && args.analysis.by.is_none()
+    {
+        let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
+        let id = super::lookup::experiment_id(&store, a)?;
+        let group = super::compare_micro::siblings(&store, id)?;
+        match group.as_slice() {
+            [] | [_] => {}
+            &[x, y] => {
+                if let Some(code) = super::compare_micro::run(&store, [x, y], &args)? {
+                    return Ok(code);
+                }
+            }
+            more => {
+                return Err(usage(format!(
+                    "experiment {id} is one of {} variants measured interleaved (experiments {}): \
+                     compare two of them, e.g. abperf compare {} {}",
+                    more.len(),
+                    more.iter()
+                        .map(|i| i.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    more[0],
+                    more[1]
+                )));
+            }
         }
     }
     let mut r = load(&args)?;

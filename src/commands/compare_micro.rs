@@ -6,7 +6,7 @@
 use super::compare::CompareArgs;
 use super::output;
 use crate::error::usage;
-use crate::model::Kind;
+use crate::model::{Dataset, Kind, MicroFinding};
 use crate::report::{Report, View};
 use crate::store::Store;
 
@@ -50,11 +50,76 @@ pub fn run(store: &Store, ids: [i64; 2], args: &CompareArgs) -> anyhow::Result<O
     }
     let a = store.load(ids[0])?;
     let b = store.load(ids[1])?;
-    let labels = [format!("#{}", ids[0]), format!("#{}", ids[1])];
-    let paired =
-        crate::micro::compare::pair(&a, &b, [&labels[0], &labels[1]], args.variant.as_deref());
+    let labels = labels_of(&a, &b, ids);
+    let findings = [store.micro_findings(ids[0])?, store.micro_findings(ids[1])?];
+    let r = build(
+        [&a, &b],
+        labels,
+        [&findings[0], &findings[1]],
+        args.variant.as_deref(),
+        &args.analysis,
+    )?;
+    output::write(&args.format.render(&r)?, args.output.as_ref())?;
+    Ok(Some(0))
+}
+
+/// The interleaving record of a micro experiment measured as one of several variants of one
+/// `abperf micro -k` (design field `interleaved`): its group, position and label.
+pub fn interleaved(design: &serde_json::Value) -> Option<(String, usize, String)> {
+    let i = design.get("interleaved")?;
+    Some((
+        i.get("group")?.as_str()?.to_string(),
+        i.get("index")?.as_u64()? as usize,
+        i.get("label")?.as_str()?.to_string(),
+    ))
+}
+
+/// Labels of two micro experiments: their variant labels when both are variants of one
+/// interleaved `abperf micro -k`, else `#ID`.
+fn labels_of(a: &Dataset, b: &Dataset, ids: [i64; 2]) -> [String; 2] {
+    let ia = a.experiment().and_then(|e| interleaved(&e.design));
+    let ib = b.experiment().and_then(|e| interleaved(&e.design));
+    match (ia, ib) {
+        (Some((ga, _, la)), Some((gb, _, lb))) if ga == gb && la != lb => [la, lb],
+        _ => [format!("#{}", ids[0]), format!("#{}", ids[1])],
+    }
+}
+
+/// The other variants of the interleaved `abperf micro -k` that measured experiment `id`, in
+/// their order (`id` itself included); empty when it was not one of several.
+pub fn siblings(store: &Store, id: i64) -> anyhow::Result<Vec<i64>> {
+    let Some((group, _, _)) = interleaved(&store.experiment(id)?.design) else {
+        return Ok(Vec::new());
+    };
+    let mut found = Vec::new();
+    for e in store.list()? {
+        if e.kind != "micro" {
+            continue;
+        }
+        if let Some((g, i, _)) = interleaved(&store.experiment(e.id)?.design)
+            && g == group
+        {
+            found.push((i, e.id));
+        }
+    }
+    found.sort();
+    Ok(found.into_iter().map(|(_, id)| id).collect())
+}
+
+/// The comparison report of two micro suites `data` (baseline first) labelled `labels`, with
+/// their findings: configurations in both (whose name starts with `only`, if given), round
+/// medians as the unit.
+pub fn build(
+    data: [&Dataset; 2],
+    labels: [String; 2],
+    findings: [&[MicroFinding]; 2],
+    only: Option<&str>,
+    analysis: &output::AnalysisArgs,
+) -> anyhow::Result<Report> {
+    let [a, b] = data;
+    let paired = crate::micro::compare::pair(a, b, [&labels[0], &labels[1]], only);
     if paired.data.variants.is_empty() {
-        return Err(usage(match &args.variant {
+        return Err(usage(match only {
             Some(p) => format!(
                 "--variant {p:?}: no configuration of both experiments starts with it \
                  (e.g. {})",
@@ -66,12 +131,12 @@ pub fn run(store: &Store, ids: [i64; 2], args: &CompareArgs) -> anyhow::Result<O
                     .join(", ")
             ),
             None => format!(
-                "experiments {} and {} have no configuration in common",
-                ids[0], ids[1]
+                "{} and {} have no configuration in common",
+                labels[0], labels[1]
             ),
         }));
     }
-    let mut analysis = args.analysis.clone();
+    let mut analysis = analysis.clone();
     analysis.by = Some(crate::micro::compare::BY.to_string());
     if analysis.metric.is_empty() {
         analysis.metric = vec![DEFAULT_METRIC.to_string()];
@@ -92,13 +157,40 @@ pub fn run(store: &Store, ids: [i64; 2], args: &CompareArgs) -> anyhow::Result<O
     diffs.extend(crate::micro::pressure_difference(&ea.design, &eb.design));
     r.env_diffs = diffs;
     analysis.analyse_into(&mut r)?;
-    let findings = [store.micro_findings(ids[0])?, store.micro_findings(ids[1])?];
-    r.micro_compare = Some(crate::report::micro_compare::build(
-        &r,
-        labels,
-        [&findings[0], &findings[1]],
-        [paired.only_a, paired.only_b],
-    ));
-    output::write(&args.format.render(&r)?, args.output.as_ref())?;
-    Ok(Some(0))
+    let mut m =
+        crate::report::micro_compare::build(&r, labels, findings, [paired.only_a, paired.only_b]);
+    let group = |d: &Dataset| {
+        d.experiment()
+            .and_then(|e| interleaved(&e.design))
+            .map(|g| g.0)
+    };
+    m.interleaved = group(a).is_some() && group(a) == group(b);
+    // A whole family moving one way is what a phase of the host looks like between two runs;
+    // measured interleaved, round r of each side shared the phase, and it is what a real
+    // change looks like.
+    if m.interleaved {
+        m.cautions.clear();
+    }
+    // Knees of the flush curve: estimated in every round of both sides and compared.
+    let alpha = r.analysis.as_ref().map_or(0.05, |x| x.options.alpha);
+    for f in m.findings.iter_mut() {
+        if let Some(op) = f.key.strip_suffix("-knee")
+            && f.bench == "tlb-flush"
+        {
+            let knees = |d: &Dataset| -> Vec<Option<f64>> {
+                crate::micro::knees::round_knees(d, &f.bench, op)
+                    .into_iter()
+                    .map(|k| k.map(|k| k as f64))
+                    .collect()
+            };
+            let (ka, kb) = (knees(a), knees(b));
+            if !ka.is_empty() && !kb.is_empty() {
+                f.rounds = Some(crate::report::micro_compare::RoundEstimates::of(
+                    &ka, &kb, alpha,
+                ));
+            }
+        }
+    }
+    r.micro_compare = Some(m);
+    Ok(r)
 }

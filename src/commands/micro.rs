@@ -43,6 +43,26 @@ pub struct MicroArgs {
     /// in one burst see one phase, and two runs disagree.
     #[arg(long, value_name = "SECONDS")]
     pub span: Option<f64>,
+    /// Kernel knob (sysfs/procfs/debugfs file) as variants: every benchmark runs once per value,
+    /// the variants interleaved round by round (ABBA order, seeded), the knob written, read back
+    /// and verified before each variant's turn and always restored (also on errors and
+    /// signals). Each variant is stored as its own micro experiment; `abperf compare ID` of one
+    /// compares the two. Repeatable (every combination); the same value twice is an A/A run.
+    #[arg(short = 'k', long = "knob", value_name = "PATH=V1,V2,...")]
+    pub knobs: Vec<String>,
+    /// Seed of the interleaving order of -k variants (default: from the clock; stored)
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Wait for a knob another experiment holds (default: fail at once, naming the holder)
+    #[arg(long)]
+    pub wait: bool,
+    /// Kernels as micro variants: not yet (use `abperf run --kernel`, or one `abperf micro` per
+    /// kernel and `abperf compare A B`)
+    #[arg(long, value_name = "KERNEL")]
+    pub kernel: Vec<String>,
+    /// Kernel command-line variants: not yet (see --kernel)
+    #[arg(long, value_name = "ARGS")]
+    pub append: Vec<String>,
     /// Do not store the results
     #[arg(long)]
     pub no_store: bool,
@@ -52,6 +72,18 @@ pub struct MicroArgs {
 
 pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
     let benches = micro::select(&args.benches).map_err(usage)?;
+    if !args.kernel.is_empty() || !args.append.is_empty() {
+        return Err(usage(
+            "--kernel/--append: kernels as micro variants are not supported yet (the suite would \
+             have to run inside the guest); run `abperf micro` once per kernel and compare the two \
+             experiments with `abperf compare A B`, or use -k for kernel knobs",
+        ));
+    }
+    let knob_specs = args
+        .knobs
+        .iter()
+        .map(|k| crate::design::variants::parse_knob(k))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     if let Some(n) = args.samples
         && !(3..=1_000_000).contains(&n)
     {
@@ -110,6 +142,9 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
         realtime: !args.no_rt,
         span,
     };
+    if !knob_specs.is_empty() {
+        return super::micro_variants::run(&args, &benches, &opts, &knob_specs, store.as_mut());
+    }
     let bar = indicatif::ProgressBar::new(benches.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("micro [{pos}/{len}] {msg} {elapsed}")

@@ -87,7 +87,7 @@ pub fn substitute(text: &str, params: &BTreeMap<String, String>) -> String {
 }
 
 /// A short label for a knob: its last two path components (`transparent_hugepage/enabled`).
-fn knob_label(path: &str) -> String {
+pub fn knob_label(path: &str) -> String {
     let parts: Vec<&str> = path.trim_end_matches('/').rsplitn(3, '/').collect();
     match parts.as_slice() {
         [last, parent, _] | [last, parent] if !parent.is_empty() => format!("{parent}/{last}"),

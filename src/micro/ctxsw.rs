@@ -238,7 +238,7 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
         .collect();
     let mut rounds = opts.rounds(samples);
     for r in 0..rounds.count() {
-        sink.round(&mut rounds, r);
+        sink.round(&mut rounds, r)?;
         let per = rounds.per(r);
         for (&(kind, _, peer, dirty), (s, xin, err)) in configs.iter().zip(got.iter_mut()) {
             if err.is_some() {

@@ -93,7 +93,7 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
         .collect();
     let mut rounds = opts.rounds(samples);
     for r in 0..rounds.count() {
-        sink.round(&mut rounds, r);
+        sink.round(&mut rounds, r)?;
         let per = rounds.per(r);
         // A fresh file every round, in the same state each time (written, synced, read into
         // the page cache): with one file for the run, whether the flusher had written back its

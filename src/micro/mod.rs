@@ -12,6 +12,8 @@ pub mod cpu;
 pub mod ctxsw;
 pub mod fault;
 pub mod harness;
+pub mod interleave;
+pub mod knees;
 pub mod mem;
 pub mod record;
 pub mod signal;
@@ -175,6 +177,9 @@ pub struct Sink<'a> {
     pub notes: Vec<String>,
     /// [`timer::probe_core`] at the start of each round of every benchmark.
     pub probes: Vec<RoundProbe>,
+    /// With interleaved variants: the turns shared by the variants' threads, and this sink's
+    /// variant ([`interleave::Baton`]).
+    pub baton: Option<(&'a interleave::Baton<'a>, usize)>,
 }
 
 impl<'a> Sink<'a> {
@@ -187,16 +192,24 @@ impl<'a> Sink<'a> {
             failures: Vec::new(),
             notes: Vec::new(),
             probes: Vec::new(),
+            baton: None,
         }
     }
 
-    /// Begin round `r` of `rounds`: wait until it is due, then probe the core (its clock, and
-    /// the SMT sibling pressure); the samples of the round get that probe.
-    pub fn round(&mut self, rounds: &mut harness::Rounds, r: usize) {
+    /// Begin round `r` of `rounds`: with interleaved variants, wait for this variant's turn
+    /// (the other variants run their rounds meanwhile, and the turn puts this variant's knobs
+    /// in place); wait until it is due, then probe the core (its clock, and the SMT sibling
+    /// pressure); the samples of the round get that probe. An error (a knob refused, a signal)
+    /// ends the benchmark.
+    pub fn round(&mut self, rounds: &mut harness::Rounds, r: usize) -> anyhow::Result<()> {
+        if let Some((baton, v)) = self.baton {
+            baton.next(v)?;
+        }
         rounds.wait(r);
         let p = probe_now();
         rounds.set_probe(r, self.probes.len());
         self.probes.push(p);
+        Ok(())
     }
 
     /// Record a configuration. `params` are `(key, value)` pairs; `samples` were taken in
@@ -351,93 +364,181 @@ pub fn run_suite(
     mut progress: impl FnMut(&str),
 ) -> anyhow::Result<SuiteReport> {
     let started = std::time::Instant::now();
-    let cpu_info = cpu::CpuInfo::detect();
-    let _pin = harness::Pin::to(opts.cpu)
-        .map_err(|e| anyhow::anyhow!("cannot pin to CPU {} (--cpu): {e}", opts.cpu))?;
-    let mut sched_note = None;
-    let _rt = if opts.realtime {
-        match harness::Realtime::enter() {
-            Ok(g) => Some(g),
-            Err(e) => {
-                sched_note = Some(format!(
-                    "SCHED_FIFO refused ({e}): measured under the normal scheduler, \
-                                          other load can preempt samples"
-                ));
-                None
-            }
-        }
-    } else {
-        None
-    };
+    let setup = Setup::enter(opts)?;
     let timer = timer::TimerInfo::measure(opts.quick);
     let mut sink = Sink::new(&timer);
-    sink.notes.push(match (&_rt, sched_note) {
-        (Some(_), _) => "measuring and helper threads ran under SCHED_FIFO priority 1".to_string(),
-        (None, Some(n)) => n,
-        (None, None) => "normal scheduler (--no-rt): other load can preempt samples".to_string(),
-    });
-    if cpu_info.hypervisor {
-        sink.notes.push(
-            "running under a hypervisor: IPIs, faults and context switches include exits to the host"
-                .to_string(),
-        );
-    }
+    sink.notes.extend(setup.notes());
     for b in benches {
         progress(b);
-        let r = match *b {
-            "timer" => timer::bench(&mut sink, opts),
-            "syscall" => syscall::bench(&mut sink, opts),
-            "xstate" => xstate::bench(&mut sink, opts, &cpu_info),
-            "signal" => signal::bench(&mut sink, opts, &cpu_info),
-            "page-fault" => fault::bench(&mut sink, opts),
-            "tlb-flush" => tlb::bench_flush(&mut sink, opts),
-            "tlb-shootdown" => tlb::bench_shootdown(&mut sink, opts),
-            "tlb-miss" => tlb::bench_miss(&mut sink, opts),
-            "tlb-refill" => tlb::bench_refill(&mut sink, opts),
-            "ctxsw" => ctxsw::bench(&mut sink, opts, &cpu_info),
-            other => Err(anyhow::anyhow!("unknown benchmark {other}")),
-        };
-        if let Err(e) = r {
+        if let Err(e) = dispatch(&mut sink, b, opts, &setup.cpu_info) {
             sink.fail(b, None, format!("{e:#}"));
         }
     }
-    let end_ghz = timer.hz / timer::ticks_per_core_cycle() / 1e9;
-    if (end_ghz / timer.core_ghz - 1.0).abs() > 0.03 {
-        sink.notes.push(format!(
-            "core clock moved from {:.2} GHz at the start to {:.2} GHz at the end: cycle figures of \
-             different benchmarks are not at the same clock",
-            timer.core_ghz, end_ghz
-        ));
+    let parts = Parts::from(sink);
+    Ok(parts.finish(benches, opts, &timer, setup.cpu_info.clone(), started))
+}
+
+/// Pinning and scheduling of the measuring thread for a suite, restored when dropped.
+pub(crate) struct Setup {
+    pub cpu_info: cpu::CpuInfo,
+    _pin: harness::Pin,
+    rt: Option<harness::Realtime>,
+    sched_note: Option<String>,
+}
+
+impl Setup {
+    pub(crate) fn enter(opts: &Options) -> anyhow::Result<Setup> {
+        let cpu_info = cpu::CpuInfo::detect();
+        let pin = harness::Pin::to(opts.cpu)
+            .map_err(|e| anyhow::anyhow!("cannot pin to CPU {} (--cpu): {e}", opts.cpu))?;
+        let mut sched_note = None;
+        let rt = if opts.realtime {
+            match harness::Realtime::enter() {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    sched_note = Some(format!(
+                        "SCHED_FIFO refused ({e}): measured under the normal scheduler, \
+                                              other load can preempt samples"
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        Ok(Setup {
+            cpu_info,
+            _pin: pin,
+            rt,
+            sched_note,
+        })
     }
-    let apc: Vec<f64> = sink.probes.iter().map(|p| p.adds_per_cycle).collect();
-    let adds_per_cycle = Summary::of(&apc);
-    if let Some(n) = smt_note(&apc, cpu_info.hypervisor) {
-        sink.notes.push(n);
+
+    /// Whether the measuring thread runs under SCHED_FIFO.
+    pub(crate) fn realtime(&self) -> bool {
+        self.rt.is_some()
     }
-    let Sink {
-        measurements,
-        findings,
-        skips,
-        failures,
-        notes,
-        ..
-    } = sink;
-    Ok(SuiteReport {
-        arch: std::env::consts::ARCH.to_string(),
-        quick: opts.quick,
-        cpu: opts.cpu,
-        remote_cpu: opts.remote_cpu,
-        cpu_info,
-        benches: benches.iter().map(|s| s.to_string()).collect(),
-        measurements,
-        findings,
-        skips,
-        failures,
-        notes,
-        adds_per_cycle,
-        elapsed_s: started.elapsed().as_secs_f64(),
-        timer,
-    })
+
+    /// The notes on scheduling and the hypervisor every suite report starts with.
+    pub(crate) fn notes(&self) -> Vec<String> {
+        let mut notes = vec![match (&self.rt, &self.sched_note) {
+            (Some(_), _) => {
+                "measuring and helper threads ran under SCHED_FIFO priority 1".to_string()
+            }
+            (None, Some(n)) => n.clone(),
+            (None, None) => {
+                "normal scheduler (--no-rt): other load can preempt samples".to_string()
+            }
+        }];
+        if self.cpu_info.hypervisor {
+            notes.push(
+                "running under a hypervisor: IPIs, faults and context switches include exits to the host"
+                    .to_string(),
+            );
+        }
+        notes
+    }
+}
+
+/// Run benchmark `b` into `sink`.
+pub(crate) fn dispatch(
+    sink: &mut Sink,
+    b: &str,
+    opts: &Options,
+    cpu_info: &cpu::CpuInfo,
+) -> anyhow::Result<()> {
+    match b {
+        "timer" => timer::bench(sink, opts),
+        "syscall" => syscall::bench(sink, opts),
+        "xstate" => xstate::bench(sink, opts, cpu_info),
+        "signal" => signal::bench(sink, opts, cpu_info),
+        "page-fault" => fault::bench(sink, opts),
+        "tlb-flush" => tlb::bench_flush(sink, opts),
+        "tlb-shootdown" => tlb::bench_shootdown(sink, opts),
+        "tlb-miss" => tlb::bench_miss(sink, opts),
+        "tlb-refill" => tlb::bench_refill(sink, opts),
+        "ctxsw" => ctxsw::bench(sink, opts, cpu_info),
+        other => Err(anyhow::anyhow!("unknown benchmark {other}")),
+    }
+}
+
+/// What a [`Sink`] collected, without its borrow of the timer (merged over benchmarks).
+#[derive(Debug, Default)]
+pub(crate) struct Parts {
+    pub measurements: Vec<Measurement>,
+    pub findings: Vec<Finding>,
+    pub skips: Vec<Skip>,
+    pub failures: Vec<Skip>,
+    pub notes: Vec<String>,
+    pub probes: Vec<RoundProbe>,
+}
+
+impl From<Sink<'_>> for Parts {
+    fn from(s: Sink<'_>) -> Parts {
+        Parts {
+            measurements: s.measurements,
+            findings: s.findings,
+            skips: s.skips,
+            failures: s.failures,
+            notes: s.notes,
+            probes: s.probes,
+        }
+    }
+}
+
+impl Parts {
+    pub(crate) fn extend(&mut self, o: Parts) {
+        self.measurements.extend(o.measurements);
+        self.findings.extend(o.findings);
+        self.skips.extend(o.skips);
+        self.failures.extend(o.failures);
+        for n in o.notes {
+            if !self.notes.contains(&n) {
+                self.notes.push(n);
+            }
+        }
+        self.probes.extend(o.probes);
+    }
+
+    /// The suite report: the closing notes (clock drift, SMT pressure) added.
+    pub(crate) fn finish(
+        mut self,
+        benches: &[&str],
+        opts: &Options,
+        timer: &timer::TimerInfo,
+        cpu_info: cpu::CpuInfo,
+        started: std::time::Instant,
+    ) -> SuiteReport {
+        let end_ghz = timer.hz / timer::ticks_per_core_cycle() / 1e9;
+        if (end_ghz / timer.core_ghz - 1.0).abs() > 0.03 {
+            self.notes.push(format!(
+                "core clock moved from {:.2} GHz at the start to {:.2} GHz at the end: cycle figures of \
+                 different benchmarks are not at the same clock",
+                timer.core_ghz, end_ghz
+            ));
+        }
+        let apc: Vec<f64> = self.probes.iter().map(|p| p.adds_per_cycle).collect();
+        let adds_per_cycle = Summary::of(&apc);
+        if let Some(n) = smt_note(&apc, cpu_info.hypervisor) {
+            self.notes.push(n);
+        }
+        SuiteReport {
+            arch: std::env::consts::ARCH.to_string(),
+            quick: opts.quick,
+            cpu: opts.cpu,
+            remote_cpu: opts.remote_cpu,
+            cpu_info,
+            benches: benches.iter().map(|s| s.to_string()).collect(),
+            measurements: self.measurements,
+            findings: self.findings,
+            skips: self.skips,
+            failures: self.failures,
+            notes: self.notes,
+            adds_per_cycle,
+            elapsed_s: started.elapsed().as_secs_f64(),
+            timer: timer.clone(),
+        }
+    }
 }
 
 /// Probe the core now (see [`timer::probe_core`]), with the time.

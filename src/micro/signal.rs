@@ -7,40 +7,63 @@ use super::harness::{collect, median};
 use super::timer::{start, stop};
 use super::{Options, Sink};
 use anyhow::Result;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
+use std::sync::Mutex;
 
-static HITS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    /// Handler runs on this thread: the signals are sent to the measuring thread itself, and
+    /// interleaved variants (`micro -k`) measure in threads of their own, each counting its own.
+    static HITS: Cell<u64> = const { Cell::new(0) };
+}
 
 extern "C" fn on_signal(_: libc::c_int) {
-    HITS.fetch_add(1, Ordering::Relaxed);
+    // A const-initialised thread-local without destructor: plain TLS, async-signal-safe.
+    HITS.with(|h| h.set(h.get() + 1));
 }
 
-/// SIGUSR1 handler installed for the benchmark; the previous action is restored on drop.
-struct Handler {
-    old: libc::sigaction,
+fn hits() -> u64 {
+    HITS.with(|h| h.get())
 }
+
+/// Benchmarks holding the handler, and the action before the first of them installed it.
+static INSTALLED: Mutex<(usize, Option<libc::sigaction>)> = Mutex::new((0, None));
+
+/// SIGUSR1 handler installed for the benchmark; the previous action is restored when the last
+/// holder drops it (interleaved variants hold it at the same time).
+struct Handler;
 
 impl Handler {
     fn install() -> Result<Handler> {
-        // SAFETY: plain sigaction calls with valid structs; the handler is async-signal-safe.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            sa.sa_flags = libc::SA_RESTART;
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(libc::SIGUSR1, &sa, &mut old) != 0 {
-                return Err(std::io::Error::last_os_error().into());
+        let mut g = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+        if g.0 == 0 {
+            // SAFETY: plain sigaction calls with valid structs; the handler is async-signal-safe.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = on_signal as *const () as usize;
+                libc::sigemptyset(&mut sa.sa_mask);
+                sa.sa_flags = libc::SA_RESTART;
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(libc::SIGUSR1, &sa, &mut old) != 0 {
+                    return Err(std::io::Error::last_os_error().into());
+                }
+                g.1 = Some(old);
             }
-            Ok(Handler { old })
         }
+        g.0 += 1;
+        Ok(Handler)
     }
 }
 
 impl Drop for Handler {
     fn drop(&mut self) {
-        // SAFETY: restoring the saved action.
-        unsafe { libc::sigaction(libc::SIGUSR1, &self.old, std::ptr::null_mut()) };
+        let mut g = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+        g.0 -= 1;
+        if g.0 == 0
+            && let Some(old) = g.1.take()
+        {
+            // SAFETY: restoring the saved action.
+            unsafe { libc::sigaction(libc::SIGUSR1, &old, std::ptr::null_mut()) };
+        }
     }
 }
 
@@ -119,7 +142,7 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
     // clean and dirty deliveries interleaved so that drift hits both alike. The baseline's
     // median over all rounds is subtracted at the end.
     let mut rounds = opts.rounds(samples);
-    let before = HITS.load(Ordering::Relaxed);
+    let before = hits();
     let avx_missing = cpu.avx512_missing();
     if let Some(why) = &avx_missing {
         sink.skip("signal", Some("avx512-dirty".into()), why.clone());
@@ -128,7 +151,7 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
     let (mut xin_clean, mut xin_dirty) = (None, None);
     let mut sent = 0usize;
     for r in 0..rounds.count() {
-        sink.round(&mut rounds, r);
+        sink.round(&mut rounds, r)?;
         let per = rounds.per(r);
         let warm = if r == 0 { 10 } else { 2 };
         base.extend(collect(warm, per, || time(0, false)));
@@ -154,7 +177,7 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
     }
     #[cfg(target_arch = "x86_64")]
     super::xstate::reset_upper_state(cpu);
-    let delivered = HITS.load(Ordering::Relaxed) - before;
+    let delivered = hits() - before;
     let expected = (sent * K) as u64;
     if delivered != expected {
         anyhow::bail!("signal handler ran {delivered} times, expected {expected}");

@@ -35,7 +35,7 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> anyhow::Result<()> {
     let mut rounds = opts.rounds(samples);
     let (mut empty, mut raw) = (Vec::new(), Vec::new());
     for r in 0..rounds.count() {
-        sink.round(&mut rounds, r);
+        sink.round(&mut rounds, r)?;
         let per = rounds.per(r);
         let w = if r == 0 { 20 } else { 5 };
         empty.extend(collect(w, per, || {

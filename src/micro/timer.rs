@@ -290,7 +290,7 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> anyhow::Result<()> {
     let mut rounds = opts.rounds(n);
     let mut pairs = Vec::with_capacity(n);
     for r in 0..rounds.count() {
-        sink.round(&mut rounds, r);
+        sink.round(&mut rounds, r)?;
         pairs.extend(empty_pairs(rounds.per(r)));
     }
     let t = sink.timer.clone();

@@ -294,7 +294,7 @@ pub fn bench_flush(sink: &mut Sink, opts: &Options) -> Result<()> {
     let ops = [Op::Madvise, Op::Mprotect];
     let mut sweep = Sweep::new("tlb-flush", "tlb-flush".into(), Vec::new(), &ops, &sizes);
     for r in 0..rounds.count() {
-        sink.round(&mut rounds, r);
+        sink.round(&mut rounds, r)?;
         sweep.round(r, rounds.per(r), sink.timer.overhead)?;
     }
     for (op, net) in sweep.record(sink, &rounds) {
@@ -480,7 +480,7 @@ pub fn bench_shootdown(sink: &mut Sink, opts: &Options) -> Result<()> {
     // mode is measured.
     let mut rounds = opts.rounds(samples);
     for r in 0..rounds.count() {
-        sink.round(&mut rounds, r);
+        sink.round(&mut rounds, r)?;
         for ((_, m, spin), sweep) in modes.iter().zip(sweeps.iter_mut()) {
             let _threads = if *m > 0 {
                 Some(Remotes::start(&remotes[..*m], *spin)?)
@@ -574,7 +574,7 @@ pub fn bench_refill(sink: &mut Sink, opts: &Options) -> Result<()> {
     let mut got: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); kinds.len()]; ks.len()];
     let mut rounds = opts.rounds(samples);
     for r in 0..rounds.count() {
-        sink.round(&mut rounds, r);
+        sink.round(&mut rounds, r)?;
         let per = rounds.per(r);
         use rand::Rng;
         let mut at = || rng.random_range(0..super::mem::HUGE / PAGE) * PAGE;

@@ -503,7 +503,7 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
     // than there are rounds), the rounds spread over the span.
     let mut spread = opts.rounds(rounds);
     for round in 0..spread.count() {
-        sink.round(&mut spread, round);
+        sink.round(&mut spread, round)?;
         configs.shuffle(&mut rng);
         if round > 0 {
             // The 4 KiB region on fresh memory every round: which physical pages back it (and

@@ -366,7 +366,7 @@ mod imp {
                 .unwrap_or(0),
         );
         for round in 0..rounds.count() {
-            sink.round(&mut rounds, round);
+            sink.round(&mut rounds, round)?;
             let per = rounds.per(round);
             let mut work = AlignedArea::new_at(size * AREAS, rng.random_range(32..544));
             for (ci, &(o, st, cold)) in configs.iter().enumerate() {

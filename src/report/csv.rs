@@ -24,6 +24,10 @@ impl Render for Csv {
         if let (View::Ceiling, Some(a)) = (r.view, &r.ceiling) {
             return super::ceiling::csv(a);
         }
+        // Two micro suites: one row per configuration (`micro_compare::CSV_HEADER`).
+        if let Some(m) = &r.micro_compare {
+            return super::micro_compare::csv(m);
+        }
         match (r.view, &r.trace) {
             (View::Trace(_), Some(t)) => super::trace::csv(&t.info, &t.tables),
             (View::Export, _) => wide(r),

@@ -57,6 +57,19 @@ fn render(d: &Report) -> String {
             s.push_str("<p>");
         }
     }
+    // Two micro suites: the compact comparison instead of a verdict, a plot and a table row for
+    // each of hundreds of configurations.
+    if let Some(m) = &d.micro_compare {
+        let _ = writeln!(
+            s,
+            "{} configuration(s) in both, {} round median(s).</p>",
+            m.rows.len(),
+            d.data.runs.len()
+        );
+        s.push_str(&super::micro_compare::html(m));
+        provenance(&mut s, d);
+        return s;
+    }
     let _ = writeln!(
         s,
         "{} variant(s), {} run(s), {} analysed (n={}); {}.</p>",
@@ -331,8 +344,11 @@ fn runs_and_provenance(s: &mut String, d: &Report) {
         );
     }
     s.push_str("</details>\n");
+    provenance(s, d);
+}
 
-    // Provenance.
+/// The provenance paragraph, and the end of the page.
+fn provenance(s: &mut String, d: &Report) {
     let cmd = d
         .data
         .experiments

@@ -75,6 +75,17 @@ pub fn value(d: &Report) -> anyhow::Result<Value> {
     });
     if let Some(m) = &d.micro_compare {
         doc["micro_compare"] = serde_json::to_value(m)?;
+        // Its rows hold what a reader needs of each configuration (medians, ratio, CI, p,
+        // verdict, rounds per side); the paired variants, the round medians, their descriptions
+        // and the full comparisons repeat it at ~30 KB per configuration (21.5 MB for two
+        // `--quick` suites): left out. The experiments hold the data.
+        doc["variants"] = json!([]);
+        doc["runs"] = json!([]);
+        doc["runs_included"] = json!(false);
+        doc["describe"] = json!([]);
+        if let Some(c) = doc["analysis"].get_mut("comparisons") {
+            *c = json!([]);
+        }
     }
     if let Some(a) = &d.ceiling {
         doc["ceiling"] = super::ceiling::json(a);

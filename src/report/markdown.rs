@@ -38,7 +38,21 @@ impl Render for Markdown {
 fn render(d: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "### abperf {}\n", cell(&d.title()));
-    for v in d.comparisons() {
+    // Two micro suites: one row per configuration in a compact table, not a verdict each.
+    if let Some(m) = &d.micro_compare {
+        s += &super::micro_compare::markdown(m);
+        let _ = writeln!(
+            s,
+            "\nRounds as the unit; {}, alpha {}; every configuration in `--format csv` or `json`.",
+            if d.tests().is_empty() {
+                "no tests".to_string()
+            } else {
+                cell(&d.tests())
+            },
+            d.alpha()
+        );
+    }
+    for v in d.comparisons().iter().filter(|_| d.micro_compare.is_none()) {
         let _ = writeln!(s, "- **{}**: {}", cell(&v.metric), cell(&v.line));
     }
     for n in &d.verdict_notes() {
@@ -46,21 +60,12 @@ fn render(d: &Report) -> String {
     }
     let _ = writeln!(s);
     // A micro experiment's configurations are no columns to compare: its tables follow.
-    if d.micro.is_none() {
+    if d.micro.is_none() && d.micro_compare.is_none() {
         summary_table(&mut s, d);
     }
-    let _ = writeln!(
-        s,
-        "Runs per variant: {}. Mean ± perf stat's figure (SD/√n/mean). {}, {}, alpha {}.",
-        d.n_text(),
-        cell(&d.order_text()),
-        if d.tests().is_empty() {
-            "no tests".to_string()
-        } else {
-            cell(&d.tests())
-        },
-        d.alpha()
-    );
+    if d.micro_compare.is_none() {
+        runs_line(&mut s, d);
+    }
     if let Some(t) = &d.trace {
         let body = super::trace::markdown(&t.info, &t.tables);
         let _ = writeln!(s, "\n#### Trace tables\n\n{}", body.trim_end());
@@ -93,6 +98,22 @@ fn render(d: &Report) -> String {
         d.data_sha256
     );
     s
+}
+
+/// "Runs per variant: ...": the runs, the order and the tests of an ordinary comparison.
+fn runs_line(s: &mut String, d: &Report) {
+    let _ = writeln!(
+        s,
+        "Runs per variant: {}. Mean ± perf stat's figure (SD/√n/mean). {}, {}, alpha {}.",
+        d.n_text(),
+        cell(&d.order_text()),
+        if d.tests().is_empty() {
+            "no tests".to_string()
+        } else {
+            cell(&d.tests())
+        },
+        d.alpha()
+    );
 }
 
 /// One row per metric, one column per variant with its change against the baseline.

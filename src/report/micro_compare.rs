@@ -59,6 +59,83 @@ pub struct FindingPair {
     pub unit: String,
     pub a: Option<f64>,
     pub b: Option<f64>,
+    /// For a knee: the same estimate made in every round of each side, compared with the
+    /// rounds as the unit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<RoundEstimates>,
+}
+
+/// A finding estimated once per round on both sides, and the test of the two sets.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoundEstimates {
+    /// Rounds in which the estimate exists (a knee was found), and rounds in all.
+    pub found_a: usize,
+    pub rounds_a: usize,
+    pub found_b: usize,
+    pub rounds_b: usize,
+    /// Median of the per-round estimates.
+    pub median_a: Option<f64>,
+    pub median_b: Option<f64>,
+    /// Mann-Whitney U of the per-round estimates (two-sided), when both sides have 3 or more.
+    pub p: Option<f64>,
+    /// `moved` (p below alpha), `same` or `unknown` (too few rounds with an estimate).
+    pub verdict: &'static str,
+}
+
+impl RoundEstimates {
+    /// Compare the per-round estimates `a` and `b` (`None`: not found in that round).
+    pub fn of(a: &[Option<f64>], b: &[Option<f64>], alpha: f64) -> RoundEstimates {
+        let fa: Vec<f64> = a.iter().flatten().copied().collect();
+        let fb: Vec<f64> = b.iter().flatten().copied().collect();
+        let med = |x: &[f64]| {
+            (!x.is_empty()).then(|| {
+                let mut v = x.to_vec();
+                v.sort_by(f64::total_cmp);
+                let n = v.len();
+                if n % 2 == 1 {
+                    v[n / 2]
+                } else {
+                    (v[n / 2 - 1] + v[n / 2]) / 2.0
+                }
+            })
+        };
+        let p = (fa.len() >= 3 && fb.len() >= 3)
+            .then(|| crate::stats::rank::mann_whitney(&fa, &fb, None).ok())
+            .flatten()
+            .map(|m| m.p);
+        RoundEstimates {
+            found_a: fa.len(),
+            rounds_a: a.len(),
+            found_b: fb.len(),
+            rounds_b: b.len(),
+            median_a: med(&fa),
+            median_b: med(&fb),
+            p,
+            verdict: match p {
+                Some(p) if p < alpha => "moved",
+                Some(_) => "same",
+                None => "unknown",
+            },
+        }
+    }
+
+    /// "per round: 33 (28/32 rounds) -> 16 (30/32), Mann-Whitney p=1.2e-5: moved".
+    pub fn text(&self) -> String {
+        let v = |x: Option<f64>| x.map(|x| format!("{x:.0}")).unwrap_or_else(|| "-".into());
+        format!(
+            "per round: {} ({}/{} rounds) -> {} ({}/{}), Mann-Whitney p={}: {}",
+            v(self.median_a),
+            self.found_a,
+            self.rounds_a,
+            v(self.median_b),
+            self.found_b,
+            self.rounds_b,
+            self.p
+                .map(|p| format!("{p:.2}"))
+                .unwrap_or_else(|| "-".into()),
+            self.verdict
+        )
+    }
 }
 
 /// The section.
@@ -68,6 +145,9 @@ pub struct MicroCompare {
     pub labels: [String; 2],
     /// "round": each round's median is one observation.
     pub unit: &'static str,
+    /// Whether the two were measured interleaved round by round, as variants of one
+    /// `abperf micro -k` (round r of each next to each other), rather than as two runs.
+    pub interleaved: bool,
     pub rows: Vec<Row>,
     pub families: Vec<Family>,
     pub findings: Vec<FindingPair>,
@@ -157,6 +237,7 @@ pub fn build(
                 unit: fa.unit.clone(),
                 a: fa.value,
                 b: fb.value,
+                rounds: None,
             });
         }
     }
@@ -166,6 +247,7 @@ pub fn build(
     MicroCompare {
         labels,
         unit: "round",
+        interleaved: false,
         rows,
         families,
         findings: pairs,
@@ -313,6 +395,13 @@ pub fn text(m: &MicroCompare, all: bool) -> String {
         .unwrap_or(6)
         .clamp(6, 60);
     let [la, lb] = &m.labels;
+    // Value columns as wide as the labels (knob variants are named `knob=value`), 10 to 28.
+    let vw = la.chars().count().max(lb.chars().count()).clamp(10, 28);
+    let head_a = if la.chars().count() + 1 + metric.chars().count() <= vw {
+        format!("{la} {metric}")
+    } else {
+        truncate(la, vw)
+    };
     for f in &m.families {
         let _ = writeln!(
             out,
@@ -329,13 +418,10 @@ pub fn text(m: &MicroCompare, all: bool) -> String {
         }
         let _ = writeln!(
             out,
-            "  {:<w$}  {:>10} {:>10} {:>8} {:<17} {:>8}  verdict",
+            "  {:<w$}  {:>vw$} {:>vw$} {:>8} {:<17} {:>8}  verdict",
             "config",
-            format!("{la} {metric}")
-                .chars()
-                .take(10)
-                .collect::<String>(),
-            lb,
+            head_a,
+            truncate(lb, vw),
             "change",
             "(95% CI)",
             "p adj"
@@ -345,7 +431,7 @@ pub fn text(m: &MicroCompare, all: bool) -> String {
         for r in rows {
             let _ = writeln!(
                 out,
-                "  {:<w$}  {:>10} {:>10} {:>8} {:<17} {:>8}  {}",
+                "  {:<w$}  {:>vw$} {:>vw$} {:>8} {:<17} {:>8}  {}",
                 truncate(&r.config, w),
                 value(r.median_a),
                 value(r.median_b),
@@ -365,12 +451,16 @@ pub fn text(m: &MicroCompare, all: bool) -> String {
             let v = |x: Option<f64>| x.map(value).unwrap_or_else(|| "-".into());
             let _ = writeln!(
                 out,
-                "  {}/{}: {} -> {} {}",
+                "  {}/{}: {} -> {} {}{}",
                 p.bench,
                 p.key,
                 v(p.a),
                 v(p.b),
-                p.unit
+                p.unit,
+                p.rounds
+                    .as_ref()
+                    .map(|r| format!("; {}", r.text()))
+                    .unwrap_or_default()
             );
         }
     }
@@ -385,4 +475,269 @@ pub fn text(m: &MicroCompare, all: bool) -> String {
         }
     }
     out
+}
+
+/// The rows of a family in the order the reports show them: the differing ones first.
+fn family_rows<'m>(m: &'m MicroCompare, bench: &str, all: bool) -> Vec<&'m Row> {
+    let mut rows: Vec<&Row> = m
+        .rows
+        .iter()
+        .filter(|r| r.bench == bench && (all || r.differs()))
+        .collect();
+    rows.sort_by_key(|r| !r.differs());
+    rows
+}
+
+fn p_text(p: Option<f64>) -> String {
+    p.map(|p| format!("{p:.2e}")).unwrap_or_else(|| "-".into())
+}
+
+/// `--format md`: the summary, the cautions, the per-family counts, the differing rows and the
+/// findings side by side (every row is in the CSV and JSON).
+pub fn markdown(m: &MicroCompare) -> String {
+    use super::markdown::cell;
+    let mut s = String::new();
+    let [la, lb] = &m.labels;
+    let _ = writeln!(s, "{}\n", cell(&m.summary));
+    for c in &m.cautions {
+        let _ = writeln!(s, "- caution: {}", cell(c));
+    }
+    if !m.cautions.is_empty() {
+        let _ = writeln!(s);
+    }
+    let _ = writeln!(
+        s,
+        "| family | configurations | faster | slower | no difference | inconclusive |\n|---|--:|--:|--:|--:|--:|"
+    );
+    for f in &m.families {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} |",
+            cell(&f.bench),
+            f.configurations,
+            f.faster,
+            f.slower,
+            f.no_difference,
+            f.inconclusive
+        );
+    }
+    let differing: Vec<&Row> = m
+        .families
+        .iter()
+        .flat_map(|f| family_rows(m, &f.bench, false))
+        .collect();
+    let metric = m.rows.first().map(|r| r.metric.as_str()).unwrap_or("");
+    if differing.is_empty() {
+        let _ = writeln!(s, "\nNo configuration differs.");
+    } else {
+        let _ = writeln!(
+            s,
+            "\n| configuration | {} ({}) | {} | change | 95% CI | p adj | verdict |\n|---|--:|--:|--:|---|--:|---|",
+            cell(la),
+            cell(metric),
+            cell(lb)
+        );
+        for r in differing {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                cell(&r.config),
+                value(r.median_a),
+                value(r.median_b),
+                pct(r.ratio),
+                ci_text(r.ratio_ci),
+                p_text(r.p_adjusted),
+                r.verdict.upper()
+            );
+        }
+    }
+    if !m.findings.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n| finding | {} | {} | unit |\n|---|--:|--:|---|",
+            cell(la),
+            cell(lb)
+        );
+        for p in &m.findings {
+            let v = |x: Option<f64>| x.map(value).unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                s,
+                "| {}/{} | {} | {} | {} |",
+                cell(&p.bench),
+                cell(&p.key),
+                v(p.a),
+                v(p.b),
+                cell(&p.unit)
+            );
+        }
+    }
+    for (label, only) in [(la, &m.only_a), (lb, &m.only_b)] {
+        if !only.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nOnly in {}: {} configuration(s).",
+                cell(label),
+                only.len()
+            );
+        }
+    }
+    s
+}
+
+/// CSV header of a micro comparison: one row per configuration.
+pub const CSV_HEADER: [&str; 14] = [
+    "bench",
+    "config",
+    "metric",
+    "label_a",
+    "label_b",
+    "rounds_a",
+    "rounds_b",
+    "median_a",
+    "median_b",
+    "ratio",
+    "ratio_ci_low",
+    "ratio_ci_high",
+    "p_adjusted",
+    "verdict",
+];
+
+/// `--format csv`: every configuration, one row each (`CSV_HEADER`).
+pub fn csv(m: &MicroCompare) -> anyhow::Result<String> {
+    use super::csv::neutral;
+    let mut w = ::csv::Writer::from_writer(Vec::new());
+    w.write_record(CSV_HEADER)?;
+    let num = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
+    for r in &m.rows {
+        w.write_record([
+            neutral(&r.bench),
+            neutral(&r.config),
+            neutral(&r.metric),
+            neutral(&m.labels[0]),
+            neutral(&m.labels[1]),
+            r.rounds_a.to_string(),
+            r.rounds_b.to_string(),
+            r.median_a.to_string(),
+            r.median_b.to_string(),
+            r.ratio.to_string(),
+            num(r.ratio_ci.map(|c| c[0])),
+            num(r.ratio_ci.map(|c| c[1])),
+            num(r.p_adjusted),
+            r.verdict.as_str().to_string(),
+        ])?;
+    }
+    super::csv::finish(w)
+}
+
+/// `--format html`: the section of the page (summary, counts, per family the differing rows
+/// and, folded, every row; the findings).
+pub fn html(m: &MicroCompare) -> String {
+    use super::svg::esc;
+    let mut s = String::new();
+    let [la, lb] = &m.labels;
+    let _ = writeln!(
+        s,
+        "<h2>Micro comparison</h2><p id=\"micro-summary\">{}</p>",
+        esc(&m.summary)
+    );
+    for c in &m.cautions {
+        let _ = writeln!(s, "<p class=\"note caution\">caution: {}</p>", esc(c));
+    }
+    let metric = m.rows.first().map(|r| r.metric.as_str()).unwrap_or("");
+    let _ = writeln!(
+        s,
+        "<p class=\"note\">{} (baseline) against {}; {} as the unit (each round's median one \
+         observation); medians of the round medians in {}.</p>",
+        esc(la),
+        esc(lb),
+        esc(m.unit),
+        esc(metric)
+    );
+    s.push_str("<div class=\"scroll\"><table id=\"micro-families\"><tr><th class=\"l\">family</th><th>configurations</th><th>faster</th><th>slower</th><th>no difference</th><th>inconclusive</th></tr>\n");
+    for f in &m.families {
+        let _ = writeln!(
+            s,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&f.bench),
+            f.configurations,
+            f.faster,
+            f.slower,
+            f.no_difference,
+            f.inconclusive
+        );
+    }
+    s.push_str("</table></div>\n");
+    let row = |s: &mut String, r: &Row| {
+        let _ = writeln!(
+            s,
+            "<tr class=\"{}\"><td class=\"l name\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l verdict\">{}</td></tr>",
+            if r.differs() { "differs" } else { "same" },
+            esc(&r.config),
+            value(r.median_a),
+            value(r.median_b),
+            pct(r.ratio),
+            esc(&ci_text(r.ratio_ci)),
+            r.rounds_a.min(r.rounds_b),
+            p_text(r.p_adjusted),
+            r.verdict.upper()
+        );
+    };
+    let head = format!(
+        "<div class=\"scroll\"><table class=\"micro-compare\"><tr><th class=\"l\">configuration</th><th>{}</th><th>{}</th><th>change</th><th>95% CI</th><th>rounds</th><th>p adj</th><th class=\"l\">verdict</th></tr>\n",
+        esc(la),
+        esc(lb)
+    );
+    for f in &m.families {
+        let _ = writeln!(s, "<h3>{}</h3>", esc(&f.bench));
+        let diff = family_rows(m, &f.bench, false);
+        if !diff.is_empty() {
+            s.push_str(&head);
+            for r in diff {
+                row(&mut s, r);
+            }
+            s.push_str("</table></div>\n");
+        }
+        let _ = write!(
+            s,
+            "<details><summary>all {} configurations</summary>{head}",
+            f.configurations
+        );
+        for r in family_rows(m, &f.bench, true) {
+            row(&mut s, r);
+        }
+        s.push_str("</table></div></details>\n");
+    }
+    if !m.findings.is_empty() {
+        let _ = writeln!(
+            s,
+            "<h3>Findings</h3><div class=\"scroll\"><table id=\"micro-findings\"><tr><th class=\"l\">finding</th><th>{}</th><th>{}</th><th class=\"l\">unit</th></tr>",
+            esc(la),
+            esc(lb)
+        );
+        for p in &m.findings {
+            let v = |x: Option<f64>| x.map(value).unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                s,
+                "<tr><td class=\"l\">{}/{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+                esc(&p.bench),
+                esc(&p.key),
+                v(p.a),
+                v(p.b),
+                esc(&p.unit)
+            );
+        }
+        s.push_str("</table></div>\n");
+    }
+    for (label, only) in [(la, &m.only_a), (lb, &m.only_b)] {
+        if !only.is_empty() {
+            let _ = writeln!(
+                s,
+                "<p class=\"note\">Only in {}: {} configuration(s), e.g. {}.</p>",
+                esc(label),
+                only.len(),
+                esc(&only.iter().take(3).cloned().collect::<Vec<_>>().join(", "))
+            );
+        }
+    }
+    s
 }

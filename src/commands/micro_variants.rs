@@ -1,0 +1,296 @@
+//! `abperf micro -k PATH=V1,V2`: the suite for several knob settings in one command, the
+//! variants interleaved round by round (`micro::interleave`), each stored as a micro experiment
+//! of its own linked to the others (design field `interleaved`: group, index, label, knobs,
+//! seed), and the comparison of the first two printed (`compare_micro::build`: configuration by
+//! configuration, round medians as the unit).
+//!
+//! The knobs are the run path's: locked, written, read back and verified before each variant's
+//! turn (`runner::KnobGuard`), restored at the end, on errors, on panic (the guard's drop) and on
+//! SIGINT/SIGTERM/SIGHUP/SIGPIPE (`runner::signals`: the next turn sees the signal, every
+//! variant's benchmark stops, the knobs are put back and nothing is stored; exit 128+N).
+
+use super::micro::MicroArgs;
+use super::output;
+use crate::design::variants::{KnobSpec, knob_label};
+use crate::error::usage;
+use crate::micro::{self, Options};
+use crate::model::MicroFinding;
+use crate::report::Format;
+use crate::runner::knob_lock::LockOptions;
+use crate::runner::{KnobGuard, preflight, signals};
+use crate::store::Store;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// One variant: its label and the knob values it sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub label: String,
+    pub knobs: Vec<(String, String)>,
+}
+
+/// Every combination of the knobs' values (the first knob varying slowest), labelled
+/// `LABEL=VALUE ...`; a label given twice (the same value twice: an A/A run) gets ` #N`.
+pub fn plans(specs: &[KnobSpec]) -> anyhow::Result<Vec<Plan>> {
+    let mut seen = std::collections::BTreeSet::new();
+    for k in specs {
+        if !seen.insert(&k.path) {
+            return Err(usage(format!("-k/--knob: knob '{}' given twice", k.path)));
+        }
+    }
+    let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for k in specs {
+        combos = combos
+            .into_iter()
+            .flat_map(|prefix| {
+                k.values.iter().map(move |v| {
+                    let mut p = prefix.clone();
+                    p.push((k.path.clone(), v.clone()));
+                    p
+                })
+            })
+            .collect();
+    }
+    let labels: Vec<String> = combos
+        .iter()
+        .map(|c| {
+            c.iter()
+                .map(|(p, v)| format!("{}={v}", knob_label(p)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    Ok(combos
+        .into_iter()
+        .enumerate()
+        .map(|(i, knobs)| {
+            let repeats = labels.iter().filter(|l| **l == labels[i]).count();
+            let label = if repeats > 1 {
+                let nth = labels[..=i].iter().filter(|l| **l == labels[i]).count();
+                format!("{} #{nth}", labels[i])
+            } else {
+                labels[i].clone()
+            };
+            Plan { label, knobs }
+        })
+        .collect())
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Run the suite for every knob variant, interleaved; store and print.
+pub fn run(
+    args: &MicroArgs,
+    benches: &[&'static str],
+    opts: &Options,
+    specs: &[KnobSpec],
+    store: Option<&mut Store>,
+) -> anyhow::Result<i32> {
+    preflight::check_knob_values(specs)?;
+    let plans = plans(specs)?;
+    if plans.len() < 2 {
+        return Err(usage(format!(
+            "-k {}: one variant; give two values or more (the same value twice for an A/A run)",
+            args.knobs.join(" -k ")
+        )));
+    }
+    if plans.len() > 2 && matches!(args.format, Format::Json) {
+        return Err(usage(format!(
+            "--format json: {} variants; the printed comparison is of two (all are stored: \
+             compare them pairwise with `abperf compare A B`)",
+            plans.len()
+        )));
+    }
+    signals::install()?;
+    let paths: Vec<String> = specs.iter().map(|k| k.path.clone()).collect();
+    let guard = KnobGuard::prepare_with(
+        &paths,
+        &BTreeMap::new(),
+        &LockOptions {
+            wait: args.wait,
+            purpose: "micro".into(),
+        },
+    )?;
+    let guard = Mutex::new(guard);
+    let seed = args.seed.unwrap_or_else(now_ns);
+    let switch = |v: usize| -> anyhow::Result<()> {
+        if let Some(sig) = signals::received() {
+            anyhow::bail!("interrupted by {}", signals::name(sig));
+        }
+        let mut g = guard.lock().unwrap_or_else(|e| e.into_inner());
+        for (path, value) in &plans[v].knobs {
+            g.apply(path, value)?;
+        }
+        Ok(())
+    };
+    let bar = indicatif::ProgressBar::new(benches.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "micro x{} variants [{{pos}}/{{len}}] {{msg}} {{elapsed}}",
+            plans.len()
+        ))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let result =
+        micro::interleave::run_interleaved(benches, opts, plans.len(), seed, &switch, |b| {
+            bar.set_message(b.to_string());
+            bar.inc(1);
+        });
+    bar.finish_and_clear();
+    // The knobs go back first, whatever happened.
+    let restore_errors = guard.lock().unwrap_or_else(|e| e.into_inner()).restore();
+    for e in &restore_errors {
+        eprintln!("abperf: error: {e}");
+    }
+    if let Some(sig) = signals::received() {
+        eprintln!(
+            "abperf: interrupted by {}: knobs restored{}; nothing stored",
+            signals::name(sig),
+            if restore_errors.is_empty() {
+                ""
+            } else {
+                " (except the above)"
+            }
+        );
+        return Ok(128 + sig);
+    }
+    let reports = result?;
+    let argv: Vec<String> = std::env::args().collect();
+    let base = args.name.clone().unwrap_or_else(|| {
+        if benches.len() == micro::BENCHES.len() {
+            "micro".to_string()
+        } else {
+            format!("micro {}", benches.join(" "))
+        }
+    });
+    let group = format!("{seed:016x}-{:x}", now_ns());
+    let labels: Vec<String> = plans.iter().map(|p| p.label.clone()).collect();
+    let environment = crate::doctor::environment();
+    let mut records = Vec::new();
+    for (v, (rep, plan)) in reports.iter().zip(&plans).enumerate() {
+        let mut rec = micro::record::record(
+            rep,
+            &format!("{base} [{}]", plan.label),
+            &argv,
+            environment.clone(),
+        );
+        let knobs: BTreeMap<&str, &str> = plan
+            .knobs
+            .iter()
+            .map(|(p, v)| (p.as_str(), v.as_str()))
+            .collect();
+        rec.experiment.design["interleaved"] = serde_json::json!({
+            "group": group,
+            "index": v,
+            "label": plan.label,
+            "labels": labels,
+            "knobs": knobs,
+            "seed": seed,
+            "order": "round by round, ABBA (seeded)",
+        });
+        records.push(rec);
+    }
+    let mut data: Vec<crate::model::Dataset> = records.iter().map(|r| r.dataset()).collect();
+    if let Some(s) = store {
+        let mut ids = Vec::new();
+        for rec in &records {
+            ids.push(rec.save(s)?);
+        }
+        eprintln!(
+            "abperf: stored as experiments {} in {} (variants {}, measured interleaved); \
+             compare them again with `abperf compare {}{}`",
+            ids.iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            s.path().display(),
+            labels.join(" | "),
+            ids[0],
+            if ids.len() > 2 {
+                format!(" {}", ids[1])
+            } else {
+                String::new()
+            }
+        );
+        // Read back: the comparison printed is the one `abperf compare` gives.
+        data = ids
+            .iter()
+            .map(|&id| s.load(id))
+            .collect::<anyhow::Result<_>>()?;
+    }
+    let findings: Vec<&[MicroFinding]> = records.iter().map(|r| r.findings.as_slice()).collect();
+    let mut out = String::new();
+    for v in 1..records.len() {
+        let r = super::compare_micro::build(
+            [&data[0], &data[v]],
+            [labels[0].clone(), labels[v].clone()],
+            [findings[0], findings[v]],
+            None,
+            &output::AnalysisArgs::default(),
+        )?;
+        out += &args.format.render(&r)?;
+    }
+    output::write(&out, None)?;
+    let failures: Vec<(&str, &micro::Skip)> = reports
+        .iter()
+        .zip(&labels)
+        .flat_map(|(r, l)| r.failures.iter().map(move |f| (l.as_str(), f)))
+        .collect();
+    for (l, f) in &failures {
+        eprintln!(
+            "abperf: error: micro {}{} failed for {l}: {}",
+            f.bench,
+            f.config
+                .as_ref()
+                .map(|c| format!(" ({c})"))
+                .unwrap_or_default(),
+            f.reason
+        );
+    }
+    if !failures.is_empty() || !restore_errors.is_empty() {
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(p: &str, v: &[&str]) -> KnobSpec {
+        KnobSpec {
+            path: p.into(),
+            values: v.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn plans_combine_and_number_repeats() {
+        let p = plans(&[spec(
+            "/sys/kernel/mm/transparent_hugepage/enabled",
+            &["always", "never"],
+        )])
+        .unwrap();
+        let l: Vec<&str> = p.iter().map(|p| p.label.as_str()).collect();
+        assert_eq!(
+            l,
+            [
+                "transparent_hugepage/enabled=always",
+                "transparent_hugepage/enabled=never"
+            ]
+        );
+        let aa = plans(&[spec("/proc/sys/kernel/x", &["1", "1"])]).unwrap();
+        assert_eq!(aa[0].label, "kernel/x=1 #1");
+        assert_eq!(aa[1].label, "kernel/x=1 #2");
+        let two = plans(&[spec("/a/b", &["1", "2"]), spec("/c/d", &["x", "y"])]).unwrap();
+        assert_eq!(two.len(), 4);
+        assert_eq!(two[1].label, "a/b=1 c/d=y");
+        let e = plans(&[spec("/a/b", &["1"]), spec("/a/b", &["2"])]).unwrap_err();
+        assert!(format!("{e}").contains("given twice"), "{e}");
+    }
+}
