@@ -40,7 +40,7 @@ measure() { # label cmd... -> one row: max RSS, CPU s, lines per CPU-second, wal
 printf '%-40s %11s %10s %10s %9s\n' "text import" "max RSS" "CPU" "lines/CPU-s" "wall"
 measure "wc -l (reading only, floor)" wc -l "$TMP/big.txt"
 if [ -n "${ABPERF_BEFORE:-}" ]; then
-    measure "abperf before (whole file in memory)" "$ABPERF_BEFORE" trace import -q --db "$TMP/before.db" "$TMP/big.txt"
+    measure "abperf before (ABPERF_BEFORE)" "$ABPERF_BEFORE" trace import -q --db "$TMP/before.db" "$TMP/big.txt"
 fi
 measure "abperf trace import (streamed)" "$ABPERF" trace import -q --db "$TMP/after.db" "$TMP/big.txt"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -145,6 +145,9 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
     if !knob_specs.is_empty() {
         return super::micro_variants::run(&args, &benches, &opts, &knob_specs, store.as_mut());
     }
+    // Other processes' CPU use, load and pressure are sampled over the benchmarks (a first
+    // scan on a thread now, the second when they are done), not before them.
+    let sampling = crate::doctor::Sampling::start();
     let bar = indicatif::ProgressBar::new(benches.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("micro [{pos}/{len}] {msg} {elapsed}")
@@ -163,7 +166,11 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
             format!("micro {}", benches.join(" "))
         }
     });
-    let record = micro::record::record(&report, &name, &argv, crate::doctor::environment());
+    let environment = crate::doctor::merged(
+        crate::doctor::environment_unsampled(),
+        &sampling.finish("during the benchmarks"),
+    );
+    let record = micro::record::record(&report, &name, &argv, environment);
     let mut r = match store.as_mut() {
         Some(s) => {
             let id = record.save(s)?;

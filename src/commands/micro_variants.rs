@@ -128,6 +128,8 @@ pub fn run(
         }
         Ok(())
     };
+    // Sampled over the benchmarks, as for a single suite (see commands/micro.rs).
+    let sampling = crate::doctor::Sampling::start();
     let bar = indicatif::ProgressBar::new(benches.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template(&format!(
@@ -170,7 +172,10 @@ pub fn run(
     });
     let group = format!("{seed:016x}-{:x}", now_ns());
     let labels: Vec<String> = plans.iter().map(|p| p.label.clone()).collect();
-    let environment = crate::doctor::environment();
+    let environment = crate::doctor::merged(
+        crate::doctor::environment_unsampled(),
+        &sampling.finish("during the benchmarks"),
+    );
     let mut records = Vec::new();
     for (v, (rep, plan)) in reports.iter().zip(&plans).enumerate() {
         let mut rec = micro::record::record(

@@ -287,7 +287,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         design::build_boot_schedule(cfg.order, variants.len(), boots, cfg.runs, cfg.warmup, seed);
     let mut design_json = serde_json::to_value(&cfg)?;
     design_json["vm"] = serde_json::to_value(&vmd)?;
-    let mut environment = crate::doctor::environment();
+    // Other processes' CPU use, load and pressure are sampled over the boots (`execute`), not
+    // before them.
+    let mut environment = crate::doctor::environment_unsampled();
     environment["vm"] = serde_json::json!({
         "accel": accel,
         "accel_reason": accel_reason,
@@ -342,8 +344,12 @@ fn execute(
         schedule: &schedule,
         plans: &plans,
     };
+    let sampling = crate::doctor::Sampling::start();
     let mut bar = Bar(None, None);
     let result = execute_boots(store, &boots, &mut bar);
+    if let Err(e) = store.merge_environment(id, &sampling.finish("during the boots")) {
+        eprintln!("abperf: warning: the load sampled during the boots is not stored: {e:#}");
+    }
     conclude(store, id, variants.len(), result)
 }
 

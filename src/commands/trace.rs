@@ -174,24 +174,18 @@ fn argv() -> Vec<String> {
     std::env::args().collect()
 }
 
-fn lost_from_raw(raw: &RawCapture, dec: &trace::record::Decoded) -> Vec<LostCpu> {
-    raw.cpus
+/// Losses per CPU block: the kernel's stats (from the meta data) and the pages' flags.
+fn lost_from_raw(meta: &trace::record::RawMeta, dec: &trace::record::Decoded) -> Vec<LostCpu> {
+    dec.lost_pages
         .iter()
-        .map(|(cpu, _)| {
-            let stats = raw
-                .meta
+        .map(|&(cpu, pages)| {
+            let stats = meta
                 .lost_stats
                 .iter()
-                .find(|(c, _)| c == cpu)
+                .find(|(c, _)| *c == cpu)
                 .map(|(_, n)| *n);
-            let pages = dec
-                .lost_pages
-                .iter()
-                .find(|(c, _)| c == cpu)
-                .map(|(_, l)| *l)
-                .unwrap_or_default();
             LostCpu {
-                cpu: *cpu,
+                cpu,
                 stats,
                 counted: pages.counted,
                 flagged: pages.flagged_uncounted,
@@ -300,7 +294,7 @@ fn record(a: RecordArgs) -> Result<i32> {
         wall_ns: Some(rec.wall_ns),
         span_ticks: dec.span,
         event_count: dec.events,
-        lost: lost_from_raw(&rec.raw, &dec),
+        lost: lost_from_raw(&rec.raw.meta, &dec),
         command: a.command.clone(),
         raw_path: a.keep_raw.as_ref().map(|p| absolute(p)),
         text_path: None,
@@ -409,15 +403,12 @@ fn import(a: ImportArgs) -> Result<i32> {
         .then(|| std::thread::spawn(|| trace::tsc::calibrate(Duration::from_millis(100))));
     let tsc_hz = None;
     let (mut info, tables) = if is_raw(&a.file)? {
-        let raw = RawCapture::read(&a.file)?;
-        // Decoding errors name the page and byte; the file is named here.
-        let dec = raw
-            .analyze(&[Spec::Standard])
+        // Streamed: decoding errors name the page and byte; the file is named here.
+        let (meta, dec) = RawCapture::analyze_file(&a.file, &[Spec::Standard])
             .with_context(|| a.file.display().to_string())?;
         let info = CaptureInfo {
             source: "import".into(),
-            events: raw
-                .meta
+            events: meta
                 .formats
                 .iter()
                 .filter_map(|(s, t)| {
@@ -426,11 +417,11 @@ fn import(a: ImportArgs) -> Result<i32> {
                         .map(|f| f.full_name())
                 })
                 .collect(),
-            clock: raw.meta.clock.clone(),
+            clock: meta.clock.clone(),
             tsc_hz,
             span_ticks: dec.span,
             event_count: dec.events,
-            lost: lost_from_raw(&raw, &dec),
+            lost: lost_from_raw(&meta, &dec),
             raw_path: Some(absolute(&a.file)),
             ..Default::default()
         };
@@ -538,11 +529,9 @@ fn report(a: ReportArgs) -> Result<i32> {
         Some(spec) => {
             let specs = [spec.clone()];
             if let Some(raw_path) = info.raw_path.as_deref() {
-                let raw = RawCapture::read(Path::new(raw_path))
-                    .with_context(|| format!("capture {id}: re-reading its raw pages"))?;
-                let mut t = raw
-                    .analyze(&specs)
-                    .with_context(|| format!("capture {id}: {raw_path}"))?
+                let mut t = RawCapture::analyze_file(Path::new(raw_path), &specs)
+                    .with_context(|| format!("capture {id}: re-reading its raw pages {raw_path}"))?
+                    .1
                     .tables;
                 t.events = stored.events.clone();
                 t

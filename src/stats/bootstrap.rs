@@ -6,7 +6,7 @@
 use super::StatsError;
 use super::dist::{norm_cdf, norm_ppf};
 use crate::model::describe::{mean, median_sorted, sd, sorted};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use serde::Serialize;
 
@@ -235,40 +235,208 @@ pub fn bca_interval(
 }
 
 /// Bootstrap distributions of the three ratios from `resamples` seeded resamples.
+///
+/// One ChaCha20 stream draws, for each resample in turn, the indices of A's values and then
+/// B's, exactly as `rng.random_range(0..len)` would (see [`draw`]). A resample is kept as the
+/// count of each rank of the sorted sample (a value's rank order is its value order), so its
+/// median is found by walking the counts and its mean and SD by summing over them: no copy of
+/// the values, no sort or selection per resample.
 pub fn resample_ratios(a: &[f64], b: &[f64], resamples: usize, seed: u64) -> [Vec<f64>; 3] {
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let (m, n) = (a.len(), b.len());
+    // Resamples per batch of drawn indices: about a million indices (4 MB).
+    let batch = (1 << 20) / (m + n).max(1) + 1;
+    let parallel = resamples * (m + n) >= 1 << 22
+        && std::thread::available_parallelism().is_ok_and(|p| p.get() >= 2);
+    let (mut pa, mut pb) = (Ranked::new(a), Ranked::new(b));
     let mut out = [
         Vec::with_capacity(resamples),
         Vec::with_capacity(resamples),
         Vec::with_capacity(resamples),
     ];
-    let mut ra = vec![0.0; a.len()];
-    let mut rb = vec![0.0; b.len()];
-    for _ in 0..resamples {
-        for v in ra.iter_mut() {
-            *v = a[rng.random_range(0..a.len())];
+    let mut take = |idx: &[u32]| {
+        for one in idx.chunks_exact(m + n) {
+            pa.count(&one[..m]);
+            pb.count(&one[m..]);
+            let (fa, fb) = (pa.figures(), pb.figures());
+            out[0].push(fb.mean / fa.mean);
+            out[2].push(fb.sd / fa.sd);
+            out[1].push(fb.median / fa.median);
         }
-        for v in rb.iter_mut() {
-            *v = b[rng.random_range(0..b.len())];
+    };
+    // One stream draws every index in order, whichever thread uses them: the same resamples
+    // with one thread or two.
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let mut fill = move |buf: &mut Vec<u32>, count: usize| {
+        buf.clear();
+        for _ in 0..count {
+            buf.extend((0..m).map(|_| draw(&mut rng, m as u32)));
+            buf.extend((0..n).map(|_| draw(&mut rng, n as u32)));
         }
-        out[0].push(mean(&rb) / mean(&ra));
-        out[2].push(sd(&rb) / sd(&ra));
-        out[1].push(select_median(&mut rb) / select_median(&mut ra));
+    };
+    if !parallel {
+        let mut buf = Vec::new();
+        for start in (0..resamples).step_by(batch) {
+            fill(&mut buf, batch.min(resamples - start));
+            take(&buf);
+        }
+        return out;
     }
+    // Two threads: this one draws the indices (the ChaCha20 stream is about half the work),
+    // the other counts and sums; two buffers go back and forth.
+    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Vec<u32>>(2);
+    let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<u32>>();
+    for _ in 0..2 {
+        let _ = empty_tx.send(Vec::new());
+    }
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            for buf in full_rx {
+                take(&buf);
+                if empty_tx.send(buf).is_err() {
+                    break;
+                }
+            }
+        });
+        for start in (0..resamples).step_by(batch) {
+            let Ok(mut buf) = empty_rx.recv() else { break };
+            fill(&mut buf, batch.min(resamples - start));
+            if full_tx.send(buf).is_err() {
+                break;
+            }
+        }
+        drop(full_tx);
+    });
     out
 }
 
-/// The median of `x` (as `median_sorted` of its sorted copy) by selection in O(n); reorders `x`.
-fn select_median(x: &mut [f64]) -> f64 {
-    let h = (x.len() - 1) as f64 * 0.5;
-    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
-    let (_, &mut at_lo, rest) = x.select_nth_unstable_by(lo, f64::total_cmp);
-    let at_hi = if hi == lo {
-        at_lo
-    } else {
-        rest.iter().copied().min_by(f64::total_cmp).unwrap_or(at_lo)
-    };
-    at_lo + (h - lo as f64) * (at_hi - at_lo)
+/// `rng.random_range(0..range)` for a `usize` range below 2^32, written out (rand 0.9's
+/// `UniformInt<u32>::sample_single_inclusive`: Canon's multiply with one extra word in the rare
+/// biased case) so that it inlines into the resampling loop; the same words give the same index.
+#[inline(always)]
+fn draw(rng: &mut ChaCha20Rng, range: u32) -> u32 {
+    use rand::RngCore;
+    let m = u64::from(rng.next_u32()) * u64::from(range);
+    let (mut result, lo) = ((m >> 32) as u32, m as u32);
+    if lo > range.wrapping_neg() {
+        let hi = ((u64::from(rng.next_u32()) * u64::from(range)) >> 32) as u32;
+        result += u32::from(lo.checked_add(hi).is_none());
+    }
+    result
+}
+
+/// One sample prepared for resampling: its values sorted, each value's rank among them and the
+/// current resample as a count per rank.
+struct Ranked {
+    sorted: Vec<f64>,
+    rank: Vec<u32>,
+    counts: Vec<u32>,
+    /// The first value drawn (`mean` shifts by it).
+    first: f64,
+}
+
+/// Mean, median and SD of one resample.
+struct Figures {
+    mean: f64,
+    median: f64,
+    sd: f64,
+}
+
+impl Ranked {
+    fn new(x: &[f64]) -> Ranked {
+        assert!(
+            x.len() < u32::MAX as usize,
+            "a bootstrap sample of {} values",
+            x.len()
+        );
+        let mut idx: Vec<u32> = (0..x.len() as u32).collect();
+        idx.sort_by(|&i, &j| x[i as usize].total_cmp(&x[j as usize]));
+        let mut rank = vec![0; x.len()];
+        for (r, &i) in idx.iter().enumerate() {
+            rank[i as usize] = r as u32;
+        }
+        Ranked {
+            sorted: idx.iter().map(|&i| x[i as usize]).collect(),
+            rank,
+            counts: vec![0; x.len()],
+            first: 0.0,
+        }
+    }
+
+    /// Draws a new resample (as many values as the sample has).
+    #[cfg(test)]
+    fn resample(&mut self, rng: &mut ChaCha20Rng) {
+        let n = self.rank.len() as u32;
+        let idx: Vec<u32> = (0..n).map(|_| draw(rng, n)).collect();
+        self.count(&idx);
+    }
+
+    /// Make the resample of the values at indices `idx` (as many as the sample has).
+    fn count(&mut self, idx: &[u32]) {
+        self.counts.fill(0);
+        for &i in idx {
+            self.counts[self.rank[i as usize] as usize] += 1;
+        }
+        self.first = self.sorted[self.rank[idx[0] as usize] as usize];
+    }
+
+    /// The resample's figures, as `mean`, `sd` and the type-7 median of its values would give
+    /// (the sums in another order: equal to rounding).
+    fn figures(&self) -> Figures {
+        let n = self.counts.len();
+        let h = (n - 1) as f64 * 0.5;
+        let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+        // The values at sorted positions lo and hi: the first ranks whose running count passes
+        // them.
+        let mut below = 0usize;
+        let mut k = 0;
+        loop {
+            below += self.counts[k] as usize;
+            if below > lo {
+                break;
+            }
+            k += 1;
+        }
+        let at_lo = self.sorted[k];
+        while below <= hi {
+            k += 1;
+            below += self.counts[k] as usize;
+        }
+        let at_hi = self.sorted[k];
+        let x0 = self.first;
+        let shifted = lanes_sum(&self.counts, &self.sorted, |v| v - x0);
+        let mean = x0 + shifted / n as f64;
+        let sd = if n < 2 {
+            0.0
+        } else {
+            let ss = lanes_sum(&self.counts, &self.sorted, |v| (v - mean) * (v - mean));
+            (ss / (n - 1) as f64).sqrt()
+        };
+        Figures {
+            mean,
+            median: at_lo + (h - lo as f64) * (at_hi - at_lo),
+            sd,
+        }
+    }
+}
+
+/// The sum of `count * f(value)` over the ranks, in four running sums (one long chain of
+/// dependent additions was half of a 10,000-value bootstrap's time).
+#[inline(always)]
+fn lanes_sum(counts: &[u32], values: &[f64], f: impl Fn(f64) -> f64) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let (cs, vs) = (counts.chunks_exact(4), values.chunks_exact(4));
+    let (c_rest, v_rest) = (cs.remainder(), vs.remainder());
+    for (c, v) in cs.zip(vs) {
+        for l in 0..4 {
+            acc[l] += f64::from(c[l]) * f(v[l]);
+        }
+    }
+    let rest: f64 = c_rest
+        .iter()
+        .zip(v_rest)
+        .map(|(&c, &v)| f64::from(c) * f(v))
+        .sum();
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + rest
 }
 
 /// The most values one bootstrap draws (resamples x (m + n)): about two seconds here. With more
@@ -411,15 +579,89 @@ mod tests {
     }
 
     #[test]
-    fn select_median_equals_the_sorted_median() {
-        for x in [
-            vec![3.0],
-            vec![2.0, 1.0],
-            vec![5.0, 1.0, 4.0, 4.0],
-            vec![9.0, -1.0, 0.5, 7.0, 7.0, 2.0],
+    fn draw_takes_the_words_random_range_takes() {
+        use rand::Rng;
+        for (seed, range) in [
+            (1u64, 1u32),
+            (2, 7),
+            (3, 10_000),
+            (4, 3_000_000_000),
+            (5, u32::MAX),
         ] {
-            let want = median_sorted(&sorted(&x));
-            assert_eq!(select_median(&mut x.clone()), want, "{x:?}");
+            let mut mine = ChaCha20Rng::seed_from_u64(seed);
+            let mut theirs = ChaCha20Rng::seed_from_u64(seed);
+            for _ in 0..20_000 {
+                assert_eq!(
+                    draw(&mut mine, range) as usize,
+                    theirs.random_range(0..range as usize),
+                    "range {range}"
+                );
+            }
+            assert_eq!(mine.get_word_pos(), theirs.get_word_pos(), "range {range}");
+        }
+    }
+
+    /// The counted resample gives the figures of the values it stands for, drawn as the
+    /// bootstrap before it drew them (one value of A per `random_range` in turn).
+    #[test]
+    fn counted_resamples_equal_the_drawn_values() {
+        use rand::Rng;
+        let mut data_rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        for case in 0..200 {
+            let n = data_rng.random_range(1..40);
+            let x: Vec<f64> = (0..n)
+                .map(|_| match case % 3 {
+                    0 => data_rng.random_range(0..4) as f64,
+                    1 => 1e9 + data_rng.random_range(0.0..1.0),
+                    _ => data_rng.random_range(-5.0..5.0),
+                })
+                .collect();
+            let mut rng = ChaCha20Rng::seed_from_u64(case);
+            let mut check = ChaCha20Rng::seed_from_u64(case);
+            let mut ranked = Ranked::new(&x);
+            for _ in 0..5 {
+                ranked.resample(&mut rng);
+                let values: Vec<f64> = (0..n).map(|_| x[check.random_range(0..n)]).collect();
+                let f = ranked.figures();
+                // Sums in another order: equal to rounding, relative to the values' scale.
+                let scale = values.iter().fold(1e-300, |m: f64, v| m.max(v.abs()));
+                let close = |got: f64, want: f64| (got - want).abs() <= 1e-13 * scale;
+                assert!(
+                    close(f.mean, mean(&values)),
+                    "{} vs {}",
+                    f.mean,
+                    mean(&values)
+                );
+                let want_sd = sd(&values);
+                assert!(
+                    (f.sd - want_sd).abs() <= 1e-12 * want_sd + 1e-15 * scale,
+                    "{} vs {want_sd}",
+                    f.sd
+                );
+                assert_eq!(f.median, median_sorted(&sorted(&values)));
+            }
+        }
+    }
+
+    /// Two threads (a producer of indices) give what one gives, to the last bit.
+    #[test]
+    fn two_threads_draw_what_one_draws() {
+        use rand::Rng;
+        let mut data_rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+        let a: Vec<f64> = (0..3000).map(|_| data_rng.random_range(0.0..9.0)).collect();
+        let b: Vec<f64> = (0..2500).map(|_| data_rng.random_range(0.0..9.5)).collect();
+        // 800 x 5500 draws: above the parallel threshold.
+        let got = resample_ratios(&a, &b, 800, 11);
+        let mut rng = ChaCha20Rng::seed_from_u64(11);
+        let (mut pa, mut pb) = (Ranked::new(&a), Ranked::new(&b));
+        assert!(got.iter().all(|g| g.len() == 800));
+        for ((means, medians), sds) in got[0].iter().zip(&got[1]).zip(&got[2]) {
+            pa.resample(&mut rng);
+            pb.resample(&mut rng);
+            let (fa, fb) = (pa.figures(), pb.figures());
+            assert_eq!(means.to_bits(), (fb.mean / fa.mean).to_bits());
+            assert_eq!(medians.to_bits(), (fb.median / fa.median).to_bits());
+            assert_eq!(sds.to_bits(), (fb.sd / fa.sd).to_bits());
         }
     }
 

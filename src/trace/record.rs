@@ -69,48 +69,39 @@ impl RawCapture {
 
     /// Decode all pages and aggregate with `specs`.
     pub fn analyze(&self, specs: &[Spec]) -> Result<Decoded> {
-        let ring = self.ring()?;
-        let schema = self.schema()?;
-        let mut an = Analyzer::new(&schema, specs).map_err(crate::error::usage)?;
-        let mut events = 0u64;
-        let mut lost_pages = Vec::new();
-        let (mut first, mut last) = (u64::MAX, 0u64);
+        let mut d = PageDecoder::new(&self.meta, specs)?;
         for (cpu, pages) in &self.cpus {
             let mut lost = Lost::default();
-            for (i, page) in pages.chunks(ring.page_size).enumerate() {
-                let st = ring
-                    .parse_page(page, i as u64, |ts, d| {
-                        if d.len() < 8 {
-                            return;
-                        }
-                        let id = u16::from_le_bytes([d[0], d[1]]);
-                        let Some(ty) = schema.by_kernel_id(id) else {
-                            return;
-                        };
-                        let pid = i32::from_le_bytes([d[4], d[5], d[6], d[7]]);
-                        first = first.min(ts);
-                        last = last.max(ts);
-                        an.event(&Ev {
-                            cpu: *cpu,
-                            ts,
-                            ty,
-                            pid,
-                            raw: d,
-                            slots: &[],
-                        });
-                    })
-                    .with_context(|| format!("CPU {cpu}"))?;
-                events += st.events;
-                lost.add(st.missed);
-            }
-            lost_pages.push((*cpu, lost));
+            d.pages(*cpu, pages, 0, &mut lost)?;
+            d.lost_pages.push((*cpu, lost));
         }
-        Ok(Decoded {
-            tables: an.finish(&schema),
-            events,
-            lost_pages,
-            span: last.saturating_sub(first),
-        })
+        Ok(d.finish())
+    }
+
+    /// Read the raw capture at `path` and decode it with `specs` in one pass over the file,
+    /// a megabyte of pages at a time: memory independent of the file's size (what
+    /// `RawCapture::read(path)?.analyze(specs)` gives, without holding the pages).
+    pub fn analyze_file(path: &Path, specs: &[Spec]) -> Result<(RawMeta, Decoded)> {
+        let (mut r, meta, file_len) = open_raw(path)?;
+        let bad = |what: &str| anyhow!("{}: not an abperf raw capture ({what})", path.display());
+        let mut d = PageDecoder::new(&meta, specs)?;
+        let chunk = (1usize << 20).div_ceil(meta.page_size.max(1)) * meta.page_size.max(1);
+        let mut buf = Vec::new();
+        while let Some((cpu, len)) = next_block(&mut r, path, &meta, file_len)? {
+            let mut lost = Lost::default();
+            let (mut done, mut page_no) = (0, 0);
+            while done < len {
+                let n = chunk.min(len - done);
+                buf.resize(n, 0);
+                r.read_exact(&mut buf)
+                    .map_err(|_| bad("truncated CPU block"))?;
+                d.pages(cpu, &buf, page_no, &mut lost)?;
+                page_no += (n / meta.page_size) as u64;
+                done += n;
+            }
+            d.lost_pages.push((cpu, lost));
+        }
+        Ok((meta, d.finish()))
     }
 
     pub fn write(&self, path: &Path) -> Result<()> {
@@ -130,59 +121,13 @@ impl RawCapture {
     }
 
     pub fn read(path: &Path) -> Result<RawCapture> {
-        let f =
-            File::open(path).with_context(|| format!("opening raw capture {}", path.display()))?;
-        let file_len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        let mut r = BufReader::new(f);
-        let mut magic = vec![0u8; MAGIC.len()];
+        let (mut r, meta, file_len) = open_raw(path)?;
         let bad = |what: &str| anyhow!("{}: not an abperf raw capture ({what})", path.display());
-        r.read_exact(&mut magic).map_err(|_| bad("too short"))?;
-        if magic != MAGIC {
-            return Err(bad("wrong magic"));
-        }
-        let mut n4 = [0u8; 4];
-        r.read_exact(&mut n4).map_err(|_| bad("truncated header"))?;
-        let meta_len = u32::from_le_bytes(n4) as u64;
-        if meta_len > file_len {
-            return Err(bad("header longer than the file"));
-        }
-        let mut meta = vec![0u8; meta_len as usize];
-        r.read_exact(&mut meta)
-            .map_err(|_| bad("truncated header"))?;
-        let meta: RawMeta = serde_json::from_slice(&meta)
-            .map_err(|e| anyhow!("{}: bad header: {e}", path.display()))?;
         let mut cpus = Vec::new();
-        loop {
-            match r.read_exact(&mut n4) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
-                Err(e) => return Err(e.into()),
-            }
-            let mut n8 = [0u8; 8];
-            r.read_exact(&mut n8)
-                .map_err(|_| bad("truncated CPU block"))?;
-            let len = u64::from_le_bytes(n8) as usize;
-            if meta.page_size == 0 || !len.is_multiple_of(meta.page_size) {
-                bail!(
-                    "{}: CPU block of {len} bytes is not a multiple of the page size {}",
-                    path.display(),
-                    meta.page_size
-                );
-            }
-            // a corrupt length must not make us allocate more than the file holds
-            if len as u64 > file_len {
-                return Err(bad("CPU block longer than the file"));
-            }
+        while let Some((cpu, len)) = next_block(&mut r, path, &meta, file_len)? {
             let mut pages = vec![0u8; len];
             r.read_exact(&mut pages)
                 .map_err(|_| bad("truncated CPU block"))?;
-            let cpu = u32::from_le_bytes(n4);
-            if cpu >= super::tables::MAX_CPUS {
-                return Err(bad(&format!(
-                    "CPU number {cpu}, expected below {}",
-                    super::tables::MAX_CPUS
-                )));
-            }
             cpus.push((cpu, pages));
         }
         Ok(RawCapture { meta, cpus })
@@ -190,6 +135,148 @@ impl RawCapture {
 
     pub fn bytes(&self) -> usize {
         self.cpus.iter().map(|(_, p)| p.len()).sum()
+    }
+}
+
+/// Open a raw capture and read its header: the reader (at the first CPU block), the meta
+/// data and the file's length.
+fn open_raw(path: &Path) -> Result<(BufReader<File>, RawMeta, u64)> {
+    let f = File::open(path).with_context(|| format!("opening raw capture {}", path.display()))?;
+    let file_len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut r = BufReader::new(f);
+    let mut magic = vec![0u8; MAGIC.len()];
+    let bad = |what: &str| anyhow!("{}: not an abperf raw capture ({what})", path.display());
+    r.read_exact(&mut magic).map_err(|_| bad("too short"))?;
+    if magic != MAGIC {
+        return Err(bad("wrong magic"));
+    }
+    let mut n4 = [0u8; 4];
+    r.read_exact(&mut n4).map_err(|_| bad("truncated header"))?;
+    let meta_len = u32::from_le_bytes(n4) as u64;
+    if meta_len > file_len {
+        return Err(bad("header longer than the file"));
+    }
+    let mut meta = vec![0u8; meta_len as usize];
+    r.read_exact(&mut meta)
+        .map_err(|_| bad("truncated header"))?;
+    let meta: RawMeta = serde_json::from_slice(&meta)
+        .map_err(|e| anyhow!("{}: bad header: {e}", path.display()))?;
+    Ok((r, meta, file_len))
+}
+
+/// The next CPU block's header: its CPU and byte count (checked against the page size and the
+/// file); `None` at the end of the file. The reader is left at the block's pages.
+fn next_block(
+    r: &mut BufReader<File>,
+    path: &Path,
+    meta: &RawMeta,
+    file_len: u64,
+) -> Result<Option<(u32, usize)>> {
+    let bad = |what: &str| anyhow!("{}: not an abperf raw capture ({what})", path.display());
+    let mut n4 = [0u8; 4];
+    match r.read_exact(&mut n4) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    let mut n8 = [0u8; 8];
+    r.read_exact(&mut n8)
+        .map_err(|_| bad("truncated CPU block"))?;
+    let len = u64::from_le_bytes(n8) as usize;
+    if meta.page_size == 0 || !len.is_multiple_of(meta.page_size) {
+        bail!(
+            "{}: CPU block of {len} bytes is not a multiple of the page size {}",
+            path.display(),
+            meta.page_size
+        );
+    }
+    // a corrupt length must not make us allocate more than the file holds
+    if len as u64 > file_len {
+        return Err(bad("CPU block longer than the file"));
+    }
+    let cpu = u32::from_le_bytes(n4);
+    if cpu >= super::tables::MAX_CPUS {
+        return Err(bad(&format!(
+            "CPU number {cpu}, expected below {}",
+            super::tables::MAX_CPUS
+        )));
+    }
+    Ok(Some((cpu, len)))
+}
+
+/// Decodes ring-buffer pages into one analysis, block by block.
+struct PageDecoder {
+    ring: Ring,
+    schema: Schema,
+    an: Analyzer,
+    events: u64,
+    first: u64,
+    last: u64,
+    lost_pages: Vec<(u32, Lost)>,
+}
+
+impl PageDecoder {
+    fn new(meta: &RawMeta, specs: &[Spec]) -> Result<PageDecoder> {
+        let ph = parse_header_page(&meta.header_page).map_err(|e| anyhow!("{e}"))?;
+        let eh = parse_header_event(&meta.header_event).map_err(|e| anyhow!("{e}"))?;
+        let mut f = Vec::new();
+        for (sys, text) in &meta.formats {
+            f.push(parse_event_format(sys, text).map_err(|e| anyhow!("{e}"))?);
+        }
+        let schema = Schema::from_formats(&f);
+        let an = Analyzer::new(&schema, specs).map_err(crate::error::usage)?;
+        Ok(PageDecoder {
+            ring: Ring::new(ph, eh, meta.page_size),
+            schema,
+            an,
+            events: 0,
+            first: u64::MAX,
+            last: 0,
+            lost_pages: Vec::new(),
+        })
+    }
+
+    /// Decode whole pages of `cpu`, the first being page `page_no` of its block.
+    fn pages(&mut self, cpu: u32, pages: &[u8], page_no: u64, lost: &mut Lost) -> Result<()> {
+        let (schema, an) = (&self.schema, &mut self.an);
+        let (first, last) = (&mut self.first, &mut self.last);
+        for (i, page) in pages.chunks(self.ring.page_size).enumerate() {
+            let st = self
+                .ring
+                .parse_page(page, page_no + i as u64, |ts, d| {
+                    if d.len() < 8 {
+                        return;
+                    }
+                    let id = u16::from_le_bytes([d[0], d[1]]);
+                    let Some(ty) = schema.by_kernel_id(id) else {
+                        return;
+                    };
+                    let pid = i32::from_le_bytes([d[4], d[5], d[6], d[7]]);
+                    *first = (*first).min(ts);
+                    *last = (*last).max(ts);
+                    an.event(&Ev {
+                        cpu,
+                        ts,
+                        ty,
+                        pid,
+                        raw: d,
+                        slots: &[],
+                    });
+                })
+                .with_context(|| format!("CPU {cpu}"))?;
+            self.events += st.events;
+            lost.add(st.missed);
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Decoded {
+        Decoded {
+            tables: self.an.finish(&self.schema),
+            events: self.events,
+            lost_pages: self.lost_pages,
+            span: self.last.saturating_sub(self.first),
+        }
     }
 }
 

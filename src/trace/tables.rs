@@ -80,14 +80,38 @@ struct Open {
 
 /// One row of a pair table being built: key, durations, flushes inside (pages -> count; a map,
 /// so that a pair with many flushes of many sizes stays linear).
-type AccRow = (i64, Bin, std::collections::HashMap<i64, u64>);
+type AccRow = (i64, Bin, IntMap<u64>);
+
+/// A map keyed by a trace value (reason, pages, a key field) with a one-multiply hash (the
+/// standard SipHash was a tenth of a raw import); the tables sort what they take from it.
+type IntMap<V> = std::collections::HashMap<i64, V, std::hash::BuildHasherDefault<IntHasher>>;
+
+#[derive(Default, Clone, Copy)]
+struct IntHasher(u64);
+
+impl std::hash::Hasher for IntHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_i64(&mut self, v: i64) {
+        self.write_u64(v as u64);
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// Rows of a pair table: a vector with an index, and the last row used cached (workloads
 /// repeat the same key many times in a row).
 #[derive(Debug, Clone, Default)]
 struct PairAcc {
     rows: Vec<AccRow>,
-    index: std::collections::HashMap<i64, usize>,
+    index: IntMap<usize>,
     last: usize,
     unmatched: u64,
 }
@@ -553,8 +577,8 @@ impl Analyzer {
             // a flush is timed by the pair when it is the only one of its reason inside
             // (counted by a map when there are many: 200k flushes in one pair took minutes)
             let many = flushes.len() > 16;
-            let per_reason: std::collections::HashMap<i64, usize> = if many {
-                let mut m = std::collections::HashMap::new();
+            let per_reason: IntMap<usize> = if many {
+                let mut m = IntMap::default();
                 for (r, _) in &flushes {
                     *m.entry(*r).or_insert(0) += 1;
                 }

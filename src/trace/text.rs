@@ -178,31 +178,21 @@ pub fn stream<A>(
     // every line in full and finds every error.
     const DISTINCT: usize = 1 << 16;
     let pass = |cap: &mut TextCapture, first: bool, f: &mut dyn FnMut(&Head, &[i64])| {
-        use std::io::BufRead;
-        let mut reader =
-            std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(path).map_err(io)?);
         let mut p = LineParser::new(opts);
-        let mut buf = Vec::with_capacity(4096);
         let mut seen: HashSet<Vec<u8>, std::hash::BuildHasherDefault<BodyHasher>> =
             HashSet::default();
-        let mut lineno = 0;
-        loop {
-            buf.clear();
-            if reader.read_until(b'\n', &mut buf).map_err(io)? == 0 {
-                return Ok::<_, StreamError>(());
-            }
-            lineno += 1;
-            let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        for_each_line(path, &io, |lineno, line| {
             if first && let Some(body) = event_body_of(line) {
                 if seen.contains(body) {
-                    continue;
+                    return Ok(());
                 }
                 if seen.len() < DISTINCT {
                     seen.insert(body.to_vec());
                 }
             }
             p.one(&file, cap, lineno, line, &mut *f)?;
-        }
+            Ok(())
+        })
     };
     pass(&mut cap, true, &mut |_, _| {})?;
     let mut a = start(&cap.schema).map_err(StreamError::Start)?;
@@ -224,6 +214,49 @@ pub fn stream<A>(
         )
     })?;
     Ok((cap, a))
+}
+
+/// Call `f` with every line of the file at `path` (without its newline) and its number, read
+/// in large blocks and handed out in place (no copy of each line).
+fn for_each_line(
+    path: &std::path::Path,
+    io: &dyn Fn(std::io::Error) -> StreamError,
+    mut f: impl FnMut(u64, &[u8]) -> Result<(), StreamError>,
+) -> Result<(), StreamError> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut have, mut lineno) = (0, 0);
+    loop {
+        let n = match file.read(&mut buf[have..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e)),
+        };
+        if n == 0 {
+            if have > 0 {
+                f(lineno + 1, &buf[..have])?;
+            }
+            return Ok(());
+        }
+        let from = have;
+        have += n;
+        let mut start = 0;
+        // Newlines can only be in what was just read (the carried part holds none).
+        let mut at = from;
+        while let Some(nl) = memchr::memchr(b'\n', &buf[at..have]) {
+            lineno += 1;
+            f(lineno, &buf[start..at + nl])?;
+            start = at + nl + 1;
+            at = start;
+        }
+        buf.copy_within(start..have, 0);
+        have -= start;
+        if have == buf.len() {
+            // One line longer than the buffer.
+            buf.resize(buf.len() * 2, 0);
+        }
+    }
 }
 
 struct LineParser<'o> {
@@ -621,14 +654,7 @@ fn lost_line(t: &[u8]) -> Option<Option<(u32, u64)>> {
 fn event_body_of(line: &[u8]) -> Option<&[u8]> {
     let (_, rb) = find_cpu(line)?;
     let after = &line[rb + 1..];
-    let mut i = 0;
-    loop {
-        let colon = i + after[i..].iter().position(|c| *c == b':')?;
-        if after.get(colon + 1) == Some(&b' ') {
-            return Some(&after[colon + 2..]);
-        }
-        i = colon + 1;
-    }
+    memchr::memmem::find(after, b": ").map(|colon| &after[colon + 2..])
 }
 
 /// A fast hash of event bodies for the first pass's set of bodies seen (64-bit words, one
@@ -652,18 +678,17 @@ impl std::hash::Hasher for BodyHasher {
 
 /// Position of `[` and `]` around the CPU number: the first bracketed run of digits.
 fn find_cpu(line: &[u8]) -> Option<(usize, usize)> {
-    let mut i = 0;
-    while i < line.len() {
-        if line[i] == b'[' {
-            let mut j = i + 1;
-            while j < line.len() && line[j].is_ascii_digit() {
-                j += 1;
-            }
-            if j > i + 1 && j < line.len() && line[j] == b']' {
-                return Some((i, j));
-            }
+    let mut from = 0;
+    while let Some(k) = memchr::memchr(b'[', &line[from..]) {
+        let i = from + k;
+        let mut j = i + 1;
+        while j < line.len() && line[j].is_ascii_digit() {
+            j += 1;
         }
-        i += 1;
+        if j > i + 1 && j < line.len() && line[j] == b']' {
+            return Some((i, j));
+        }
+        from = i + 1;
     }
     None
 }
