@@ -125,24 +125,27 @@ fn post_step(sql: &str, tx: &rusqlite::Transaction) -> anyhow::Result<()> {
 }
 
 fn migrate_steps(conn: &mut Connection) -> anyhow::Result<()> {
-    loop {
-        // IMMEDIATE takes the write lock first, so two processes opening a new store at once
-        // cannot both apply the same migration; the version is read again under the lock.
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version > current_version() {
-            anyhow::bail!(
-                "the store has schema version {version}, newer than this abperf understands ({}); \
-                 upgrade abperf",
-                current_version()
-            );
-        }
-        let Some(sql) = MIGRATIONS.get(version as usize) else {
-            return Ok(());
-        };
+    // IMMEDIATE takes the write lock first, so two processes opening a new store at once cannot
+    // both apply the same migrations; the version is read under the lock. Every pending step in
+    // one transaction: one commit (and its fsyncs) for a new store instead of one per step, and
+    // a store is never left between two versions.
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version > current_version() {
+        anyhow::bail!(
+            "the store has schema version {version}, newer than this abperf understands ({}); \
+             upgrade abperf",
+            current_version()
+        );
+    }
+    if version == current_version() {
+        return Ok(());
+    }
+    for sql in &MIGRATIONS[version as usize..] {
         tx.execute_batch(sql)?;
         post_step(sql, &tx)?;
-        tx.pragma_update(None, "user_version", version + 1)?;
-        tx.commit()?;
     }
+    tx.pragma_update(None, "user_version", current_version())?;
+    tx.commit()?;
+    Ok(())
 }
