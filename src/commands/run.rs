@@ -258,6 +258,11 @@ impl Progress for Bar {
     }
     fn ran(&mut self, variant: &str, i: u32, of: u32, wall_ns: u64) {
         if let Some(pb) = &self.0 {
+            // Not formatted when nobody sees it (stderr not a terminal): a per-run cost.
+            if pb.is_hidden() {
+                pb.inc(1);
+                return;
+            }
             let (n, u) = perfstat::human(wall_ns as f64, "ns");
             pb.set_message(format!("{variant}: run {i} of {of}, last {n} {u}"));
             pb.inc(1);

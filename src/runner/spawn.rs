@@ -52,6 +52,35 @@ pub struct SpawnOptions<'a> {
 const TAIL_BYTES: usize = 4096;
 const TAIL_LINES: usize = 10;
 
+/// Quiet children's stderr memory files kept for the next run (issue 13: a memfd_create per run
+/// was a per-run cost): one is taken per run, emptied, and put back when the run has been read.
+static STDERR_FILES: std::sync::Mutex<Vec<OwnedFd>> = std::sync::Mutex::new(Vec::new());
+
+/// A quiet child's stderr file, emptied and at offset 0: one kept from an earlier run (a
+/// previous workload's fd 2 shared its file offset, hence the rewind) or a new one.
+fn take_stderr_file() -> anyhow::Result<OwnedFd> {
+    let kept = STDERR_FILES.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    if let Some(fd) = kept {
+        // SAFETY: plain syscalls on an fd we own.
+        let ok = unsafe {
+            libc::ftruncate(fd.as_raw_fd(), 0) == 0
+                && libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_SET) == 0
+        };
+        if ok {
+            return Ok(fd);
+        }
+    }
+    stderr_file()
+}
+
+/// Keep `fd` for a later run.
+fn put_stderr_file(fd: OwnedFd) {
+    let mut kept = STDERR_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    if kept.len() < 4 {
+        kept.push(fd);
+    }
+}
+
 /// A memory file for a quiet child's stderr (close-on-exec; the child gets it through dup2).
 /// Writes to it cost about what writes to /dev/null do, and never block the child.
 fn stderr_file() -> anyhow::Result<OwnedFd> {
@@ -489,7 +518,7 @@ pub fn run(cmd: &Prepared, opts: &SpawnOptions) -> anyhow::Result<Outcome> {
     let mut argv: Vec<*const libc::c_char> = cmd.argv.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
     let null_fd = devnull.as_raw_fd();
-    let stderr = opts.quiet.then(stderr_file).transpose()?;
+    let stderr = opts.quiet.then(take_stderr_file).transpose()?;
     let err_fd = stderr.as_ref().map(|f| f.as_raw_fd());
     let helper = super::spawn_helper::available();
     let served = if helper && super::spawn_server::active() {
@@ -583,13 +612,22 @@ pub fn run(cmd: &Prepared, opts: &SpawnOptions) -> anyhow::Result<Outcome> {
         Exit::Signal(libc::WTERMSIG(status))
     };
     let (counters, missing_counters) = counters.map(|c| c.read()).unwrap_or_default();
+    let stderr_tail = stderr.as_ref().and_then(read_tail);
+    // Kept for the next run, except after a timeout (its group is being killed). A process the
+    // workload left running in the background may still write to it; that text would show in a
+    // later failed run's tail (a tail is only shown, never stored).
+    if let Some(f) = stderr
+        && !timed_out
+    {
+        put_stderr_file(f);
+    }
     Ok(Outcome {
         exit,
         wall_ns,
         rusage: ru,
         counters,
         missing_counters,
-        stderr_tail: stderr.as_ref().and_then(read_tail),
+        stderr_tail,
     })
 }
 
@@ -692,6 +730,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(big.stderr_tail.unwrap().len(), TAIL_BYTES);
+        // The file is reused from run to run: nothing of the big run is left in the next tail.
+        let short = run(&Prepared::new("echo short >&2", true).unwrap(), &opts()).unwrap();
+        assert_eq!(short.stderr_tail.as_deref(), Some("short"));
     }
 
     #[test]

@@ -37,6 +37,50 @@ pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 struct Server {
     sock: OwnedFd,
     pid: libc::pid_t,
+    cwd: Cwd,
+}
+
+/// abperf's working directory as an O_PATH fd, opened once and reopened only when the directory
+/// "." names has changed (another device or inode: a chdir, or the directory replaced), so that a
+/// run costs one stat instead of an open and a close (issue 13).
+#[derive(Default)]
+struct Cwd(Option<(OwnedFd, libc::dev_t, libc::ino_t)>);
+
+impl Cwd {
+    /// The fd of the current working directory (valid while `self` is not changed).
+    fn current(&mut self) -> std::io::Result<RawFd> {
+        // SAFETY: stat is plain data that stat fills; the path is a valid C string.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::stat(c".".as_ptr(), &mut st) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if let Some((fd, dev, ino)) = &self.0
+            && *dev == st.st_dev
+            && *ino == st.st_ino
+        {
+            return Ok(fd.as_raw_fd());
+        }
+        self.0 = None;
+        // SAFETY: a valid C string; the fd is fresh and owned by nobody else.
+        let fd = unsafe {
+            libc::open(
+                c".".as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: as above.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // What was opened, not what was stat'ed (the two may differ if "." changed between).
+        if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let raw = fd.as_raw_fd();
+        self.0 = Some((fd, st.st_dev, st.st_ino));
+        Ok(raw)
+    }
 }
 
 static SCOPES: AtomicUsize = AtomicUsize::new(0);
@@ -166,7 +210,11 @@ impl Server {
                 std::io::Error::from_raw_os_error(rc)
             );
         }
-        Ok(Server { sock: ours, pid })
+        Ok(Server {
+            sock: ours,
+            pid,
+            cwd: Cwd::default(),
+        })
     }
 
     /// Kill and reap the server (it holds nothing that needs a goodbye).
@@ -265,34 +313,26 @@ pub(super) fn start_workload(
     if msg.len() > MAX_REQUEST {
         return Ok(None);
     }
-    // SAFETY: a valid C string; the fd is fresh and owned by nobody else.
-    let cwd = unsafe {
-        libc::open(
-            c".".as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if cwd < 0 {
-        anyhow::bail!(
-            "cannot open the working directory for '{}': {}",
-            cmd.text,
-            std::io::Error::last_os_error()
-        );
+    let mut guard = server();
+    if guard.is_none() {
+        *guard = Some(Server::start()?);
     }
-    // SAFETY: as above.
-    let cwd = unsafe { OwnedFd::from_raw_fd(cwd) };
+    let cwd = guard
+        .as_mut()
+        .expect("started above")
+        .cwd
+        .current()
+        .map_err(|e| {
+            anyhow::anyhow!("cannot open the working directory for '{}': {e}", cmd.text)
+        })?;
     let fds: [RawFd; REQUEST_FDS] = [
         stdio[0],
         stdio[1],
         stdio[2],
         gate_r.as_raw_fd(),
         err_w.as_raw_fd(),
-        cwd.as_raw_fd(),
+        cwd,
     ];
-    let mut guard = server();
-    if guard.is_none() {
-        *guard = Some(Server::start()?);
-    }
     let sock = guard.as_ref().expect("started above").sock.as_raw_fd();
     // SAFETY: the control buffer is sized and aligned for REQUEST_FDS fds (CMSG_SPACE), the
     // iovec covers msg, and every pointer outlives the call.
@@ -324,7 +364,6 @@ pub(super) fn start_workload(
             }
         }
     };
-    drop(cwd);
     if sent != msg.len() as isize {
         let e = std::io::Error::last_os_error();
         let s = guard.take().expect("checked above");
@@ -365,6 +404,49 @@ pub(super) fn start_workload(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn same_dir(fd: RawFd, path: &std::ffi::CStr) -> bool {
+        // SAFETY: plain data filled by the calls; valid fd and C string.
+        let mut a: libc::stat = unsafe { std::mem::zeroed() };
+        let mut b: libc::stat = unsafe { std::mem::zeroed() };
+        let ok = unsafe { libc::fstat(fd, &mut a) == 0 && libc::stat(path.as_ptr(), &mut b) == 0 };
+        ok && a.st_dev == b.st_dev && a.st_ino == b.st_ino
+    }
+
+    #[test]
+    fn the_working_directory_fd_is_kept_until_the_directory_changes() {
+        let mut cwd = Cwd::default();
+        let fd = cwd.current().unwrap();
+        assert!(same_dir(fd, c"."));
+        assert_eq!(
+            cwd.current().unwrap(),
+            fd,
+            "kept while the directory is the same"
+        );
+        // A chdir (in a child process, as the working directory is the test process's).
+        let dir = tempfile::tempdir().unwrap();
+        let path = CString::new(dir.path().as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: the child makes only syscalls on memory prepared before the fork, then exits.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            unsafe {
+                let ok = libc::chdir(path.as_ptr()) == 0
+                    && match cwd.current() {
+                        Ok(new) => same_dir(new, path.as_c_str()) && !same_dir(new, c"/proc"),
+                        Err(_) => false,
+                    };
+                libc::_exit(if ok { 0 } else { 1 });
+            }
+        }
+        let mut status = 0;
+        // SAFETY: our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "after a chdir the fd is the new directory's ({status:#x})"
+        );
+    }
 
     #[test]
     fn requests_are_laid_out_as_the_server_reads_them() {

@@ -19,7 +19,7 @@
 use crate::model::{Direction, Metric, Run, RunStatus};
 use anyhow::Context;
 use rusqlite::types::{Value, ValueRef};
-use rusqlite::{Transaction, params};
+use rusqlite::{Connection, Transaction, params};
 
 /// The metrics with a column of their own in `run`, in column (and runner) order.
 pub const FIXED: [(&str, &str); 10] = [
@@ -196,7 +196,7 @@ fn check_metrics(run: &Run) -> anyhow::Result<()> {
 }
 
 /// The id of a metric's (name, unit, direction), added to `metric_name` when new.
-fn name_id(tx: &Transaction, m: &Metric) -> anyhow::Result<i64> {
+fn name_id(tx: &Connection, m: &Metric) -> anyhow::Result<i64> {
     let dir = m.direction.map(|d| d.as_str()).unwrap_or("");
     let found: Option<i64> = {
         let mut stmt = tx.prepare_cached(
@@ -219,7 +219,7 @@ fn name_id(tx: &Transaction, m: &Metric) -> anyhow::Result<i64> {
 /// Write `run` of experiment `exp_id` to `target`, with row id `id` when the target takes one;
 /// returns the run's row id.
 fn write(
-    tx: &Transaction,
+    tx: &Connection,
     exp_id: i64,
     run: &Run,
     status: Value,
@@ -264,7 +264,7 @@ fn write(
 
 /// Store `run` of experiment `exp_id` (its variant by position) in the caller's transaction;
 /// returns its row id.
-pub(super) fn insert(tx: &Transaction, exp_id: i64, run: &Run) -> anyhow::Result<i64> {
+pub(super) fn insert(tx: &Connection, exp_id: i64, run: &Run) -> anyhow::Result<i64> {
     write(
         tx,
         exp_id,
