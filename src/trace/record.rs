@@ -32,6 +32,18 @@ pub struct RawMeta {
     pub formats: Vec<(String, String)>,
     /// Lost events per CPU according to the kernel's per-CPU stats at the end.
     pub lost_stats: Vec<(u32, u64)>,
+    /// The recording machine's boot id (`/proc/sys/kernel/random/boot_id`): an import
+    /// calibrates the TSC only for a capture of this very boot (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
+}
+
+/// This machine's boot id (`/proc/sys/kernel/random/boot_id`), `None` when unreadable.
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 /// A recorded capture: per-CPU pages.
@@ -131,6 +143,11 @@ impl RawCapture {
             cpus.push((cpu, pages));
         }
         Ok(RawCapture { meta, cpus })
+    }
+
+    /// Only the header of the raw capture at `path`.
+    pub fn read_meta(path: &Path) -> Result<RawMeta> {
+        Ok(open_raw(path)?.1)
     }
 
     pub fn bytes(&self) -> usize {
@@ -380,6 +397,7 @@ mod tests {
             header_event: String::new(),
             formats: vec![],
             lost_stats: vec![],
+            boot_id: None,
         };
         for (cpu, ok) in [(0, true), (8191, true), (8192, false), (u32::MAX, false)] {
             let p = d.path().join(format!("{cpu}.raw"));
