@@ -103,8 +103,9 @@ pub struct ImportArgs {
     /// Clock of integer timestamps in a text file (x86-tsc: ticks are cycles)
     #[arg(long, default_value = "x86-tsc")]
     pub clock: String,
-    /// TSC frequency of the machine that made the trace, MHz (default: this machine's, when
-    /// tracing here; needed to convert between cycles and ns)
+    /// TSC frequency of the machine that made the trace, MHz, to convert between cycles and ns
+    /// (default: calibrated here for a raw capture recorded in this boot; otherwise times stay
+    /// in the capture's clock units)
     #[arg(long, value_name = "MHZ")]
     pub tsc_mhz: Option<f64>,
     /// Name of the stored capture (default: "trace import: FILE")
