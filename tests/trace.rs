@@ -1283,3 +1283,72 @@ echo "left: $(awk '$3=="tracefs"{{print $2}}' /proc/self/mounts)"
         "a mount is left: {out}"
     );
 }
+
+/// `trace import` calibrates the TSC only for a raw capture whose header names this machine's
+/// boot id; any other capture keeps its clock's units and says so.
+#[test]
+fn import_calibrates_only_a_capture_of_this_boot() {
+    let lab = Lab::new();
+    let raw = std::fs::read(data("small-capture.raw")).unwrap();
+    // tests/data/small-capture.raw records no boot id: another machine's capture
+    let o = lab.ok(&[
+        "trace",
+        "import",
+        data("small-capture.raw").to_str().unwrap(),
+    ]);
+    assert!(o.stdout.contains("TSC: unknown"), "{}", o);
+    assert!(
+        o.stderr
+            .contains("not calibrated (the capture is not from this boot"),
+        "{}",
+        o
+    );
+    let j = report_json(&lab);
+    assert!(j["capture"]["tsc_hz"].is_null(), "{j}");
+    let env = &lab
+        .ok(&["trace", "report", "latest", "--format", "json"])
+        .json();
+    assert!(
+        env.to_string()
+            .contains("times are in the capture's clock units"),
+        "{env}"
+    );
+    // the same capture with this boot's id in its header: calibrated (where the CPU has a TSC)
+    let Ok(boot) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") else {
+        eprintln!("skipped: no /proc/sys/kernel/random/boot_id");
+        return;
+    };
+    let magic = b"ABPERF-TRACE-RAW1\n".len();
+    let n = u32::from_le_bytes(raw[magic..magic + 4].try_into().unwrap()) as usize;
+    let mut meta: Value = serde_json::from_slice(&raw[magic + 4..magic + 4 + n]).unwrap();
+    meta["boot_id"] = boot.trim().into();
+    let meta = serde_json::to_vec(&meta).unwrap();
+    let mut local = raw[..magic].to_vec();
+    local.extend((meta.len() as u32).to_le_bytes());
+    local.extend(&meta);
+    local.extend(&raw[magic + 4 + n..]);
+    let f = lab.dir.path().join("local.raw");
+    std::fs::write(&f, local).unwrap();
+    let o = lab.ok(&["trace", "import", "-q", f.to_str().unwrap()]);
+    let has_tsc = std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| {
+        c.lines()
+            .any(|l| l.starts_with("flags") && l.contains(" tsc "))
+    });
+    let j = report_json(&lab);
+    if has_tsc {
+        assert!(!o.stderr.contains("not calibrated"), "{}", o);
+        let hz = j["capture"]["tsc_hz"].as_f64().unwrap();
+        assert!(hz > 1e8 && hz < 1e10, "{hz}");
+    } else {
+        assert!(o.stderr.contains("no TSC on this machine"), "{}", o);
+    }
+    // a text capture does not say where it was recorded
+    let o = lab.ok(&[
+        "trace",
+        "import",
+        "-q",
+        data("small-capture.txt").to_str().unwrap(),
+    ]);
+    assert!(o.stderr.contains("a text capture does not say"), "{}", o);
+    assert!(report_json(&lab)["capture"]["tsc_hz"].is_null());
+}

@@ -103,8 +103,9 @@ pub struct ImportArgs {
     /// Clock of integer timestamps in a text file (x86-tsc: ticks are cycles)
     #[arg(long, default_value = "x86-tsc")]
     pub clock: String,
-    /// TSC frequency of the machine that made the trace, MHz (default: this machine's, when
-    /// tracing here; needed to convert between cycles and ns)
+    /// TSC frequency of the machine that made the trace, MHz, to convert between cycles and ns
+    /// (default: calibrated here for a raw capture recorded in this boot; otherwise times stay
+    /// in the capture's clock units)
     #[arg(long, value_name = "MHZ")]
     pub tsc_mhz: Option<f64>,
     /// Name of the stored capture (default: "trace import: FILE")
@@ -396,13 +397,21 @@ fn import(a: ImportArgs) -> Result<i32> {
             "--tsc-mhz {m}: expected a positive frequency in MHz"
         )));
     }
-    // The TSC is calibrated (0.1 s, asleep) on a thread while the capture is read.
-    let calibration = a
-        .tsc_mhz
-        .is_none()
-        .then(|| std::thread::spawn(|| trace::tsc::calibrate(Duration::from_millis(100))));
+    // The TSC is calibrated (0.1 s, asleep) on a thread while the capture is read, and only for
+    // a raw capture recorded in this very boot (its header names the boot id): a capture from
+    // another machine or boot, or a text capture (which records neither), keeps its clock's
+    // units unless --tsc-mhz gives the frequency.
+    let raw = is_raw(&a.file)?;
+    let this_boot = raw
+        && a.tsc_mhz.is_none()
+        && RawCapture::read_meta(&a.file)
+            .ok()
+            .and_then(|m| m.boot_id)
+            .is_some_and(|b| Some(b) == trace::record::boot_id());
+    let calibration =
+        this_boot.then(|| std::thread::spawn(|| trace::tsc::calibrate(Duration::from_millis(100))));
     let tsc_hz = None;
-    let (mut info, tables) = if is_raw(&a.file)? {
+    let (mut info, tables) = if raw {
         // Streamed: decoding errors name the page and byte; the file is named here.
         let (meta, dec) = RawCapture::analyze_file(&a.file, &[Spec::Standard])
             .with_context(|| a.file.display().to_string())?;
@@ -472,13 +481,44 @@ fn import(a: ImportArgs) -> Result<i32> {
         .tsc_mhz
         .map(|m| m * 1e6)
         .or_else(|| calibration.and_then(|h| h.join().ok().flatten()));
+    let tsc = match (a.tsc_mhz, this_boot, info.tsc_hz) {
+        (Some(_), ..) => "from --tsc-mhz".to_string(),
+        (None, true, Some(_)) => {
+            "calibrated: the capture was recorded in this boot of this machine".to_string()
+        }
+        _ => {
+            let units = if crate::model::trace::Units::for_clock(&info.clock, None).ticks_are_cycles
+            {
+                "cycles (not converted to ns)"
+            } else {
+                "ns (not converted to cycles)"
+            };
+            let why = if this_boot {
+                "no TSC on this machine"
+            } else if raw {
+                "the capture is not from this boot of this machine"
+            } else {
+                "a text capture does not say which machine recorded it"
+            };
+            let note = format!(
+                "not calibrated ({why}): times are in the capture's clock units, {units}; --tsc-mhz gives the frequency"
+            );
+            eprintln!("abperf: TSC {note}");
+            note
+        }
+    };
     let name = a
         .name
         .clone()
         .unwrap_or_else(|| format!("trace import: {}", a.file.display()));
     let environment = serde_json::json!({
         "imported": true,
-        "note": "captured elsewhere; the capturing machine is not recorded",
+        "note": if this_boot {
+            "recorded in this boot of this machine (the raw capture's boot id)"
+        } else {
+            "captured elsewhere; the capturing machine is not recorded"
+        },
+        "tsc": tsc,
     });
     let id = store.save_capture(&name, &argv(), environment, &info, &tables)?;
     if !a.quiet {

@@ -342,6 +342,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded> {
             header_event,
             formats,
             lost_stats,
+            boot_id: record::boot_id(),
         },
         cpus: pages,
     };

@@ -32,6 +32,18 @@ pub struct RawMeta {
     pub formats: Vec<(String, String)>,
     /// Lost events per CPU according to the kernel's per-CPU stats at the end.
     pub lost_stats: Vec<(u32, u64)>,
+    /// The recording machine's boot id (`/proc/sys/kernel/random/boot_id`): an import
+    /// calibrates the TSC only for a capture of this very boot (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
+}
+
+/// This machine's boot id (`/proc/sys/kernel/random/boot_id`), `None` when unreadable.
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 /// A recorded capture: per-CPU pages.
@@ -79,13 +91,14 @@ impl RawCapture {
     }
 
     /// Read the raw capture at `path` and decode it with `specs` in one pass over the file,
-    /// a megabyte of pages at a time: memory independent of the file's size (what
+    /// 256 KiB of pages at a time (the pages are decoded while still in the CPU's cache after
+    /// the kernel's copy): memory independent of the file's size (what
     /// `RawCapture::read(path)?.analyze(specs)` gives, without holding the pages).
     pub fn analyze_file(path: &Path, specs: &[Spec]) -> Result<(RawMeta, Decoded)> {
         let (mut r, meta, file_len) = open_raw(path)?;
         let bad = |what: &str| anyhow!("{}: not an abperf raw capture ({what})", path.display());
         let mut d = PageDecoder::new(&meta, specs)?;
-        let chunk = (1usize << 20).div_ceil(meta.page_size.max(1)) * meta.page_size.max(1);
+        let chunk = (256usize << 10).div_ceil(meta.page_size.max(1)) * meta.page_size.max(1);
         let mut buf = Vec::new();
         while let Some((cpu, len)) = next_block(&mut r, path, &meta, file_len)? {
             let mut lost = Lost::default();
@@ -133,6 +146,11 @@ impl RawCapture {
         Ok(RawCapture { meta, cpus })
     }
 
+    /// Only the header of the raw capture at `path`.
+    pub fn read_meta(path: &Path) -> Result<RawMeta> {
+        Ok(open_raw(path)?.1)
+    }
+
     pub fn bytes(&self) -> usize {
         self.cpus.iter().map(|(_, p)| p.len()).sum()
     }
@@ -143,6 +161,13 @@ impl RawCapture {
 fn open_raw(path: &Path) -> Result<(BufReader<File>, RawMeta, u64)> {
     let f = File::open(path).with_context(|| format!("opening raw capture {}", path.display()))?;
     let file_len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    {
+        use std::os::fd::AsRawFd;
+        // read once from start to end: let the kernel read ahead further (a hint; errors
+        // change nothing)
+        // SAFETY: a valid open descriptor; no memory is passed.
+        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL) };
+    }
     let mut r = BufReader::new(f);
     let mut magic = vec![0u8; MAGIC.len()];
     let bad = |what: &str| anyhow!("{}: not an abperf raw capture ({what})", path.display());
@@ -380,6 +405,7 @@ mod tests {
             header_event: String::new(),
             formats: vec![],
             lost_stats: vec![],
+            boot_id: None,
         };
         for (cpu, ok) in [(0, true), (8191, true), (8192, false), (u32::MAX, false)] {
             let p = d.path().join(format!("{cpu}.raw"));

@@ -64,7 +64,8 @@ struct PairDef {
 #[derive(Debug, Clone, Copy)]
 enum Role {
     Flush,
-    Begin(usize),
+    /// A pair's begin, with how its key is read from this event type (resolved once).
+    Begin(usize, KeyOf),
     End(usize),
     Count(usize),
 }
@@ -78,9 +79,37 @@ struct Open {
     flushes: Vec<(i64, i64)>,
 }
 
-/// One row of a pair table being built: key, durations, flushes inside (pages -> count; a map,
-/// so that a pair with many flushes of many sizes stays linear).
-type AccRow = (i64, Bin, IntMap<u64>);
+/// One row of a pair table being built: key, durations, flushes inside (pages -> count).
+type AccRow = (i64, Bin, PagesCount);
+
+/// Counts by pages of the flushes inside a pair row: a short vector searched linearly (a row
+/// usually sees a handful of sizes; hashing each flush cost more), a map beyond
+/// [`PagesCount::FEW`] sizes (so that a pair with many flushes of many sizes stays linear).
+#[derive(Debug, Clone, Default)]
+struct PagesCount {
+    few: Vec<(i64, u64)>,
+    many: IntMap<u64>,
+}
+
+impl PagesCount {
+    const FEW: usize = 16;
+    #[inline]
+    fn add(&mut self, pages: i64) {
+        if let Some(e) = self.few.iter_mut().find(|e| e.0 == pages) {
+            e.1 += 1;
+        } else if self.few.len() < Self::FEW {
+            self.few.push((pages, 1));
+        } else {
+            *self.many.entry(pages).or_insert(0) += 1;
+        }
+    }
+    fn sorted(self) -> Vec<(i64, u64)> {
+        let mut v = self.few;
+        v.extend(self.many);
+        v.sort();
+        v
+    }
+}
 
 /// A map keyed by a trace value (reason, pages, a key field) with a one-multiply hash (the
 /// standard SipHash was a tenth of a raw import); the tables sort what they take from it.
@@ -192,7 +221,13 @@ pub struct Analyzer {
     pairs: Vec<PairDef>,
     acc: Vec<PairAcc>,
     counts: Vec<(String, String, u32, FieldLoc, Counter)>,
-    open: Vec<Vec<Open>>, // [cpu][pair]
+    /// Open pairs: `[cpu * pairs + pair]`.
+    open: Vec<Open>,
+    /// Per CPU: which pairs are open (bit p; used when there are at most 64 pairs).
+    active: Vec<u64>,
+    /// Per type: its roles, a range of `role_list` (one lookup per event, no nested vectors).
+    role_at: Vec<(u32, u32)>,
+    role_list: Vec<Role>,
     tlb_dense: Vec<Bin>,
     tlb_sparse: BTreeMap<(i64, i64), Bin>,
     events: Vec<u64>,
@@ -248,6 +283,9 @@ impl Analyzer {
             acc: Vec::new(),
             counts: Vec::new(),
             open: Vec::new(),
+            active: Vec::new(),
+            role_at: Vec::new(),
+            role_list: Vec::new(),
             tlb_dense: vec![Bin::default(); DENSE_REASONS * DENSE_PAGES],
             tlb_sparse: BTreeMap::new(),
             events: vec![0; schema.types.len()],
@@ -320,6 +358,11 @@ impl Analyzer {
         {
             a.roles[t as usize].insert(0, Role::Flush);
         }
+        for r in &a.roles {
+            let start = a.role_list.len() as u32;
+            a.role_list.extend_from_slice(r);
+            a.role_at.push((start, a.role_list.len() as u32));
+        }
         Ok(a)
     }
 
@@ -330,7 +373,13 @@ impl Analyzer {
             .any(|(_, k)| matches!(k, KeyOf::InnerRemotePages));
         let i = self.pairs.len();
         for b in begins {
-            self.roles[*b as usize].push(Role::Begin(i));
+            let k = def
+                .keys
+                .iter()
+                .find(|(t, _)| t == b)
+                .map(|(_, k)| *k)
+                .unwrap_or(KeyOf::None);
+            self.roles[*b as usize].push(Role::Begin(i, k));
         }
         for e in ends {
             self.roles[*e as usize].push(Role::End(i));
@@ -463,24 +512,31 @@ impl Analyzer {
     #[inline]
     pub fn event(&mut self, ev: &Ev) {
         let ty = ev.ty as usize;
-        if ty >= self.roles.len() {
+        let Some(&(r0, r1)) = self.role_at.get(ty) else {
             return;
-        }
+        };
         self.events[ty] += 1;
-        if self.roles[ty].is_empty() {
+        if r0 == r1 {
             return;
         }
         let cpu = ev.cpu as usize;
-        if self.open.len() <= cpu {
-            self.open
-                .resize(cpu + 1, vec![Open::default(); self.pairs.len()]);
+        let np = self.pairs.len();
+        if self.active.len() <= cpu {
+            self.active.resize(cpu + 1, 0);
+            self.open.resize((cpu + 1) * np, Open::default());
         }
-        for ri in 0..self.roles[ty].len() {
-            match self.roles[ty][ri] {
-                Role::Flush => self.on_flush(ev, cpu),
-                Role::Begin(p) => {
-                    let key = self.pair_key(p, ev);
-                    let o = &mut self.open[cpu][p];
+        // a flush's reason, read once for the flush and its count (Flush comes first)
+        let mut reason = None;
+        for ri in r0 as usize..r1 as usize {
+            match self.role_list[ri] {
+                Role::Flush => {
+                    let r = self.flush_reason.and_then(|l| l.get(ev));
+                    reason = Some((self.flush_reason, r));
+                    self.on_flush(ev, cpu, r);
+                }
+                Role::Begin(p, k) => {
+                    let key = pair_key(k, ev);
+                    let o = &mut self.open[cpu * np + p];
                     if o.active {
                         self.acc[p].unmatched += 1;
                     }
@@ -489,37 +545,28 @@ impl Analyzer {
                     o.key = key;
                     o.pid = ev.pid;
                     o.flushes.clear();
+                    if p < 64 {
+                        self.active[cpu] |= 1 << p;
+                    }
                 }
                 Role::End(p) => self.on_end(ev, cpu, p),
                 Role::Count(c) => {
-                    if let Some(v) = self.counts[c].3.get(ev) {
-                        self.counts[c].4.add(v);
+                    let (loc, counter) = (self.counts[c].3, &mut self.counts[c].4);
+                    let v = match reason {
+                        Some((Some(l), r)) if l == loc => r,
+                        _ => loc.get(ev),
+                    };
+                    if let Some(v) = v {
+                        counter.add(v);
                     }
                 }
             }
         }
     }
 
-    fn pair_key(&self, p: usize, ev: &Ev) -> i64 {
-        let k = self.pairs[p]
-            .keys
-            .iter()
-            .find(|(t, _)| *t == ev.ty)
-            .map(|(_, k)| *k)
-            .unwrap_or(KeyOf::None);
-        match k {
-            KeyOf::None | KeyOf::InnerRemotePages => 0,
-            KeyOf::Field(l) => l.get(ev).unwrap_or(0),
-            KeyOf::LenPages(l, page) => l
-                .get(ev)
-                .map(|v| (v as u64).div_ceil(page) as i64)
-                .unwrap_or(0),
-        }
-    }
-
     #[inline]
-    fn on_flush(&mut self, ev: &Ev, cpu: usize) {
-        let reason = self.flush_reason.and_then(|l| l.get(ev)).unwrap_or(-1);
+    fn on_flush(&mut self, ev: &Ev, cpu: usize, reason: Option<i64>) {
+        let reason = reason.unwrap_or(-1);
         let pages = self.flush_pages.and_then(|l| l.get(ev)).unwrap_or(0);
         if self.want_tlb {
             self.tlb_bin(reason, pages).count += 1;
@@ -529,30 +576,52 @@ impl Analyzer {
             // the sender's own flush is its own event; this one only marks the IPIs
             return;
         }
-        for (p, def) in self.pairs.iter().enumerate() {
-            let o = &mut self.open[cpu][p];
-            if !o.active {
-                continue;
+        let np = self.pairs.len();
+        if np > 64 {
+            for p in 0..np {
+                self.take_flush(cpu * np + p, p, reason, pages, remote, ev.pid);
             }
-            let take = match def.flush_remote {
-                Some(true) => remote,
-                // a flush on task switch inside a syscall belongs to the switch, not the call
-                Some(false) => !remote && Some(reason) != self.switch_reason && ev.pid == o.pid,
-                None => true,
-            };
-            if take {
-                o.flushes.push((reason, pages));
-            }
+            return;
+        }
+        // only the open pairs of this CPU
+        let mut mask = self.active[cpu];
+        while mask != 0 {
+            let p = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            self.take_flush(cpu * np + p, p, reason, pages, remote, ev.pid);
         }
     }
 
+    /// Attach a flush to the open pair `p` (at `open[at]`) when the pair takes it.
+    #[inline]
+    fn take_flush(&mut self, at: usize, p: usize, reason: i64, pages: i64, remote: bool, pid: i32) {
+        let o = &mut self.open[at];
+        if !o.active {
+            return;
+        }
+        let take = match self.pairs[p].flush_remote {
+            Some(true) => remote,
+            // a flush on task switch inside a syscall belongs to the switch, not the call
+            Some(false) => !remote && Some(reason) != self.switch_reason && pid == o.pid,
+            None => true,
+        };
+        if take {
+            o.flushes.push((reason, pages));
+        }
+    }
+
+    #[inline]
     fn on_end(&mut self, ev: &Ev, cpu: usize, p: usize) {
-        let o = &mut self.open[cpu][p];
+        let at = cpu * self.pairs.len() + p;
+        let o = &mut self.open[at];
         if !o.active {
             self.acc[p].unmatched += 1;
             return;
         }
         o.active = false;
+        if p < 64 {
+            self.active[cpu] &= !(1 << p);
+        }
         let def = &self.pairs[p];
         if def.same_pid && o.pid != ev.pid {
             self.acc[p].unmatched += 1;
@@ -571,7 +640,7 @@ impl Analyzer {
         bin.count += 1;
         bin.add_time(d);
         for (_, pages) in &flushes {
-            *inner.entry(*pages).or_insert(0) += 1;
+            inner.add(*pages);
         }
         if times && self.want_tlb {
             // a flush is timed by the pair when it is the only one of its reason inside
@@ -597,17 +666,16 @@ impl Analyzer {
                 }
             }
         }
-        self.open[cpu][p].flushes = flushes;
-        self.open[cpu][p].flushes.clear();
+        self.open[at].flushes = flushes;
+        self.open[at].flushes.clear();
     }
 
     /// Finish: open pairs at the end count as unmatched.
     pub fn finish(mut self, schema: &Schema) -> Tables {
-        for cpu in &self.open {
-            for (p, o) in cpu.iter().enumerate() {
-                if o.active {
-                    self.acc[p].unmatched += 1;
-                }
+        let np = self.pairs.len().max(1);
+        for (i, o) in self.open.iter().enumerate() {
+            if o.active {
+                self.acc[i % np].unmatched += 1;
             }
         }
         let tlb = if self.want_tlb {
@@ -660,8 +728,7 @@ impl Analyzer {
                         .rows
                         .into_iter()
                         .map(|(key, mut bin, flushes)| {
-                            let mut flushes: Vec<(i64, u64)> = flushes.into_iter().collect();
-                            flushes.sort();
+                            let flushes = flushes.sorted();
                             bin.seal();
                             PairRow { key, bin, flushes }
                         })
@@ -700,6 +767,18 @@ impl Analyzer {
             events,
             bias: self.bias,
         }
+    }
+}
+
+#[inline]
+fn pair_key(k: KeyOf, ev: &Ev) -> i64 {
+    match k {
+        KeyOf::None | KeyOf::InnerRemotePages => 0,
+        KeyOf::Field(l) => l.get(ev).unwrap_or(0),
+        KeyOf::LenPages(l, page) => l
+            .get(ev)
+            .map(|v| (v as u64).div_ceil(page) as i64)
+            .unwrap_or(0),
     }
 }
 
