@@ -151,23 +151,23 @@ fn pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Start the child the cheap way: posix_spawn (glibc: clone with CLONE_VM|CLONE_VFORK), in its
-/// own process group, stdin (and with `quiet` stdout/stderr) on /dev/null. Used when nothing has
-/// to happen between fork and exec (no counters to attach, no pinning).
-fn start_spawn(
-    cmd: &Prepared,
+/// posix_spawn `program` with `argv` (NULL-terminated) and abperf's environment, in a process
+/// group of its own (a Ctrl-C at the terminal is abperf's to handle), with no signal blocked and
+/// SIGPIPE at its default whatever abperf's own dispositions are (ignored signals would otherwise
+/// be inherited across exec), and the `dups` (source, target) applied in order. Returns the pid
+/// and the moment just before the call (where a timed region starts), or the error number.
+pub(super) fn spawn_in_group(
+    program: &std::ffi::CStr,
     argv: &[*const libc::c_char],
-    null_fd: i32,
-    err_fd: Option<i32>,
-) -> anyhow::Result<(libc::pid_t, Instant)> {
+    dups: &[(i32, i32)],
+) -> Result<(libc::pid_t, Instant), i32> {
+    debug_assert!(argv.last().is_some_and(|a| a.is_null()));
     // SAFETY: the attr and file-action objects are initialised before use and destroyed after;
     // argv is NULL-terminated and, with program and environ, outlives the call.
     unsafe {
         let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
         let mut fa: libc::posix_spawn_file_actions_t = std::mem::zeroed();
         libc::posix_spawnattr_init(&mut attr);
-        // Own process group; SIGPIPE back to default and no blocked signals, whatever abperf's
-        // own dispositions are (ignored signals would otherwise be inherited across exec).
         let flags = libc::POSIX_SPAWN_SETPGROUP
             | libc::POSIX_SPAWN_SETSIGDEF
             | libc::POSIX_SPAWN_SETSIGMASK;
@@ -179,16 +179,14 @@ fn start_spawn(
         libc::sigaddset(&mut sigs, libc::SIGPIPE);
         libc::posix_spawnattr_setsigdefault(&mut attr, &sigs);
         libc::posix_spawn_file_actions_init(&mut fa);
-        libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 0);
-        if let Some(err_fd) = err_fd {
-            libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 1);
-            libc::posix_spawn_file_actions_adddup2(&mut fa, err_fd, 2);
+        for &(from, to) in dups {
+            libc::posix_spawn_file_actions_adddup2(&mut fa, from, to);
         }
         let mut pid: libc::pid_t = 0;
         let t0 = Instant::now();
         let rc = libc::posix_spawn(
             &mut pid,
-            cmd.program.as_ptr(),
+            program.as_ptr(),
             &fa,
             &attr,
             argv.as_ptr() as *const *mut libc::c_char,
@@ -196,16 +194,39 @@ fn start_spawn(
         );
         libc::posix_spawn_file_actions_destroy(&mut fa);
         libc::posix_spawnattr_destroy(&mut attr);
-        if rc != 0 {
-            anyhow::bail!(
+        if rc != 0 { Err(rc) } else { Ok((pid, t0)) }
+    }
+}
+
+/// The standard streams of a child: stdin on /dev/null and, with `err_fd` (quiet), stdout on
+/// /dev/null and stderr on `err_fd`.
+fn std_dups(null_fd: i32, err_fd: Option<i32>) -> Vec<(i32, i32)> {
+    let mut dups = vec![(null_fd, 0)];
+    if let Some(err_fd) = err_fd {
+        dups.extend([(null_fd, 1), (err_fd, 2)]);
+    }
+    dups
+}
+
+/// Start the child the cheap way: posix_spawn (glibc: clone with CLONE_VM|CLONE_VFORK), in its
+/// own process group, stdin (and with `quiet` stdout/stderr) on /dev/null. Used when nothing has
+/// to happen between fork and exec (no counters to attach, no pinning).
+fn start_spawn(
+    cmd: &Prepared,
+    argv: &[*const libc::c_char],
+    null_fd: i32,
+    err_fd: Option<i32>,
+) -> anyhow::Result<(libc::pid_t, Instant)> {
+    let (pid, t0) =
+        spawn_in_group(&cmd.program, argv, &std_dups(null_fd, err_fd)).map_err(|rc| {
+            anyhow::anyhow!(
                 "cannot execute '{}': {}",
                 cmd.text,
                 std::io::Error::from_raw_os_error(rc)
-            );
-        }
-        signals::set_child(pid);
-        Ok((pid, t0))
-    }
+            )
+        })?;
+    signals::set_child(pid);
+    Ok((pid, t0))
 }
 
 /// Start the child with fork: it pins itself if asked, then waits at a gate until the counters
@@ -368,50 +389,26 @@ fn start_via_helper(
     // SAFETY: prctl with plain integer arguments.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     let clear_subreaper = || unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) };
-    // SAFETY: as in start_spawn: the objects are initialised before use and destroyed after;
-    // argv is NULL-terminated and outlives the call.
-    let (rc, helper_pid) = unsafe {
-        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
-        let mut fa: libc::posix_spawn_file_actions_t = std::mem::zeroed();
-        libc::posix_spawnattr_init(&mut attr);
-        let flags = libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGMASK;
-        libc::posix_spawnattr_setflags(&mut attr, flags as libc::c_short);
-        libc::posix_spawnattr_setpgroup(&mut attr, 0);
-        let mut sigs: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut sigs);
-        libc::posix_spawnattr_setsigmask(&mut attr, &sigs);
-        libc::posix_spawn_file_actions_init(&mut fa);
-        // The standard streams first: their sources may be 3, 4 or 5 (the pipes are >= 10).
-        libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 0);
-        if let Some(err_fd) = err_fd {
-            libc::posix_spawn_file_actions_adddup2(&mut fa, null_fd, 1);
-            libc::posix_spawn_file_actions_adddup2(&mut fa, err_fd, 2);
-        }
-        libc::posix_spawn_file_actions_adddup2(&mut fa, gate_r.as_raw_fd(), GATE_FD);
-        libc::posix_spawn_file_actions_adddup2(&mut fa, err_w.as_raw_fd(), ERR_FD);
-        libc::posix_spawn_file_actions_adddup2(&mut fa, rep_w.as_raw_fd(), REPORT_FD);
-        let mut pid: libc::pid_t = 0;
-        let rc = libc::posix_spawn(
-            &mut pid,
-            helper.path.as_ptr(),
-            &fa,
-            &attr,
-            argv.as_ptr() as *const *mut libc::c_char,
-            environ as *const *mut libc::c_char,
-        );
-        libc::posix_spawn_file_actions_destroy(&mut fa);
-        libc::posix_spawnattr_destroy(&mut attr);
-        (rc, pid)
-    };
+    // The standard streams first: their sources may be 3, 4 or 5 (the pipes are >= 10).
+    let mut dups = std_dups(null_fd, err_fd);
+    dups.extend([
+        (gate_r.as_raw_fd(), GATE_FD),
+        (err_w.as_raw_fd(), ERR_FD),
+        (rep_w.as_raw_fd(), REPORT_FD),
+    ]);
+    let spawned = spawn_in_group(&helper.path, &argv, &dups);
     drop((gate_r, err_w, rep_w));
-    if rc != 0 {
-        clear_subreaper();
-        anyhow::bail!(
-            "cannot start abperf's spawn helper for '{}': {}",
-            cmd.text,
-            std::io::Error::from_raw_os_error(rc)
-        );
-    }
+    let helper_pid = match spawned {
+        Ok((pid, _)) => pid,
+        Err(rc) => {
+            clear_subreaper();
+            anyhow::bail!(
+                "cannot start abperf's spawn helper for '{}': {}",
+                cmd.text,
+                std::io::Error::from_raw_os_error(rc)
+            );
+        }
+    };
     let mut pidb = [0u8; 4];
     // SAFETY: pidb is 4 writable bytes.
     let n = unsafe { libc::read(rep_r.as_raw_fd(), pidb.as_mut_ptr().cast(), 4) };

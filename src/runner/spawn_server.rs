@@ -23,10 +23,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-unsafe extern "C" {
-    static environ: *const *const libc::c_char;
-}
-
 /// Larger requests (a huge command line) go the one-shot helper's way: a request is one
 /// SOCK_SEQPACKET message, which must fit the socket's buffer.
 const MAX_REQUEST: usize = 64 * 1024;
@@ -167,49 +163,15 @@ impl Server {
         let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
         argv.push(std::ptr::null());
         let null = super::spawn::devnull()?.as_raw_fd();
-        // SAFETY: the attr and file-action objects are initialised before use and destroyed
-        // after; argv is NULL-terminated and outlives the call.
-        let (rc, pid) = unsafe {
-            let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
-            let mut fa: libc::posix_spawn_file_actions_t = std::mem::zeroed();
-            libc::posix_spawnattr_init(&mut attr);
-            // Its own process group (a Ctrl-C at the terminal is abperf's to handle), nothing
-            // blocked, SIGPIPE at its default.
-            let flags = libc::POSIX_SPAWN_SETPGROUP
-                | libc::POSIX_SPAWN_SETSIGMASK
-                | libc::POSIX_SPAWN_SETSIGDEF;
-            libc::posix_spawnattr_setflags(&mut attr, flags as libc::c_short);
-            libc::posix_spawnattr_setpgroup(&mut attr, 0);
-            let mut sigs: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut sigs);
-            libc::posix_spawnattr_setsigmask(&mut attr, &sigs);
-            libc::sigaddset(&mut sigs, libc::SIGPIPE);
-            libc::posix_spawnattr_setsigdefault(&mut attr, &sigs);
-            libc::posix_spawn_file_actions_init(&mut fa);
-            for fd in 0..3 {
-                libc::posix_spawn_file_actions_adddup2(&mut fa, null, fd);
-            }
-            libc::posix_spawn_file_actions_adddup2(&mut fa, theirs.as_raw_fd(), SERVER_FD);
-            let mut pid: libc::pid_t = 0;
-            let rc = libc::posix_spawn(
-                &mut pid,
-                helper.path.as_ptr(),
-                &fa,
-                &attr,
-                argv.as_ptr() as *const *mut libc::c_char,
-                environ as *const *mut libc::c_char,
-            );
-            libc::posix_spawn_file_actions_destroy(&mut fa);
-            libc::posix_spawnattr_destroy(&mut attr);
-            (rc, pid)
-        };
-        if rc != 0 {
-            anyhow::bail!(
+        let mut dups: Vec<(i32, i32)> = (0..3).map(|fd| (null, fd)).collect();
+        dups.push((theirs.as_raw_fd(), SERVER_FD));
+        let (pid, _) = super::spawn::spawn_in_group(&helper.path, &argv, &dups).map_err(|rc| {
+            anyhow::anyhow!(
                 "cannot start abperf's spawn server {}: {}",
                 helper.path.to_string_lossy(),
                 std::io::Error::from_raw_os_error(rc)
-            );
-        }
+            )
+        })?;
         Ok(Server {
             sock: ours,
             pid,
