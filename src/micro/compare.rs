@@ -6,6 +6,7 @@
 //! phase, so comparing round medians puts the host's slow phases into the variance the test
 //! accounts for instead of into thousands of falsely independent samples.
 
+use crate::model::describe::median;
 use crate::model::{Dataset, Metric, Run};
 use std::collections::BTreeMap;
 
@@ -19,17 +20,6 @@ pub struct Paired {
     /// Configurations stored in only one of the two (e.g. a benchmark skipped on one kernel).
     pub only_a: Vec<String>,
     pub only_b: Vec<String>,
-}
-
-/// Median of `xs` (non-empty), the mean of the two middle values for an even count.
-fn median(xs: &mut [f64]) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
 }
 
 /// One run per round (block) of variant `pos` of `ds`: each metric's median over the round's
@@ -47,7 +37,7 @@ pub fn round_runs(ds: &Dataset, pos: usize) -> Vec<(i32, Vec<Metric>)> {
         .map(|(block, metrics)| {
             let ms = metrics
                 .into_iter()
-                .map(|(name, mut v)| Metric::new(name, median(&mut v), ds.unit(name)))
+                .map(|(name, v)| Metric::new(name, median(&v), ds.unit(name)))
                 .collect();
             (block, ms)
         })

@@ -5,6 +5,7 @@
 //! pages, as the suite's own finding does on the medians over all rounds.
 
 use crate::model::Dataset;
+use crate::model::describe::median;
 use std::collections::BTreeMap;
 
 /// The knee of `bench`'s operation `op` (e.g. `tlb-flush`, `madvise`) in every round of `ds`,
@@ -45,21 +46,11 @@ pub fn round_knees(ds: &Dataset, bench: &str, op: &str) -> Vec<Option<usize>> {
             let points: Vec<(usize, f64)> = sizes
                 .into_iter()
                 .filter(|(_, (t, e))| !t.is_empty() && !e.is_empty())
-                .map(|(n, (mut t, mut e))| (n, median(&mut t) - median(&mut e)))
+                .map(|(n, (t, e))| (n, median(&t) - median(&e)))
                 .collect();
             super::tlb::find_knee(&points).map(|k| k.at)
         })
         .collect()
-}
-
-fn median(xs: &mut [f64]) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
 }
 
 #[cfg(test)]
