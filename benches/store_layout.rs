@@ -13,22 +13,9 @@
 //! `cargo test --all-targets` runs it once with 2,000 runs and 2 rounds as a smoke test.
 
 use abperf::model::{Kind, Metric, NewExperiment, Run, Slot, Variant};
-use abperf::store::{MIGRATIONS, Store};
+use abperf::store::{FIXED, MIGRATIONS, Store};
 use rusqlite::{Connection, params};
 use std::time::{Duration, Instant};
-
-const FIXED: [(&str, &str); 10] = [
-    ("wall_ns", "ns"),
-    ("user_ns", "ns"),
-    ("sys_ns", "ns"),
-    ("maxrss_kib", "KiB"),
-    ("minflt", "count"),
-    ("majflt", "count"),
-    ("nvcsw", "count"),
-    ("nivcsw", "count"),
-    ("inblock", "count"),
-    ("oublock", "count"),
-];
 
 fn vacuumed_bytes(db: &std::path::Path) -> i64 {
     let copy = db.with_extension("vacuumed");

@@ -16,6 +16,7 @@ mod schema;
 pub mod trace;
 mod tune;
 
+pub use compact::FIXED;
 pub use import::*;
 pub use schema::{MIGRATIONS, current_version};
 
