@@ -191,15 +191,7 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
     super::output::write(&args.format.render(&r)?, None)?;
     // A benchmark that failed is an error (a skip for a reason of the machine is not).
     for f in &report.failures {
-        eprintln!(
-            "abperf: error: micro {}{} failed: {}",
-            f.bench,
-            f.config
-                .as_ref()
-                .map(|c| format!(" ({c})"))
-                .unwrap_or_default(),
-            f.reason
-        );
+        print_failure(f, None);
     }
     if !report.failures.is_empty() {
         eprintln!(
@@ -210,4 +202,18 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
         return Ok(1);
     }
     Ok(0)
+}
+
+/// "abperf: error: micro BENCH (CONFIG) failed[ for LABEL]: REASON" on stderr.
+pub(super) fn print_failure(f: &micro::Skip, label: Option<&str>) {
+    eprintln!(
+        "abperf: error: micro {}{} failed{}: {}",
+        f.bench,
+        f.config
+            .as_ref()
+            .map(|c| format!(" ({c})"))
+            .unwrap_or_default(),
+        label.map(|l| format!(" for {l}")).unwrap_or_default(),
+        f.reason
+    );
 }

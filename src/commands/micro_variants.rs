@@ -247,15 +247,7 @@ pub fn run(
         .flat_map(|(r, l)| r.failures.iter().map(move |f| (l.as_str(), f)))
         .collect();
     for (l, f) in &failures {
-        eprintln!(
-            "abperf: error: micro {}{} failed for {l}: {}",
-            f.bench,
-            f.config
-                .as_ref()
-                .map(|c| format!(" ({c})"))
-                .unwrap_or_default(),
-            f.reason
-        );
+        super::micro::print_failure(f, Some(l));
     }
     if !failures.is_empty() || !restore_errors.is_empty() {
         return Ok(1);

@@ -82,35 +82,22 @@ pub fn record(
             text: f.text.clone(),
         })
         .collect();
-    for s in &report.failures {
-        findings.push(MicroFinding {
-            bench: s.bench.clone(),
-            key: format!(
-                "failed{}",
-                s.config
-                    .as_ref()
-                    .map(|c| format!(":{c}"))
-                    .unwrap_or_default()
-            ),
-            value: None,
-            unit: String::new(),
-            text: s.reason.clone(),
-        });
-    }
-    for s in &report.skips {
-        findings.push(MicroFinding {
-            bench: s.bench.clone(),
-            key: format!(
-                "skipped{}",
-                s.config
-                    .as_ref()
-                    .map(|c| format!(":{c}"))
-                    .unwrap_or_default()
-            ),
-            value: None,
-            unit: String::new(),
-            text: s.reason.clone(),
-        });
+    for (kind, list) in [("failed", &report.failures), ("skipped", &report.skips)] {
+        for s in list {
+            findings.push(MicroFinding {
+                bench: s.bench.clone(),
+                key: format!(
+                    "{kind}{}",
+                    s.config
+                        .as_ref()
+                        .map(|c| format!(":{c}"))
+                        .unwrap_or_default()
+                ),
+                value: None,
+                unit: String::new(),
+                text: s.reason.clone(),
+            });
+        }
     }
     for n in &report.notes {
         findings.push(MicroFinding {
