@@ -185,9 +185,21 @@ fn parse_record(record: &str) -> Result<(Option<&str>, Vec<Metric>), String> {
         .ok_or("missing the 'P%CPU' field")?;
     let head = &toks[..cpu];
     let tail = &toks[cpu..];
-    let (label, user, sys, wall) = match head {
-        [u, s, e] if u.ends_with("user") => (
-            None,
+    // GNU time's own "Uuser Ssystem Eelapsed", or the labelled form of seed 000 ("LABEL U S E",
+    // with or without GNU time's suffixes), or bare "U S E".
+    let (label, u, s, e, gnu) = match head {
+        [u, s, e] if u.ends_with("user") => (None, *u, *s, *e, true),
+        [l, u, s, e] => (Some(*l), *u, *s, *e, false),
+        [u, s, e] => (None, *u, *s, *e, false),
+        _ => {
+            return Err(format!(
+                "expected 'Uuser Ssystem Eelapsed' or 'LABEL U S E' before the %CPU field, found {} fields",
+                head.len()
+            ));
+        }
+    };
+    let (user, sys, wall) = if gnu {
+        (
             num_field(u, "user", "user time")?,
             num_field(s, "system", "system time")?,
             parse_elapsed(
@@ -195,32 +207,16 @@ fn parse_record(record: &str) -> Result<(Option<&str>, Vec<Metric>), String> {
                     .ok_or(format!("expected 'Eelapsed', found {e:?}"))?,
             )
             .ok_or(format!("bad elapsed time {e:?} (expected [h:]m:ss.ff)"))?,
-        ),
-        // Labelled (seed 000), with or without GNU time's own suffixes.
-        [l, u, s, e] => (
-            Some(*l),
+        )
+    } else {
+        (
             parse_num(opt_suffix(u, "user"))
                 .ok_or(format!("bad user time {u:?} (expected seconds)"))?,
             parse_num(opt_suffix(s, "system"))
                 .ok_or(format!("bad system time {s:?} (expected seconds)"))?,
             parse_elapsed(opt_suffix(e, "elapsed"))
                 .ok_or(format!("bad elapsed time {e:?} (expected [h:]m:ss.ff)"))?,
-        ),
-        [u, s, e] => (
-            None,
-            parse_num(opt_suffix(u, "user"))
-                .ok_or(format!("bad user time {u:?} (expected seconds)"))?,
-            parse_num(opt_suffix(s, "system"))
-                .ok_or(format!("bad system time {s:?} (expected seconds)"))?,
-            parse_elapsed(opt_suffix(e, "elapsed"))
-                .ok_or(format!("bad elapsed time {e:?} (expected [h:]m:ss.ff)"))?,
-        ),
-        _ => {
-            return Err(format!(
-                "expected 'Uuser Ssystem Eelapsed' or 'LABEL U S E' before the %CPU field, found {} fields",
-                head.len()
-            ));
-        }
+        )
     };
     if tail.len() != 6 {
         return Err(format!(
