@@ -111,29 +111,9 @@ impl PagesCount {
     }
 }
 
-/// A map keyed by a trace value (reason, pages, a key field) with a one-multiply hash (the
+/// A map keyed by a trace value (reason, pages, a key field) with foldhash's fast hash (the
 /// standard SipHash was a tenth of a raw import); the tables sort what they take from it.
-type IntMap<V> = std::collections::HashMap<i64, V, std::hash::BuildHasherDefault<IntHasher>>;
-
-#[derive(Default, Clone, Copy)]
-struct IntHasher(u64);
-
-impl std::hash::Hasher for IntHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_i64(&mut self, v: i64) {
-        self.write_u64(v as u64);
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
+type IntMap<V> = std::collections::HashMap<i64, V, foldhash::fast::FixedState>;
 
 /// Rows of a pair table: a vector with an index, and the last row used cached (workloads
 /// repeat the same key many times in a row).

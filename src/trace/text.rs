@@ -179,8 +179,7 @@ pub fn stream<A>(
     const DISTINCT: usize = 1 << 16;
     let pass = |cap: &mut TextCapture, first: bool, f: &mut dyn FnMut(&Head, &[i64])| {
         let mut p = LineParser::new(opts);
-        let mut seen: HashSet<Vec<u8>, std::hash::BuildHasherDefault<BodyHasher>> =
-            HashSet::default();
+        let mut seen: HashSet<Vec<u8>, foldhash::fast::FixedState> = HashSet::default();
         for_each_line(path, &io, |lineno, line| {
             if first && let Some(body) = event_body_of(line) {
                 if seen.contains(body) {
@@ -655,25 +654,6 @@ fn event_body_of(line: &[u8]) -> Option<&[u8]> {
     let (_, rb) = find_cpu(line)?;
     let after = &line[rb + 1..];
     memchr::memmem::find(after, b": ").map(|colon| &after[colon + 2..])
-}
-
-/// A fast hash of event bodies for the first pass's set of bodies seen (64-bit words, one
-/// multiply each; not resistant to chosen collisions, which cost only a hash-table chain).
-#[derive(Default)]
-struct BodyHasher(u64);
-
-impl std::hash::Hasher for BodyHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for c in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..c.len()].copy_from_slice(c);
-            self.0 =
-                (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x517c_c1b7_2722_0a95);
-        }
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
 }
 
 /// Position of `[` and `]` around the CPU number: the first bracketed run of digits.
