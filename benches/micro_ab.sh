@@ -23,29 +23,7 @@ reps="${1:-2}"
 shift || true
 benches=("$@")
 summary() { # JSON file, title, seconds
-    python3 - "$1" "$2" "$3" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-m = d["micro_compare"]
-rows = m["rows"]
-diff = [r for r in rows if r["verdict"] in ("faster", "slower")]
-fams = [f for f in m["families"] if f["faster"] + f["slower"] > 0]
-nd = sum(r["verdict"] == "no difference" for r in rows)
-print(f"{sys.argv[2]} ({m['labels'][0]} vs {m['labels'][1]}, {float(sys.argv[3]):.0f} s): "
-      f"{len(diff)} of {len(rows)} configurations called different "
-      f"({100 * len(diff) / max(1, len(rows)):.1f}%), {len(fams)} of {len(m['families'])} families: "
-      + (", ".join(f"{f['bench']} {f['faster'] + f['slower']}/{f['configurations']}" for f in fams) or "none")
-      + f"; {nd} no difference within the margin")
-for c in m["cautions"]:
-    print(f"  caution: {c}")
-for r in sorted(diff, key=lambda r: -abs(r["ratio"] - 1))[:6]:
-    ci = r["ratio_ci"] or [float("nan")] * 2
-    print(f"  {r['config']}: {100 * (r['ratio'] - 1):+.1f}% (CI {100 * (ci[0] - 1):+.1f}%.."
-          f"{100 * (ci[1] - 1):+.1f}%) {r['verdict']}")
-for f in m["findings"]:
-    if f["a"] != f["b"] and f["a"] is not None and f["b"] is not None:
-        print(f"  finding {f['bench']}/{f['key']}: {f['a']:.4g} -> {f['b']:.4g} {f['unit']}")
-PY
+    python3 benches/micro_summary.py "$1" "$2" "$3"
 }
 msgmax=$(cat /proc/sys/kernel/msgmax)
 other=$((msgmax + 1))
