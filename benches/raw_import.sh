@@ -8,6 +8,9 @@
 # times `trace-cmd report` on a capture of its own).
 # Usage: benches/raw_import.sh [SIZE_MB] [ROUNDS]   (defaults 300, 5)
 #   ABPERF_BEFORE=/path/to/older/abperf adds its rows.
+#   RAW=FILE imports FILE instead (a real capture, e.g. `abperf trace record -q --no-cost
+#   --buffer-kib 262144 --keep-raw FILE -- abperf workload exec flush-storm ops=400000`:
+#   distinct durations, unlike the repeated small capture).
 set -euo pipefail
 SIZE_MB=${1:-300}
 ROUNDS=${2:-5}
@@ -16,6 +19,9 @@ cargo build --release --quiet
 ABPERF=$PWD/target/release/abperf
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+if [ -n "${RAW:-}" ]; then
+    ln -s "$(realpath "$RAW")" "$TMP/big.raw"
+else
 python3 - tests/data/small-capture.raw "$TMP/big.raw" "$SIZE_MB" <<'PY'
 import struct, sys
 src, out, size = sys.argv[1], sys.argv[2], int(sys.argv[3]) << 20
@@ -37,9 +43,10 @@ with open(out, "wb") as f:
         for _ in range(k):
             f.write(b)
 PY
+fi
 EVENTS=$("$ABPERF" trace import --db "$TMP/count.db" "$TMP/big.raw" 2>/dev/null | sed -n 's/^capture [0-9]* (import): \([0-9,]*\) events.*/\1/p' | tr -d ,)
 rm -f "$TMP"/count.db*
-printf 'capture: %d MB, %d events\n' "$(( $(stat -c %s "$TMP/big.raw") >> 20 ))" "$EVENTS"
+printf 'capture: %d MB, %d events\n' "$(( $(stat -L -c %s "$TMP/big.raw") >> 20 ))" "$EVENTS"
 row() { # label cmd... -> "label wall cpu rss"
     local label=$1; shift
     /usr/bin/time -f '%e %U %S %M' -o "$TMP/time" "$@" >/dev/null 2>"$TMP/err" || { cat "$TMP/err" >&2; return 1; }

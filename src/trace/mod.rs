@@ -3,6 +3,7 @@
 //! - [`instance`]: our own tracefs instance (clock, buffer, events, filters), removed at the end
 //! - [`format`]: header_page, header_event and event format files
 //! - [`ring`]: the binary ring-buffer page decoder
+//! - [`mapped`]: read-only file windows for decoding raw captures without a copy
 //! - [`record`]: per-CPU trace_pipe_raw readers, raw capture files
 //! - [`text`]: ftrace text import
 //! - [`event`]: the event model both paths feed to [`tables`]
@@ -15,6 +16,7 @@ pub mod cost;
 pub mod event;
 pub mod format;
 pub mod instance;
+pub mod mapped;
 pub mod record;
 pub mod ring;
 pub mod tables;

@@ -63,7 +63,8 @@ struct PairDef {
 
 #[derive(Debug, Clone, Copy)]
 enum Role {
-    Flush,
+    /// A TLB flush; with the count by reason that reads the same field, done here.
+    Flush(Option<usize>),
     /// A pair's begin, with how its key is read from this event type (resolved once).
     Begin(usize, KeyOf),
     End(usize),
@@ -120,6 +121,8 @@ type IntMap<V> = std::collections::HashMap<i64, V, foldhash::fast::FixedState>;
 #[derive(Debug, Clone, Default)]
 struct PairAcc {
     rows: Vec<AccRow>,
+    /// The rows' keys in order (searched linearly while there are few).
+    keys: Vec<i64>,
     index: IntMap<usize>,
     last: usize,
     unmatched: u64,
@@ -131,10 +134,16 @@ impl PairAcc {
         if self.rows.get(self.last).is_some_and(|r| r.0 == key) {
             return &mut self.rows[self.last];
         }
-        let i = match self.index.get(&key) {
-            Some(i) => *i,
+        let found = if self.keys.len() <= 16 {
+            self.keys.iter().position(|k| *k == key)
+        } else {
+            self.index.get(&key).copied()
+        };
+        let i = match found {
+            Some(i) => i,
             None => {
                 self.rows.push((key, Bin::default(), Default::default()));
+                self.keys.push(key);
                 self.index.insert(key, self.rows.len() - 1);
                 self.rows.len() - 1
             }
@@ -334,9 +343,26 @@ impl Analyzer {
                 .iter()
                 .any(|p| p.need_flush || p.flush_remote.is_some() || !p.keys.is_empty()))
             && let Some(t) = flush_ty
-            && !a.roles[t as usize].iter().any(|r| matches!(r, Role::Flush))
+            && !a.roles[t as usize]
+                .iter()
+                .any(|r| matches!(r, Role::Flush(_)))
         {
-            a.roles[t as usize].insert(0, Role::Flush);
+            a.roles[t as usize].insert(0, Role::Flush(None));
+        }
+        // the flush's count by reason is done with the flush (one role per event, the field
+        // read once)
+        if let (Some(t), Some(loc)) = (flush_ty, flush_reason) {
+            let roles = &mut a.roles[t as usize];
+            if let Some(f) = roles.iter().position(|r| matches!(r, Role::Flush(None)))
+                && let Some(c) = roles
+                    .iter()
+                    .position(|r| matches!(r, Role::Count(c) if a.counts[*c].3 == loc))
+            {
+                let Role::Count(ci) = roles.remove(c) else {
+                    unreachable!()
+                };
+                roles[if c < f { f - 1 } else { f }] = Role::Flush(Some(ci));
+            }
         }
         for r in &a.roles {
             let start = a.role_list.len() as u32;
@@ -505,13 +531,13 @@ impl Analyzer {
             self.active.resize(cpu + 1, 0);
             self.open.resize((cpu + 1) * np, Open::default());
         }
-        // a flush's reason, read once for the flush and its count (Flush comes first)
-        let mut reason = None;
         for ri in r0 as usize..r1 as usize {
             match self.role_list[ri] {
-                Role::Flush => {
+                Role::Flush(count) => {
                     let r = self.flush_reason.and_then(|l| l.get(ev));
-                    reason = Some((self.flush_reason, r));
+                    if let (Some(c), Some(v)) = (count, r) {
+                        self.counts[c].4.add(v);
+                    }
                     self.on_flush(ev, cpu, r);
                 }
                 Role::Begin(p, k) => {
@@ -532,11 +558,7 @@ impl Analyzer {
                 Role::End(p) => self.on_end(ev, cpu, p),
                 Role::Count(c) => {
                     let (loc, counter) = (self.counts[c].3, &mut self.counts[c].4);
-                    let v = match reason {
-                        Some((Some(l), r)) if l == loc => r,
-                        _ => loc.get(ev),
-                    };
-                    if let Some(v) = v {
+                    if let Some(v) = loc.get(ev) {
                         counter.add(v);
                     }
                 }
@@ -622,7 +644,10 @@ impl Analyzer {
         for (_, pages) in &flushes {
             inner.add(*pages);
         }
-        if times && self.want_tlb {
+        if times && self.want_tlb && flushes.len() == 1 {
+            let (r, pg) = flushes[0];
+            self.tlb_bin(r, pg).add_time(d);
+        } else if times && self.want_tlb {
             // a flush is timed by the pair when it is the only one of its reason inside
             // (counted by a map when there are many: 200k flushes in one pair took minutes)
             let many = flushes.len() > 16;
@@ -755,10 +780,18 @@ fn pair_key(k: KeyOf, ev: &Ev) -> i64 {
     match k {
         KeyOf::None | KeyOf::InnerRemotePages => 0,
         KeyOf::Field(l) => l.get(ev).unwrap_or(0),
-        KeyOf::LenPages(l, page) => l
-            .get(ev)
-            .map(|v| (v as u64).div_ceil(page) as i64)
-            .unwrap_or(0),
+        KeyOf::LenPages(l, page) => l.get(ev).map(|v| len_pages(v as u64, page)).unwrap_or(0),
+    }
+}
+
+/// A length in bytes as pages of `page` bytes, rounded up: a shift, not a division, for a
+/// power-of-two page (every call of a traced syscall pays it).
+#[inline]
+fn len_pages(len: u64, page: u64) -> i64 {
+    if page.is_power_of_two() {
+        ((len >> page.trailing_zeros()) + (len & (page - 1) != 0) as u64) as i64
+    } else {
+        len.div_ceil(page) as i64
     }
 }
 
@@ -862,6 +895,72 @@ mod tests {
         assert_eq!(t.bias, Some(50));
         let c = &t.counts[0];
         assert_eq!(c.rows, vec![(1, 1), (3, 3)]);
+    }
+
+    #[test]
+    fn lengths_round_up_to_pages() {
+        for page in [4096u64, 16384, 12288, 1] {
+            for len in [0u64, 1, page - 1, page, page + 1, 33 * page, u64::MAX] {
+                assert_eq!(
+                    len_pages(len, page),
+                    len.div_ceil(page) as i64,
+                    "{len} {page}"
+                );
+            }
+        }
+    }
+
+    /// The count by reason is done by the flush role when both are wanted (the field read
+    /// once): the same counts as a count spec alone; and a pair with more than 16 keys (the
+    /// rows' short list, then the index) keeps every key apart.
+    #[test]
+    fn reason_counts_and_many_keys() {
+        let s = schema();
+        let flushes = [(0, 1, 3), (0, 2, 3), (1, 8, 1), (0, -1, 3), (1, 1, 1)];
+        let feed = |a: &mut Analyzer| {
+            for (i, (cpu, pages, reason)) in flushes.iter().enumerate() {
+                a.event(&ev(*cpu, 10 * i as u64, 0, 1, &[*pages, *reason]));
+            }
+        };
+        let count = Spec::Count {
+            event: "tlb_flush".into(),
+            key: "reason".into(),
+        };
+        let mut both = Analyzer::new(&s, &[Spec::Standard, count.clone()]).unwrap();
+        feed(&mut both);
+        let mut alone = Analyzer::new(&s, std::slice::from_ref(&count)).unwrap();
+        feed(&mut alone);
+        let (both, alone) = (both.finish(&s), alone.finish(&s));
+        assert_eq!(alone.counts[0].rows, vec![(1, 2), (3, 3)]);
+        assert_eq!(both.counts.len(), 2);
+        assert!(both.counts.iter().all(|c| c.rows == alone.counts[0].rows));
+
+        let mut a = Analyzer::new(
+            &s,
+            &[Spec::Pair {
+                begin: "sys_enter_madvise".into(),
+                end: "sys_exit_madvise".into(),
+                key: Some("len_in".into()),
+            }],
+        )
+        .unwrap();
+        let mut ts = 0;
+        for round in 0..3u64 {
+            for key in 0..40i64 {
+                a.event(&ev(0, ts, 3, 1, &[key]));
+                a.event(&ev(0, ts + 1 + key as u64 + round, 4, 1, &[]));
+                ts += 100;
+            }
+        }
+        let t = a.finish(&s);
+        let rows = &t.pairs[0].rows;
+        assert_eq!(rows.len(), 40);
+        for (k, r) in rows.iter().enumerate() {
+            assert_eq!(
+                (r.key, r.bin.count, r.bin.min, r.bin.max),
+                (k as i64, 3, k as u64 + 1, k as u64 + 3)
+            );
+        }
     }
 
     #[test]
