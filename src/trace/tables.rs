@@ -897,6 +897,16 @@ mod tests {
         assert_eq!(c.rows, vec![(1, 1), (3, 3)]);
     }
 
+    /// The madvise enter..exit pair keyed by its length in bytes.
+    fn madvise_pair(s: &Schema) -> Analyzer {
+        let pair = Spec::Pair {
+            begin: "sys_enter_madvise".into(),
+            end: "sys_exit_madvise".into(),
+            key: Some("len_in".into()),
+        };
+        Analyzer::new(s, &[pair]).unwrap()
+    }
+
     #[test]
     fn lengths_round_up_to_pages() {
         for page in [4096u64, 16384, 12288, 1] {
@@ -935,15 +945,7 @@ mod tests {
         assert_eq!(both.counts.len(), 2);
         assert!(both.counts.iter().all(|c| c.rows == alone.counts[0].rows));
 
-        let mut a = Analyzer::new(
-            &s,
-            &[Spec::Pair {
-                begin: "sys_enter_madvise".into(),
-                end: "sys_exit_madvise".into(),
-                key: Some("len_in".into()),
-            }],
-        )
-        .unwrap();
+        let mut a = madvise_pair(&s);
         let mut ts = 0;
         for round in 0..3u64 {
             for key in 0..40i64 {
@@ -989,15 +991,7 @@ mod tests {
             .unwrap_err()
             .contains("--begin")
         );
-        let mut a = Analyzer::new(
-            &s,
-            &[Spec::Pair {
-                begin: "sys_enter_madvise".into(),
-                end: "sys_exit_madvise".into(),
-                key: Some("len_in".into()),
-            }],
-        )
-        .unwrap();
+        let mut a = madvise_pair(&s);
         a.event(&ev(0, 10, 3, 1, &[4096]));
         a.event(&ev(0, 15, 0, 1, &[1, 3]));
         a.event(&ev(0, 30, 4, 1, &[]));
