@@ -353,15 +353,15 @@ impl Analyzer {
         // read once)
         if let (Some(t), Some(loc)) = (flush_ty, flush_reason) {
             let roles = &mut a.roles[t as usize];
+            let count = roles.iter().enumerate().find_map(|(i, r)| match r {
+                Role::Count(c) if a.counts[*c].3 == loc => Some((i, *c)),
+                _ => None,
+            });
             if let Some(f) = roles.iter().position(|r| matches!(r, Role::Flush(None)))
-                && let Some(c) = roles
-                    .iter()
-                    .position(|r| matches!(r, Role::Count(c) if a.counts[*c].3 == loc))
+                && let Some((i, c)) = count
             {
-                let Role::Count(ci) = roles.remove(c) else {
-                    unreachable!()
-                };
-                roles[if c < f { f - 1 } else { f }] = Role::Flush(Some(ci));
+                roles[f] = Role::Flush(Some(c));
+                roles.remove(i);
             }
         }
         for r in &a.roles {
