@@ -121,8 +121,7 @@ type IntMap<V> = std::collections::HashMap<i64, V, foldhash::fast::FixedState>;
 #[derive(Debug, Clone, Default)]
 struct PairAcc {
     rows: Vec<AccRow>,
-    /// The rows' keys in order (searched linearly while there are few).
-    keys: Vec<i64>,
+    /// Row by key, searched once there are more than a few rows (linearly before).
     index: IntMap<usize>,
     last: usize,
     unmatched: u64,
@@ -134,8 +133,8 @@ impl PairAcc {
         if self.rows.get(self.last).is_some_and(|r| r.0 == key) {
             return &mut self.rows[self.last];
         }
-        let found = if self.keys.len() <= 16 {
-            self.keys.iter().position(|k| *k == key)
+        let found = if self.rows.len() <= 16 {
+            self.rows.iter().position(|r| r.0 == key)
         } else {
             self.index.get(&key).copied()
         };
@@ -143,7 +142,6 @@ impl PairAcc {
             Some(i) => i,
             None => {
                 self.rows.push((key, Bin::default(), Default::default()));
-                self.keys.push(key);
                 self.index.insert(key, self.rows.len() - 1);
                 self.rows.len() - 1
             }
@@ -644,10 +642,7 @@ impl Analyzer {
         for (_, pages) in &flushes {
             inner.add(*pages);
         }
-        if times && self.want_tlb && flushes.len() == 1 {
-            let (r, pg) = flushes[0];
-            self.tlb_bin(r, pg).add_time(d);
-        } else if times && self.want_tlb {
+        if times && self.want_tlb {
             // a flush is timed by the pair when it is the only one of its reason inside
             // (counted by a map when there are many: 200k flushes in one pair took minutes)
             let many = flushes.len() > 16;
