@@ -55,6 +55,30 @@ fn family_script(lab: &Lab) -> String {
     )
 }
 
+/// Run `cmd` (an abperf whose workload is [`family_script`]) to success: abperf's pid, its
+/// output, and each run's family line as numbers (parent, siblings...). `what` labels failures.
+fn run_families(mut cmd: Command, what: &str) -> (u32, String, Vec<Vec<u32>>) {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what}: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let families = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("family "))
+        .map(|l| l.split_whitespace().map(|w| w.parse().unwrap()).collect())
+        .collect();
+    (pid, stdout, families)
+}
+
 #[test]
 fn every_workload_is_abperfs_own_child_started_by_one_server() {
     if !proc_children() {
@@ -74,24 +98,8 @@ fn every_workload_is_abperfs_own_child_started_by_one_server() {
             let mut args = vec!["run", "-r", "4", "--warmup", "1"];
             args.extend(extra);
             args.push(&run);
-            let child = abperf(&lab, &bin, &args)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            let abperf_pid = child.id();
-            let out = child.wait_with_output().unwrap();
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                out.status.success(),
-                "{which} {extra:?}: {stdout}{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let families: Vec<Vec<u32>> = stdout
-                .lines()
-                .filter_map(|l| l.strip_prefix("family "))
-                .map(|l| l.split_whitespace().map(|w| w.parse().unwrap()).collect())
-                .collect();
+            let (abperf_pid, stdout, families) =
+                run_families(abperf(&lab, &bin, &args), &format!("{which} {extra:?}"));
             assert_eq!(families.len(), 5, "{which} {extra:?}: {stdout}");
             for f in &families {
                 assert_eq!(
@@ -221,36 +229,20 @@ fn a_huge_command_line_takes_the_one_shot_helper_and_still_works() {
     // 100 KB of argument: more than one request to the server may carry.
     let big = "x".repeat(100_000);
     let run = format!("sh {script} {big}");
-    let child = lab
-        .cmd(&[
-            "run",
-            "-N",
-            "-r",
-            "2",
-            "--warmup",
-            "0",
-            "--show-output",
-            &run,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let families: Vec<&str> = stdout
-        .lines()
-        .filter(|l| l.starts_with("family "))
-        .collect();
+    let cmd = lab.cmd(&[
+        "run",
+        "-N",
+        "-r",
+        "2",
+        "--warmup",
+        "0",
+        "--show-output",
+        &run,
+    ]);
+    let (pid, stdout, families) = run_families(cmd, "huge command line");
     assert_eq!(families.len(), 2, "{stdout}");
     for f in families {
         // The one-shot helper has exited before the workload runs: no sibling server either.
-        assert_eq!(f, format!("family {pid}"), "{stdout}");
+        assert_eq!(f, vec![pid], "{stdout}");
     }
 }
