@@ -37,6 +37,15 @@ fn civil(days: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+/// Asks cargo to run this script again when `path` changes. Only for a file that exists: cargo
+/// takes a missing one (`packed-refs` before the first `git gc`) as changed on every build, which
+/// rebuilt the whole crate each time (`cargo install` after `cargo build` was a second build).
+fn watch(path: &Path) {
+    if path.exists() {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
+}
+
 fn commit(dir: &Path) -> String {
     if let Ok(c) = std::env::var("ABPERF_COMMIT")
         && !c.trim().is_empty()
@@ -51,13 +60,13 @@ fn commit(dir: &Path) -> String {
         // Tell cargo when to ask again: HEAD moves, a branch ref moves, the index changes.
         for p in ["HEAD", "index", "packed-refs"] {
             if let Some(path) = git(dir, &["rev-parse", "--git-path", p]) {
-                println!("cargo:rerun-if-changed={}", dir.join(path).display());
+                watch(&dir.join(path));
             }
         }
         if let Some(r) = git(dir, &["symbolic-ref", "-q", "HEAD"])
             && let Some(path) = git(dir, &["rev-parse", "--git-path", &r])
         {
-            println!("cargo:rerun-if-changed={}", dir.join(path).display());
+            watch(&dir.join(path));
         }
         let dirty = git(dir, &["status", "--porcelain", "--untracked-files=no"]).is_some();
         return if dirty { format!("{hash}-dirty") } else { hash };
@@ -76,7 +85,7 @@ fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     println!("cargo:rerun-if-env-changed=ABPERF_COMMIT");
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
-    println!("cargo:rerun-if-changed=.git-commit");
+    watch(&dir.join(".git-commit"));
     // Uncommitted edits change `-dirty`: look again whenever a source file changes.
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=Cargo.toml");
