@@ -122,7 +122,7 @@ fn a_terminal_hang_up_interrupts_without_a_panic() {
         )
     };
     if rc != 0 {
-        eprintln!("skipped: no pseudo-terminal here (openpty failed)");
+        common::skip("no pseudo-terminal here (openpty failed)");
         return;
     }
     // SAFETY: both fds are fresh and ours. Close-on-exec: abperf must not hold the terminal's

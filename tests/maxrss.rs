@@ -21,11 +21,11 @@ fn max_rss_is_the_workloads_own_as_gnu_time_says() {
         .status()
         .is_ok_and(|s| s.success())
     {
-        eprintln!("skipped: no C compiler (scripts/test.sh installs gcc)");
+        common::skip("no C compiler (scripts/test.sh installs gcc)");
         return;
     }
     if !std::path::Path::new("/usr/bin/time").exists() {
-        eprintln!("skipped: no /usr/bin/time (scripts/test.sh installs the Debian package time)");
+        common::skip("no /usr/bin/time (scripts/test.sh installs the Debian package time)");
         return;
     }
     let time: Vec<f64> = (0..9)

@@ -240,7 +240,7 @@ fn knob_locks_live_under_run_abperf_by_default() {
     // The default lock directory (root: /run/abperf/knobs) holds the claim while a knob is
     // changed, and nothing once it is put back.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: not root, the default lock directory is a per-user fallback");
+        common::skip("not root, the default lock directory is a per-user fallback");
         return;
     }
     let lab = Lab::new();
@@ -284,7 +284,7 @@ pub fn can_unshare() -> bool {
 #[test]
 fn lock_directory_falls_back_when_run_is_not_writable() {
     if !can_unshare() {
-        eprintln!("skipped: cannot make a private mount namespace here (unshare -m)");
+        common::skip("cannot make a private mount namespace here (unshare -m)");
         return;
     }
     let lab = Lab::new();

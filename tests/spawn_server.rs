@@ -82,7 +82,7 @@ fn run_families(mut cmd: Command, what: &str) -> (u32, String, Vec<Vec<u32>>) {
 #[test]
 fn every_workload_is_abperfs_own_child_started_by_one_server() {
     if !proc_children() {
-        eprintln!("skipped: this kernel has no /proc/PID/task/TID/children");
+        common::skip("this kernel has no /proc/PID/task/TID/children");
         return;
     }
     let lab = Lab::new();
@@ -180,7 +180,7 @@ fn a_command_that_cannot_run_fails_as_without_the_server() {
 #[test]
 fn the_servers_death_is_a_clear_error_and_keeps_the_runs_done() {
     if !proc_children() {
-        eprintln!("skipped: this kernel has no /proc/PID/task/TID/children");
+        common::skip("this kernel has no /proc/PID/task/TID/children");
         return;
     }
     let lab = Lab::new();
@@ -221,7 +221,7 @@ fn the_servers_death_is_a_clear_error_and_keeps_the_runs_done() {
 #[test]
 fn a_huge_command_line_takes_the_one_shot_helper_and_still_works() {
     if !proc_children() {
-        eprintln!("skipped: this kernel has no /proc/PID/task/TID/children");
+        common::skip("this kernel has no /proc/PID/task/TID/children");
         return;
     }
     let lab = Lab::new();

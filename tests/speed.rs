@@ -54,7 +54,7 @@ fn tracepoint_counts_are_exact_with_the_holder_event() {
         .any(|t| std::path::Path::new(&format!("{t}/events/sched/sched_process_exec/id")).exists());
     let root = unsafe { libc::geteuid() } == 0;
     if !id || !root {
-        eprintln!("skipped: no sched:sched_process_exec in a mounted tracefs, or not root");
+        common::skip("no sched:sched_process_exec in a mounted tracefs, or not root");
         return;
     }
     let lab = Lab::new();

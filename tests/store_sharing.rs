@@ -117,7 +117,7 @@ fn in_namespace(lab: &Lab, script: &str) -> Out {
 #[test]
 fn a_store_on_read_only_media_can_be_read() {
     if !can_mount() {
-        eprintln!("skipped: cannot mount a tmpfs in a private mount namespace here");
+        common::skip("cannot mount a tmpfs in a private mount namespace here");
         return;
     }
     let lab = Lab::new();
@@ -143,7 +143,7 @@ fn a_store_on_read_only_media_can_be_read() {
 #[test]
 fn a_full_disk_interrupts_the_experiment_and_says_how_to_resume() {
     if !can_mount() {
-        eprintln!("skipped: cannot mount a tmpfs in a private mount namespace here");
+        common::skip("cannot mount a tmpfs in a private mount namespace here");
         return;
     }
     let lab = Lab::new();

@@ -285,7 +285,9 @@ fn spinning_sibling_gives_remote_shootdowns() {
         .map(|n| n.get())
         .unwrap_or(1);
     if cpus < 2 {
-        eprintln!("skipped: remote shootdowns need 2 CPUs, this machine has {cpus}");
+        common::skip(&format!(
+            "remote shootdowns need 2 CPUs, this machine has {cpus}"
+        ));
         return;
     }
     let w = workload();
@@ -700,12 +702,12 @@ fn cgroup_scope() {
                 && Path::new(r).join("cgroup.threads").exists()
         });
     let Some(root) = root else {
-        eprintln!("skipped: no cgroup v2 hierarchy (cgroup.threads) mounted");
+        common::skip("no cgroup v2 hierarchy (cgroup.threads) mounted");
         return;
     };
     let dir = Path::new(root).join(format!("abperf-test-{}", std::process::id()));
     if let Err(e) = std::fs::create_dir(&dir) {
-        eprintln!("skipped: cannot create a cgroup in {root}: {e}");
+        common::skip(&format!("cannot create a cgroup in {root}: {e}"));
         return;
     }
     struct Rm(PathBuf, String);
@@ -770,10 +772,10 @@ fn non_root_is_told_about_the_permission() {
         )
     } != 0
     {
-        eprintln!(
-            "skipped: cannot mount tracefs: {}",
+        common::skip(&format!(
+            "cannot mount tracefs: {}",
             std::io::Error::last_os_error()
-        );
+        ));
         return;
     }
     struct Umount(std::ffi::CString);
@@ -1238,7 +1240,7 @@ fn ceiling_advisor_on_this_machine() {
 fn private_mounts_of_killed_recordings_are_removed() {
     let _g = lock();
     if Command::new("unshare").arg("--help").output().is_err() {
-        eprintln!("skipped: no unshare(1) (util-linux) to make a mount namespace");
+        common::skip("no unshare(1) (util-linux) to make a mount namespace");
         return;
     }
     let lab = Lab::new();
@@ -1264,7 +1266,7 @@ echo "left: $(awk '$3=="tracefs"{{print $2}}' /proc/self/mounts)"
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     if !o.status.success() && out.contains("unshare failed") {
-        eprintln!("skipped: cannot make a mount namespace here: {out}");
+        common::skip(&format!("cannot make a mount namespace here: {out}"));
         return;
     }
     assert!(o.status.success(), "{out}");
@@ -1315,7 +1317,7 @@ fn import_calibrates_only_a_capture_of_this_boot() {
     );
     // the same capture with this boot's id in its header: calibrated (where the CPU has a TSC)
     let Ok(boot) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") else {
-        eprintln!("skipped: no /proc/sys/kernel/random/boot_id");
+        common::skip("no /proc/sys/kernel/random/boot_id");
         return;
     };
     let magic = b"ABPERF-TRACE-RAW1\n".len();

@@ -1,7 +1,7 @@
 //! Integration tests of `abperf vm` (and the `abperf::vm` engine) with real QEMU boots under TCG
 //! of two Debian kernel packages fetched with `apt-get download` into the kernel cache (kept
-//! between runs). The setup installs qemu-system-x86, kmod and busybox-static with apt-get when
-//! they are missing; the tests skip only when that is impossible. One VM at a time: TCG guests
+//! between runs). scripts/test.sh installs qemu-system-x86, kmod and busybox-static; without
+//! them the tests report themselves skipped (common::skip), never passed. One VM at a time: TCG guests
 //! on a 2-core machine slow each other down.
 
 mod common;
@@ -14,7 +14,15 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-const PACKAGES: &[&str] = &["qemu-system-x86", "kmod", "busybox-static"];
+/// The programs the VM tests need (scripts/test.sh installs their Debian packages:
+/// qemu-system-x86, kmod, busybox-static, dpkg).
+const PROGRAMS: &[&str] = &[
+    "qemu-system-x86_64",
+    "depmod",
+    "busybox",
+    "apt-get",
+    "dpkg-deb",
+];
 
 static VM_LOCK: Mutex<()> = Mutex::new(());
 
@@ -29,33 +37,20 @@ struct Kernel {
     vmlinuz: PathBuf,
 }
 
-fn installed(p: &str) -> bool {
-    Command::new("dpkg")
-        .args(["-s", p])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// Install what is missing (as scripts/test.sh does); Err says why that was impossible.
-fn install_packages() -> Result<(), String> {
-    let missing: Vec<&str> = PACKAGES.iter().copied().filter(|p| !installed(p)).collect();
+/// Why the VM tests cannot run here, probed independently of abperf: a program missing from
+/// $PATH (the tests install nothing themselves; scripts/test.sh does).
+fn programs_missing() -> Result<(), String> {
+    let missing: Vec<&str> = PROGRAMS
+        .iter()
+        .copied()
+        .filter(|p| !common::on_path(p))
+        .collect();
     if missing.is_empty() {
-        return Ok(());
-    }
-    let _ = Command::new("apt-get").args(["update", "-qq"]).status();
-    let st = Command::new("apt-get")
-        .args(["install", "-y", "-qq"])
-        .args(&missing)
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status();
-    let still: Vec<&str> = PACKAGES.iter().copied().filter(|p| !installed(p)).collect();
-    if still.is_empty() {
         Ok(())
     } else {
         Err(format!(
-            "cannot install {still:?} with apt-get ({st:?}); the VM tests need them"
+            "{missing:?} not on $PATH (scripts/test.sh installs qemu-system-x86, kmod, \
+             busybox-static)"
         ))
     }
 }
@@ -179,10 +174,7 @@ fn fetch(package: &str) -> Kernel {
 fn kernels() -> Option<&'static [Kernel]> {
     static SETUP: OnceLock<Result<Vec<Kernel>, String>> = OnceLock::new();
     let r = SETUP.get_or_init(|| {
-        if !Path::new("/usr/bin/apt-get").exists() {
-            return Err("no apt-get: not a Debian-family machine".into());
-        }
-        install_packages()?;
+        programs_missing()?;
         let pkgs = choose_packages()?;
         let ks: Vec<Kernel> = pkgs.iter().map(|p| fetch(p)).collect();
         // A second fetch of a cached package reads the cache only: fast, same answer.
@@ -195,7 +187,7 @@ fn kernels() -> Option<&'static [Kernel]> {
     match r {
         Ok(k) => Some(k),
         Err(why) => {
-            eprintln!("skipping the VM test: {why}");
+            common::skip(why);
             None
         }
     }

@@ -284,7 +284,7 @@ fn small_workloads_run_and_report() {
         assert_eq!(o.code, Some(0), "{o}");
         check_declared("ctxsw", &ms);
     } else {
-        eprintln!("skipped ctxsw cpus=split: one CPU");
+        common::skip("ctxsw cpus=split not run: one CPU");
     }
 }
 
@@ -364,7 +364,7 @@ fn wait_for_cgroup(parent: &Path, pid: u32) -> PathBuf {
 fn page_aging_reclaims_and_removes_its_cgroup() {
     let _g = PAGE_AGING.lock().unwrap_or_else(|e| e.into_inner());
     let Some(parent) = memcg_parent() else {
-        eprintln!("skipped: no usable memory cgroup (v2 memory controller or v1 memory hierarchy)");
+        common::skip("no usable memory cgroup (v2 memory controller or v1 memory hierarchy)");
         return;
     };
     let dir = page_aging_dir();
@@ -425,7 +425,7 @@ fn page_aging_reclaims_and_removes_its_cgroup() {
 fn page_aging_cleans_up_on_sigint_and_after_sigkill() {
     let _g = PAGE_AGING.lock().unwrap_or_else(|e| e.into_inner());
     let Some(parent) = memcg_parent() else {
-        eprintln!("skipped: no usable memory cgroup");
+        common::skip("no usable memory cgroup");
         return;
     };
     let dir = page_aging_dir();
@@ -487,7 +487,7 @@ fn page_aging_cleans_up_on_sigint_and_after_sigkill() {
 fn page_aging_anon_needs_swap() {
     let _g = PAGE_AGING.lock().unwrap_or_else(|e| e.into_inner());
     if memcg_parent().is_none() {
-        eprintln!("skipped: no usable memory cgroup");
+        common::skip("no usable memory cgroup");
         return;
     }
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
@@ -519,25 +519,37 @@ fn page_aging_anon_needs_swap() {
 
 // ---- kbuild ----
 
-fn on_path(cmd: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
-}
-
-/// Why a kernel build cannot run here (probed independently of abperf), if it cannot.
+/// Why a kernel build cannot run here (probed independently of abperf), if it cannot: Debian's
+/// source tarball installed in /usr/src or unpacked by scripts/test.sh into the default cache
+/// (`~/.cache/abperf/debian-source/usr/src`), and the build tools on $PATH.
 fn kbuild_missing() -> Option<String> {
-    let has_src = std::fs::read_dir("/usr/src").is_ok_and(|rd| {
-        rd.flatten().any(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            n.starts_with("linux-source-") && n.contains(".tar.")
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let cache = std::env::var_os("ABPERF_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|p| PathBuf::from(p).join("abperf")))
+        .unwrap_or_else(|| home.join(".cache/abperf"));
+    let dirs = [
+        PathBuf::from("/usr/src"),
+        cache.join("debian-source/usr/src"),
+    ];
+    let has_src = dirs.iter().any(|d| {
+        std::fs::read_dir(d).is_ok_and(|rd| {
+            rd.flatten().any(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.starts_with("linux-source-") && n.contains(".tar.")
+            })
         })
     });
     if !has_src {
-        return Some("no /usr/src/linux-source-*.tar.* (apt-get install linux-source)".into());
+        return Some(format!(
+            "no linux-source-*.tar.* in {dirs:?} (scripts/test.sh downloads it into the cache)"
+        ));
     }
     let missing: Vec<&str> = ["make", "gcc", "bc", "flex", "bison", "xz", "tar"]
         .into_iter()
-        .filter(|c| !on_path(c))
+        .filter(|c| !common::on_path(c))
         .collect();
     (!missing.is_empty()).then(|| format!("kernel build tools missing: {missing:?}"))
 }
@@ -545,7 +557,7 @@ fn kbuild_missing() -> Option<String> {
 #[test]
 fn kbuild_builds_one_directory() {
     if let Some(why) = kbuild_missing() {
-        eprintln!("skipped: {why}");
+        common::skip(&why);
         return;
     }
     // the unpacked tree is cached (default cache dir); the build directory is the test's own
@@ -742,7 +754,7 @@ fn wait_empty(cg: &Path) {
 fn run_page_aging_six_variants_interrupted_killed_and_resumed() {
     let _g = PAGE_AGING.lock().unwrap_or_else(|e| e.into_inner());
     let Some(scope) = CgScope::new("six") else {
-        eprintln!("skipped: no usable memory cgroup");
+        common::skip("no usable memory cgroup");
         return;
     };
     let lab = Lab::new();
@@ -1024,7 +1036,7 @@ fn run_workload_mistakes_are_usage_errors() {
 fn run_failing_workload_is_a_failed_run() {
     let _g = PAGE_AGING.lock().unwrap_or_else(|e| e.into_inner());
     if memcg_parent().is_none() {
-        eprintln!("skipped: no usable memory cgroup");
+        common::skip("no usable memory cgroup");
         return;
     }
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
@@ -1034,7 +1046,7 @@ fn run_failing_workload_is_a_failed_run() {
         .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
         .unwrap();
     if swap > 0 {
-        eprintln!("skipped: this machine has swap, so backing=anon works");
+        common::skip("this machine has swap, so backing=anon works");
         return;
     }
     let lab = Lab::new();
@@ -1064,7 +1076,7 @@ fn run_failing_workload_is_a_failed_run() {
 #[test]
 fn run_kbuild_three_reduced_builds() {
     if let Some(why) = kbuild_missing() {
-        eprintln!("skipped: {why}");
+        common::skip(&why);
         return;
     }
     let lab = Lab::new();
@@ -1141,14 +1153,14 @@ fn run_resume_refuses_another_workload_version() {
     );
 }
 
-/// A knob and a workload together (the README's THP example, reduced): `-k THP=always,never`
+/// A knob and a workload together (docs/run.md's THP example, reduced): `-k THP=always,never`
 /// times `@pagefault` gives two variants, each run under its own setting (with `never` every
 /// 4 KiB page faults; with `always` 2 MiB pages take most of them), and the knob is restored.
 #[test]
 fn run_workload_with_a_knob() {
     const THP: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
     let Ok(before) = std::fs::read_to_string(THP) else {
-        eprintln!("skipped: {THP} is absent (no THP in this kernel)");
+        common::skip(&format!("{THP} is absent (no THP in this kernel)"));
         return;
     };
     let lab = Lab::new();
@@ -1198,7 +1210,9 @@ fn run_workload_with_a_knob() {
     // Huge pages need free 2 MiB blocks (no compaction for memory without MADV_HUGEPAGE with
     // the default defrag setting): probed in /proc/buddyinfo, independently of abperf.
     if free_huge_blocks() < 64 {
-        eprintln!("faults under THP=always not compared: few free 2 MiB blocks (/proc/buddyinfo)");
+        common::skip(
+            "faults under THP=always not compared: few free 2 MiB blocks (/proc/buddyinfo)",
+        );
         return;
     }
     for a in &always {

@@ -135,19 +135,13 @@ fn machine_notes(name: &str) -> Vec<String> {
                     missing.join(" ")
                 )
             });
-            let srcs: Vec<String> = std::fs::read_dir("/usr/src")
-                .map(|rd| {
-                    rd.flatten()
-                        .map(|e| e.file_name().to_string_lossy().into_owned())
-                        .filter(|n| n.starts_with("linux-source-") && n.contains(".tar."))
-                        .collect()
-                })
-                .unwrap_or_default();
-            v.push(if srcs.is_empty() {
-                "tree=debian: no /usr/src/linux-source-*.tar.* (apt-get install linux-source)"
-                    .into()
-            } else {
-                format!("tree=debian: /usr/src/{}", srcs.join(", /usr/src/"))
+            v.push(match workload::kbuild::debian_tarball() {
+                Ok(t) => format!("tree=debian: {}", t.display()),
+                Err(_) => format!(
+                    "tree=debian: no linux-source-*.tar.* in /usr/src or {}/usr/src (apt-get \
+                     install linux-source, or apt-get download and dpkg-deb -x it there)",
+                    workload::kbuild::unpacked_package_dir().display()
+                ),
             });
             v
         }

@@ -141,22 +141,29 @@ struct Marker {
     config: String,
 }
 
-/// Debian's source tarball: the newest /usr/src/linux-source-*.tar.{xz,bz2,gz}.
-fn debian_tarball() -> Result<PathBuf> {
-    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/src")
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.path())
-                .filter(|p| {
-                    let n = p.file_name().unwrap_or_default().to_string_lossy();
-                    n.starts_with("linux-source-")
-                        && [".tar.xz", ".tar.bz2", ".tar.gz"]
-                            .iter()
-                            .any(|s| n.ends_with(s))
-                })
-                .collect()
+/// Where `scripts/test.sh` (or a user) unpacks Debian's `linux-source-X.Y` package without
+/// installing it (`apt-get download` then `dpkg-deb -x` into this directory), for machines where
+/// installing it would upgrade the installed kernel headers: `CACHE/debian-source`.
+pub fn unpacked_package_dir() -> PathBuf {
+    sys::cache_dir().join("debian-source")
+}
+
+/// Debian's source tarball: the newest linux-source-*.tar.{xz,bz2,gz} in /usr/src (the installed
+/// package) or in [`unpacked_package_dir`]`/usr/src` (the package unpacked, not installed).
+pub fn debian_tarball() -> Result<PathBuf> {
+    let unpacked = unpacked_package_dir().join("usr/src");
+    let mut found: Vec<PathBuf> = [Path::new("/usr/src"), unpacked.as_path()]
+        .iter()
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flat_map(|rd| rd.flatten().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.file_name().unwrap_or_default().to_string_lossy();
+            n.starts_with("linux-source-")
+                && [".tar.xz", ".tar.bz2", ".tar.gz"]
+                    .iter()
+                    .any(|s| n.ends_with(s))
         })
-        .unwrap_or_default();
+        .collect();
     // natural order of the version numbers
     found.sort_by_key(|p| {
         p.file_name()
@@ -168,9 +175,12 @@ fn debian_tarball() -> Result<PathBuf> {
     });
     found.pop().ok_or_else(|| {
         anyhow!(
-            "kbuild: tree=debian needs Debian's kernel source package (apt-get install \
-             linux-source), which puts /usr/src/linux-source-X.Y.tar.xz; or give tree=PATH of a \
-             kernel source tree"
+            "kbuild: tree=debian needs Debian's kernel source: /usr/src/linux-source-X.Y.tar.xz \
+             (apt-get install linux-source) or the package unpacked without installing it into \
+             {} (apt-get download linux-source-X.Y; dpkg-deb -x linux-source-X.Y_*.deb {}); or \
+             give tree=PATH of a kernel source tree",
+            unpacked.display(),
+            unpacked_package_dir().display()
         )
     })
 }

@@ -210,3 +210,34 @@ pub fn schema_errors(doc: &serde_json::Value) -> Vec<String> {
         })
         .collect()
 }
+
+/// Reports the calling test as skipped for `reason`, which an independent probe of this machine
+/// (a file in /sys, a program on $PATH, CPUID) established; the caller then returns. libtest
+/// has no "skipped" state, so the test still shows as `ok`: the reason goes to stderr and is
+/// appended to the skip log (`$ABPERF_TEST_SKIP_LOG`, else `target/test-skips.log`), which
+/// scripts/test.sh prints and counts after the suite.
+pub fn skip(reason: &str) {
+    use std::io::Write;
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("?");
+    let line = format!("{test}: {reason}\n");
+    eprint!("skipped {line}");
+    let log = std::env::var_os("ABPERF_TEST_SKIP_LOG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-skips.log"));
+    // One write of one short line with O_APPEND: lines of concurrent tests do not interleave.
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = written {
+        eprintln!("(cannot append to the skip log {}: {e})", log.display());
+    }
+}
+
+/// Whether `program` is an executable file in a directory of `$PATH`.
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+}
