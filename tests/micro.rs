@@ -328,7 +328,7 @@ fn text_tables_and_bad_input() {
     for (args, needle) in [
         (
             vec!["micro", "--no-store", "tlbflush"],
-            "unknown benchmark 'tlbflush'",
+            "invalid value 'tlbflush'",
         ),
         (
             vec!["micro", "--no-store", "--cpu", "4096", "timer"],
@@ -658,7 +658,7 @@ fn madvise_side_by_side(reps: usize) -> (GrossNet, GrossNet) {
 /// of that day and the build of the day before read 0.80-0.87x gross and 0.74-0.81x net of the
 /// program (abperf ~1800 ticks, the program ~2100, ten alternating pairs each time, quiet
 /// machine), after agreeing within 15% earlier the same day: a host-state effect on one of the
-/// two ways of calling, not explained yet (README, "Checked against independent programs").
+/// two ways of calling, not explained yet (docs/micro.md#checked-against-independent-programs).
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn one_page_madvise_agrees_with_an_independent_program() {
@@ -867,4 +867,28 @@ fn tlb_miss_reach_matches_cpuid() {
     eprintln!("{bad:?}: measuring tlb-miss once more");
     let bad = tlb_miss_problems(&remeasure("tlb-miss"));
     assert!(bad.is_empty(), "{bad:#?} (measured twice)");
+}
+
+/// `micro -h` names every benchmark (before, only a wrong name revealed them).
+#[test]
+fn micro_help_lists_the_benchmarks() {
+    let out = Lab::new().ok(&["micro", "-h"]).stdout;
+    let help = out
+        .split("possible values:")
+        .nth(1)
+        .expect("micro -h lists the possible values of BENCH");
+    for bench in [
+        "timer",
+        "syscall",
+        "xstate",
+        "tlb-shootdown",
+        "ctxsw",
+        "tlb",
+        "all",
+    ] {
+        assert!(
+            help.contains(bench),
+            "{bench} missing from micro -h:\n{help}"
+        );
+    }
 }

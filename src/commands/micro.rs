@@ -6,13 +6,19 @@ use crate::error::usage;
 use crate::micro::{self, Options};
 use crate::report::{Format, Report, View};
 
+/// The names `BENCH` takes, shown by `-h`: every benchmark, `tlb` and `all`.
+fn bench_names() -> clap::builder::PossibleValuesParser {
+    let all = micro::BENCHES.iter().copied().chain(["tlb", "all"]);
+    clap::builder::PossibleValuesParser::new(all)
+}
+
 /// Microbenchmarks: timer, syscall, xstate, signal, page-fault, tlb-flush, tlb-shootdown,
 /// tlb-miss, tlb-refill, ctxsw. Figures are cycles of the timestamp counter (TSC on x86,
 /// cntvct_el0 on aarch64) with the timer's own overhead subtracted, and nanoseconds.
 #[derive(Debug, clap::Args)]
 pub struct MicroArgs {
     /// Benchmarks to run (default: all). `tlb` selects every tlb-* benchmark.
-    #[arg(value_name = "BENCH")]
+    #[arg(value_name = "BENCH", value_parser = bench_names())]
     pub benches: Vec<String>,
     /// Fewer samples and smaller sweeps (whole suite well under a minute)
     #[arg(long)]
