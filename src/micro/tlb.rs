@@ -154,7 +154,7 @@ impl<'a> Sweep<'a> {
                 // untimed calls of its own kind. Alternating them put the after-effect of the
                 // touched call's INVLPG into the empty baseline: an empty call right after a
                 // 1-page flush cost 2.3x an empty call after an empty call here (950 vs 416
-                // ticks; README, benches/flush_aftereffect.c).
+                // ticks; docs/micro.md#checked-against-independent-programs, benches/flush_aftereffect.c).
                 for (touched, v) in [(true, &mut e.0), (false, &mut e.1)] {
                     for _ in 0..if round == 0 { 3 } else { 1 } {
                         regions.sample(op, n, touched, oh)?;

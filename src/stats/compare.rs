@@ -1,6 +1,7 @@
-//! One comparison of a variant against the baseline: every statistic of STATISTICS.md, the
-//! cross-checks, and the verdict with its paste-ready line. [`compare`] is the single entry
-//! point; [`apply_correction`] adjusts a family of comparisons (several variants or metrics).
+//! One comparison of a variant against the baseline: every statistic of
+//! docs/statistics.md#two-sample-comparison, the cross-checks, and the verdict with its
+//! paste-ready line. [`compare`] is the single entry point; [`apply_correction`] adjusts a family
+//! of comparisons (several variants or metrics).
 
 use super::bootstrap::{self, Bootstrap};
 use super::drift::{self, Ancova, Drift};

@@ -1,5 +1,5 @@
 //! Two levels of repetition: boots, and runs inside each boot (Kalibera and Jones, "Rigorous
-//! Benchmarking in Reasonable Time", ISMM 2013; STATISTICS.md "Levels").
+//! Benchmarking in Reasonable Time", ISMM 2013; docs/statistics.md#levels).
 //!
 //! Each boot of a kernel lands on its own page layout and cache placement, so runs inside one
 //! boot are correlated and only the boots are independent replicates. Per variant, a one-way
@@ -11,9 +11,10 @@
 //! sqrt(design effect) = sqrt(1 + (n - 1) ICC).
 //!
 //! The cheapest design for a target precision takes r = ceil(sqrt((c_boot / c_run) (T_1^2 /
-//! T_2^2))) runs per boot (the formula of STATISTICS.md with i = 1), where c_boot is what a boot
-//! costs beyond its timed runs and c_run what a run costs; the number of boots then follows from
-//! the variance of a boot mean, T_2^2 + T_1^2 / r, as for runs in a one-level experiment.
+//! T_2^2))) runs per boot (the formula of docs/statistics.md#levels with i = 1), where c_boot is
+//! what a boot costs beyond its timed runs and c_run what a run costs; the number of boots then
+//! follows from the variance of a boot mean, T_2^2 + T_1^2 / r, as for runs in a one-level
+//! experiment.
 //!
 //! Pure computation: no I/O.
 

@@ -1,4 +1,4 @@
-//! Statistics for A/B/n performance comparisons, as specified in STATISTICS.md.
+//! Statistics for A/B/n performance comparisons, as specified in docs/statistics.md#conventions.
 //!
 //! Pure computation: no I/O. Every function returns a clear [`StatsError`] (or a documented
 //! `None`) instead of NaN or a panic on degenerate input (too few values, zero variance, ties).

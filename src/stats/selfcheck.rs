@@ -1,6 +1,7 @@
-//! The A/A self-check of STATISTICS.md on simulated data: the same variant twice must be called
-//! faster or slower about alpha of the time, also with a linear drift under randomised ABBA
-//! order; with the same drift under sequential order (all A, then all B) the drift check fires.
+//! The A/A self-check of docs/statistics.md#self-check on simulated data: the same variant twice
+//! must be called faster or slower about alpha of the time, also with a linear drift under
+//! randomised ABBA order; with the same drift under sequential order (all A, then all B) the drift
+//! check fires.
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,6 @@
 //! The three-way verdict (FASTER / SLOWER, NO DIFFERENCE, INCONCLUSIVE) and its paste-ready
-//! wording, exactly as STATISTICS.md prescribes: percentages to 2 decimals, p to 2 significant
-//! digits (never "p=0": p<0.0001), n as "12+12".
+//! wording, exactly as docs/statistics.md#wording prescribes: percentages to 2 decimals, p to 2
+//! significant digits (never "p=0": p<0.0001), n as "12+12".
 
 use serde::Serialize;
 

@@ -13,7 +13,7 @@
 //!
 //! Why QEMU directly and not virtme-ng: no Python at run time, a result channel of our own
 //! (virtio-serial ports with an acknowledged exit), QEMU's pid and process group in our hands,
-//! and a boot about twice as fast under TCG (see README).
+//! and a boot about twice as fast under TCG (docs/benchmarks.md#kernels-in-vms).
 
 pub mod cpio;
 pub mod engine;

@@ -93,8 +93,8 @@ pub const WORKLOAD: Workload = Workload {
         "lock_vma_under_rcu (per-VMA locks), __alloc_pages, clear_page",
         "munmap -> unmap_region -> tlb_finish_mmu, free_pages",
     ],
-    modelled_on: "the fault-heavy side of seeds 000/003's kernel builds and the THP A/B of the \
-                  README demo; a quick test of knobs such as transparent_hugepage/enabled",
+    modelled_on: "the fault-heavy side of seeds 000/003's kernel builds and the THP-on-writes \
+                  A/B (docs/compare.md#when-the-verdict-is-inconclusive-abperf-plan); a quick test of knobs such as transparent_hugepage/enabled",
     runtime: "defaults (4 x 256M, write, seq; THP madvise here): median 1.0 s of 10 runs at \
               load average 8-9, CV of pages/s 15%",
     params: PARAMS,
