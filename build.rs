@@ -88,6 +88,7 @@ fn main() {
     watch(&dir.join(".git-commit"));
     // Uncommitted edits change `-dirty`: look again whenever a source file changes.
     println!("cargo:rerun-if-changed=src");
+    println!("cargo:rerun-if-changed=crates");
     println!("cargo:rerun-if-changed=Cargo.toml");
     let commit = commit(dir);
     let secs = std::env::var("SOURCE_DATE_EPOCH")

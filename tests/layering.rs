@@ -1,144 +1,90 @@
-//! The module layering, checked on the source: a top-level module may name (`crate::X`) only
-//! the modules below it. The direction is
+//! The layering of the workspace. The compiler enforces that a crate uses only the crates its
+//! Cargo.toml names; this test pins those names, so that a new edge (say `abperf-import` on
+//! `abperf-report`) is a decision made here and in docs/architecture.md#crates, not a line slipped
+//! into a Cargo.toml. The direction, top to bottom:
 //!
 //! ```text
-//! cli -> commands -> {design, runner, trace, micro, doctor, import, report, vm, workload}
-//!     -> {stats, store, measure} -> model
+//! abperf (cli, commands) -> {trace, micro, report, import}
+//!     -> run (design, runner, doctor) -> {vm, workload} -> {store, stats, measure} -> model
 //! ```
-//!
-//! with four edges inside the middle layer (`runner -> design`: variants and schedules;
-//! `trace -> runner`: only the runner spawns workloads; `runner -> vm`: the runner boots the
-//! kernels of kernel variants and runs their share of the schedule inside them; `runner ->
-//! workload`: a variant may be a built-in workload, whose commands, parameters, metrics and
-//! clean-up the runner takes from the registry) and `error` usable everywhere. Test
-//! modules (`#[cfg(test)]` to the end of a file) may reach anywhere.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Who may name whom (besides `error`, which every module may name).
+/// Who may depend on whom (normal dependencies; dev-dependencies may add test fixtures).
 const ALLOWED: &[(&str, &[&str])] = &[
     ("model", &[]),
-    ("error", &[]),
     ("stats", &["model"]),
     ("store", &["model"]),
     ("measure", &["model"]),
-    ("design", &["model"]),
     ("import", &["model"]),
-    ("doctor", &["measure", "model"]),
-    ("report", &["stats", "model"]),
-    (
-        "runner",
-        &["design", "measure", "store", "vm", "workload", "model"],
-    ),
-    ("micro", &["measure", "store", "model"]),
-    ("trace", &["runner", "measure", "model"]),
     ("vm", &["measure", "model"]),
-    ("workload", &["measure"]),
-    (
-        "commands",
-        &[
-            "design", "runner", "trace", "micro", "doctor", "import", "report", "vm", "workload",
-            "stats", "store", "measure", "model",
-        ],
-    ),
-    ("cli", &["commands"]),
+    ("workload", &["measure", "model"]),
+    ("run", &["measure", "model", "store", "vm", "workload"]),
+    ("report", &["model", "stats"]),
+    ("micro", &["measure", "model", "store"]),
+    ("trace", &["measure", "model", "run"]),
 ];
 
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
-
-/// The top-level modules each module's non-test code names.
-fn uses() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut all = Vec::new();
-    files(&src, &mut all);
-    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for f in all {
-        let rel = f.strip_prefix(&src).unwrap();
-        let module = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy()
-            .trim_end_matches(".rs")
-            .to_string();
-        // lib.rs and main.rs list modules; src/bin/ holds stand-alone binaries (abperf-spawn
-        // links nothing of the crate).
-        if module == "lib" || module == "main" || module == "bin" {
-            continue;
-        }
-        let text = std::fs::read_to_string(&f).unwrap();
-        let code = text.split("#[cfg(test)]").next().unwrap();
-        let named = out.entry(module.clone()).or_default();
-        for (i, _) in code.match_indices("crate::") {
-            let rest = &code[i + "crate::".len()..];
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if !name.is_empty() && name != module {
-                named.insert(name);
-            }
+/// The `abperf-*` names in the `[dependencies]` table of `crates/NAME/Cargo.toml`.
+fn dependencies(name: &str) -> BTreeSet<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("crates/{name}/Cargo.toml"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut table = "";
+    let mut out = BTreeSet::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            table = line;
+        } else if table == "[dependencies]"
+            && let Some(dep) = line.strip_prefix("abperf-")
+        {
+            let dep: String = dep.chars().take_while(|c| c.is_ascii_lowercase()).collect();
+            out.insert(dep);
         }
     }
     out
 }
 
 #[test]
-fn every_module_names_only_the_modules_below_it() {
-    let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+fn every_crate_depends_only_on_the_crates_below_it() {
     let mut wrong = Vec::new();
-    for (module, named) in uses() {
-        let ok = allowed
-            .get(module.as_str())
-            .unwrap_or_else(|| panic!("module {module} is not in the layering table"));
-        for n in named {
-            if n != "error" && !ok.contains(&n.as_str()) {
-                wrong.push(format!("{module} -> {n}"));
-            }
+    for (name, allowed) in ALLOWED {
+        let allowed: BTreeSet<String> = allowed.iter().map(|s| s.to_string()).collect();
+        let deps = dependencies(name);
+        if deps != allowed {
+            wrong.push(format!(
+                "abperf-{name}: depends on {deps:?}, allowed {allowed:?}"
+            ));
         }
     }
-    assert!(wrong.is_empty(), "imports against the layering: {wrong:?}");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn every_crate_of_the_workspace_is_in_the_table() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates");
+    let listed: BTreeSet<&str> = ALLOWED.iter().map(|(n, _)| *n).collect();
+    for e in std::fs::read_dir(crates).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        assert!(
+            listed.contains(name.as_str()),
+            "crates/{name} is not in ALLOWED"
+        );
+    }
 }
 
 #[test]
 fn the_allowed_graph_has_no_cycle() {
-    // Kahn's algorithm: every module must be removable once the modules it names are gone.
+    // Kahn's algorithm: every crate must be removable once the crates it names are gone.
     let mut left: BTreeMap<&str, BTreeSet<&str>> = ALLOWED
         .iter()
         .map(|(m, deps)| (*m, deps.iter().copied().collect()))
         .collect();
-    while !left.is_empty() {
-        let free: Vec<&str> = left
-            .iter()
-            .filter(|(_, d)| d.is_empty())
-            .map(|(m, _)| *m)
-            .collect();
-        assert!(!free.is_empty(), "a cycle among {:?}", left.keys());
-        for m in free {
-            left.remove(m);
-            for d in left.values_mut() {
-                d.remove(m);
-            }
+    while let Some(free) = left.iter().find(|(_, d)| d.is_empty()).map(|(m, _)| *m) {
+        left.remove(free);
+        for deps in left.values_mut() {
+            deps.remove(free);
         }
     }
-}
-
-#[test]
-fn the_scanner_sees_real_imports() {
-    // A check that cannot pass vacuously: commands names the store, report names stats.
-    let u = uses();
-    assert!(u["commands"].contains("store"), "{u:?}");
-    assert!(u["report"].contains("stats"), "{u:?}");
-    assert!(u["model"].is_empty(), "{:?}", u["model"]);
+    assert!(left.is_empty(), "cycle among {:?}", left.keys());
 }

@@ -8,7 +8,7 @@
 
 use std::ffi::{c_char, c_int};
 
-#[path = "../runner/spawn_fork.rs"]
+#[path = "../../crates/run/src/runner/spawn_fork.rs"]
 mod spawn_fork;
 
 fn say(msg: &[u8]) -> c_int {

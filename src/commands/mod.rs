@@ -29,7 +29,14 @@ pub mod workload;
 use std::path::PathBuf;
 
 /// What `abperf --version` prints after the name: version, commit, build date.
-pub const LONG_VERSION: &str = crate::measure::build::LONG_VERSION;
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("ABPERF_COMMIT"),
+    ", built ",
+    env!("ABPERF_BUILD_DATE"),
+    ")"
+);
 
 /// `--db PATH`, shared by every subcommand that reads or writes the store.
 #[derive(Debug, Clone, clap::Args)]

@@ -1,0 +1,49 @@
+//! The one shape of abperf's data, spoken by every other module: an experiment, its variants,
+//! its runs and their metrics, as stored, imported, analysed and reported.
+//!
+//! - [`experiment`] holds [`Experiment`] (kind, design, environment, status), [`NewExperiment`]
+//! - [`variant`] holds [`Variant`] (command, `-L` parameters, knobs, per-variant summaries, the
+//!   built-in workload it runs: [`WorkloadRef`])
+//! - [`run`] holds [`Run`] (sequence, status, timestamps, flags, metrics, import provenance), [`Slot`]
+//! - [`metric`] holds [`Metric`], [`MetricInfo`] and [`Direction`] (which way is better)
+//! - [`describe`] holds one description of a sample and one quantile definition (Hyndman-Fan type 7)
+//!   for every table, plot and outlier fence
+//! - [`dataset`] holds [`Dataset`], what every reader gets: which runs count, the values of a metric,
+//!   and the data hash (`docs/data-hash.md`)
+//! - [`ceiling`] holds the ceiling advisor's prediction (`abperf model ceiling`)
+//! - [`boot`] holds [`BootConfig`] (what a kernel variant boots), [`BootPlan`] and [`Boot`] (the
+//!   boots of a two-level experiment) and the boot-level view of a [`Dataset`]
+//! - [`owner`] holds [`Owner`] (pid, start time, boot id, host: is the experiment's process still
+//!   alive?) and [`KnobClaim`] (who holds a knob and what it held before)
+//! - [`micro`], [`trace`] and [`tune`] hold the stored results of `abperf micro`, `abperf trace` and the
+//!   settings `doctor --fix` / `run --tune` change
+//!
+//! - [`error`] holds the errors callers branch on ([`error::UsageError`]: exit code 2)
+//!
+//! This crate depends on no other abperf crate (its Cargo.toml names none).
+
+pub mod boot;
+pub mod ceiling;
+pub mod dataset;
+pub mod describe;
+pub mod error;
+pub mod experiment;
+pub mod metric;
+pub mod micro;
+pub mod owner;
+pub mod run;
+pub mod time;
+pub mod trace;
+pub mod tune;
+pub mod variant;
+
+pub use boot::{Boot, BootConfig, BootPlan};
+pub use dataset::Dataset;
+pub use describe::{Description, Summary, describe};
+pub use experiment::{Experiment, ExperimentSummary, Kind, NewExperiment, SequentialPlan, Status};
+pub use metric::{Direction, Metric, MetricInfo};
+pub use micro::MicroFinding;
+pub use owner::{KnobClaim, Liveness, Owner};
+pub use run::{Run, RunStatus, Slot, Source};
+pub use tune::{Setting, TuneRecord};
+pub use variant::{KnobSetting, SummaryValue, Variant, WorkloadRef};

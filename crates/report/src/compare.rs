@@ -1,0 +1,553 @@
+//! The text of `abperf compare`: environment differences, then each comparison in detail (the
+//! verdict line first, then the per-variant summary, the robust cross-checks, variability,
+//! drift, outliers and notes), then the provenance footer. Pure string formatting.
+
+use super::Report;
+use super::fmt::one_line;
+use abperf_model::describe::Description;
+use abperf_stats::compare::Comparison;
+use abperf_stats::outliers::{Outliers, Severity};
+use abperf_stats::verdict::{fmt_p, fmt_pct};
+use std::fmt::Write;
+
+/// `v` with `sig` significant digits, no exponent for ordinary magnitudes.
+pub fn fmt_sig(v: f64, sig: usize) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let mag = v.abs().log10().floor() as i32;
+    if !(-5..=15).contains(&mag) {
+        return format!("{v:.prec$e}", prec = sig.saturating_sub(1));
+    }
+    let decimals = (sig as i32 - 1 - mag).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// A value in its unit, nanoseconds scaled to a readable unit.
+pub fn fmt_value(v: f64, unit: &str) -> String {
+    if unit == "ns" {
+        let a = v.abs();
+        let (x, u) = if a >= 1e9 {
+            (v / 1e9, "s")
+        } else if a >= 1e6 {
+            (v / 1e6, "ms")
+        } else if a >= 1e3 {
+            (v / 1e3, "us")
+        } else {
+            (v, "ns")
+        };
+        return format!("{} {u}", fmt_sig(x, 6));
+    }
+    if unit.is_empty() {
+        fmt_sig(v, 6)
+    } else {
+        format!("{} {unit}", fmt_sig(v, 6))
+    }
+}
+
+fn summary_row(out: &mut String, name: &str, d: &Description, unit: &str, width: usize) {
+    let pct = |x: Option<f64>| {
+        x.map(|v| fmt_pct(100.0 * v))
+            .unwrap_or_else(|| "n/a".into())
+    };
+    let _ = writeln!(
+        out,
+        "    {name:<width$} {:>4} {:>14} {:>14} {:>12} {:>7} {:>14} {:>14}  (+- {})",
+        d.n,
+        fmt_value(d.mean, unit),
+        fmt_value(d.median, unit),
+        fmt_value(d.sd, unit),
+        pct(d.cv),
+        fmt_value(d.min, unit),
+        fmt_value(d.max, unit),
+        d.pm_pct.map(fmt_pct).unwrap_or_else(|| "n/a".into()),
+    );
+}
+
+/// Outliers listed by value and run in the text; the rest are counted (the JSON report lists all).
+const OUTLIERS_SHOWN: usize = 8;
+
+fn outlier_text(name: &str, o: &Outliers, unit: &str) -> String {
+    if o.flags.is_empty() {
+        return format!("{name}: none");
+    }
+    let kind = |t: Option<Severity>| match t {
+        Some(Severity::Severe) => "severe",
+        Some(Severity::Mild) => "mild",
+        None => "modified-z",
+    };
+    let items: Vec<String> = o
+        .flags
+        .iter()
+        .take(OUTLIERS_SHOWN)
+        .map(|f| {
+            format!(
+                "{} ({}, run #{})",
+                fmt_value(f.value, unit),
+                kind(f.tukey),
+                f.index + 1
+            )
+        })
+        .collect();
+    let rest = &o.flags[o.flags.len().min(OUTLIERS_SHOWN)..];
+    let more = if rest.is_empty() {
+        String::new()
+    } else {
+        let severe = rest
+            .iter()
+            .filter(|f| f.tukey == Some(Severity::Severe))
+            .count();
+        format!(
+            " and {} more ({severe} severe; all in --format json)",
+            rest.len()
+        )
+    };
+    format!("{name}: {}{more}", items.join(", "))
+}
+
+/// Full text of one comparison (the verdict line first).
+pub fn comparison_text(c: &Comparison, unit: &str) -> String {
+    let mut out = String::new();
+    let d = &c.details;
+    let dir = if c.higher_is_better {
+        "higher is better"
+    } else {
+        "lower is better"
+    };
+    let _ = writeln!(
+        out,
+        "{}: {} vs {} (baseline), {dir}",
+        c.metric, c.variant, c.baseline
+    );
+    let _ = writeln!(out, "  {}", headline(c));
+    let width = c.baseline.len().max(c.variant.len()).max(7);
+    let _ = writeln!(
+        out,
+        "    {:<width$} {:>4} {:>14} {:>14} {:>12} {:>7} {:>14} {:>14}",
+        "variant", "n", "mean", "median", "sd", "cv", "min", "max"
+    );
+    summary_row(&mut out, &c.baseline, &d.baseline, unit, width);
+    summary_row(&mut out, &c.variant, &d.variant, unit, width);
+    if let Some(w) = &d.welch {
+        let ci = c
+            .ratio_ci
+            .map(|[l, h]| format!(", ratio {:.5} (95% Fieller CI {:.5}..{:.5})", c.ratio, l, h));
+        let _ = writeln!(
+            out,
+            "  primary: Welch t={:.3} df={:.1} {}{}",
+            w.t,
+            w.df,
+            fmt_p(w.p),
+            ci.unwrap_or_default()
+        );
+    }
+    if let Some(an) = &d.ancova {
+        let _ = writeln!(
+            out,
+            "  primary (drift): ANCOVA with run index, effect {} ({}), ratio {:.5} (95% CI {:.5}..{:.5}), drift {} per run",
+            fmt_value(an.effect, unit),
+            fmt_p(an.p),
+            an.ratio,
+            an.ratio_ci.0,
+            an.ratio_ci.1,
+            fmt_value(an.slope, unit)
+        );
+    }
+    let mut robust = Vec::new();
+    if let Some(mw) = &d.mann_whitney {
+        let how = match mw.method {
+            abperf_stats::rank::Method::Exact => "exact",
+            abperf_stats::rank::Method::Asymptotic => "normal approx.",
+        };
+        robust.push(format!(
+            "Mann-Whitney U={} {} ({how})",
+            fmt_sig(mw.u_a, 6),
+            fmt_p(mw.p)
+        ));
+    }
+    if let Some(hl) = &d.hodges_lehmann {
+        let ci = hl
+            .ci
+            .map(|(l, h)| format!(" (95% CI {}..{})", fmt_value(l, unit), fmt_value(h, unit)))
+            .unwrap_or_else(|| " (too few runs for a 95% CI)".into());
+        robust.push(format!(
+            "Hodges-Lehmann shift {}{ci}",
+            fmt_value(hl.shift, unit)
+        ));
+    }
+    if !robust.is_empty() {
+        let _ = writeln!(out, "  robust: {}", robust.join("; "));
+    }
+    if let Some(bs) = &d.bootstrap {
+        let show = |r: &Result<abperf_stats::bootstrap::BcaCi, String>| match r {
+            Ok(ci) => format!("{:.5} (95% BCa {:.5}..{:.5})", ci.estimate, ci.low, ci.high),
+            Err(e) => format!("n/a ({e})"),
+        };
+        let _ = writeln!(
+            out,
+            "  bootstrap ({} resamples, seed {}): ratio of means {}; ratio of medians {}",
+            bs.resamples,
+            bs.seed,
+            show(&bs.ratio_means),
+            show(&bs.ratio_medians)
+        );
+    }
+    if let Some(d) = &c.disagree {
+        let _ = writeln!(out, "  {d}");
+    }
+    let sd = match (c.sd_ratio, c.sd_ratio_ci) {
+        (Some(r), Some([l, h])) => format!("SD ratio {r:.3} (95% BCa {l:.3}..{h:.3})"),
+        (Some(r), None) => format!("SD ratio {r:.3}"),
+        _ => "SD ratio n/a (baseline SD is 0)".into(),
+    };
+    let bf = match c.p_brown_forsythe {
+        Some(p) if p < c.options.alpha => {
+            format!("Brown-Forsythe {}: the variability differs", fmt_p(p))
+        }
+        Some(p) => format!("Brown-Forsythe {}: no difference in variability", fmt_p(p)),
+        None => "Brown-Forsythe n/a".into(),
+    };
+    let _ = writeln!(out, "  variability: {sd}; {bf}");
+    match &d.drift {
+        Some(dr) => {
+            let _ = writeln!(
+                out,
+                "  drift: Mann-Kendall (within variants) {}{}{}",
+                fmt_p(dr.mann_kendall.p),
+                dr.sen_slope
+                    .map(|s| format!(", Sen's slope {} per run", fmt_value(s, unit)))
+                    .unwrap_or_default(),
+                dr.lag1
+                    .map(|r| format!(", lag-1 autocorrelation {r:.2}"))
+                    .unwrap_or_default()
+            );
+        }
+        None => {
+            let _ = writeln!(out, "  drift: not checked (no common run order)");
+        }
+    }
+    if let Some(t) = &d.tost {
+        let _ = writeln!(
+            out,
+            "  equivalence: TOST within +-{} {}",
+            fmt_pct(t.margin * 100.0),
+            fmt_p(t.p)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  outliers (flagged, kept): {}; {}",
+        outlier_text(&c.baseline, &d.outliers_baseline, unit),
+        outlier_text(&c.variant, &d.outliers_variant, unit)
+    );
+    if let Some(r) = &d.without_severe_outliers {
+        let _ = writeln!(
+            out,
+            "  severe outliers ({}+{}): sensitivity, {}",
+            r.severe_baseline, r.severe_variant, r.line
+        );
+    }
+    for n in &c.notes {
+        let _ = writeln!(out, "  note: {n}");
+    }
+    out
+}
+
+/// The verdict word, then the sentence without repeating it ("INCONCLUSIVE: B vs A ...").
+pub fn headline(c: &Comparison) -> String {
+    let line = ["Inconclusive: ", "No significant difference: "]
+        .iter()
+        .find_map(|p| c.line.strip_prefix(p))
+        .unwrap_or(&c.line);
+    format!("{}: {line}", c.verdict.upper())
+}
+
+/// "order abba, seed 3, 12 runs per variant, 1 warm-up" from a stored design.
+fn design_text(d: &serde_json::Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(o) = d.get("order").and_then(|v| v.as_str()) {
+        parts.push(format!("order {o}"));
+    }
+    if let Some(s) = d.get("seed").filter(|v| !v.is_null()) {
+        parts.push(format!("seed {s}"));
+    }
+    let boots = d
+        .get("vm")
+        .and_then(|v| v.get("boots"))
+        .and_then(|v| v.as_u64());
+    if let Some(b) = boots {
+        parts.push(format!("{b} boots per variant"));
+    }
+    if let Some(r) = d.get("runs").and_then(|v| v.as_u64()) {
+        let per = if boots.is_some() { "boot" } else { "variant" };
+        match d.get("sequential").and_then(|s| s.get("looks")) {
+            Some(k) => parts.push(format!("up to {r} runs per {per}, {k} looks")),
+            None => parts.push(format!("{r} runs per {per}")),
+        }
+    }
+    if let Some(w) = d.get("warmup").and_then(|v| v.as_u64()) {
+        parts.push(format!("{w} warm-up(s)"));
+    }
+    if parts.is_empty() {
+        d.to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// Seed 001's table: per family (workload) and pair, the ratio of means and the SD ratio, each
+/// with its 95% CI and corrected p, significant cells marked. `None` for a plain "each variant
+/// against the baseline, mean only" analysis (the verdict lines say it all).
+pub fn family_table(r: &Report) -> Option<String> {
+    use abperf_stats::analysis::{Pairs, Test};
+    let a = r.analysis.as_ref()?;
+    let variability = a.tests.contains(&Test::Variability);
+    if a.pairs == Pairs::Baseline && a.by.is_none() && !variability {
+        return None;
+    }
+    if a.comparisons.is_empty() {
+        return None;
+    }
+    let ci = |c: Option<[f64; 2]>, dec: usize| {
+        c.map(|[l, h]| format!("{l:.dec$}..{h:.dec$}"))
+            .unwrap_or_else(|| "-".into())
+    };
+    let p = |x: Option<f64>| {
+        x.map(|v| {
+            let s = fmt_p(v);
+            s.strip_prefix("p=").unwrap_or(&s[1..]).to_string()
+        })
+        .unwrap_or_else(|| "-".into())
+    };
+    let star = |x: Option<f64>| {
+        if x.is_some_and(|v| v < a.options.alpha) {
+            "*"
+        } else {
+            " "
+        }
+    };
+    let fam_w = a
+        .comparisons
+        .iter()
+        .map(|c| {
+            c.family
+                .as_deref()
+                .map_or(0, |f| one_line(f).chars().count())
+        })
+        .max()
+        .unwrap_or(0);
+    // Within a family the family's own "PARAM=value" adds nothing to a variant's name.
+    let short = |name: &str, c: &Comparison| -> String {
+        let token = match (&a.by, &c.family) {
+            (Some(by), Some(f)) => format!("{by}={f}"),
+            _ => return one_line(name),
+        };
+        let rest: Vec<&str> = name.split_whitespace().filter(|t| *t != token).collect();
+        if rest.is_empty() {
+            one_line(name)
+        } else {
+            one_line(&rest.join(" "))
+        }
+    };
+    let pair = |c: &Comparison| format!("{} vs {}", short(&c.variant, c), short(&c.baseline, c));
+    let pair_w = a
+        .comparisons
+        .iter()
+        .map(|c| pair(c).chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut out = String::new();
+    let what = if variability {
+        "mean and run-to-run variation"
+    } else {
+        "mean"
+    };
+    let _ = writeln!(
+        out,
+        "{what}: * = significant at alpha {} after {} over m={} tests",
+        a.options.alpha, a.correction, a.m
+    );
+    let fam_head = if fam_w > 0 {
+        format!(
+            "{:<w$}  ",
+            a.by.as_deref().unwrap_or(""),
+            w = fam_w.max(a.by.as_deref().map_or(0, str::len))
+        )
+    } else {
+        String::new()
+    };
+    let fam_w = if fam_w > 0 {
+        fam_w.max(a.by.as_deref().map_or(0, str::len))
+    } else {
+        0
+    };
+    let mut head = format!(
+        "{fam_head}{:<pair_w$}  {:<8} {:>8} {:<17} {:>8}",
+        "pair", "metric", "ratio", "(95% CI)", "p"
+    );
+    if variability {
+        head += &format!("   {:>8} {:<17} {:>8}", "SD ratio", "(95% CI)", "p");
+    }
+    let _ = writeln!(out, "{}", head.trim_end());
+    let mut ancova = false;
+    for c in &a.comparisons {
+        let fam = if fam_w > 0 {
+            format!("{:<fam_w$}  ", one_line(c.family.as_deref().unwrap_or("")))
+        } else {
+            String::new()
+        };
+        // The verdict's own estimate: ANCOVA's (marked ^) where drift made it primary.
+        let e = &c.evidence;
+        let ci95 = e.ci95.map(|(l, h)| [l, h]);
+        let mark = if e.method == "ANCOVA" { "^" } else { "" };
+        let mut line = format!(
+            "{fam}{:<pair_w$}  {:<8} {:>8} {:<17} {:>7}{}",
+            pair(c),
+            super::fmt::truncate(&one_line(&c.metric), 8),
+            format!("{:.4}{mark}", e.ratio),
+            format!("({})", ci(ci95, 4)),
+            p(c.p_adjusted),
+            star(
+                c.p_adjusted
+                    .filter(|_| ci95.is_some_and(|[l, h]| l > 1.0 || h < 1.0))
+            )
+        );
+        ancova |= !mark.is_empty();
+        if variability {
+            line += &format!(
+                "   {:>8} {:<17} {:>7}{}",
+                c.sd_ratio
+                    .map(|x| format!("{x:.3}"))
+                    .unwrap_or_else(|| "-".into()),
+                format!("({})", ci(c.sd_ratio_ci, 2)),
+                p(c.p_variability_adjusted),
+                star(c.p_variability_adjusted)
+            );
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    if ancova {
+        let _ = writeln!(
+            out,
+            "^ drift over the run order: ratio, CI and p of the ANCOVA with run index (the verdict's)"
+        );
+    }
+    Some(out)
+}
+
+/// The whole text of `abperf compare`.
+pub fn text(r: &Report) -> String {
+    let mut out = String::new();
+    if let Some(m) = &r.micro_compare {
+        out += &super::micro_compare::text(m, false);
+        let _ = writeln!(out);
+    } else if let Some(t) = family_table(r) {
+        out += &t;
+        let _ = writeln!(out);
+    }
+    if !r.env_diffs.is_empty() {
+        let _ = writeln!(out, "Environment differences (baseline -> candidate):");
+        for (k, a, b) in &r.env_diffs {
+            let _ = writeln!(out, "  {}: {} -> {}", one_line(k), one_line(a), one_line(b));
+        }
+        let _ = writeln!(out);
+    }
+    // Two micro experiments: the table above says it per configuration.
+    if r.micro_compare.is_none() {
+        for c in r.comparisons() {
+            out += &comparison_text(c, r.data.unit(&c.metric));
+            let _ = writeln!(out);
+        }
+    }
+    for n in r.verdict_notes() {
+        let _ = writeln!(out, "{}", one_line(&n));
+    }
+    if r.levels.is_some() {
+        let _ = writeln!(out);
+        out += &super::levels::text(r);
+    }
+    let _ = writeln!(out, "--");
+    let _ = writeln!(
+        out,
+        "data: {} (sha256 {})",
+        one_line(&r.data.source),
+        r.data_sha256
+    );
+    if let Some(a) = &r.analysis {
+        let _ = writeln!(out, "tests: {}", a.tests_text);
+        let o = &a.options;
+        let boot = if o.resamples > 0 {
+            format!("bootstrap {} resamples seed {}", o.resamples, o.seed)
+        } else {
+            "no bootstrap (--resamples 0)".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "alpha {}, equivalence margin {}%, correction {} over m={}, {boot}",
+            o.alpha, o.margin_pct, a.correction, a.m
+        );
+        if a.outliers_removed > 0 {
+            let _ = writeln!(
+                out,
+                "left out: {} values Tukey flags as outliers (--without-outliers)",
+                a.outliers_removed
+            );
+        }
+    }
+    if let Some(e) = r.data.experiment() {
+        let _ = writeln!(out, "design: {}", one_line(&design_text(&e.design)));
+    }
+    let left = r.data.left_out();
+    if left > 0 {
+        let _ = writeln!(out, "left out: {left} runs (warm-up, failed or excluded)");
+    }
+    if let Some(e) = r.data.experiments.first() {
+        let get = |k: &str| e.environment.get(k).and_then(|v| v.as_str());
+        if get("cpu_model").is_some() || get("kernel").is_some() {
+            let _ = writeln!(
+                out,
+                "machine: {}; kernel {}",
+                one_line(get("cpu_model").unwrap_or("unknown CPU")),
+                one_line(get("kernel").unwrap_or("unknown"))
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_values() {
+        assert_eq!(fmt_sig(880.4375, 6), "880.438");
+        assert_eq!(fmt_value(26_346_436_425.0, "ns"), "26.3464 s");
+        assert_eq!(fmt_value(1500.0, "ns"), "1.5 us");
+        assert_eq!(fmt_value(12.0, "count"), "12 count");
+        assert_eq!(fmt_sig(-5.115, 6), "-5.115");
+    }
+
+    #[test]
+    fn long_outlier_lists_are_cut_and_counted() {
+        // 100 values near 10 and 20 far out (severe): 8 listed, 12 counted.
+        let mut xs: Vec<f64> = (0..100).map(|i| 10.0 + (i % 7) as f64 * 0.1).collect();
+        xs.extend((0..20).map(|i| 1000.0 + i as f64));
+        let o = abperf_stats::outliers::flag(&xs);
+        assert_eq!(o.severe_count(), 20);
+        let t = outlier_text("a", &o, "ns");
+        assert_eq!(t.matches("run #").count(), OUTLIERS_SHOWN, "{t}");
+        assert!(
+            t.ends_with(" and 12 more (12 severe; all in --format json)"),
+            "{t}"
+        );
+        let few = abperf_stats::outliers::flag(&xs[..103]);
+        assert!(!outlier_text("a", &few, "ns").contains("more"));
+    }
+}

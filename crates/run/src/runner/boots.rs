@@ -1,0 +1,562 @@
+//! The host side of a kernel-variant experiment: walk the planned boots in their seeded order,
+//! boot each one's kernel in a VM (`abperf_vm`), hand the guest its share of the schedule
+//! ([`super::guest::Share`]), commit every run the moment its line arrives, and record the boot
+//! (what the guest reported, its cost, how it ended).
+//!
+//! Crash safety: runs are committed one by one as they arrive, so a crash of the guest or of the
+//! host loses no finished run; a kill -9 of abperf kills QEMU through its parent-death signal.
+//! `--resume` marks boots left running as lost and continues with the first planned boot that is
+//! not done; a boot cut short is continued by a new boot that warms up again (the extra warm-ups
+//! are not stored) and runs the rest of its slots.
+
+use super::experiment::{Ending, Progress, RunConfig};
+use super::guest::{EXTRA_SEQ, Line, SHARE_FILE, Share, ShareVariant, WireRun};
+use super::signals;
+use abperf_model::{BootPlan, Run, Slot, Variant};
+use abperf_store::Store;
+use abperf_vm::{self as vm, Accel, Event, Exit, Vm, VmSpec};
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How the boots of an experiment are made (stored in its design as `vm`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VmDesign {
+    /// Boots per variant.
+    pub boots: u32,
+    /// kvm | tcg, decided once for the whole experiment.
+    pub accel: String,
+    /// Why that accelerator (the KVM probe's finding, or "asked for").
+    pub accel_reason: String,
+    /// vCPUs and memory of each guest.
+    pub cpus: u32,
+    pub memory_mib: u64,
+    /// Host CPUs QEMU runs on (None: any).
+    pub host_cpus: Option<Vec<usize>>,
+    /// Seconds a boot may take to start the guest's abperf.
+    pub boot_timeout_s: f64,
+    /// Directory for each boot's console log (kernel messages, and the workload's output with
+    /// --show-output).
+    #[serde(default)]
+    pub console_dir: Option<PathBuf>,
+    /// `--strict`: an event the guest cannot count is an error.
+    #[serde(default)]
+    pub strict: bool,
+}
+
+impl VmDesign {
+    pub fn accel(&self) -> Accel {
+        if self.accel == "kvm" {
+            Accel::Kvm
+        } else {
+            Accel::Tcg
+        }
+    }
+}
+
+/// An experiment's boots to run.
+pub struct Boots<'a> {
+    pub exp_id: i64,
+    pub cfg: &'a RunConfig,
+    pub vm: &'a VmDesign,
+    pub variants: &'a [Variant],
+    pub schedule: &'a [Slot],
+    pub plans: &'a [BootPlan],
+}
+
+/// The guest's command: this very abperf binary (the guest sees the host's root).
+fn guest_command() -> anyhow::Result<String> {
+    let exe = std::env::current_exe().context("cannot find abperf's own executable")?;
+    Ok(format!(
+        "exec {} run --guest-share {}/{SHARE_FILE}",
+        shell_words::quote(&exe.to_string_lossy()),
+        vm::INPUT_DIR
+    ))
+}
+
+fn tail(lines: &[String]) -> String {
+    if lines.is_empty() {
+        return "  (the console stayed empty)".to_string();
+    }
+    lines
+        .iter()
+        .rev()
+        .take(15)
+        .rev()
+        .map(|l| format!("  | {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Execute every boot that is not done yet.
+pub fn execute_boots(
+    store: &mut Store,
+    b: &Boots,
+    progress: &mut dyn Progress,
+) -> anyhow::Result<Ending> {
+    signals::install()?;
+    let lost = store.mark_lost_boots(b.exp_id)?;
+    if lost > 0 {
+        progress.note(&format!(
+            "abperf: {lost} boot(s) were still running when the last session ended; their runs stored so far are kept"
+        ));
+    }
+    let done = store.done_seqs(b.exp_id)?;
+    let todo = b.schedule.iter().filter(|s| !done.contains(&s.seq)).count();
+    let mut timed_done: BTreeMap<usize, u32> = BTreeMap::new();
+    for s in b
+        .schedule
+        .iter()
+        .filter(|s| done.contains(&s.seq) && !s.warmup)
+    {
+        *timed_done.entry(s.variant).or_default() += 1;
+    }
+    let command = guest_command()?;
+    progress.start(todo as u64);
+    let mut ending = Ending::Complete;
+    for plan in b.plans {
+        if let Some(sig) = signals::received() {
+            ending = Ending::Interrupted(sig);
+            break;
+        }
+        let mine: Vec<Slot> = b
+            .schedule
+            .iter()
+            .filter(|s| plan.contains(s.seq))
+            .copied()
+            .collect();
+        let remaining: Vec<Slot> = mine
+            .iter()
+            .filter(|s| !done.contains(&s.seq))
+            .copied()
+            .collect();
+        if remaining.is_empty() {
+            continue;
+        }
+        let planned_warm = mine.iter().filter(|s| s.warmup).count();
+        let remaining_warm = remaining.iter().filter(|s| s.warmup).count();
+        let extra = (planned_warm - remaining_warm) as u32;
+        let mut again = true;
+        let stop = loop {
+            let done_before = store.done_seqs(b.exp_id)?;
+            let remaining: Vec<Slot> = remaining
+                .iter()
+                .filter(|s| !done_before.contains(&s.seq))
+                .copied()
+                .collect();
+            let r = one_boot(
+                store,
+                b,
+                plan,
+                &remaining,
+                extra,
+                &command,
+                &mut timed_done,
+                progress,
+            )?;
+            match r.ending {
+                Some(_) if r.before_abperf && again && signals::received().is_none() => {
+                    // A kernel that dies or hangs while booting (under TCG, SMP guests
+                    // occasionally panic in early boot) gave no measurement: boot it once more.
+                    again = false;
+                    progress.note(
+                        "abperf:   the guest died before abperf started in it; booting it once more \
+                         (the failed boot is recorded with its console)",
+                    );
+                }
+                e => break e,
+            }
+        };
+        if let Some(e) = stop {
+            ending = e;
+            break;
+        }
+    }
+    progress.finish();
+    if let Some(sig) = signals::received() {
+        ending = Ending::Interrupted(sig);
+    }
+    Ok(ending)
+}
+
+/// Times and counts of one boot, on the host's clock.
+struct Clock {
+    booted: Option<Instant>,
+    /// When the last warm-up's line arrived (the timed runs start after it).
+    warm_end: Option<Instant>,
+    last_timed: Option<Instant>,
+    timed: u32,
+    extra_done: u32,
+}
+
+impl Clock {
+    fn run_seconds(&self) -> Option<f64> {
+        let from = self.warm_end.or(self.booted)?;
+        self.last_timed
+            .map(|t| t.saturating_duration_since(from).as_secs_f64())
+    }
+}
+
+/// How one boot went.
+struct BootResult {
+    /// None: it ran its whole share; else how the experiment ends.
+    ending: Option<Ending>,
+    /// The VM ended (panic, hang) before the guest's abperf said hello: nothing was measured.
+    before_abperf: bool,
+}
+
+/// One boot of `plan` running `remaining` after `extra` unstored warm-ups.
+#[allow(clippy::too_many_arguments)]
+fn one_boot(
+    store: &mut Store,
+    b: &Boots,
+    plan: &BootPlan,
+    remaining: &[Slot],
+    extra: u32,
+    command: &str,
+    timed_done: &mut BTreeMap<usize, u32>,
+    progress: &mut dyn Progress,
+) -> anyhow::Result<BootResult> {
+    let v = &b.variants[plan.variant];
+    let bc = v
+        .boot
+        .as_ref()
+        .with_context(|| format!("variant '{}' boots no kernel", v.name))?;
+    let mut slots: Vec<Slot> = (0..extra)
+        .map(|i| Slot {
+            seq: EXTRA_SEQ + i,
+            variant: 0,
+            block: -1,
+            warmup: true,
+        })
+        .collect();
+    slots.extend(remaining.iter().map(|s| Slot { variant: 0, ..*s }));
+    let wanted: BTreeMap<u32, Slot> = remaining.iter().map(|s| (s.seq, *s)).collect();
+    let base_env = serde_json::json!({
+        "variant": v.name,
+        "kernel": bc.kernel,
+        "append": bc.append,
+        "accel": b.vm.accel,
+        "cpus": b.vm.cpus,
+        "memory_mib": b.vm.memory_mib,
+        "host_cpus": b.vm.host_cpus,
+    });
+    let (boot_id, number) = store.start_boot(b.exp_id, plan.number, &b.vm.accel, &base_env)?;
+    let share = Share {
+        experiment: b.exp_id,
+        boot: number,
+        variant: ShareVariant {
+            name: v.name.clone(),
+            command: v.command.clone(),
+            parameters: v.parameters.clone(),
+            knobs: v.knobs.clone(),
+        },
+        cfg: b.cfg.clone(),
+        strict: b.vm.strict,
+        slots: slots.clone(),
+    };
+    let mut spec = VmSpec::new(&bc.kernel, command);
+    spec.modules = bc.modules.as_ref().map(PathBuf::from);
+    spec.append = bc.append.clone();
+    spec.cpus = b.vm.cpus;
+    spec.memory_mib = b.vm.memory_mib;
+    spec.accel = b.vm.accel();
+    spec.host_cpus = b.vm.host_cpus.clone();
+    spec.boot_timeout = Duration::from_secs_f64(b.vm.boot_timeout_s);
+    spec.timeout = b.cfg.timeout_s.map(|t| {
+        spec.boot_timeout + Duration::from_secs_f64((t + 30.0) * slots.len() as f64 + 60.0)
+    });
+    spec.inputs = vec![(SHARE_FILE.to_string(), serde_json::to_vec(&share)?)];
+    if let Some(d) = &b.vm.console_dir {
+        std::fs::create_dir_all(d)
+            .with_context(|| format!("--vm-console {}: cannot create it", d.display()))?;
+        spec.console_log = Some(d.join(format!("exp{}-boot{number}.log", b.exp_id)));
+    }
+    let timed_here = remaining.iter().filter(|s| !s.warmup).count();
+    progress.note(&format!(
+        "abperf: boot {} of {} ('{}': {}{}), {} run(s){}",
+        plan.number + 1,
+        b.plans.len(),
+        v.name,
+        bc.release,
+        if bc.append.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", bc.append)
+        },
+        timed_here,
+        match (remaining.len() - timed_here, extra) {
+            (0, 0) => String::new(),
+            (w, 0) => format!(" after {w} warm-up(s)"),
+            (w, e) => format!(
+                " after {} warm-up(s), continuing an interrupted boot",
+                w + e as usize
+            ),
+        }
+    ));
+    let mut vm = match Vm::start(&spec) {
+        Ok(vm) => vm,
+        Err(e) => {
+            store.end_boot(boot_id, "failed", &format!("{e:#}"), None, None, 0)?;
+            return Err(e.context(format!("boot of '{}'", v.name)));
+        }
+    };
+    let mut clock = Clock {
+        booted: None,
+        warm_end: None,
+        last_timed: None,
+        timed: 0,
+        extra_done: 0,
+    };
+    let mut env = base_env;
+    let mut hello = false;
+    let mut end: Option<(String, Option<String>)> = None;
+    let mut got: BTreeSet<u32> = BTreeSet::new();
+    let mut protocol_error: Option<String> = None;
+    let mut outcome = None;
+    while let Some(ev) = vm.next_event() {
+        match ev {
+            Event::Booted(info) => {
+                clock.booted = Some(Instant::now());
+                env["boot"] = serde_json::to_value(&info)?;
+                store.boot_up(
+                    boot_id,
+                    &info.release,
+                    &info.cmdline,
+                    info.boot_seconds,
+                    &env,
+                )?;
+                progress.note(&format!(
+                    "abperf:   up in {:.1} s under {}: {} ({})",
+                    info.boot_seconds,
+                    info.accel.as_str(),
+                    info.release,
+                    info.cmdline
+                ));
+                if info.release != bc.release {
+                    protocol_error = Some(format!(
+                        "the guest runs release {} but variant '{}' boots {} ({})",
+                        info.release, v.name, bc.release, bc.kernel
+                    ));
+                    vm.kill();
+                }
+            }
+            Event::Line(text) => {
+                let line = match Line::parse(&text) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        protocol_error = Some(format!("{e:#}"));
+                        vm.kill();
+                        continue;
+                    }
+                };
+                match line {
+                    Line::Hello {
+                        environment,
+                        events_skipped,
+                        abperf,
+                    } => {
+                        hello = true;
+                        env["guest"] = environment;
+                        env["guest_abperf"] = serde_json::Value::String(abperf);
+                        env["events_skipped"] = serde_json::to_value(&events_skipped)?;
+                        store.set_boot_environment(boot_id, &env)?;
+                        for (name, why) in &events_skipped {
+                            progress.note(&format!(
+                                "abperf: event {name} in the guest: {why}; the experiment goes on without it"
+                            ));
+                        }
+                    }
+                    Line::Run { run } => {
+                        if let Err(e) = take_run(
+                            store, b, boot_id, plan, &wanted, run, &mut got, &mut clock, extra,
+                            timed_done, progress,
+                        ) {
+                            protocol_error = Some(format!("{e:#}"));
+                            vm.kill();
+                        }
+                    }
+                    Line::End { ending, message } => end = Some((ending, message)),
+                }
+            }
+            Event::Console(_) => {}
+            Event::Finished(o) => outcome = Some(o),
+        }
+    }
+    let o = outcome.context("the VM's events ended without its outcome")?;
+    let all_done = got.len() == wanted.len();
+    let (status, result): (&str, Option<Ending>) = if let Some(err) = &protocol_error {
+        (
+            "failed",
+            Some(Ending::Failed(format!(
+                "boot {number} of '{}': {err}",
+                v.name
+            ))),
+        )
+    } else if let Some(sig) = signals::received().or(match o.exit {
+        Exit::Interrupted(s) => Some(s),
+        _ => None,
+    }) {
+        ("interrupted", Some(Ending::Interrupted(sig)))
+    } else {
+        match (&o.exit, &end) {
+            (Exit::Command(0), Some((e, _))) if e == "complete" && all_done => ("complete", None),
+            (Exit::Command(_), Some((e, msg))) if e == "failed" => (
+                "failed",
+                Some(Ending::Failed(msg.clone().unwrap_or_default())),
+            ),
+            (Exit::Command(_), Some((e, msg))) => (
+                "failed",
+                Some(Ending::Failed(format!(
+                    "boot {number} of '{}': the guest's abperf ended '{e}': {}",
+                    v.name,
+                    msg.clone().unwrap_or_default()
+                ))),
+            ),
+            (Exit::Command(rc), None) => (
+                "failed",
+                Some(Ending::Failed(format!(
+                    "boot {number} of '{}': the guest's abperf exited with {rc} without reporting its end; console:\n{}",
+                    v.name,
+                    tail(&o.console_tail)
+                ))),
+            ),
+            (exit, _) => (
+                "failed",
+                Some(Ending::Failed(format!(
+                    "boot {number} of '{}' after {} of its {} run(s): {}; console:\n{}",
+                    v.name,
+                    got.len(),
+                    wanted.len(),
+                    exit_words(exit),
+                    tail(&o.console_tail)
+                ))),
+            ),
+        }
+    };
+    let mut words = match &o.exit {
+        Exit::Command(rc) => format!("the guest's abperf exited with {rc}"),
+        other => exit_words(other),
+    };
+    if status != "complete" {
+        words += &format!("; console:\n{}", tail(&o.console_tail));
+    }
+    let before_abperf = !hello
+        && protocol_error.is_none()
+        && matches!(o.exit, Exit::GuestDied | Exit::BootTimeout(_));
+    store.end_boot(
+        boot_id,
+        status,
+        &words,
+        Some(o.seconds),
+        clock.run_seconds(),
+        clock.extra_done,
+    )?;
+    if status == "complete" {
+        progress.note(&format!(
+            "abperf:   boot done in {:.1} s ({} run(s) stored)",
+            o.seconds,
+            got.len()
+        ));
+    }
+    Ok(BootResult {
+        ending: result,
+        before_abperf,
+    })
+}
+
+fn exit_words(exit: &Exit) -> String {
+    match exit {
+        Exit::Command(rc) => format!("the guest's command exited with {rc}"),
+        Exit::GuestError(m) => format!("the guest could not set up: {m}"),
+        Exit::GuestDied => {
+            "the guest ended without the command's exit status (kernel panic or crash)".into()
+        }
+        Exit::QemuFailed(m) => format!("QEMU failed: {m}"),
+        Exit::BootTimeout(t) => {
+            format!("the guest had not started abperf {t:.0} s after QEMU started")
+        }
+        Exit::Timeout(t) => format!("the VM ran longer than {t:.0} s and was killed"),
+        Exit::Interrupted(s) => format!("interrupted by {}", signals::name(*s)),
+        Exit::Killed => "the VM was killed".into(),
+    }
+}
+
+/// Check a run the guest reported against the boot's share and commit it (extra warm-ups are
+/// only counted).
+#[allow(clippy::too_many_arguments)]
+fn take_run(
+    store: &mut Store,
+    b: &Boots,
+    boot_id: i64,
+    plan: &BootPlan,
+    wanted: &BTreeMap<u32, Slot>,
+    w: WireRun,
+    got: &mut BTreeSet<u32>,
+    clock: &mut Clock,
+    extra: u32,
+    timed_done: &mut BTreeMap<usize, u32>,
+    progress: &mut dyn Progress,
+) -> anyhow::Result<()> {
+    let now = Instant::now();
+    if w.seq >= EXTRA_SEQ {
+        if w.seq - EXTRA_SEQ >= extra {
+            anyhow::bail!(
+                "the guest reported an extra warm-up {} it was not given",
+                w.seq - EXTRA_SEQ
+            );
+        }
+        clock.extra_done += 1;
+        clock.warm_end = Some(now);
+        return Ok(());
+    }
+    let slot = wanted
+        .get(&w.seq)
+        .with_context(|| format!("the guest reported run {} that is not in its share", w.seq))?;
+    if slot.warmup != w.warmup {
+        anyhow::bail!(
+            "the guest reported run {} with the wrong warm-up flag",
+            w.seq
+        );
+    }
+    if !got.insert(w.seq) {
+        anyhow::bail!("the guest reported run {} twice", w.seq);
+    }
+    let wall = w
+        .metrics
+        .iter()
+        .find(|m| m.name == "wall_ns")
+        .map(|m| m.value);
+    let run = Run {
+        seq: w.seq,
+        variant: plan.variant,
+        warmup: slot.warmup,
+        block: slot.block,
+        status: w.status,
+        exit_code: w.exit_code,
+        signal: w.signal,
+        started_ns: w.started_ns,
+        ended_ns: w.ended_ns,
+        excluded: None,
+        metrics: w.metrics,
+        source: None,
+    };
+    store.commit_boot_run(b.exp_id, boot_id, &run)?;
+    if slot.warmup {
+        clock.warm_end = Some(now);
+    } else {
+        clock.timed += 1;
+        clock.last_timed = Some(now);
+        let n = timed_done.entry(plan.variant).or_default();
+        *n += 1;
+        progress.ran(
+            &b.variants[plan.variant].name,
+            *n,
+            b.cfg.runs * b.vm.boots,
+            wall.unwrap_or(0.0) as u64,
+        );
+    }
+    Ok(())
+}

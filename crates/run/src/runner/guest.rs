@@ -1,0 +1,192 @@
+//! The guest side of a kernel-variant experiment, and the line protocol both sides speak.
+//!
+//! The host boots a kernel with a [`Share`] (its share of the schedule: one variant's slots of
+//! one boot) as an input file and runs `abperf run --guest-share FILE` there, the host's own
+//! binary on the host's root filesystem (read-only, private overlay). The guest executes the
+//! slots exactly as `abperf run` does on the host (the same [`super::execute_into`]: knobs
+//! applied and restored inside the guest, pre/post/setup, counters, rusage) and sends one JSON
+//! [`Line`] per finished run over the VM's results channel; the host commits each run the moment
+//! its line arrives.
+//!
+//! Workloads in the guest start as on the host (`runner::spawn`, through the spawn helper: the
+//! guest runs the host's abperf binary, whose `main` offers it, and `abperf-spawn` beside it is on
+//! the same root), so a guest's max RSS is the workload's own too. Knob locks and claims are
+//! taken inside the guest (its own /run or temp directory): its knobs are its kernel's.
+
+use super::experiment::{NoProgress, RunConfig, RunSink, execute_into};
+use super::knobs::KnobGuard;
+use abperf_measure::counters;
+use abperf_model::{KnobSetting, Metric, Run, RunStatus, Slot, Variant};
+use abperf_vm::guest::Results;
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Sequence numbers from here up are warm-ups of a continued boot that the schedule does not
+/// hold (a boot continued after a crash warms up again); they are reported, never stored.
+pub const EXTRA_SEQ: u32 = 0x8000_0000;
+
+/// File name of the share among the boot's input files.
+pub const SHARE_FILE: &str = "share.json";
+
+/// The variant a boot runs, as the guest needs it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShareVariant {
+    pub name: String,
+    pub command: Option<String>,
+    pub parameters: BTreeMap<String, String>,
+    pub knobs: Vec<KnobSetting>,
+}
+
+/// One boot's share of the schedule.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Share {
+    pub experiment: i64,
+    /// The boot's number (the order boots happened in).
+    pub boot: u32,
+    pub variant: ShareVariant,
+    pub cfg: RunConfig,
+    /// `--strict`: an event the guest's kernel cannot count is an error.
+    pub strict: bool,
+    /// The slots to run in order (their `variant` is 0: the one variant above), extra warm-ups
+    /// (seq >= [`EXTRA_SEQ`]) first.
+    pub slots: Vec<Slot>,
+}
+
+/// A finished run as the guest reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireRun {
+    pub seq: u32,
+    pub warmup: bool,
+    pub status: RunStatus,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// The guest's CLOCK_REALTIME.
+    pub started_ns: i64,
+    pub ended_ns: i64,
+    pub metrics: Vec<Metric>,
+}
+
+/// A line from the guest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Line {
+    /// First: the guest's abperf is running; its machine snapshot and the events it cannot
+    /// count.
+    Hello {
+        abperf: String,
+        environment: serde_json::Value,
+        events_skipped: Vec<(String, String)>,
+    },
+    Run {
+        run: WireRun,
+    },
+    /// Last: complete | failed | interrupted | error, with the message of the last three.
+    End {
+        ending: String,
+        message: Option<String>,
+    },
+}
+
+impl Line {
+    pub fn parse(text: &str) -> anyhow::Result<Line> {
+        serde_json::from_str(text)
+            .with_context(|| format!("not a line of abperf's guest protocol: {text:?}"))
+    }
+}
+
+/// Sends every finished run to the host.
+struct GuestSink<'a> {
+    results: &'a mut Results,
+}
+
+impl RunSink for GuestSink<'_> {
+    fn done_seqs(&self) -> anyhow::Result<BTreeSet<u32>> {
+        Ok(BTreeSet::new())
+    }
+    fn commit(&mut self, run: &Run) -> anyhow::Result<()> {
+        let line = Line::Run {
+            run: WireRun {
+                seq: run.seq,
+                warmup: run.warmup,
+                status: run.status,
+                exit_code: run.exit_code,
+                signal: run.signal,
+                started_ns: run.started_ns,
+                ended_ns: run.ended_ns,
+                metrics: run.metrics.clone(),
+            },
+        };
+        self.results
+            .send_json(&line)
+            .context("cannot send a finished run to the host")
+    }
+}
+
+/// `abperf run --guest-share FILE` (inside the VM): run the share, send every run, end with an
+/// [`Line::End`]. Exit status: 0 complete, 1 failed, 128+N interrupted by signal N, 2 error.
+pub fn run_share(path: &Path) -> anyhow::Result<i32> {
+    if !abperf_vm::guest::in_guest() {
+        return Err(abperf_model::error::usage(
+            "--guest-share is abperf's own guest-side command (run inside a VM that `abperf run --kernel` booted)",
+        ));
+    }
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the share {}", path.display()))?;
+    let share: Share = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a share of this abperf", path.display()))?;
+    let mut results = Results::open()?;
+    let result = run_in_guest(&share, &mut results);
+    let (ending, message, code) = match &result {
+        Ok(super::experiment::Ending::Complete | super::experiment::Ending::Decided(_)) => {
+            ("complete", None, 0)
+        }
+        Ok(super::experiment::Ending::Failed(m)) => ("failed", Some(m.clone()), 1),
+        Ok(super::experiment::Ending::Interrupted(sig)) => {
+            ("interrupted", Some(super::signals::name(*sig)), 128 + sig)
+        }
+        Err(e) => ("error", Some(format!("{e:#}")), 2),
+    };
+    results.send_json(&Line::End {
+        ending: ending.into(),
+        message,
+    })?;
+    Ok(code)
+}
+
+fn run_in_guest(share: &Share, results: &mut Results) -> anyhow::Result<super::experiment::Ending> {
+    let mut cfg = share.cfg.clone();
+    // The guest's kernel decides which events it can count, not the host's.
+    let specs = super::experiment::event_specs(&cfg.events)?;
+    let (ok, bad) = counters::probe(&specs);
+    if share.strict
+        && let Some((name, why)) = bad.first()
+    {
+        anyhow::bail!("event {name}: {why} in the guest (--strict)");
+    }
+    cfg.counted_events = ok.into_iter().map(|s| s.name).collect();
+    results.send_json(&Line::Hello {
+        abperf: env!("CARGO_PKG_VERSION").into(),
+        environment: abperf_measure::env::machine(),
+        events_skipped: bad,
+    })?;
+    let v = &share.variant;
+    let variant = Variant {
+        command: v.command.clone(),
+        parameters: v.parameters.clone(),
+        knobs: v.knobs.clone(),
+        ..Variant::named(&v.name)
+    };
+    let paths: Vec<String> = v.knobs.iter().map(|k| k.path.clone()).collect();
+    let mut guard = KnobGuard::prepare(&paths, &BTreeMap::new())?;
+    let mut sink = GuestSink { results };
+    execute_into(
+        &mut sink,
+        &cfg,
+        std::slice::from_ref(&variant),
+        &share.slots,
+        &mut guard,
+        &mut NoProgress,
+    )
+}

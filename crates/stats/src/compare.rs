@@ -1,0 +1,1095 @@
+//! One comparison of a variant against the baseline: every statistic of
+//! docs/statistics.md#two-sample-comparison, the cross-checks, and the verdict with its
+//! paste-ready line. [`compare`] is the single entry point; [`apply_correction`] adjusts a family
+//! of comparisons (several variants or metrics).
+
+use super::bootstrap::{self, Bootstrap};
+use super::drift::{self, Ancova, Drift};
+use super::equivalence::{self, Tost};
+use super::multiple::Correction;
+use super::outliers::{self, Outliers};
+use super::power::{detectable_effect, runs_needed_cv};
+use super::rank::{self, HodgesLehmann, MannWhitney};
+use super::trimmed;
+use super::variance::{BrownForsythe, brown_forsythe};
+use super::verdict::{Evidence, Verdict, fmt_p};
+use super::welch::{self, RatioCi, Welch};
+use super::{StatsError, check_finite};
+use abperf_model::describe::{Description, describe, variance};
+use serde::Serialize;
+
+/// Share of each tail cut by the trimmed-means sensitivity check (Yuen's usual 20%).
+pub const TRIM: f64 = 0.2;
+
+/// Fewer runs per variant than this: description only (no rank test can reach p < 0.05).
+pub const MIN_RUNS: usize = 4;
+
+/// Below this many runs per variant the report notes that the default minimum is not met.
+pub const DEFAULT_MIN_RUNS: usize = 6;
+
+/// Analysis options.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Options {
+    pub alpha: f64,
+    /// Equivalence margin D in percent (0.2 = 0.2%).
+    pub margin_pct: f64,
+    /// Smallest effect of interest in percent, for runs needed.
+    pub effect_pct: f64,
+    /// Target power for runs needed and detectable effects.
+    pub power: f64,
+    /// Bootstrap resamples; 0 skips the bootstrap.
+    pub resamples: usize,
+    pub seed: u64,
+    /// Rates: a larger value is an improvement.
+    pub higher_is_better: bool,
+    /// Event counts: spoken of as "more" and "fewer" (judged as lower is better).
+    #[serde(default)]
+    pub count: bool,
+    /// Recompute the verdict without severe outliers when there are any.
+    pub outlier_recheck: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            alpha: 0.05,
+            margin_pct: 0.2,
+            effect_pct: 0.5,
+            power: 0.8,
+            resamples: bootstrap::DEFAULT_RESAMPLES,
+            seed: 0x5eed,
+            higher_is_better: false,
+            count: false,
+            outlier_recheck: true,
+        }
+    }
+}
+
+/// One variant's values and, when known, their positions in the run schedule.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample<'a> {
+    pub name: &'a str,
+    pub values: &'a [f64],
+    pub order: Option<&'a [f64]>,
+}
+
+impl<'a> Sample<'a> {
+    pub fn new(name: &'a str, values: &'a [f64]) -> Self {
+        Sample {
+            name,
+            values,
+            order: None,
+        }
+    }
+    pub fn with_order(name: &'a str, values: &'a [f64], order: &'a [f64]) -> Self {
+        Sample {
+            name,
+            values,
+            order: Some(order),
+        }
+    }
+}
+
+/// Every statistic behind a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Details {
+    pub baseline: Description,
+    pub variant: Description,
+    pub outliers_baseline: Outliers,
+    pub outliers_variant: Outliers,
+    pub welch: Option<Welch>,
+    pub fieller95: Option<RatioCi>,
+    pub fieller90: Option<RatioCi>,
+    pub mann_whitney: Option<MannWhitney>,
+    pub hodges_lehmann: Option<HodgesLehmann>,
+    pub bootstrap: Option<Bootstrap>,
+    pub brown_forsythe: Option<BrownForsythe>,
+    pub drift: Option<Drift>,
+    pub ancova: Option<Ancova>,
+    pub tost: Option<Tost>,
+    pub without_severe_outliers: Option<OutlierRecheck>,
+}
+
+/// The sensitivity check when a sample holds severe (3 IQR) outliers: Yuen's test of trimmed
+/// means, both samples trimmed alike ([`super::trimmed`]). It is a note beside the verdict,
+/// never a second verdict: `changed` says whether it reaches another conclusion at alpha.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutlierRecheck {
+    /// Severe outliers flagged in each sample.
+    pub severe_baseline: usize,
+    pub severe_variant: usize,
+    pub yuen: super::trimmed::Yuen,
+    /// The trimmed means differ at alpha (before any correction for many comparisons).
+    pub significant: bool,
+    pub changed: bool,
+    pub line: String,
+}
+
+/// The result of comparing a variant with the baseline (`--format json` prints these).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub baseline: String,
+    pub variant: String,
+    pub metric: String,
+    /// The family it belongs to with `--by PARAM`: that parameter's value (e.g. the workload).
+    pub family: Option<String>,
+    pub higher_is_better: bool,
+    pub n_baseline: usize,
+    pub n_variant: usize,
+    pub mean_baseline: f64,
+    pub mean_variant: f64,
+    /// mean(variant) / mean(baseline).
+    pub ratio: f64,
+    /// Fieller 95% interval of the ratio (Welch df).
+    pub ratio_ci: Option<[f64; 2]>,
+    /// (ratio - 1) * 100.
+    pub change_pct: f64,
+    pub p_welch: Option<f64>,
+    pub p_mannwhitney: Option<f64>,
+    /// Hodges-Lehmann shift (variant - baseline, metric unit) and its 95% interval.
+    pub hodges_lehmann: Option<f64>,
+    pub hodges_lehmann_ci: Option<[f64; 2]>,
+    pub p_brown_forsythe: Option<f64>,
+    /// Brown-Forsythe's p after the correction, when variability is one of the tests reported
+    /// (`--test variability`): then a significant difference is part of the verdict's sentence.
+    pub p_variability_adjusted: Option<f64>,
+    /// SD(variant) / SD(baseline) and its bootstrap BCa 95% interval.
+    pub sd_ratio: Option<f64>,
+    pub sd_ratio_ci: Option<[f64; 2]>,
+    /// Mann-Kendall p of the run-order residuals; null without run order.
+    pub drift_p: Option<f64>,
+    /// "welch", or "ancova" when drift made the run-index model primary.
+    pub primary: String,
+    /// The primary p-value after the correction for `m` comparisons.
+    pub p_adjusted: Option<f64>,
+    pub correction: String,
+    pub m: usize,
+    pub verdict: Verdict,
+    /// Runs per variant to resolve the smallest effect of interest (inconclusive only).
+    pub runs_needed: Option<usize>,
+    pub line: String,
+    /// Set when the primary and the robust analyses disagree at alpha.
+    pub disagree: Option<String>,
+    /// Plain-language notes (floors, zero variance, drift, outliers).
+    pub notes: Vec<String>,
+    pub options: Options,
+    pub evidence: Evidence,
+    pub details: Details,
+}
+
+impl Details {
+    /// The two samples' descriptions and outlier flags, before any test.
+    pub(crate) fn described(
+        baseline: Description,
+        variant: Description,
+        outliers_baseline: Outliers,
+        outliers_variant: Outliers,
+    ) -> Details {
+        Details {
+            baseline,
+            variant,
+            outliers_baseline,
+            outliers_variant,
+            welch: None,
+            fieller95: None,
+            fieller90: None,
+            mann_whitney: None,
+            hodges_lehmann: None,
+            bootstrap: None,
+            brown_forsythe: None,
+            drift: None,
+            ancova: None,
+            tost: None,
+            without_severe_outliers: None,
+        }
+    }
+}
+
+impl Comparison {
+    /// A comparison of the two samples `details` describes, with the ratio and the inputs of the
+    /// verdict in `ev`, before any test: no p-values, no intervals, verdict inconclusive.
+    pub(crate) fn unjudged(ev: &Evidence, details: &Details, opts: &Options) -> Comparison {
+        let (a, b) = (&details.baseline, &details.variant);
+        Comparison {
+            baseline: ev.baseline.clone(),
+            variant: ev.variant.clone(),
+            metric: ev.metric.clone(),
+            family: None,
+            higher_is_better: opts.higher_is_better,
+            n_baseline: a.n,
+            n_variant: b.n,
+            mean_baseline: a.mean,
+            mean_variant: b.mean,
+            ratio: ev.ratio,
+            ratio_ci: None,
+            change_pct: (ev.ratio - 1.0) * 100.0,
+            p_welch: None,
+            p_mannwhitney: None,
+            hodges_lehmann: None,
+            hodges_lehmann_ci: None,
+            p_brown_forsythe: None,
+            p_variability_adjusted: None,
+            sd_ratio: (a.sd > 0.0).then(|| b.sd / a.sd),
+            sd_ratio_ci: None,
+            drift_p: None,
+            primary: "welch".into(),
+            p_adjusted: None,
+            correction: Correction::None.name().into(),
+            m: 1,
+            verdict: Verdict::Inconclusive,
+            runs_needed: None,
+            line: String::new(),
+            disagree: None,
+            notes: Vec::new(),
+            options: opts.clone(),
+            evidence: ev.clone(),
+            details: details.clone(),
+        }
+    }
+}
+
+impl Comparison {
+    /// Multiply every figure in the metric's unit by `k` (the values were compared scaled by
+    /// 1/k); ratios, statistics and p-values have no unit and stay.
+    fn rescale(&mut self, k: f64) {
+        let pair = |p: &mut [f64; 2]| {
+            p[0] *= k;
+            p[1] *= k;
+        };
+        self.mean_baseline *= k;
+        self.mean_variant *= k;
+        if let Some(x) = self.hodges_lehmann.as_mut() {
+            *x *= k;
+        }
+        if let Some(p) = self.hodges_lehmann_ci.as_mut() {
+            pair(p);
+        }
+        let d = &mut self.details;
+        for x in [&mut d.baseline, &mut d.variant] {
+            x.scale(k);
+        }
+        for o in [&mut d.outliers_baseline, &mut d.outliers_variant] {
+            o.q1 *= k;
+            o.q3 *= k;
+            o.iqr *= k;
+            o.mad *= k;
+            for f in &mut o.flags {
+                f.value *= k;
+            }
+        }
+        if let Some(w) = d.welch.as_mut() {
+            w.diff *= k;
+            w.se *= k;
+        }
+        if let Some(h) = d.hodges_lehmann.as_mut() {
+            h.shift *= k;
+            h.ci = h.ci.map(|(l, u)| (l * k, u * k));
+        }
+        if let Some(dr) = d.drift.as_mut() {
+            dr.sen_slope = dr.sen_slope.map(|s| s * k);
+        }
+        if let Some(an) = d.ancova.as_mut() {
+            an.effect *= k;
+            an.se *= k;
+            an.slope *= k;
+            an.baseline_adjusted *= k;
+        }
+    }
+
+    /// The primary p-value as reported: after the correction for the family, else as tested.
+    pub fn p(&self) -> Option<f64> {
+        self.p_adjusted.or(self.p_welch)
+    }
+}
+
+fn pair(ci: (f64, f64)) -> [f64; 2] {
+    [ci.0, ci.1]
+}
+
+/// Compare `variant` against `base` on one metric.
+///
+/// Errors only on input that has no meaningful ratio (non-finite values, a baseline mean that
+/// is not positive); every other degenerate case (n < 4, zero variance, ties) gives a
+/// comparison whose line and notes say what could not be done.
+pub fn compare(
+    metric: &str,
+    base: Sample,
+    var: Sample,
+    opts: &Options,
+) -> Result<Comparison, StatsError> {
+    check_finite(base.values)?;
+    check_finite(var.values)?;
+    let k = scale_for(base.values, var.values)?;
+    if k == 1.0 {
+        return compare_scaled(metric, base, var, opts, 1.0);
+    }
+    let (a, b): (Vec<f64>, Vec<f64>) = (
+        base.values.iter().map(|x| x * k).collect(),
+        var.values.iter().map(|x| x * k).collect(),
+    );
+    let mut c = compare_scaled(
+        metric,
+        Sample { values: &a, ..base },
+        Sample { values: &b, ..var },
+        opts,
+        1.0 / k,
+    )?;
+    c.rescale(1.0 / k);
+    Ok(c)
+}
+
+/// Magnitudes beyond which values are scaled before the arithmetic: Welch's degrees of freedom
+/// take the fourth power of the spread, which overflows for values near 1e79 and underflows for
+/// values near 1e-75 (NaN), and variances of values near 1e-160 underflow to 0.
+const SAFE: std::ops::RangeInclusive<f64> = 1e-30..=1e30;
+
+/// The power of two that brings the baseline's mean magnitude near 1 when the values are
+/// outside [`SAFE`], else 1. Scaling by a power of two is exact, and every ratio, test statistic
+/// and p-value is unchanged by it. An error when the values span more than the arithmetic can
+/// carry even after scaling.
+fn scale_for(a: &[f64], b: &[f64]) -> Result<f64, StatsError> {
+    let all = || a.iter().chain(b).map(|x| x.abs()).filter(|x| *x > 0.0);
+    let (Some(lo), Some(hi)) = (all().reduce(f64::min), all().reduce(f64::max)) else {
+        return Ok(1.0);
+    };
+    if SAFE.contains(&lo) && SAFE.contains(&hi) {
+        return Ok(1.0);
+    }
+    let m = a.iter().map(|x| x.abs()).sum::<f64>() / a.len().max(1) as f64;
+    let m = if m.is_finite() && m > 0.0 { m } else { hi };
+    let k = 2f64.powi(-(m.log2().floor() as i32));
+    if !(SAFE.contains(&(lo * k)) && SAFE.contains(&(hi * k))) {
+        return Err(StatsError::Invalid(format!(
+            "the values span {lo:e} .. {hi:e}: wider than the arithmetic can carry (a ratio of \
+             more than 1e60 between the smallest and the largest)"
+        )));
+    }
+    Ok(k)
+}
+
+/// [`compare`] on values already in a safe range; `unit` converts them back for the few
+/// sentences that quote a value.
+fn compare_scaled(
+    metric: &str,
+    base: Sample,
+    var: Sample,
+    opts: &Options,
+    unit: f64,
+) -> Result<Comparison, StatsError> {
+    let (a, b) = (base.values, var.values);
+    if a.is_empty() || b.is_empty() {
+        return Err(StatsError::TooFew {
+            what: "comparison",
+            need: 1,
+            got: a.len().min(b.len()),
+        });
+    }
+    let da = describe(a).expect("non-empty");
+    let db = describe(b).expect("non-empty");
+    if da.mean <= 0.0 {
+        return Err(StatsError::NonPositiveMean(da.mean));
+    }
+    let mut notes = Vec::new();
+    let level = 0.95;
+    let ratio = db.mean / da.mean;
+    let cv_pct = 100.0 * ((variance(a) + variance(b)) / 2.0).sqrt() / da.mean;
+    let cv_known = a.len() >= 2 && b.len() >= 2;
+    let runs = if cv_known {
+        runs_needed_cv(cv_pct, opts.effect_pct, opts.alpha, opts.power)
+    } else {
+        None
+    };
+    let mut details =
+        Details::described(da.clone(), db.clone(), outliers::flag(a), outliers::flag(b));
+    let mut ev = Evidence {
+        baseline: base.name.to_string(),
+        variant: var.name.to_string(),
+        ratio,
+        ci95: None,
+        ci90: None,
+        p: None,
+        correction: String::new(),
+        n_baseline: a.len(),
+        n_variant: b.len(),
+        method: "Welch".into(),
+        higher_is_better: opts.higher_is_better,
+        metric: metric.to_string(),
+        count: opts.count,
+        alpha: opts.alpha,
+        margin: opts.margin_pct / 100.0,
+        cv_pct: cv_known.then_some(cv_pct),
+        effect_pct: opts.effect_pct,
+        power: opts.power,
+        detectable_pct: None,
+        runs_needed: runs,
+        runs_needed_observed: if cv_known {
+            runs_needed_cv(cv_pct, (ratio - 1.0).abs() * 100.0, opts.alpha, opts.power)
+        } else {
+            None
+        },
+    };
+    let mut c = Comparison::unjudged(&ev, &details, opts);
+
+    // Floor: description only.
+    if a.len() < MIN_RUNS || b.len() < MIN_RUNS {
+        let line = format!(
+            "Description only: {} vs {} {} (n={}+{}); at least {MIN_RUNS} runs per variant are needed for a test{}",
+            var.name,
+            base.name,
+            super::verdict::fmt_signed_pct(c.change_pct),
+            a.len(),
+            b.len(),
+            runs.map(|r| format!(
+                ", about {r} to resolve a {} change",
+                super::verdict::fmt_effect(opts.effect_pct)
+            ))
+            .unwrap_or_default()
+        );
+        notes.push(format!(
+            "fewer than {MIN_RUNS} runs in a variant: no test was made"
+        ));
+        c.line = line;
+        c.runs_needed = runs;
+        c.notes = notes;
+        c.evidence = ev;
+        c.details = details;
+        return Ok(c);
+    }
+
+    if a.len() < DEFAULT_MIN_RUNS || b.len() < DEFAULT_MIN_RUNS {
+        notes.push(format!(
+            "fewer than {DEFAULT_MIN_RUNS} runs in a variant: below the default minimum (10 recommended)"
+        ));
+    }
+
+    // Zero variance in both samples: nothing to test.
+    if da.sd == 0.0 && db.sd == 0.0 {
+        if da.mean == db.mean {
+            c.verdict = Verdict::NoDifference;
+            c.line = format!(
+                "No difference: {} and {} gave the same value ({}) in every run (n={}+{})",
+                var.name,
+                base.name,
+                da.mean * unit,
+                a.len(),
+                b.len()
+            );
+        } else {
+            c.line = format!(
+                "Inconclusive: every run of {} gave {} and every run of {} gave {} ({}); with zero variance no test applies (n={}+{})",
+                base.name,
+                da.mean * unit,
+                var.name,
+                db.mean * unit,
+                super::verdict::fmt_signed_pct(c.change_pct),
+                a.len(),
+                b.len()
+            );
+        }
+        notes.push("both samples have zero variance: no test is possible".into());
+        c.notes = notes;
+        c.evidence = ev;
+        c.details = details;
+        return Ok(c);
+    }
+
+    // Primary: Welch + Fieller.
+    let w = welch::welch(a, b).ok();
+    c.p_welch = w.as_ref().map(|w| w.p);
+    details.welch = w;
+    match welch::fieller(a, b, level) {
+        Ok(ci) => {
+            details.fieller95 = Some(ci);
+            c.ratio_ci = Some([ci.low, ci.high]);
+        }
+        Err(e) => notes.push(format!("Fieller interval: {e}")),
+    }
+    details.fieller90 = welch::fieller(a, b, 1.0 - 2.0 * opts.alpha).ok();
+
+    // Robust cross-checks.
+    details.mann_whitney = rank::mann_whitney(a, b, None).ok();
+    c.p_mannwhitney = details.mann_whitney.as_ref().map(|m| m.p);
+    details.hodges_lehmann = rank::hodges_lehmann(a, b, level).ok();
+    c.hodges_lehmann = details.hodges_lehmann.as_ref().map(|h| h.shift);
+    c.hodges_lehmann_ci = details.hodges_lehmann.as_ref().and_then(|h| h.ci).map(pair);
+    if opts.resamples > 0 {
+        match bootstrap::bootstrap(a, b, opts.resamples, opts.seed, level) {
+            Ok(bs) => {
+                c.sd_ratio_ci = bs.sd_ratio.as_ref().ok().map(|ci| [ci.low, ci.high]);
+                details.bootstrap = Some(bs);
+            }
+            Err(e) => notes.push(format!("bootstrap: {e}")),
+        }
+    }
+
+    // Variability.
+    match brown_forsythe(&[a, b]) {
+        Ok(bf) => {
+            c.p_brown_forsythe = Some(bf.p);
+            details.brown_forsythe = Some(bf);
+        }
+        Err(e) => notes.push(format!("Brown-Forsythe: {e}")),
+    }
+
+    // Equivalence.
+    details.tost = equivalence::tost(a, b, opts.margin_pct / 100.0).ok();
+
+    // Primary evidence (Welch unless drift makes ANCOVA primary).
+    ev.ci95 = details.fieller95.map(|ci| (ci.low, ci.high));
+    ev.ci90 = details.fieller90.map(|ci| (ci.low, ci.high));
+    ev.p = c.p_welch;
+
+    // Drift.
+    if let (Some(ia), Some(ib)) = (base.order, var.order) {
+        match drift::drift(a, ia, b, ib) {
+            Ok(d) => {
+                c.drift_p = Some(d.mann_kendall.p);
+                if d.mann_kendall.p < opts.alpha {
+                    match (drift::ancova(a, ia, b, ib, level), drift::ancova(a, ia, b, ib, 1.0 - 2.0 * opts.alpha)) {
+                        (Ok(an95), Ok(an90)) => {
+                            notes.push(format!(
+                                "drift over the run order (Mann-Kendall {}): the ANCOVA estimate with run index is primary",
+                                fmt_p(d.mann_kendall.p)
+                            ));
+                            ev.ratio = an95.ratio;
+                            ev.ci95 = Some(an95.ratio_ci);
+                            ev.ci90 = Some(an90.ratio_ci);
+                            ev.p = Some(an95.p);
+                            ev.method = "ANCOVA".into();
+                            c.primary = "ancova".into();
+                            details.ancova = Some(an95);
+                        }
+                        (Err(e), _) | (_, Err(e)) => notes.push(format!(
+                            "drift over the run order (Mann-Kendall {}) but ANCOVA failed: {e}; Welch stays primary",
+                            fmt_p(d.mann_kendall.p)
+                        )),
+                    }
+                }
+                details.drift = Some(d);
+            }
+            Err(e) => notes.push(format!("drift: {e}")),
+        }
+    }
+
+    if let Some(d) = detectable_effect(a.len().min(b.len()), opts.alpha, opts.power) {
+        ev.detectable_pct = Some(d * cv_pct);
+    }
+
+    // DISAGREE: primary vs robust checks at alpha (before any correction), each in its words.
+    let primary_sig = ev.p.is_some_and(|p| p < opts.alpha)
+        && ev.ci95.is_some_and(|(lo, hi)| hi < 1.0 || lo > 1.0);
+    let mut dissent = Vec::new();
+    if let Some(mw) = &details.mann_whitney
+        && (mw.p < opts.alpha) != primary_sig
+    {
+        dissent.push(format!("Mann-Whitney {}", fmt_p(mw.p)));
+    }
+    if let Some(Ok(ci)) = details.bootstrap.as_ref().map(|b| &b.ratio_means)
+        && (ci.high < 1.0 || ci.low > 1.0) != primary_sig
+    {
+        let word = if primary_sig { "includes" } else { "excludes" };
+        dissent.push(format!(
+            "the bootstrap 95% CI of the ratio {:.4}..{:.4} {word} 1",
+            ci.low, ci.high
+        ));
+    }
+    if !dissent.is_empty() {
+        let p = ev.p.map(fmt_p).unwrap_or_else(|| "p=n/a".into());
+        let primary = match ev.ci95 {
+            Some((lo, hi)) => {
+                let word = if hi < 1.0 || lo > 1.0 {
+                    "excludes"
+                } else {
+                    "includes"
+                };
+                format!(
+                    "{} {p}, 95% CI of the ratio {lo:.4}..{hi:.4} {word} 1",
+                    ev.method
+                )
+            }
+            None => format!("{} {p} but no bounded 95% CI of the ratio", ev.method),
+        };
+        c.disagree = Some(format!(
+            "DISAGREE at alpha {}: {primary}; {}; more runs recommended",
+            opts.alpha,
+            dissent.join("; ")
+        ));
+    }
+
+    // Outliers: Yuen's trimmed-means test when a sample holds severe ones.
+    let (sa, sb) = (
+        details.outliers_baseline.severe_count(),
+        details.outliers_variant.severe_count(),
+    );
+    if opts.outlier_recheck && (sa > 0 || sb > 0) {
+        match trimmed::yuen(a, b, TRIM) {
+            Ok(y) => {
+                details.without_severe_outliers = Some(OutlierRecheck {
+                    severe_baseline: sa,
+                    severe_variant: sb,
+                    significant: y.p < opts.alpha,
+                    changed: false,
+                    line: String::new(),
+                    yuen: y,
+                })
+            }
+            Err(e) => notes.push(format!("trimmed-means check: {e}")),
+        }
+    }
+
+    c.notes = notes;
+    c.evidence = ev;
+    c.details = details;
+    c.p_adjusted = c.evidence.p;
+    finish(&mut c);
+    // Both conclusions before any correction for many comparisons.
+    let significant = matches!(c.verdict, Verdict::Faster | Verdict::Slower);
+    let direction = c.ratio > 1.0;
+    let alpha = opts.alpha;
+    if let Some(r) = c.details.without_severe_outliers.as_mut() {
+        r.changed =
+            r.significant != significant || (significant && (r.yuen.ratio > 1.0) != direction);
+        let y = &r.yuen;
+        r.line = format!(
+            "trimmed means ({:.0}% of each tail of both samples cut): ratio {:.5}, {}: {}",
+            y.trim * 100.0,
+            y.ratio,
+            fmt_p(y.p),
+            match (r.changed, r.significant) {
+                (false, _) => "the same conclusion".to_string(),
+                (true, true) => format!(
+                    "a difference at alpha {alpha} that all runs together do not show; the verdict stands on all runs"
+                ),
+                (true, false) => format!(
+                    "no difference at alpha {alpha}: the verdict rests on a few extreme runs; look at them"
+                ),
+            }
+        );
+    }
+    Ok(c)
+}
+
+/// (Re)compute verdict, runs needed and line from the evidence.
+fn finish(c: &mut Comparison) {
+    if c.evidence.p.is_none() {
+        return; // degenerate cases keep their own line
+    }
+    c.verdict = c.evidence.decide();
+    c.runs_needed = (c.verdict == Verdict::Inconclusive)
+        .then_some(c.evidence.runs_needed)
+        .flatten();
+    c.line = c.evidence.line(c.verdict);
+    if let Some(v) = c.variability_text() {
+        c.line += &format!("; {v}");
+    }
+    if let Some(d) = &c.disagree {
+        c.line += &format!("; {d}");
+    }
+}
+
+impl Comparison {
+    /// Recompute verdict and sentence after the evidence changed.
+    pub(crate) fn refresh(&mut self) {
+        finish(self);
+    }
+
+    /// "run-to-run SD 3.50x A's (95% CI 2.10x..5.84x, Brown-Forsythe p=0.0004 Holm m=36)" when
+    /// variability was tested and differs at alpha after the correction.
+    pub fn variability_text(&self) -> Option<String> {
+        let p = self.p_variability_adjusted?;
+        let r = self.sd_ratio?;
+        if p >= self.options.alpha {
+            return None;
+        }
+        let ci = self
+            .sd_ratio_ci
+            .map(|[l, h]| {
+                format!(
+                    "95% CI {}..{}, ",
+                    super::verdict::fmt_times(l),
+                    super::verdict::fmt_times(h)
+                )
+            })
+            .unwrap_or_default();
+        let corr = if self.evidence.correction.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", self.evidence.correction)
+        };
+        Some(format!(
+            "run-to-run SD {} {}'s ({ci}Brown-Forsythe {}{corr})",
+            super::verdict::fmt_times(r),
+            self.baseline,
+            fmt_p(p)
+        ))
+    }
+}
+
+/// Adjust the p-values of a family of tests (several variants, pairs, metrics; the mean of
+/// each comparison, and its variability when `variability`) together, and recompute the
+/// verdicts. Comparisons without a p-value are left out of the family.
+pub fn apply_correction(comps: &mut [Comparison], correction: Correction, variability: bool) {
+    // (comparison, is the variability test)
+    let mut tests: Vec<(usize, bool)> = (0..comps.len())
+        .filter(|&i| comps[i].evidence.p.is_some())
+        .map(|i| (i, false))
+        .collect();
+    if variability {
+        tests.extend(
+            (0..comps.len())
+                .filter(|&i| comps[i].p_brown_forsythe.is_some())
+                .map(|i| (i, true)),
+        );
+    }
+    let m = tests.len();
+    let raw: Vec<f64> = tests
+        .iter()
+        .map(|&(i, v)| {
+            if v {
+                comps[i].p_brown_forsythe.unwrap_or(1.0)
+            } else {
+                raw_p(&comps[i])
+            }
+        })
+        .collect();
+    let adj = correction.adjust(&raw);
+    let label = if m > 1 && correction != Correction::None {
+        let short = if correction == Correction::Holm {
+            "Holm"
+        } else {
+            "BH"
+        };
+        format!("{short} m={m}")
+    } else {
+        String::new()
+    };
+    for c in comps.iter_mut() {
+        c.m = m;
+        c.correction = correction.name().into();
+        c.evidence.correction = label.clone();
+    }
+    for (k, &(i, v)) in tests.iter().enumerate() {
+        let c = &mut comps[i];
+        if v {
+            c.p_variability_adjusted = Some(adj[k]);
+        } else {
+            c.p_adjusted = Some(adj[k]);
+            c.evidence.p = Some(adj[k]);
+        }
+    }
+    for c in comps.iter_mut() {
+        finish(c);
+    }
+}
+
+/// The unadjusted primary p-value.
+fn raw_p(c: &Comparison) -> f64 {
+    match (&c.details.ancova, c.primary.as_str()) {
+        (Some(an), "ancova") => an.p,
+        _ => c.p_welch.unwrap_or(1.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The user-time column of the 24 `/usr/bin/time` lines of seed 000 (Dave Hansen, 2017).
+    fn seed000() -> (Vec<f64>, Vec<f64>) {
+        let text = include_str!("../../../tests/data/seed000-time.txt");
+        let (mut n, mut y) = (Vec::new(), Vec::new());
+        for line in text.lines() {
+            let mut f = line.trim_start_matches("> ").split_whitespace();
+            let label = f.next().unwrap();
+            let user: f64 = f.next().unwrap().parse().unwrap();
+            if label == "n" {
+                n.push(user)
+            } else {
+                y.push(user)
+            }
+        }
+        (n, y)
+    }
+
+    #[test]
+    fn huge_and_tiny_values_give_the_same_answer_as_ordinary_ones() {
+        let (n, y) = seed000();
+        let plain = compare(
+            "user",
+            Sample::new("n", &n),
+            Sample::new("y", &y),
+            &Options::default(),
+        )
+        .unwrap();
+        for k in [1e80, 1e150, 1e-75, 1e-170] {
+            let (a, b): (Vec<f64>, Vec<f64>) = (
+                n.iter().map(|x| x * k).collect(),
+                y.iter().map(|x| x * k).collect(),
+            );
+            let c = compare(
+                "user",
+                Sample::new("n", &a),
+                Sample::new("y", &b),
+                &Options::default(),
+            )
+            .unwrap();
+            assert_eq!(c.verdict, plain.verdict, "scale {k}: {}", c.line);
+            assert!((c.ratio / plain.ratio - 1.0).abs() < 1e-12, "scale {k}");
+            let (p, q) = (c.p_welch.unwrap(), plain.p_welch.unwrap());
+            assert!((p / q - 1.0).abs() < 1e-6, "scale {k}: p {p} vs {q}");
+            assert!((c.mean_baseline / (plain.mean_baseline * k) - 1.0).abs() < 1e-12);
+            assert!(
+                c.details.baseline.sd > 0.0,
+                "scale {k}: variance underflowed"
+            );
+        }
+        let wide = [1e-200, 1e200, 1.0, 2.0];
+        let e = compare(
+            "x",
+            Sample::new("a", &wide),
+            Sample::new("b", &wide),
+            &Options::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("wider than the arithmetic"), "{e}");
+    }
+
+    #[test]
+    fn seed000_invpcid_is_058_percent_faster() {
+        let (n, y) = seed000();
+        assert_eq!((n.len(), y.len()), (12, 12));
+        let c = compare(
+            "user",
+            Sample::new("n", &n),
+            Sample::new("y", &y),
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!(c.verdict, Verdict::Faster);
+        assert_eq!(format!("{:.2}", -c.change_pct), "0.58");
+        assert!(c.p_welch.unwrap() < 0.0001, "Welch p = {:?}", c.p_welch);
+        assert!(
+            c.p_brown_forsythe.unwrap() > 0.05,
+            "Brown-Forsythe p = {:?}",
+            c.p_brown_forsythe
+        );
+        assert!(
+            c.line.starts_with("y is 0.58% faster than n (95% CI "),
+            "{}",
+            c.line
+        );
+        assert!(
+            c.line.ends_with(", p<0.0001, n=12+12, Welch)"),
+            "{}",
+            c.line
+        );
+        assert!(c.disagree.is_none(), "{:?}", c.disagree);
+        let [lo, hi] = c.ratio_ci.unwrap();
+        assert!(lo < c.ratio && c.ratio < hi && hi < 1.0);
+        let bs = c.details.bootstrap.as_ref().unwrap();
+        let bm = bs.ratio_means.as_ref().unwrap();
+        assert!(bm.high < 1.0 && (bm.low - lo).abs() < 0.001);
+        assert!(c.runs_needed.is_none());
+        // Serializes with the fields of issue 3 and no NaN.
+        let j = serde_json::to_value(&c).unwrap();
+        for key in [
+            "baseline",
+            "variant",
+            "metric",
+            "n_baseline",
+            "n_variant",
+            "mean_baseline",
+            "mean_variant",
+            "ratio",
+            "ratio_ci",
+            "change_pct",
+            "p_welch",
+            "p_mannwhitney",
+            "hodges_lehmann",
+            "p_brown_forsythe",
+            "sd_ratio",
+            "drift_p",
+            "p_adjusted",
+            "verdict",
+            "runs_needed",
+            "line",
+        ] {
+            assert!(j.get(key).is_some(), "missing {key}");
+        }
+        assert_eq!(j["verdict"], "faster");
+    }
+
+    #[test]
+    fn edge_cases_give_messages_not_nan() {
+        let o = Options {
+            resamples: 200,
+            ..Options::default()
+        };
+        // n < 4: description only.
+        let c = compare(
+            "t",
+            Sample::new("A", &[1.0, 2.0, 3.0]),
+            Sample::new("B", &[1.0, 2.0, 3.5, 4.0]),
+            &o,
+        )
+        .unwrap();
+        assert_eq!(c.verdict, Verdict::Inconclusive);
+        assert!(c.line.starts_with("Description only: B vs A"), "{}", c.line);
+        assert!(c.p_welch.is_none());
+        // Identical constant samples.
+        let c = compare(
+            "t",
+            Sample::new("A", &[5.0; 6]),
+            Sample::new("B", &[5.0; 6]),
+            &o,
+        )
+        .unwrap();
+        assert_eq!(c.verdict, Verdict::NoDifference);
+        assert!(c.line.contains("same value"), "{}", c.line);
+        // Different constants.
+        let c = compare(
+            "t",
+            Sample::new("A", &[5.0; 6]),
+            Sample::new("B", &[6.0; 6]),
+            &o,
+        )
+        .unwrap();
+        assert_eq!(c.verdict, Verdict::Inconclusive);
+        assert!(c.line.contains("zero variance"), "{}", c.line);
+        // One sample constant, the other not: Welch still works.
+        let c = compare(
+            "t",
+            Sample::new("A", &[5.0; 6]),
+            Sample::new("B", &[5.1, 5.2, 5.1, 5.3, 5.2, 5.1]),
+            &o,
+        )
+        .unwrap();
+        assert!(c.p_welch.is_some() && c.sd_ratio.is_none());
+        // Identical non-constant samples.
+        let x = [1.0, 1.1, 0.9, 1.05, 0.95, 1.0];
+        let c = compare("t", Sample::new("A", &x), Sample::new("B", &x), &o).unwrap();
+        assert_eq!(c.p_welch, Some(1.0));
+        assert_eq!(c.verdict, Verdict::Inconclusive);
+        // Errors.
+        assert!(
+            compare(
+                "t",
+                Sample::new("A", &[f64::NAN, 1.0]),
+                Sample::new("B", &x),
+                &o
+            )
+            .is_err()
+        );
+        assert!(
+            compare(
+                "t",
+                Sample::new("A", &[-1.0, -2.0, -1.0, -3.0]),
+                Sample::new("B", &x),
+                &o
+            )
+            .is_err()
+        );
+        // No NaN anywhere (serde_json would print NaN as null, so check the numbers themselves).
+        let j = serde_json::to_value(&c).unwrap();
+        assert!(c.ratio.is_finite() && c.change_pct.is_finite() && !c.line.contains("NaN"));
+        assert!(j["ratio"].is_number() && j["mean_baseline"].is_number());
+    }
+
+    #[test]
+    fn severe_outlier_recheck_and_correction() {
+        let a: Vec<f64> = (0..12).map(|i| 100.0 + (i % 4) as f64 * 0.1).collect();
+        let mut b: Vec<f64> = (0..12).map(|i| 100.3 + (i % 4) as f64 * 0.1).collect();
+        b[3] = 130.0;
+        let o = Options {
+            resamples: 0,
+            ..Options::default()
+        };
+        let c = compare("t", Sample::new("A", &a), Sample::new("B", &b), &o).unwrap();
+        let r = c.details.without_severe_outliers.as_ref().unwrap();
+        assert_eq!((r.severe_baseline, r.severe_variant), (0, 1));
+        assert!(r.significant, "{}", r.line);
+        assert!(
+            r.changed,
+            "with the outlier Welch is inconclusive: {}",
+            c.line
+        );
+        assert_eq!(
+            c.verdict,
+            Verdict::Inconclusive,
+            "the note never changes the verdict"
+        );
+        // Correction over a family.
+        let b2: Vec<f64> = a.iter().map(|x| x * 1.003).collect();
+        let mut fam = vec![
+            c.clone(),
+            compare("t", Sample::new("A", &a), Sample::new("C", &b2), &o).unwrap(),
+        ];
+        let raw = fam[1].p_welch.unwrap();
+        apply_correction(&mut fam, Correction::Holm, false);
+        assert_eq!(fam[1].m, 2);
+        assert!(fam[1].p_adjusted.unwrap() >= raw);
+        assert!(fam[1].line.contains("Holm m=2"), "{}", fam[1].line);
+    }
+
+    #[test]
+    fn outlier_check_does_not_manufacture_differences_between_aa_pairs() {
+        // Two samples of one bimodal distribution (90% of runs near 100, 10% near 130): dropping
+        // one sample's slow runs called a difference in 17% (n=10) and 41% (n=30) of such pairs.
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(20261122);
+        let normal = |rng: &mut rand_chacha::ChaCha8Rng| {
+            crate::dist::norm_ppf(rng.random_range(1e-12..1.0 - 1e-12))
+        };
+        let mut draw = |n: usize| -> Vec<f64> {
+            (0..n)
+                .map(|_| {
+                    let slow = rng.random_range(0.0..1.0) < 0.1;
+                    (if slow { 130.0 } else { 100.0 }) + normal(&mut rng)
+                })
+                .collect()
+        };
+        let o = Options {
+            resamples: 0,
+            ..Options::default()
+        };
+        for n in [10, 30] {
+            let (mut checked, mut changed, mut called) = (0, 0, 0);
+            for _ in 0..100 {
+                let (a, b) = (draw(n), draw(n));
+                let c = compare("t", Sample::new("A", &a), Sample::new("B", &b), &o).unwrap();
+                if let Some(r) = &c.details.without_severe_outliers {
+                    checked += 1;
+                    changed += usize::from(r.changed);
+                    called += usize::from(r.significant);
+                }
+            }
+            assert!(checked > 20, "n={n}: the check ran on {checked} pairs only");
+            assert!(
+                changed <= 10,
+                "n={n}: {changed} of 100 A/A pairs changed ({called} called)"
+            );
+        }
+    }
+
+    #[test]
+    fn disagree_when_rank_test_and_welch_differ() {
+        // One huge value drives the mean (Welch sees nothing) while every other run of B is
+        // slower (Mann-Whitney sees it).
+        let a: Vec<f64> = (0..10).map(|i| 100.0 + (i % 5) as f64 * 0.01).collect();
+        let mut b: Vec<f64> = (0..10).map(|i| 100.2 + (i % 5) as f64 * 0.01).collect();
+        b[0] = 60.0;
+        let o = Options {
+            resamples: 0,
+            outlier_recheck: false,
+            ..Options::default()
+        };
+        let c = compare("t", Sample::new("A", &a), Sample::new("B", &b), &o).unwrap();
+        assert!(c.p_mannwhitney.unwrap() < 0.05 && c.p_welch.unwrap() > 0.05);
+        let d = c.disagree.as_deref().unwrap();
+        assert!(
+            d.starts_with("DISAGREE at alpha 0.05: Welch p=0.37, 95% CI of the ratio 0.8708..1.0528 includes 1; Mann-Whitney p=0.0027"),
+            "{d}"
+        );
+        assert!(c.line.contains("; DISAGREE"), "{}", c.line);
+    }
+}

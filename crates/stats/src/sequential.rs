@@ -1,0 +1,241 @@
+//! Group-sequential stopping (`abperf run --until-decided`): the runs are analysed at K equally
+//! spaced looks, and the experiment stops at the first look where every comparison crosses its
+//! O'Brien-Fleming boundary c_k = C sqrt(K / k), C chosen so that the chance of crossing at any
+//! look is alpha when there is no difference (O'Brien and Fleming 1979; the boundaries of K = 4
+//! at alpha 0.05 are |z| >= 4.049, 2.863, 2.337, 2.024). Looking at the p-value after every run
+//! and stopping when it is small would call about 30% of A/A pairs different; these boundaries
+//! keep the false-call rate at alpha, spend almost nothing early, and end on a boundary barely
+//! above the fixed design's 1.96. With several variants the boundaries are for alpha / m
+//! (Bonferroni), one family per look.
+//!
+//! The boundaries come from the exact distribution of the sequence of z statistics under H0
+//! (independent normal increments), integrated numerically on a grid; Welch's t at each look is
+//! compared through its two-sided p-value with the boundary's nominal p (2 (1 - Phi(c_k))).
+
+use super::dist::{norm_cdf, norm_ppf};
+use super::welch;
+use serde::Serialize;
+
+pub use abperf_model::SequentialPlan as Plan;
+
+/// The chance that |Z_k| >= c[k] at some look under H0, for z statistics of equally spaced
+/// looks (Z_k = S_k / sqrt(k), S_k a sum of k standard normal increments): the density of S_k
+/// on the region where no boundary was crossed yet is carried from look to look by Simpson's
+/// rule, and the mass crossing at each look is integrated against the normal tails exactly
+/// (Armitage, McPherson and Rowe 1969).
+pub fn crossing_probability(c: &[f64]) -> f64 {
+    const N: usize = 401; // odd: Simpson
+    let phi = |x: f64| (-(x * x) / 2.0).exp() / (2.0 * std::f64::consts::PI).sqrt();
+    let simpson = |i: usize| -> f64 {
+        if i == 0 || i == N - 1 {
+            1.0
+        } else if i % 2 == 1 {
+            4.0
+        } else {
+            2.0
+        }
+    };
+    let Some(&c1) = c.first() else {
+        return 0.0;
+    };
+    let mut crossed = 2.0 * (1.0 - norm_cdf(c1));
+    // Grid and density of S_1 on (-b1, b1).
+    let mut b = c1;
+    let mut xs: Vec<f64> = (0..N)
+        .map(|i| -b + 2.0 * b * i as f64 / (N - 1) as f64)
+        .collect();
+    let mut dens: Vec<f64> = xs.iter().map(|&x| phi(x)).collect();
+    for (k, &ck) in c.iter().enumerate().skip(1) {
+        let h = xs[1] - xs[0];
+        let w: Vec<f64> = (0..N).map(|i| simpson(i) * h / 3.0 * dens[i]).collect();
+        let bk = ck * ((k + 1) as f64).sqrt();
+        crossed += xs
+            .iter()
+            .zip(&w)
+            .map(|(&s, &wi)| wi * (norm_cdf(-bk - s) + norm_cdf(s - bk)))
+            .sum::<f64>();
+        let next_xs: Vec<f64> = (0..N)
+            .map(|i| -bk + 2.0 * bk * i as f64 / (N - 1) as f64)
+            .collect();
+        dens = next_xs
+            .iter()
+            .map(|&t| xs.iter().zip(&w).map(|(&s, &wi)| wi * phi(t - s)).sum())
+            .collect();
+        xs = next_xs;
+        b = bk;
+    }
+    let _ = b;
+    crossed
+}
+
+/// O'Brien-Fleming boundaries (|z| at each of `looks` equally spaced looks) for a two-sided
+/// level `alpha`.
+pub fn obrien_fleming(looks: usize, alpha: f64) -> Vec<f64> {
+    let shape = |c: f64| -> Vec<f64> {
+        (1..=looks)
+            .map(|k| c * (looks as f64 / k as f64).sqrt())
+            .collect()
+    };
+    if looks <= 1 {
+        return vec![norm_ppf(1.0 - alpha / 2.0)];
+    }
+    // The crossing probability falls as C grows: bisect.
+    let (mut lo, mut hi) = (norm_ppf(1.0 - alpha / 2.0), 6.0);
+    for _ in 0..40 {
+        let mid = (lo + hi) / 2.0;
+        if crossing_probability(&shape(mid)) > alpha {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    shape(hi)
+}
+
+/// The nominal two-sided p-value a boundary |z| >= c stands for.
+pub fn nominal_p(c: f64) -> f64 {
+    2.0 * (1.0 - norm_cdf(c))
+}
+
+/// What a look concluded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Look {
+    /// 1-based.
+    pub look: usize,
+    pub runs_per_variant: usize,
+    /// The boundary of this look and its nominal p.
+    pub boundary: f64,
+    pub nominal_p: f64,
+    /// Welch's p of each comparison (variant against the baseline, in variant order).
+    pub p: Vec<f64>,
+    /// Every comparison crossed: stop with a verdict.
+    pub decided: bool,
+}
+
+/// The boundaries and the look of a [`Plan`].
+pub trait Looks {
+    /// The boundaries, for `m` comparisons (alpha / m each).
+    fn boundaries(&self, m: usize) -> Vec<f64>;
+    /// Look `k` at the values of the baseline and each other variant.
+    fn look(&self, k: usize, boundaries: &[f64], baseline: &[f64], variants: &[&[f64]]) -> Look;
+}
+
+impl Looks for Plan {
+    fn boundaries(&self, m: usize) -> Vec<f64> {
+        obrien_fleming(self.looks, self.alpha / m.max(1) as f64)
+    }
+
+    /// Look `k` at the values of the baseline and each other variant (their first
+    /// `runs_at(k)` runs), with the boundaries of [`Plan::boundaries`] for that many variants.
+    fn look(&self, k: usize, boundaries: &[f64], baseline: &[f64], variants: &[&[f64]]) -> Look {
+        let c = boundaries[k - 1];
+        let np = nominal_p(c);
+        let p: Vec<f64> = variants
+            .iter()
+            .map(|v| welch::welch(baseline, v).map(|w| w.p).unwrap_or(1.0))
+            .collect();
+        Look {
+            look: k,
+            runs_per_variant: baseline.len(),
+            boundary: c,
+            nominal_p: np,
+            decided: !p.is_empty() && p.iter().all(|&x| x < np),
+            p,
+        }
+    }
+}
+
+/// What a reader of a sequential experiment's comparison must know: where it stopped, and that
+/// the p-values and intervals shown are the fixed-n ones (an early stop favours larger observed
+/// effects; the stop itself kept the false-call rate at alpha).
+pub fn note(plan: &Plan, runs_per_variant: usize) -> String {
+    let at = (1..=plan.looks).find(|&k| plan.runs_at(k) >= runs_per_variant);
+    let stop = match at {
+        Some(k) if k < plan.looks => format!(
+            "stopped at look {k} of {} ({runs_per_variant} of up to {} runs per variant)",
+            plan.looks, plan.max_runs
+        ),
+        _ => format!(
+            "ran to the last look ({runs_per_variant} of up to {} runs per variant)",
+            plan.max_runs
+        ),
+    };
+    format!(
+        "sequential design (--until-decided, {} O'Brien-Fleming looks, alpha {}): {stop}; the \
+         stop held the false-call rate at alpha, the p-values and intervals above are those of a \
+         fixed design and read an early stop's effect slightly large",
+        plan.looks, plan.alpha
+    )
+}
+
+/// Outcome of simulating many experiments under a plan: how often a difference was called and
+/// the mean number of runs per variant used.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Simulated {
+    pub called: f64,
+    pub mean_runs: f64,
+}
+
+/// Simulate `n` two-variant experiments with normal runs (SD 1) whose means differ by `d`,
+/// under `plan`, with the seed `seed`.
+pub fn simulate(plan: &Plan, d: f64, n: usize, seed: u64) -> Simulated {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut normal = move || norm_ppf(rng.random_range(1e-15..1.0 - 1e-15));
+    let (mut called, mut runs) = (0usize, 0usize);
+    let max = plan.max_runs as usize;
+    let c = plan.boundaries(1);
+    for _ in 0..n {
+        let a: Vec<f64> = (0..max).map(|_| normal()).collect();
+        let b: Vec<f64> = (0..max).map(|_| normal() + d).collect();
+        let mut used = max;
+        for k in 1..=plan.looks {
+            let r = plan.runs_at(k);
+            if plan.look(k, &c, &a[..r], &[&b[..r]]).decided {
+                called += 1;
+                used = r;
+                break;
+            }
+        }
+        runs += used;
+    }
+    Simulated {
+        called: called as f64 / n as f64,
+        mean_runs: runs as f64 / n as f64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn obrien_fleming_boundaries_of_four_looks() {
+        // The classic table (Jennison and Turnbull 2000, table 2.3): 4.049, 2.863, 2.337, 2.024.
+        let c = obrien_fleming(4, 0.05);
+        for (got, want) in c.iter().zip([4.049, 2.863, 2.337, 2.024]) {
+            assert!((got - want).abs() < 0.005, "{c:?}");
+        }
+        assert!((crossing_probability(&c) - 0.05).abs() < 1e-4);
+        // One look is the fixed design.
+        assert!((obrien_fleming(1, 0.05)[0] - 1.959964).abs() < 1e-5);
+        // No early look may cross with the fixed design's 1.96 at every look: that is ~0.13.
+        assert!(crossing_probability(&[1.96; 4]) > 0.1);
+    }
+
+    #[test]
+    fn aa_calls_stay_at_alpha_and_an_effect_stops_early() {
+        let plan = Plan {
+            looks: 4,
+            max_runs: 40,
+            alpha: 0.05,
+        };
+        // A/A: 400 simulated experiments (benches/sequential.rs runs 2000).
+        let aa = simulate(&plan, 0.0, 400, 1);
+        assert!(aa.called <= 0.075, "A/A false calls {}", aa.called);
+        // A real difference of 1 SD is found, mostly before the last look.
+        let h1 = simulate(&plan, 1.0, 200, 2);
+        assert!(h1.called > 0.9, "power {}", h1.called);
+        assert!(h1.mean_runs < 30.0, "mean runs {}", h1.mean_runs);
+    }
+}

@@ -1,0 +1,841 @@
+//! Runs stored compactly (migration 12): one `run` row per run with a column for each metric every
+//! plain run has (wall time and rusage), and the other metrics (counters, tracepoints, a workload's
+//! own, imported ones with other units) in `metric`, their name, unit and direction interned in
+//! `metric_name`. Before it a plain run took ~580 bytes (its row, two indexes, and a dozen metric
+//! rows each repeating its name and unit); now ~70 (benches/store_size.sh).
+//!
+//! Lossless: a metric goes into its fixed column only when name and unit are the column's, it
+//! declares no direction, and it follows the run's previous fixed-column metric in column order;
+//! any other metric is a `metric` row at its place (`pos`) in the run's metric list. Reading fills
+//! the places no `metric` row takes with the fixed columns in column order, so a run reads back
+//! with the metrics, units, directions, values (f64, bit for bit) and order it was written with.
+//! The schedule (`slot`) becomes a table keyed by its primary key alone. The run's status is a
+//! small code for the words this abperf writes (any other word is kept as
+//! text), its end a duration from its start.
+//!
+//! The migration rewrites `run` and `metric` of an older store in Rust (`convert`) inside the
+//! migration's transaction, keeping every run's id (import_run and boot_run point at it).
+
+use abperf_model::{Direction, Metric, Run, RunStatus};
+use anyhow::Context;
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::{Connection, Transaction, params};
+
+/// The metrics with a column of their own in `run`, in column (and runner) order.
+pub const FIXED: [(&str, &str); 10] = [
+    ("wall_ns", "ns"),
+    ("user_ns", "ns"),
+    ("sys_ns", "ns"),
+    ("maxrss_kib", "KiB"),
+    ("minflt", "count"),
+    ("majflt", "count"),
+    ("nvcsw", "count"),
+    ("nivcsw", "count"),
+    ("inblock", "count"),
+    ("oublock", "count"),
+];
+
+/// Migration 12: the compact tables, created beside the old ones; `convert` fills them, drops the
+/// old ones and gives the new ones their names.
+pub(super) const SCHEMA: &str = "
+    CREATE TABLE run_compact (
+        id            INTEGER PRIMARY KEY,      -- kept from before (import_run, boot_run)
+        experiment_id INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,
+        seq           INTEGER NOT NULL,
+        variant       INTEGER NOT NULL,         -- variant.position
+        warmup        INTEGER NOT NULL,
+        status        NOT NULL,                 -- 0 ok | 1 failed | 2 timeout, else the word
+        exit_code     INTEGER,
+        signal        INTEGER,
+        started_ns    INTEGER NOT NULL,         -- CLOCK_REALTIME, ns since the epoch
+        duration_ns   INTEGER NOT NULL,         -- ended_ns - started_ns (wrapping)
+        excluded      TEXT,                     -- reason, when a user excluded the run
+        -- The fixed metrics (compact::FIXED), NULL when the run has none in this place. No type
+        -- (no conversion): an integral value is an INTEGER (1-8 bytes by size), any other a REAL.
+        -- (A REAL column would do that too, but not in a table with an index: 8 bytes each.)
+        wall_ns, user_ns, sys_ns, maxrss_kib, minflt, majflt, nvcsw, nivcsw, inblock, oublock,
+        UNIQUE (experiment_id, seq)
+    );
+    CREATE TABLE metric_name (
+        id            INTEGER PRIMARY KEY,
+        name          TEXT NOT NULL,
+        unit          TEXT NOT NULL,
+        direction     TEXT NOT NULL,            -- declared direction, '' when derived
+        UNIQUE (name, unit, direction)
+    );
+    CREATE TABLE metric_compact (
+        run_id        INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+        pos           INTEGER NOT NULL,         -- place in the run's metric list, from 0
+        name_id       INTEGER NOT NULL REFERENCES metric_name(id),
+        value         NOT NULL,                 -- INTEGER when integral, else REAL (as above)
+        PRIMARY KEY (run_id, pos)
+    ) WITHOUT ROWID;
+    -- The schedule keyed by its primary key alone (no rowid and a second index beside it).
+    CREATE TABLE slot_compact (
+        experiment_id INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,
+        seq           INTEGER NOT NULL,         -- position in the schedule, from 0
+        variant_id    INTEGER NOT NULL REFERENCES variant(id) ON DELETE CASCADE,
+        block         INTEGER NOT NULL,         -- ABBA block number (-1 for warm-ups)
+        warmup        INTEGER NOT NULL,
+        PRIMARY KEY (experiment_id, seq)
+    ) WITHOUT ROWID;
+    INSERT INTO slot_compact (experiment_id, seq, variant_id, block, warmup)
+        SELECT experiment_id, seq, variant_id, block, warmup FROM slot;
+    DROP TABLE slot;
+    ALTER TABLE slot_compact RENAME TO slot;
+";
+
+/// Columns of `run` after `id`, in the order [`RunRow::params`] binds them.
+const COLUMNS: &str = "experiment_id, seq, variant, warmup, status, exit_code, signal, \
+    started_ns, duration_ns, excluded, wall_ns, user_ns, sys_ns, maxrss_kib, minflt, majflt, \
+    nvcsw, nivcsw, inblock, oublock";
+
+/// The one statement that stores a run into `table` (with its row id as ?1 when `with_id`):
+/// refused (no row) when the experiment has no variant at the run's position.
+fn insert_sql(table: &str, with_id: bool) -> String {
+    let n = COLUMNS.split(',').count();
+    let first = if with_id { 2 } else { 1 };
+    let params: Vec<String> = (first..first + n).map(|i| format!("?{i}")).collect();
+    format!(
+        "INSERT INTO {table} ({}{COLUMNS}) SELECT {}{} WHERE EXISTS \
+         (SELECT 1 FROM variant WHERE experiment_id = ?{first} AND position = ?{})",
+        if with_id { "id, " } else { "" },
+        if with_id { "?1, " } else { "" },
+        params.join(", "),
+        first + 2,
+    )
+}
+
+/// Where [`write`] puts a run: the statement for its row and the table of its other metrics.
+struct Target {
+    run_sql: String,
+    metric_sql: String,
+    with_id: bool,
+}
+
+impl Target {
+    fn new(run_table: &str, metric_table: &str, with_id: bool) -> Target {
+        Target {
+            run_sql: insert_sql(run_table, with_id),
+            metric_sql: format!(
+                "INSERT INTO {metric_table} (run_id, pos, name_id, value) VALUES (?1, ?2, ?3, ?4)"
+            ),
+            with_id,
+        }
+    }
+}
+
+/// The tables every commit writes.
+static STORE: std::sync::LazyLock<Target> =
+    std::sync::LazyLock::new(|| Target::new("run", "metric", false));
+
+/// A metric's value for an untyped column: an integral value as an integer, which SQLite stores in
+/// 0-8 bytes by size and which reads back as the same f64 (it came from one); any other value
+/// (and -0.0) as a REAL, 8 bytes.
+fn real(v: f64) -> Value {
+    let i = v as i64;
+    if v.fract() == 0.0 && i as f64 == v && !(v == 0.0 && v.is_sign_negative()) {
+        Value::Integer(i)
+    } else {
+        Value::Real(v)
+    }
+}
+
+const STATUS_WORDS: [&str; 3] = ["ok", "failed", "timeout"];
+
+fn status_value(word: &str) -> Value {
+    match STATUS_WORDS.iter().position(|w| *w == word) {
+        Some(i) => Value::Integer(i as i64),
+        None => Value::Text(word.to_string()),
+    }
+}
+
+/// A run split into its `run` row and its `metric` rows.
+struct RunRow<'a> {
+    fixed: [Option<f64>; FIXED.len()],
+    /// (place in the run's metric list, metric) of the metrics without a fixed column.
+    extra: Vec<(usize, &'a Metric)>,
+}
+
+fn split(metrics: &[Metric]) -> RunRow<'_> {
+    let mut fixed = [None; FIXED.len()];
+    let mut extra = Vec::new();
+    let mut next = 0; // the first fixed column still free in column order
+    for (i, m) in metrics.iter().enumerate() {
+        let col = FIXED[next..]
+            .iter()
+            .position(|(n, u)| *n == m.name && *u == m.unit)
+            .map(|k| next + k);
+        match col {
+            Some(k) if m.direction.is_none() => {
+                fixed[k] = Some(m.value);
+                next = k + 1;
+            }
+            _ => extra.push((i, m)),
+        }
+    }
+    RunRow { fixed, extra }
+}
+
+/// Check what the old `PRIMARY KEY (run_id, name)` and the finite check refused.
+fn check_metrics(run: &Run) -> anyhow::Result<()> {
+    for (i, m) in run.metrics.iter().enumerate() {
+        if !m.value.is_finite() {
+            anyhow::bail!(
+                "metric {} of run {} is not a finite number ({})",
+                m.name,
+                run.seq,
+                m.value
+            );
+        }
+        if run.metrics[..i].iter().any(|o| o.name == m.name) {
+            anyhow::bail!("metric {} of run {} is given twice", m.name, run.seq);
+        }
+    }
+    Ok(())
+}
+
+/// The id of a metric's (name, unit, direction), added to `metric_name` when new.
+fn name_id(tx: &Connection, m: &Metric) -> anyhow::Result<i64> {
+    let dir = m.direction.map(|d| d.as_str()).unwrap_or("");
+    let found: Option<i64> = {
+        let mut stmt = tx.prepare_cached(
+            "SELECT id FROM metric_name WHERE name = ?1 AND unit = ?2 AND direction = ?3",
+        )?;
+        let mut rows = stmt.query(params![m.name, m.unit, dir])?;
+        match rows.next()? {
+            Some(r) => Some(r.get(0)?),
+            None => None,
+        }
+    };
+    if let Some(id) = found {
+        return Ok(id);
+    }
+    tx.prepare_cached("INSERT INTO metric_name (name, unit, direction) VALUES (?1, ?2, ?3)")?
+        .execute(params![m.name, m.unit, dir])?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// Write `run` of experiment `exp_id` to `target`, with row id `id` when the target takes one;
+/// returns the run's row id.
+fn write(
+    tx: &Connection,
+    exp_id: i64,
+    run: &Run,
+    status: Value,
+    id: Option<i64>,
+    target: &Target,
+) -> anyhow::Result<i64> {
+    check_metrics(run)?;
+    let row = split(&run.metrics);
+    let mut values: Vec<Value> = Vec::with_capacity(21);
+    if target.with_id {
+        values.push(id.map_or(Value::Null, Value::Integer));
+    }
+    values.extend([
+        Value::Integer(exp_id),
+        Value::Integer(run.seq as i64),
+        Value::Integer(run.variant as i64),
+        Value::Integer(run.warmup as i64),
+        status,
+        run.exit_code
+            .map_or(Value::Null, |c| Value::Integer(c as i64)),
+        run.signal.map_or(Value::Null, |s| Value::Integer(s as i64)),
+        Value::Integer(run.started_ns),
+        Value::Integer(run.ended_ns.wrapping_sub(run.started_ns)),
+        run.excluded.clone().map_or(Value::Null, Value::Text),
+    ]);
+    values.extend(row.fixed.iter().map(|v| v.map_or(Value::Null, real)));
+    let n = tx
+        .prepare_cached(&target.run_sql)?
+        .execute(rusqlite::params_from_iter(values))?;
+    if n == 0 {
+        anyhow::bail!("experiment {exp_id} has no variant #{}", run.variant);
+    }
+    let run_id = tx.last_insert_rowid();
+    for (pos, m) in row.extra {
+        let nid = name_id(tx, m)?;
+        tx.prepare_cached(&target.metric_sql)?
+            .execute(params![run_id, pos as i64, nid, real(m.value)])
+            .with_context(|| format!("metric {} of run {}", m.name, run.seq))?;
+    }
+    Ok(run_id)
+}
+
+/// Store `run` of experiment `exp_id` (its variant by position) in the caller's transaction;
+/// returns its row id.
+pub(super) fn insert(tx: &Connection, exp_id: i64, run: &Run) -> anyhow::Result<i64> {
+    write(
+        tx,
+        exp_id,
+        run,
+        status_value(run.status.as_str()),
+        None,
+        &STORE,
+    )
+}
+
+/// What `SELECT_RUN` reads before the fixed metrics (the run's id is its column 0).
+pub(super) const SELECT_RUN: &str = "r.id, r.variant, r.seq, r.warmup, r.status, r.exit_code, \
+    r.signal, r.started_ns, r.duration_ns, r.excluded, r.wall_ns, r.user_ns, r.sys_ns, \
+    r.maxrss_kib, r.minflt, r.majflt, r.nvcsw, r.nivcsw, r.inblock, r.oublock";
+
+/// The run's status read from the `status` column.
+fn status(v: ValueRef) -> rusqlite::Result<RunStatus> {
+    Ok(match v {
+        ValueRef::Integer(i) => RunStatus::parse(
+            STATUS_WORDS
+                .get(usize::try_from(i).unwrap_or(usize::MAX))
+                .unwrap_or(&""),
+        ),
+        ValueRef::Text(t) => RunStatus::parse(&String::from_utf8_lossy(t)),
+        _ => RunStatus::Failed,
+    })
+}
+
+/// A run read from a row of [`SELECT_RUN`] (with `block` 0, no provenance and only its fixed
+/// metrics, in column order: [`merge`] puts the others in their places): (row id, run).
+pub(super) fn read_run(r: &rusqlite::Row) -> rusqlite::Result<(i64, Run)> {
+    let started_ns: i64 = r.get(7)?;
+    let mut metrics = Vec::new();
+    for (k, (name, unit)) in FIXED.iter().enumerate() {
+        if let Some(v) = r.get::<_, Option<f64>>(10 + k)? {
+            metrics.push(Metric::new(*name, v, *unit));
+        }
+    }
+    Ok((
+        r.get(0)?,
+        Run {
+            variant: r.get::<_, i64>(1)? as usize,
+            seq: r.get(2)?,
+            warmup: r.get(3)?,
+            block: 0,
+            status: status(r.get_ref(4)?)?,
+            exit_code: r.get(5)?,
+            signal: r.get(6)?,
+            started_ns,
+            ended_ns: started_ns.wrapping_add(r.get::<_, i64>(8)?),
+            excluded: r.get(9)?,
+            metrics,
+            source: None,
+        },
+    ))
+}
+
+/// The columns of a `metric` row joined with its name, as [`read_extra`] reads them.
+pub(super) const SELECT_EXTRA: &str = "m.run_id, m.pos, n.name, n.unit, n.direction, m.value";
+
+/// Put the other metrics (`extra`: place, metric; in place order) of a run read by [`read_run`]
+/// into their places among its fixed ones.
+pub(super) fn merge(run: &mut Run, extra: Vec<(usize, Metric)>) -> anyhow::Result<()> {
+    if extra.is_empty() {
+        return Ok(());
+    }
+    let total = run.metrics.len() + extra.len();
+    let mut fixed = std::mem::take(&mut run.metrics).into_iter();
+    let mut extra = extra.into_iter().peekable();
+    for i in 0..total {
+        let m = match extra.next_if(|(pos, _)| *pos == i) {
+            Some((_, m)) => m,
+            None => fixed.next().with_context(|| {
+                format!(
+                    "run {}: stored metric places do not fit ({total} metrics)",
+                    run.seq
+                )
+            })?,
+        };
+        run.metrics.push(m);
+    }
+    if extra.next().is_some() {
+        anyhow::bail!(
+            "run {}: a stored metric's place is beyond its {total} metrics",
+            run.seq
+        );
+    }
+    Ok(())
+}
+
+/// A metric read from `metric` joined with `metric_name`.
+pub(super) fn read_extra(r: &rusqlite::Row) -> rusqlite::Result<(i64, usize, Metric)> {
+    let dir: String = r.get(4)?;
+    Ok((
+        r.get(0)?,
+        r.get::<_, i64>(1)? as usize,
+        Metric {
+            name: r.get(2)?,
+            unit: r.get(3)?,
+            // a word a newer abperf wrote: derived instead
+            direction: Direction::parse(&dir),
+            value: r.get(5)?,
+        },
+    ))
+}
+
+/// Rows of `import_run` and `boot_run` whose run is not in `run`.
+fn dangling(tx: &Transaction) -> rusqlite::Result<i64> {
+    tx.query_row(
+        "SELECT (SELECT count(*) FROM import_run WHERE run_id NOT IN (SELECT id FROM run))
+              + (SELECT count(*) FROM boot_run WHERE run_id NOT IN (SELECT id FROM run))",
+        [],
+        |r| r.get(0),
+    )
+}
+
+/// Migration 12's data step, in the migration's transaction with foreign keys off: every run of
+/// the old `run`/`metric` tables into `run_compact`/`metric_compact` (same ids), then the old
+/// tables dropped and the new ones renamed.
+pub(super) fn convert(tx: &Transaction) -> anyhow::Result<()> {
+    let target = Target::new("run_compact", "metric_compact", true);
+    let links_before = dangling(tx)?;
+    {
+        let mut runs = tx.prepare(
+            "SELECT r.id, r.experiment_id, v.position, r.seq, r.warmup, r.status, r.exit_code,
+                    r.signal, r.started_ns, r.ended_ns, r.excluded
+             FROM run r JOIN variant v ON v.id = r.variant_id ORDER BY r.id",
+        )?;
+        let mut metrics = tx.prepare(
+            "SELECT run_id, name, value, unit, direction FROM metric ORDER BY run_id, rowid",
+        )?;
+        let mut mrows = metrics.query([])?;
+        let mut pending: Option<(i64, Metric)> = None;
+        let mut rows = runs.query([])?;
+        while let Some(r) = rows.next()? {
+            let id: i64 = r.get(0)?;
+            let exp_id: i64 = r.get(1)?;
+            let status: String = r.get(5)?;
+            let mut run = Run {
+                variant: r.get::<_, i64>(2)? as usize,
+                seq: r.get(3)?,
+                warmup: r.get(4)?,
+                block: 0,
+                status: RunStatus::parse(&status),
+                exit_code: r.get(6)?,
+                signal: r.get(7)?,
+                started_ns: r.get(8)?,
+                ended_ns: r.get(9)?,
+                excluded: r.get(10)?,
+                metrics: Vec::new(),
+                source: None,
+            };
+            // Metrics come in run id order, as the runs do (a metric of a run that is gone is
+            // skipped: the old reader never showed it).
+            loop {
+                if pending.is_none() {
+                    pending = match mrows.next()? {
+                        Some(m) => {
+                            let dir: Option<String> = m.get(4)?;
+                            Some((
+                                m.get(0)?,
+                                Metric {
+                                    name: m.get(1)?,
+                                    value: m.get(2)?,
+                                    unit: m.get(3)?,
+                                    direction: dir.as_deref().and_then(Direction::parse),
+                                },
+                            ))
+                        }
+                        None => None,
+                    };
+                }
+                match pending.take() {
+                    Some((rid, m)) if rid == id => run.metrics.push(m),
+                    Some((rid, _)) if rid < id => {}
+                    other => {
+                        pending = other;
+                        break;
+                    }
+                }
+            }
+            write(tx, exp_id, &run, status_value(&status), Some(id), &target)
+                .with_context(|| format!("converting run {id} (experiment {exp_id})"))?;
+        }
+    }
+    tx.execute_batch(
+        "DROP TABLE metric;
+         DROP TABLE run;
+         ALTER TABLE run_compact RENAME TO run;
+         ALTER TABLE metric_compact RENAME TO metric;",
+    )?;
+    // Every run a provenance or boot row pointed at is still there (the conversion keeps ids).
+    if dangling(tx)? > links_before {
+        anyhow::bail!("converting the runs lost runs that imports or boots point at");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{MIGRATIONS, Store};
+    use abperf_model::Source;
+    use rusqlite::Connection;
+
+    /// A store at the schema version before this migration.
+    fn old_store(path: &std::path::Path) -> Connection {
+        let before = MIGRATIONS.iter().position(|m| *m == SCHEMA).unwrap();
+        let conn = Connection::open(path).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        for sql in &MIGRATIONS[..before] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", before as i64)
+            .unwrap();
+        conn
+    }
+
+    /// An experiment with two variants, as the old code wrote it.
+    fn old_experiment(conn: &Connection, id: i64) {
+        conn.execute(
+            "INSERT INTO experiment (id, name, kind, created, command_line, design, seed, environment, status)
+             VALUES (?1, 'old', 'run', '2026-01-01T00:00:00Z', '[]', '{}', '7', '{}', 'complete')",
+            [id],
+        )
+        .unwrap();
+        for (pos, name) in ["a", "b"].iter().enumerate() {
+            conn.execute(
+                "INSERT INTO variant (experiment_id, position, name, command, parameters, knobs)
+                 VALUES (?1, ?2, ?3, 'true', '{}', '[]')",
+                params![id, pos as i64, name],
+            )
+            .unwrap();
+        }
+    }
+
+    /// Write `run` the way the code before migration 12 did (run row, one metric row per metric
+    /// in order, provenance), with `status` as the stored word; returns the run's id.
+    fn old_run(conn: &Connection, exp: i64, run: &Run, status: &str) -> i64 {
+        let vid: i64 = conn
+            .query_row(
+                "SELECT id FROM variant WHERE experiment_id = ?1 AND position = ?2",
+                params![exp, run.variant as i64],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if run.source.is_none() {
+            conn.execute(
+                "INSERT INTO slot (experiment_id, seq, variant_id, block, warmup) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![exp, run.seq, vid, run.block, run.warmup],
+            )
+            .unwrap();
+        }
+        conn.execute(
+            "INSERT INTO run (experiment_id, variant_id, seq, warmup, status, exit_code, signal, started_ns, ended_ns, excluded)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![exp, vid, run.seq, run.warmup, status, run.exit_code, run.signal,
+                    run.started_ns, run.ended_ns, run.excluded],
+        )
+        .unwrap();
+        let id = conn.last_insert_rowid();
+        for m in &run.metrics {
+            conn.execute(
+                "INSERT INTO metric (run_id, name, value, unit, direction) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![id, m.name, m.value, m.unit, m.direction.map(|d| d.as_str())],
+            )
+            .unwrap();
+        }
+        if let Some(s) = &run.source {
+            conn.execute(
+                "INSERT INTO import_run (run_id, format, file, line, summary, repeats) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![id, s.format, s.file, s.line, s.summary, s.repeats],
+            )
+            .unwrap();
+        }
+        id
+    }
+
+    fn plain(seq: u32, variant: usize, wall: f64) -> Run {
+        let mut metrics = vec![Metric::new("wall_ns", wall, "ns")];
+        for (name, unit) in &FIXED[1..] {
+            metrics.push(Metric::new(*name, (seq * 1000 + 7) as f64, *unit));
+        }
+        Run {
+            exit_code: Some(0),
+            started_ns: 1_795_398_146_673_754_225 + seq as i64 * 1_000_000,
+            ended_ns: 1_795_398_146_673_754_225 + seq as i64 * 1_000_000 + 654_321,
+            block: seq as i32 / 4,
+            ..Run::ok(seq, variant, metrics)
+        }
+    }
+
+    /// Runs with every odd case the old layout could hold, and the status word stored for each.
+    fn odd_runs() -> Vec<(Run, &'static str)> {
+        let mut v = Vec::new();
+        let mut warm = plain(0, 0, 1_000_000.0);
+        warm.warmup = true;
+        warm.block = -1;
+        v.push((warm, "ok"));
+        v.push((plain(1, 1, 2_000_000.0), "ok"));
+        // A standard name in another unit, out of column order, with odd values.
+        let mut r = plain(2, 0, 0.0);
+        r.metrics = vec![
+            Metric::new("user_ns", 12.5, "ns"),
+            Metric::new("wall_ns", 1.5, "us"),
+            Metric::new("sys_ns", -0.0, "ns"),
+            Metric::new("maxrss_kib", 1e300, "KiB"),
+            Metric::new("minflt", 9_223_372_036_854_775_808.0, "count"),
+            Metric::new("majflt", -3.0, "count"),
+            Metric::new("nvcsw", f64::MIN_POSITIVE, "count"),
+            Metric::new("nivcsw", 2f64.powi(53) + 2.0, "count"),
+        ];
+        v.push((r, "ok"));
+        // Excluded by the user.
+        let mut r = plain(3, 1, 3_000_000.0);
+        r.excluded = Some("noisy neighbour".into());
+        v.push((r, "ok"));
+        // Failed by a signal, no exit code; and a timeout.
+        let mut r = plain(4, 0, 4_000_000.0);
+        r.status = RunStatus::Failed;
+        r.exit_code = None;
+        r.signal = Some(libc::SIGSEGV);
+        r.ended_ns = r.started_ns - 5; // a clock step backwards
+        v.push((r, "failed"));
+        let mut r = plain(5, 1, 5_000_000.0);
+        r.status = RunStatus::Timeout;
+        r.exit_code = None;
+        r.signal = Some(libc::SIGKILL);
+        v.push((r, "timeout"));
+        // A word only a newer abperf writes: read as failed, kept as written.
+        let mut r = plain(6, 0, 6_000_000.0);
+        r.status = RunStatus::Failed;
+        v.push((r, "lost-in-space"));
+        // Counters, a workload's metrics (declared directions, one on a standard name) and no
+        // rusage.
+        let mut r = plain(7, 1, 7_000_000.0);
+        r.metrics
+            .push(Metric::new("cycles", 123_456_789.0, "count"));
+        r.metrics.push(Metric::new("tlb:tlb_flush", 0.25, "count"));
+        r.metrics
+            .push(Metric::new("ops_per_s", 1234.5, "ops/s").declared(Direction::HigherIsBetter));
+        v.push((r, "ok"));
+        let mut r = Run::ok(
+            8,
+            0,
+            vec![
+                Metric::new("pages", 3.0, "pages").declared(Direction::Count),
+                Metric::new("wall_ns", 8_000_000.0, "ns").declared(Direction::LowerIsBetter),
+                Metric::new("user_ns", 1.0, "ns"),
+            ],
+        );
+        r.started_ns = -1;
+        r.ended_ns = i64::MAX;
+        v.push((r, "ok"));
+        // No metrics at all.
+        v.push((Run::ok(9, 1, vec![]), "failed"));
+        // Imported, with provenance (no schedule slot: block 0).
+        let mut r = Run::ok(
+            10,
+            0,
+            vec![
+                Metric::new("wall_ns", 1_234_567.0, "ns"),
+                Metric::new("task-clock", 0.987, "msec"),
+            ],
+        );
+        r.source = Some(Source {
+            format: "perf-stat".into(),
+            file: "stat.txt".into(),
+            line: 42,
+            summary: true,
+            repeats: Some(5),
+        });
+        v.push((r, "ok"));
+        v.iter_mut()
+            .filter(|(_, w)| *w == "failed")
+            .for_each(|(r, _)| {
+                r.status = RunStatus::Failed;
+            });
+        v
+    }
+
+    fn same_bits(a: &[Run], b: &[Run]) {
+        assert_eq!(a, b);
+        for (x, y) in a.iter().zip(b) {
+            for (m, n) in x.metrics.iter().zip(&y.metrics) {
+                assert_eq!(
+                    m.value.to_bits(),
+                    n.value.to_bits(),
+                    "{} of run {}",
+                    m.name,
+                    x.seq
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn migration_converts_old_stores_losslessly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let runs = odd_runs();
+        let boot_seq = 1;
+        {
+            let conn = old_store(&path);
+            old_experiment(&conn, 1);
+            old_experiment(&conn, 2);
+            // Runs of two experiments interleaved, so that run ids and metric rows interleave.
+            for (r, word) in &runs {
+                let id = old_run(&conn, 1, r, word);
+                old_run(&conn, 2, &plain(r.seq, r.variant, 42.0), "ok");
+                if r.seq == boot_seq {
+                    conn.execute_batch(&format!(
+                        "INSERT INTO boot_plan (experiment_id, number, variant_id, block, first_seq, last_seq)
+                             SELECT 1, 0, id, 0, 0, 10 FROM variant WHERE experiment_id = 1 AND position = 1;
+                         INSERT INTO boot (id, experiment_id, number, plan, started, status, accel, environment)
+                             VALUES (77, 1, 0, 0, '2026-01-01T00:00:00Z', 'complete', 'kvm', '{{}}');
+                         INSERT INTO boot_run (run_id, boot_id) VALUES ({id}, 77);"
+                    ))
+                    .unwrap();
+                }
+            }
+        }
+        let mut store = Store::open(&path).unwrap();
+        // What the old layout read back: -0.0 was stored as the integer 0 (the new one keeps it).
+        let mut expected: Vec<Run> = runs.iter().map(|(r, _)| r.clone()).collect();
+        for m in expected.iter_mut().flat_map(|r| r.metrics.iter_mut()) {
+            m.value += 0.0;
+        }
+        let ds = store.load(1).unwrap();
+        same_bits(&ds.runs, &expected);
+        assert_eq!(ds.planned, runs.len());
+        assert_eq!(ds.boots.len(), 1);
+        assert_eq!(ds.boots[0].runs, vec![boot_seq]);
+        assert_eq!(store.load(2).unwrap().runs.len(), runs.len());
+        let word: String = store
+            .conn()
+            .query_row(
+                "SELECT status FROM run WHERE experiment_id = 1 AND seq = 6",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(word, "lost-in-space");
+        // Plain runs took no metric rows; the old tables and index are gone.
+        let (rows, names): (i64, i64) = store
+            .conn()
+            .query_row(
+                "SELECT (SELECT count(*) FROM metric), (SELECT count(*) FROM metric_name)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((rows, names), (7, 7), "metric rows and names");
+        let left: i64 = store
+            .conn()
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name IN ('run_compact', 'metric_compact', 'slot_compact', 'run_variant')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(left, 0);
+        // Ids kept: deleting cascades through the converted tables.
+        store.delete(1).unwrap();
+        let (runs_left, metrics_left, links_left): (i64, i64, i64) = store
+            .conn()
+            .query_row(
+                "SELECT (SELECT count(*) FROM run), (SELECT count(*) FROM metric),
+                        (SELECT count(*) FROM import_run) + (SELECT count(*) FROM boot_run)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(
+            (runs_left, metrics_left, links_left),
+            (runs.len() as i64, 0, 0)
+        );
+    }
+
+    #[test]
+    fn new_runs_read_back_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("new.db")).unwrap();
+        let exp = abperf_model::NewExperiment {
+            name: "new".into(),
+            kind: abperf_model::Kind::Run,
+            command_line: vec![],
+            design: serde_json::json!({}),
+            seed: None,
+            environment: serde_json::json!({}),
+        };
+        let runs: Vec<Run> = odd_runs().into_iter().map(|(r, _)| r).collect();
+        let slots: Vec<abperf_model::Slot> = runs
+            .iter()
+            .filter(|r| r.source.is_none())
+            .map(|r| abperf_model::Slot {
+                seq: r.seq,
+                variant: r.variant,
+                block: r.block,
+                warmup: r.warmup,
+            })
+            .collect();
+        let id = store
+            .create_experiment(
+                &exp,
+                &[
+                    abperf_model::Variant::named("a"),
+                    abperf_model::Variant::named("b"),
+                ],
+                &slots,
+            )
+            .unwrap();
+        for r in &runs {
+            store.commit_run(id, r).unwrap();
+        }
+        same_bits(&store.load(id).unwrap().runs, &runs);
+        // Refused as before: a second metric of one name, a run of a variant that is not there.
+        let mut twice = Run::ok(
+            20,
+            0,
+            vec![Metric::new("x", 1.0, "s"), Metric::new("x", 2.0, "ms")],
+        );
+        twice.seq = 20;
+        let err = format!("{:#}", store.commit_run(id, &twice).unwrap_err());
+        assert!(err.contains("metric x of run 20 is given twice"), "{err}");
+        let err = format!(
+            "{:#}",
+            store.commit_run(id, &Run::ok(21, 5, vec![])).unwrap_err()
+        );
+        assert!(err.contains("has no variant #5"), "{err}");
+        assert_eq!(store.load(id).unwrap().runs.len(), runs.len());
+    }
+
+    #[test]
+    fn places_survive_any_order() {
+        // Every permutation of three fixed metrics and one other reads back in its order.
+        let base = [
+            Metric::new("wall_ns", 1.0, "ns"),
+            Metric::new("sys_ns", 2.0, "ns"),
+            Metric::new("oublock", 3.0, "count"),
+            Metric::new("cycles", 4.0, "count"),
+        ];
+        let mut perms = vec![vec![]];
+        for _ in 0..base.len() {
+            perms = perms
+                .into_iter()
+                .flat_map(|p: Vec<usize>| {
+                    (0..base.len())
+                        .filter(|i| !p.contains(i))
+                        .map(|i| {
+                            let mut q = p.clone();
+                            q.push(i);
+                            q
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+        }
+        assert_eq!(perms.len(), 24);
+        for p in perms {
+            let metrics: Vec<Metric> = p.iter().map(|&i| base[i].clone()).collect();
+            let row = split(&metrics);
+            let mut run = Run::ok(0, 0, Vec::new());
+            for (k, (name, unit)) in FIXED.iter().enumerate() {
+                if let Some(v) = row.fixed[k] {
+                    run.metrics.push(Metric::new(*name, v, *unit));
+                }
+            }
+            let extra = row.extra.iter().map(|(i, m)| (*i, (*m).clone())).collect();
+            merge(&mut run, extra).unwrap();
+            assert_eq!(run.metrics, metrics, "{p:?}");
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! Who runs an experiment (`experiment_owner`, migration 10), and experiment ids that are never
+//! handed out twice (`id_high_water`, migration 11).
+//!
+//! The owner row is written in the same transaction as the experiment (`create_owned_experiment`)
+//! and replaced when `run --resume` takes the experiment over (`claim_experiment`, which checks
+//! and writes under the write lock, so two resumes cannot both win). Whether an owner still lives
+//! is decided by the caller (`measure::process`): this module only stores the values.
+
+use super::Store;
+use super::experiments::{insert_experiment, insert_slot, insert_variant};
+use abperf_model::{NewExperiment, Owner, Slot, Status, Variant};
+use anyhow::Context;
+use rusqlite::{OptionalExtension, params};
+use std::collections::BTreeMap;
+
+/// Migration 10: the process that runs (or ran) each `abperf run` experiment.
+pub(super) const OWNER_SCHEMA: &str = "
+    CREATE TABLE IF NOT EXISTS experiment_owner (
+        experiment_id INTEGER PRIMARY KEY REFERENCES experiment(id) ON DELETE CASCADE,
+        pid           INTEGER NOT NULL,
+        start_time    INTEGER NOT NULL,     -- clock ticks after boot (/proc/PID/stat field 22)
+        boot_id       TEXT NOT NULL,        -- /proc/sys/kernel/random/boot_id
+        host          TEXT NOT NULL,
+        since         TEXT NOT NULL         -- UTC, RFC 3339
+    );
+";
+
+/// Migration 11: the highest experiment id ever handed out, so that an id quoted in a mail never
+/// names other data after `delete` (SQLite reuses the largest rowid once its row is gone).
+pub(super) const ID_SCHEMA: &str = "
+    CREATE TABLE IF NOT EXISTS id_high_water (
+        name  TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
+    );
+    INSERT OR IGNORE INTO id_high_water (name, value)
+        SELECT 'experiment', coalesce(max(id), 0) FROM experiment;
+    CREATE TRIGGER IF NOT EXISTS experiment_id_high_water AFTER INSERT ON experiment BEGIN
+        UPDATE id_high_water SET value = max(value, NEW.id) WHERE name = 'experiment';
+    END;
+";
+
+/// The id the next experiment gets: above every id that ever existed.
+pub(super) const NEXT_EXPERIMENT_ID: &str = "
+    SELECT max(coalesce((SELECT max(id) FROM experiment), 0),
+               coalesce((SELECT value FROM id_high_water WHERE name = 'experiment'), 0)) + 1";
+
+fn owner_row(r: &rusqlite::Row) -> rusqlite::Result<Owner> {
+    Ok(Owner {
+        pid: r.get(0)?,
+        start_time: r.get::<_, i64>(1)? as u64,
+        boot_id: r.get(2)?,
+        host: r.get(3)?,
+    })
+}
+
+fn put_owner(tx: &rusqlite::Transaction, id: i64, o: &Owner) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT OR REPLACE INTO experiment_owner (experiment_id, pid, start_time, boot_id, host, since)
+         VALUES (?1, ?2, ?3, ?4, ?5, strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
+        params![id, o.pid, o.start_time as i64, o.boot_id, o.host],
+    )?;
+    Ok(())
+}
+
+impl Store {
+    /// Create an experiment (status `running`) with its variants, schedule and owner, in one
+    /// transaction.
+    pub fn create_owned_experiment(
+        &mut self,
+        exp: &NewExperiment,
+        variants: &[Variant],
+        schedule: &[Slot],
+        owner: &Owner,
+    ) -> anyhow::Result<i64> {
+        let tx = self.write_tx()?;
+        let id = insert_experiment(&tx, exp, Status::Running)?;
+        let mut ids = Vec::with_capacity(variants.len());
+        for (pos, v) in variants.iter().enumerate() {
+            ids.push(insert_variant(&tx, id, pos as i64, v)?);
+        }
+        for s in schedule {
+            let vid = *ids
+                .get(s.variant)
+                .with_context(|| format!("schedule slot {} names variant {}", s.seq, s.variant))?;
+            insert_slot(&tx, id, vid, s)?;
+        }
+        put_owner(&tx, id, owner)?;
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// The recorded owner of experiment `id` (None: made by an abperf that did not record one,
+    /// or not an `abperf run` experiment).
+    pub fn owner(&self, id: i64) -> anyhow::Result<Option<Owner>> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT pid, start_time, boot_id, host FROM experiment_owner WHERE experiment_id = ?1",
+                [id],
+                owner_row,
+            )
+            .optional()?)
+    }
+
+    /// Every recorded owner, by experiment id.
+    pub fn owners(&self) -> anyhow::Result<BTreeMap<i64, Owner>> {
+        let mut stmt = self.conn().prepare(
+            "SELECT pid, start_time, boot_id, host, experiment_id FROM experiment_owner",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(4)?, owner_row(r)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Take experiment `id` over for `me` (`run --resume`): under the write lock, refuse when it
+    /// is `running` and its recorded owner is still alive (`alive` decides), else record `me` as
+    /// its owner and set it `running`. Returns the live owner on refusal.
+    pub fn claim_experiment(
+        &mut self,
+        id: i64,
+        me: &Owner,
+        alive: &dyn Fn(&Owner) -> bool,
+    ) -> anyhow::Result<Result<(), Owner>> {
+        let tx = self.write_tx()?;
+        let status: String = tx
+            .query_row("SELECT status FROM experiment WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()?
+            .with_context(|| format!("no experiment {id} in the store"))?;
+        let current = tx
+            .query_row(
+                "SELECT pid, start_time, boot_id, host FROM experiment_owner WHERE experiment_id = ?1",
+                [id],
+                owner_row,
+            )
+            .optional()?;
+        if Status::parse(&status) == Status::Running
+            && let Some(o) = current
+            && o != *me
+            && alive(&o)
+        {
+            return Ok(Err(o));
+        }
+        put_owner(&tx, id, me)?;
+        tx.execute(
+            "UPDATE experiment SET status = ?1 WHERE id = ?2",
+            params![Status::Running.as_str(), id],
+        )?;
+        tx.commit()?;
+        Ok(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use abperf_model::Kind;
+
+    fn exp() -> NewExperiment {
+        NewExperiment {
+            name: "o".into(),
+            kind: Kind::Run,
+            command_line: vec![],
+            design: serde_json::json!({}),
+            seed: None,
+            environment: serde_json::json!({}),
+        }
+    }
+
+    fn owner(pid: i32) -> Owner {
+        Owner {
+            pid,
+            start_time: 7,
+            boot_id: "b".into(),
+            host: "h".into(),
+        }
+    }
+
+    #[test]
+    fn owner_is_stored_and_claims_respect_the_living() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&d.path().join("o.db")).unwrap();
+        let id = s
+            .create_owned_experiment(&exp(), &[Variant::named("a")], &[], &owner(1))
+            .unwrap();
+        assert_eq!(s.owner(id).unwrap(), Some(owner(1)));
+        assert_eq!(s.owners().unwrap()[&id], owner(1));
+        // Alive: refused, the old owner named.
+        assert_eq!(
+            s.claim_experiment(id, &owner(2), &|_| true).unwrap(),
+            Err(owner(1))
+        );
+        // Dead: taken over.
+        assert_eq!(
+            s.claim_experiment(id, &owner(2), &|_| false).unwrap(),
+            Ok(())
+        );
+        assert_eq!(s.owner(id).unwrap(), Some(owner(2)));
+        // A stopped experiment can be resumed whoever ran it.
+        s.set_status(id, Status::Interrupted).unwrap();
+        assert_eq!(
+            s.claim_experiment(id, &owner(3), &|_| true).unwrap(),
+            Ok(())
+        );
+        s.delete(id).unwrap();
+        assert!(s.owner(id).unwrap().is_none());
+    }
+
+    #[test]
+    fn ids_are_never_reused() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&d.path().join("i.db")).unwrap();
+        let a = s.create_experiment(&exp(), &[], &[]).unwrap();
+        let b = s.create_experiment(&exp(), &[], &[]).unwrap();
+        s.delete(b).unwrap();
+        let c = s.create_experiment(&exp(), &[], &[]).unwrap();
+        assert!(c > b, "{a} {b} {c}");
+        s.delete(c).unwrap();
+        s.delete(a).unwrap();
+        let e = s.create_experiment(&exp(), &[], &[]).unwrap();
+        assert!(e > c, "{e} after {c}");
+    }
+}
