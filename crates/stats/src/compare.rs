@@ -8,7 +8,7 @@ use super::drift::{self, Ancova, Drift};
 use super::equivalence::{self, Tost};
 use super::multiple::Correction;
 use super::outliers::{self, Outliers};
-use super::power::{detectable_effect, runs_needed_cv};
+use super::power::{MIN_RUNS, detectable_effect, runs_needed_cv};
 use super::rank::{self, HodgesLehmann, MannWhitney};
 use super::trimmed;
 use super::variance::{BrownForsythe, brown_forsythe};
@@ -20,9 +20,6 @@ use serde::Serialize;
 
 /// Share of each tail cut by the trimmed-means sensitivity check (Yuen's usual 20%).
 pub const TRIM: f64 = 0.2;
-
-/// Fewer runs per variant than this: description only (no rank test can reach p < 0.05).
-pub const MIN_RUNS: usize = 4;
 
 /// Below this many runs per variant the report notes that the default minimum is not met.
 pub const DEFAULT_MIN_RUNS: usize = 6;
