@@ -2,6 +2,7 @@
 //! two stored experiments (e.g. two kernels), or files of numbers (ministat mode).
 
 use super::compare_input::{from_files, two_experiments};
+use super::compare_micro;
 use super::output::{self, AnalysisArgs};
 use crate::error::usage;
 use crate::report::{Format, Report, View};
@@ -122,8 +123,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
             super::lookup::experiment_id(&store, a)?,
             super::lookup::experiment_id(&store, b)?,
         ];
-        if let Some(code) = super::compare_micro::run(&store, ids, &args)? {
-            return Ok(code);
+        if let Some(r) = micro_report(&store, ids, &args)? {
+            return print(&r, &args);
         }
     }
     // One micro experiment measured as a variant of an interleaved `abperf micro -k`: its
@@ -136,12 +137,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     {
         let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
         let id = super::lookup::experiment_id(&store, a)?;
-        let group = super::compare_micro::siblings(&store, id)?;
+        let group = compare_micro::siblings(&store, id)?;
         match group.as_slice() {
             [] | [_] => {}
             &[x, y] => {
-                if let Some(code) = super::compare_micro::run(&store, [x, y], &args)? {
-                    return Ok(code);
+                if let Some(r) = micro_report(&store, [x, y], &args)? {
+                    return print(&r, &args);
                 }
             }
             more => {
@@ -161,8 +162,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     }
     let mut r = load(&args)?;
     if r.view == View::Micro {
-        output::write(&args.format.render(&r)?, args.output.as_ref())?;
-        return Ok(0);
+        return print(&r, &args);
     }
     if r.data.variants.len() < 2 {
         return Err(usage(format!(
@@ -174,6 +174,21 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     args.analysis
         .escaped_for(args.format)
         .analyse_into(&mut r)?;
-    output::write(&args.format.render(&r)?, args.output.as_ref())?;
+    print(&r, &args)
+}
+
+/// The comparison of two micro experiments `ids` ([`compare_micro::report`]); `Ok(None)` when
+/// they are not both micro experiments.
+fn micro_report(
+    store: &Store,
+    ids: [i64; 2],
+    args: &CompareArgs,
+) -> anyhow::Result<Option<Report>> {
+    compare_micro::report(store, ids, args.variant.as_deref(), &args.analysis)
+}
+
+/// Render `r` in the asked format to standard output or `-o FILE`: exit code 0.
+fn print(r: &Report, args: &CompareArgs) -> anyhow::Result<i32> {
+    output::write(&args.format.render(r)?, args.output.as_ref())?;
     Ok(0)
 }
