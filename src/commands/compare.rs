@@ -3,6 +3,7 @@
 
 use super::compare_input::{from_files, two_experiments};
 use super::output::{self, AnalysisArgs};
+use super::{compare_micro, lookup};
 use crate::error::usage;
 use crate::report::{Format, Report, View};
 use crate::store::Store;
@@ -52,96 +53,110 @@ fn is_experiment_ref(s: &str) -> bool {
     s == "latest" || s.parse::<i64>().is_ok()
 }
 
-/// Load the inputs: files, one experiment, or one variant of each of two experiments.
-fn load(args: &CompareArgs) -> anyhow::Result<Report> {
-    let files: Vec<bool> = args.inputs.iter().map(|p| Path::new(p).is_file()).collect();
-    if files.iter().all(|&f| f) {
-        if args.inputs.len() < 2 {
+/// What the inputs name.
+enum Inputs<'a> {
+    /// Two or more files of numbers (ministat mode), the first the baseline.
+    Files,
+    /// One stored experiment: each variant against the baseline.
+    One(&'a str),
+    /// Two stored experiments: baseline and candidate.
+    Two(&'a str, &'a str),
+    /// More experiments than `compare` takes (refused once the store is open).
+    Many(usize),
+}
+
+impl<'a> Inputs<'a> {
+    /// Files or experiment references; a usage error for one file alone, a name that is
+    /// neither, or a mix.
+    fn of(inputs: &'a [String]) -> anyhow::Result<Inputs<'a>> {
+        let files: Vec<bool> = inputs.iter().map(|p| Path::new(p).is_file()).collect();
+        if files.iter().all(|&f| f) {
+            if inputs.len() < 2 {
+                return Err(usage(format!(
+                    "{}: one file is one variant; give at least two files (the first is the baseline)",
+                    inputs[0]
+                )));
+            }
+            return Ok(Inputs::Files);
+        }
+        if let Some(bad) = inputs
+            .iter()
+            .zip(&files)
+            .find(|(p, f)| !**f && !is_experiment_ref(p))
+        {
             return Err(usage(format!(
-                "{}: one file is one variant; give at least two files (the first is the baseline)",
-                args.inputs[0]
+                "'{}': no such file, and not an experiment id (a number or 'latest')",
+                bad.0
             )));
         }
-        return Ok(Report::new(
-            from_files(&args.inputs, args.column, args.summary)?,
-            View::Compare,
-        ));
-    }
-    if let Some(bad) = args
-        .inputs
-        .iter()
-        .zip(&files)
-        .find(|(p, f)| !**f && !is_experiment_ref(p))
-    {
-        return Err(usage(format!(
-            "'{}': no such file, and not an experiment id (a number or 'latest')",
-            bad.0
-        )));
-    }
-    if files.iter().any(|&f| f) {
-        return Err(usage(
-            "mix of files and experiment ids: give only files or only ids",
-        ));
-    }
-    let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
-    match args.inputs.len() {
-        1 => {
-            let id = super::lookup::experiment_id(&store, &args.inputs[0])?;
-            // One micro experiment: its configurations are not treatments of one workload;
-            // without a named baseline, its tables (`abperf micro` prints the same).
-            let micro = store.experiment(id)?.kind == crate::model::Kind::Micro;
-            if micro && args.analysis.baseline.is_none() && args.analysis.by.is_none() {
-                return output::load(&store, id, View::Micro);
-            }
-            output::load(&store, id, View::Compare)
+        if files.iter().any(|&f| f) {
+            return Err(usage(
+                "mix of files and experiment ids: give only files or only ids",
+            ));
         }
-        2 => {
-            let ida = super::lookup::experiment_id(&store, &args.inputs[0])?;
-            let idb = super::lookup::experiment_id(&store, &args.inputs[1])?;
-            let (ds, diffs) = two_experiments(&store, [ida, idb], args.variant.as_deref())?;
-            let mut r = Report::new(ds, View::Compare);
-            r.env_diffs = diffs;
-            Ok(r)
-        }
-        n => Err(usage(format!(
-            "{n} experiment ids: give one experiment, or two to compare with each other"
-        ))),
+        Ok(match inputs {
+            [a] => Inputs::One(a),
+            [a, b] => Inputs::Two(a, b),
+            more => Inputs::Many(more.len()),
+        })
     }
 }
 
-pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
-    args.analysis.check()?;
-    if let [a, b] = args.inputs.as_slice()
-        && is_experiment_ref(a)
-        && is_experiment_ref(b)
-        && !Path::new(a).is_file()
-        && !Path::new(b).is_file()
-    {
-        let store = Store::open_resolved(args.db.db.as_deref())?;
-        let ids = [
-            super::lookup::experiment_id(&store, a)?,
-            super::lookup::experiment_id(&store, b)?,
-        ];
-        if let Some(code) = super::compare_micro::run(&store, ids, &args)? {
-            return Ok(code);
+/// What the inputs give: a report to print as it is (a micro comparison or a micro
+/// experiment's tables), or data whose variants are to be judged.
+enum Loaded {
+    Ready(Report),
+    ToJudge(Report),
+}
+
+/// Load the inputs: files, one experiment, or one variant of each of two experiments (two
+/// micro experiments: their comparison).
+fn load(args: &CompareArgs) -> anyhow::Result<Loaded> {
+    let db = args.db.db.as_deref();
+    match Inputs::of(&args.inputs)? {
+        Inputs::Files => Ok(Loaded::ToJudge(Report::new(
+            from_files(&args.inputs, args.column, args.summary)?,
+            View::Compare,
+        ))),
+        Inputs::One(reference) => {
+            let store = Store::open_resolved_for_reading(db)?;
+            let id = lookup::experiment_id(&store, reference)?;
+            one_experiment(&store, id, args)
+        }
+        Inputs::Two(a, b) => {
+            let store = Store::open_resolved(db)?;
+            let ids = [
+                lookup::experiment_id(&store, a)?,
+                lookup::experiment_id(&store, b)?,
+            ];
+            if let Some(r) = micro_report(&store, ids, args)? {
+                return Ok(Loaded::Ready(r));
+            }
+            let (ds, diffs) = two_experiments(&store, ids, args.variant.as_deref())?;
+            let mut r = Report::new(ds, View::Compare);
+            r.env_diffs = diffs;
+            Ok(Loaded::ToJudge(r))
+        }
+        Inputs::Many(n) => {
+            Store::open_resolved_for_reading(db)?;
+            Err(usage(format!(
+                "{n} experiment ids: give one experiment, or two to compare with each other"
+            )))
         }
     }
-    // One micro experiment measured as a variant of an interleaved `abperf micro -k`: its
-    // variants compared with each other.
-    if let [a] = args.inputs.as_slice()
-        && is_experiment_ref(a)
-        && !Path::new(a).is_file()
-        && args.analysis.baseline.is_none()
-        && args.analysis.by.is_none()
-    {
-        let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
-        let id = super::lookup::experiment_id(&store, a)?;
-        let group = super::compare_micro::siblings(&store, id)?;
-        match group.as_slice() {
+}
+
+/// Stored experiment `id`. Without a named baseline or `--by`, a micro experiment is not a set
+/// of treatments: one of two variants of an interleaved `abperf micro -k` is compared with the
+/// other, and any other gives its tables (`abperf micro` prints the same).
+fn one_experiment(store: &Store, id: i64, args: &CompareArgs) -> anyhow::Result<Loaded> {
+    let plain = args.analysis.baseline.is_none() && args.analysis.by.is_none();
+    if plain {
+        match compare_micro::siblings(store, id)?.as_slice() {
             [] | [_] => {}
             &[x, y] => {
-                if let Some(code) = super::compare_micro::run(&store, [x, y], &args)? {
-                    return Ok(code);
+                if let Some(r) = micro_report(store, [x, y], args)? {
+                    return Ok(Loaded::Ready(r));
                 }
             }
             more => {
@@ -159,11 +174,27 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
             }
         }
     }
-    let mut r = load(&args)?;
-    if r.view == View::Micro {
-        output::write(&args.format.render(&r)?, args.output.as_ref())?;
-        return Ok(0);
+    let micro = store.experiment(id)?.kind == crate::model::Kind::Micro;
+    if micro && plain {
+        return Ok(Loaded::Ready(output::load(store, id, View::Micro)?));
     }
+    Ok(Loaded::ToJudge(output::load(store, id, View::Compare)?))
+}
+
+/// Load the inputs, judge their variants unless the report is ready as it is, and print it.
+pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
+    args.analysis.check()?;
+    let r = match load(&args)? {
+        Loaded::Ready(r) => r,
+        Loaded::ToJudge(r) => judge(r, &args)?,
+    };
+    output::write(&args.format.render(&r)?, args.output.as_ref())?;
+    Ok(0)
+}
+
+/// The verdicts of `r`'s variants, with the names escaped for people when the format is read
+/// by them.
+fn judge(mut r: Report, args: &CompareArgs) -> anyhow::Result<Report> {
     if r.data.variants.len() < 2 {
         return Err(usage(format!(
             "only one variant ({}): nothing to compare it with",
@@ -174,6 +205,15 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     args.analysis
         .escaped_for(args.format)
         .analyse_into(&mut r)?;
-    output::write(&args.format.render(&r)?, args.output.as_ref())?;
-    Ok(0)
+    Ok(r)
+}
+
+/// The comparison of two micro experiments `ids` ([`compare_micro::report`]); `Ok(None)` when
+/// they are not both micro experiments.
+fn micro_report(
+    store: &Store,
+    ids: [i64; 2],
+    args: &CompareArgs,
+) -> anyhow::Result<Option<Report>> {
+    compare_micro::report(store, ids, args.variant.as_deref(), &args.analysis)
 }

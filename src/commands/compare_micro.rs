@@ -3,8 +3,7 @@
 //! and one correction over them all, shown as the compact micro comparison
 //! (`report::micro_compare`).
 
-use super::compare::CompareArgs;
-use super::output;
+use super::output::AnalysisArgs;
 use crate::error::usage;
 use crate::model::{Dataset, Kind, MicroFinding};
 use crate::report::{Report, View};
@@ -17,8 +16,14 @@ pub const DEFAULT_METRIC: &str = "core_cycles";
 /// The equivalence margin (percent) for NO DIFFERENCE unless `--margin` names another.
 pub const DEFAULT_MARGIN_PCT: f64 = 2.0;
 
-/// Compare `ids` when both are micro experiments; `Ok(None)` when they are not.
-pub fn run(store: &Store, ids: [i64; 2], args: &CompareArgs) -> anyhow::Result<Option<i32>> {
+/// The comparison report of `ids` when both are micro experiments (configurations whose name
+/// starts with `only`, if given); `Ok(None)` when they are not.
+pub fn report(
+    store: &Store,
+    ids: [i64; 2],
+    only: Option<&str>,
+    analysis: &AnalysisArgs,
+) -> anyhow::Result<Option<Report>> {
     let kinds = [
         store.experiment(ids[0])?.kind,
         store.experiment(ids[1])?.kind,
@@ -42,7 +47,7 @@ pub fn run(store: &Store, ids: [i64; 2], args: &CompareArgs) -> anyhow::Result<O
         }
         _ => return Ok(None),
     }
-    if args.analysis.by.is_some() || args.analysis.baseline.is_some() {
+    if analysis.by.is_some() || analysis.baseline.is_some() {
         return Err(usage(
             "--by/--baseline: two micro experiments are compared configuration by configuration \
              (each its own family); pick configurations with --variant PREFIX",
@@ -56,11 +61,10 @@ pub fn run(store: &Store, ids: [i64; 2], args: &CompareArgs) -> anyhow::Result<O
         [&a, &b],
         labels,
         [&findings[0], &findings[1]],
-        args.variant.as_deref(),
-        &args.analysis,
+        only,
+        analysis,
     )?;
-    output::write(&args.format.render(&r)?, args.output.as_ref())?;
-    Ok(Some(0))
+    Ok(Some(r))
 }
 
 /// The interleaving record of a micro experiment measured as one of several variants of one
@@ -114,7 +118,7 @@ pub fn build(
     labels: [String; 2],
     findings: [&[MicroFinding]; 2],
     only: Option<&str>,
-    analysis: &output::AnalysisArgs,
+    analysis: &AnalysisArgs,
 ) -> anyhow::Result<Report> {
     let [a, b] = data;
     let paired = crate::micro::compare::pair(a, b, [&labels[0], &labels[1]], only);
@@ -143,7 +147,7 @@ pub fn build(
     }
     // An equivalence margin of 0.2% (the default for whole workloads) is below a micro
     // benchmark's resolution: the counter's step alone is 2-26 ticks of a few hundred.
-    if analysis.margin == output::AnalysisArgs::default().margin {
+    if analysis.margin == AnalysisArgs::default().margin {
         analysis.margin = DEFAULT_MARGIN_PCT;
     }
     // Hundreds of configurations: the bootstrap cross-check (10,000 resamples each) would take

@@ -1,6 +1,6 @@
 //! What the commands that print results share: the analysis options of `compare` and `report`,
 //! loading a stored experiment into a [`Report`] (with its trace or micro section), and writing
-//! the rendered text to standard output or `-o FILE`.
+//! the rendered text to standard output or `-o FILE` (durations as people read them).
 
 use crate::error::usage;
 use crate::model::{Dataset, Experiment, Kind, Liveness, Status};
@@ -389,5 +389,22 @@ pub fn write(text: &str, output: Option<&PathBuf>) -> anyhow::Result<()> {
                 _ => Ok(()),
             }
         }
+    }
+}
+
+/// "2 h 05 min", "3.4 min", "12.3 s" for a duration in nanoseconds.
+pub fn fmt_duration(ns: f64) -> String {
+    crate::report::fmt::duration(ns / 1e9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(fmt_duration(12.34e9), "12.3 s");
+        assert_eq!(fmt_duration(125e9), "2.1 min");
+        assert_eq!(fmt_duration(7500e9), "2 h 05 min");
     }
 }

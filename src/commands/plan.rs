@@ -2,9 +2,10 @@
 //! (non-central t), from a CV or from a stored pilot experiment, with the expected wall-clock
 //! cost from the stored run durations.
 
-use super::output::DEFAULT_METRIC;
+use super::output::{DEFAULT_METRIC, fmt_duration};
 use crate::error::usage;
 use crate::model::describe::describe;
+use crate::stats::levels::Target;
 use crate::stats::power::{power_two_sample, runs_needed_cv};
 use crate::stats::verdict::{fmt_effect, fmt_pct};
 use crate::store::Store;
@@ -32,11 +33,6 @@ pub struct PlanArgs {
     pub metric: Option<String>,
     #[command(flatten)]
     pub db: crate::commands::DbArgs,
-}
-
-/// "2 h 05 min", "3.4 min", "12.3 s".
-pub fn fmt_duration(ns: f64) -> String {
-    crate::report::fmt::duration(ns / 1e9)
 }
 
 fn runs_text(cv: f64, args: &PlanArgs) -> (Option<usize>, String) {
@@ -111,7 +107,12 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
         })?,
     };
     if ds.has_boots() {
-        return super::plan_levels::run(&ds, id, &metric, &args);
+        let target = Target {
+            effect_pct: args.effect,
+            alpha: args.alpha,
+            power: args.power,
+        };
+        return super::plan_levels::run(&ds, id, &metric, target);
     }
     let mut worst: Option<(f64, String)> = None;
     let mut per_variant = Vec::new();
@@ -170,16 +171,4 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(fmt_duration(12.34e9), "12.3 s");
-        assert_eq!(fmt_duration(125e9), "2.1 min");
-        assert_eq!(fmt_duration(7500e9), "2 h 05 min");
-    }
 }

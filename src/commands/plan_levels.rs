@@ -2,30 +2,26 @@
 //! runs per boot reach the effect with the least wall time, from the experiment's variance
 //! components and its measured costs of a boot and of a run (Kalibera and Jones 2013).
 
-use super::plan::PlanArgs;
+use super::output::fmt_duration;
 use crate::error::usage;
 use crate::model::Dataset;
 use crate::stats::levels::{self, Target};
 use crate::stats::verdict::fmt_effect;
 
-pub fn run(ds: &Dataset, id: i64, metric: &str, args: &PlanArgs) -> anyhow::Result<i32> {
+/// Print the plan for `metric` of experiment `id` (`ds`, which has boots) to reach `target`.
+pub fn run(ds: &Dataset, id: i64, metric: &str, target: Target) -> anyhow::Result<i32> {
     if ds.metric(metric).is_none() {
         return Err(usage(format!(
             "--metric {metric}: experiment {id} has no such metric"
         )));
     }
-    let target = Target {
-        effect_pct: args.effect,
-        alpha: args.alpha,
-        power: args.power,
-    };
     let l = levels::analyse(ds, metric, 0, target).expect("the dataset has boots");
     println!(
         "To resolve a {} change with {:.0}% power (two-sided Welch on boot means, alpha {}), from \
          experiment {id}'s boots:",
-        fmt_effect(args.effect),
-        args.power * 100.0,
-        args.alpha
+        fmt_effect(target.effect_pct),
+        target.power * 100.0,
+        target.alpha
     );
     for v in &l.variants {
         match &v.components {
@@ -63,7 +59,7 @@ pub fn run(ds: &Dataset, id: i64, metric: &str, args: &PlanArgs) -> anyhow::Resu
                 (Some(b), Some(s)) => format!(
                     "{} run(s) per boot x {b} boots per variant: {} for {} variant(s)",
                     d.runs_per_boot,
-                    super::plan::fmt_duration(s * 1e9),
+                    fmt_duration(s * 1e9),
                     p.variants
                 ),
                 _ => format!(

@@ -8,11 +8,11 @@ use super::drift::{self, Ancova, Drift};
 use super::equivalence::{self, Tost};
 use super::multiple::Correction;
 use super::outliers::{self, Outliers};
-use super::power::{detectable_effect, runs_needed_cv};
+use super::power::{MIN_RUNS, detectable_effect, runs_needed_cv};
 use super::rank::{self, HodgesLehmann, MannWhitney};
 use super::trimmed;
 use super::variance::{BrownForsythe, brown_forsythe};
-use super::verdict::{Evidence, Verdict, fmt_p};
+use super::verdict::{Evidence, Verdict, fmt_effect, fmt_p, fmt_signed_pct, fmt_times};
 use super::welch::{self, RatioCi, Welch};
 use super::{StatsError, check_finite};
 use abperf_model::describe::{Description, describe, variance};
@@ -20,9 +20,6 @@ use serde::Serialize;
 
 /// Share of each tail cut by the trimmed-means sensitivity check (Yuen's usual 20%).
 pub const TRIM: f64 = 0.2;
-
-/// Fewer runs per variant than this: description only (no rank test can reach p < 0.05).
-pub const MIN_RUNS: usize = 4;
 
 /// Below this many runs per variant the report notes that the default minimum is not met.
 pub const DEFAULT_MIN_RUNS: usize = 6;
@@ -118,7 +115,7 @@ pub struct OutlierRecheck {
     /// Severe outliers flagged in each sample.
     pub severe_baseline: usize,
     pub severe_variant: usize,
-    pub yuen: super::trimmed::Yuen,
+    pub yuen: trimmed::Yuen,
     /// The trimmed means differ at alpha (before any correction for many comparisons).
     pub significant: bool,
     pub changed: bool,
@@ -368,7 +365,9 @@ fn scale_for(a: &[f64], b: &[f64]) -> Result<f64, StatsError> {
 }
 
 /// [`compare`] on values already in a safe range; `unit` converts them back for the few
-/// sentences that quote a value.
+/// sentences that quote a value. The steps of docs/statistics.md#two-sample-comparison in order:
+/// describe, the floors, the primary test, the robust cross-checks, variability, equivalence,
+/// drift, the detectable effect, disagreement, the outlier check and the verdict.
 fn compare_scaled(
     metric: &str,
     base: Sample,
@@ -376,100 +375,155 @@ fn compare_scaled(
     opts: &Options,
     unit: f64,
 ) -> Result<Comparison, StatsError> {
-    let (a, b) = (base.values, var.values);
-    if a.is_empty() || b.is_empty() {
-        return Err(StatsError::TooFew {
-            what: "comparison",
-            need: 1,
-            got: a.len().min(b.len()),
-        });
+    let mut j = Judging::describe(metric, base, var, opts, unit)?;
+    if j.too_few_runs() {
+        return Ok(j.c);
     }
-    let da = describe(a).expect("non-empty");
-    let db = describe(b).expect("non-empty");
-    if da.mean <= 0.0 {
-        return Err(StatsError::NonPositiveMean(da.mean));
+    j.note_below_default_minimum();
+    if j.zero_variance() {
+        return Ok(j.c);
     }
-    let mut notes = Vec::new();
-    let level = 0.95;
-    let ratio = db.mean / da.mean;
-    let cv_pct = 100.0 * ((variance(a) + variance(b)) / 2.0).sqrt() / da.mean;
-    let cv_known = a.len() >= 2 && b.len() >= 2;
-    let runs = if cv_known {
-        runs_needed_cv(cv_pct, opts.effect_pct, opts.alpha, opts.power)
-    } else {
-        None
-    };
-    let mut details =
-        Details::described(da.clone(), db.clone(), outliers::flag(a), outliers::flag(b));
-    let mut ev = Evidence {
-        baseline: base.name.to_string(),
-        variant: var.name.to_string(),
-        ratio,
-        ci95: None,
-        ci90: None,
-        p: None,
-        correction: String::new(),
-        n_baseline: a.len(),
-        n_variant: b.len(),
-        method: "Welch".into(),
-        higher_is_better: opts.higher_is_better,
-        metric: metric.to_string(),
-        count: opts.count,
-        alpha: opts.alpha,
-        margin: opts.margin_pct / 100.0,
-        cv_pct: cv_known.then_some(cv_pct),
-        effect_pct: opts.effect_pct,
-        power: opts.power,
-        detectable_pct: None,
-        runs_needed: runs,
-        runs_needed_observed: if cv_known {
-            runs_needed_cv(cv_pct, (ratio - 1.0).abs() * 100.0, opts.alpha, opts.power)
-        } else {
-            None
-        },
-    };
-    let mut c = Comparison::unjudged(&ev, &details, opts);
+    j.primary_test();
+    j.robust_cross_checks();
+    j.variability();
+    j.equivalence();
+    j.drift();
+    j.detectable_effect();
+    j.disagreement();
+    j.outlier_recheck();
+    Ok(j.verdict())
+}
 
-    // Floor: description only.
-    if a.len() < MIN_RUNS || b.len() < MIN_RUNS {
-        let line = format!(
+/// One comparison being made: the two samples, the options, and the [`Comparison`] that each
+/// step of [`compare_scaled`] fills in (its statistics, evidence, details and notes).
+struct Judging<'a> {
+    base: Sample<'a>,
+    var: Sample<'a>,
+    opts: &'a Options,
+    /// Converts a scaled value back to the metric's unit, for the sentences that quote one.
+    unit: f64,
+    /// The pooled coefficient of variation in percent of the baseline mean.
+    cv_pct: f64,
+    c: Comparison,
+}
+
+/// The confidence level of every interval reported beside the verdict.
+const LEVEL: f64 = 0.95;
+
+impl<'a> Judging<'a> {
+    /// Describe both samples, flag their outliers and gather what the verdict needs before any
+    /// test: the ratio, the coefficient of variation and the runs needed.
+    fn describe(
+        metric: &str,
+        base: Sample<'a>,
+        var: Sample<'a>,
+        opts: &'a Options,
+        unit: f64,
+    ) -> Result<Judging<'a>, StatsError> {
+        let (a, b) = (base.values, var.values);
+        if a.is_empty() || b.is_empty() {
+            return Err(StatsError::TooFew {
+                what: "comparison",
+                need: 1,
+                got: a.len().min(b.len()),
+            });
+        }
+        let da = describe(a).expect("non-empty");
+        let db = describe(b).expect("non-empty");
+        if da.mean <= 0.0 {
+            return Err(StatsError::NonPositiveMean(da.mean));
+        }
+        let ratio = db.mean / da.mean;
+        let cv_pct = 100.0 * ((variance(a) + variance(b)) / 2.0).sqrt() / da.mean;
+        let cv_known = a.len() >= 2 && b.len() >= 2;
+        let runs_for = |effect_pct: f64| {
+            cv_known
+                .then(|| runs_needed_cv(cv_pct, effect_pct, opts.alpha, opts.power))
+                .flatten()
+        };
+        let details = Details::described(da, db, outliers::flag(a), outliers::flag(b));
+        let ev = Evidence {
+            baseline: base.name.to_string(),
+            variant: var.name.to_string(),
+            ratio,
+            ci95: None,
+            ci90: None,
+            p: None,
+            correction: String::new(),
+            n_baseline: a.len(),
+            n_variant: b.len(),
+            method: "Welch".into(),
+            higher_is_better: opts.higher_is_better,
+            metric: metric.to_string(),
+            count: opts.count,
+            alpha: opts.alpha,
+            margin: opts.margin_pct / 100.0,
+            cv_pct: cv_known.then_some(cv_pct),
+            effect_pct: opts.effect_pct,
+            power: opts.power,
+            detectable_pct: None,
+            runs_needed: runs_for(opts.effect_pct),
+            runs_needed_observed: runs_for((ratio - 1.0).abs() * 100.0),
+        };
+        Ok(Judging {
+            base,
+            var,
+            opts,
+            unit,
+            cv_pct,
+            c: Comparison::unjudged(&ev, &details, opts),
+        })
+    }
+
+    /// The floor: with fewer than [`MIN_RUNS`] in a sample, a description only (true).
+    fn too_few_runs(&mut self) -> bool {
+        let (a, b, opts, c) = (self.base.values, self.var.values, self.opts, &mut self.c);
+        if a.len() >= MIN_RUNS && b.len() >= MIN_RUNS {
+            return false;
+        }
+        let runs = c.evidence.runs_needed;
+        c.line = format!(
             "Description only: {} vs {} {} (n={}+{}); at least {MIN_RUNS} runs per variant are needed for a test{}",
-            var.name,
-            base.name,
-            super::verdict::fmt_signed_pct(c.change_pct),
+            self.var.name,
+            self.base.name,
+            fmt_signed_pct(c.change_pct),
             a.len(),
             b.len(),
             runs.map(|r| format!(
                 ", about {r} to resolve a {} change",
-                super::verdict::fmt_effect(opts.effect_pct)
+                fmt_effect(opts.effect_pct)
             ))
             .unwrap_or_default()
         );
-        notes.push(format!(
+        c.notes.push(format!(
             "fewer than {MIN_RUNS} runs in a variant: no test was made"
         ));
-        c.line = line;
         c.runs_needed = runs;
-        c.notes = notes;
-        c.evidence = ev;
-        c.details = details;
-        return Ok(c);
+        true
     }
 
-    if a.len() < DEFAULT_MIN_RUNS || b.len() < DEFAULT_MIN_RUNS {
-        notes.push(format!(
-            "fewer than {DEFAULT_MIN_RUNS} runs in a variant: below the default minimum (10 recommended)"
-        ));
+    /// A note when a sample has fewer runs than [`DEFAULT_MIN_RUNS`].
+    fn note_below_default_minimum(&mut self) {
+        if self.base.values.len() < DEFAULT_MIN_RUNS || self.var.values.len() < DEFAULT_MIN_RUNS {
+            self.c.notes.push(format!(
+                "fewer than {DEFAULT_MIN_RUNS} runs in a variant: below the default minimum (10 recommended)"
+            ));
+        }
     }
 
-    // Zero variance in both samples: nothing to test.
-    if da.sd == 0.0 && db.sd == 0.0 {
+    /// Zero variance in both samples: nothing to test (true), and the line says what was seen.
+    fn zero_variance(&mut self) -> bool {
+        let (a, b, unit, c) = (self.base.values, self.var.values, self.unit, &mut self.c);
+        let (da, db) = (&c.details.baseline, &c.details.variant);
+        if !(da.sd == 0.0 && db.sd == 0.0) {
+            return false;
+        }
         if da.mean == db.mean {
             c.verdict = Verdict::NoDifference;
             c.line = format!(
                 "No difference: {} and {} gave the same value ({}) in every run (n={}+{})",
-                var.name,
-                base.name,
+                self.var.name,
+                self.base.name,
                 da.mean * unit,
                 a.len(),
                 b.len()
@@ -477,154 +531,177 @@ fn compare_scaled(
         } else {
             c.line = format!(
                 "Inconclusive: every run of {} gave {} and every run of {} gave {} ({}); with zero variance no test applies (n={}+{})",
-                base.name,
+                self.base.name,
                 da.mean * unit,
-                var.name,
+                self.var.name,
                 db.mean * unit,
-                super::verdict::fmt_signed_pct(c.change_pct),
+                fmt_signed_pct(c.change_pct),
                 a.len(),
                 b.len()
             );
         }
-        notes.push("both samples have zero variance: no test is possible".into());
-        c.notes = notes;
-        c.evidence = ev;
-        c.details = details;
-        return Ok(c);
+        c.notes
+            .push("both samples have zero variance: no test is possible".into());
+        true
     }
 
-    // Primary: Welch + Fieller.
-    let w = welch::welch(a, b).ok();
-    c.p_welch = w.as_ref().map(|w| w.p);
-    details.welch = w;
-    match welch::fieller(a, b, level) {
-        Ok(ci) => {
-            details.fieller95 = Some(ci);
-            c.ratio_ci = Some([ci.low, ci.high]);
-        }
-        Err(e) => notes.push(format!("Fieller interval: {e}")),
-    }
-    details.fieller90 = welch::fieller(a, b, 1.0 - 2.0 * opts.alpha).ok();
-
-    // Robust cross-checks.
-    details.mann_whitney = rank::mann_whitney(a, b, None).ok();
-    c.p_mannwhitney = details.mann_whitney.as_ref().map(|m| m.p);
-    details.hodges_lehmann = rank::hodges_lehmann(a, b, level).ok();
-    c.hodges_lehmann = details.hodges_lehmann.as_ref().map(|h| h.shift);
-    c.hodges_lehmann_ci = details.hodges_lehmann.as_ref().and_then(|h| h.ci).map(pair);
-    if opts.resamples > 0 {
-        match bootstrap::bootstrap(a, b, opts.resamples, opts.seed, level) {
-            Ok(bs) => {
-                c.sd_ratio_ci = bs.sd_ratio.as_ref().ok().map(|ci| [ci.low, ci.high]);
-                details.bootstrap = Some(bs);
+    /// The primary test: Welch's t-test and Fieller's intervals of the ratio, which are the
+    /// verdict's evidence unless drift makes ANCOVA primary.
+    fn primary_test(&mut self) {
+        let (a, b, c) = (self.base.values, self.var.values, &mut self.c);
+        let w = welch::welch(a, b).ok();
+        c.p_welch = w.as_ref().map(|w| w.p);
+        c.details.welch = w;
+        match welch::fieller(a, b, LEVEL) {
+            Ok(ci) => {
+                c.details.fieller95 = Some(ci);
+                c.ratio_ci = Some([ci.low, ci.high]);
             }
-            Err(e) => notes.push(format!("bootstrap: {e}")),
+            Err(e) => c.notes.push(format!("Fieller interval: {e}")),
+        }
+        c.details.fieller90 = welch::fieller(a, b, 1.0 - 2.0 * self.opts.alpha).ok();
+        c.evidence.ci95 = c.details.fieller95.map(|ci| (ci.low, ci.high));
+        c.evidence.ci90 = c.details.fieller90.map(|ci| (ci.low, ci.high));
+        c.evidence.p = c.p_welch;
+    }
+
+    /// The robust cross-checks: Mann-Whitney, Hodges-Lehmann and the bootstrap.
+    fn robust_cross_checks(&mut self) {
+        let (a, b, opts, c) = (self.base.values, self.var.values, self.opts, &mut self.c);
+        let d = &mut c.details;
+        d.mann_whitney = rank::mann_whitney(a, b, None).ok();
+        c.p_mannwhitney = d.mann_whitney.as_ref().map(|m| m.p);
+        d.hodges_lehmann = rank::hodges_lehmann(a, b, LEVEL).ok();
+        c.hodges_lehmann = d.hodges_lehmann.as_ref().map(|h| h.shift);
+        c.hodges_lehmann_ci = d.hodges_lehmann.as_ref().and_then(|h| h.ci).map(pair);
+        if opts.resamples > 0 {
+            match bootstrap::bootstrap(a, b, opts.resamples, opts.seed, LEVEL) {
+                Ok(bs) => {
+                    c.sd_ratio_ci = bs.sd_ratio.as_ref().ok().map(|ci| [ci.low, ci.high]);
+                    d.bootstrap = Some(bs);
+                }
+                Err(e) => c.notes.push(format!("bootstrap: {e}")),
+            }
         }
     }
 
-    // Variability.
-    match brown_forsythe(&[a, b]) {
-        Ok(bf) => {
-            c.p_brown_forsythe = Some(bf.p);
-            details.brown_forsythe = Some(bf);
+    /// Variability: the Brown-Forsythe test of equal spread.
+    fn variability(&mut self) {
+        let c = &mut self.c;
+        match brown_forsythe(&[self.base.values, self.var.values]) {
+            Ok(bf) => {
+                c.p_brown_forsythe = Some(bf.p);
+                c.details.brown_forsythe = Some(bf);
+            }
+            Err(e) => c.notes.push(format!("Brown-Forsythe: {e}")),
         }
-        Err(e) => notes.push(format!("Brown-Forsythe: {e}")),
     }
 
-    // Equivalence.
-    details.tost = equivalence::tost(a, b, opts.margin_pct / 100.0).ok();
+    /// Equivalence: TOST within the margin.
+    fn equivalence(&mut self) {
+        let margin = self.opts.margin_pct / 100.0;
+        self.c.details.tost = equivalence::tost(self.base.values, self.var.values, margin).ok();
+    }
 
-    // Primary evidence (Welch unless drift makes ANCOVA primary).
-    ev.ci95 = details.fieller95.map(|ci| (ci.low, ci.high));
-    ev.ci90 = details.fieller90.map(|ci| (ci.low, ci.high));
-    ev.p = c.p_welch;
-
-    // Drift.
-    if let (Some(ia), Some(ib)) = (base.order, var.order) {
+    /// Drift over the run order (when it is known): Mann-Kendall on the residuals, and when it
+    /// finds a trend at alpha, the ANCOVA with run index becomes the primary analysis.
+    fn drift(&mut self) {
+        let (Some(ia), Some(ib)) = (self.base.order, self.var.order) else {
+            return;
+        };
+        let (a, b) = (self.base.values, self.var.values);
         match drift::drift(a, ia, b, ib) {
             Ok(d) => {
-                c.drift_p = Some(d.mann_kendall.p);
-                if d.mann_kendall.p < opts.alpha {
-                    match (drift::ancova(a, ia, b, ib, level), drift::ancova(a, ia, b, ib, 1.0 - 2.0 * opts.alpha)) {
-                        (Ok(an95), Ok(an90)) => {
-                            notes.push(format!(
-                                "drift over the run order (Mann-Kendall {}): the ANCOVA estimate with run index is primary",
-                                fmt_p(d.mann_kendall.p)
-                            ));
-                            ev.ratio = an95.ratio;
-                            ev.ci95 = Some(an95.ratio_ci);
-                            ev.ci90 = Some(an90.ratio_ci);
-                            ev.p = Some(an95.p);
-                            ev.method = "ANCOVA".into();
-                            c.primary = "ancova".into();
-                            details.ancova = Some(an95);
-                        }
-                        (Err(e), _) | (_, Err(e)) => notes.push(format!(
-                            "drift over the run order (Mann-Kendall {}) but ANCOVA failed: {e}; Welch stays primary",
-                            fmt_p(d.mann_kendall.p)
-                        )),
-                    }
+                self.c.drift_p = Some(d.mann_kendall.p);
+                if d.mann_kendall.p < self.opts.alpha {
+                    self.ancova_primary(ia, ib, d.mann_kendall.p);
                 }
-                details.drift = Some(d);
+                self.c.details.drift = Some(d);
             }
-            Err(e) => notes.push(format!("drift: {e}")),
+            Err(e) => self.c.notes.push(format!("drift: {e}")),
         }
     }
 
-    if let Some(d) = detectable_effect(a.len().min(b.len()), opts.alpha, opts.power) {
-        ev.detectable_pct = Some(d * cv_pct);
-    }
-
-    // DISAGREE: primary vs robust checks at alpha (before any correction), each in its words.
-    let primary_sig = ev.p.is_some_and(|p| p < opts.alpha)
-        && ev.ci95.is_some_and(|(lo, hi)| hi < 1.0 || lo > 1.0);
-    let mut dissent = Vec::new();
-    if let Some(mw) = &details.mann_whitney
-        && (mw.p < opts.alpha) != primary_sig
-    {
-        dissent.push(format!("Mann-Whitney {}", fmt_p(mw.p)));
-    }
-    if let Some(Ok(ci)) = details.bootstrap.as_ref().map(|b| &b.ratio_means)
-        && (ci.high < 1.0 || ci.low > 1.0) != primary_sig
-    {
-        let word = if primary_sig { "includes" } else { "excludes" };
-        dissent.push(format!(
-            "the bootstrap 95% CI of the ratio {:.4}..{:.4} {word} 1",
-            ci.low, ci.high
-        ));
-    }
-    if !dissent.is_empty() {
-        let p = ev.p.map(fmt_p).unwrap_or_else(|| "p=n/a".into());
-        let primary = match ev.ci95 {
-            Some((lo, hi)) => {
-                let word = if hi < 1.0 || lo > 1.0 {
-                    "excludes"
-                } else {
-                    "includes"
-                };
-                format!(
-                    "{} {p}, 95% CI of the ratio {lo:.4}..{hi:.4} {word} 1",
-                    ev.method
-                )
+    /// Make the ANCOVA with run index (`ia`, `ib`) the primary evidence, after a Mann-Kendall
+    /// trend of p `mk_p`; Welch stays primary when the ANCOVA fails.
+    fn ancova_primary(&mut self, ia: &[f64], ib: &[f64], mk_p: f64) {
+        let (a, b, c) = (self.base.values, self.var.values, &mut self.c);
+        let at = |level| drift::ancova(a, ia, b, ib, level);
+        match (at(LEVEL), at(1.0 - 2.0 * self.opts.alpha)) {
+            (Ok(an95), Ok(an90)) => {
+                c.notes.push(format!(
+                    "drift over the run order (Mann-Kendall {}): the ANCOVA estimate with run index is primary",
+                    fmt_p(mk_p)
+                ));
+                let ev = &mut c.evidence;
+                ev.ratio = an95.ratio;
+                ev.ci95 = Some(an95.ratio_ci);
+                ev.ci90 = Some(an90.ratio_ci);
+                ev.p = Some(an95.p);
+                ev.method = "ANCOVA".into();
+                c.primary = "ancova".into();
+                c.details.ancova = Some(an95);
             }
-            None => format!("{} {p} but no bounded 95% CI of the ratio", ev.method),
-        };
-        c.disagree = Some(format!(
-            "DISAGREE at alpha {}: {primary}; {}; more runs recommended",
-            opts.alpha,
-            dissent.join("; ")
-        ));
+            (Err(e), _) | (_, Err(e)) => c.notes.push(format!(
+                "drift over the run order (Mann-Kendall {}) but ANCOVA failed: {e}; Welch stays primary",
+                fmt_p(mk_p)
+            )),
+        }
     }
 
-    // Outliers: Yuen's trimmed-means test when a sample holds severe ones.
-    let (sa, sb) = (
-        details.outliers_baseline.severe_count(),
-        details.outliers_variant.severe_count(),
-    );
-    if opts.outlier_recheck && (sa > 0 || sb > 0) {
-        match trimmed::yuen(a, b, TRIM) {
+    /// The smallest change detectable with these runs, for the verdict's sentence.
+    fn detectable_effect(&mut self) {
+        let n = self.base.values.len().min(self.var.values.len());
+        if let Some(d) = detectable_effect(n, self.opts.alpha, self.opts.power) {
+            self.c.evidence.detectable_pct = Some(d * self.cv_pct);
+        }
+    }
+
+    /// DISAGREE: the primary analysis against the robust checks at alpha (before any
+    /// correction), each in its own words.
+    fn disagreement(&mut self) {
+        let (alpha, c) = (self.opts.alpha, &mut self.c);
+        let ev = &c.evidence;
+        let primary_sig =
+            ev.p.is_some_and(|p| p < alpha) && ev.ci95.is_some_and(|(lo, hi)| hi < 1.0 || lo > 1.0);
+        let mut dissent = Vec::new();
+        if let Some(mw) = &c.details.mann_whitney
+            && (mw.p < alpha) != primary_sig
+        {
+            dissent.push(format!("Mann-Whitney {}", fmt_p(mw.p)));
+        }
+        if let Some(Ok(ci)) = c.details.bootstrap.as_ref().map(|b| &b.ratio_means)
+            && (ci.high < 1.0 || ci.low > 1.0) != primary_sig
+        {
+            let word = if primary_sig { "includes" } else { "excludes" };
+            dissent.push(format!(
+                "the bootstrap 95% CI of the ratio {:.4}..{:.4} {word} 1",
+                ci.low, ci.high
+            ));
+        }
+        if !dissent.is_empty() {
+            c.disagree = Some(format!(
+                "DISAGREE at alpha {alpha}: {}; {}; more runs recommended",
+                primary_words(ev),
+                dissent.join("; ")
+            ));
+        }
+    }
+
+    /// Outliers: Yuen's trimmed-means test when a sample holds severe ones (worded once the
+    /// verdict is known, by [`Judging::verdict`]).
+    fn outlier_recheck(&mut self) {
+        let (opts, c) = (self.opts, &mut self.c);
+        let (sa, sb) = (
+            c.details.outliers_baseline.severe_count(),
+            c.details.outliers_variant.severe_count(),
+        );
+        if !(opts.outlier_recheck && (sa > 0 || sb > 0)) {
+            return;
+        }
+        match trimmed::yuen(self.base.values, self.var.values, TRIM) {
             Ok(y) => {
-                details.without_severe_outliers = Some(OutlierRecheck {
+                c.details.without_severe_outliers = Some(OutlierRecheck {
                     severe_baseline: sa,
                     severe_variant: sb,
                     significant: y.p < opts.alpha,
@@ -633,40 +710,62 @@ fn compare_scaled(
                     yuen: y,
                 })
             }
-            Err(e) => notes.push(format!("trimmed-means check: {e}")),
+            Err(e) => c.notes.push(format!("trimmed-means check: {e}")),
         }
     }
 
-    c.notes = notes;
-    c.evidence = ev;
-    c.details = details;
-    c.p_adjusted = c.evidence.p;
-    finish(&mut c);
-    // Both conclusions before any correction for many comparisons.
-    let significant = matches!(c.verdict, Verdict::Faster | Verdict::Slower);
-    let direction = c.ratio > 1.0;
-    let alpha = opts.alpha;
-    if let Some(r) = c.details.without_severe_outliers.as_mut() {
-        r.changed =
-            r.significant != significant || (significant && (r.yuen.ratio > 1.0) != direction);
-        let y = &r.yuen;
-        r.line = format!(
-            "trimmed means ({:.0}% of each tail of both samples cut): ratio {:.5}, {}: {}",
-            y.trim * 100.0,
-            y.ratio,
-            fmt_p(y.p),
-            match (r.changed, r.significant) {
-                (false, _) => "the same conclusion".to_string(),
-                (true, true) => format!(
-                    "a difference at alpha {alpha} that all runs together do not show; the verdict stands on all runs"
-                ),
-                (true, false) => format!(
-                    "no difference at alpha {alpha}: the verdict rests on a few extreme runs; look at them"
-                ),
-            }
-        );
+    /// The verdict and its line from the evidence (no correction yet), then the outlier check's
+    /// sentence against that verdict.
+    fn verdict(mut self) -> Comparison {
+        let c = &mut self.c;
+        c.p_adjusted = c.evidence.p;
+        finish(c);
+        // Both conclusions before any correction for many comparisons.
+        let significant = matches!(c.verdict, Verdict::Faster | Verdict::Slower);
+        let direction = c.ratio > 1.0;
+        let alpha = self.opts.alpha;
+        if let Some(r) = c.details.without_severe_outliers.as_mut() {
+            r.changed =
+                r.significant != significant || (significant && (r.yuen.ratio > 1.0) != direction);
+            let y = &r.yuen;
+            r.line = format!(
+                "trimmed means ({:.0}% of each tail of both samples cut): ratio {:.5}, {}: {}",
+                y.trim * 100.0,
+                y.ratio,
+                fmt_p(y.p),
+                match (r.changed, r.significant) {
+                    (false, _) => "the same conclusion".to_string(),
+                    (true, true) => format!(
+                        "a difference at alpha {alpha} that all runs together do not show; the verdict stands on all runs"
+                    ),
+                    (true, false) => format!(
+                        "no difference at alpha {alpha}: the verdict rests on a few extreme runs; look at them"
+                    ),
+                }
+            );
+        }
+        self.c
     }
-    Ok(c)
+}
+
+/// The primary analysis in a DISAGREE sentence: its p and whether its 95% interval of the ratio
+/// excludes 1.
+fn primary_words(ev: &Evidence) -> String {
+    let p = ev.p.map(fmt_p).unwrap_or_else(|| "p=n/a".into());
+    match ev.ci95 {
+        Some((lo, hi)) => {
+            let word = if hi < 1.0 || lo > 1.0 {
+                "excludes"
+            } else {
+                "includes"
+            };
+            format!(
+                "{} {p}, 95% CI of the ratio {lo:.4}..{hi:.4} {word} 1",
+                ev.method
+            )
+        }
+        None => format!("{} {p} but no bounded 95% CI of the ratio", ev.method),
+    }
 }
 
 /// (Re)compute verdict, runs needed and line from the evidence.
@@ -703,13 +802,7 @@ impl Comparison {
         }
         let ci = self
             .sd_ratio_ci
-            .map(|[l, h]| {
-                format!(
-                    "95% CI {}..{}, ",
-                    super::verdict::fmt_times(l),
-                    super::verdict::fmt_times(h)
-                )
-            })
+            .map(|[l, h]| format!("95% CI {}..{}, ", fmt_times(l), fmt_times(h)))
             .unwrap_or_default();
         let corr = if self.evidence.correction.is_empty() {
             String::new()
@@ -718,7 +811,7 @@ impl Comparison {
         };
         Some(format!(
             "run-to-run SD {} {}'s ({ci}Brown-Forsythe {}{corr})",
-            super::verdict::fmt_times(r),
+            fmt_times(r),
             self.baseline,
             fmt_p(p)
         ))

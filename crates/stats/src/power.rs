@@ -6,7 +6,6 @@
 //! only, so small values of the CDF (< 0.01) are computed instead by adaptive quadrature of
 //! Phi(t s - delta) over the distribution of s = sqrt(chi2/df), which keeps relative precision.
 
-use super::compare::MIN_RUNS;
 use super::dist::{norm_cdf, norm_ppf, t_ppf};
 use statrs::function::beta::beta_reg;
 use statrs::function::gamma::ln_gamma;
@@ -180,6 +179,10 @@ fn power_at(d: f64, n: usize, tc: f64) -> f64 {
     // Power is a probability near 0.8: the series' absolute precision is enough.
     (1.0 - nct_cdf_series(tc, df, ncp) + nct_cdf_series(-tc, df, ncp)).clamp(0.0, 1.0)
 }
+
+/// Fewer runs per variant than this: `compare` gives a description only (no rank test can
+/// reach p < 0.05).
+pub const MIN_RUNS: usize = 4;
 
 /// Largest n [`runs_needed`] will report.
 pub const MAX_RUNS: usize = 10_000_000;

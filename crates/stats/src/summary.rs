@@ -5,10 +5,10 @@
 //! so).
 
 use super::StatsError;
-use super::compare::{Comparison, Details, MIN_RUNS, Options};
+use super::compare::{Comparison, Details, Options};
 use super::equivalence::tost_with;
 use super::outliers::Outliers;
-use super::power::{detectable_effect, runs_needed_cv};
+use super::power::{MIN_RUNS, detectable_effect, runs_needed_cv};
 use super::verdict::Evidence;
 use super::welch::{fieller_with, moments_parts, welch_with};
 use abperf_model::describe::Description;
