@@ -570,52 +570,61 @@ fn micro_html_loads_without_console_messages() {
     assert!(loaded.dom().contains("</html>"), "no DOM dumped");
 }
 
-#[test]
-fn micro_html_flush_curves_with_bands_and_ceilings() {
+/// The flush curve `plot` of the micro report: one line and band per operation, a log2 axis of
+/// pages, a point per size, and the implied ceiling of every knee found.
+fn assert_flush_curve(plot: &str) {
     let Some((m, loaded)) = micro_loaded() else {
         return;
     };
     let dom = loaded.dom();
     let knees = knees(&m.text);
-    for plot in ["tlb-flush per-call", "tlb-flush per-page"] {
-        let start = dom
-            .find(&format!("class=\"plot micro-curve {plot}\""))
-            .unwrap_or_else(|| panic!("no {plot} curve in the DOM"));
-        let svg = &dom[start..start + dom[start..].find("</svg>").unwrap()];
-        // One line per operation (plus the dashed empty range in the per-call plot), bands.
-        assert!(svg.matches("<polyline").count() >= 2, "{plot}: {svg}");
-        assert_eq!(svg.matches("class=\"band\"").count(), 2, "{plot}");
-        for op in ["madvise", "mprotect"] {
-            assert!(svg.contains(&format!(">{op}</text>")), "{plot}: no {op}");
-        }
-        // log2 x axis: powers of two from 1 to 512.
-        for t in ["1", "32", "512"] {
-            assert!(svg.contains(&format!(">{t}</text>")), "{plot}: no tick {t}");
-        }
-        // 67 sizes per operation, each a point.
-        assert_eq!(svg.matches("<circle").count(), 2 * 67, "{plot}");
-        // The implied ceiling of every knee found, as a vertical line labelled with its value.
-        for k in &knees {
-            assert!(
-                svg.contains(&format!("class=\"ceiling\" data-pages=\"{k}\"")),
-                "{plot}: no ceiling line at {k}"
-            );
-            assert!(
-                svg.contains(&format!(">implied ceiling {k} (")),
-                "{plot}: no ceiling label {k}"
-            );
-        }
-        assert_eq!(
-            svg.matches("class=\"ceiling\"").count(),
-            {
-                let mut k = knees.clone();
-                k.sort();
-                k.dedup();
-                k.len()
-            },
-            "{plot}: one line per distinct knee"
+    let start = dom
+        .find(&format!("class=\"plot micro-curve {plot}\""))
+        .unwrap_or_else(|| panic!("no {plot} curve in the DOM"));
+    let svg = &dom[start..start + dom[start..].find("</svg>").unwrap()];
+    // One line per operation (plus the dashed empty range in the per-call plot), bands.
+    assert!(svg.matches("<polyline").count() >= 2, "{plot}: {svg}");
+    assert_eq!(svg.matches("class=\"band\"").count(), 2, "{plot}");
+    for op in ["madvise", "mprotect"] {
+        assert!(svg.contains(&format!(">{op}</text>")), "{plot}: no {op}");
+    }
+    // log2 x axis: powers of two from 1 to 512.
+    for t in ["1", "32", "512"] {
+        assert!(svg.contains(&format!(">{t}</text>")), "{plot}: no tick {t}");
+    }
+    // 67 sizes per operation, each a point.
+    assert_eq!(svg.matches("<circle").count(), 2 * 67, "{plot}");
+    // The implied ceiling of every knee found, as a vertical line labelled with its value.
+    for k in &knees {
+        assert!(
+            svg.contains(&format!("class=\"ceiling\" data-pages=\"{k}\"")),
+            "{plot}: no ceiling line at {k}"
+        );
+        assert!(
+            svg.contains(&format!(">implied ceiling {k} (")),
+            "{plot}: no ceiling label {k}"
         );
     }
+    assert_eq!(
+        svg.matches("class=\"ceiling\"").count(),
+        {
+            let mut k = knees.clone();
+            k.sort();
+            k.dedup();
+            k.len()
+        },
+        "{plot}: one line per distinct knee"
+    );
+}
+
+#[test]
+fn micro_html_per_call_flush_curve() {
+    assert_flush_curve("tlb-flush per-call");
+}
+
+#[test]
+fn micro_html_per_page_flush_curve() {
+    assert_flush_curve("tlb-flush per-page");
 }
 
 // The compact table of configurations and the findings.
