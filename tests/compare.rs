@@ -231,47 +231,38 @@ fn make_experiment(store: &mut Store, kernel: &str, seed: u64) -> i64 {
     id
 }
 
-#[test]
-fn store_backed_compare_plan_and_verdict_lines() {
-    let lab = Lab::new();
-    let dir = &lab.dir;
-    let db = dir.path().join("s.db");
-    let dbs = db.to_str().unwrap();
-    let (id1, id2) = {
-        let mut store = Store::open(&db).unwrap();
-        (
-            make_experiment(&mut store, "6.18.0", 11),
-            make_experiment(&mut store, "6.19.0-rc1", 12),
-        )
-    };
+/// Two experiments written with the store's API into the lab's --db s.db: #1 on kernel 6.18.0,
+/// #2 on 6.19.0-rc1 (see [`make_experiment`]). Returns the --db path and the two ids.
+fn two_experiments(lab: &Lab) -> (String, String, String) {
+    let db = lab.path("s.db");
+    let mut store = Store::open(&db).unwrap();
+    let id1 = make_experiment(&mut store, "6.18.0", 11);
+    let id2 = make_experiment(&mut store, "6.19.0-rc1", 12);
+    (lab.p("s.db"), id1.to_string(), id2.to_string())
+}
 
-    let (code, out, err) = lab
-        .run(&[
-            "compare",
-            &id1.to_string(),
-            "--db",
-            dbs,
-            "--resamples",
-            "1000",
-        ])
-        .parts();
-    assert_eq!(code, 0, "{err}");
-    assert!(out.contains("SLOWER: B is 1.0"), "{out}");
-    assert!(out.contains("Holm m=2"), "{out}");
-    assert!(out.contains("NO DIFFERENCE: C vs A +0.00%"), "{out}");
-    assert!(
-        out.contains("drift: Mann-Kendall (within variants)"),
-        "{out}"
-    );
-    assert!(out.contains("left out: 3 runs"), "{out}");
-    assert!(out.contains("kernel 6.18.0"), "{out}");
+abtest!(
+    store_backed_compare_text_verdicts_drift_and_environment,
+    |lab| {
+        let (db, id1, _) = two_experiments(&lab);
+        lab.ok(&["compare", &id1, "--db", &db, "--resamples", "1000"])
+            .has("SLOWER: B is 1.0")
+            .has("Holm m=2")
+            .has("NO DIFFERENCE: C vs A +0.00%")
+            .has("drift: Mann-Kendall (within variants)")
+            .has("left out: 3 runs")
+            .has("kernel 6.18.0");
+    }
+);
 
-    let (code, out, err) = lab
-        .run(&[
+abtest!(store_backed_compare_every_metric_in_one_family, |lab| {
+    let (db, _, _) = two_experiments(&lab);
+    let j = lab
+        .ok(&[
             "compare",
             "latest",
             "--db",
-            dbs,
+            &db,
             "--metric",
             "all",
             "--format",
@@ -279,9 +270,7 @@ fn store_backed_compare_plan_and_verdict_lines() {
             "--resamples",
             "0",
         ])
-        .parts();
-    assert_eq!(code, 0, "{err}");
-    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        .json();
     let comps = j["analysis"]["comparisons"].as_array().unwrap();
     assert_eq!(comps.len(), 4, "2 variants x 2 metrics");
     assert!(
@@ -290,85 +279,93 @@ fn store_backed_compare_plan_and_verdict_lines() {
             .all(|c| c["m"] == 4 && c["drift_p"].is_number())
     );
     assert_eq!(j["analysis"]["m"], 4);
+});
 
-    let (code, out, err) = lab
-        .run(&[
+abtest!(
+    store_backed_compare_against_another_baseline_with_bh,
+    |lab| {
+        let (db, id1, _) = two_experiments(&lab);
+        let args = [
             "compare",
-            &id1.to_string(),
+            &id1,
             "--db",
-            dbs,
+            &db,
             "--baseline",
             "B",
             "--resamples",
             "0",
             "--correction",
             "bh",
-        ])
-        .parts();
-    assert_eq!(code, 0, "{err}");
-    assert!(
-        out.contains("FASTER: A is 1.00% faster than B") && out.contains("BH m=2"),
-        "{out}"
-    );
+        ];
+        lab.ok(&args)
+            .has("FASTER: A is 1.00% faster than B")
+            .has("BH m=2");
+    }
+);
 
-    let (code, out, err) = lab
-        .run(&[
+abtest!(
+    store_backed_compare_of_two_experiments_starts_with_their_differences,
+    |lab| {
+        let (db, id1, id2) = two_experiments(&lab);
+        let args = [
             "compare",
-            &id1.to_string(),
-            &id2.to_string(),
+            &id1,
+            &id2,
             "--db",
-            dbs,
+            &db,
             "--variant",
             "B",
             "--resamples",
             "0",
-        ])
-        .parts();
-    assert_eq!(code, 0, "{err}");
-    let first: Vec<&str> = out.lines().take(2).collect();
-    assert_eq!(
-        first,
-        [
-            "Environment differences (baseline -> candidate):",
-            "  kernel: 6.18.0 -> 6.19.0-rc1"
-        ],
-        "{out}"
-    );
-    assert!(
-        out.contains(&format!("#{id2}:B vs #{id1}:B (baseline)")),
-        "{out}"
-    );
+        ];
+        let out = lab.ok(&args).stdout;
+        let first: Vec<&str> = out.lines().take(2).collect();
+        assert_eq!(
+            first,
+            [
+                "Environment differences (baseline -> candidate):",
+                "  kernel: 6.18.0 -> 6.19.0-rc1"
+            ],
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!("#{id2}:B vs #{id1}:B (baseline)")),
+            "{out}"
+        );
+    }
+);
 
-    let (code, _, err) = lab
-        .run(&["compare", &id1.to_string(), "--db", dbs, "--metric", "nope"])
-        .parts();
-    assert_eq!(code, 2);
-    assert!(
-        err.contains(
-            "--metric nope: no such metric in experiment 1; metrics: wall_ns (wall), user_ns (user)"
-        ),
-        "{err}"
-    );
-    let (code, _, err) = lab.run(&["compare", "99", "--db", dbs]).parts();
-    assert_eq!(code, 2, "a lookup error, like every other");
-    assert!(err.contains("no experiment 99"), "{err}");
+abtest!(
+    store_backed_compare_names_the_metrics_of_a_bad_metric,
+    |lab| {
+        let (db, id1, _) = two_experiments(&lab);
+        lab.fails(&["compare", &id1, "--db", &db, "--metric", "nope"], 2)
+        .err_has(
+            "--metric nope: no such metric in experiment 1; metrics: wall_ns (wall), user_ns (user)",
+        );
+    }
+);
 
-    let (code, out, err) = lab
-        .run(&[
-            "plan",
-            "--effect",
-            "0.3",
-            "--from",
-            &id1.to_string(),
-            "--db",
-            dbs,
-        ])
-        .parts();
-    assert_eq!(code, 0, "{err}");
-    assert!(out.contains("runs per variant"), "{out}");
-    assert!(out.contains("expected wall-clock: 3 variants x"), "{out}");
+abtest!(
+    store_backed_compare_of_a_missing_experiment_is_a_lookup_error,
+    |lab| {
+        let (db, _, _) = two_experiments(&lab);
+        let o = lab.run(&["compare", "99", "--db", &db]);
+        assert_eq!(o.code, Some(2), "a lookup error, like every other: {o}");
+        o.err_has("no experiment 99");
+    }
+);
 
-    let lines = verdict_lines(&lab, &id1.to_string(), dbs);
+abtest!(store_backed_plan_from_an_experiment, |lab| {
+    let (db, id1, _) = two_experiments(&lab);
+    lab.ok(&["plan", "--effect", "0.3", "--from", &id1, "--db", &db])
+        .has("runs per variant")
+        .has("expected wall-clock: 3 variants x");
+});
+
+abtest!(store_backed_report_verdict_lines, |lab| {
+    let (db, id1, _) = two_experiments(&lab);
+    let lines = verdict_lines(&lab, &id1, &db);
     assert!(
         lines[0].starts_with("B is 1.0") && lines[0].contains("slower than A"),
         "{lines:?}"
@@ -377,7 +374,7 @@ fn store_backed_compare_plan_and_verdict_lines() {
         lines[1].starts_with("No significant difference: C vs A"),
         "{lines:?}"
     );
-}
+});
 
 /// The verdict lines `abperf report` gives for experiment `id`.
 fn verdict_lines(lab: &Lab, id: &str, db: &str) -> Vec<String> {
@@ -475,17 +472,17 @@ fn compare_after_real_abperf_run() {
     );
 }
 
+/// Imports seed 001's runs (as hyperfine JSON) into the lab; returns its reference values.
+///
 /// Seed 001's design: 6 workloads x 3 implementations x 31 runs, every pair within each workload
 /// on the mean and the run-to-run variation, 36 tests Holm-corrected at alpha 0.01; the corrected
 /// p-values match statsmodels' multipletests on scipy's p-values (tools/stats_reference.py).
-#[test]
-fn seed_001_families_match_statsmodels() {
-    let lab = Lab::new();
+fn seed001(lab: &Lab) -> serde_json::Value {
     let refs: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(common::data("stats_reference.json")).unwrap(),
     )
     .unwrap();
-    let s = &refs["seed001"][0];
+    let s = refs["seed001"][0].clone();
     let mut results = Vec::new();
     for w in s["workloads"].as_array().unwrap() {
         for i in s["impls"].as_array().unwrap() {
@@ -504,21 +501,30 @@ fn seed_001_families_match_statsmodels() {
         serde_json::json!({"results": results}).to_string(),
     );
     lab.ok(&["import", "--format", "hyperfine", "--new", "seed001", &f]);
-    let args = [
-        "compare",
-        "1",
-        "--pairs",
-        "all",
-        "--by",
-        "workload",
-        "--test",
-        "mean,variability",
-        "--alpha",
-        "0.01",
-        "--resamples",
-        "1000",
-    ];
-    let j = lab.ok(&[&args[..], &["--format", "json"]].concat()).json();
+    s
+}
+
+/// Seed 001's comparison: every pair within each workload, mean and variability, Holm at 0.01.
+const SEED001_COMPARE: [&str; 12] = [
+    "compare",
+    "1",
+    "--pairs",
+    "all",
+    "--by",
+    "workload",
+    "--test",
+    "mean,variability",
+    "--alpha",
+    "0.01",
+    "--resamples",
+    "1000",
+];
+
+abtest!(seed_001_families_match_statsmodels, |lab| {
+    let s = seed001(&lab);
+    let j = lab
+        .ok(&[&SEED001_COMPARE[..], &["--format", "json"]].concat())
+        .json();
     common::assert_schema(&j);
     let a = &j["analysis"];
     assert_eq!(a["m"], 36, "{a}");
@@ -550,8 +556,12 @@ fn seed_001_families_match_statsmodels() {
         matched += 1;
     }
     assert_eq!(matched, 36);
-    // The table: one row per workload and pair, marks where significant after the correction.
-    let text = lab.ok(&args).stdout;
+});
+
+// The table: one row per workload and pair, marks where significant after the correction.
+abtest!(seed_001_table_marks_what_holm_keeps_significant, |lab| {
+    let s = seed001(&lab);
+    let text = lab.ok(&SEED001_COMPARE).stdout;
     let table: Vec<&str> = text.lines().take_while(|l| !l.is_empty()).collect();
     assert!(table[0].contains("Holm over m=36"), "{text}");
     assert_eq!(table.len(), 2 + 18, "{text}");
@@ -572,7 +582,7 @@ fn seed_001_families_match_statsmodels() {
         .filter(|t| t["holm"].as_f64().unwrap() < 0.01)
         .count();
     assert_eq!(stars, significant, "{text}");
-}
+});
 
 /// `perf stat -r N` prints a mean and its relative standard error, not the runs: two such
 /// outputs are compared with Welch from the summaries, and the comparison says which checks

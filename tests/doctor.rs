@@ -136,61 +136,163 @@ fn doctor_reports_this_machine_and_exits_0() {
     assert_eq!(o.code, Some(2), "{}", o.all());
 }
 
-/// Every test that writes THP or the other tuned files is in this one function.
-#[test]
-fn fix_restore_and_tune_put_back_exactly_what_was_there() {
-    let _g = KNOB_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    if !Path::new(THP).exists() {
-        panic!("{THP} is absent: this kernel has no THP; the THP tests cannot run here");
+/// A test that writes THP or the other tuned files: it holds [`KNOB_LOCK`], starts from THP
+/// 'always' (what --fix changes, to madvise), and puts THP and perf_event_paranoid back as they
+/// were when it ends, even on panic. Its lab's store is the --db `db`.
+struct KnobTest {
+    lab: Lab,
+    db: String,
+    thp_before: String,
+    paranoid_before: String,
+    // Dropped in this order: the files are put back before the lock is released.
+    _put_back: PutBack,
+    _g: std::sync::MutexGuard<'static, ()>,
+}
+
+impl KnobTest {
+    fn start() -> KnobTest {
+        let g = KNOB_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        if !Path::new(THP).exists() {
+            panic!("{THP} is absent: this kernel has no THP; the THP tests cannot run here");
+        }
+        let put_back = PutBack::save(&[THP, PARANOID]);
+        let lab = Lab::new();
+        let db = lab.p("f.db");
+        std::fs::write(THP, "always").unwrap();
+        let thp_before = std::fs::read_to_string(THP).unwrap();
+        let paranoid_before = std::fs::read_to_string(PARANOID).unwrap();
+        assert!(thp_before.contains("[always]"));
+        KnobTest {
+            lab,
+            db,
+            thp_before,
+            paranoid_before,
+            _put_back: put_back,
+            _g: g,
+        }
     }
-    let _put_back = PutBack::save(&[THP, PARANOID]);
-    let lab = Lab::new();
-    let dir = &lab.dir;
-    let db = dir.path().join("f.db");
-    let db = db.to_str().unwrap();
 
-    // THP 'always' is what --fix changes (to madvise).
-    std::fs::write(THP, "always").unwrap();
-    let thp_before = std::fs::read_to_string(THP).unwrap();
-    let paranoid_before = std::fs::read_to_string(PARANOID).unwrap();
-    assert!(thp_before.contains("[always]"));
+    /// `abperf COMMAND --db DB ARGS...` (`args` is COMMAND and ARGS).
+    fn run(&self, args: &[&str]) -> common::Out {
+        self.lab
+            .run(&[&args[..1], &["--db", &self.db], &args[1..]].concat())
+    }
 
-    let o = lab.run(&["doctor", "--fix", "--db", db]);
-    assert_eq!(o.code, Some(0), "{}", o.all());
-    let out = o.all();
-    assert!(
-        out.contains(&format!("changed {THP}: 'always' -> 'madvise'")),
-        "{out}"
-    );
-    assert_eq!(selected(&std::fs::read_to_string(THP).unwrap()), "madvise");
-    // doctor (check mode) now tells that settings are outstanding.
-    let o = lab.run(&["doctor", "--db", db, "--sample", "0.1"]);
-    assert!(o.all().contains("not restored yet"), "{}", o.all());
+    /// THP and perf_event_paranoid are exactly as they were when the test started.
+    #[track_caller]
+    fn assert_put_back(&self) {
+        assert_eq!(std::fs::read_to_string(THP).unwrap(), self.thp_before);
+        assert_eq!(
+            std::fs::read_to_string(PARANOID).unwrap(),
+            self.paranoid_before
+        );
+    }
 
-    let o = lab.run(&["doctor", "--restore", "--db", db]);
-    assert_eq!(o.code, Some(0), "{}", o.all());
-    assert!(o.all().contains(&format!("restored {THP}: 'always'")));
-    assert_eq!(std::fs::read_to_string(THP).unwrap(), thp_before);
-    assert_eq!(std::fs::read_to_string(PARANOID).unwrap(), paranoid_before);
-    let o = lab.run(&["doctor", "--restore", "--db", db]);
-    assert_eq!(o.code, Some(0), "{}", o.all());
-    assert!(o.all().contains("nothing to restore"), "{}", o.all());
+    /// The selected THP mode now.
+    fn thp(&self) -> String {
+        selected(&std::fs::read_to_string(THP).unwrap())
+    }
 
-    // run --tune: applied for the experiment (the workload sees madvise), restored at the end,
-    // and the environment snapshot shows the tuned state.
-    let seen = dir.path().join("seen");
-    let cmd = format!("grep -o '\\[[a-z]*\\]' {THP} >> {}", seen.display());
-    let o = lab.run(&[
-        "run", "--db", db, "-r", "2", "--warmup", "0", "--tune", &cmd,
-    ]);
-    assert_eq!(o.code, Some(0), "{}", o.all());
-    assert_eq!(
-        std::fs::read_to_string(&seen).unwrap(),
-        "[madvise]\n[madvise]\n"
-    );
-    assert_eq!(std::fs::read_to_string(THP).unwrap(), thp_before);
-    assert_eq!(std::fs::read_to_string(PARANOID).unwrap(), paranoid_before);
-    let store = Store::open(Path::new(db)).unwrap();
+    /// A workload that appends the THP mode it sees to the file `seen`.
+    fn thp_recorder(&self) -> String {
+        format!("grep -o '\\[[a-z]*\\]' {THP} >> {}", self.lab.p("seen"))
+    }
+
+    /// What the [`thp_recorder`](Self::thp_recorder) runs saw.
+    fn seen(&self) -> String {
+        std::fs::read_to_string(self.lab.path("seen")).unwrap()
+    }
+
+    /// `doctor --fix`, which must succeed.
+    fn fix(&self) -> common::Out {
+        let o = self.run(&["doctor", "--fix"]);
+        assert_eq!(o.code, Some(0), "{}", o.all());
+        o
+    }
+
+    /// `doctor --restore`, which must succeed.
+    fn restore(&self) -> common::Out {
+        let o = self.run(&["doctor", "--restore"]);
+        assert_eq!(o.code, Some(0), "{}", o.all());
+        o
+    }
+
+    /// `run -r RUNS --warmup 0 --tune` of the THP recorder; it must succeed.
+    fn tuned_run(&self, runs: &str) {
+        let cmd = self.thp_recorder();
+        let o = self.run(&["run", "-r", runs, "--warmup", "0", "--tune", &cmd]);
+        assert_eq!(o.code, Some(0), "{}", o.all());
+    }
+
+    /// `abperf run --tune ... COMMAND` started in the background, once experiment 1 has `runs`
+    /// runs stored.
+    fn tuned_run_until(&self, args: &[&str], stderr: Stdio, runs: usize) -> std::process::Child {
+        let child = Command::new(BIN)
+            .args([&["run", "--db", &self.db], args].concat())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        loop {
+            let store = Store::open(Path::new(&self.db)).unwrap();
+            if store.runs(1).map(|r| r.len()).unwrap_or(0) >= runs {
+                break;
+            }
+            assert!(t.elapsed() < Duration::from_secs(30), "no runs in 30 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child
+    }
+
+    /// The lab's store, opened in this process.
+    fn store(&self) -> Store {
+        Store::open(Path::new(&self.db)).unwrap()
+    }
+}
+
+#[test]
+fn fix_changes_thp_always_to_madvise() {
+    let t = KnobTest::start();
+    t.fix()
+        .all_has(&format!("changed {THP}: 'always' -> 'madvise'"));
+    assert_eq!(t.thp(), "madvise");
+}
+
+// doctor (check mode) after --fix tells that settings are outstanding.
+#[test]
+fn doctor_after_fix_says_not_restored_yet() {
+    let t = KnobTest::start();
+    t.fix();
+    t.run(&["doctor", "--sample", "0.1"])
+        .all_has("not restored yet");
+}
+
+#[test]
+fn restore_after_fix_puts_back_exactly_what_was_there() {
+    let t = KnobTest::start();
+    t.fix();
+    t.restore().all_has(&format!("restored {THP}: 'always'"));
+    t.assert_put_back();
+}
+
+#[test]
+fn a_second_restore_has_nothing_to_restore() {
+    let t = KnobTest::start();
+    t.fix();
+    t.restore();
+    t.restore().all_has("nothing to restore");
+}
+
+// run --tune: applied for the experiment (the workload sees madvise), restored at the end, and
+// the environment snapshot shows the tuned state.
+#[test]
+fn run_tune_applies_for_the_experiment_only_and_records_it() {
+    let t = KnobTest::start();
+    t.tuned_run("2");
+    assert_eq!(t.seen(), "[madvise]\n[madvise]\n");
+    t.assert_put_back();
+    let store = t.store();
     let exp = store.experiment(1).unwrap();
     assert!(
         exp.environment["doctor"]["thp"]
@@ -206,105 +308,64 @@ fn fix_restore_and_tune_put_back_exactly_what_was_there() {
             .any(|s| s["path"] == THP && s["value"] == "madvise")
     );
     assert!(store.tune_outstanding(None, None).unwrap().is_empty());
-    drop(store);
+}
 
-    // A variant knob on the same file wins over --tune.
-    let k = format!("{THP}=never");
-    let o = lab.run(&[
-        "run", "--db", db, "-r", "1", "--warmup", "0", "--tune", "-k", &k, &cmd,
-    ]);
+#[test]
+fn a_variant_knob_on_the_same_file_wins_over_tune() {
+    let t = KnobTest::start();
+    let (k, cmd) = (format!("{THP}=never"), t.thp_recorder());
+    let o = t.run(&["run", "-r", "1", "--warmup", "0", "--tune", "-k", &k, &cmd]);
     assert_eq!(o.code, Some(0), "{}", o.all());
-    assert!(o.all().contains("it is a variant knob"), "{}", o.all());
-    assert!(
-        std::fs::read_to_string(&seen)
-            .unwrap()
-            .ends_with("[never]\n")
-    );
-    assert_eq!(std::fs::read_to_string(THP).unwrap(), thp_before);
+    o.all_has("it is a variant knob");
+    assert!(t.seen().ends_with("[never]\n"));
+    assert_eq!(std::fs::read_to_string(THP).unwrap(), t.thp_before);
+}
 
-    // SIGINT in the middle of a tuned experiment: everything comes back.
-    let mut child = Command::new(BIN)
-        .args([
-            "run",
-            "--db",
-            db,
-            "-r",
-            "100",
-            "--warmup",
-            "0",
-            "--tune",
-            "sleep 0.1",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    loop {
-        let store = Store::open(Path::new(db)).unwrap();
-        if store.runs(3).map(|r| r.len()).unwrap_or(0) >= 2 {
-            break;
-        }
-        assert!(t.elapsed() < Duration::from_secs(30), "no runs in 30 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(selected(&std::fs::read_to_string(THP).unwrap()), "madvise");
+// SIGINT in the middle of a tuned experiment: everything comes back.
+#[test]
+fn sigint_in_a_tuned_experiment_puts_everything_back() {
+    let t = KnobTest::start();
+    let args = ["-r", "100", "--warmup", "0", "--tune", "sleep 0.1"];
+    let mut child = t.tuned_run_until(&args, Stdio::piped(), 2);
+    assert_eq!(t.thp(), "madvise");
     // SAFETY: plain kill(2) of our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
-    assert_eq!(std::fs::read_to_string(THP).unwrap(), thp_before);
-    assert_eq!(std::fs::read_to_string(PARANOID).unwrap(), paranoid_before);
-    let store = Store::open(Path::new(db)).unwrap();
+    t.assert_put_back();
+    let store = t.store();
     assert!(store.tune_outstanding(None, None).unwrap().is_empty());
     assert_eq!(
-        store.experiment(3).unwrap().status,
+        store.experiment(1).unwrap().status,
         abperf::model::Status::Interrupted
     );
-    drop(store);
+}
 
-    // kill -9 leaves the tuned values; --resume restores the recorded originals at the end.
-    let mut child = Command::new(BIN)
-        .args([
-            "run",
-            "--db",
-            db,
-            "-r",
-            "4",
-            "--warmup",
-            "0",
-            "--tune",
-            "sleep 0.2",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    loop {
-        let store = Store::open(Path::new(db)).unwrap();
-        if store.runs(4).map(|r| r.len()).unwrap_or(0) >= 1 {
-            break;
-        }
-        assert!(t.elapsed() < Duration::from_secs(30), "no runs in 30 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+// kill -9 leaves the tuned values; --resume restores the recorded originals at the end.
+#[test]
+fn kill_9_leaves_the_tuned_values_and_resume_restores_them() {
+    let t = KnobTest::start();
+    let args = ["-r", "4", "--warmup", "0", "--tune", "sleep 0.2"];
+    let mut child = t.tuned_run_until(&args, Stdio::null(), 1);
     // SAFETY: plain kill(2) of our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     child.wait().unwrap();
-    assert_eq!(selected(&std::fs::read_to_string(THP).unwrap()), "madvise");
-    let o = lab.run(&["run", "--db", db, "--resume", "4"]);
+    assert_eq!(t.thp(), "madvise");
+    let o = t.run(&["run", "--resume", "1"]);
     assert_eq!(o.code, Some(0), "{}", o.all());
-    assert_eq!(std::fs::read_to_string(THP).unwrap(), thp_before);
-    assert_eq!(std::fs::read_to_string(PARANOID).unwrap(), paranoid_before);
-    let store = Store::open(Path::new(db)).unwrap();
-    assert!(store.tune_outstanding(None, None).unwrap().is_empty());
-    drop(store);
+    t.assert_put_back();
+    assert!(t.store().tune_outstanding(None, None).unwrap().is_empty());
+}
 
-    // Comparing the tuned experiment with an untuned one lists the doctor differences.
-    let o = lab.run(&["run", "--db", db, "-r", "2", "--warmup", "0", &cmd]);
+// Comparing the tuned experiment with an untuned one lists the doctor differences.
+#[test]
+fn compare_of_a_tuned_and_an_untuned_experiment_lists_the_doctor_differences() {
+    let t = KnobTest::start();
+    t.tuned_run("2");
+    let cmd = t.thp_recorder();
+    let o = t.run(&["run", "-r", "2", "--warmup", "0", &cmd]);
     assert_eq!(o.code, Some(0), "{}", o.all());
-    let o = lab.run(&["compare", "--db", db, "1", "5"]);
+    let o = t.run(&["compare", "1", "2"]);
     let out = o.all();
     assert!(out.contains("doctor.thp"), "{out}");
     assert!(out.contains("enabled: always"), "{out}");

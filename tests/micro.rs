@@ -76,20 +76,53 @@ fn finding(report: &Value, key: &str) -> (Option<f64>, String) {
     )
 }
 
-#[test]
-fn quick_suite_is_plausible_stored_and_exportable() {
-    let _serial = serial();
-    let lab = Lab::new();
-    let r = lab.ok(&["micro", "--quick", "--format", "json"]).json();
-    common::assert_schema(&r);
-    let m = micro(&r);
+/// `abperf micro --quick` (every benchmark), stored in a lab that the quick_suite_* tests share:
+/// the suite runs once, by the first of them (each holds [`serial`]); each checks one thing.
+struct QuickSuite {
+    lab: Lab,
+    /// The JSON report the run printed.
+    report: Value,
+}
 
-    // Timer.
+impl QuickSuite {
+    fn get() -> &'static QuickSuite {
+        static SUITE: std::sync::OnceLock<QuickSuite> = std::sync::OnceLock::new();
+        SUITE.get_or_init(|| {
+            let lab = Lab::shared("micro-quick-suite");
+            let report = lab.ok(&["micro", "--quick", "--format", "json"]).json();
+            QuickSuite { lab, report }
+        })
+    }
+
+    /// The stored experiment's id.
+    fn id(&self) -> String {
+        let id = self.report["experiments"][0]["id"]
+            .as_i64()
+            .expect("experiment id");
+        id.to_string()
+    }
+}
+
+#[test]
+fn quick_suite_is_an_abperf_report() {
+    let _serial = serial();
+    common::assert_schema(&QuickSuite::get().report);
+}
+
+#[test]
+fn quick_suite_timer() {
+    let _serial = serial();
+    let m = micro(&QuickSuite::get().report);
     let oh = m["timer"]["overhead"].as_f64().unwrap();
     assert!(oh > 0.0 && oh < 200.0, "timer overhead {oh}");
     assert!(m["timer"]["hz"].as_f64().unwrap() > 1e8);
+}
 
-    // Every summary is ordered and finite; every skip says why.
+// Every summary is ordered and finite; every skip says why.
+#[test]
+fn quick_suite_summaries_are_ordered_and_skips_say_why() {
+    let _serial = serial();
+    let m = micro(&QuickSuite::get().report);
     for row in m["rows"].as_array().unwrap() {
         let c = &row["cycles"];
         let v: Vec<f64> = ["min", "p10", "median", "p90", "max"]
@@ -106,9 +139,14 @@ fn quick_suite_is_plausible_stored_and_exportable() {
     for s in m["skips"].as_array().unwrap() {
         assert!(!s["reason"].as_str().unwrap().is_empty(), "{s}");
     }
+}
 
-    // Rounds: syscall, xstate and tlb-flush are measured in 32 rounds each, and every round
-    // probed the core: independent adds retire at least as fast as a dependent chain.
+// Rounds: syscall, xstate and tlb-flush are measured in 32 rounds each, and every round probed
+// the core: independent adds retire at least as fast as a dependent chain.
+#[test]
+fn quick_suite_every_round_probes_the_core() {
+    let _serial = serial();
+    let m = micro(&QuickSuite::get().report);
     let apc = &m["adds_per_cycle"];
     let rounds = apc["n"].as_u64().unwrap();
     let expected = if cfg!(target_arch = "x86_64") { 96 } else { 64 };
@@ -116,18 +154,27 @@ fn quick_suite_is_plausible_stored_and_exportable() {
     assert!(apc["min"].as_f64().unwrap() > 0.9, "{apc}");
     let notes = m["notes"].to_string();
     assert!(notes.contains("SMT sibling pressure"), "{notes}");
+}
 
-    // Syscall: a real kernel entry costs far more than the timer's step and less than 100 us.
-    let sc = must(&r, "syscall/getppid");
+// Syscall: a real kernel entry costs far more than the timer's step and less than 100 us.
+#[test]
+fn quick_suite_syscall_is_a_real_kernel_entry() {
+    let _serial = serial();
+    let sc = must(&QuickSuite::get().report, "syscall/getppid");
     assert!(sc > 50.0 && sc < 260_000.0, "getppid {sc}");
+}
 
-    // TLB flush: 256 pages cost more than 1, for both calls; the mprotect knee is the ceiling.
+// TLB flush: 256 pages cost more than 1, for both calls; the mprotect knee is the ceiling.
+#[test]
+fn quick_suite_tlb_flush_grows_with_pages_up_to_the_ceiling() {
+    let _serial = serial();
+    let r = &QuickSuite::get().report;
     for op in ["madvise", "mprotect"] {
-        let one = must(&r, &format!("tlb-flush/{op}/touched/n=1"));
-        let many = must(&r, &format!("tlb-flush/{op}/touched/n=256"));
+        let one = must(r, &format!("tlb-flush/{op}/touched/n=1"));
+        let many = must(r, &format!("tlb-flush/{op}/touched/n=256"));
         assert!(many > one * 1.5, "{op}: 256 pages {many} vs 1 page {one}");
     }
-    let knee = m["findings"]
+    let knee = micro(r)["findings"]
         .as_array()
         .unwrap()
         .iter()
@@ -141,74 +188,88 @@ fn quick_suite_is_plausible_stored_and_exportable() {
         "mprotect knee at {k} (kernel default ceiling 33): {}",
         knee["text"]
     );
+}
 
-    // Shootdown: with a thread spinning on another CPU the flush needs an IPI.
-    if m["remote_cpu"].is_null() {
+// Shootdown: with a thread spinning on another CPU the flush needs an IPI.
+#[test]
+fn quick_suite_remote_flush_needs_an_ipi() {
+    let _serial = serial();
+    let r = &QuickSuite::get().report;
+    if micro(r)["remote_cpu"].is_null() {
         eprintln!("one CPU only: remote flush not checked");
-    } else {
-        for op in ["madvise", "mprotect"] {
-            let local = must(&r, &format!("tlb-shootdown/local/{op}/touched/n=1"));
-            let remote = must(&r, &format!("tlb-shootdown/spin1/{op}/touched/n=1"));
-            assert!(
-                remote > local + 1000.0,
-                "{op}: remote {remote} vs local {local}"
-            );
-        }
+        return;
     }
+    for op in ["madvise", "mprotect"] {
+        let local = must(r, &format!("tlb-shootdown/local/{op}/touched/n=1"));
+        let remote = must(r, &format!("tlb-shootdown/spin1/{op}/touched/n=1"));
+        assert!(
+            remote > local + 1000.0,
+            "{op}: remote {remote} vs local {local}"
+        );
+    }
+}
 
-    // Xstate.
-    if let Some(why) = skipped(&r, "xstate", "avx512-dirty") {
+#[test]
+fn quick_suite_xstate_costs_follow_the_state() {
+    let _serial = serial();
+    let r = &QuickSuite::get().report;
+    if let Some(why) = skipped(r, "xstate", "avx512-dirty") {
         // Only on a machine without it, by an independent probe (CPUID and XCR0).
         assert!(
             !avx512_here(),
             "AVX-512 skipped on a CPU that has it: {why}"
         );
         eprintln!("AVX-512 state not checked: {why}");
-    } else {
-        for state in ["clean", "sse", "avx", "avx512"] {
-            let x = must(&r, &format!("xstate/xrstor/{state}/hot"));
-            assert!(x > 50.0, "XRSTOR {state} {x}");
-        }
-        // XSAVE writes the whole area whatever the state on some CPUs (Zen 4 here): the two
-        // medians are then equal but for noise, and a shift of the host between the two
-        // configurations can exceed the margin. Then measure xstate once more on its own.
-        let xsave = |r: &Value| {
-            (
-                must(r, "xstate/xsave/clean/hot"),
-                must(r, "xstate/xsave/avx512/hot"),
-            )
-        };
-        let (mut clean, mut dirty) = xsave(&r);
-        if dirty < clean * 0.9 {
-            eprintln!("XSAVE avx512-dirty {dirty} vs clean {clean}: measuring xstate once more");
-            (clean, dirty) = xsave(&remeasure("xstate"));
-        }
-        assert!(
-            dirty >= clean * 0.9,
-            "XSAVE avx512-dirty {dirty} cheaper than clean {clean} (measured twice)"
-        );
-        // XSAVEC skips components in their init state: dirty AVX-512 means 2 KiB more to write.
-        let cc = must(&r, "xstate/xsavec/clean/hot");
-        let cd = must(&r, "xstate/xsavec/avx512/hot");
-        assert!(cd > cc, "XSAVEC avx512-dirty {cd} vs clean {cc}");
-        let cold = must(&r, "xstate/xrstor/avx512/clflushed");
-        let hot = must(&r, "xstate/xrstor/avx512/hot");
-        assert!(cold > hot, "XRSTOR from a flushed area {cold} vs hot {hot}");
+        return;
     }
+    for state in ["clean", "sse", "avx", "avx512"] {
+        let x = must(r, &format!("xstate/xrstor/{state}/hot"));
+        assert!(x > 50.0, "XRSTOR {state} {x}");
+    }
+    // XSAVE writes the whole area whatever the state on some CPUs (Zen 4 here): the two
+    // medians are then equal but for noise, and a shift of the host between the two
+    // configurations can exceed the margin. Then measure xstate once more on its own.
+    let xsave = |r: &Value| {
+        (
+            must(r, "xstate/xsave/clean/hot"),
+            must(r, "xstate/xsave/avx512/hot"),
+        )
+    };
+    let (mut clean, mut dirty) = xsave(r);
+    if dirty < clean * 0.9 {
+        eprintln!("XSAVE avx512-dirty {dirty} vs clean {clean}: measuring xstate once more");
+        (clean, dirty) = xsave(&remeasure("xstate"));
+    }
+    assert!(
+        dirty >= clean * 0.9,
+        "XSAVE avx512-dirty {dirty} cheaper than clean {clean} (measured twice)"
+    );
+    // XSAVEC skips components in their init state: dirty AVX-512 means 2 KiB more to write.
+    let cc = must(r, "xstate/xsavec/clean/hot");
+    let cd = must(r, "xstate/xsavec/avx512/hot");
+    assert!(cd > cc, "XSAVEC avx512-dirty {cd} vs clean {cc}");
+    let cold = must(r, "xstate/xrstor/avx512/clflushed");
+    let hot = must(r, "xstate/xrstor/avx512/hot");
+    assert!(cold > hot, "XRSTOR from a flushed area {cold} vs hot {hot}");
+}
 
-    // TLB miss: at the largest footprint the page-strided chase pays for TLB misses, and on
-    // huge pages (same layout) less: fewer entries or at least shorter walks.
-    let top = largest_nodes(&r, "4k");
-    let four = must(&r, &format!("tlb-miss/4k/n={top}"));
-    let dense = must(&r, &format!("tlb-miss/dense/n={top}"));
+// TLB miss: at the largest footprint the page-strided chase pays for TLB misses, and on huge
+// pages (same layout) less: fewer entries or at least shorter walks.
+#[test]
+fn quick_suite_tlb_misses_cost_and_huge_pages_cost_less() {
+    let _serial = serial();
+    let r = &QuickSuite::get().report;
+    let top = largest_nodes(r, "4k");
+    let four = must(r, &format!("tlb-miss/4k/n={top}"));
+    let dense = must(r, &format!("tlb-miss/dense/n={top}"));
     assert!(
         four > dense,
         "4K page-strided {four} vs dense {dense} at {top}"
     );
-    match skipped(&r, "tlb-miss", "2m") {
+    match skipped(r, "tlb-miss", "2m") {
         Some(why) => eprintln!("2 MiB chase not checked: {why}"),
         None => {
-            let two = must(&r, &format!("tlb-miss/2m/n={top}"));
+            let two = must(r, &format!("tlb-miss/2m/n={top}"));
             if two >= four * 0.9 {
                 // Seen once in many suite runs on the shared VM: both chases at the same cost.
                 // Measure that benchmark once more on its own; a real regression fails again.
@@ -222,8 +283,13 @@ fn quick_suite_is_plausible_stored_and_exportable() {
             }
         }
     }
+}
 
-    // Faults: one fault per page for anonymous first writes.
+// Faults: one fault per page for anonymous first writes.
+#[test]
+fn quick_suite_one_fault_per_anonymous_page() {
+    let _serial = serial();
+    let m = micro(&QuickSuite::get().report);
     let anon = m["rows"]
         .as_array()
         .unwrap()
@@ -236,14 +302,22 @@ fn quick_suite_is_plausible_stored_and_exportable() {
         .parse()
         .unwrap();
     assert!((0.9..=1.1).contains(&fpp), "anon faults per page {fpp}");
+}
 
-    // Signals are delivered (the benchmark checks the handler count) and cost more than tgkill.
-    assert!(must(&r, "signal/deliver/clean") > 0.0);
+// Signals are delivered (the benchmark checks the handler count) and cost more than tgkill.
+#[test]
+fn quick_suite_signals_are_delivered() {
+    let _serial = serial();
+    assert!(must(&QuickSuite::get().report, "signal/deliver/clean") > 0.0);
+}
 
-    // Stored: every sample is a run; export gives them back.
-    let id = r["experiments"][0]["id"].as_i64().expect("experiment id");
-    let samples = r["runs_stored"].as_u64().unwrap();
-    let exported = lab.ok(&["export", &id.to_string(), "--format", "json"]);
+// Stored: every sample is a run; export gives them back.
+#[test]
+fn quick_suite_is_stored_and_exported_as_json() {
+    let _serial = serial();
+    let suite = QuickSuite::get();
+    let samples = suite.report["runs_stored"].as_u64().unwrap();
+    let exported = suite.lab.ok(&["export", &suite.id(), "--format", "json"]);
     assert!(
         exported.stdout.contains("tlb-flush/mprotect/touched/n=33"),
         "export lacks the variant"
@@ -252,8 +326,16 @@ fn quick_suite_is_plausible_stored_and_exportable() {
         exported.json()["runs"].as_array().unwrap().len() as u64,
         samples
     );
-    let csv = lab
-        .ok(&["export", &id.to_string(), "--format", "csv"])
+}
+
+#[test]
+fn quick_suite_is_exported_as_csv_a_row_per_sample() {
+    let _serial = serial();
+    let suite = QuickSuite::get();
+    let samples = suite.report["runs_stored"].as_u64().unwrap();
+    let csv = suite
+        .lab
+        .ok(&["export", &suite.id(), "--format", "csv"])
         .stdout;
     let header = csv.lines().next().unwrap();
     assert!(
@@ -265,18 +347,31 @@ fn quick_suite_is_plausible_stored_and_exportable() {
         samples + 1,
         "one CSV row per sample"
     );
-    assert!(lab.ok(&["list"]).stdout.contains("micro"));
-    // A second run of one benchmark compares against the first like any two experiments.
+}
+
+#[test]
+fn quick_suite_is_listed() {
+    let _serial = serial();
+    QuickSuite::get().lab.ok(&["list"]).has("micro");
+}
+
+// A second run of one benchmark compares against the first like any two experiments.
+#[test]
+fn quick_suite_compares_with_a_second_run_like_any_experiment() {
+    let _serial = serial();
+    let suite = QuickSuite::get();
+    let (lab, id) = (&suite.lab, suite.id());
     lab.ok(&["micro", "--quick", "--samples", "101", "syscall"]);
-    let out = lab.run(&[
+    let compare = [
         "compare",
-        &id.to_string(),
+        &id,
         "latest",
         "--variant",
         "syscall/getppid",
         "--metric",
         "cycles",
-    ]);
+    ];
+    let out = lab.run(&compare);
     // The text lists only the configurations that differ (a second run may or may not); the
     // family line is always there, and the JSON has every row.
     assert!(
@@ -284,17 +379,7 @@ fn quick_suite_is_plausible_stored_and_exportable() {
         "{out}"
     );
     let j = lab
-        .ok(&[
-            "compare",
-            &id.to_string(),
-            "latest",
-            "--variant",
-            "syscall/getppid",
-            "--metric",
-            "cycles",
-            "--format",
-            "json",
-        ])
+        .ok(&[&compare[..], &["--format", "json"]].concat())
         .stdout;
     assert!(
         j.contains("\"syscall/getppid\"") && j.contains("\"cycles\""),

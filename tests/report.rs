@@ -3,19 +3,28 @@
 mod common;
 use common::{Lab, data};
 
-#[test]
-fn seed_000_summary_in_every_format() {
-    let lab = Lab::new();
+/// Seed 000 (`/usr/bin/time` lines of n and y) imported as the lab's only experiment.
+fn seed000(lab: &Lab) {
     lab.seed000("invpcid");
+}
 
-    let json = lab
-        .ok(&[
-            "report", "latest", "--format", "json", "--metric", "user_ns",
-        ])
-        .stdout;
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+/// The JSON report of seed 000's user time.
+fn user_json(lab: &Lab) -> serde_json::Value {
+    seed000(lab);
+    lab.ok(&[
+        "report", "latest", "--format", "json", "--metric", "user_ns",
+    ])
+    .json()
+}
+
+abtest!(seed_000_json_is_an_abperf_report_v2, |lab| {
+    let v = user_json(&lab);
     assert_eq!(v["schema"], "abperf-report");
     assert_eq!(v["version"], 2);
+});
+
+abtest!(seed_000_json_describes_each_variant_and_run, |lab| {
+    let v = user_json(&lab);
     let mean = |variant: &str| {
         v["describe"]
             .as_array()
@@ -34,7 +43,10 @@ fn seed_000_summary_in_every_format() {
     assert_eq!(mean("y"), (12, "875.35".to_string()));
     assert_eq!(v["runs"].as_array().unwrap().len(), 24);
     assert_eq!(v["runs"][5]["source"]["line"], 6);
+});
 
+abtest!(seed_000_json_verdict_is_welch_holm_faster, |lab| {
+    let v = user_json(&lab);
     let c = &v["analysis"]["comparisons"][0];
     assert_eq!(c["verdict"], "faster", "{c}");
     let line = c["line"].as_str().unwrap();
@@ -52,31 +64,28 @@ fn seed_000_summary_in_every_format() {
         v["analysis"]
     );
     assert_eq!(v["analysis"]["correction"], "Holm");
+});
 
-    let text = lab.ok(&["report", "latest", "--metric", "user_ns"]).stdout;
-    assert!(
-        text.contains("  user_ns: y is 0.58% faster than n"),
-        "{text}"
-    );
-    assert!(
-        text.contains(" Performance summary for 'n' (12 runs):"),
-        "{text}"
-    );
-    assert!(text.contains("880.438 s    user_ns"), "{text}");
-    assert!(text.contains("875.347 s    user_ns"), "{text}");
+abtest!(seed_000_text_has_the_verdict_and_summaries, |lab| {
+    seed000(&lab);
+    lab.ok(&["report", "latest", "--metric", "user_ns"])
+        .has("  user_ns: y is 0.58% faster than n")
+        .has(" Performance summary for 'n' (12 runs):")
+        .has("880.438 s    user_ns")
+        .has("875.347 s    user_ns");
+});
 
-    let md = lab
-        .ok(&["report", "latest", "--format", "md", "--metric", "user_ns"])
-        .stdout;
-    assert!(
-        md.contains("| user\\_ns (s) | 880.438 ± 0.02% | 875.347 ± 0.01% | -0.58% |"),
-        "{md}"
-    );
+abtest!(seed_000_markdown_row, |lab| {
+    seed000(&lab);
+    lab.ok(&["report", "latest", "--format", "md", "--metric", "user_ns"])
+        .has("| user\\_ns (s) | 880.438 ± 0.02% | 875.347 ± 0.01% | -0.58% |");
+});
 
+abtest!(seed_000_every_metric_constant_and_zero_ones_apart, |lab| {
+    seed000(&lab);
     let all = lab
         .ok(&["report", "latest", "--format", "json", "--metric", "all"])
-        .stdout;
-    let all: serde_json::Value = serde_json::from_str(&all).unwrap();
+        .json();
     assert_eq!(all["analysis"]["metrics"].as_array().unwrap().len(), 10);
     // inblock and nswap are 0 in every run: no ratio, said in the notes instead of a verdict.
     assert_eq!(all["analysis"]["comparisons"].as_array().unwrap().len(), 8);
@@ -87,7 +96,10 @@ fn seed_000_summary_in_every_format() {
     );
     // majflt and oublock are constant: a verdict without a test, outside the correction.
     assert_eq!(all["analysis"]["m"], 6, "{}", all["analysis"]);
+});
 
+abtest!(seed_000_csv_has_a_user_row_per_run, |lab| {
+    seed000(&lab);
     let csv = lab.ok(&["report", "latest", "--format", "csv"]).stdout;
     assert_eq!(
         csv.lines()
@@ -95,9 +107,11 @@ fn seed_000_summary_in_every_format() {
             .count(),
         24
     );
+});
 
-    // hyperfine-json goes back in through the hyperfine importer.
-    let hf = lab.path("hf.json");
+abtest!(seed_000_hyperfine_json_goes_back_in, |lab| {
+    seed000(&lab);
+    let hf = lab.p("hf.json");
     lab.ok(&[
         "report",
         "1",
@@ -106,13 +120,11 @@ fn seed_000_summary_in_every_format() {
         "--metric",
         "user_ns",
         "-o",
-        hf.to_str().unwrap(),
+        &hf,
     ]);
-    let back = lab
-        .ok(&["import", "--format", "hyperfine", hf.to_str().unwrap()])
-        .stdout;
-    assert!(back.contains("imported 24 run(s) (n: 12, y: 12)"), "{back}");
-}
+    lab.ok(&["import", "--format", "hyperfine", &hf])
+        .has("imported 24 run(s) (n: 12, y: 12)");
+});
 
 #[test]
 fn mail_lines_fit_72_columns() {

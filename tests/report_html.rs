@@ -10,6 +10,7 @@ mod common;
 use common::{Lab, data};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The headless browser: `$ABPERF_CHROMIUM`, else the first Chromium/Chrome on $PATH.
@@ -195,72 +196,145 @@ fn svg_with<'a>(dom: &'a str, class: &str) -> &'a str {
     &dom[start..start + dom[start..].find("</svg>").unwrap()]
 }
 
+/// What headless Chromium's `--dump-dom` gave for a page.
+struct Loaded {
+    ok: bool,
+    dom: String,
+    stderr: String,
+}
+
+impl Loaded {
+    fn load(browser: &Path, dir: &Path, tag: &str, url: &str) -> Loaded {
+        let (ok, dom, stderr) = headless(browser, dir, tag, &["--dump-dom"], url);
+        Loaded { ok, dom, stderr }
+    }
+
+    /// The DOM, once Chromium is known to have succeeded.
+    fn dom(&self) -> &str {
+        assert!(self.ok, "chromium --dump-dom failed: {}", self.stderr);
+        &self.dom
+    }
+
+    /// The page loaded without console messages.
+    fn assert_quiet(&self) {
+        self.dom();
+        let console: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| l.contains(":CONSOLE"))
+            .collect();
+        assert!(console.is_empty(), "console messages: {console:#?}");
+    }
+}
+
 /// Six variants with long names that differ only in the middle (what `-L pages=33,34 -k
 /// .../enabled=always,madvise,never` makes): every label distinct, every variant in every legend,
 /// a label-to-name map, tables that scroll instead of overflowing, and a sentence instead of a plot
 /// for a metric that never varies. The screenshot is kept next to the report for a human to look at
 /// (`ABPERF_KEEP_SCREENSHOT=DIR` copies it there).
+///
+/// The tests of the six variants share one lab: the report is made once, loaded once.
+struct Six {
+    lab: Lab,
+    names: Vec<String>,
+    html: PathBuf,
+    url: String,
+    loaded: OnceLock<Loaded>,
+}
+
+/// The six variants imported (6 runs each of `/usr/bin/time` lines) and reported as HTML.
+fn six() -> &'static Six {
+    static SIX: OnceLock<Six> = OnceLock::new();
+    SIX.get_or_init(|| {
+        let lab = Lab::shared("report-html-six");
+        let mut names = Vec::new();
+        for pages in [33, 34] {
+            for knob in ["always", "madvise", "never"] {
+                names.push(format!(
+                    "pages={pages} /sys/kernel/mm/transparent_hugepage/enabled={knob} work=iterations-1000000"
+                ));
+            }
+        }
+        for (i, name) in names.iter().enumerate() {
+            let mut text = String::new();
+            for r in 0..6 {
+                let user = 1.0 + 0.07 * i as f64 + 0.01 * ((r * 7 + i) % 5) as f64;
+                let sys = 0.2 + 0.01 * ((r * 3 + i) % 4) as f64;
+                let minor = 1400 + 10 * i + r;
+                text.push_str(&format!(
+                    "{user:.2}user {sys:.2}system 0:{:05.2}elapsed 99%CPU (0avgtext+0avgdata 7132maxresident)k\n\
+                     0inputs+0outputs (0major+{minor}minor)pagefaults 0swaps\n",
+                    user + sys + 0.01
+                ));
+            }
+            let file = lab.write(&format!("v{i}.txt"), text);
+            let mut args = vec!["import", "--format", "time", "--variant", name.as_str()];
+            if i == 0 {
+                args.extend(["--new", "six variants"]);
+            } else {
+                args.extend(["--experiment", "latest"]);
+            }
+            args.push(&file);
+            lab.ok(&args);
+        }
+        let html = lab.path("six.html");
+        lab.ok(&[
+            "report",
+            "latest",
+            "--format",
+            "html",
+            "--metric",
+            "user",
+            "-o",
+            html.to_str().unwrap(),
+        ]);
+        let url = format!("file://{}", html.display());
+        Six {
+            lab,
+            names,
+            html,
+            url,
+            loaded: OnceLock::new(),
+        }
+    })
+}
+
+/// The six variants' report as Chromium loaded it (None, reported skipped, without Chromium).
+fn six_loaded() -> Option<(&'static Six, &'static Loaded)> {
+    let six = six();
+    let browser = browser_or_skip()?;
+    let loaded = six
+        .loaded
+        .get_or_init(|| Loaded::load(&browser, six.lab.dir.path(), "six", &six.url));
+    Some((six, loaded))
+}
+
+/// The labels of the run-order legend (checked in [`six_variants_run_order_legend`]).
+fn run_order_labels(dom: &str) -> Vec<String> {
+    svg_labels(svg_with(dom, "class=\"plot run-order\""))
+}
+
 #[test]
-fn six_long_named_variants_stay_apart_in_headless_chromium() {
-    let lab = Lab::new();
-    let mut names = Vec::new();
-    for pages in [33, 34] {
-        for knob in ["always", "madvise", "never"] {
-            names.push(format!(
-                "pages={pages} /sys/kernel/mm/transparent_hugepage/enabled={knob} work=iterations-1000000"
-            ));
-        }
-    }
-    for (i, name) in names.iter().enumerate() {
-        let mut text = String::new();
-        for r in 0..6 {
-            let user = 1.0 + 0.07 * i as f64 + 0.01 * ((r * 7 + i) % 5) as f64;
-            let sys = 0.2 + 0.01 * ((r * 3 + i) % 4) as f64;
-            let minor = 1400 + 10 * i + r;
-            text.push_str(&format!(
-                "{user:.2}user {sys:.2}system 0:{:05.2}elapsed 99%CPU (0avgtext+0avgdata 7132maxresident)k\n\
-                 0inputs+0outputs (0major+{minor}minor)pagefaults 0swaps\n",
-                user + sys + 0.01
-            ));
-        }
-        let file = lab.write(&format!("v{i}.txt"), text);
-        let mut args = vec!["import", "--format", "time", "--variant", name.as_str()];
-        if i == 0 {
-            args.extend(["--new", "six variants"]);
-        } else {
-            args.extend(["--experiment", "latest"]);
-        }
-        args.push(&file);
-        lab.ok(&args);
-    }
-    let html = lab.path("six.html");
-    lab.ok(&[
-        "report",
-        "latest",
-        "--format",
-        "html",
-        "--metric",
-        "user",
-        "-o",
-        html.to_str().unwrap(),
-    ]);
-    let url = format!("file://{}", html.display());
-    let Some(browser) = browser_or_skip() else {
+fn six_variants_load_without_console_messages() {
+    let Some((_, loaded)) = six_loaded() else {
         return;
     };
-    let (ok, dom, stderr) = headless(&browser, lab.dir.path(), "six", &["--dump-dom"], &url);
-    assert!(ok, "chromium --dump-dom failed: {stderr}");
-    let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
-    assert!(console.is_empty(), "console messages: {console:#?}");
+    loaded.assert_quiet();
+}
 
-    // The run-order legend: every variant, each with its full name, six distinct labels.
-    let order = svg_with(&dom, "class=\"plot run-order\"");
+// The run-order legend: every variant, each with its full name, six distinct labels.
+#[test]
+fn six_variants_run_order_legend() {
+    let Some((six, loaded)) = six_loaded() else {
+        return;
+    };
+    let order = svg_with(loaded.dom(), "class=\"plot run-order\"");
     assert_eq!(
         order.matches("class=\"legend-entry\"").count(),
         6,
         "{order}"
     );
-    for n in &names {
+    for n in &six.names {
         assert!(
             order.contains(&format!("data-variant=\"{n}\"")),
             "{n} not in the legend"
@@ -273,11 +347,26 @@ fn six_long_named_variants_stay_apart_in_headless_chromium() {
         assert!(l.chars().count() <= 24, "{l}");
         assert!(l.contains("pages=3"), "the differing part is kept: {l}");
     }
-    // The distribution plot names the same six rows by the same labels.
-    let dist = svg_with(&dom, "class=\"plot distribution\" data-metric=\"user_ns\"");
-    assert_eq!(svg_labels(dist), legend);
-    // The forest plot has the five comparisons, each label distinct.
-    let forest = svg_labels(svg_with(&dom, "class=\"plot forest\""));
+}
+
+// The distribution plot names the same six rows by the same labels.
+#[test]
+fn six_variants_distribution_plot_uses_the_legend_labels() {
+    let Some((_, loaded)) = six_loaded() else {
+        return;
+    };
+    let dom = loaded.dom();
+    let dist = svg_with(dom, "class=\"plot distribution\" data-metric=\"user_ns\"");
+    assert_eq!(svg_labels(dist), run_order_labels(dom));
+}
+
+// The forest plot has the five comparisons, each label distinct.
+#[test]
+fn six_variants_forest_plot_has_five_distinct_comparisons() {
+    let Some((_, loaded)) = six_loaded() else {
+        return;
+    };
+    let forest = svg_labels(svg_with(loaded.dom(), "class=\"plot forest\""));
     assert_eq!(forest.len(), 5, "{forest:?}");
     assert_eq!(
         forest
@@ -286,10 +375,19 @@ fn six_long_named_variants_stay_apart_in_headless_chromium() {
             .len(),
         5
     );
-    // The variants table maps each label to the full name.
+}
+
+// The variants table maps each label to the full name.
+#[test]
+fn six_variants_table_maps_labels_to_names() {
+    let Some((six, loaded)) = six_loaded() else {
+        return;
+    };
+    let dom = loaded.dom();
+    let legend = run_order_labels(dom);
     let table = &dom[dom.find("id=\"variants\"").unwrap()..];
     let table = &table[..table.find("</table>").unwrap()];
-    for (l, n) in legend.iter().zip(&names) {
+    for (l, n) in legend.iter().zip(&six.names) {
         let row = table
             .split("<tr>")
             .find(|r| r.contains(&format!("<span class=\"label\">{l}</span>")))
@@ -299,7 +397,15 @@ fn six_long_named_variants_stay_apart_in_headless_chromium() {
             "label {l} is not mapped to {n}: {row}"
         );
     }
-    // Wide tables scroll inside the page.
+}
+
+// Wide tables scroll inside the page.
+#[test]
+fn six_variants_wide_tables_scroll() {
+    let Some((_, loaded)) = six_loaded() else {
+        return;
+    };
+    let dom = loaded.dom();
     for id in ["summary", "variants", "runs"] {
         let at = dom.find(&format!("<table id=\"{id}\"")).unwrap();
         assert!(
@@ -307,7 +413,15 @@ fn six_long_named_variants_stay_apart_in_headless_chromium() {
             "table {id} is not in a scrolling box"
         );
     }
-    // Metrics that never vary get a sentence, not a plot.
+}
+
+// Metrics that never vary get a sentence, not a plot.
+#[test]
+fn six_variants_constant_metrics_get_a_sentence_not_a_plot() {
+    let Some((_, loaded)) = six_loaded() else {
+        return;
+    };
+    let dom = loaded.dom();
     for m in ["majflt", "maxrss_kib", "nswap"] {
         assert!(
             !dom.contains(&format!("class=\"plot distribution\" data-metric=\"{m}\"")),
@@ -323,21 +437,28 @@ fn six_long_named_variants_stay_apart_in_headless_chromium() {
         "{dom}"
     );
     assert!(dom.contains("class=\"plot distribution\" data-metric=\"minflt\""));
+}
 
-    let shot = lab.path("six.png");
+#[test]
+fn six_variants_screenshot() {
+    let six = six();
+    let Some(browser) = browser_or_skip() else {
+        return;
+    };
+    let shot = six.lab.path("six.png");
     let (ok, _, stderr) = headless(
         &browser,
-        lab.dir.path(),
+        six.lab.dir.path(),
         "six-shot",
         &[&format!("--screenshot={}", shot.display())],
-        &url,
+        &six.url,
     );
     assert!(ok, "chromium --screenshot failed: {stderr}");
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
     if let Some(dir) = std::env::var_os("ABPERF_KEEP_SCREENSHOT") {
         std::fs::copy(&shot, Path::new(&dir).join("six-variants.png")).unwrap();
-        std::fs::copy(&html, Path::new(&dir).join("six-variants.html")).unwrap();
+        std::fs::copy(&six.html, Path::new(&dir).join("six-variants.html")).unwrap();
     }
 }
 
@@ -345,24 +466,79 @@ fn six_long_named_variants_stay_apart_in_headless_chromium() {
 /// call and per page, against pages on a log2 axis) with the p10-p90 band and, when the run
 /// found a knee, the implied ceiling as a labelled vertical line; the page loads in headless
 /// Chromium without console messages. Also the text report's micro table.
+///
+/// The tests of this report share one lab: the suite runs once, the page is loaded once.
+struct MicroReport {
+    lab: Lab,
+    /// What `abperf micro` printed.
+    out: String,
+    /// The HTML report's file and its text.
+    html: PathBuf,
+    page: String,
+    /// The text report.
+    text: String,
+    loaded: OnceLock<Loaded>,
+}
+
+fn micro_report() -> &'static MicroReport {
+    static MICRO: OnceLock<MicroReport> = OnceLock::new();
+    MICRO.get_or_init(|| {
+        let lab = Lab::shared("report-html-micro");
+        let out = lab.ok(&["micro", "tlb-flush", "--quick"]).stdout;
+        let html = lab.path("micro.html");
+        lab.ok(&[
+            "report",
+            "1",
+            "--format",
+            "html",
+            "-o",
+            html.to_str().unwrap(),
+        ]);
+        let page = std::fs::read_to_string(&html).unwrap();
+        // The knee findings as stored by `abperf micro`, read back through the JSON-free text
+        // report.
+        let text = lab.ok(&["report", "1", "--format", "text"]).stdout;
+        MicroReport {
+            lab,
+            out,
+            html,
+            page,
+            text,
+            loaded: OnceLock::new(),
+        }
+    })
+}
+
+/// The micro report as Chromium loaded it (None, reported skipped, without Chromium).
+fn micro_loaded() -> Option<(&'static MicroReport, &'static Loaded)> {
+    let m = micro_report();
+    let browser = browser_or_skip()?;
+    let url = format!("file://{}", m.html.display());
+    let loaded = m
+        .loaded
+        .get_or_init(|| Loaded::load(&browser, m.lab.dir.path(), "micro", &url));
+    Some((m, loaded))
+}
+
+/// The pages after which the text report found a knee (one entry per operation with a knee).
+fn knees(text: &str) -> Vec<u64> {
+    text.lines()
+        .filter_map(|l| {
+            l.split_once(": knee after ")?
+                .1
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
 #[test]
-fn micro_curves_in_html_report() {
-    let lab = Lab::new();
-    let dir = &lab.dir;
-    let out = lab.ok(&["micro", "tlb-flush", "--quick"]).stdout;
+fn micro_report_text_has_the_flush_table() {
+    let m = micro_report();
+    let (out, text) = (&m.out, &m.text);
     assert!(out.contains("tlb-flush"), "{out}");
-    let html = dir.path().join("micro.html");
-    lab.ok(&[
-        "report",
-        "1",
-        "--format",
-        "html",
-        "-o",
-        html.to_str().unwrap(),
-    ]);
-    let page = std::fs::read_to_string(&html).unwrap();
-    // The knee findings as stored by `abperf micro`, read back through the JSON-free text report.
-    let text = lab.ok(&["report", "1", "--format", "text"]).stdout;
     assert!(text.contains("== tlb-flush =="), "{text}");
     assert!(
         text.contains("tlb-flush: median cycles per call (touched minus empty range) and per page"),
@@ -373,75 +549,94 @@ fn micro_curves_in_html_report() {
         "the flush table misses 33 pages: {text}"
     );
     assert!(text.contains("no verdicts against the first"), "{text}");
-    let knees: Vec<u64> = text
-        .lines()
-        .filter_map(|l| {
-            l.split_once(": knee after ")?
-                .1
-                .split(' ')
-                .next()?
-                .parse()
-                .ok()
-        })
-        .collect();
+}
+
+#[test]
+fn micro_report_text_judges_one_knee_per_operation() {
+    let text = &micro_report().text;
     let judged = text
         .lines()
         .filter(|l| l.contains(": knee after ") || l.contains(": no clear knee"))
         .count();
     assert_eq!(judged, 2, "one knee finding per operation: {text}");
+}
 
-    let url = format!("file://{}", html.display());
-    let Some(browser) = browser_or_skip() else {
+#[test]
+fn micro_html_loads_without_console_messages() {
+    let Some((_, loaded)) = micro_loaded() else {
         return;
     };
-    let (ok, dom, stderr) = headless(&browser, dir.path(), "micro", &["--dump-dom"], &url);
-    assert!(ok, "chromium --dump-dom failed: {stderr}");
-    let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
-    assert!(console.is_empty(), "console messages: {console:#?}");
-    assert!(dom.contains("</html>"), "no DOM dumped");
-    for plot in ["tlb-flush per-call", "tlb-flush per-page"] {
-        let start = dom
-            .find(&format!("class=\"plot micro-curve {plot}\""))
-            .unwrap_or_else(|| panic!("no {plot} curve in the DOM"));
-        let svg = &dom[start..start + dom[start..].find("</svg>").unwrap()];
-        // One line per operation (plus the dashed empty range in the per-call plot), bands.
-        assert!(svg.matches("<polyline").count() >= 2, "{plot}: {svg}");
-        assert_eq!(svg.matches("class=\"band\"").count(), 2, "{plot}");
-        for op in ["madvise", "mprotect"] {
-            assert!(svg.contains(&format!(">{op}</text>")), "{plot}: no {op}");
-        }
-        // log2 x axis: powers of two from 1 to 512.
-        for t in ["1", "32", "512"] {
-            assert!(svg.contains(&format!(">{t}</text>")), "{plot}: no tick {t}");
-        }
-        // 67 sizes per operation, each a point.
-        assert_eq!(svg.matches("<circle").count(), 2 * 67, "{plot}");
-        // The implied ceiling of every knee found, as a vertical line labelled with its value.
-        for k in &knees {
-            assert!(
-                svg.contains(&format!("class=\"ceiling\" data-pages=\"{k}\"")),
-                "{plot}: no ceiling line at {k}"
-            );
-            assert!(
-                svg.contains(&format!(">implied ceiling {k} (")),
-                "{plot}: no ceiling label {k}"
-            );
-        }
-        assert_eq!(
-            svg.matches("class=\"ceiling\"").count(),
-            {
-                let mut k = knees.clone();
-                k.sort();
-                k.dedup();
-                k.len()
-            },
-            "{plot}: one line per distinct knee"
+    loaded.assert_quiet();
+    assert!(loaded.dom().contains("</html>"), "no DOM dumped");
+}
+
+/// The flush curve `plot` of the micro report: one line and band per operation, a log2 axis of
+/// pages, a point per size, and the implied ceiling of every knee found.
+fn assert_flush_curve(plot: &str) {
+    let Some((m, loaded)) = micro_loaded() else {
+        return;
+    };
+    let dom = loaded.dom();
+    let knees = knees(&m.text);
+    let start = dom
+        .find(&format!("class=\"plot micro-curve {plot}\""))
+        .unwrap_or_else(|| panic!("no {plot} curve in the DOM"));
+    let svg = &dom[start..start + dom[start..].find("</svg>").unwrap()];
+    // One line per operation (plus the dashed empty range in the per-call plot), bands.
+    assert!(svg.matches("<polyline").count() >= 2, "{plot}: {svg}");
+    assert_eq!(svg.matches("class=\"band\"").count(), 2, "{plot}");
+    for op in ["madvise", "mprotect"] {
+        assert!(svg.contains(&format!(">{op}</text>")), "{plot}: no {op}");
+    }
+    // log2 x axis: powers of two from 1 to 512.
+    for t in ["1", "32", "512"] {
+        assert!(svg.contains(&format!(">{t}</text>")), "{plot}: no tick {t}");
+    }
+    // 67 sizes per operation, each a point.
+    assert_eq!(svg.matches("<circle").count(), 2 * 67, "{plot}");
+    // The implied ceiling of every knee found, as a vertical line labelled with its value.
+    for k in &knees {
+        assert!(
+            svg.contains(&format!("class=\"ceiling\" data-pages=\"{k}\"")),
+            "{plot}: no ceiling line at {k}"
+        );
+        assert!(
+            svg.contains(&format!(">implied ceiling {k} (")),
+            "{plot}: no ceiling label {k}"
         );
     }
-    // The compact table of configurations and the findings.
+    assert_eq!(
+        svg.matches("class=\"ceiling\"").count(),
+        {
+            let mut k = knees.clone();
+            k.sort();
+            k.dedup();
+            k.len()
+        },
+        "{plot}: one line per distinct knee"
+    );
+}
+
+#[test]
+fn micro_html_per_call_flush_curve() {
+    assert_flush_curve("tlb-flush per-call");
+}
+
+#[test]
+fn micro_html_per_page_flush_curve() {
+    assert_flush_curve("tlb-flush per-page");
+}
+
+// The compact table of configurations and the findings.
+#[test]
+fn micro_html_table_and_findings() {
+    let Some((m, loaded)) = micro_loaded() else {
+        return;
+    };
+    let dom = loaded.dom();
     assert!(dom.contains("class=\"micro-table\" data-bench=\"tlb-flush\""));
     assert!(dom.contains("tlb-flush/madvise/empty/n=512"));
     assert!(dom.contains("madvise: "), "madvise knee finding missing");
-    assert!(!page.contains("NaN"));
+    assert!(!m.page.contains("NaN"));
     assert!(!dom.contains("<script"));
 }

@@ -809,12 +809,10 @@ fn non_root_is_told_about_the_permission() {
     assert!(!o.stderr.contains("not mounted"), "{o}");
 }
 
-/// Issue 18's example as a capture: 300 one-page madvise calls of ~4,000 cycles and three
-/// one-page flushes inside munmap calls of millions of cycles. The 1-page row shows a median
-/// near 4,000 beside its mean, flagged, in text, CSV, JSON and Markdown.
-#[test]
-fn a_few_long_munmaps_do_not_fool_the_table() {
-    let lab = Lab::new();
+/// Issue 18's example as a capture, imported into the lab: 300 one-page madvise calls of ~4,000
+/// cycles and three one-page flushes inside munmap calls of millions of cycles. The 1-page row
+/// shows a median near 4,000 beside its mean, flagged, in text, CSV, JSON and Markdown.
+fn import_long_munmaps(lab: &Lab) {
     let mut t = String::from("# tracer: nop\n");
     let mut ts: u64 = 1_000_000_000;
     let line = |ts: u64, what: &str| format!("        flushgen-42      [000] ..... {ts}: {what}\n");
@@ -843,6 +841,10 @@ fn a_few_long_munmaps_do_not_fool_the_table() {
     }
     let f = lab.write("example.txt", t);
     lab.ok(&["trace", "import", "-q", "--tsc-mhz", "2600", &f]);
+}
+
+abtest!(a_few_long_munmaps_do_not_fool_the_text_table, |lab| {
+    import_long_munmaps(&lab);
     let text = lab
         .ok(&["trace", "report", "latest", "--table", "tlb"])
         .stdout;
@@ -864,6 +866,10 @@ fn a_few_long_munmaps_do_not_fool_the_table() {
     assert!((3_900.0..4_300.0).contains(&median), "{r1}");
     assert!(r1.contains("! median:"), "not flagged: {r1}");
     assert!(text.contains("! = the average lies outside"), "{text}");
+});
+
+abtest!(a_few_long_munmaps_do_not_fool_the_json, |lab| {
+    import_long_munmaps(&lab);
     let full = lab
         .ok(&["trace", "report", "latest", "--format", "json"])
         .json();
@@ -879,6 +885,10 @@ fn a_few_long_munmaps_do_not_fool_the_table() {
     assert_eq!(row["mean_pulled_by_outliers"], true, "{row}");
     assert!((3_900.0..4_300.0).contains(&row["median_cycles"].as_f64().unwrap()));
     assert_eq!(row["quantile_error"], 0.0);
+});
+
+abtest!(a_few_long_munmaps_do_not_fool_the_csv, |lab| {
+    import_long_munmaps(&lab);
     let csv = lab
         .ok(&["trace", "report", "latest", "--format", "csv"])
         .stdout;
@@ -891,6 +901,10 @@ fn a_few_long_munmaps_do_not_fool_the_table() {
     let col = |n: &str| cells[head.iter().position(|h| *h == n).unwrap()];
     assert_eq!(col("mean_pulled_by_outliers"), "1", "{tl}");
     assert!((3_900.0..4_300.0).contains(&col("median_cycles").parse::<f64>().unwrap()));
+});
+
+abtest!(a_few_long_munmaps_do_not_fool_the_markdown, |lab| {
+    import_long_munmaps(&lab);
     let md = lab.ok(&["report", "latest", "--format", "md"]).stdout;
     assert!(md.contains("| avg cycles | median | p90 |"), "{md}");
     assert!(
@@ -898,15 +912,14 @@ fn a_few_long_munmaps_do_not_fool_the_table() {
             .any(|l| l.starts_with("| 1 | ") && l.contains(" ! | ")),
         "{md}"
     );
-    // the munmap pair table shows the long calls with their own median
-    let pairs = lab
-        .ok(&["trace", "report", "latest", "--table", "pair"])
-        .stdout;
-    assert!(
-        pairs.contains("munmap (sys_enter_munmap .. sys_exit_munmap): 3 pairs by requested pages"),
-        "{pairs}"
-    );
-}
+});
+
+// The munmap pair table shows the long calls with their own median.
+abtest!(a_few_long_munmaps_have_their_own_pair_table, |lab| {
+    import_long_munmaps(&lab);
+    lab.ok(&["trace", "report", "latest", "--table", "pair"])
+        .has("munmap (sys_enter_munmap .. sys_exit_munmap): 3 pairs by requested pages");
+});
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -1108,35 +1121,42 @@ fn losses_are_counted_and_reported() {
 /// Issue 18: `abperf model ceiling --trace T --micro M` on this machine: a flush-heavy capture
 /// and a quick micro suite give a curve over every ceiling, a recommendation inside its band,
 /// the model, its assumptions and what was (not) validated, in every format.
+///
+/// The lab these tests share (made once, under the tracefs lock): micro suite #1 (tlb-flush and
+/// tlb-refill, quick) and capture #2 of the flush workload over 1 to 64 pages.
+fn ceiling_lab() -> &'static Lab {
+    static LAB: OnceLock<Lab> = OnceLock::new();
+    LAB.get_or_init(|| {
+        let w = workload();
+        let lab = Lab::shared("trace-ceiling");
+        lab.ok(&["micro", "tlb-flush", "tlb-refill", "--quick", "--span", "1"]);
+        lab.ok(&[
+            "trace",
+            "record",
+            "-q",
+            "--",
+            w.to_str().unwrap(),
+            "300",
+            "1",
+            "4",
+            "16",
+            "33",
+            "64",
+        ]);
+        lab
+    })
+}
+
+/// `VERB ceiling` (`model` or `advise`) of capture 2 and micro suite 1, with `extra`.
+fn ceiling(verb: &str, extra: &[&str]) -> common::Out {
+    let args = [verb, "ceiling", "--trace", "2", "--micro", "1"];
+    ceiling_lab().ok(&[&args[..], extra].concat())
+}
+
 #[test]
-fn ceiling_advisor_on_this_machine() {
+fn ceiling_advisor_text_has_the_model_assumptions_and_validation() {
     let _g = lock();
-    let w = workload();
-    let lab = Lab::new();
-    lab.ok(&["micro", "tlb-flush", "tlb-refill", "--quick", "--span", "1"]);
-    lab.ok(&[
-        "trace",
-        "record",
-        "-q",
-        "--",
-        w.to_str().unwrap(),
-        "300",
-        "1",
-        "4",
-        "16",
-        "33",
-        "64",
-    ]);
-    let o = lab.ok(&[
-        "model",
-        "ceiling",
-        "--trace",
-        "2",
-        "--micro",
-        "1",
-        "--resamples",
-        "200",
-    ]);
+    let o = ceiling("model", &["--resamples", "200"]);
     let t = &o.stdout;
     for want in [
         "Ceiling advisor: tlb_single_page_flush_ceiling for the workload of capture 2",
@@ -1150,20 +1170,12 @@ fn ceiling_advisor_on_this_machine() {
     ] {
         assert!(t.contains(want), "missing {want:?}:\n{t}");
     }
-    let j = lab
-        .ok(&[
-            "advise",
-            "ceiling",
-            "--trace",
-            "2",
-            "--micro",
-            "1",
-            "--resamples",
-            "200",
-            "--format",
-            "json",
-        ])
-        .json();
+}
+
+#[test]
+fn ceiling_advisor_json_recommends_inside_its_band_over_every_ceiling() {
+    let _g = lock();
+    let j = ceiling("advise", &["--resamples", "200", "--format", "json"]).json();
     common::assert_schema(&j);
     let a = &j["ceiling"];
     let best = a["best"].as_u64().unwrap();
@@ -1193,44 +1205,38 @@ fn ceiling_advisor_on_this_machine() {
         .map(|r| r[1].as_f64().unwrap())
         .sum();
     assert!(flushes > 0.0);
-    let html = lab
-        .ok(&[
-            "model",
-            "ceiling",
-            "--trace",
-            "2",
-            "--micro",
-            "1",
-            "--resamples",
-            "0",
-            "--format",
-            "html",
-        ])
-        .stdout;
+}
+
+#[test]
+fn ceiling_advisor_html_plots_the_curve() {
+    let _g = lock();
+    let html = ceiling("model", &["--resamples", "0", "--format", "html"]).stdout;
     assert!(
         html.contains("class=\"plot ceiling-curve\""),
         "no SVG curve"
     );
-    let csv = lab
-        .ok(&[
-            "model",
-            "ceiling",
-            "--trace",
-            "2",
-            "--micro",
-            "1",
-            "--resamples",
-            "0",
-            "--format",
-            "csv",
-        ])
-        .stdout;
+}
+
+#[test]
+fn ceiling_advisor_csv_is_the_curve() {
+    let _g = lock();
+    let csv = ceiling("model", &["--resamples", "0", "--format", "csv"]).stdout;
     assert!(csv.starts_with("ceiling,cycles_per_s,"));
-    // wrong inputs are named
-    let o = lab.fails(&["model", "ceiling", "--trace", "1", "--micro", "1"], 2);
-    assert!(o.stderr.contains("--trace 1"), "{o}");
-    let o = lab.fails(&["model", "ceiling", "--trace", "2", "--micro", "2"], 2);
-    assert!(o.stderr.contains("not micro"), "{o}");
+}
+
+// wrong inputs are named
+#[test]
+fn ceiling_advisor_names_a_trace_that_is_not_a_capture() {
+    let _g = lock();
+    let args = ["model", "ceiling", "--trace", "1", "--micro", "1"];
+    ceiling_lab().fails(&args, 2).err_has("--trace 1");
+}
+
+#[test]
+fn ceiling_advisor_names_a_micro_that_is_not_micro() {
+    let _g = lock();
+    let args = ["model", "ceiling", "--trace", "2", "--micro", "2"];
+    ceiling_lab().fails(&args, 2).err_has("not micro");
 }
 
 /// Issue 12, item 6: with tracefs unmounted, a `kill -9`'d recording leaks its private mount

@@ -749,42 +749,132 @@ fn wait_empty(cg: &Path) {
 /// Seed 001's six tests as one experiment (reduced sizes: 16 MiB in an 8 MiB cgroup), through
 /// SIGINT, a kill -9 of abperf and of the workload, and two resumes: every run reclaims, every
 /// cgroup is removed, the workload is stored with the variants and its metrics with their
-/// directions.
-#[test]
-fn run_page_aging_six_variants_interrupted_killed_and_resumed() {
-    let _g = PAGE_AGING.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(scope) = CgScope::new("six") else {
+/// directions. The steps, each checked by a test of its own:
+struct SixVariants {
+    scope: CgScope,
+    lab: Lab,
+    /// The experiment's `abperf run` arguments.
+    args: Vec<String>,
+}
+
+impl SixVariants {
+    /// The experiment in a fresh lab and memory cgroup scope (None: no usable memory cgroup,
+    /// reported skipped). The caller holds [`PAGE_AGING`].
+    fn new(tag: &str) -> Option<SixVariants> {
+        let Some(scope) = CgScope::new(tag) else {
+            common::skip("no usable memory cgroup");
+            return None;
+        };
+        let dir = scratch("page-aging").display().to_string();
+        let cmd = format!("@page-aging:data=16M,memory_max=8M,dir={dir}");
+        let args = [
+            "run",
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+            "--seed",
+            "1001",
+            &cmd,
+            "-L",
+            "pattern=seq,random,hot",
+            "-L",
+            "op=read,write",
+        ];
+        let args = args.iter().map(|a| a.to_string()).collect();
+        Some(SixVariants {
+            scope,
+            lab: Lab::new(),
+            args,
+        })
+    }
+
+    /// Step 1, SIGINT while a workload runs: what abperf did, the workload's cgroup, and the
+    /// experiment's id.
+    fn interrupt(&self) -> (Out, PathBuf, String) {
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        let child = self
+            .scope
+            .cmd(&self.lab, &args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let cg = self.scope.wait_for_new(&[]);
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let o = Out::from(child.wait_with_output().unwrap(), &args);
+        let id = self.lab.store().list().unwrap()[0].id.to_string();
+        (o, cg, id)
+    }
+
+    /// Step 2, kill -9 of abperf and of the workload during a resume: the workload's cgroup.
+    fn kill(&self, id: &str) -> PathBuf {
+        let before = self.scope.cgroups();
+        let mut child = self
+            .scope
+            .cmd(&self.lab, &["run", "--resume", id])
+            .stderr(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let cg = self.scope.wait_for_new(&before);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        if let Some(pid) = live_owner(&cg) {
+            // SAFETY: the workload abperf started for us (pid and start time checked).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        wait_empty(&cg);
+        cg
+    }
+
+    /// Step 3, the resume that finishes the experiment.
+    fn resume(&self, id: &str) -> Out {
+        self.scope.run(&self.lab, &["run", "--resume", id])
+    }
+}
+
+/// The six variants run through all three steps, exported as JSON, in a lab that the tests of
+/// the stored experiment share (built once, under [`PAGE_AGING`]; None: skipped).
+struct SixStored {
+    lab: Lab,
+    id: String,
+    export: Value,
+}
+
+fn six_stored() -> Option<&'static SixStored> {
+    static STORED: std::sync::OnceLock<Option<SixStored>> = std::sync::OnceLock::new();
+    let mut made_here = false;
+    let stored = STORED
+        .get_or_init(|| {
+            made_here = true;
+            let six = SixVariants::new("six-stored")?;
+            let (o, _, id) = six.interrupt();
+            assert_eq!(o.code, Some(130), "{o}");
+            six.kill(&id);
+            let o = six.resume(&id);
+            assert_eq!(o.code, Some(0), "{o}");
+            let SixVariants { scope, lab, .. } = six;
+            drop(scope);
+            let export = lab.ok(&["export", &id, "--format", "json"]).json();
+            Some(SixStored { lab, id, export })
+        })
+        .as_ref();
+    if stored.is_none() && !made_here {
+        // The test that tried first reported its skip; this one reports its own.
         common::skip("no usable memory cgroup");
+    }
+    stored
+}
+
+// SIGINT while a workload runs: interrupted (130), its cgroup removed by abperf
+#[test]
+fn run_page_aging_sigint_interrupts_and_removes_the_cgroup() {
+    let _g = PAGE_AGING.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(six) = SixVariants::new("six-sigint") else {
         return;
     };
-    let lab = Lab::new();
-    let dir = scratch("page-aging").display().to_string();
-    let cmd = format!("@page-aging:data=16M,memory_max=8M,dir={dir}");
-    let args = [
-        "run",
-        "-r",
-        "1",
-        "--warmup",
-        "0",
-        "--seed",
-        "1001",
-        &cmd,
-        "-L",
-        "pattern=seq,random,hot",
-        "-L",
-        "op=read,write",
-    ];
-
-    // SIGINT while a workload runs: interrupted (130), its cgroup removed by abperf
-    let child = scope
-        .cmd(&lab, &args)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let cg = scope.wait_for_new(&[]);
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let o = Out::from(child.wait_with_output().unwrap(), &args);
+    let (o, cg, _) = six.interrupt();
     assert_eq!(o.code, Some(130), "{o}");
     assert!(o.stderr.contains("interrupted by SIGINT"), "{o}");
     assert!(!cg.exists(), "{} removed after SIGINT: {o}", cg.display());
@@ -795,35 +885,35 @@ fn run_page_aging_six_variants_interrupted_killed_and_resumed() {
         )),
         "{o}"
     );
-    assert_eq!(scope.cgroups(), Vec::<PathBuf>::new());
-    let id = lab.store().list().unwrap()[0].id.to_string();
+    assert_eq!(six.scope.cgroups(), Vec::<PathBuf>::new());
+}
 
-    // kill -9 of abperf and of the workload: the cgroup stays (empty) until the resume
-    let before = scope.cgroups();
-    let mut child = scope
-        .cmd(&lab, &["run", "--resume", &id])
-        .stderr(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let cg = scope.wait_for_new(&before);
-    child.kill().unwrap();
-    child.wait().unwrap();
-    if let Some(pid) = live_owner(&cg) {
-        // SAFETY: the workload abperf started for us (pid and start time checked).
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
-    wait_empty(&cg);
+// kill -9 of abperf and of the workload: the cgroup stays (empty) until the resume; the resume's
+// prepare step removes it; every variant gets its run
+#[test]
+fn run_page_aging_kill_9_leaves_the_cgroup_until_the_resume() {
+    let _g = PAGE_AGING.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(six) = SixVariants::new("six-kill") else {
+        return;
+    };
+    let (o, _, id) = six.interrupt();
+    assert_eq!(o.code, Some(130), "{o}");
+    let cg = six.kill(&id);
     assert!(cg.exists(), "a killed run leaves {}", cg.display());
-
-    // the resume's prepare step removes it; every variant gets its run
-    let o = scope.run(&lab, &["run", "--resume", &id]);
+    let o = six.resume(&id);
     assert_eq!(o.code, Some(0), "{o}");
     assert!(!cg.exists(), "{} removed by the resume", cg.display());
-    assert_eq!(scope.cgroups(), Vec::<PathBuf>::new(), "no cgroup left");
+    assert_eq!(six.scope.cgroups(), Vec::<PathBuf>::new(), "no cgroup left");
+}
 
-    let j = lab.ok(&["export", &id, "--format", "json"]).json();
-    common::assert_schema(&j);
+#[test]
+fn run_page_aging_six_variants_are_stored_with_the_workload() {
+    let _g = PAGE_AGING.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(six) = six_stored() else {
+        return;
+    };
+    let j = &six.export;
+    common::assert_schema(j);
     let variants = j["variants"].as_array().unwrap();
     assert_eq!(variants.len(), 6);
     let mut names: Vec<String> = Vec::new();
@@ -849,7 +939,15 @@ fn run_page_aging_six_variants_interrupted_killed_and_resumed() {
             "op=write pattern=seq"
         ]
     );
-    let runs = j["runs"].as_array().unwrap();
+}
+
+#[test]
+fn run_page_aging_six_variants_run_once_each_and_reclaim() {
+    let _g = PAGE_AGING.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(six) = six_stored() else {
+        return;
+    };
+    let runs = six.export["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 6, "one run per variant, none twice");
     for r in runs {
         assert_eq!(r["status"], "ok", "{r}");
@@ -861,6 +959,15 @@ fn run_page_aging_six_variants_interrupted_killed_and_resumed() {
         assert!(m["accesses_per_s"].as_f64().unwrap() > 0.0, "{r}");
         assert!(m["wall_ns"].as_f64().unwrap() > 0.0, "{r}");
     }
+}
+
+#[test]
+fn run_page_aging_metrics_keep_their_declared_directions() {
+    let _g = PAGE_AGING.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(six) = six_stored() else {
+        return;
+    };
+    let j = &six.export;
     let dir_of = |name: &str| {
         j["metrics"]
             .as_array()
@@ -875,11 +982,17 @@ fn run_page_aging_six_variants_interrupted_killed_and_resumed() {
     // declared counts, whatever their unit (pages) would suggest
     assert_eq!(dir_of("pages_scanned"), "count");
     assert_eq!(dir_of("refaults"), "count");
-    let show = lab.ok(&["show", &id]).stdout;
-    assert!(
-        show.contains("workload page-aging version 1, seed per run"),
-        "{show}"
-    );
+}
+
+#[test]
+fn run_page_aging_show_names_the_workload() {
+    let _g = PAGE_AGING.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(six) = six_stored() else {
+        return;
+    };
+    six.lab
+        .ok(&["show", &six.id])
+        .has("workload page-aging version 1, seed per run");
 }
 
 /// Each run's seed is the experiment's seed plus its sequence number: the same experiment seed

@@ -1,10 +1,37 @@
 //! The one helper every integration test uses: a [`Lab`] is a temporary directory with its own
 //! store (`$ABPERF_DB`), in which the real abperf binary runs; [`Out`] is what a finished
 //! command printed. Fixtures live in tests/data ([`data`]).
+//!
+//! One scenario per test, in three parts: a line of setup, the command, the assertion.
+//! [`abtest!`] declares such a test with a fresh lab:
+//!
+//! ```ignore
+//! abtest!(report_of_nothing_is_a_lookup_error, |lab| {
+//!     lab.fails(&["report", "latest"], 2).err_has("no experiment");
+//! });
+//! ```
+//!
+//! A scenario whose setup is expensive (a benchmark suite, a browser) shares it with the other
+//! scenarios of its file: the first test to ask makes it in a `static` [`std::sync::OnceLock`],
+//! in a lab of [`Lab::shared`], and each test then checks one thing of it.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+/// `abtest!(name, |lab| { ... })`: a `#[test]` named `name` whose body runs with `lab`, a fresh
+/// [`Lab`]. Doc comments and attributes before the name go on the test.
+#[macro_export]
+macro_rules! abtest {
+    ($(#[$attr:meta])* $name:ident, |$lab:ident| $body:block) => {
+        $(#[$attr])*
+        #[test]
+        fn $name() {
+            let $lab = $crate::common::Lab::new();
+            $body
+        }
+    };
+}
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_abperf");
@@ -18,9 +45,22 @@ pub fn data(name: &str) -> String {
         .to_string()
 }
 
+/// A lab's directory: temporary (removed when the lab is dropped) or, for a lab that lives in a
+/// `static` and so is never dropped, a fixed directory under target/tmp ([`Lab::shared`]).
+pub struct Dir {
+    path: PathBuf,
+    _temp: Option<tempfile::TempDir>,
+}
+
+impl Dir {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
 /// A temporary directory with its own store.
 pub struct Lab {
-    pub dir: tempfile::TempDir,
+    pub dir: Dir,
     /// Extra environment for every command (see [`Lab::env`]).
     pub env: Vec<(String, String)>,
 }
@@ -33,8 +73,29 @@ impl Default for Lab {
 
 impl Lab {
     pub fn new() -> Lab {
+        let temp = tempfile::tempdir().expect("a temporary directory");
         Lab {
-            dir: tempfile::tempdir().expect("a temporary directory"),
+            dir: Dir {
+                path: temp.path().to_path_buf(),
+                _temp: Some(temp),
+            },
+            env: Vec::new(),
+        }
+    }
+
+    /// A lab for a fixture that several tests of one file share (kept in a `static`, which is
+    /// never dropped): the directory target/tmp/lab-`name`, emptied here and left after the
+    /// tests, so that each run reuses it instead of leaving a temporary directory behind.
+    pub fn shared(name: &str) -> Lab {
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lab-{name}"));
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => panic!("{}: {e}", path.display()),
+        }
+        std::fs::create_dir_all(&path).unwrap();
+        Lab {
+            dir: Dir { path, _temp: None },
             env: Vec::new(),
         }
     }
@@ -96,6 +157,7 @@ impl Lab {
     }
 
     /// Run; it must succeed.
+    #[track_caller]
     pub fn ok(&self, args: &[&str]) -> Out {
         let o = self.run(args);
         assert_eq!(o.code, Some(0), "{o}");
@@ -103,6 +165,7 @@ impl Lab {
     }
 
     /// Run; it must exit with `code`.
+    #[track_caller]
     pub fn fails(&self, args: &[&str], code: i32) -> Out {
         let o = self.run(args);
         assert_eq!(o.code, Some(code), "{o}");
@@ -172,6 +235,46 @@ impl Out {
     /// Standard output and error together.
     pub fn all(&self) -> String {
         format!("{}{}", self.stdout, self.stderr)
+    }
+
+    /// Asserts that standard output contains `needle` (the failure shows the whole command).
+    #[track_caller]
+    pub fn has(&self, needle: &str) -> &Out {
+        assert!(
+            self.stdout.contains(needle),
+            "no {needle:?} in stdout of {self}"
+        );
+        self
+    }
+
+    /// Asserts that standard output does not contain `needle`.
+    #[track_caller]
+    pub fn lacks(&self, needle: &str) -> &Out {
+        assert!(
+            !self.stdout.contains(needle),
+            "{needle:?} in stdout of {self}"
+        );
+        self
+    }
+
+    /// Asserts that standard error contains `needle`.
+    #[track_caller]
+    pub fn err_has(&self, needle: &str) -> &Out {
+        assert!(
+            self.stderr.contains(needle),
+            "no {needle:?} in stderr of {self}"
+        );
+        self
+    }
+
+    /// Asserts that standard output and error together contain `needle`.
+    #[track_caller]
+    pub fn all_has(&self, needle: &str) -> &Out {
+        assert!(
+            self.all().contains(needle),
+            "no {needle:?} in the output of {self}"
+        );
+        self
     }
 }
 
