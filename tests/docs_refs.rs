@@ -112,7 +112,7 @@ fn docs_references(text: &str) -> Vec<String> {
 #[test]
 fn every_docs_reference_in_the_code_resolves() {
     let mut sources = Vec::new();
-    for dir in ["src", "tests", "benches", "scripts"] {
+    for dir in ["src", "crates", "tests", "benches", "scripts"] {
         files(&root().join(dir), &[".rs", ".sh", ".py"], &mut sources);
     }
     assert!(sources.len() > 100, "found only {} sources", sources.len());
