@@ -3,7 +3,11 @@
 //! runs `-r` timed runs (after `--warmup` warm-ups) per boot inside it; the host commits every run
 //! as it arrives (`runner::boots`), and `--resume` continues with the next boot.
 
-use super::run::{Bar, RunArgs, conclude, noise_config, random_seed};
+use super::run::args::{
+    RunArgs, check_timeout, noise_config, parse_lists, random_seed, run_config, title,
+};
+use super::run::end::{claim, conclude};
+use super::run::progress::Bar;
 use super::vm::AccelArg;
 use crate::design::{self, KernelChoice, Order};
 use crate::error::usage;
@@ -21,66 +25,6 @@ use std::time::Duration;
 /// Boots per variant when `--boots` is not given: enough boot means for a test (at least the
 /// 6 runs per variant `compare` recommends, counted at the boot level).
 pub const DEFAULT_BOOTS: u32 = 6;
-
-/// The kernel-variant options of `abperf run`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct KernelArgs {
-    /// Boot this kernel in a VM and run there: a bzImage/vmlinuz, or a Debian kernel package
-    /// fetched into the kernel cache (e.g. linux-image-6.1.0-56-amd64-unsigned). Repeat it: each
-    /// kernel is a variant
-    #[arg(long = "kernel", value_name = "PATH|PACKAGE")]
-    pub kernels: Vec<String>,
-    /// Modules directory of a --kernel (named after its release, with modules.dep; repeatable;
-    /// default: found next to the kernel, in the package, or in /lib/modules)
-    #[arg(long = "modules", value_name = "DIR")]
-    pub modules: Vec<PathBuf>,
-    /// Kernel parameters appended to the guest's command line, e.g. 'pti=on clearcpuid=invpcid'.
-    /// Repeat it: each command line is a variant
-    #[arg(long = "append", value_name = "ARGS", allow_hyphen_values = true)]
-    pub appends: Vec<String>,
-    /// Boots per variant (kernel variants), in seeded ABBA order; -r and --warmup count per boot
-    /// [default: 6]
-    #[arg(long, value_name = "N")]
-    pub boots: Option<u32>,
-    /// How the guests run: kvm, tcg (QEMU's emulator: timings say nothing about hardware
-    /// costs), or auto (KVM when the probe finds it usable, else TCG) [default: auto]
-    #[arg(long, value_enum, value_name = "ACCEL")]
-    pub accel: Option<AccelArg>,
-    /// vCPUs of each guest [default: 2]
-    #[arg(long, value_name = "N")]
-    pub vm_cpus: Option<u32>,
-    /// Memory of each guest in MiB [default: 1024]
-    #[arg(long, value_name = "MIB")]
-    pub vm_memory: Option<u64>,
-    /// Host CPUs the VM (every QEMU thread) runs on, e.g. 1 or 0-1
-    #[arg(long, value_name = "CPUS")]
-    pub vm_pin: Option<String>,
-    /// Seconds a boot may take until abperf runs in the guest [default: 300]
-    #[arg(long, value_name = "S")]
-    pub boot_timeout: Option<f64>,
-    /// Keep each boot's console (kernel log; the workload's output with --show-output) in DIR
-    #[arg(long, value_name = "DIR")]
-    pub vm_console: Option<PathBuf>,
-    /// (internal) run a boot's share of the schedule inside the guest
-    #[arg(long, hide = true, value_name = "FILE")]
-    pub guest_share: Option<PathBuf>,
-}
-
-impl KernelArgs {
-    /// Whether any kernel-variant option was given.
-    pub fn any(&self) -> bool {
-        !self.kernels.is_empty()
-            || !self.appends.is_empty()
-            || !self.modules.is_empty()
-            || self.boots.is_some()
-            || self.accel.is_some()
-            || self.vm_cpus.is_some()
-            || self.vm_memory.is_some()
-            || self.vm_pin.is_some()
-            || self.boot_timeout.is_some()
-            || self.vm_console.is_some()
-    }
-}
 
 /// A `--kernel` argument: an image file, or a Debian package fetched into the cache.
 fn resolve_kernel(arg: &str, modules: &[PathBuf]) -> anyhow::Result<KernelChoice> {
@@ -180,7 +124,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
              changed for kernel variants yet; tune the host with `abperf doctor --fix` first",
         ));
     }
-    super::run::check_timeout(&args)?;
+    check_timeout(&args)?;
     let boot_timeout = positive_seconds("--boot-timeout", k.boot_timeout.unwrap_or(300.0))?;
     let cpus = k.vm_cpus.unwrap_or(2);
     if cpus == 0 || cpus > 255 {
@@ -222,7 +166,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             )));
         }
     }
-    let (params, knob_specs) = super::run::parse_lists(&args)?;
+    let (params, knob_specs) = parse_lists(&args)?;
     // -n names every variant, or the commands (as without kernels).
     let total_plans = {
         let mut n = args.commands.len().max(1);
@@ -254,7 +198,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let knob_paths: Vec<String> = knob_specs.iter().map(|k| k.path.clone()).collect();
     let noise = noise_config(&args, &knob_paths)?;
     // The guest's kernel decides what it can count (each boot probes again).
-    let cfg = super::run::run_config(&args, seed, args.events.clone(), noise);
+    let cfg = run_config(&args, seed, args.events.clone(), noise);
     let (accel, accel_reason) = choose_accel(
         k.accel.unwrap_or(AccelArg::Auto),
         Path::new(&kernels[0].path),
@@ -298,7 +242,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         "host_cpus": host_cpus,
         "qemu": vm::engine::find_qemu().ok().map(|q| q.display().to_string()),
     });
-    let title = super::run::title(&args, variants.iter().map(|v| v.name.as_str()));
+    let title = title(&args, variants.iter().map(|v| v.name.as_str()));
     let exp = NewExperiment {
         name: title,
         kind: Kind::Run,
@@ -313,7 +257,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     // Its owner, so that `list`/`show` call it interrupted if this process dies and
     // `run --resume` refuses while it lives (a moment after creation: a kill -9 in between
     // leaves a `running` experiment without an owner, as stores made before owners have).
-    super::run::claim(&mut store, id)?;
+    claim(&mut store, id)?;
     crate::error::stderr_line(&format!(
         "abperf: experiment {id}: {} kernel variant(s) x {boots} boots x {} runs (+{} warm-up per boot), \
          boot order {}, seed {seed}, {} guests of {cpus} vCPU(s) and {memory} MiB",
