@@ -4,7 +4,7 @@
 //! as it arrives (`runner::boots`), and `--resume` continues with the next boot.
 
 use super::run::args::{
-    RunArgs, check_timeout, noise_config, parse_lists, random_seed, run_config, title,
+    KernelArgs, RunArgs, check_timeout, noise_config, parse_lists, random_seed, run_config, title,
 };
 use super::run::end::{claim, conclude};
 use super::run::progress::Bar;
@@ -104,6 +104,97 @@ fn choose_accel(arg: AccelArg, kernel: &Path) -> (String, String) {
 
 /// `abperf run --kernel ... [--append ...] COMMAND...`
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+    let o = check_options(&args)?;
+    let k = &args.kernel;
+    let kernels = resolve_kernels(k)?;
+    let (variants, knob_paths) = boot_variants(&args, &kernels)?;
+    let seed = args.seed.unwrap_or_else(random_seed);
+    let noise = noise_config(&args, &knob_paths)?;
+    // The guest's kernel decides what it can count (each boot probes again).
+    let cfg = run_config(&args, seed, args.events.clone(), noise);
+    let (accel, accel_reason) = choose_accel(
+        k.accel.unwrap_or(AccelArg::Auto),
+        Path::new(&kernels[0].path),
+    );
+    let vmd = VmDesign {
+        boots: o.boots,
+        accel: accel.clone(),
+        accel_reason: accel_reason.clone(),
+        cpus: o.cpus,
+        memory_mib: o.memory,
+        host_cpus: o.host_cpus.clone(),
+        boot_timeout_s: o.boot_timeout,
+        console_dir: k
+            .vm_console
+            .as_ref()
+            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone())),
+        strict: args.strict,
+    };
+    let (boot_plans, schedule) = design::build_boot_schedule(
+        cfg.order,
+        variants.len(),
+        o.boots,
+        cfg.runs,
+        cfg.warmup,
+        seed,
+    );
+    let mut design_json = serde_json::to_value(&cfg)?;
+    design_json["vm"] = serde_json::to_value(&vmd)?;
+    // Other processes' CPU use, load and pressure are sampled over the boots (`execute`), not
+    // before them.
+    let mut environment = crate::doctor::environment_unsampled();
+    environment["vm"] = serde_json::json!({
+        "accel": accel,
+        "accel_reason": accel_reason,
+        "cpus": o.cpus,
+        "memory_mib": o.memory,
+        "host_cpus": o.host_cpus,
+        "qemu": vm::engine::find_qemu().ok().map(|q| q.display().to_string()),
+    });
+    let title = title(&args, variants.iter().map(|v| v.name.as_str()));
+    let exp = NewExperiment {
+        name: title,
+        kind: Kind::Run,
+        command_line: std::env::args().collect(),
+        design: design_json,
+        seed: Some(seed),
+        environment,
+    };
+    let mut store = Store::open_resolved(args.db.db.as_deref())?;
+    signals::install()?;
+    let id = store.create_boot_experiment(&exp, &variants, &schedule, &boot_plans)?;
+    // Its owner, so that `list`/`show` call it interrupted if this process dies and
+    // `run --resume` refuses while it lives (a moment after creation: a kill -9 in between
+    // leaves a `running` experiment without an owner, as stores made before owners have).
+    claim(&mut store, id)?;
+    crate::error::stderr_line(&format!(
+        "abperf: experiment {id}: {} kernel variant(s) x {} boots x {} runs (+{} warm-up per boot), \
+         boot order {}, seed {seed}, {} guests of {} vCPU(s) and {} MiB",
+        variants.len(),
+        o.boots,
+        cfg.runs,
+        cfg.warmup,
+        cfg.order.as_str(),
+        accel.to_uppercase(),
+        o.cpus,
+        o.memory
+    ));
+    let variants = store.variants(id)?;
+    execute(&mut store, id, &cfg, &vmd, &variants)
+}
+
+/// The VM options of a kernel experiment, checked (with defaults filled in).
+struct VmOptions {
+    boots: u32,
+    boot_timeout: f64,
+    cpus: u32,
+    memory: u64,
+    host_cpus: Option<Vec<usize>>,
+}
+
+/// Everything about the options that can be told wrong before a kernel is looked at: --kernel
+/// given, counts, --tune (not for kernels), timeouts, the VM's size and CPUs, the events.
+fn check_options(args: &RunArgs) -> anyhow::Result<VmOptions> {
     let k = &args.kernel;
     if k.kernels.is_empty() {
         return Err(usage(
@@ -124,7 +215,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
              changed for kernel variants yet; tune the host with `abperf doctor --fix` first",
         ));
     }
-    check_timeout(&args)?;
+    check_timeout(args)?;
     let boot_timeout = positive_seconds("--boot-timeout", k.boot_timeout.unwrap_or(300.0))?;
     let cpus = k.vm_cpus.unwrap_or(2);
     if cpus == 0 || cpus > 255 {
@@ -148,6 +239,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     for e in &args.events {
         counters::parse_event(e).map_err(|e| usage(format!("-e/--event: {e}")))?;
     }
+    Ok(VmOptions {
+        boots,
+        boot_timeout,
+        cpus,
+        memory,
+        host_cpus,
+    })
+}
+
+/// The `--kernel`s, resolved (packages fetched), and every `--modules` matched to one of them.
+fn resolve_kernels(k: &KernelArgs) -> anyhow::Result<Vec<KernelChoice>> {
     let mut kernels = Vec::new();
     for a in &k.kernels {
         kernels.push(resolve_kernel(a, &k.modules)?);
@@ -166,7 +268,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             )));
         }
     }
-    let (params, knob_specs) = parse_lists(&args)?;
+    Ok(kernels)
+}
+
+/// The variants: every kernel x command line x (command, `-L`, `-k`) combination, named by `-n`
+/// (every variant, or the commands as without kernels); and the paths of the variant knobs.
+fn boot_variants(
+    args: &RunArgs,
+    kernels: &[KernelChoice],
+) -> anyhow::Result<(Vec<Variant>, Vec<String>)> {
+    let k = &args.kernel;
+    let (params, knob_specs) = parse_lists(args)?;
     // -n names every variant, or the commands (as without kernels).
     let total_plans = {
         let mut n = args.commands.len().max(1);
@@ -187,36 +299,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             (&args.names, &[])
         };
     let plans = design::build_variants(&args.commands, plan_names, &params, &knob_specs)?;
-    let bvs = design::build_boot_variants(&kernels, &k.appends, &plans, all_names)?;
+    let bvs = design::build_boot_variants(kernels, &k.appends, &plans, all_names)?;
     if args.order == Order::Sequential {
         crate::error::stderr_line(
             "abperf: warning: --order sequential boots every boot of one variant before the next: a slow \
              drift becomes a false difference; the default abba cancels it",
         );
     }
-    let seed = args.seed.unwrap_or_else(random_seed);
     let knob_paths: Vec<String> = knob_specs.iter().map(|k| k.path.clone()).collect();
-    let noise = noise_config(&args, &knob_paths)?;
-    // The guest's kernel decides what it can count (each boot probes again).
-    let cfg = run_config(&args, seed, args.events.clone(), noise);
-    let (accel, accel_reason) = choose_accel(
-        k.accel.unwrap_or(AccelArg::Auto),
-        Path::new(&kernels[0].path),
-    );
-    let vmd = VmDesign {
-        boots,
-        accel: accel.clone(),
-        accel_reason: accel_reason.clone(),
-        cpus,
-        memory_mib: memory,
-        host_cpus: host_cpus.clone(),
-        boot_timeout_s: boot_timeout,
-        console_dir: k
-            .vm_console
-            .as_ref()
-            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone())),
-        strict: args.strict,
-    };
     let variants: Vec<Variant> = bvs
         .iter()
         .map(|b| Variant {
@@ -227,48 +317,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             ..Variant::named(&b.plan.name)
         })
         .collect();
-    let (boot_plans, schedule) =
-        design::build_boot_schedule(cfg.order, variants.len(), boots, cfg.runs, cfg.warmup, seed);
-    let mut design_json = serde_json::to_value(&cfg)?;
-    design_json["vm"] = serde_json::to_value(&vmd)?;
-    // Other processes' CPU use, load and pressure are sampled over the boots (`execute`), not
-    // before them.
-    let mut environment = crate::doctor::environment_unsampled();
-    environment["vm"] = serde_json::json!({
-        "accel": accel,
-        "accel_reason": accel_reason,
-        "cpus": cpus,
-        "memory_mib": memory,
-        "host_cpus": host_cpus,
-        "qemu": vm::engine::find_qemu().ok().map(|q| q.display().to_string()),
-    });
-    let title = title(&args, variants.iter().map(|v| v.name.as_str()));
-    let exp = NewExperiment {
-        name: title,
-        kind: Kind::Run,
-        command_line: std::env::args().collect(),
-        design: design_json,
-        seed: Some(seed),
-        environment,
-    };
-    let mut store = Store::open_resolved(args.db.db.as_deref())?;
-    signals::install()?;
-    let id = store.create_boot_experiment(&exp, &variants, &schedule, &boot_plans)?;
-    // Its owner, so that `list`/`show` call it interrupted if this process dies and
-    // `run --resume` refuses while it lives (a moment after creation: a kill -9 in between
-    // leaves a `running` experiment without an owner, as stores made before owners have).
-    claim(&mut store, id)?;
-    crate::error::stderr_line(&format!(
-        "abperf: experiment {id}: {} kernel variant(s) x {boots} boots x {} runs (+{} warm-up per boot), \
-         boot order {}, seed {seed}, {} guests of {cpus} vCPU(s) and {memory} MiB",
-        variants.len(),
-        cfg.runs,
-        cfg.warmup,
-        cfg.order.as_str(),
-        accel.to_uppercase()
-    ));
-    let variants = store.variants(id)?;
-    execute(&mut store, id, &cfg, &vmd, &variants)
+    Ok((variants, knob_paths))
 }
 
 fn execute(
