@@ -120,72 +120,16 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         }
         return resume(id, &args.db, args.wait);
     }
-    if args.runs == 0 {
-        return Err(usage("-r/--runs must be at least 1"));
-    }
-    if args.until_decided && !(1..=20).contains(&args.looks) {
-        return Err(usage(format!("--looks {}: expected 1 to 20", args.looks)));
-    }
-    if args.until_decided && (args.runs as usize) < 4 * args.looks {
-        return Err(usage(format!(
-            "--until-decided with -r {} and --looks {}: expected at least 4 runs per variant per look (-r {} or more)",
-            args.runs,
-            args.looks,
-            4 * args.looks
-        )));
-    }
-    check_timeout(&args)?;
+    check_counts(&args)?;
     let (params, knob_specs) = parse_lists(&args)?;
-    // `@NAME` takes the -L lists named after its parameters (see runner::workload).
-    let others: Vec<&str> = [&args.pre, &args.post, &args.setup, &args.cleanup]
-        .into_iter()
-        .flatten()
-        .map(String::as_str)
-        .collect();
-    let commands = workload::expand(&args.commands, &params, &others)?;
-    check_design(&args, &commands, &params, &knob_specs)?;
-    let plans = design::build_variants(&commands, &args.names, &params, &knob_specs)?;
-    workload::check(plans.iter().map(|p| (p.name.as_str(), p.command.as_str())))?;
-    kbuild_hint(&args, &plans);
-    if args.until_decided && plans.len() < 2 {
-        return Err(usage(
-            "--until-decided: expected at least two variants (it stops when they differ)",
-        ));
-    }
-    if args.order == Order::Sequential {
-        crate::error::stderr_line(
-            "abperf: warning: --order sequential runs every run of one variant before the next: a slow \
-             drift (heat, page cache, background load) becomes a false difference; the default abba cancels it",
-        );
-    }
+    let plans = plan_variants(&args, &params, &knob_specs)?;
     let seed = args.seed.unwrap_or_else(random_seed);
     let mut store = Store::open_resolved(args.db.db.as_deref())?;
     let counted = check_events(&args.events, args.strict)?;
     let mut cfg = run_config(&args, seed, counted, NoiseConfig::default());
-    let variants: Vec<Variant> = plans
-        .iter()
-        .map(|p| {
-            Ok(Variant {
-                command: Some(p.command.clone()),
-                parameters: p.parameters.clone(),
-                knobs: p.knobs.clone(),
-                workload: workload::is_workload(&p.command)
-                    .then(|| workload::WorkloadCommand::parse(&p.command).map(|c| c.reference()))
-                    .transpose()?,
-                ..Variant::named(&p.name)
-            })
-        })
-        .collect::<anyhow::Result<_>>()?;
+    let variants = new_variants(&plans)?;
     // Everything is checked before the experiment is stored: commands, CPU list, knobs.
-    let plan = prepare(&cfg, &variants)?;
-    let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
-    let ways = plan.ways();
-    let ways_line = ways_line(cfg.shell, &names, &ways);
-    cfg.exec = names
-        .iter()
-        .zip(&ways)
-        .map(|(n, w)| (n.to_string(), w.to_string()))
-        .collect();
+    let ways_line = settle_ways(&mut cfg, &variants)?;
     let knob_paths: Vec<String> = knob_specs.iter().map(|k| k.path.clone()).collect();
     cfg.noise = noise_config(&args, &knob_paths)?;
     let tune: Vec<Setting> = cfg.noise.tune.clone().unwrap_or_default();
@@ -193,29 +137,8 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     signals::install()?;
     let mut paths = knob_paths.clone();
     paths.extend(tune.iter().map(|t| t.path.clone()));
-    let mut guard = KnobGuard::prepare_with(&paths, &BTreeMap::new(), &lock_options(args.wait))?;
-    let session = if cfg.noise.tune.is_some() {
-        let session = store.tune_session(SOURCE_RUN, None)?;
-        if let Err(e) = noise::apply_tune(&mut store, &mut guard, &tune, session) {
-            let restore_errors = guard.restore();
-            drop(guard);
-            let rows = store.tune_session_outstanding(session)?;
-            noise::settle(&mut store, rows)?;
-            for r in restore_errors {
-                crate::error::stderr_line(&format!("abperf: error: {r}"));
-            }
-            return Err(e);
-        }
-        for t in &tune {
-            crate::error::stderr_line(&format!(
-                "abperf: --tune: {} '{}' -> '{}'",
-                t.path, t.current, t.value
-            ));
-        }
-        Some(session)
-    } else {
-        None
-    };
+    let guard = KnobGuard::prepare_with(&paths, &BTreeMap::new(), &lock_options(args.wait))?;
+    let (mut guard, session) = start_tune(&mut store, guard, &cfg, &tune)?;
     let schedule = design::build_schedule(cfg.order, plans.len(), cfg.runs, cfg.warmup, seed);
     let title = title(&args, plans.iter().map(|p| p.name.as_str()));
     // Other processes' CPU use, load and pressure are sampled over the runs, not before them.
@@ -249,6 +172,123 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     );
     drop(guard);
     settle_tune(&mut store, id, &cfg, result)
+}
+
+/// `-r`, `--looks` and `--timeout` of a new experiment.
+fn check_counts(args: &RunArgs) -> anyhow::Result<()> {
+    if args.runs == 0 {
+        return Err(usage("-r/--runs must be at least 1"));
+    }
+    if args.until_decided && !(1..=20).contains(&args.looks) {
+        return Err(usage(format!("--looks {}: expected 1 to 20", args.looks)));
+    }
+    if args.until_decided && (args.runs as usize) < 4 * args.looks {
+        return Err(usage(format!(
+            "--until-decided with -r {} and --looks {}: expected at least 4 runs per variant per look (-r {} or more)",
+            args.runs,
+            args.looks,
+            4 * args.looks
+        )));
+    }
+    check_timeout(args)
+}
+
+/// The variants of a new experiment: the commands (`@NAME` expanded) with the `-L` and `-k`
+/// lists, each checked (placeholders, knob values, workloads), with the hints and warnings the
+/// design calls for.
+fn plan_variants(
+    args: &RunArgs,
+    params: &[design::ParamList],
+    knob_specs: &[design::KnobSpec],
+) -> anyhow::Result<Vec<design::VariantPlan>> {
+    // `@NAME` takes the -L lists named after its parameters (see runner::workload).
+    let others: Vec<&str> = [&args.pre, &args.post, &args.setup, &args.cleanup]
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let commands = workload::expand(&args.commands, params, &others)?;
+    check_design(args, &commands, params, knob_specs)?;
+    let plans = design::build_variants(&commands, &args.names, params, knob_specs)?;
+    workload::check(plans.iter().map(|p| (p.name.as_str(), p.command.as_str())))?;
+    kbuild_hint(args, &plans);
+    if args.until_decided && plans.len() < 2 {
+        return Err(usage(
+            "--until-decided: expected at least two variants (it stops when they differ)",
+        ));
+    }
+    if args.order == Order::Sequential {
+        crate::error::stderr_line(
+            "abperf: warning: --order sequential runs every run of one variant before the next: a slow \
+             drift (heat, page cache, background load) becomes a false difference; the default abba cancels it",
+        );
+    }
+    Ok(plans)
+}
+
+/// The variants to store, from their plans (a workload variant names its workload's version).
+fn new_variants(plans: &[design::VariantPlan]) -> anyhow::Result<Vec<Variant>> {
+    plans
+        .iter()
+        .map(|p| {
+            Ok(Variant {
+                command: Some(p.command.clone()),
+                parameters: p.parameters.clone(),
+                knobs: p.knobs.clone(),
+                workload: workload::is_workload(&p.command)
+                    .then(|| workload::WorkloadCommand::parse(&p.command).map(|c| c.reference()))
+                    .transpose()?,
+                ..Variant::named(&p.name)
+            })
+        })
+        .collect()
+}
+
+/// Prepare every command (a bad command or CPU list fails here, with nothing stored) and keep
+/// in `cfg` how each variant's command starts; returns the line that says so.
+fn settle_ways(cfg: &mut RunConfig, variants: &[Variant]) -> anyhow::Result<String> {
+    let plan = prepare(cfg, variants)?;
+    let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+    let ways = plan.ways();
+    let line = ways_line(cfg.shell, &names, &ways);
+    cfg.exec = names
+        .iter()
+        .zip(&ways)
+        .map(|(n, w)| (n.to_string(), w.to_string()))
+        .collect();
+    Ok(line)
+}
+
+/// With --tune, apply its settings through the knob guard in a new tune session; when that
+/// fails, every knob is restored, the session settled and the error returned. Gives the guard
+/// back, with the session.
+fn start_tune(
+    store: &mut Store,
+    mut guard: KnobGuard,
+    cfg: &RunConfig,
+    tune: &[Setting],
+) -> anyhow::Result<(KnobGuard, Option<i64>)> {
+    if cfg.noise.tune.is_none() {
+        return Ok((guard, None));
+    }
+    let session = store.tune_session(SOURCE_RUN, None)?;
+    if let Err(e) = noise::apply_tune(store, &mut guard, tune, session) {
+        let restore_errors = guard.restore();
+        drop(guard);
+        let rows = store.tune_session_outstanding(session)?;
+        noise::settle(store, rows)?;
+        for r in restore_errors {
+            crate::error::stderr_line(&format!("abperf: error: {r}"));
+        }
+        return Err(e);
+    }
+    for t in tune {
+        crate::error::stderr_line(&format!(
+            "abperf: --tune: {} '{}' -> '{}'",
+            t.path, t.current, t.value
+        ));
+    }
+    Ok((guard, Some(session)))
 }
 
 /// After the experiment: mark its tune settings restored (their files hold the originals).

@@ -1,7 +1,7 @@
 //! A run experiment's ownership and end: taking it over (`claim`), and concluding it when the
 //! runs stop (its status, its summary and verdicts, and how to go on).
 
-use crate::commands::hints;
+use crate::commands::{hints, output};
 use crate::model::Status;
 use crate::report::View;
 use crate::runner::experiment::Ending;
@@ -57,8 +57,8 @@ pub(crate) fn conclude(
         ));
     }
     store.set_status(id, status)?;
-    let mut report = crate::commands::output::load(store, id, View::RunEnd)?;
-    crate::commands::output::escape_for_people(&mut report, crate::report::Format::Text);
+    let mut report = output::load(store, id, View::RunEnd)?;
+    output::escape_for_people(&mut report, crate::report::Format::Text);
     // With -i every run may have failed: nothing was measured, whatever the schedule says.
     let starved: Vec<String> = (0..report.data.variants.len())
         .filter(|&pos| report.data.counted(pos).next().is_none())
@@ -75,7 +75,7 @@ pub(crate) fn conclude(
     }
     if (variants > 1 || report.data.has_boots())
         && !all_failed
-        && let Err(e) = crate::commands::output::AnalysisArgs::default().analyse_into(&mut report)
+        && let Err(e) = output::AnalysisArgs::default().analyse_into(&mut report)
     {
         crate::error::stderr_line(&format!("abperf: no verdict: {e:#}"));
     }
@@ -84,6 +84,19 @@ pub(crate) fn conclude(
         crate::error::stdout_line("");
         crate::error::stdout_text(&crate::report::Format::Text.render(&report)?);
     }
+    tell_ending(store, id, result, all_failed, &starved)?;
+    Ok(code)
+}
+
+/// Say how the experiment ended and how to go on: where it is stored and the commands that
+/// show it, or why it stopped and how to resume it (an error stops it: returned with that hint).
+fn tell_ending(
+    store: &Store,
+    id: i64,
+    result: anyhow::Result<Ending>,
+    all_failed: bool,
+    starved: &[String],
+) -> anyhow::Result<()> {
     let throwaway = hints::in_memory(store.path());
     let cmd = |sub: &str| hints::command(store.path(), sub);
     match result {
@@ -153,5 +166,5 @@ pub(crate) fn conclude(
             )));
         }
     }
-    Ok(code)
+    Ok(())
 }

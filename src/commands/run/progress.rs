@@ -1,6 +1,7 @@
 //! How a run experiment shows its progress while it runs: a progress bar with ETA on stderr, and
 //! `--until-decided`'s group-sequential stopping rule, looked at as runs complete.
 
+use crate::commands::output;
 use crate::model::SequentialPlan;
 use crate::report::perfstat;
 use crate::runner::experiment::{Progress, RunSink};
@@ -46,7 +47,7 @@ impl Sequential {
             return Ok(None);
         };
         let first = |pos: usize| -> Vec<f64> {
-            let mut v = ds.values(pos, crate::commands::output::DEFAULT_METRIC);
+            let mut v = ds.values(pos, output::DEFAULT_METRIC);
             v.truncate(need);
             v
         };
