@@ -15,7 +15,7 @@ use super::{Interrupted, Workload};
 use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -602,18 +602,8 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
     let signals = sys::Signals::catch()?;
     let mut cg = Cgroup::create(&place, pl.limit)?;
     let cg_path = cg.path.clone();
-    let mut fds = [0i32; 2];
-    // SAFETY: valid array for two fds.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("pipe2");
-    }
-    // SAFETY: we own both fresh fds.
-    let (mut rd, wr) = unsafe {
-        (
-            std::fs::File::from_raw_fd(fds[0]),
-            std::fs::File::from_raw_fd(fds[1]),
-        )
-    };
+    // The child's report comes back through a close-on-exec pipe.
+    let (mut rd, wr) = std::io::pipe().context("pipe2")?;
     let parent = std::process::id() as i32;
     // SAFETY: abperf is single-threaded here (no helper threads were started), so the child may
     // allocate; it leaves only through _exit.
@@ -702,7 +692,13 @@ fn check_data(pl: &Plan) -> Result<()> {
 /// The forked child: die with the parent, take the default action on SIGINT/SIGTERM/SIGHUP,
 /// join the cgroup and do the accesses ([`child`]), write its report (or error) to `wr` and
 /// leave through `_exit`.
-fn access_child(pl: &Plan, cg_path: &Path, version: Version, parent: i32, wr: std::fs::File) -> ! {
+fn access_child(
+    pl: &Plan,
+    cg_path: &Path,
+    version: Version,
+    parent: i32,
+    wr: std::io::PipeWriter,
+) -> ! {
     // SAFETY: plain calls in the child; dies with its parent (a killed run leaves no
     // process behind, only the empty cgroup that the next run removes).
     unsafe {

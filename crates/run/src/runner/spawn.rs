@@ -138,14 +138,11 @@ fn read_tail(fd: &OwnedFd) -> Option<String> {
     (!shown.is_empty()).then(|| shown.join("\n"))
 }
 
+/// A pipe as owned descriptors (read end, write end), both close-on-exec (std's `pipe2` with
+/// `O_CLOEXEC`): a child gets an end only through the dup2 of its file actions.
 fn pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: fds is a valid array of two ints.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error().into());
-    }
-    // SAFETY: both fds are fresh and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    let (r, w) = std::io::pipe()?;
+    Ok((r.into(), w.into()))
 }
 
 /// The standard streams of a child: stdin on /dev/null and, with `err_fd` (quiet), stdout on
