@@ -3,6 +3,7 @@
 //! run as it ends. `--resume ID` continues a stopped experiment where its schedule stands.
 
 pub(super) mod args;
+pub mod boots;
 pub(super) mod end;
 pub(super) mod progress;
 
@@ -105,7 +106,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         ));
     }
     if args.kernel.any() && args.resume.is_none() {
-        return super::run_boots::run(args);
+        return boots::run(args);
     }
     if let Some(id) = &args.resume {
         if !args.commands.is_empty() {
@@ -339,7 +340,7 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
     // Take the experiment over before anything is touched; refused while its owner lives.
     claim(&mut store, id)?;
     if exp.design.get("vm").is_some() {
-        return super::run_boots::resume(&mut store, id, &cfg, &exp.design);
+        return boots::resume(&mut store, id, &cfg, &exp.design);
     }
     let variants = store.variants(id)?;
     workload::check_versions(&variants).with_context(|| format!("experiment {id}"))?;

@@ -1,7 +1,7 @@
 //! The options of `abperf run` ([`RunArgs`], with the kernel-variant ones in [`KernelArgs`]) and
 //! what they make: the seed, the title, the `-L`/`-k` lists, the stored run design and the
 //! noise controls, each checked. Shared by host experiments (`run`) and kernel experiments
-//! (`run_boots`).
+//! (`run::boots`).
 
 use crate::commands::DbArgs;
 use crate::commands::vm::AccelArg;

@@ -3,12 +3,12 @@
 //! runs `-r` timed runs (after `--warmup` warm-ups) per boot inside it; the host commits every run
 //! as it arrives (`runner::boots`), and `--resume` continues with the next boot.
 
-use super::run::args::{
+use super::args::{
     KernelArgs, RunArgs, check_timeout, noise_config, parse_lists, random_seed, run_config, title,
 };
-use super::run::end::{claim, conclude};
-use super::run::progress::Bar;
-use super::vm::AccelArg;
+use super::end::{claim, conclude};
+use super::progress::Bar;
+use crate::commands::vm::AccelArg;
 use crate::design::{self, KernelChoice, Order};
 use crate::error::usage;
 use crate::measure::counters;
