@@ -20,7 +20,6 @@ pub mod plan;
 pub mod plan_levels;
 pub mod report;
 pub mod run;
-pub mod run_boots;
 pub mod show;
 pub mod trace;
 pub mod vm;

@@ -195,7 +195,7 @@ fn show(name: &str, format: Format) -> Result<i32> {
                     "  {:<nw$}  {:<uw$}  {:<16}  {}",
                     m.name,
                     m.unit,
-                    m.direction.as_str(),
+                    metrics::direction_word(m.direction),
                     m.help
                 );
             }

@@ -442,6 +442,158 @@ fn cmd_script(spec: &VmSpec) -> String {
     s
 }
 
+/// Build the guest's initramfs (busybox, init's config, the command, the inputs) and write it
+/// into `dir`; returns its path.
+fn write_initrd(
+    spec: &VmSpec,
+    busybox: &Path,
+    modules: Option<&Path>,
+    dir: &Path,
+) -> Result<PathBuf> {
+    let config = format!(
+        "ROOT_TAG=abperfroot\nROOT_OPTS={NINEP_OPTS}\nMODS_TAG={}\nMODS_OPTS={NINEP_OPTS}\n",
+        if modules.is_some() { "abperfmods" } else { "" }
+    );
+    let cmd_sh = cmd_script(spec);
+    let initrd = initramfs::build(&Contents {
+        busybox,
+        modules,
+        config: &config,
+        cmd_sh: &cmd_sh,
+        inputs: &spec.inputs,
+    })?;
+    let initrd_path = dir.join("initrd.cpio");
+    std::fs::write(&initrd_path, &initrd)
+        .with_context(|| format!("cannot write {}", initrd_path.display()))?;
+    Ok(initrd_path)
+}
+
+/// The console log of the spec, opened for appending (None: not kept).
+fn open_console_log(spec: &VmSpec) -> Result<Option<std::fs::File>> {
+    Ok(match &spec.console_log {
+        Some(p) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("cannot open the console log {}", p.display()))?,
+        ),
+        None => None,
+    })
+}
+
+/// The guest's CPU model: the spec's, else the host's under KVM and QEMU's "max" under TCG.
+fn cpu_model(spec: &VmSpec) -> String {
+    spec.cpu_model.clone().unwrap_or_else(|| {
+        match spec.accel {
+            Accel::Kvm => "host",
+            Accel::Tcg => "max",
+        }
+        .into()
+    })
+}
+
+/// QEMU's arguments: a bare PC with the kernel and initramfs, the host's root (and a modules
+/// directory) over 9p read-only, and the control, results and console channels on the
+/// `sockets` (in that order); no display, no monitor, no reboot.
+fn qemu_args(
+    spec: &VmSpec,
+    cpu_model: &str,
+    initrd_path: &Path,
+    modules: Option<&Path>,
+    sockets: [&Path; 3],
+) -> Vec<String> {
+    let [ctl_path, res_path, con_path] = sockets;
+    let mut args: Vec<String> = vec![
+        "-name".into(),
+        "abperf-vm".into(),
+        "-no-user-config".into(),
+        "-nodefaults".into(),
+        "-display".into(),
+        "none".into(),
+        "-no-reboot".into(),
+        "-machine".into(),
+        "pc".into(),
+        "-accel".into(),
+        // TCG with one host thread for all vCPUs: multi-threaded TCG (QEMU 7.2) let a
+        // Debian 6.12 guest run into code another vCPU was patching at boot (RIP inside a
+        // 2-byte NOP, "Fatal exception in interrupt"), once in about ten test suites.
+        match spec.accel {
+            Accel::Tcg => "tcg,thread=single",
+            Accel::Kvm => "kvm",
+        }
+        .into(),
+        "-cpu".into(),
+        cpu_model.to_string(),
+        "-smp".into(),
+        spec.cpus.to_string(),
+        "-m".into(),
+        format!("{}M", spec.memory_mib),
+        "-kernel".into(),
+        spec.kernel.to_string_lossy().into_owned(),
+        "-initrd".into(),
+        initrd_path.to_string_lossy().into_owned(),
+        "-append".into(),
+        spec.cmdline(),
+        "-fsdev".into(),
+        "local,id=abperfroot,path=/,security_model=none,readonly=on,multidevs=remap".into(),
+        "-device".into(),
+        "virtio-9p-pci,fsdev=abperfroot,mount_tag=abperfroot".into(),
+    ];
+    if let Some(m) = modules {
+        args.extend([
+            "-fsdev".into(),
+            format!(
+                "local,id=abperfmods,path={},security_model=none,readonly=on",
+                opt_escape(m)
+            ),
+            "-device".into(),
+            "virtio-9p-pci,fsdev=abperfmods,mount_tag=abperfmods".into(),
+        ]);
+    }
+    args.extend([
+        "-device".into(),
+        "virtio-serial-pci".into(),
+        "-chardev".into(),
+        format!("socket,id=abperfctl,path={}", opt_escape(ctl_path)),
+        "-device".into(),
+        "virtserialport,chardev=abperfctl,name=abperf.control".into(),
+        "-chardev".into(),
+        format!("socket,id=abperfres,path={}", opt_escape(res_path)),
+        "-device".into(),
+        "virtserialport,chardev=abperfres,name=abperf.results".into(),
+        "-chardev".into(),
+        format!("socket,id=abperfcon,path={}", opt_escape(con_path)),
+        "-serial".into(),
+        "chardev:abperfcon".into(),
+        "-monitor".into(),
+        "none".into(),
+    ]);
+    args
+}
+
+/// The QEMU command: `args`, stdin and stdout on /dev/null, stderr kept in `dir`, and pinned
+/// to the spec's host CPUs (set between fork and exec).
+fn qemu_command(spec: &VmSpec, qemu: &Path, args: &[String], dir: &Path) -> Result<Command> {
+    let stderr_path = dir.join("qemu.stderr");
+    let stderr = std::fs::File::create(&stderr_path)
+        .with_context(|| format!("cannot create {}", stderr_path.display()))?;
+    let mut cmd = Command::new(qemu);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    if let Some(cpus) = &spec.host_cpus {
+        let mask = abperf_measure::affinity::Mask::of(cpus)?;
+        // SAFETY: runs between fork and exec; Mask::apply is one system call, no allocation.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(move || mask.apply());
+        }
+    }
+    Ok(cmd)
+}
+
 impl Vm {
     /// Boot `spec.kernel` and start `spec.command` in it. Returns once QEMU runs; follow the
     /// boot with [`Vm::next_event`] (or iterate).
@@ -492,6 +644,8 @@ impl Vm {
         }
     }
 
+    /// Write the initramfs into `dir`, start QEMU on it with the guest's control, results and
+    /// console channels as sockets in `dir`, and the thread that reads them.
     fn launch(
         spec: &VmSpec,
         qemu: &Path,
@@ -499,31 +653,8 @@ impl Vm {
         modules: Option<PathBuf>,
         dir: &Path,
     ) -> Result<Vm> {
-        let config = format!(
-            "ROOT_TAG=abperfroot\nROOT_OPTS={NINEP_OPTS}\nMODS_TAG={}\nMODS_OPTS={NINEP_OPTS}\n",
-            if modules.is_some() { "abperfmods" } else { "" }
-        );
-        let cmd_sh = cmd_script(spec);
-        let initrd = initramfs::build(&Contents {
-            busybox,
-            modules: modules.as_deref(),
-            config: &config,
-            cmd_sh: &cmd_sh,
-            inputs: &spec.inputs,
-        })?;
-        let initrd_path = dir.join("initrd.cpio");
-        std::fs::write(&initrd_path, &initrd)
-            .with_context(|| format!("cannot write {}", initrd_path.display()))?;
-        let console_file = match &spec.console_log {
-            Some(p) => Some(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(p)
-                    .with_context(|| format!("cannot open the console log {}", p.display()))?,
-            ),
-            None => None,
-        };
+        let initrd_path = write_initrd(spec, busybox, modules.as_deref(), dir)?;
+        let console_file = open_console_log(spec)?;
         let sock = |n: &str| -> Result<(PathBuf, UnixListener)> {
             let p = dir.join(n);
             let l = UnixListener::bind(&p)
@@ -533,96 +664,15 @@ impl Vm {
         let (ctl_path, ctl_l) = sock("ctl.sock")?;
         let (res_path, res_l) = sock("res.sock")?;
         let (con_path, con_l) = sock("con.sock")?;
-
-        let cpu_model = spec.cpu_model.clone().unwrap_or_else(|| {
-            match spec.accel {
-                Accel::Kvm => "host",
-                Accel::Tcg => "max",
-            }
-            .into()
-        });
-        let mut args: Vec<String> = vec![
-            "-name".into(),
-            "abperf-vm".into(),
-            "-no-user-config".into(),
-            "-nodefaults".into(),
-            "-display".into(),
-            "none".into(),
-            "-no-reboot".into(),
-            "-machine".into(),
-            "pc".into(),
-            "-accel".into(),
-            // TCG with one host thread for all vCPUs: multi-threaded TCG (QEMU 7.2) let a
-            // Debian 6.12 guest run into code another vCPU was patching at boot (RIP inside a
-            // 2-byte NOP, "Fatal exception in interrupt"), once in about ten test suites.
-            match spec.accel {
-                Accel::Tcg => "tcg,thread=single",
-                Accel::Kvm => "kvm",
-            }
-            .into(),
-            "-cpu".into(),
-            cpu_model.clone(),
-            "-smp".into(),
-            spec.cpus.to_string(),
-            "-m".into(),
-            format!("{}M", spec.memory_mib),
-            "-kernel".into(),
-            spec.kernel.to_string_lossy().into_owned(),
-            "-initrd".into(),
-            initrd_path.to_string_lossy().into_owned(),
-            "-append".into(),
-            spec.cmdline(),
-            "-fsdev".into(),
-            "local,id=abperfroot,path=/,security_model=none,readonly=on,multidevs=remap".into(),
-            "-device".into(),
-            "virtio-9p-pci,fsdev=abperfroot,mount_tag=abperfroot".into(),
-        ];
-        if let Some(m) = &modules {
-            args.extend([
-                "-fsdev".into(),
-                format!(
-                    "local,id=abperfmods,path={},security_model=none,readonly=on",
-                    opt_escape(m)
-                ),
-                "-device".into(),
-                "virtio-9p-pci,fsdev=abperfmods,mount_tag=abperfmods".into(),
-            ]);
-        }
-        args.extend([
-            "-device".into(),
-            "virtio-serial-pci".into(),
-            "-chardev".into(),
-            format!("socket,id=abperfctl,path={}", opt_escape(&ctl_path)),
-            "-device".into(),
-            "virtserialport,chardev=abperfctl,name=abperf.control".into(),
-            "-chardev".into(),
-            format!("socket,id=abperfres,path={}", opt_escape(&res_path)),
-            "-device".into(),
-            "virtserialport,chardev=abperfres,name=abperf.results".into(),
-            "-chardev".into(),
-            format!("socket,id=abperfcon,path={}", opt_escape(&con_path)),
-            "-serial".into(),
-            "chardev:abperfcon".into(),
-            "-monitor".into(),
-            "none".into(),
-        ]);
-
-        let stderr_path = dir.join("qemu.stderr");
-        let stderr = std::fs::File::create(&stderr_path)
-            .with_context(|| format!("cannot create {}", stderr_path.display()))?;
-        let mut cmd = Command::new(qemu);
-        cmd.args(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr);
-        if let Some(cpus) = &spec.host_cpus {
-            let mask = abperf_measure::affinity::Mask::of(cpus)?;
-            // SAFETY: runs between fork and exec; Mask::apply is one system call, no allocation.
-            unsafe {
-                use std::os::unix::process::CommandExt;
-                cmd.pre_exec(move || mask.apply());
-            }
-        }
+        let cpu_model = cpu_model(spec);
+        let args = qemu_args(
+            spec,
+            &cpu_model,
+            &initrd_path,
+            modules.as_deref(),
+            [&ctl_path, &res_path, &con_path],
+        );
+        let cmd = qemu_command(spec, qemu, &args, dir)?;
         let started = Instant::now();
         let child =
             guard::spawn(cmd).with_context(|| format!("cannot start {}", qemu.display()))?;

@@ -6,6 +6,7 @@ use super::metrics::{Direction, Metric, MetricSpec, metric};
 use super::params::{Kind, ParamSpec, Params, SEED};
 use super::sys;
 use anyhow::{Context, Result, anyhow, bail};
+use std::os::fd::IntoRawFd;
 use std::time::Instant;
 
 pub const PARAMS: &[ParamSpec] = &[
@@ -80,13 +81,11 @@ pub const WORKLOAD: Workload = Workload {
     clean_up_fn: None,
 };
 
+/// A close-on-exec pipe (std's) as raw descriptors (read end, write end), closed by hand: each
+/// side closes its ends the moment it is done, so that the other sees EOF rather than waiting.
 fn pipe() -> Result<(i32, i32)> {
-    let mut fds = [0i32; 2];
-    // SAFETY: valid array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("pipe2");
-    }
-    Ok((fds[0], fds[1]))
+    let (r, w) = std::io::pipe().context("pipe2")?;
+    Ok((r.into_raw_fd(), w.into_raw_fd()))
 }
 
 fn xfer(fd: i32, write: bool) -> std::io::Result<()> {

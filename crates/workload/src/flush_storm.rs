@@ -304,6 +304,8 @@ fn sysfail(what: &str) -> anyhow::Error {
     anyhow::Error::new(std::io::Error::last_os_error()).context(what.to_string())
 }
 
+/// One run: a spinning thread on each CPU but the first, the flushing thread on the first; the
+/// operations are timed from the start barrier until the flusher is done.
 fn exec(p: &Params) -> Result<Vec<Metric>> {
     if sys::page_size() != PAGE {
         bail!("flush-storm assumes 4 KiB pages");
@@ -331,30 +333,12 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
     let mut helpers = Vec::new();
     for &cpu in &cpus[1..threads] {
         let (stop, start, spins) = (stop.clone(), start.clone(), spins.clone());
-        helpers.push(std::thread::spawn(move || -> Result<()> {
-            let pinned = sys::pin(cpu);
-            start.wait();
-            pinned?;
-            let mut k = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                std::hint::spin_loop();
-                k += 1;
-            }
-            spins.fetch_add(k, Ordering::Relaxed);
-            Ok(())
-        }));
+        helpers.push(std::thread::spawn(move || spin(cpu, &stop, &start, &spins)));
     }
     let cpu0 = cpus[0];
     let (stop2, start2) = (stop.clone(), start.clone());
     let flusher = std::thread::spawn(move || -> Result<(u64, u64, u64)> {
-        let r = (|| {
-            sys::pin(cpu0)?;
-            let max = sizes.max() as usize * PAGE;
-            let arena = sys::Map::anon(max)?;
-            // 4 KiB pages only: a huge page would turn a range into a PMD split
-            arena.advise(libc::MADV_NOHUGEPAGE, "MADV_NOHUGEPAGE")?;
-            Ok::<_, anyhow::Error>(arena)
-        })();
+        let r = arena(cpu0, &sizes);
         start2.wait();
         let arena = match r {
             Ok(a) => a,
@@ -369,57 +353,14 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
         let t0 = Instant::now();
         let res = (|| {
             for (sz, op) in sequence(&sizes, &ops, seed).take(n as usize) {
-                let len = sz as usize * PAGE;
                 for pg in 0..sz as usize {
                     // SAFETY: inside the arena (sz <= max pages).
                     unsafe { std::ptr::write_volatile(base.add(pg * PAGE), 1u8) };
                 }
                 pages += sz as u64;
                 over += (sz > CEILING) as u64;
-                // SAFETY (all three): ranges of our own arena, restored to read-write anonymous
-                // memory before the next touch.
-                unsafe {
-                    match op {
-                        Op::Madvise => {
-                            if libc::madvise(base as *mut _, len, libc::MADV_DONTNEED) != 0 {
-                                return Err(sysfail("madvise(MADV_DONTNEED)"));
-                            }
-                        }
-                        Op::Mprotect => {
-                            if libc::mprotect(base as *mut _, len, libc::PROT_READ) != 0 {
-                                return Err(sysfail("mprotect(PROT_READ)"));
-                            }
-                            if libc::mprotect(
-                                base as *mut _,
-                                len,
-                                libc::PROT_READ | libc::PROT_WRITE,
-                            ) != 0
-                            {
-                                return Err(sysfail("mprotect(PROT_READ|PROT_WRITE)"));
-                            }
-                        }
-                        Op::Munmap => {
-                            if libc::munmap(base as *mut _, len) != 0 {
-                                return Err(sysfail("munmap"));
-                            }
-                            let q = libc::mmap(
-                                base as *mut _,
-                                len,
-                                libc::PROT_READ | libc::PROT_WRITE,
-                                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
-                                -1,
-                                0,
-                            );
-                            if q != base as *mut _ {
-                                return Err(sysfail("mmap(MAP_FIXED) after munmap"));
-                            }
-                            // same flags as the rest of the arena, so the VMAs merge again
-                            if libc::madvise(base as *mut _, len, libc::MADV_NOHUGEPAGE) != 0 {
-                                return Err(sysfail("madvise(MADV_NOHUGEPAGE)"));
-                            }
-                        }
-                    }
-                }
+                // SAFETY: the first `sz` pages are inside the arena (sz <= max pages).
+                unsafe { flush(base, sz as usize * PAGE, op)? };
             }
             Ok(())
         })();
@@ -446,6 +387,81 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
         metric(METRICS, "ops_over_33_pages", over as f64),
         metric(METRICS, "remote_cpus", (threads - 1) as f64),
     ])
+}
+
+/// A spinning thread: pinned to `cpu`, it spins from the start barrier until `stop`, adding
+/// its spins to `spins`.
+fn spin(cpu: usize, stop: &AtomicBool, start: &Barrier, spins: &AtomicU64) -> Result<()> {
+    let pinned = sys::pin(cpu);
+    start.wait();
+    pinned?;
+    let mut k = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        std::hint::spin_loop();
+        k += 1;
+    }
+    spins.fetch_add(k, Ordering::Relaxed);
+    Ok(())
+}
+
+/// The flusher's arena, with the flusher pinned to `cpu`: room for the largest range, in
+/// 4 KiB pages.
+fn arena(cpu: usize, sizes: &Sizes) -> Result<sys::Map> {
+    sys::pin(cpu)?;
+    let max = sizes.max() as usize * PAGE;
+    let arena = sys::Map::anon(max)?;
+    // 4 KiB pages only: a huge page would turn a range into a PMD split
+    arena.advise(libc::MADV_NOHUGEPAGE, "MADV_NOHUGEPAGE")?;
+    Ok(arena)
+}
+
+/// Flush the `len` bytes at `base` with `op`, leaving them read-write anonymous memory again.
+///
+/// # Safety
+///
+/// `base..base + len` must be a range of the caller's own anonymous arena.
+#[inline]
+unsafe fn flush(base: *mut u8, len: usize, op: Op) -> Result<()> {
+    // SAFETY (all three): ranges of our own arena, restored to read-write anonymous memory
+    // before the next touch.
+    unsafe {
+        match op {
+            Op::Madvise => {
+                if libc::madvise(base as *mut _, len, libc::MADV_DONTNEED) != 0 {
+                    return Err(sysfail("madvise(MADV_DONTNEED)"));
+                }
+            }
+            Op::Mprotect => {
+                if libc::mprotect(base as *mut _, len, libc::PROT_READ) != 0 {
+                    return Err(sysfail("mprotect(PROT_READ)"));
+                }
+                if libc::mprotect(base as *mut _, len, libc::PROT_READ | libc::PROT_WRITE) != 0 {
+                    return Err(sysfail("mprotect(PROT_READ|PROT_WRITE)"));
+                }
+            }
+            Op::Munmap => {
+                if libc::munmap(base as *mut _, len) != 0 {
+                    return Err(sysfail("munmap"));
+                }
+                let q = libc::mmap(
+                    base as *mut _,
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                    -1,
+                    0,
+                );
+                if q != base as *mut _ {
+                    return Err(sysfail("mmap(MAP_FIXED) after munmap"));
+                }
+                // same flags as the rest of the arena, so the VMAs merge again
+                if libc::madvise(base as *mut _, len, libc::MADV_NOHUGEPAGE) != 0 {
+                    return Err(sysfail("madvise(MADV_NOHUGEPAGE)"));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

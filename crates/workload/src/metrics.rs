@@ -21,30 +21,52 @@ use std::path::Path;
 /// Environment variable naming the file that receives the metrics, one JSON line each.
 pub const METRICS_ENV: &str = "ABPERF_METRICS_FILE";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    HigherIsBetter,
-    LowerIsBetter,
-    /// A tally (pages scanned, files compiled): explains the other figures, not a score.
-    Count,
+/// Which way is better for a metric: the model's ([`abperf_model::Direction`]), written in this
+/// protocol (and in `workload show`) in its own words, snake_case, where the store and the
+/// reports write kebab-case ([`Direction::as_str`]).
+pub use abperf_model::Direction;
+
+/// The protocol's word for `d`: `higher_is_better`, `lower_is_better` or `count`.
+pub fn direction_word(d: Direction) -> &'static str {
+    match d {
+        Direction::HigherIsBetter => "higher_is_better",
+        Direction::LowerIsBetter => "lower_is_better",
+        Direction::Count => "count",
+    }
 }
 
-impl Direction {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::HigherIsBetter => "higher_is_better",
-            Direction::LowerIsBetter => "lower_is_better",
-            Direction::Count => "count",
-        }
+fn readable(d: Direction) -> &'static str {
+    match d {
+        Direction::HigherIsBetter => "higher is better",
+        Direction::LowerIsBetter => "lower is better",
+        Direction::Count => "count",
+    }
+}
+
+/// Serde of a [`Direction`] in the protocol's words ([`direction_word`]).
+mod direction_words {
+    use super::{Direction, direction_word};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Direction, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(direction_word(*d))
     }
 
-    fn readable(self) -> &'static str {
-        match self {
-            Direction::HigherIsBetter => "higher is better",
-            Direction::LowerIsBetter => "lower is better",
-            Direction::Count => "count",
-        }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Direction, D::Error> {
+        let word = String::deserialize(d)?;
+        [
+            Direction::HigherIsBetter,
+            Direction::LowerIsBetter,
+            Direction::Count,
+        ]
+        .into_iter()
+        .find(|&x| direction_word(x) == word)
+        .ok_or_else(|| {
+            serde::de::Error::unknown_variant(
+                &word,
+                &["higher_is_better", "lower_is_better", "count"],
+            )
+        })
     }
 }
 
@@ -53,6 +75,7 @@ impl Direction {
 pub struct MetricSpec {
     pub name: &'static str,
     pub unit: &'static str,
+    #[serde(with = "direction_words")]
     pub direction: Direction,
     pub help: &'static str,
 }
@@ -63,6 +86,7 @@ pub struct Metric {
     pub name: String,
     pub value: f64,
     pub unit: String,
+    #[serde(with = "direction_words")]
     pub direction: Direction,
 }
 
@@ -104,7 +128,7 @@ pub fn to_text(title: &str, metrics: &[Metric]) -> String {
             m.name,
             v,
             m.unit,
-            m.direction.readable()
+            readable(m.direction)
         ));
     }
     s

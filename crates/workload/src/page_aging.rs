@@ -15,7 +15,7 @@ use super::{Interrupted, Workload};
 use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -592,10 +592,65 @@ fn child(pl: &Plan, cg: &Path, v: Version) -> Result<ChildReport> {
     })
 }
 
+/// One run: check the data set, make the run's cgroup, fork the access child into it, wait for
+/// it (a signal kills it), remove the cgroup, and turn the child's report into metrics.
 fn exec(p: &Params) -> Result<Vec<Metric>> {
     let pl = plan(p)?;
     let place = cgroup::choose(p.str("cgroup"))?;
     clean(&place)?;
+    check_data(&pl)?;
+    let signals = sys::Signals::catch()?;
+    let mut cg = Cgroup::create(&place, pl.limit)?;
+    let cg_path = cg.path.clone();
+    // The child's report comes back through a close-on-exec pipe.
+    let (mut rd, wr) = std::io::pipe().context("pipe2")?;
+    let parent = std::process::id() as i32;
+    // SAFETY: abperf is single-threaded here (no helper threads were started), so the child may
+    // allocate; it leaves only through _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error()).context("fork");
+    }
+    if pid == 0 {
+        drop(rd);
+        access_child(&pl, &cg_path, cg.version, parent, wr);
+    }
+    drop(wr);
+    let exit = match sys::wait_child(pid, &signals, libc::SIGKILL) {
+        Ok(e) => e,
+        Err(e) => {
+            // SAFETY: our child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            return Err(e);
+        }
+    };
+    let mut out = String::new();
+    let _ = rd.read_to_string(&mut out);
+    let ooms = cg.oom_kills().unwrap_or(0);
+    cg.remove()?;
+    if let Some(sig) = exit.interrupted {
+        return Err(anyhow!(Interrupted(sig)));
+    }
+    let rep = child_report(&pl, &out, &exit, ooms)?;
+    std::hint::black_box(rep.checksum);
+    if pl.limit < pl.data && rep.scanned == 0 {
+        eprintln!(
+            "page-aging: warning: no page was scanned by reclaim although the data set ({}) is \
+             larger than memory_max ({})",
+            show_size(pl.data),
+            show_size(pl.limit)
+        );
+    }
+    Ok(report_metrics(&rep))
+}
+
+/// Before a run: warn when the limit cannot make reclaim age the data set; with backing=file
+/// make the data set (if missing) and drop it from the page cache; with backing=anon, refuse
+/// without swap.
+fn check_data(pl: &Plan) -> Result<()> {
     if pl.limit >= pl.data {
         eprintln!(
             "page-aging: warning: memory_max {} is not below the data set {}: reclaim will \
@@ -631,83 +686,55 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
             }
         }
     }
-    let signals = sys::Signals::catch()?;
-    let mut cg = Cgroup::create(&place, pl.limit)?;
-    let cg_path = cg.path.clone();
-    let mut fds = [0i32; 2];
-    // SAFETY: valid array for two fds.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("pipe2");
-    }
-    // SAFETY: we own both fresh fds.
-    let (mut rd, wr) = unsafe {
-        (
-            std::fs::File::from_raw_fd(fds[0]),
-            std::fs::File::from_raw_fd(fds[1]),
-        )
-    };
-    let parent = std::process::id() as i32;
-    // SAFETY: abperf is single-threaded here (no helper threads were started), so the child may
-    // allocate; it leaves only through _exit.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error()).context("fork");
-    }
-    if pid == 0 {
-        drop(rd);
-        // SAFETY: plain calls in the child; dies with its parent (a killed run leaves no
-        // process behind, only the empty cgroup that the next run removes).
-        unsafe {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-                libc::signal(s, libc::SIG_DFL);
-            }
+    Ok(())
+}
+
+/// The forked child: die with the parent, take the default action on SIGINT/SIGTERM/SIGHUP,
+/// join the cgroup and do the accesses ([`child`]), write its report (or error) to `wr` and
+/// leave through `_exit`.
+fn access_child(
+    pl: &Plan,
+    cg_path: &Path,
+    version: Version,
+    parent: i32,
+    wr: std::io::PipeWriter,
+) -> ! {
+    // SAFETY: plain calls in the child; dies with its parent (a killed run leaves no
+    // process behind, only the empty cgroup that the next run removes).
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::getppid() != parent {
+            libc::_exit(1);
         }
-        // a panic must not unwind into the parent's code: it becomes an error report
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            child(&pl, &cg_path, cg.version)
-        }))
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::signal(s, libc::SIG_DFL);
+        }
+    }
+    // a panic must not unwind into the parent's code: it becomes an error report
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| child(pl, cg_path, version)))
         .unwrap_or_else(|_| Err(anyhow!("the access child panicked")));
-        let rep = r.unwrap_or_else(|e| ChildReport {
-            error: Some(format!("{e:#}")),
-            access_ns: 0,
-            accesses: 0,
-            checksum: 0,
-            scanned: 0,
-            reclaimed: 0,
-            refaults: 0,
-            majflt: 0,
-            minflt: 0,
-        });
-        let mut w = wr;
-        let ok = rep.error.is_none();
-        let _ = w.write_all(serde_json::to_string(&rep).unwrap_or_default().as_bytes());
-        // SAFETY: leave without running the parent's destructors (the cgroup guard is theirs).
-        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-    }
-    drop(wr);
-    let exit = match sys::wait_child(pid, &signals, libc::SIGKILL) {
-        Ok(e) => e,
-        Err(e) => {
-            // SAFETY: our child.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, std::ptr::null_mut(), 0);
-            }
-            return Err(e);
-        }
-    };
-    let mut out = String::new();
-    let _ = rd.read_to_string(&mut out);
-    let ooms = cg.oom_kills().unwrap_or(0);
-    cg.remove()?;
-    if let Some(sig) = exit.interrupted {
-        return Err(anyhow!(Interrupted(sig)));
-    }
-    let rep: Option<ChildReport> = serde_json::from_str(&out).ok();
+    let rep = r.unwrap_or_else(|e| ChildReport {
+        error: Some(format!("{e:#}")),
+        access_ns: 0,
+        accesses: 0,
+        checksum: 0,
+        scanned: 0,
+        reclaimed: 0,
+        refaults: 0,
+        majflt: 0,
+        minflt: 0,
+    });
+    let mut w = wr;
+    let ok = rep.error.is_none();
+    let _ = w.write_all(serde_json::to_string(&rep).unwrap_or_default().as_bytes());
+    // SAFETY: leave without running the parent's destructors (the cgroup guard is theirs).
+    unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+}
+
+/// The child's report, from what it wrote (`out`) and how it ended: its error, an OOM kill in
+/// the cgroup (`ooms`), or any other failure are errors.
+fn child_report(pl: &Plan, out: &str, exit: &sys::Exit, ooms: u64) -> Result<ChildReport> {
+    let rep: Option<ChildReport> = serde_json::from_str(out).ok();
     if let Some(ChildReport { error: Some(e), .. }) = &rep {
         bail!("page-aging: {e}");
     }
@@ -722,17 +749,13 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
         }
         bail!("page-aging: the workload child failed: {}", exit.describe());
     };
-    std::hint::black_box(rep.checksum);
-    if pl.limit < pl.data && rep.scanned == 0 {
-        eprintln!(
-            "page-aging: warning: no page was scanned by reclaim although the data set ({}) is \
-             larger than memory_max ({})",
-            show_size(pl.data),
-            show_size(pl.limit)
-        );
-    }
+    Ok(rep)
+}
+
+/// The metrics of a run from the child's report.
+fn report_metrics(rep: &ChildReport) -> Vec<Metric> {
     let secs = rep.access_ns as f64 / 1e9;
-    Ok(vec![
+    vec![
         metric(
             METRICS,
             "accesses_per_s",
@@ -745,7 +768,7 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
         metric(METRICS, "refaults", rep.refaults as f64),
         metric(METRICS, "major_faults", rep.majflt as f64),
         metric(METRICS, "minor_faults", rep.minflt as f64),
-    ])
+    ]
 }
 
 #[cfg(test)]

@@ -12,9 +12,9 @@
 use super::experiment::{Ending, Progress, RunConfig};
 use super::guest::{EXTRA_SEQ, Line, SHARE_FILE, Share, ShareVariant, WireRun};
 use super::signals;
-use abperf_model::{BootPlan, Run, Slot, Variant};
+use abperf_model::{BootConfig, BootPlan, Run, Slot, Variant};
 use abperf_store::Store;
-use abperf_vm::{self as vm, Accel, Event, Exit, Vm, VmSpec};
+use abperf_vm::{self as vm, Accel, BootInfo, Event, Exit, Outcome, Vm, VmSpec};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -207,7 +207,9 @@ struct BootResult {
     before_abperf: bool,
 }
 
-/// One boot of `plan` running `remaining` after `extra` unstored warm-ups.
+/// One boot of `plan` running `remaining` after `extra` unstored warm-ups: the boot is recorded,
+/// the VM started with the guest's share, each event the guest reports taken (runs committed as
+/// they arrive), and the boot recorded as it ended.
 #[allow(clippy::too_many_arguments)]
 fn one_boot(
     store: &mut Store,
@@ -224,16 +226,7 @@ fn one_boot(
         .boot
         .as_ref()
         .with_context(|| format!("variant '{}' boots no kernel", v.name))?;
-    let mut slots: Vec<Slot> = (0..extra)
-        .map(|i| Slot {
-            seq: EXTRA_SEQ + i,
-            variant: 0,
-            block: -1,
-            warmup: true,
-        })
-        .collect();
-    slots.extend(remaining.iter().map(|s| Slot { variant: 0, ..*s }));
-    let wanted: BTreeMap<u32, Slot> = remaining.iter().map(|s| (s.seq, *s)).collect();
+    let slots = share_slots(remaining, extra);
     let base_env = serde_json::json!({
         "variant": v.name,
         "kernel": bc.kernel,
@@ -244,6 +237,74 @@ fn one_boot(
         "host_cpus": b.vm.host_cpus,
     });
     let (boot_id, number) = store.start_boot(b.exp_id, plan.number, &b.vm.accel, &base_env)?;
+    let spec = vm_spec(b, v, bc, command, number, slots)?;
+    announce(progress, b, plan, bc, remaining, extra);
+    let mut vm = match Vm::start(&spec) {
+        Ok(vm) => vm,
+        Err(e) => {
+            store.end_boot(boot_id, "failed", &format!("{e:#}"), None, None, 0)?;
+            return Err(e.context(format!("boot of '{}'", v.name)));
+        }
+    };
+    let mut watch = BootWatch {
+        b,
+        plan,
+        bc,
+        boot_id,
+        number,
+        wanted: remaining.iter().map(|s| (s.seq, *s)).collect(),
+        extra,
+        clock: Clock {
+            booted: None,
+            warm_end: None,
+            last_timed: None,
+            timed: 0,
+            extra_done: 0,
+        },
+        env: base_env,
+        hello: false,
+        end: None,
+        got: BTreeSet::new(),
+        protocol_error: None,
+    };
+    let mut outcome = None;
+    while let Some(ev) = vm.next_event() {
+        match ev {
+            Event::Booted(info) => watch.booted(store, &mut vm, progress, info)?,
+            Event::Line(text) => watch.line(store, &mut vm, progress, timed_done, &text)?,
+            Event::Console(_) => {}
+            Event::Finished(o) => outcome = Some(o),
+        }
+    }
+    let o = outcome.context("the VM's events ended without its outcome")?;
+    watch.finish(store, progress, &o)
+}
+
+/// The slots a boot's guest runs: `extra` unstored warm-ups first (continuing a boot cut short),
+/// then the `remaining` slots of the plan (all of one variant: the guest's only one).
+fn share_slots(remaining: &[Slot], extra: u32) -> Vec<Slot> {
+    let mut slots: Vec<Slot> = (0..extra)
+        .map(|i| Slot {
+            seq: EXTRA_SEQ + i,
+            variant: 0,
+            block: -1,
+            warmup: true,
+        })
+        .collect();
+    slots.extend(remaining.iter().map(|s| Slot { variant: 0, ..*s }));
+    slots
+}
+
+/// The VM of boot `number` of variant `v`: its kernel and command line, the experiment's VM
+/// design, a timeout that grows with the share, and the share as the guest's input file.
+fn vm_spec(
+    b: &Boots,
+    v: &Variant,
+    bc: &BootConfig,
+    command: &str,
+    number: u32,
+    slots: Vec<Slot>,
+) -> anyhow::Result<VmSpec> {
     let share = Share {
         experiment: b.exp_id,
         boot: number,
@@ -274,6 +335,19 @@ fn one_boot(
             .with_context(|| format!("--vm-console {}: cannot create it", d.display()))?;
         spec.console_log = Some(d.join(format!("exp{}-boot{number}.log", b.exp_id)));
     }
+    Ok(spec)
+}
+
+/// Say which boot starts: its variant, kernel and command line, and how many runs it has.
+fn announce(
+    progress: &mut dyn Progress,
+    b: &Boots,
+    plan: &BootPlan,
+    bc: &BootConfig,
+    remaining: &[Slot],
+    extra: u32,
+) {
+    let v = &b.variants[plan.variant];
     let timed_here = remaining.iter().filter(|s| !s.warmup).count();
     progress.note(&format!(
         "abperf: boot {} of {} ('{}': {}{}), {} run(s){}",
@@ -296,112 +370,149 @@ fn one_boot(
             ),
         }
     ));
-    let mut vm = match Vm::start(&spec) {
-        Ok(vm) => vm,
-        Err(e) => {
-            store.end_boot(boot_id, "failed", &format!("{e:#}"), None, None, 0)?;
-            return Err(e.context(format!("boot of '{}'", v.name)));
+}
+
+/// One boot under way: which boot it is, and what its guest has reported so far.
+struct BootWatch<'a> {
+    b: &'a Boots<'a>,
+    plan: &'a BootPlan,
+    bc: &'a BootConfig,
+    boot_id: i64,
+    number: u32,
+    /// The stored slots this boot runs, by seq.
+    wanted: BTreeMap<u32, Slot>,
+    extra: u32,
+    clock: Clock,
+    /// The boot's environment as stored (the host's view, then the guest's).
+    env: serde_json::Value,
+    /// The guest's abperf said hello: it started.
+    hello: bool,
+    /// The guest's last line: how its abperf ended, and why.
+    end: Option<(String, Option<String>)>,
+    /// The seqs committed so far.
+    got: BTreeSet<u32>,
+    /// What the guest reported wrong (the VM is killed at the first).
+    protocol_error: Option<String>,
+}
+
+impl BootWatch<'_> {
+    fn variant(&self) -> &Variant {
+        &self.b.variants[self.plan.variant]
+    }
+
+    /// The kernel is up: store what it is, and stop at once if it is not the variant's release.
+    fn booted(
+        &mut self,
+        store: &mut Store,
+        vm: &mut Vm,
+        progress: &mut dyn Progress,
+        info: BootInfo,
+    ) -> anyhow::Result<()> {
+        self.clock.booted = Some(Instant::now());
+        self.env["boot"] = serde_json::to_value(&info)?;
+        store.boot_up(
+            self.boot_id,
+            &info.release,
+            &info.cmdline,
+            info.boot_seconds,
+            &self.env,
+        )?;
+        progress.note(&format!(
+            "abperf:   up in {:.1} s under {}: {} ({})",
+            info.boot_seconds,
+            info.accel.as_str(),
+            info.release,
+            info.cmdline
+        ));
+        if info.release != self.bc.release {
+            self.protocol_error = Some(format!(
+                "the guest runs release {} but variant '{}' boots {} ({})",
+                info.release,
+                self.variant().name,
+                self.bc.release,
+                self.bc.kernel
+            ));
+            vm.kill();
         }
-    };
-    let mut clock = Clock {
-        booted: None,
-        warm_end: None,
-        last_timed: None,
-        timed: 0,
-        extra_done: 0,
-    };
-    let mut env = base_env;
-    let mut hello = false;
-    let mut end: Option<(String, Option<String>)> = None;
-    let mut got: BTreeSet<u32> = BTreeSet::new();
-    let mut protocol_error: Option<String> = None;
-    let mut outcome = None;
-    while let Some(ev) = vm.next_event() {
-        match ev {
-            Event::Booted(info) => {
-                clock.booted = Some(Instant::now());
-                env["boot"] = serde_json::to_value(&info)?;
-                store.boot_up(
-                    boot_id,
-                    &info.release,
-                    &info.cmdline,
-                    info.boot_seconds,
-                    &env,
-                )?;
-                progress.note(&format!(
-                    "abperf:   up in {:.1} s under {}: {} ({})",
-                    info.boot_seconds,
-                    info.accel.as_str(),
-                    info.release,
-                    info.cmdline
-                ));
-                if info.release != bc.release {
-                    protocol_error = Some(format!(
-                        "the guest runs release {} but variant '{}' boots {} ({})",
-                        info.release, v.name, bc.release, bc.kernel
+        Ok(())
+    }
+
+    /// A line from the guest's abperf: its hello, a run (committed now) or its end. A line that
+    /// does not parse or a run that does not fit the share is a protocol error: the VM is killed.
+    fn line(
+        &mut self,
+        store: &mut Store,
+        vm: &mut Vm,
+        progress: &mut dyn Progress,
+        timed_done: &mut BTreeMap<usize, u32>,
+        text: &str,
+    ) -> anyhow::Result<()> {
+        let line = match Line::parse(text) {
+            Ok(l) => l,
+            Err(e) => {
+                self.protocol_error = Some(format!("{e:#}"));
+                vm.kill();
+                return Ok(());
+            }
+        };
+        match line {
+            Line::Hello {
+                environment,
+                events_skipped,
+                abperf,
+            } => {
+                self.hello = true;
+                self.env["guest"] = environment;
+                self.env["guest_abperf"] = serde_json::Value::String(abperf);
+                self.env["events_skipped"] = serde_json::to_value(&events_skipped)?;
+                store.set_boot_environment(self.boot_id, &self.env)?;
+                for (name, why) in &events_skipped {
+                    progress.note(&format!(
+                        "abperf: event {name} in the guest: {why}; the experiment goes on without it"
                     ));
+                }
+            }
+            Line::Run { run } => {
+                if let Err(e) = take_run(
+                    store,
+                    self.b,
+                    self.boot_id,
+                    self.plan,
+                    &self.wanted,
+                    run,
+                    &mut self.got,
+                    &mut self.clock,
+                    self.extra,
+                    timed_done,
+                    progress,
+                ) {
+                    self.protocol_error = Some(format!("{e:#}"));
                     vm.kill();
                 }
             }
-            Event::Line(text) => {
-                let line = match Line::parse(&text) {
-                    Ok(l) => l,
-                    Err(e) => {
-                        protocol_error = Some(format!("{e:#}"));
-                        vm.kill();
-                        continue;
-                    }
-                };
-                match line {
-                    Line::Hello {
-                        environment,
-                        events_skipped,
-                        abperf,
-                    } => {
-                        hello = true;
-                        env["guest"] = environment;
-                        env["guest_abperf"] = serde_json::Value::String(abperf);
-                        env["events_skipped"] = serde_json::to_value(&events_skipped)?;
-                        store.set_boot_environment(boot_id, &env)?;
-                        for (name, why) in &events_skipped {
-                            progress.note(&format!(
-                                "abperf: event {name} in the guest: {why}; the experiment goes on without it"
-                            ));
-                        }
-                    }
-                    Line::Run { run } => {
-                        if let Err(e) = take_run(
-                            store, b, boot_id, plan, &wanted, run, &mut got, &mut clock, extra,
-                            timed_done, progress,
-                        ) {
-                            protocol_error = Some(format!("{e:#}"));
-                            vm.kill();
-                        }
-                    }
-                    Line::End { ending, message } => end = Some((ending, message)),
-                }
-            }
-            Event::Console(_) => {}
-            Event::Finished(o) => outcome = Some(o),
+            Line::End { ending, message } => self.end = Some((ending, message)),
         }
+        Ok(())
     }
-    let o = outcome.context("the VM's events ended without its outcome")?;
-    let all_done = got.len() == wanted.len();
-    let (status, result): (&str, Option<Ending>) = if let Some(err) = &protocol_error {
-        (
-            "failed",
-            Some(Ending::Failed(format!(
-                "boot {number} of '{}': {err}",
-                v.name
-            ))),
-        )
-    } else if let Some(sig) = signals::received().or(match o.exit {
-        Exit::Interrupted(s) => Some(s),
-        _ => None,
-    }) {
-        ("interrupted", Some(Ending::Interrupted(sig)))
-    } else {
-        match (&o.exit, &end) {
+
+    /// The boot's stored status and, unless it ran its whole share, how the experiment ends.
+    fn verdict(&self, o: &Outcome) -> (&'static str, Option<Ending>) {
+        let number = self.number;
+        let name = &self.variant().name;
+        let all_done = self.got.len() == self.wanted.len();
+        if let Some(err) = &self.protocol_error {
+            return (
+                "failed",
+                Some(Ending::Failed(format!("boot {number} of '{name}': {err}"))),
+            );
+        }
+        if let Some(sig) = signals::received().or(match o.exit {
+            Exit::Interrupted(s) => Some(s),
+            _ => None,
+        }) {
+            return ("interrupted", Some(Ending::Interrupted(sig)));
+        }
+        match (&o.exit, &self.end) {
             (Exit::Command(0), Some((e, _))) if e == "complete" && all_done => ("complete", None),
             (Exit::Command(_), Some((e, msg))) if e == "failed" => (
                 "failed",
@@ -410,61 +521,68 @@ fn one_boot(
             (Exit::Command(_), Some((e, msg))) => (
                 "failed",
                 Some(Ending::Failed(format!(
-                    "boot {number} of '{}': the guest's abperf ended '{e}': {}",
-                    v.name,
+                    "boot {number} of '{name}': the guest's abperf ended '{e}': {}",
                     msg.clone().unwrap_or_default()
                 ))),
             ),
             (Exit::Command(rc), None) => (
                 "failed",
                 Some(Ending::Failed(format!(
-                    "boot {number} of '{}': the guest's abperf exited with {rc} without reporting its end; console:\n{}",
-                    v.name,
+                    "boot {number} of '{name}': the guest's abperf exited with {rc} without reporting its end; console:\n{}",
                     tail(&o.console_tail)
                 ))),
             ),
             (exit, _) => (
                 "failed",
                 Some(Ending::Failed(format!(
-                    "boot {number} of '{}' after {} of its {} run(s): {}; console:\n{}",
-                    v.name,
-                    got.len(),
-                    wanted.len(),
+                    "boot {number} of '{name}' after {} of its {} run(s): {}; console:\n{}",
+                    self.got.len(),
+                    self.wanted.len(),
                     exit_words(exit),
                     tail(&o.console_tail)
                 ))),
             ),
         }
-    };
-    let mut words = match &o.exit {
-        Exit::Command(rc) => format!("the guest's abperf exited with {rc}"),
-        other => exit_words(other),
-    };
-    if status != "complete" {
-        words += &format!("; console:\n{}", tail(&o.console_tail));
     }
-    let before_abperf = !hello
-        && protocol_error.is_none()
-        && matches!(o.exit, Exit::GuestDied | Exit::BootTimeout(_));
-    store.end_boot(
-        boot_id,
-        status,
-        &words,
-        Some(o.seconds),
-        clock.run_seconds(),
-        clock.extra_done,
-    )?;
-    if status == "complete" {
-        progress.note(&format!(
-            "abperf:   boot done in {:.1} s ({} run(s) stored)",
-            o.seconds,
-            got.len()
-        ));
+
+    /// The VM is gone: record how the boot ended (with the console's tail unless it completed).
+    fn finish(
+        self,
+        store: &mut Store,
+        progress: &mut dyn Progress,
+        o: &Outcome,
+    ) -> anyhow::Result<BootResult> {
+        let (status, result) = self.verdict(o);
+        let mut words = match &o.exit {
+            Exit::Command(rc) => format!("the guest's abperf exited with {rc}"),
+            other => exit_words(other),
+        };
+        if status != "complete" {
+            words += &format!("; console:\n{}", tail(&o.console_tail));
+        }
+        let before_abperf = !self.hello
+            && self.protocol_error.is_none()
+            && matches!(o.exit, Exit::GuestDied | Exit::BootTimeout(_));
+        store.end_boot(
+            self.boot_id,
+            status,
+            &words,
+            Some(o.seconds),
+            self.clock.run_seconds(),
+            self.clock.extra_done,
+        )?;
+        if status == "complete" {
+            progress.note(&format!(
+                "abperf:   boot done in {:.1} s ({} run(s) stored)",
+                o.seconds,
+                self.got.len()
+            ));
+        }
+        Ok(BootResult {
+            ending: result,
+            before_abperf,
+        })
     }
-    Ok(BootResult {
-        ending: result,
-        before_abperf,
-    })
 }
 
 fn exit_words(exit: &Exit) -> String {

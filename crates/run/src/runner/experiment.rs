@@ -359,191 +359,23 @@ pub fn execute_into(
     {
         *timed_done.entry(s.variant).or_default() += 1;
     }
-    let timeout = cfg.timeout_s.map(Duration::from_secs_f64);
-    let quiet = !cfg.show_output;
+    let mut walk = Walk {
+        cfg,
+        variants,
+        prep: &prep,
+        knobs,
+        noise: &mut noise,
+        timeout: cfg.timeout_s.map(Duration::from_secs_f64),
+        quiet: !cfg.show_output,
+        timed_done,
+        last_variant: None,
+        tail_shown: BTreeSet::new(),
+    };
     progress.start(todo.len() as u64);
-    let mut last_variant: Option<usize> = None;
-    let mut ending = Ending::Complete;
-    let mut error: Option<anyhow::Error> = None;
-    let mut tail_shown: BTreeSet<usize> = BTreeSet::new();
-    for slot in todo {
-        if let Some(sig) = signals::received() {
-            ending = Ending::Interrupted(sig);
-            break;
-        }
-        let v = &variants[slot.variant];
-        let cmds = &prep.commands[slot.variant];
-        let step = (|| -> anyhow::Result<Option<(String, String)>> {
-            if last_variant != Some(slot.variant) {
-                for k in &v.knobs {
-                    knobs.apply(&k.path, &k.value)?;
-                }
-                if let Some(setup) = &cmds.setup {
-                    run_helper("--setup", setup, &prep, quiet)?;
-                }
-                last_variant = Some(slot.variant);
-            }
-            if let Some(pre) = &cmds.pre {
-                run_helper("--pre", pre, &prep, quiet)?;
-            }
-            if let Some(p) = cmds.workload.as_ref().and_then(|w| w.prepare.as_ref()) {
-                run_helper("the workload's prepare step", p, &prep, quiet)?;
-            }
-            noise.before_run(slot.seq)?;
-            let per_run = main_command(cmds, cfg.seed, slot.seq)?;
-            let main = per_run.as_ref().unwrap_or(&cmds.main);
-            let metrics_file = match (&cmds.workload, prep.metrics_file) {
-                (Some(_), Some(f)) => {
-                    f.fresh()?;
-                    Some(f)
-                }
-                _ => None,
-            };
-            let started_ns = now_ns();
-            let opts = SpawnOptions {
-                pin: prep.pin.as_ref(),
-                timeout,
-                events: &prep.events,
-                quiet,
-            };
-            let out = spawn::run(main, &opts).with_context(|| format!("variant '{}'", v.name))?;
-            let ended_ns = now_ns();
-            if let Some(w) = &cmds.workload
-                && out.exit != Exit::Code(0)
-            {
-                for note in w.cmd.clean_up() {
-                    progress.note(&note);
-                }
-            }
-            if signals::received().is_some() {
-                // The run was cut short by the signal: it is not a measurement.
-                return Ok(None);
-            }
-            let mut metrics = vec![Metric::new("wall_ns", out.wall_ns as f64, "ns")];
-            metrics.extend(rusage::metrics(&out.rusage));
-            metrics.extend(out.counters);
-            // A workload's own metrics; a run that exited normally without them failed.
-            let mut unmeasured = None;
-            if let (Some(w), Some(f), Exit::Code(0)) = (&cmds.workload, metrics_file, out.exit) {
-                match w.cmd.collect(f.path(), &metrics) {
-                    Ok(ms) => metrics.extend(ms),
-                    Err(e) => unmeasured = Some(e),
-                }
-            }
-            let (status, exit_code, signal) = match out.exit {
-                Exit::Code(0) if unmeasured.is_some() => (RunStatus::Failed, Some(0), None),
-                Exit::Code(0) => (RunStatus::Ok, Some(0), None),
-                Exit::Code(c) => (RunStatus::Failed, Some(c), None),
-                Exit::Signal(s) => (RunStatus::Failed, None, Some(s)),
-                Exit::TimedOut => (RunStatus::Timeout, None, Some(libc::SIGKILL)),
-            };
-            sink.commit(&Run {
-                variant: slot.variant,
-                seq: slot.seq,
-                warmup: slot.warmup,
-                block: slot.block,
-                status,
-                exit_code,
-                signal,
-                started_ns,
-                ended_ns,
-                excluded: None,
-                metrics,
-                source: None,
-            })?;
-            if !slot.warmup {
-                *timed_done.entry(slot.variant).or_default() += 1;
-            }
-            progress.ran(
-                &v.name,
-                timed_done.get(&slot.variant).copied().unwrap_or(0),
-                cfg.runs,
-                out.wall_ns,
-            );
-            let what = match (out.exit, unmeasured) {
-                (Exit::Code(0), Some(e)) => format!("exited normally, but {e:#}"),
-                (exit, _) => match exit {
-                    Exit::Code(0) => return Ok(None),
-                    Exit::Code(127) if cmds.main.via_shell && cmds.workload.is_none() => {
-                        "exited with status 127 (the shell's 'command not found')".to_string()
-                    }
-                    Exit::Code(c) => format!("exited with status {c}"),
-                    Exit::Signal(s) => format!("was killed by {}", signals::name(s)),
-                    Exit::TimedOut => format!(
-                        "timed out after {} s and was killed",
-                        cfg.timeout_s.unwrap_or(0.0)
-                    ),
-                },
-            };
-            // The first failure of a variant shows what the workload said (quiet runs only).
-            let note = if quiet && tail_shown.insert(slot.variant) {
-                stderr_note(out.stderr_tail.as_deref())
-            } else {
-                String::new()
-            };
-            Ok(Some((
-                format!(
-                    "run {} of variant '{}' ({}) {what}",
-                    slot.seq, v.name, main.text
-                ),
-                note,
-            )))
-        })();
-        match step {
-            Ok(None) if !slot.warmup => match progress.decided(&*sink, &timed_done) {
-                Ok(Some(why)) => {
-                    if let Some(post) = &cmds.post
-                        && let Err(e) = run_helper("--post", post, &prep, quiet)
-                    {
-                        error = Some(e);
-                        break;
-                    }
-                    ending = Ending::Decided(why);
-                    break;
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    error = Some(e);
-                    break;
-                }
-            },
-            Ok(None) => {}
-            Ok(Some((failure, note))) if cfg.ignore_failure => {
-                progress.finish();
-                abperf_model::error::stderr_line(&format!(
-                    "abperf: warning: {failure}; recorded, going on (--ignore-failure){note}"
-                ));
-            }
-            Ok(Some((failure, note))) => {
-                ending = Ending::Failed(format!(
-                    "{failure}; the experiment stops here (use -i/--ignore-failure to record failures and go on){note}"
-                ));
-                break;
-            }
-            Err(e) => {
-                error = Some(e);
-                break;
-            }
-        }
-        if let Some(post) = &cmds.post
-            && let Err(e) = run_helper("--post", post, &prep, quiet)
-        {
-            error = Some(e);
-            break;
-        }
-    }
+    let (mut ending, mut error) = walk.slots(sink, progress, &todo);
     progress.finish();
     if !matches!(ending, Ending::Interrupted(_)) {
-        for c in &prep.cleanups {
-            if signals::received().is_some() {
-                break;
-            }
-            if let Err(e) = run_helper("--cleanup", c, &prep, quiet)
-                && signals::received().is_none()
-            {
-                abperf_model::error::stderr_line(&format!("abperf: warning: {e:#}"));
-            }
-        }
+        walk.cleanup();
     }
     if let Some(f) = prep.metrics_file {
         f.finish();
@@ -570,4 +402,276 @@ pub fn execute_into(
         );
     }
     Ok(ending)
+}
+
+/// How the loop stops early: the experiment's ending and the error that stopped it, if any.
+type Stop = (Ending, Option<anyhow::Error>);
+
+/// A failed run in words, and what its workload left on stderr (or nothing).
+type Failure = (String, String);
+
+/// The experiment loop under way: what it runs with, and what it has done so far.
+struct Walk<'a> {
+    cfg: &'a RunConfig,
+    variants: &'a [Variant],
+    prep: &'a ExecPlan,
+    knobs: &'a mut KnobGuard,
+    noise: &'a mut Noise,
+    timeout: Option<Duration>,
+    quiet: bool,
+    /// Timed runs done per variant (before this session and in it).
+    timed_done: BTreeMap<usize, u32>,
+    /// The variant whose knobs and setup are in place.
+    last_variant: Option<usize>,
+    /// Variants whose first failure showed the workload's stderr.
+    tail_shown: BTreeSet<usize>,
+}
+
+impl Walk<'_> {
+    /// Run the `todo` slots in order, each followed by --post; stop at a signal, a decision, a
+    /// failure (unless ignored) or an error.
+    fn slots(
+        &mut self,
+        sink: &mut dyn RunSink,
+        progress: &mut dyn Progress,
+        todo: &[&Slot],
+    ) -> Stop {
+        for slot in todo {
+            if let Some(sig) = signals::received() {
+                return (Ending::Interrupted(sig), None);
+            }
+            let step = self.run_slot(sink, progress, slot);
+            if let Some(stop) = self.after_run(sink, progress, slot, step) {
+                return stop;
+            }
+            if let Err(e) = self.post(slot) {
+                return (Ending::Complete, Some(e));
+            }
+        }
+        (Ending::Complete, None)
+    }
+
+    /// --post after a slot's run (when there is one).
+    fn post(&self, slot: &Slot) -> anyhow::Result<()> {
+        match &self.prep.commands[slot.variant].post {
+            Some(post) => run_helper("--post", post, self.prep, self.quiet),
+            None => Ok(()),
+        }
+    }
+
+    /// What follows a slot's run: the stopping rule after a good timed run, a warning after an
+    /// ignored failure; `Some` stops the loop (after a decision, --post has run).
+    fn after_run(
+        &mut self,
+        sink: &mut dyn RunSink,
+        progress: &mut dyn Progress,
+        slot: &Slot,
+        step: anyhow::Result<Option<Failure>>,
+    ) -> Option<Stop> {
+        match step {
+            Ok(None) if !slot.warmup => match progress.decided(&*sink, &self.timed_done) {
+                Ok(Some(why)) => Some(match self.post(slot) {
+                    Err(e) => (Ending::Complete, Some(e)),
+                    Ok(()) => (Ending::Decided(why), None),
+                }),
+                Ok(None) => None,
+                Err(e) => Some((Ending::Complete, Some(e))),
+            },
+            Ok(None) => None,
+            Ok(Some((failure, note))) if self.cfg.ignore_failure => {
+                progress.finish();
+                abperf_model::error::stderr_line(&format!(
+                    "abperf: warning: {failure}; recorded, going on (--ignore-failure){note}"
+                ));
+                None
+            }
+            Ok(Some((failure, note))) => Some((
+                Ending::Failed(format!(
+                    "{failure}; the experiment stops here (use -i/--ignore-failure to record failures and go on){note}"
+                )),
+                None,
+            )),
+            Err(e) => Some((Ending::Complete, Some(e))),
+        }
+    }
+
+    /// One slot: the variant's knobs and setup when it changes, --pre, the workload's prepare
+    /// step, the noise controls, then the timed run, committed the moment it ends. `Some` is a
+    /// failed run in words; a run cut short by a signal is not stored.
+    fn run_slot(
+        &mut self,
+        sink: &mut dyn RunSink,
+        progress: &mut dyn Progress,
+        slot: &Slot,
+    ) -> anyhow::Result<Option<Failure>> {
+        let (prep, quiet) = (self.prep, self.quiet);
+        let v = &self.variants[slot.variant];
+        let cmds = &prep.commands[slot.variant];
+        self.enter_variant(slot)?;
+        if let Some(pre) = &cmds.pre {
+            run_helper("--pre", pre, prep, quiet)?;
+        }
+        if let Some(p) = cmds.workload.as_ref().and_then(|w| w.prepare.as_ref()) {
+            run_helper("the workload's prepare step", p, prep, quiet)?;
+        }
+        self.noise.before_run(slot.seq)?;
+        let per_run = main_command(cmds, self.cfg.seed, slot.seq)?;
+        let main = per_run.as_ref().unwrap_or(&cmds.main);
+        let metrics_file = match (&cmds.workload, prep.metrics_file) {
+            (Some(_), Some(f)) => {
+                f.fresh()?;
+                Some(f)
+            }
+            _ => None,
+        };
+        let started_ns = now_ns();
+        let opts = SpawnOptions {
+            pin: prep.pin.as_ref(),
+            timeout: self.timeout,
+            events: &prep.events,
+            quiet,
+        };
+        let mut out = spawn::run(main, &opts).with_context(|| format!("variant '{}'", v.name))?;
+        let ended_ns = now_ns();
+        if let Some(w) = &cmds.workload
+            && out.exit != Exit::Code(0)
+        {
+            for note in w.cmd.clean_up() {
+                progress.note(&note);
+            }
+        }
+        if signals::received().is_some() {
+            // The run was cut short by the signal: it is not a measurement.
+            return Ok(None);
+        }
+        let counters = std::mem::take(&mut out.counters);
+        let (metrics, unmeasured) = run_metrics(cmds, metrics_file, &out, counters);
+        let (status, exit_code, signal) = run_status(out.exit, unmeasured.is_some());
+        sink.commit(&Run {
+            variant: slot.variant,
+            seq: slot.seq,
+            warmup: slot.warmup,
+            block: slot.block,
+            status,
+            exit_code,
+            signal,
+            started_ns,
+            ended_ns,
+            excluded: None,
+            metrics,
+            source: None,
+        })?;
+        if !slot.warmup {
+            *self.timed_done.entry(slot.variant).or_default() += 1;
+        }
+        progress.ran(
+            &v.name,
+            self.timed_done.get(&slot.variant).copied().unwrap_or(0),
+            self.cfg.runs,
+            out.wall_ns,
+        );
+        Ok(self.failure(slot, main, &out, unmeasured))
+    }
+
+    /// When the variant changes: write its knobs and run --setup.
+    fn enter_variant(&mut self, slot: &Slot) -> anyhow::Result<()> {
+        if self.last_variant == Some(slot.variant) {
+            return Ok(());
+        }
+        for k in &self.variants[slot.variant].knobs {
+            self.knobs.apply(&k.path, &k.value)?;
+        }
+        if let Some(setup) = &self.prep.commands[slot.variant].setup {
+            run_helper("--setup", setup, self.prep, self.quiet)?;
+        }
+        self.last_variant = Some(slot.variant);
+        Ok(())
+    }
+
+    /// A stored run that failed, in words (`None`: it did not), with the workload's stderr the
+    /// first time a variant fails (quiet runs only).
+    fn failure(
+        &mut self,
+        slot: &Slot,
+        main: &Prepared,
+        out: &spawn::Outcome,
+        unmeasured: Option<anyhow::Error>,
+    ) -> Option<Failure> {
+        let cmds = &self.prep.commands[slot.variant];
+        let what = match (out.exit, unmeasured) {
+            (Exit::Code(0), Some(e)) => format!("exited normally, but {e:#}"),
+            (exit, _) => match exit {
+                Exit::Code(0) => return None,
+                Exit::Code(127) if cmds.main.via_shell && cmds.workload.is_none() => {
+                    "exited with status 127 (the shell's 'command not found')".to_string()
+                }
+                Exit::Code(c) => format!("exited with status {c}"),
+                Exit::Signal(s) => format!("was killed by {}", signals::name(s)),
+                Exit::TimedOut => format!(
+                    "timed out after {} s and was killed",
+                    self.cfg.timeout_s.unwrap_or(0.0)
+                ),
+            },
+        };
+        // The first failure of a variant shows what the workload said (quiet runs only).
+        let note = if self.quiet && self.tail_shown.insert(slot.variant) {
+            stderr_note(out.stderr_tail.as_deref())
+        } else {
+            String::new()
+        };
+        Some((
+            format!(
+                "run {} of variant '{}' ({}) {what}",
+                slot.seq, self.variants[slot.variant].name, main.text
+            ),
+            note,
+        ))
+    }
+
+    /// --cleanup, each command once, after the last slot (not after a signal).
+    fn cleanup(&self) {
+        for c in &self.prep.cleanups {
+            if signals::received().is_some() {
+                break;
+            }
+            if let Err(e) = run_helper("--cleanup", c, self.prep, self.quiet)
+                && signals::received().is_none()
+            {
+                abperf_model::error::stderr_line(&format!("abperf: warning: {e:#}"));
+            }
+        }
+    }
+}
+
+/// A run's metrics: wall time, rusage, its `counters` and a workload's own; the error when a workload
+/// that exited normally left no metrics (the run failed).
+fn run_metrics(
+    cmds: &VariantCommands,
+    metrics_file: Option<&MetricsFile>,
+    out: &spawn::Outcome,
+    counters: Vec<Metric>,
+) -> (Vec<Metric>, Option<anyhow::Error>) {
+    let mut metrics = vec![Metric::new("wall_ns", out.wall_ns as f64, "ns")];
+    metrics.extend(rusage::metrics(&out.rusage));
+    metrics.extend(counters);
+    // A workload's own metrics; a run that exited normally without them failed.
+    let mut unmeasured = None;
+    if let (Some(w), Some(f), Exit::Code(0)) = (&cmds.workload, metrics_file, out.exit) {
+        match w.cmd.collect(f.path(), &metrics) {
+            Ok(ms) => metrics.extend(ms),
+            Err(e) => unmeasured = Some(e),
+        }
+    }
+    (metrics, unmeasured)
+}
+
+/// A run's stored status, exit code and signal.
+fn run_status(exit: Exit, unmeasured: bool) -> (RunStatus, Option<i32>, Option<i32>) {
+    match exit {
+        Exit::Code(0) if unmeasured => (RunStatus::Failed, Some(0), None),
+        Exit::Code(0) => (RunStatus::Ok, Some(0), None),
+        Exit::Code(c) => (RunStatus::Failed, Some(c), None),
+        Exit::Signal(s) => (RunStatus::Failed, None, Some(s)),
+        Exit::TimedOut => (RunStatus::Timeout, None, Some(libc::SIGKILL)),
+    }
 }

@@ -14,7 +14,7 @@
 //!   `$ABPERF_LOCK_DIR` overrides it. A directory or claim owned by another user is not trusted
 //!   (a claim says what to write to a knob).
 
-use super::knobs;
+use super::knob_file;
 use super::signals;
 use abperf_model::{KnobClaim, Liveness, Owner};
 use anyhow::Context;
@@ -368,11 +368,11 @@ pub fn restore_from_claim(claim: &KnobClaim) -> anyhow::Result<Option<String>> {
             claim.holder()
         )));
     }
-    let now = knobs::read_value(&claim.path)?;
+    let now = knob_file::read_value(&claim.path)?;
     if now == claim.original {
         return Ok(None);
     }
-    knobs::write_verified(&claim.path, &claim.original)?;
+    knob_file::write_verified(&claim.path, &claim.original)?;
     Ok(Some(format!(
         "knob {} held '{now}', left changed by {} which died without restoring it; \
          restored its original '{}' (verified)",

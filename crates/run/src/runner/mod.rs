@@ -7,6 +7,7 @@ pub mod command;
 pub mod cpuset;
 pub mod experiment;
 pub mod guest;
+pub mod knob_file;
 pub mod knob_lock;
 pub mod knobs;
 pub mod noise;
@@ -16,6 +17,7 @@ pub mod signals;
 pub mod spawn;
 pub mod spawn_fork;
 pub mod spawn_helper;
+mod spawn_posix;
 pub mod spawn_server;
 pub mod workload;
 

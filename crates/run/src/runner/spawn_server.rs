@@ -17,6 +17,7 @@ use super::command::Prepared;
 use super::cpuset::CpuSet;
 use super::spawn_fork::{FLAG_PIN, MAGIC, REQUEST_FDS, SERVER_ARG, SERVER_FD};
 use super::spawn_helper::HELPER_ARG;
+use super::spawn_posix::{devnull, high_fd, spawn_in_group};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Mutex;
@@ -139,7 +140,7 @@ impl Server {
         let (ours, theirs) =
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         // Above 3, so that placing it at SERVER_FD never finds it already there.
-        let theirs = super::spawn::high_fd(theirs)?;
+        let theirs = high_fd(theirs)?;
         let timeout = libc::timeval {
             tv_sec: ANSWER_TIMEOUT.as_secs() as libc::time_t,
             tv_usec: 0,
@@ -162,10 +163,10 @@ impl Server {
         args.push(CString::new(SERVER_ARG).expect("no NUL"));
         let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
         argv.push(std::ptr::null());
-        let null = super::spawn::devnull()?.as_raw_fd();
+        let null = devnull()?.as_raw_fd();
         let mut dups: Vec<(i32, i32)> = (0..3).map(|fd| (null, fd)).collect();
         dups.push((theirs.as_raw_fd(), SERVER_FD));
-        let (pid, _) = super::spawn::spawn_in_group(&helper.path, &argv, &dups).map_err(|rc| {
+        let (pid, _) = spawn_in_group(&helper.path, &argv, &dups).map_err(|rc| {
             anyhow::anyhow!(
                 "cannot start abperf's spawn server {}: {}",
                 helper.path.to_string_lossy(),

@@ -36,7 +36,7 @@ use super::command::Prepared;
 use crate::design::ParamList;
 use crate::design::placeholders::placeholders;
 use abperf_model::error::usage;
-use abperf_model::{Direction, Metric, Variant, WorkloadRef};
+use abperf_model::{Metric, Variant, WorkloadRef};
 use abperf_workload::{self as workload, Workload, metrics as wm, params::Params};
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeSet;
@@ -358,9 +358,9 @@ impl WorkloadCommand {
                     w.name,
                     m.name,
                     m.unit,
-                    m.direction.as_str(),
+                    wm::direction_word(m.direction),
                     spec.unit,
-                    spec.direction.as_str()
+                    wm::direction_word(spec.direction)
                 );
             }
             if out.iter().chain(taken).any(|x| x.name == m.name) {
@@ -370,18 +370,9 @@ impl WorkloadCommand {
                     m.name
                 );
             }
-            out.push(Metric::new(m.name, m.value, m.unit).declared(direction(m.direction)));
+            out.push(Metric::new(m.name, m.value, m.unit).declared(m.direction));
         }
         Ok(out)
-    }
-}
-
-/// A workload's direction as the model knows it.
-pub fn direction(d: wm::Direction) -> Direction {
-    match d {
-        wm::Direction::HigherIsBetter => Direction::HigherIsBetter,
-        wm::Direction::LowerIsBetter => Direction::LowerIsBetter,
-        wm::Direction::Count => Direction::Count,
     }
 }
 
@@ -500,6 +491,7 @@ fn sweep(base: &Path) {
 mod tests {
     use super::*;
     use crate::design::parse_param_list;
+    use abperf_model::Direction;
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
@@ -666,7 +658,7 @@ mod tests {
                     m.name
                 );
                 // the declared direction is what a stored run says, whatever the unit suggests
-                let d = direction(m.direction);
+                let d = m.direction;
                 let stored = Metric::new(m.name, 1.0, m.unit).declared(d);
                 assert_eq!(abperf_model::MetricInfo::of(&stored).direction, d);
             }

@@ -3,8 +3,12 @@
 //! runs `-r` timed runs (after `--warmup` warm-ups) per boot inside it; the host commits every run
 //! as it arrives (`runner::boots`), and `--resume` continues with the next boot.
 
-use super::run::{Bar, RunArgs, conclude, noise_config, random_seed};
-use super::vm::AccelArg;
+use super::args::{
+    KernelArgs, RunArgs, check_timeout, noise_config, parse_lists, random_seed, run_config, title,
+};
+use super::end::{claim, conclude};
+use super::progress::Bar;
+use crate::commands::vm::AccelArg;
 use crate::design::{self, KernelChoice, Order};
 use crate::error::usage;
 use crate::measure::counters;
@@ -21,66 +25,6 @@ use std::time::Duration;
 /// Boots per variant when `--boots` is not given: enough boot means for a test (at least the
 /// 6 runs per variant `compare` recommends, counted at the boot level).
 pub const DEFAULT_BOOTS: u32 = 6;
-
-/// The kernel-variant options of `abperf run`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct KernelArgs {
-    /// Boot this kernel in a VM and run there: a bzImage/vmlinuz, or a Debian kernel package
-    /// fetched into the kernel cache (e.g. linux-image-6.1.0-56-amd64-unsigned). Repeat it: each
-    /// kernel is a variant
-    #[arg(long = "kernel", value_name = "PATH|PACKAGE")]
-    pub kernels: Vec<String>,
-    /// Modules directory of a --kernel (named after its release, with modules.dep; repeatable;
-    /// default: found next to the kernel, in the package, or in /lib/modules)
-    #[arg(long = "modules", value_name = "DIR")]
-    pub modules: Vec<PathBuf>,
-    /// Kernel parameters appended to the guest's command line, e.g. 'pti=on clearcpuid=invpcid'.
-    /// Repeat it: each command line is a variant
-    #[arg(long = "append", value_name = "ARGS", allow_hyphen_values = true)]
-    pub appends: Vec<String>,
-    /// Boots per variant (kernel variants), in seeded ABBA order; -r and --warmup count per boot
-    /// [default: 6]
-    #[arg(long, value_name = "N")]
-    pub boots: Option<u32>,
-    /// How the guests run: kvm, tcg (QEMU's emulator: timings say nothing about hardware
-    /// costs), or auto (KVM when the probe finds it usable, else TCG) [default: auto]
-    #[arg(long, value_enum, value_name = "ACCEL")]
-    pub accel: Option<AccelArg>,
-    /// vCPUs of each guest [default: 2]
-    #[arg(long, value_name = "N")]
-    pub vm_cpus: Option<u32>,
-    /// Memory of each guest in MiB [default: 1024]
-    #[arg(long, value_name = "MIB")]
-    pub vm_memory: Option<u64>,
-    /// Host CPUs the VM (every QEMU thread) runs on, e.g. 1 or 0-1
-    #[arg(long, value_name = "CPUS")]
-    pub vm_pin: Option<String>,
-    /// Seconds a boot may take until abperf runs in the guest [default: 300]
-    #[arg(long, value_name = "S")]
-    pub boot_timeout: Option<f64>,
-    /// Keep each boot's console (kernel log; the workload's output with --show-output) in DIR
-    #[arg(long, value_name = "DIR")]
-    pub vm_console: Option<PathBuf>,
-    /// (internal) run a boot's share of the schedule inside the guest
-    #[arg(long, hide = true, value_name = "FILE")]
-    pub guest_share: Option<PathBuf>,
-}
-
-impl KernelArgs {
-    /// Whether any kernel-variant option was given.
-    pub fn any(&self) -> bool {
-        !self.kernels.is_empty()
-            || !self.appends.is_empty()
-            || !self.modules.is_empty()
-            || self.boots.is_some()
-            || self.accel.is_some()
-            || self.vm_cpus.is_some()
-            || self.vm_memory.is_some()
-            || self.vm_pin.is_some()
-            || self.boot_timeout.is_some()
-            || self.vm_console.is_some()
-    }
-}
 
 /// A `--kernel` argument: an image file, or a Debian package fetched into the cache.
 fn resolve_kernel(arg: &str, modules: &[PathBuf]) -> anyhow::Result<KernelChoice> {
@@ -160,6 +104,97 @@ fn choose_accel(arg: AccelArg, kernel: &Path) -> (String, String) {
 
 /// `abperf run --kernel ... [--append ...] COMMAND...`
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+    let o = check_options(&args)?;
+    let k = &args.kernel;
+    let kernels = resolve_kernels(k)?;
+    let (variants, knob_paths) = boot_variants(&args, &kernels)?;
+    let seed = args.seed.unwrap_or_else(random_seed);
+    let noise = noise_config(&args, &knob_paths)?;
+    // The guest's kernel decides what it can count (each boot probes again).
+    let cfg = run_config(&args, seed, args.events.clone(), noise);
+    let (accel, accel_reason) = choose_accel(
+        k.accel.unwrap_or(AccelArg::Auto),
+        Path::new(&kernels[0].path),
+    );
+    let vmd = VmDesign {
+        boots: o.boots,
+        accel: accel.clone(),
+        accel_reason: accel_reason.clone(),
+        cpus: o.cpus,
+        memory_mib: o.memory,
+        host_cpus: o.host_cpus.clone(),
+        boot_timeout_s: o.boot_timeout,
+        console_dir: k
+            .vm_console
+            .as_ref()
+            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone())),
+        strict: args.strict,
+    };
+    let (boot_plans, schedule) = design::build_boot_schedule(
+        cfg.order,
+        variants.len(),
+        o.boots,
+        cfg.runs,
+        cfg.warmup,
+        seed,
+    );
+    let mut design_json = serde_json::to_value(&cfg)?;
+    design_json["vm"] = serde_json::to_value(&vmd)?;
+    // Other processes' CPU use, load and pressure are sampled over the boots (`execute`), not
+    // before them.
+    let mut environment = crate::doctor::environment_unsampled();
+    environment["vm"] = serde_json::json!({
+        "accel": accel,
+        "accel_reason": accel_reason,
+        "cpus": o.cpus,
+        "memory_mib": o.memory,
+        "host_cpus": o.host_cpus,
+        "qemu": vm::engine::find_qemu().ok().map(|q| q.display().to_string()),
+    });
+    let title = title(&args, variants.iter().map(|v| v.name.as_str()));
+    let exp = NewExperiment {
+        name: title,
+        kind: Kind::Run,
+        command_line: std::env::args().collect(),
+        design: design_json,
+        seed: Some(seed),
+        environment,
+    };
+    let mut store = Store::open_resolved(args.db.db.as_deref())?;
+    signals::install()?;
+    let id = store.create_boot_experiment(&exp, &variants, &schedule, &boot_plans)?;
+    // Its owner, so that `list`/`show` call it interrupted if this process dies and
+    // `run --resume` refuses while it lives (a moment after creation: a kill -9 in between
+    // leaves a `running` experiment without an owner, as stores made before owners have).
+    claim(&mut store, id)?;
+    crate::error::stderr_line(&format!(
+        "abperf: experiment {id}: {} kernel variant(s) x {} boots x {} runs (+{} warm-up per boot), \
+         boot order {}, seed {seed}, {} guests of {} vCPU(s) and {} MiB",
+        variants.len(),
+        o.boots,
+        cfg.runs,
+        cfg.warmup,
+        cfg.order.as_str(),
+        accel.to_uppercase(),
+        o.cpus,
+        o.memory
+    ));
+    let variants = store.variants(id)?;
+    execute(&mut store, id, &cfg, &vmd, &variants)
+}
+
+/// The VM options of a kernel experiment, checked (with defaults filled in).
+struct VmOptions {
+    boots: u32,
+    boot_timeout: f64,
+    cpus: u32,
+    memory: u64,
+    host_cpus: Option<Vec<usize>>,
+}
+
+/// Everything about the options that can be told wrong before a kernel is looked at: --kernel
+/// given, counts, --tune (not for kernels), timeouts, the VM's size and CPUs, the events.
+fn check_options(args: &RunArgs) -> anyhow::Result<VmOptions> {
     let k = &args.kernel;
     if k.kernels.is_empty() {
         return Err(usage(
@@ -180,7 +215,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
              changed for kernel variants yet; tune the host with `abperf doctor --fix` first",
         ));
     }
-    super::run::check_timeout(&args)?;
+    check_timeout(args)?;
     let boot_timeout = positive_seconds("--boot-timeout", k.boot_timeout.unwrap_or(300.0))?;
     let cpus = k.vm_cpus.unwrap_or(2);
     if cpus == 0 || cpus > 255 {
@@ -204,6 +239,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     for e in &args.events {
         counters::parse_event(e).map_err(|e| usage(format!("-e/--event: {e}")))?;
     }
+    Ok(VmOptions {
+        boots,
+        boot_timeout,
+        cpus,
+        memory,
+        host_cpus,
+    })
+}
+
+/// The `--kernel`s, resolved (packages fetched), and every `--modules` matched to one of them.
+fn resolve_kernels(k: &KernelArgs) -> anyhow::Result<Vec<KernelChoice>> {
     let mut kernels = Vec::new();
     for a in &k.kernels {
         kernels.push(resolve_kernel(a, &k.modules)?);
@@ -222,7 +268,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             )));
         }
     }
-    let (params, knob_specs) = super::run::parse_lists(&args)?;
+    Ok(kernels)
+}
+
+/// The variants: every kernel x command line x (command, `-L`, `-k`) combination, named by `-n`
+/// (every variant, or the commands as without kernels); and the paths of the variant knobs.
+fn boot_variants(
+    args: &RunArgs,
+    kernels: &[KernelChoice],
+) -> anyhow::Result<(Vec<Variant>, Vec<String>)> {
+    let k = &args.kernel;
+    let (params, knob_specs) = parse_lists(args)?;
     // -n names every variant, or the commands (as without kernels).
     let total_plans = {
         let mut n = args.commands.len().max(1);
@@ -243,36 +299,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             (&args.names, &[])
         };
     let plans = design::build_variants(&args.commands, plan_names, &params, &knob_specs)?;
-    let bvs = design::build_boot_variants(&kernels, &k.appends, &plans, all_names)?;
+    let bvs = design::build_boot_variants(kernels, &k.appends, &plans, all_names)?;
     if args.order == Order::Sequential {
         crate::error::stderr_line(
             "abperf: warning: --order sequential boots every boot of one variant before the next: a slow \
              drift becomes a false difference; the default abba cancels it",
         );
     }
-    let seed = args.seed.unwrap_or_else(random_seed);
     let knob_paths: Vec<String> = knob_specs.iter().map(|k| k.path.clone()).collect();
-    let noise = noise_config(&args, &knob_paths)?;
-    // The guest's kernel decides what it can count (each boot probes again).
-    let cfg = super::run::run_config(&args, seed, args.events.clone(), noise);
-    let (accel, accel_reason) = choose_accel(
-        k.accel.unwrap_or(AccelArg::Auto),
-        Path::new(&kernels[0].path),
-    );
-    let vmd = VmDesign {
-        boots,
-        accel: accel.clone(),
-        accel_reason: accel_reason.clone(),
-        cpus,
-        memory_mib: memory,
-        host_cpus: host_cpus.clone(),
-        boot_timeout_s: boot_timeout,
-        console_dir: k
-            .vm_console
-            .as_ref()
-            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone())),
-        strict: args.strict,
-    };
     let variants: Vec<Variant> = bvs
         .iter()
         .map(|b| Variant {
@@ -283,48 +317,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             ..Variant::named(&b.plan.name)
         })
         .collect();
-    let (boot_plans, schedule) =
-        design::build_boot_schedule(cfg.order, variants.len(), boots, cfg.runs, cfg.warmup, seed);
-    let mut design_json = serde_json::to_value(&cfg)?;
-    design_json["vm"] = serde_json::to_value(&vmd)?;
-    // Other processes' CPU use, load and pressure are sampled over the boots (`execute`), not
-    // before them.
-    let mut environment = crate::doctor::environment_unsampled();
-    environment["vm"] = serde_json::json!({
-        "accel": accel,
-        "accel_reason": accel_reason,
-        "cpus": cpus,
-        "memory_mib": memory,
-        "host_cpus": host_cpus,
-        "qemu": vm::engine::find_qemu().ok().map(|q| q.display().to_string()),
-    });
-    let title = super::run::title(&args, variants.iter().map(|v| v.name.as_str()));
-    let exp = NewExperiment {
-        name: title,
-        kind: Kind::Run,
-        command_line: std::env::args().collect(),
-        design: design_json,
-        seed: Some(seed),
-        environment,
-    };
-    let mut store = Store::open_resolved(args.db.db.as_deref())?;
-    signals::install()?;
-    let id = store.create_boot_experiment(&exp, &variants, &schedule, &boot_plans)?;
-    // Its owner, so that `list`/`show` call it interrupted if this process dies and
-    // `run --resume` refuses while it lives (a moment after creation: a kill -9 in between
-    // leaves a `running` experiment without an owner, as stores made before owners have).
-    super::run::claim(&mut store, id)?;
-    crate::error::stderr_line(&format!(
-        "abperf: experiment {id}: {} kernel variant(s) x {boots} boots x {} runs (+{} warm-up per boot), \
-         boot order {}, seed {seed}, {} guests of {cpus} vCPU(s) and {memory} MiB",
-        variants.len(),
-        cfg.runs,
-        cfg.warmup,
-        cfg.order.as_str(),
-        accel.to_uppercase()
-    ));
-    let variants = store.variants(id)?;
-    execute(&mut store, id, &cfg, &vmd, &variants)
+    Ok((variants, knob_paths))
 }
 
 fn execute(

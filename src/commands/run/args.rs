@@ -1,0 +1,342 @@
+//! The options of `abperf run` ([`RunArgs`], with the kernel-variant ones in [`KernelArgs`]) and
+//! what they make: the seed, the title, the `-L`/`-k` lists, the stored run design and the
+//! noise controls, each checked. Shared by host experiments (`run`) and kernel experiments
+//! (`run::boots`).
+
+use crate::commands::DbArgs;
+use crate::commands::vm::AccelArg;
+use crate::design::{self, Order};
+use crate::doctor;
+use crate::error::usage;
+use crate::model::SequentialPlan;
+use crate::runner::experiment::RunConfig;
+use crate::runner::noise::NoiseConfig;
+use crate::runner::shell::ShellMode;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "The ( +- x% ) figure is the standard error of the mean relative to the mean, as perf stat prints it."
+)]
+pub struct RunArgs {
+    /// Commands to compare: each one is a variant (exec'd directly, or through `sh -c` when it has
+    /// shell syntax: see --shell); `@NAME` or
+    /// `@NAME:K=V,...` runs built-in workload NAME (abperf workload list), taking the -L lists
+    /// named after its parameters
+    #[arg(value_name = "COMMAND")]
+    pub commands: Vec<String>,
+    /// Name of a variant (repeat, once per command, or once per variant)
+    #[arg(short = 'n', long = "name", value_name = "NAME")]
+    pub names: Vec<String>,
+    /// Parameter list: substitutes {NAME} in the commands, --pre/--post/--setup/--cleanup
+    #[arg(short = 'L', long = "parameter-list", value_name = "NAME=V1,V2,...")]
+    pub params: Vec<String>,
+    /// Kernel knob (sysfs/procfs/debugfs file): written, read back, verified, always restored
+    #[arg(short = 'k', long = "knob", value_name = "PATH=V1,V2,...")]
+    pub knobs: Vec<String>,
+    /// Run order
+    #[arg(long, value_enum, default_value_t = Order::Abba)]
+    pub order: Order,
+    /// Seed of the run order (default: random; always printed and stored)
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Timed runs per variant
+    #[arg(
+        short = 'r',
+        long = "runs",
+        visible_aliases = ["repeat", "max-runs"],
+        default_value_t = 10
+    )]
+    pub runs: u32,
+    /// Untimed warm-up runs per variant (stored, flagged, never analysed)
+    #[arg(long, default_value_t = 1)]
+    pub warmup: u32,
+    /// Command run untimed before each run
+    #[arg(long, visible_alias = "prepare", value_name = "CMD")]
+    pub pre: Option<String>,
+    /// Command run untimed after each run
+    #[arg(long, value_name = "CMD")]
+    pub post: Option<String>,
+    /// Command run once each time the variant changes (after knob writes)
+    #[arg(long, value_name = "CMD")]
+    pub setup: Option<String>,
+    /// Command run once at the end
+    #[arg(long, value_name = "CMD")]
+    pub cleanup: Option<String>,
+    /// Split commands into words and exec them directly, never through `sh -c` (--shell none)
+    #[arg(short = 'N', long = "no-shell", conflicts_with = "shell")]
+    pub no_shell: bool,
+    /// How commands start: auto (default) execs a command without shell syntax directly (split on
+    /// blanks, looked up in PATH) and runs the others by `sh -c`; sh always wraps them in `sh -c`
+    /// (whose start, ~1-2 ms for dash's extra fork, is then timed too); none is -N
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub shell: Option<ShellMode>,
+    /// Pin the workload (and pre/post) to these CPUs, e.g. 1 or 0-1
+    #[arg(long, value_name = "CPUS")]
+    pub pin: Option<String>,
+    /// Kill a run's process group after S seconds and record it as timed out
+    #[arg(long, value_name = "S")]
+    pub timeout: Option<f64>,
+    /// Record failing runs and go on instead of stopping
+    #[arg(short = 'i', long = "ignore-failure")]
+    pub ignore_failure: bool,
+    /// Count events per run: task-clock, page-faults, context-switches, cpu-migrations, cycles,
+    /// instructions, dTLB-load-misses, ..., or tracepoints subsys:event (e.g. tlb:tlb_flush)
+    #[arg(
+        short = 'e',
+        long = "event",
+        value_delimiter = ',',
+        value_name = "LIST"
+    )]
+    pub events: Vec<String>,
+    /// An event this machine cannot count is an error instead of being skipped
+    #[arg(long)]
+    pub strict: bool,
+    /// Show the workload's output (default: discarded)
+    #[arg(long)]
+    pub show_output: bool,
+    /// Name of the experiment (default: the commands)
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+    /// Apply the safe settings of `abperf doctor --fix` (governor, boost, THP, NUMA balancing,
+    /// NMI watchdog, ...) for this experiment; originals are stored and restored at the end, on
+    /// errors and on signals
+    #[arg(long)]
+    pub tune: bool,
+    /// Before each run (untimed): sync, then drop the page cache, dentries and inodes
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// Before each run (untimed, after --drop-caches): read every file under DIR (relative to
+    /// the copy with --tmpfs-copy)
+    #[arg(long, value_name = "DIR")]
+    pub pre_read: Option<PathBuf>,
+    /// Before each run (untimed): page-cache ballast of a random, seeded size up to MIB, so
+    /// physical memory layout changes from run to run (Ingo Molnar's recipe); freed at the end
+    #[arg(long, value_name = "MIB")]
+    pub perturb_layout: Option<u64>,
+    /// Copy DIR once to a private tmpfs and run everything there (working directory);
+    /// unmounted and removed at the end
+    #[arg(long, value_name = "DIR")]
+    pub tmpfs_copy: Option<PathBuf>,
+    /// Stop as soon as a valid sequential test decides: -r/--max-runs is the most runs per variant,
+    /// looked at --looks times (O'Brien-Fleming boundaries on Welch's test of wall time against
+    /// the first variant; the false-call rate stays at alpha 0.05)
+    #[arg(long)]
+    pub until_decided: bool,
+    /// With --until-decided: how many looks (equally spaced)
+    #[arg(
+        long,
+        default_value_t = 4,
+        value_name = "K",
+        requires = "until_decided"
+    )]
+    pub looks: usize,
+    /// Continue a stopped experiment exactly where its schedule stands
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+    /// Keep nothing: the experiment lives in memory and is gone when abperf exits (a throwaway
+    /// run; the same as --db :memory:)
+    #[arg(long, conflicts_with_all = ["db", "resume"])]
+    pub no_store: bool,
+    /// Wait for a knob another experiment holds (default: fail at once, naming the holder)
+    #[arg(long)]
+    pub wait: bool,
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// The kernel-variant options of `abperf run`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct KernelArgs {
+    /// Boot this kernel in a VM and run there: a bzImage/vmlinuz, or a Debian kernel package
+    /// fetched into the kernel cache (e.g. linux-image-6.1.0-56-amd64-unsigned). Repeat it: each
+    /// kernel is a variant
+    #[arg(long = "kernel", value_name = "PATH|PACKAGE")]
+    pub kernels: Vec<String>,
+    /// Modules directory of a --kernel (named after its release, with modules.dep; repeatable;
+    /// default: found next to the kernel, in the package, or in /lib/modules)
+    #[arg(long = "modules", value_name = "DIR")]
+    pub modules: Vec<PathBuf>,
+    /// Kernel parameters appended to the guest's command line, e.g. 'pti=on clearcpuid=invpcid'.
+    /// Repeat it: each command line is a variant
+    #[arg(long = "append", value_name = "ARGS", allow_hyphen_values = true)]
+    pub appends: Vec<String>,
+    /// Boots per variant (kernel variants), in seeded ABBA order; -r and --warmup count per boot
+    /// [default: 6]
+    #[arg(long, value_name = "N")]
+    pub boots: Option<u32>,
+    /// How the guests run: kvm, tcg (QEMU's emulator: timings say nothing about hardware
+    /// costs), or auto (KVM when the probe finds it usable, else TCG) [default: auto]
+    #[arg(long, value_enum, value_name = "ACCEL")]
+    pub accel: Option<AccelArg>,
+    /// vCPUs of each guest [default: 2]
+    #[arg(long, value_name = "N")]
+    pub vm_cpus: Option<u32>,
+    /// Memory of each guest in MiB [default: 1024]
+    #[arg(long, value_name = "MIB")]
+    pub vm_memory: Option<u64>,
+    /// Host CPUs the VM (every QEMU thread) runs on, e.g. 1 or 0-1
+    #[arg(long, value_name = "CPUS")]
+    pub vm_pin: Option<String>,
+    /// Seconds a boot may take until abperf runs in the guest [default: 300]
+    #[arg(long, value_name = "S")]
+    pub boot_timeout: Option<f64>,
+    /// Keep each boot's console (kernel log; the workload's output with --show-output) in DIR
+    #[arg(long, value_name = "DIR")]
+    pub vm_console: Option<PathBuf>,
+    /// (internal) run a boot's share of the schedule inside the guest
+    #[arg(long, hide = true, value_name = "FILE")]
+    pub guest_share: Option<PathBuf>,
+}
+
+impl KernelArgs {
+    /// Whether any kernel-variant option was given.
+    pub fn any(&self) -> bool {
+        !self.kernels.is_empty()
+            || !self.appends.is_empty()
+            || !self.modules.is_empty()
+            || self.boots.is_some()
+            || self.accel.is_some()
+            || self.vm_cpus.is_some()
+            || self.vm_memory.is_some()
+            || self.vm_pin.is_some()
+            || self.boot_timeout.is_some()
+            || self.vm_console.is_some()
+    }
+}
+
+pub(crate) fn random_seed() -> u64 {
+    // 48 bits: short enough to type back with --seed.
+    rand::random::<u64>() >> 16
+}
+
+/// The experiment's name: --title, else "A vs B vs ...".
+pub(crate) fn title<'a>(args: &RunArgs, names: impl Iterator<Item = &'a str>) -> String {
+    args.title
+        .clone()
+        .unwrap_or_else(|| names.collect::<Vec<_>>().join(" vs "))
+}
+
+/// `-L` lists and `-k` knobs as given.
+pub(crate) fn parse_lists(
+    args: &RunArgs,
+) -> anyhow::Result<(Vec<design::ParamList>, Vec<design::KnobSpec>)> {
+    let params = args
+        .params
+        .iter()
+        .map(|p| design::parse_param_list(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let knobs = args
+        .knobs
+        .iter()
+        .map(|k| design::parse_knob(k))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok((params, knobs))
+}
+
+pub(crate) fn check_timeout(args: &RunArgs) -> anyhow::Result<()> {
+    match args.timeout {
+        Some(t) if !(t > 0.0 && t.is_finite()) => Err(usage(format!(
+            "--timeout {t}: expected a positive number of seconds"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The stored design of a run experiment from its options.
+pub(crate) fn run_config(
+    args: &RunArgs,
+    seed: u64,
+    counted_events: Vec<String>,
+    noise: NoiseConfig,
+) -> RunConfig {
+    RunConfig {
+        order: args.order,
+        runs: args.runs,
+        warmup: args.warmup,
+        seed,
+        pre: args.pre.clone(),
+        post: args.post.clone(),
+        setup: args.setup.clone(),
+        cleanup: args.cleanup.clone(),
+        shell: if args.no_shell {
+            ShellMode::None
+        } else {
+            args.shell.unwrap_or_default()
+        },
+        exec: BTreeMap::new(),
+        pin: args.pin.clone(),
+        timeout_s: args.timeout,
+        events: args.events.clone(),
+        counted_events,
+        ignore_failure: args.ignore_failure,
+        show_output: args.show_output,
+        noise,
+        sequential: args.until_decided.then_some(SequentialPlan {
+            looks: args.looks,
+            max_runs: args.runs,
+            alpha: 0.05,
+        }),
+    }
+}
+
+/// The noise-control options, checked; --tune's settings exclude files that are variant knobs.
+pub(crate) fn noise_config(args: &RunArgs, knob_paths: &[String]) -> anyhow::Result<NoiseConfig> {
+    let tune = if args.tune {
+        let mut settings = Vec::new();
+        for s in doctor::recommended(&doctor::sys::Sys::real()) {
+            if knob_paths.contains(&s.path) {
+                crate::error::stderr_line(&format!(
+                    "abperf: --tune: leaving {} alone: it is a variant knob (-k)",
+                    s.path
+                ));
+            } else {
+                settings.push(s);
+            }
+        }
+        if settings.is_empty() {
+            crate::error::stderr_line(
+                "abperf: --tune: nothing to change on this machine (see abperf doctor)",
+            );
+        }
+        Some(settings)
+    } else {
+        None
+    };
+    if args.perturb_layout == Some(0) {
+        return Err(usage(
+            "--perturb-layout 0: expected a number of MiB of at least 1",
+        ));
+    }
+    Ok(NoiseConfig {
+        tune,
+        drop_caches: args.drop_caches,
+        pre_read: match (&args.pre_read, &args.tmpfs_copy) {
+            // Relative to the copy, where the workload runs: checked against the original.
+            (Some(p), Some(src)) if p.is_relative() => {
+                absolute_dir(&src.join(p), "--pre-read (inside --tmpfs-copy)")?;
+                Some(p.clone())
+            }
+            (Some(p), _) => Some(absolute_dir(p, "--pre-read")?),
+            (None, _) => None,
+        },
+        perturb_layout_mib: args.perturb_layout,
+        tmpfs_copy: args
+            .tmpfs_copy
+            .as_deref()
+            .map(|p| absolute_dir(p, "--tmpfs-copy"))
+            .transpose()?,
+    })
+}
+
+fn absolute_dir(p: &Path, flag: &str) -> anyhow::Result<PathBuf> {
+    let abs =
+        std::fs::canonicalize(p).map_err(|e| usage(format!("{flag} {}: {e}", p.display())))?;
+    if !abs.is_dir() {
+        return Err(usage(format!("{flag} {}: not a directory", p.display())));
+    }
+    Ok(abs)
+}
