@@ -3,6 +3,8 @@
 //! HTML page), the recommendation, the model and its assumptions in words, and what was
 //! validated.
 
+use super::Report;
+use super::section::Section;
 use abperf_model::ceiling::{CeilingAdvice, Estimate};
 use std::fmt::Write;
 
@@ -41,7 +43,7 @@ fn shown(a: &CeilingAdvice) -> impl Iterator<Item = &abperf_model::ceiling::Ceil
 }
 
 /// The recommendation in one sentence.
-pub fn verdict(a: &CeilingAdvice) -> String {
+fn verdict(a: &CeilingAdvice) -> String {
     let range = if a.best_range.0 == a.best_range.1 {
         String::new()
     } else if a.best_range.1 > 100_000 {
@@ -74,7 +76,7 @@ pub fn verdict(a: &CeilingAdvice) -> String {
 }
 
 /// The whole advice as text.
-pub fn text(a: &CeilingAdvice) -> String {
+fn text(a: &CeilingAdvice) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -243,14 +245,14 @@ pub fn text(a: &CeilingAdvice) -> String {
 }
 
 /// JSON: the advice as the model holds it.
-pub fn json(a: &CeilingAdvice) -> serde_json::Value {
+fn json(a: &CeilingAdvice) -> serde_json::Value {
     let mut v = serde_json::to_value(a).unwrap_or(serde_json::Value::Null);
     v["verdict"] = verdict(a).into();
     v
 }
 
 /// CSV: one row per ceiling.
-pub fn csv(a: &CeilingAdvice) -> anyhow::Result<String> {
+fn csv(a: &CeilingAdvice) -> anyhow::Result<String> {
     let mut w = ::csv::Writer::from_writer(Vec::new());
     w.write_record([
         "ceiling",
@@ -274,12 +276,12 @@ pub fn csv(a: &CeilingAdvice) -> anyhow::Result<String> {
             u8::from(p.ceiling == a.best).to_string(),
         ])?;
     }
-    super::csv::finish(w)
+    super::table::finish(w)
 }
 
 /// Markdown: the inputs and recommendation as text, the curve as a table.
-pub fn markdown(a: &CeilingAdvice) -> String {
-    use super::markdown::cell;
+fn markdown(a: &CeilingAdvice) -> String {
+    use super::table::cell;
     let mut s = String::new();
     let _ = writeln!(s, "#### Ceiling advisor\n\n**{}**\n", cell(&verdict(a)));
     for w in &a.warnings {
@@ -325,7 +327,7 @@ pub fn markdown(a: &CeilingAdvice) -> String {
 
 /// The curve as an SVG: predicted cycles per second against ceilings 0..64 (linear axis),
 /// the bootstrap band shaded, the best ceiling and the kernel default marked.
-pub fn svg(a: &CeilingAdvice) -> Option<String> {
+fn svg(a: &CeilingAdvice) -> Option<String> {
     use super::svg::{colour, esc, nice_ticks, tick_decimals};
     let pts: Vec<_> = a.curve.iter().filter(|p| p.ceiling <= 64).collect();
     if pts.len() < 2 {
@@ -453,7 +455,7 @@ pub fn svg(a: &CeilingAdvice) -> Option<String> {
 }
 
 /// The HTML section: recommendation, the curve, the inputs and the model in words.
-pub fn html(a: &CeilingAdvice) -> String {
+fn html(a: &CeilingAdvice) -> String {
     use super::svg::esc;
     let mut s = String::new();
     let _ = writeln!(
@@ -470,6 +472,33 @@ pub fn html(a: &CeilingAdvice) -> String {
     }
     let _ = writeln!(s, "<pre class=\"ceiling\">{}</pre>", esc(&text(a)));
     s
+}
+
+impl Section for CeilingAdvice {
+    fn text(&self, _r: &Report) -> String {
+        text(self)
+    }
+
+    /// The recommendation in one sentence.
+    fn mail(&self, _r: &Report) -> Option<String> {
+        Some(verdict(self))
+    }
+
+    fn markdown(&self, _r: &Report) -> Option<String> {
+        Some(markdown(self))
+    }
+
+    fn csv(&self, _r: &Report) -> Option<anyhow::Result<String>> {
+        Some(csv(self))
+    }
+
+    fn json(&self, _r: &Report) -> Option<anyhow::Result<serde_json::Value>> {
+        Some(Ok(json(self)))
+    }
+
+    fn html(&self, _r: &Report) -> Option<String> {
+        Some(html(self))
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 use super::Report;
 use super::fmt::one_line;
+use super::section::Section;
 use abperf_model::describe::Description;
 use abperf_stats::compare::Comparison;
 use abperf_stats::outliers::{Outliers, Severity};
@@ -442,10 +443,10 @@ pub fn family_table(r: &Report) -> Option<String> {
 }
 
 /// The whole text of `abperf compare`.
-pub fn text(r: &Report) -> String {
+fn text(r: &Report) -> String {
     let mut out = String::new();
     if let Some(m) = &r.micro_compare {
-        out += &super::micro_compare::text(m, false);
+        out += &m.text(r);
         let _ = writeln!(out);
     } else if let Some(t) = family_table(r) {
         out += &t;
@@ -468,9 +469,9 @@ pub fn text(r: &Report) -> String {
     for n in r.verdict_notes() {
         let _ = writeln!(out, "{}", one_line(&n));
     }
-    if r.levels.is_some() {
+    if let Some(l) = &r.levels {
         let _ = writeln!(out);
-        out += &super::levels::text(r);
+        out += &l.text(r);
     }
     let _ = writeln!(out, "--");
     let _ = writeln!(
@@ -519,6 +520,16 @@ pub fn text(r: &Report) -> String {
         }
     }
     out
+}
+
+/// The comparisons of `abperf compare` in detail, with the environment differences and the
+/// provenance footer.
+pub struct Details;
+
+impl Section for Details {
+    fn text(&self, r: &Report) -> String {
+        text(r)
+    }
 }
 
 #[cfg(test)]

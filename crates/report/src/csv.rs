@@ -14,6 +14,8 @@
 //! Text a user typed (names, commands, paths) that a spreadsheet would read as a formula (a
 //! leading `=`, `+`, `-`, `@`, tab or carriage return) gets a leading `'`.
 
+use super::section::Section;
+use super::table::{finish, neutral};
 use super::{Render, Report, View};
 use abperf_model::Run;
 
@@ -21,16 +23,22 @@ pub struct Csv;
 
 impl Render for Csv {
     fn render(&self, r: &Report) -> anyhow::Result<String> {
-        if let (View::Ceiling, Some(a)) = (r.view, &r.ceiling) {
-            return super::ceiling::csv(a);
+        if r.view == View::Ceiling
+            && let Some(out) = r.ceiling.as_ref().and_then(|a| a.csv(r))
+        {
+            return out;
         }
         // Two micro suites: one row per configuration (`micro_compare::CSV_HEADER`).
-        if let Some(m) = &r.micro_compare {
-            return super::micro_compare::csv(m);
+        if let Some(out) = r.micro_compare.as_ref().and_then(|m| m.csv(r)) {
+            return out;
         }
-        match (r.view, &r.trace) {
-            (View::Trace(_), Some(t)) => super::trace::csv(&t.info, &t.tables),
-            (View::Export, _) => wide(r),
+        if let View::Trace(_) = r.view
+            && let Some(out) = r.trace.as_ref().and_then(|t| t.csv(r))
+        {
+            return out;
+        }
+        match r.view {
+            View::Export => wide(r),
             _ => long(r),
         }
     }
@@ -53,21 +61,6 @@ pub const HEADER: [&str; 15] = [
     "source_line",
     "text",
 ];
-
-/// User text made safe for spreadsheets: a leading formula character is escaped with `'`.
-pub fn neutral(s: &str) -> String {
-    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        format!("'{s}")
-    } else {
-        s.to_string()
-    }
-}
-
-/// The bytes of a finished writer as text.
-pub fn finish(w: ::csv::Writer<Vec<u8>>) -> anyhow::Result<String> {
-    let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("csv: {e}"))?;
-    Ok(String::from_utf8(bytes)?)
-}
 
 fn num(v: f64) -> String {
     if v.is_finite() {
@@ -257,9 +250,9 @@ fn long(d: &Report) -> anyhow::Result<String> {
             .write(&mut w)?;
         }
     }
-    if let Some(t) = &d.trace {
+    if let Some(table) = d.trace.as_ref().and_then(|t| t.csv(d)) {
         // The trace table layout, one row per (table, group, key) and statistic.
-        let table = super::trace::csv(&t.info, &t.tables)?;
+        let table = table?;
         let mut rd = ::csv::Reader::from_reader(table.as_bytes());
         let header = rd.headers()?.clone();
         for rec in rd.records() {

@@ -3,7 +3,7 @@
 //! (experiment, variant and metric names, commands, paths) is escaped.
 
 use super::fmt::{change_pct, metric_scale, pm};
-use super::micro::{CURVE_BENCHES, MicroData, finding_text, num};
+use super::section::Section;
 use super::svg::{self, colour, esc};
 use super::{Render, Report};
 use std::fmt::Write;
@@ -66,7 +66,7 @@ fn render(d: &Report) -> String {
             m.rows.len(),
             d.data.runs.len()
         );
-        s.push_str(&super::micro_compare::html(m));
+        s.push_str(&m.html(d).unwrap_or_default());
         provenance(&mut s, d);
         return s;
     }
@@ -110,8 +110,8 @@ fn render(d: &Report) -> String {
 
     // Variants.
     let is_micro = d.micro.is_some();
-    if let Some(m) = &d.micro {
-        micro_section(&mut s, m);
+    if let Some(m) = d.micro.as_ref().and_then(|m| m.html(d)) {
+        s.push_str(&m);
     }
     if is_micro {
         let _ = write!(
@@ -172,15 +172,11 @@ fn render(d: &Report) -> String {
         summary_and_plots(&mut s, d);
     }
 
-    if let Some(t) = &d.trace {
-        let _ = writeln!(
-            s,
-            "<h2>Trace tables</h2><pre class=\"trace\">{}</pre>",
-            esc(&super::trace::text(&t.info, &t.tables, super::Which::All))
-        );
+    if let Some(t) = d.trace.as_ref().and_then(|t| t.html(d)) {
+        s.push_str(&t);
     }
-    if let Some(a) = &d.ceiling {
-        s.push_str(&super::ceiling::html(a));
+    if let Some(a) = d.ceiling.as_ref().and_then(|a| a.html(d)) {
+        s.push_str(&a);
     }
     runs_and_provenance(&mut s, d);
     s
@@ -377,90 +373,6 @@ fn provenance(s: &mut String, d: &Report) {
         esc(&d.data_sha256)
     );
     s.push_str("</body></html>\n");
-}
-
-/// Micro benchmarks: findings, the TLB flush curves (per call and per page, implied ceiling
-/// marked), and a compact table of every configuration.
-fn micro_section(s: &mut String, m: &MicroData) {
-    s.push_str("<h2>Micro benchmarks</h2>\n");
-    let notes: Vec<_> = m.notes().collect();
-    if !notes.is_empty() {
-        s.push_str("<ul class=\"micro-notes note\">");
-        for f in notes {
-            let _ = write!(s, "<li>{}</li>", esc(&f.text));
-        }
-        s.push_str("</ul>\n");
-    }
-    let knees = m.knee_markers();
-    for bench in m.benches() {
-        let _ = writeln!(s, "<h3>{}</h3>", esc(bench));
-        let findings: Vec<_> = m.findings_of(bench).collect();
-        if !findings.is_empty() {
-            s.push_str("<ul class=\"micro-findings\">");
-            for f in findings {
-                let _ = write!(s, "<li>{}</li>", esc(&finding_text(f)));
-            }
-            s.push_str("</ul>\n");
-        }
-        if CURVE_BENCHES.contains(&bench) {
-            let calls = svg::micro_curve(
-                &format!("{bench} per-call"),
-                &m.call_series(bench),
-                &knees,
-                "median cycles per call",
-            );
-            let pages = svg::micro_curve(
-                &format!("{bench} per-page"),
-                &m.per_page_series(bench),
-                &knees,
-                "cycles per page (touched minus empty-range median)",
-            );
-            if let Some(p) = calls {
-                let _ = writeln!(
-                    s,
-                    "<p class=\"note\">Cycles per call against pages (log2): median of the touched range with its p10-p90 band; dashed: the empty range (syscall and page-table walk, nothing to flush). The vertical line is the implied tlb_single_page_flush_ceiling (the knee).</p>\n{p}"
-                );
-            }
-            if let Some(p) = pages {
-                let _ = writeln!(
-                    s,
-                    "<p class=\"note\">The flush per page: (touched - empty-range median) / pages; band: the touched p10-p90 less the same median.</p>\n{p}"
-                );
-            }
-            let _ = write!(
-                s,
-                "<details><summary>{bench} configurations</summary>",
-                bench = esc(bench)
-            );
-            table(s, m, bench);
-            s.push_str("</details>\n");
-        } else {
-            table(s, m, bench);
-        }
-    }
-}
-
-/// Median, p10, p90 cycles and median ns of each configuration of `bench`.
-fn table(s: &mut String, m: &MicroData, bench: &str) {
-    let _ = writeln!(
-        s,
-        "<div class=\"scroll\"><table class=\"micro-table\" data-bench=\"{}\"><tr><th class=\"l\">configuration</th><th>median cycles</th><th>p10</th><th>p90</th><th>median ns</th><th>samples</th><th class=\"l\">per</th></tr>",
-        esc(bench)
-    );
-    for r in m.rows.iter().filter(|r| r.bench == bench) {
-        let _ = writeln!(
-            s,
-            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
-            esc(&r.variant),
-            num(r.cycles.median, 0),
-            num(r.cycles.p10, 0),
-            num(r.cycles.p90, 0),
-            num(r.ns.median, 1),
-            r.cycles.n,
-            esc(&r.per)
-        );
-    }
-    s.push_str("</table></div>\n");
 }
 
 #[cfg(test)]

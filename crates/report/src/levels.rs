@@ -4,11 +4,12 @@
 //! comparison next to what runs taken as independent would claim, the measured costs of a boot
 //! and of a run, and the cheapest design for a target effect (Kalibera and Jones).
 //!
-//! [`attach`] fills a [`Report`]; [`text`] renders the section for the text formats; the JSON
-//! renderer writes the [`LevelsSection`] as `levels`.
+//! [`attach`] fills a [`Report`]; the [`LevelsSection`]'s [`Section`] renders it for the text
+//! formats and as the JSON document's `levels`. [`Boots`] is `show`'s list of the boots.
 
 use super::Report;
 use super::fmt::{metric_scale, one_line};
+use super::section::Section;
 use abperf_stats::analysis::{Settings, analyse};
 use abperf_stats::levels::{self, Design, Levels, Target};
 use abperf_stats::verdict::fmt_p;
@@ -108,7 +109,7 @@ fn design_text(d: &Design) -> String {
 }
 
 /// The section for the text formats ("" without boots).
-pub fn text(r: &Report) -> String {
+fn text(r: &Report) -> String {
     let Some(sec) = &r.levels else {
         return String::new();
     };
@@ -267,7 +268,7 @@ pub fn text(r: &Report) -> String {
 
 /// `show`'s list of a kernel-variant experiment: what each variant boots, then every boot ("" for
 /// other experiments).
-pub fn boots_text(r: &Report) -> String {
+fn boots_text(r: &Report) -> String {
     if !r.data.has_boots() && r.data.variants.iter().all(|v| v.boot.is_none()) {
         return String::new();
     }
@@ -318,6 +319,25 @@ pub fn boots_text(r: &Report) -> String {
         );
     }
     s
+}
+
+impl Section for LevelsSection {
+    fn text(&self, r: &Report) -> String {
+        text(r)
+    }
+
+    fn json(&self, _r: &Report) -> Option<anyhow::Result<serde_json::Value>> {
+        Some(serde_json::to_value(self).map_err(Into::into))
+    }
+}
+
+/// `show`'s list of what each kernel variant boots and of every boot.
+pub struct Boots;
+
+impl Section for Boots {
+    fn text(&self, r: &Report) -> String {
+        boots_text(r)
+    }
 }
 
 #[cfg(test)]

@@ -13,8 +13,13 @@
 //! | hyperfine-json | [`hyperfine`] | hyperfine's `--export-json` schema |
 //! | perf-stat | [`perfstat`] | `perf stat --repeat`'s per-variant block |
 //!
-//! The ceiling advisor's section (`abperf model ceiling`) is rendered by [`ceiling`] in every
-//! format that shows it.
+//! The parts of a report are sections, each in its own module and each rendering itself in the
+//! formats it appears in through the one [`Section`] trait: the comparison details
+//! ([`compare`]), the two-level analysis of booted kernels ([`levels`]), a capture's tables
+//! ([`trace`]), the ceiling advisor ([`ceiling`]), a micro suite ([`micro`]) and two micro
+//! suites compared ([`micro_compare`]). The renderers place the sections and call them only
+//! through the trait; both use the cell helpers of [`table`] and the number formatting of
+//! [`fmt`].
 //!
 //! A [`Report`] is a pure value (a [`Dataset`] with its descriptions, an optional analysis,
 //! trace and micro sections), so every renderer is unit-tested without a store.
@@ -34,7 +39,9 @@ pub mod markdown;
 pub mod micro;
 pub mod micro_compare;
 pub mod perfstat;
+pub mod section;
 pub mod svg;
+pub mod table;
 pub mod text;
 pub mod trace;
 
@@ -43,6 +50,7 @@ use abperf_model::trace::{CaptureInfo, Tables};
 use abperf_model::{Dataset, MetricInfo};
 use abperf_stats::analysis::Analysis;
 use abperf_stats::compare::Comparison;
+pub use section::Section;
 use serde::Serialize;
 
 /// Output formats.

@@ -6,6 +6,24 @@ use super::Report;
 use super::fmt::{Scale, metric_scale, truncate};
 use std::fmt::Write;
 
+/// One line of a curve plot: (pages, p10, median, p90) ascending in pages.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub label: String,
+    pub points: Vec<(f64, f64, f64, f64)>,
+    /// Drawn dashed (a reference such as the empty-range cost).
+    pub dashed: bool,
+    /// Colour index.
+    pub colour: usize,
+}
+
+/// A vertical marker: x value and its label.
+#[derive(Debug, Clone)]
+pub struct Marker {
+    pub x: f64,
+    pub label: String,
+}
+
 /// At most this many points per variant in a distribution plot, and in a run-order plot; the
 /// box (quartiles, median, whiskers) always uses every run. Beyond it, points are taken at an
 /// even stride and the plot says so.
@@ -465,8 +483,8 @@ pub fn forest(d: &Report) -> Option<String> {
 /// flush ceiling) labelled with their value. `class` names the plot in the DOM.
 pub fn micro_curve(
     class: &str,
-    series: &[super::micro::Series],
-    markers: &[super::micro::Marker],
+    series: &[Series],
+    markers: &[Marker],
     y_label: &str,
 ) -> Option<String> {
     let pts = || series.iter().flat_map(|s| s.points.iter());
@@ -692,7 +710,7 @@ mod tests {
 
     #[test]
     fn micro_curve_has_log_axis_band_and_ceiling() {
-        use super::super::micro::{Marker, Series};
+        use super::{Marker, Series};
         assert_eq!(
             log2_ticks(0.9, 600.0)
                 .iter()

@@ -3,7 +3,8 @@
 //! experiment, the tables of a trace capture or a micro suite, the end of `run`.
 
 use super::fmt::{metric_scale, one_line};
-use super::{Render, Report, View, perfstat};
+use super::section::Section;
+use super::{Render, Report, View, compare, levels, perfstat};
 use std::fmt::Write;
 
 pub struct Text;
@@ -12,19 +13,19 @@ impl Render for Text {
     fn render(&self, r: &Report) -> anyhow::Result<String> {
         Ok(match r.view {
             View::Report | View::Export => report(r),
-            View::Compare => super::compare::text(r),
+            View::Compare => compare::Details.text(r),
             View::Show { runs } => show(r, runs),
-            View::Trace(which) => match &r.trace {
-                Some(t) => super::trace::text(&t.info, &t.tables, which),
+            View::Trace(_) => match &r.trace {
+                Some(t) => t.text(r),
                 None => report(r),
             },
             View::Micro => match &r.micro {
-                Some(m) => super::micro::text(r, m),
+                Some(m) => m.text(r),
                 None => report(r),
             },
             View::RunEnd => run_end(r),
             View::Ceiling => match &r.ceiling {
-                Some(a) => super::ceiling::text(a),
+                Some(a) => a.text(r),
                 None => report(r),
             },
         })
@@ -63,7 +64,9 @@ fn run_end(r: &Report) -> String {
     if !lines.is_empty() {
         let _ = writeln!(s);
     }
-    s.push_str(&super::levels::text(r));
+    if let Some(l) = &r.levels {
+        s.push_str(&l.text(r));
+    }
     s
 }
 
@@ -178,17 +181,15 @@ fn report(r: &Report) -> String {
         let _ = writeln!(s, "  {l}");
     }
     let _ = writeln!(s);
-    s.push_str(&super::levels::text(r));
+    if let Some(l) = &r.levels {
+        s.push_str(&l.text(r));
+    }
     if let Some(t) = &r.trace {
-        let _ = writeln!(
-            s,
-            "Trace tables:\n{}",
-            super::trace::text(&t.info, &t.tables, super::Which::All).trim_end()
-        );
+        let _ = writeln!(s, "Trace tables:\n{}", t.text(r).trim_end());
         let _ = writeln!(s);
     }
     if let Some(m) = &r.micro {
-        let _ = writeln!(s, "{}", super::micro::text(r, m).trim_end());
+        let _ = writeln!(s, "{}", m.text(r).trim_end());
         let _ = writeln!(s);
     }
     footer(&mut s, r);
@@ -297,10 +298,10 @@ fn show(r: &Report, runs: bool) -> String {
             );
         }
     }
-    s.push_str(&super::levels::boots_text(r));
+    s.push_str(&levels::Boots.text(r));
     let _ = writeln!(s);
     if let Some(m) = &r.micro {
-        let _ = writeln!(s, "{}", super::micro::text(r, m).trim_end());
+        let _ = writeln!(s, "{}", m.text(r).trim_end());
     } else {
         for pos in 0..r.data.variants.len() {
             let _ = writeln!(s, "{}", perfstat::variant_block(&r.data, pos));

@@ -5,6 +5,9 @@
 //! 10th..90th percentile.
 
 pub use super::Which;
+use super::section::Section;
+use super::svg::esc;
+use super::{Report, TraceSection, View};
 use abperf_model::trace::{Bin, CaptureInfo, CountTable, PairTable, Tables, TlbTable, Units};
 use std::fmt::Write;
 
@@ -630,8 +633,8 @@ pub fn csv(info: &CaptureInfo, t: &Tables) -> anyhow::Result<String> {
     let mut line = |table: &str, group: &str, key: i64, b: &Bin| -> anyhow::Result<()> {
         let st = stats(b, &u);
         w.write_record([
-            super::csv::neutral(table),
-            super::csv::neutral(group),
+            super::table::neutral(table),
+            super::table::neutral(group),
             key.to_string(),
             b.count.to_string(),
             b.timed.to_string(),
@@ -674,13 +677,13 @@ pub fn csv(info: &CaptureInfo, t: &Tables) -> anyhow::Result<String> {
             )?;
         }
     }
-    super::csv::finish(w)
+    super::table::finish(w)
 }
 
 /// Markdown: the header as a list, then every table as a GitHub table with the same columns
 /// as text (avg with the outlier flag, median, p90, ...).
 pub fn markdown(info: &CaptureInfo, t: &Tables) -> String {
-    use super::markdown::cell;
+    use super::table::cell;
     let u = info.units();
     let mut s = String::new();
     for l in header(info, t).lines() {
@@ -942,6 +945,37 @@ pub fn compare(a: (&CaptureInfo, &Tables), b: (&CaptureInfo, &Tables)) -> String
         s.push_str(PULLED);
     }
     s
+}
+
+impl Section for TraceSection {
+    /// The tables `trace report` asks for (`--only`); every table inside another view.
+    fn text(&self, r: &Report) -> String {
+        let which = match r.view {
+            View::Trace(which) => which,
+            _ => Which::All,
+        };
+        text(&self.info, &self.tables, which)
+    }
+
+    fn markdown(&self, _r: &Report) -> Option<String> {
+        Some(markdown(&self.info, &self.tables))
+    }
+
+    fn csv(&self, _r: &Report) -> Option<anyhow::Result<String>> {
+        Some(csv(&self.info, &self.tables))
+    }
+
+    fn json(&self, _r: &Report) -> Option<anyhow::Result<serde_json::Value>> {
+        Some(Ok(json(&self.info, &self.tables)))
+    }
+
+    /// Every table, as the text shows it.
+    fn html(&self, _r: &Report) -> Option<String> {
+        Some(format!(
+            "<h2>Trace tables</h2><pre class=\"trace\">{}</pre>\n",
+            esc(&text(&self.info, &self.tables, Which::All))
+        ))
+    }
 }
 
 #[cfg(test)]
