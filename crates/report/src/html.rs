@@ -28,6 +28,66 @@ impl Render for Html {
 
 fn render(d: &Report) -> String {
     let mut s = String::new();
+    page_head(&mut s, d);
+    // Two micro suites: the compact comparison instead of a verdict, a plot and a table row for
+    // each of hundreds of configurations.
+    if let Some(m) = &d.micro_compare {
+        let _ = writeln!(
+            s,
+            "{} configuration(s) in both, {} round median(s).</p>",
+            m.rows.len(),
+            d.data.runs.len()
+        );
+        s.push_str(&m.html(d).unwrap_or_default());
+        provenance(&mut s, d);
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "{} variant(s), {} run(s), {} analysed (n={}); {}.</p>",
+        d.data.variants.len(),
+        d.data.runs.len(),
+        d.data.counted_total(),
+        esc(&d.n_text()),
+        esc(&d.order_text())
+    );
+
+    verdicts(&mut s, d);
+
+    // Variants.
+    let is_micro = d.micro.is_some();
+    if let Some(m) = d.micro.as_ref().and_then(|m| m.html(d)) {
+        s.push_str(&m);
+    }
+    if is_micro {
+        let _ = write!(
+            s,
+            "<h2>Variants</h2><details><summary>{} configuration(s)</summary>",
+            d.data.variants.len()
+        );
+    } else {
+        s.push_str("<h2>Variants</h2>");
+    }
+    variants_table(&mut s, d, is_micro);
+    if is_micro {
+        s.push_str("</details>\n");
+    } else {
+        summary_and_plots(&mut s, d);
+    }
+
+    if let Some(t) = d.trace.as_ref().and_then(|t| t.html(d)) {
+        s.push_str(&t);
+    }
+    if let Some(a) = d.ceiling.as_ref().and_then(|a| a.html(d)) {
+        s.push_str(&a);
+    }
+    runs_and_provenance(&mut s, d);
+    s
+}
+
+/// The document's head (title, style, the security policy), the heading and the opening of the
+/// experiment's line (closed by the caller with its counts).
+fn page_head(s: &mut String, d: &Report) {
     let title = d.title();
     let _ = write!(
         s,
@@ -57,30 +117,10 @@ fn render(d: &Report) -> String {
             s.push_str("<p>");
         }
     }
-    // Two micro suites: the compact comparison instead of a verdict, a plot and a table row for
-    // each of hundreds of configurations.
-    if let Some(m) = &d.micro_compare {
-        let _ = writeln!(
-            s,
-            "{} configuration(s) in both, {} round median(s).</p>",
-            m.rows.len(),
-            d.data.runs.len()
-        );
-        s.push_str(&m.html(d).unwrap_or_default());
-        provenance(&mut s, d);
-        return s;
-    }
-    let _ = writeln!(
-        s,
-        "{} variant(s), {} run(s), {} analysed (n={}); {}.</p>",
-        d.data.variants.len(),
-        d.data.runs.len(),
-        d.data.counted_total(),
-        esc(&d.n_text()),
-        esc(&d.order_text())
-    );
+}
 
-    // Verdicts.
+/// The verdict of each comparison, the notes, and the forest plot of the ratios.
+fn verdicts(s: &mut String, d: &Report) {
     if d.analysis.is_some() {
         let _ = writeln!(
             s,
@@ -107,21 +147,10 @@ fn render(d: &Report) -> String {
     if let Some(f) = svg::forest(d) {
         let _ = writeln!(s, "<h2>Ratio of means (forest plot)</h2>\n{f}");
     }
+}
 
-    // Variants.
-    let is_micro = d.micro.is_some();
-    if let Some(m) = d.micro.as_ref().and_then(|m| m.html(d)) {
-        s.push_str(&m);
-    }
-    if is_micro {
-        let _ = write!(
-            s,
-            "<h2>Variants</h2><details><summary>{} configuration(s)</summary>",
-            d.data.variants.len()
-        );
-    } else {
-        s.push_str("<h2>Variants</h2>");
-    }
+/// One row per variant: its label when plots use one, name, command, parameters and runs.
+fn variants_table(s: &mut String, d: &Report, is_micro: bool) {
     let labels = svg::variant_labels(d);
     // Micro configurations are not plotted per variant: no labels to map.
     let labelled = !is_micro
@@ -166,20 +195,6 @@ fn render(d: &Report) -> String {
     if labelled {
         s.push_str("<p class=\"note\">Plots and the summary name variants by their label.</p>\n");
     }
-    if is_micro {
-        s.push_str("</details>\n");
-    } else {
-        summary_and_plots(&mut s, d);
-    }
-
-    if let Some(t) = d.trace.as_ref().and_then(|t| t.html(d)) {
-        s.push_str(&t);
-    }
-    if let Some(a) = d.ceiling.as_ref().and_then(|a| a.html(d)) {
-        s.push_str(&a);
-    }
-    runs_and_provenance(&mut s, d);
-    s
 }
 
 /// The summary table, run-order and distribution plots (one column and one row per variant:
