@@ -128,38 +128,53 @@ fn long(d: &Report) -> anyhow::Result<String> {
     let mut w = ::csv::Writer::from_writer(Vec::new());
     w.write_record(HEADER)?;
     if d.include_runs {
-        for r in &d.data.runs {
-            let variant = d.variant_name(r.variant).to_string();
-            let source = r
-                .source
-                .as_ref()
-                .map(|s| [s.file.clone(), s.line.to_string()])
-                .unwrap_or_default();
-            let base = || Row {
-                record: "run",
-                variant: variant.clone(),
-                seq: r.seq.to_string(),
-                run: run_columns(r),
-                source: source.clone(),
-                ..Row::default()
-            };
-            if r.metrics.is_empty() {
-                base().write(&mut w)?;
+        run_rows(&mut w, d)?;
+    }
+    describe_rows(&mut w, d)?;
+    comparison_rows(&mut w, d)?;
+    micro_rows(&mut w, d)?;
+    trace_rows(&mut w, d)?;
+    finish(w)
+}
+
+/// `run`: one row per run and metric (a run without metrics gets one row).
+fn run_rows(w: &mut ::csv::Writer<Vec<u8>>, d: &Report) -> anyhow::Result<()> {
+    for r in &d.data.runs {
+        let variant = d.variant_name(r.variant).to_string();
+        let source = r
+            .source
+            .as_ref()
+            .map(|s| [s.file.clone(), s.line.to_string()])
+            .unwrap_or_default();
+        let base = || Row {
+            record: "run",
+            variant: variant.clone(),
+            seq: r.seq.to_string(),
+            run: run_columns(r),
+            source: source.clone(),
+            ..Row::default()
+        };
+        if r.metrics.is_empty() {
+            base().write(w)?;
+        }
+        let mut ms: Vec<_> = r.metrics.iter().collect();
+        ms.sort_by(|a, b| a.name.cmp(&b.name));
+        for m in ms {
+            Row {
+                metric: m.name.clone(),
+                stat: "value".into(),
+                value: num(m.value),
+                unit: m.unit.clone(),
+                ..base()
             }
-            let mut ms: Vec<_> = r.metrics.iter().collect();
-            ms.sort_by(|a, b| a.name.cmp(&b.name));
-            for m in ms {
-                Row {
-                    metric: m.name.clone(),
-                    stat: "value".into(),
-                    value: num(m.value),
-                    unit: m.unit.clone(),
-                    ..base()
-                }
-                .write(&mut w)?;
-            }
+            .write(w)?;
         }
     }
+    Ok(())
+}
+
+/// `describe`: per variant and metric, n, mean, sd, median, min, max, q1, q3 and pm_pct.
+fn describe_rows(w: &mut ::csv::Writer<Vec<u8>>, d: &Report) -> anyhow::Result<()> {
     for x in &d.describe {
         let unit = d.data.unit(&x.metric).to_string();
         let s = &x.d;
@@ -184,9 +199,14 @@ fn long(d: &Report) -> anyhow::Result<String> {
                 unit: u.to_string(),
                 ..Row::default()
             }
-            .write(&mut w)?;
+            .write(w)?;
         }
     }
+    Ok(())
+}
+
+/// `comparison`: per variant against the baseline, the ratio, its CI and p, with the verdict.
+fn comparison_rows(w: &mut ::csv::Writer<Vec<u8>>, d: &Report) -> anyhow::Result<()> {
     for c in d.comparisons() {
         let ci = c.ratio_ci;
         let stats = [
@@ -205,9 +225,14 @@ fn long(d: &Report) -> anyhow::Result<String> {
                 text: format!("{}: {}", c.verdict.as_str(), c.line),
                 ..Row::default()
             }
-            .write(&mut w)?;
+            .write(w)?;
         }
     }
+    Ok(())
+}
+
+/// `micro`: per configuration and metric, n, min, p10, median, p90 and max; then the findings.
+fn micro_rows(w: &mut ::csv::Writer<Vec<u8>>, d: &Report) -> anyhow::Result<()> {
     if let Some(m) = &d.micro {
         for row in &m.rows {
             for (metric, s) in [
@@ -233,7 +258,7 @@ fn long(d: &Report) -> anyhow::Result<String> {
                         text: row.per.clone(),
                         ..Row::default()
                     }
-                    .write(&mut w)?;
+                    .write(w)?;
                 }
             }
         }
@@ -247,9 +272,14 @@ fn long(d: &Report) -> anyhow::Result<String> {
                 text: f.text.clone(),
                 ..Row::default()
             }
-            .write(&mut w)?;
+            .write(w)?;
         }
     }
+    Ok(())
+}
+
+/// `trace`: per table row (table, group, key) and statistic.
+fn trace_rows(w: &mut ::csv::Writer<Vec<u8>>, d: &Report) -> anyhow::Result<()> {
     if let Some(table) = d.trace.as_ref().and_then(|t| t.csv(d)) {
         // The trace table layout, one row per (table, group, key) and statistic.
         let table = table?;
@@ -267,11 +297,11 @@ fn long(d: &Report) -> anyhow::Result<String> {
                     value: rec[i].to_string(),
                     ..Row::default()
                 }
-                .write(&mut w)?;
+                .write(w)?;
             }
         }
     }
-    finish(w)
+    Ok(())
 }
 
 /// One row per run, one column per metric (sorted by name): what a spreadsheet wants.
