@@ -5,16 +5,11 @@ use crate::commands::DbArgs;
 use crate::doctor::{self, Check, Status, sys::Sys};
 use crate::model::Liveness;
 use crate::model::tune::SOURCE_FIX;
+use crate::report::plain::PlainFormat as Format;
 use crate::runner::{KnobGuard, knob_lock, knobs};
 use crate::store::Store;
 use std::collections::BTreeMap;
 use std::time::Duration;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-}
 
 #[derive(Debug, clap::Args)]
 #[command(

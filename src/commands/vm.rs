@@ -1,5 +1,6 @@
 //! `abperf vm`: fetch kernel images, probe KVM, and run a command in a booted kernel.
 
+use crate::report::{self, plain::PlainFormat as Format};
 use crate::vm::{self, Accel, Event, Exit, Vm, VmSpec};
 use anyhow::Result;
 use std::io::Write;
@@ -10,12 +11,6 @@ use std::time::Duration;
 pub struct VmArgs {
     #[command(subcommand)]
     pub command: VmCommand,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -135,19 +130,12 @@ fn fetch(packages: &[String], format: Format) -> Result<i32> {
     for p in packages {
         let k = vm::fetch_kernel(p)?;
         if format == Format::Text {
-            println!(
-                "{}  {}  {}\n  vmlinuz {}\n  modules {}",
-                k.package,
-                k.version,
-                k.release,
-                k.vmlinuz.display(),
-                k.modules.display()
-            );
+            print!("{}", format.render(&report::vm::Fetched(&k))?);
         }
         got.push(k);
     }
     if format == Format::Json {
-        println!("{}", serde_json::to_string_pretty(&got)?);
+        print!("{}", format.render(&report::vm::FetchedAll(&got))?);
     }
     Ok(0)
 }
@@ -155,23 +143,11 @@ fn fetch(packages: &[String], format: Format) -> Result<i32> {
 fn kernels(format: Format) -> Result<i32> {
     let cache = vm::cache_dir()?;
     let ks = vm::kernel::cached_kernels(&cache);
-    match format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&ks)?),
-        Format::Text => {
-            if ks.is_empty() {
-                println!("no kernels in {}", cache.display());
-            }
-            for k in ks {
-                println!(
-                    "{}  {}  {}  {}",
-                    k.package,
-                    k.version,
-                    k.release,
-                    k.vmlinuz.display()
-                );
-            }
-        }
-    }
+    let cached = report::vm::Cached {
+        cache: &cache,
+        kernels: &ks,
+    };
+    print!("{}", format.render(&cached)?);
     Ok(0)
 }
 
@@ -187,20 +163,7 @@ fn secs(flag: &str, s: f64) -> Result<Duration> {
 fn probe(kernel: Option<PathBuf>, timeout: f64, format: Format) -> Result<i32> {
     let p = vm::kvm_usable(kernel.as_deref(), secs("--timeout", timeout)?);
     vm::probe::store(&p);
-    match format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&p)?),
-        Format::Text => {
-            println!(
-                "kvm: {}",
-                serde_json::to_value(p.verdict)?.as_str().unwrap_or("?")
-            );
-            println!("  finding: {}", p.finding);
-            println!("  why: {}", p.why);
-            if let Some(f) = &p.fix {
-                println!("  fix: {f}");
-            }
-        }
-    }
+    print!("{}", format.render(&report::vm::Probe(&p))?);
     Ok(0)
 }
 

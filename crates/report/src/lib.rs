@@ -21,6 +21,9 @@
 //! through the trait; both use the cell helpers of [`table`] and the number formatting of
 //! [`fmt`].
 //!
+//! Results that are no experiment report (the kernels and KVM probe of `abperf vm`, the built-in
+//! workloads) render through [`plain`] in text or JSON: [`vm`], [`workloads`].
+//!
 //! A [`Report`] is a pure value (a [`Dataset`] with its descriptions, an optional analysis,
 //! trace and micro sections), so every renderer is unit-tested without a store.
 
@@ -39,11 +42,14 @@ pub mod markdown;
 pub mod micro;
 pub mod micro_compare;
 pub mod perfstat;
+pub mod plain;
 pub mod section;
 pub mod svg;
 pub mod table;
 pub mod text;
 pub mod trace;
+pub mod vm;
+pub mod workloads;
 
 use abperf_model::describe::Description;
 use abperf_model::trace::{CaptureInfo, Tables};
