@@ -21,8 +21,9 @@
 //! through the trait; both use the cell helpers of [`table`] and the number formatting of
 //! [`fmt`].
 //!
-//! Results that are no experiment report (the kernels and KVM probe of `abperf vm`, the built-in
-//! workloads) render through [`plain`] in text or JSON: [`vm`], [`workloads`].
+//! Results that are no experiment report (the checks of `abperf doctor`, the kernels and KVM
+//! probe of `abperf vm`, the built-in workloads) render through [`plain`] in text or JSON:
+//! [`doctor`], [`vm`], [`workloads`].
 //!
 //! A [`Report`] is a pure value (a [`Dataset`] with its descriptions, an optional analysis,
 //! trace and micro sections), so every renderer is unit-tested without a store.
@@ -30,6 +31,7 @@
 pub mod ceiling;
 pub mod compare;
 pub mod csv;
+pub mod doctor;
 pub mod escape;
 pub mod fmt;
 pub mod html;

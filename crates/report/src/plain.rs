@@ -1,5 +1,6 @@
-//! Results that are no experiment report: the cached kernels and the KVM probe of `abperf vm`
-//! ([`super::vm`]), the built-in workloads of `abperf workload` ([`super::workloads`]). Their
+//! Results that are no experiment report: the checks of `abperf doctor` ([`super::doctor`]), the
+//! cached kernels and the KVM probe of `abperf vm` ([`super::vm`]), the built-in workloads of
+//! `abperf workload` ([`super::workloads`]). Their
 //! commands offer two formats ([`PlainFormat`]): text for a terminal, or the result itself as
 //! pretty JSON; each result renders both through the [`Plain`] trait.
 
