@@ -23,7 +23,7 @@
 //!
 //! Results that are no experiment report (the checks of `abperf doctor`, the kernels and KVM
 //! probe of `abperf vm`, the built-in workloads) render through [`plain`] in text or JSON:
-//! [`doctor`], [`vm`], [`workloads`].
+//! [`doctor`], [`vm`], [`workloads`]; the experiment list of `abperf list` is [`listing`].
 //!
 //! A [`Report`] is a pure value (a [`Dataset`] with its descriptions, an optional analysis,
 //! trace and micro sections), so every renderer is unit-tested without a store.
@@ -39,6 +39,7 @@ pub mod hyperfine;
 pub mod json;
 pub mod labels;
 pub mod levels;
+pub mod listing;
 pub mod mail;
 pub mod markdown;
 pub mod micro;
