@@ -23,7 +23,7 @@
 //!
 //! Results that are no experiment report (the checks of `abperf doctor`, the kernels and KVM
 //! probe of `abperf vm`, the built-in workloads) render through [`plain`] in text or JSON:
-//! [`doctor`], [`vm`], [`workloads`]; the experiment list of `abperf list` is [`listing`].
+//! [`doctor`], [`vm`], [`workloads`]; the experiment list of `abperf list` is [`listing`], the answer of `abperf plan` [`plan`].
 //!
 //! A [`Report`] is a pure value (a [`Dataset`] with its descriptions, an optional analysis,
 //! trace and micro sections), so every renderer is unit-tested without a store.
@@ -46,6 +46,7 @@ pub mod micro;
 pub mod micro_compare;
 pub mod perfstat;
 pub mod plain;
+pub mod plan;
 pub mod section;
 pub mod svg;
 pub mod table;
