@@ -168,6 +168,24 @@ fn probe(kernel: Option<PathBuf>, timeout: f64, format: Format) -> Result<i32> {
 }
 
 fn run_vm(a: RunVmArgs) -> Result<i32> {
+    let spec = spec_of(&a)?;
+    let mut vm = Vm::start(&spec)?;
+    let json = a.format == Format::Json;
+    if json {
+        emit(&serde_json::json!({"event": "started", "qemu_pid": vm.pid()}));
+    } else {
+        eprintln!("abperf vm: QEMU pid {} ({})", vm.pid(), spec.accel.as_str());
+    }
+    let o = events(&mut vm, &a, json);
+    if json {
+        emit(&serde_json::json!({"event": "finished", "outcome": o}));
+    }
+    exit_code(&o, json)
+}
+
+/// The VM to boot: the kernel (fetched when given as a package), its command and resources, and
+/// the accelerator (`auto`: KVM when the probe finds it usable).
+fn spec_of(a: &RunVmArgs) -> Result<VmSpec> {
     let (kernel, modules) = match (&a.kernel, &a.package) {
         (Some(k), _) => (k.clone(), a.modules.clone()),
         (None, Some(p)) => {
@@ -203,13 +221,12 @@ fn run_vm(a: RunVmArgs) -> Result<i32> {
             }
         }
     };
-    let mut vm = Vm::start(&spec)?;
-    let json = a.format == Format::Json;
-    if json {
-        emit(&serde_json::json!({"event": "started", "qemu_pid": vm.pid()}));
-    } else {
-        eprintln!("abperf vm: QEMU pid {} ({})", vm.pid(), spec.accel.as_str());
-    }
+    Ok(spec)
+}
+
+/// The VM's events as they come: progress on standard error, result lines on standard output
+/// (every event as a JSON line with `--format json`); the outcome at the end.
+fn events(vm: &mut Vm, a: &RunVmArgs, json: bool) -> vm::Outcome {
     let mut outcome = None;
     while let Some(ev) = vm.next_event() {
         match ev {
@@ -246,10 +263,12 @@ fn run_vm(a: RunVmArgs) -> Result<i32> {
             Event::Finished(o) => outcome = Some(o),
         }
     }
-    let o = outcome.expect("a VM's events end with Finished");
-    if json {
-        emit(&serde_json::json!({"event": "finished", "outcome": o}));
-    }
+    outcome.expect("a VM's events end with Finished")
+}
+
+/// The command's exit status, or an error saying why the VM ended without one (with the
+/// console's last lines where they tell).
+fn exit_code(o: &vm::Outcome, json: bool) -> Result<i32> {
     let tail = || {
         if o.console_tail.is_empty() {
             return "  (the console stayed empty)".to_string();
