@@ -21,7 +21,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("vm", &["measure", "model"]),
     ("workload", &["measure", "model"]),
     ("run", &["measure", "model", "store", "vm", "workload"]),
-    ("report", &["model", "stats"]),
+    ("report", &["model", "run", "stats", "vm", "workload"]),
     ("micro", &["measure", "model", "store"]),
     ("trace", &["measure", "model", "run"]),
 ];

@@ -5,16 +5,11 @@ use crate::commands::DbArgs;
 use crate::doctor::{self, Check, Status, sys::Sys};
 use crate::model::Liveness;
 use crate::model::tune::SOURCE_FIX;
+use crate::report::plain::PlainFormat as Format;
 use crate::runner::{KnobGuard, knob_lock, knobs};
 use crate::store::Store;
 use std::collections::BTreeMap;
 use std::time::Duration;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-}
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -59,16 +54,11 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
     let mut checks = doctor::run_all(&sys, Duration::from_secs_f64(args.sample));
     checks.push(kvm_check());
     let would = doctor::recommended(&sys);
-    match args.format {
-        Format::Json => {
-            let doc = serde_json::json!({
-                "checks": checks,
-                "fix_would_change": would,
-            });
-            println!("{}", serde_json::to_string_pretty(&doc)?);
-        }
-        Format::Text => print_text(&checks, &would),
-    }
+    let result = crate::report::doctor::Checks {
+        checks: &checks,
+        would_change: &would,
+    };
+    print!("{}", args.format.render(&result)?);
     // Knobs left changed by an abperf that died (kill -9): put back from their claims.
     settle_claims();
     // Settings abperf changed and has not put back: say so (only if a store exists already).
@@ -114,59 +104,6 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
-}
-
-fn wrap(text: &str, indent: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = String::new();
-    for w in text.split_whitespace() {
-        if !line.is_empty() && indent.len() + line.len() + 1 + w.len() > width {
-            out.push_str(indent);
-            out.push_str(&line);
-            out.push('\n');
-            line.clear();
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(w);
-    }
-    if !line.is_empty() {
-        out.push_str(indent);
-        out.push_str(&line);
-        out.push('\n');
-    }
-    out
-}
-
-fn print_text(checks: &[Check], would: &[doctor::Setting]) {
-    for c in checks {
-        println!("{:<13} {:<19} {}", c.status.as_str(), c.name, c.finding);
-        if c.status != Status::Ok {
-            print!("{}", wrap(&format!("why: {}", c.why), &" ".repeat(34), 100));
-            if let Some(f) = &c.fix {
-                print!("{}", wrap(&format!("fix: {f}"), &" ".repeat(34), 100));
-            }
-        }
-    }
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for c in checks {
-        *counts.entry(c.status.as_str()).or_default() += 1;
-    }
-    let summary: Vec<String> = ["ok", "warn", "bad", "info", "not available"]
-        .iter()
-        .filter_map(|s| counts.get(s).map(|n| format!("{n} {s}")))
-        .collect();
-    println!();
-    println!("{} checks: {}", checks.len(), summary.join(", "));
-    if would.is_empty() {
-        println!("abperf doctor --fix would change nothing on this machine");
-    } else {
-        println!("abperf doctor --fix (or abperf run --tune) would change:");
-        for s in would {
-            println!("  {}: '{}' -> '{}'", s.path, s.current, s.value);
-        }
-    }
 }
 
 fn fix(db: &DbArgs) -> anyhow::Result<i32> {

@@ -9,43 +9,24 @@ pub struct ListArgs {
     pub db: DbArgs,
 }
 
-/// Longest name shown (`abperf show ID` has the whole of it).
-const NAME_WIDTH: usize = 60;
-
 pub fn run(args: ListArgs) -> anyhow::Result<i32> {
     let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
-    let list = store.list()?;
-    if list.is_empty() {
-        println!("no experiments in {}", store.path().display());
-        return Ok(0);
-    }
-    println!(
-        "{:>5}  {:<20}  {:<6}  {:<11}  {:>8}  {:>9}  name",
-        "id", "created", "kind", "status", "variants", "runs"
-    );
-    let owners = store.owners()?;
-    for mut e in list {
-        if e.status == crate::model::Status::Running
-            && let Some(o) = owners.get(&e.id)
-            && super::output::dead_owner_note(e.id, o).is_some()
-        {
-            e.status = crate::model::Status::Interrupted;
+    let mut list = store.list()?;
+    if !list.is_empty() {
+        let owners = store.owners()?;
+        for e in &mut list {
+            if e.status == crate::model::Status::Running
+                && let Some(o) = owners.get(&e.id)
+                && super::output::dead_owner_note(e.id, o).is_some()
+            {
+                e.status = crate::model::Status::Interrupted;
+            }
         }
-        println!(
-            "{:>5}  {:<20}  {:<6}  {:<11}  {:>8}  {:>9}  {}",
-            e.id,
-            e.created,
-            e.kind,
-            e.status.as_str(),
-            e.variants,
-            format!("{}/{}", e.runs_done, e.runs_planned.max(e.runs_done)),
-            // One line each, control characters escaped (a name can neither rewrite the screen
-            // nor hide what follows it); a long name ("A vs B vs C ...") keeps its start and end.
-            crate::report::labels::elide_middle(
-                &crate::report::escape::control(&e.name),
-                NAME_WIDTH
-            )
-        );
     }
+    let listing = crate::report::listing::Experiments {
+        store: store.path(),
+        experiments: &list,
+    };
+    print!("{}", listing.text());
     Ok(0)
 }

@@ -391,20 +391,3 @@ pub fn write(text: &str, output: Option<&PathBuf>) -> anyhow::Result<()> {
         }
     }
 }
-
-/// "2 h 05 min", "3.4 min", "12.3 s" for a duration in nanoseconds.
-pub fn fmt_duration(ns: f64) -> String {
-    crate::report::fmt::duration(ns / 1e9)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(fmt_duration(12.34e9), "12.3 s");
-        assert_eq!(fmt_duration(125e9), "2.1 min");
-        assert_eq!(fmt_duration(7500e9), "2 h 05 min");
-    }
-}

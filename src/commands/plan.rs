@@ -2,12 +2,11 @@
 //! (non-central t), from a CV or from a stored pilot experiment, with the expected wall-clock
 //! cost from the stored run durations.
 
-use super::output::{DEFAULT_METRIC, fmt_duration};
+use super::output::DEFAULT_METRIC;
 use crate::error::usage;
 use crate::model::describe::describe;
+use crate::report::plan::{self, PilotVariant};
 use crate::stats::levels::Target;
-use crate::stats::power::{power_two_sample, runs_needed_cv};
-use crate::stats::verdict::{fmt_effect, fmt_pct};
 use crate::store::Store;
 
 #[derive(Debug, clap::Args)]
@@ -35,23 +34,6 @@ pub struct PlanArgs {
     pub db: crate::commands::DbArgs,
 }
 
-fn runs_text(cv: f64, args: &PlanArgs) -> (Option<usize>, String) {
-    let n = runs_needed_cv(cv, args.effect, args.alpha, args.power);
-    let thumb = 15.7 * (cv / args.effect).powi(2);
-    let text = match n {
-        Some(n) => format!(
-            "{n} runs per variant (power {:.2} at n={n}; rule of thumb 15.7 (CV/effect)^2 = {:.1})",
-            power_two_sample(args.effect / cv.max(f64::MIN_POSITIVE), n, args.alpha),
-            thumb
-        ),
-        None => format!(
-            "more than {} runs per variant",
-            crate::stats::power::MAX_RUNS
-        ),
-    };
-    (n, text)
-}
-
 pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
     if !(args.effect > 0.0 && args.effect < 100.0) {
         return Err(usage(format!(
@@ -71,21 +53,18 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
             args.alpha
         )));
     }
-    let head = format!(
-        "To resolve a {} change with {:.0}% power (two-sided Welch, alpha {}):",
-        fmt_effect(args.effect),
-        args.power * 100.0,
-        args.alpha
-    );
+    let target = Target {
+        effect_pct: args.effect,
+        alpha: args.alpha,
+        power: args.power,
+    };
     if let Some(cv) = args.cv {
         if !(cv > 0.0 && cv.is_finite()) {
             return Err(usage(format!(
                 "--cv {cv}: expected a percentage above 0, e.g. 0.3"
             )));
         }
-        let (_, text) = runs_text(cv, &args);
-        println!("{head}");
-        println!("  at a CV of {}: {text}", fmt_pct(cv));
+        print!("{}", plan::FromCv { target, cv }.text());
         return Ok(0);
     }
     let Some(reference) = args.from.as_deref() else {
@@ -107,11 +86,6 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
         })?,
     };
     if ds.has_boots() {
-        let target = Target {
-            effect_pct: args.effect,
-            alpha: args.alpha,
-            power: args.power,
-        };
         return super::plan_levels::run(&ds, id, &metric, target);
     }
     let mut worst: Option<(f64, String)> = None;
@@ -122,21 +96,20 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
         let values = ds.values(pos, &metric);
         let Some(d) = describe(&values) else { continue };
         if d.n < 2 {
-            per_variant.push(format!(
-                "  {}: {} run(s), too few to estimate the CV",
-                v.name, d.n
-            ));
+            per_variant.push(PilotVariant::TooFew {
+                name: v.name.clone(),
+                n: d.n,
+            });
             continue;
         }
         let Some(cv) = d.cv.map(|c| 100.0 * c) else {
             continue;
         };
-        per_variant.push(format!(
-            "  {}: CV {} over {} runs",
-            v.name,
-            fmt_pct(cv),
-            d.n
-        ));
+        per_variant.push(PilotVariant::Cv {
+            name: v.name.clone(),
+            cv,
+            n: d.n,
+        });
         if worst.as_ref().is_none_or(|w| cv > w.0) {
             worst = Some((cv, v.name.clone()));
         }
@@ -153,22 +126,13 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
             super::metrics::listing(&ds)
         )));
     };
-    println!("{head}");
-    for line in per_variant {
-        println!("{line}");
-    }
-    let (n, text) = runs_text(cv, &args);
-    println!("  at the largest CV, {} ({name}): {text}", fmt_pct(cv));
-    if let Some(n) = n {
-        if durations_known && cost_ns > 0.0 {
-            println!(
-                "  expected wall-clock: {} variants x {n} runs = {} (from the mean stored run durations, without warm-ups)",
-                ds.variants.len(),
-                fmt_duration(cost_ns * n as f64)
-            );
-        } else {
-            println!("  expected wall-clock: unknown (no stored run durations)");
-        }
-    }
+    let pilot = plan::FromPilot {
+        target,
+        variants: per_variant,
+        worst: (cv, name),
+        n_variants: ds.variants.len(),
+        run_cost_ns: (durations_known && cost_ns > 0.0).then_some(cost_ns),
+    };
+    print!("{}", pilot.text());
     Ok(0)
 }

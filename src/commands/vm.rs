@@ -1,5 +1,6 @@
 //! `abperf vm`: fetch kernel images, probe KVM, and run a command in a booted kernel.
 
+use crate::report::{self, plain::PlainFormat as Format};
 use crate::vm::{self, Accel, Event, Exit, Vm, VmSpec};
 use anyhow::Result;
 use std::io::Write;
@@ -10,12 +11,6 @@ use std::time::Duration;
 pub struct VmArgs {
     #[command(subcommand)]
     pub command: VmCommand,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -135,19 +130,12 @@ fn fetch(packages: &[String], format: Format) -> Result<i32> {
     for p in packages {
         let k = vm::fetch_kernel(p)?;
         if format == Format::Text {
-            println!(
-                "{}  {}  {}\n  vmlinuz {}\n  modules {}",
-                k.package,
-                k.version,
-                k.release,
-                k.vmlinuz.display(),
-                k.modules.display()
-            );
+            print!("{}", format.render(&report::vm::Fetched(&k))?);
         }
         got.push(k);
     }
     if format == Format::Json {
-        println!("{}", serde_json::to_string_pretty(&got)?);
+        print!("{}", format.render(&report::vm::FetchedAll(&got))?);
     }
     Ok(0)
 }
@@ -155,23 +143,11 @@ fn fetch(packages: &[String], format: Format) -> Result<i32> {
 fn kernels(format: Format) -> Result<i32> {
     let cache = vm::cache_dir()?;
     let ks = vm::kernel::cached_kernels(&cache);
-    match format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&ks)?),
-        Format::Text => {
-            if ks.is_empty() {
-                println!("no kernels in {}", cache.display());
-            }
-            for k in ks {
-                println!(
-                    "{}  {}  {}  {}",
-                    k.package,
-                    k.version,
-                    k.release,
-                    k.vmlinuz.display()
-                );
-            }
-        }
-    }
+    let cached = report::vm::Cached {
+        cache: &cache,
+        kernels: &ks,
+    };
+    print!("{}", format.render(&cached)?);
     Ok(0)
 }
 
@@ -187,24 +163,29 @@ fn secs(flag: &str, s: f64) -> Result<Duration> {
 fn probe(kernel: Option<PathBuf>, timeout: f64, format: Format) -> Result<i32> {
     let p = vm::kvm_usable(kernel.as_deref(), secs("--timeout", timeout)?);
     vm::probe::store(&p);
-    match format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&p)?),
-        Format::Text => {
-            println!(
-                "kvm: {}",
-                serde_json::to_value(p.verdict)?.as_str().unwrap_or("?")
-            );
-            println!("  finding: {}", p.finding);
-            println!("  why: {}", p.why);
-            if let Some(f) = &p.fix {
-                println!("  fix: {f}");
-            }
-        }
-    }
+    print!("{}", format.render(&report::vm::Probe(&p))?);
     Ok(0)
 }
 
 fn run_vm(a: RunVmArgs) -> Result<i32> {
+    let spec = spec_of(&a)?;
+    let mut vm = Vm::start(&spec)?;
+    let json = a.format == Format::Json;
+    if json {
+        emit(&serde_json::json!({"event": "started", "qemu_pid": vm.pid()}));
+    } else {
+        eprintln!("abperf vm: QEMU pid {} ({})", vm.pid(), spec.accel.as_str());
+    }
+    let o = events(&mut vm, &a, json);
+    if json {
+        emit(&serde_json::json!({"event": "finished", "outcome": o}));
+    }
+    exit_code(&o, json)
+}
+
+/// The VM to boot: the kernel (fetched when given as a package), its command and resources, and
+/// the accelerator (`auto`: KVM when the probe finds it usable).
+fn spec_of(a: &RunVmArgs) -> Result<VmSpec> {
     let (kernel, modules) = match (&a.kernel, &a.package) {
         (Some(k), _) => (k.clone(), a.modules.clone()),
         (None, Some(p)) => {
@@ -240,13 +221,12 @@ fn run_vm(a: RunVmArgs) -> Result<i32> {
             }
         }
     };
-    let mut vm = Vm::start(&spec)?;
-    let json = a.format == Format::Json;
-    if json {
-        emit(&serde_json::json!({"event": "started", "qemu_pid": vm.pid()}));
-    } else {
-        eprintln!("abperf vm: QEMU pid {} ({})", vm.pid(), spec.accel.as_str());
-    }
+    Ok(spec)
+}
+
+/// The VM's events as they come: progress on standard error, result lines on standard output
+/// (every event as a JSON line with `--format json`); the outcome at the end.
+fn events(vm: &mut Vm, a: &RunVmArgs, json: bool) -> vm::Outcome {
     let mut outcome = None;
     while let Some(ev) = vm.next_event() {
         match ev {
@@ -283,10 +263,12 @@ fn run_vm(a: RunVmArgs) -> Result<i32> {
             Event::Finished(o) => outcome = Some(o),
         }
     }
-    let o = outcome.expect("a VM's events end with Finished");
-    if json {
-        emit(&serde_json::json!({"event": "finished", "outcome": o}));
-    }
+    outcome.expect("a VM's events end with Finished")
+}
+
+/// The command's exit status, or an error saying why the VM ended without one (with the
+/// console's last lines where they tell).
+fn exit_code(o: &vm::Outcome, json: bool) -> Result<i32> {
     let tail = || {
         if o.console_tail.is_empty() {
             return "  (the console stayed empty)".to_string();

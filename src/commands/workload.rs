@@ -1,14 +1,9 @@
 //! `abperf workload list | show NAME | exec NAME [k=v ...] | prepare NAME [k=v ...]`: the
 //! built-in workloads.
 
+use crate::report::{self, plain::PlainFormat as Format};
 use crate::workload::{self, Interrupted, metrics};
 use anyhow::Result;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-}
 
 #[derive(Debug, clap::Args)]
 pub struct WorkloadArgs {
@@ -54,7 +49,7 @@ pub enum WorkloadCmd {
 pub fn run(args: WorkloadArgs) -> Result<i32> {
     match args.cmd {
         WorkloadCmd::List { format } => {
-            list(format);
+            list(format)?;
             Ok(0)
         }
         WorkloadCmd::Show { name, format } => show(&name, format),
@@ -91,21 +86,10 @@ fn interrupted(name: &str, e: anyhow::Error) -> Result<i32> {
     }
 }
 
-fn list(format: Format) {
-    let all = workload::all();
-    match format {
-        Format::Json => {
-            let d: Vec<_> = all.iter().map(|w| w.describe()).collect();
-            println!("{}", serde_json::to_string_pretty(&d).expect("serialises"));
-        }
-        Format::Text => {
-            let w = all.iter().map(|w| w.name.len()).max().unwrap_or(4);
-            println!("{:<w$}  VERSION  SUMMARY", "NAME");
-            for x in all {
-                println!("{:<w$}  {:>7}  {}", x.name, x.version, x.summary);
-            }
-        }
-    }
+fn list(format: Format) -> Result<()> {
+    let all: Vec<_> = workload::all().iter().map(|w| w.describe()).collect();
+    print!("{}", format.render(&report::workloads::List(&all))?);
+    Ok(())
 }
 
 /// Findings about this machine that decide whether the workload can run here.
@@ -167,47 +151,10 @@ fn show(name: &str, format: Format) -> Result<i32> {
     let w = workload::find(name)?;
     let d = w.describe();
     let notes = machine_notes(w.name);
-    match format {
-        Format::Json => {
-            let mut v = serde_json::to_value(&d)?;
-            v["this_machine"] = serde_json::to_value(&notes)?;
-            println!("{}", serde_json::to_string_pretty(&v)?);
-        }
-        Format::Text => {
-            println!("{} (version {})", d.name, d.version);
-            println!("  {}", d.summary);
-            println!("modelled on: {}", d.modelled_on);
-            println!("stresses: {}", d.stresses);
-            println!("kernel paths:");
-            for k in d.kernel_paths {
-                println!("  - {k}");
-            }
-            println!("parameters (NAME=VALUE; lists inside a value are joined with '+'):");
-            for p in &d.params {
-                println!("  {}={}  ({})", p.name, p.default, p.allowed);
-                println!("      {}", p.help);
-            }
-            println!("metrics:");
-            let nw = d.metrics.iter().map(|m| m.name.len()).max().unwrap_or(0);
-            let uw = d.metrics.iter().map(|m| m.unit.len()).max().unwrap_or(0);
-            for m in d.metrics {
-                println!(
-                    "  {:<nw$}  {:<uw$}  {:<16}  {}",
-                    m.name,
-                    m.unit,
-                    metrics::direction_word(m.direction),
-                    m.help
-                );
-            }
-            println!("prepare: {}", d.prepare.unwrap_or("nothing to prepare"));
-            println!("run time here (2 vCPUs): {}", d.runtime);
-            if !notes.is_empty() {
-                println!("this machine:");
-                for n in notes {
-                    println!("  {n}");
-                }
-            }
-        }
-    }
+    let show = report::workloads::Show {
+        workload: &d,
+        this_machine: &notes,
+    };
+    print!("{}", format.render(&show)?);
     Ok(0)
 }

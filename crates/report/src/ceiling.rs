@@ -3,6 +3,8 @@
 //! HTML page), the recommendation, the model and its assumptions in words, and what was
 //! validated.
 
+use super::Report;
+use super::section::Section;
 use abperf_model::ceiling::{CeilingAdvice, Estimate};
 use std::fmt::Write;
 
@@ -41,7 +43,7 @@ fn shown(a: &CeilingAdvice) -> impl Iterator<Item = &abperf_model::ceiling::Ceil
 }
 
 /// The recommendation in one sentence.
-pub fn verdict(a: &CeilingAdvice) -> String {
+fn verdict(a: &CeilingAdvice) -> String {
     let range = if a.best_range.0 == a.best_range.1 {
         String::new()
     } else if a.best_range.1 > 100_000 {
@@ -74,7 +76,7 @@ pub fn verdict(a: &CeilingAdvice) -> String {
 }
 
 /// The whole advice as text.
-pub fn text(a: &CeilingAdvice) -> String {
+fn text(a: &CeilingAdvice) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -84,6 +86,15 @@ pub fn text(a: &CeilingAdvice) -> String {
     for w in &a.warnings {
         let _ = writeln!(s, "WARNING: {w}");
     }
+    inputs(&mut s, a);
+    curve_table(&mut s, a);
+    let _ = writeln!(s, "\n{}", verdict(a));
+    model_and_validation(&mut s, a);
+    s
+}
+
+/// "Inputs": the workload's flush mix and the micro experiment's costs.
+fn inputs(s: &mut String, a: &CeilingAdvice) {
     let m = &a.mix;
     let _ = writeln!(s, "\nInputs");
     let _ = writeln!(
@@ -149,6 +160,10 @@ pub fn text(a: &CeilingAdvice) -> String {
         n0(a.crossover.low),
         n0(a.crossover.high)
     );
+}
+
+/// The predicted cost per second by ceiling, ceilings with the same prediction on one line.
+fn curve_table(s: &mut String, a: &CeilingAdvice) {
     let _ = writeln!(
         s,
         "\nPredicted cycles per second in the workload's flushing calls (zap + flush + refill), by ceiling"
@@ -208,7 +223,10 @@ pub fn text(a: &CeilingAdvice) -> String {
             format!("{} .. {}", n0(p.above_best.low), n0(p.above_best.high))
         );
     }
-    let _ = writeln!(s, "\n{}", verdict(a));
+}
+
+/// The model and its assumptions in words, then what was validated against the traced calls.
+fn model_and_validation(s: &mut String, a: &CeilingAdvice) {
     let _ = writeln!(s, "\nModel");
     for l in &a.model {
         let _ = writeln!(s, "  - {l}");
@@ -239,18 +257,17 @@ pub fn text(a: &CeilingAdvice) -> String {
             );
         }
     }
-    s
 }
 
 /// JSON: the advice as the model holds it.
-pub fn json(a: &CeilingAdvice) -> serde_json::Value {
+fn json(a: &CeilingAdvice) -> serde_json::Value {
     let mut v = serde_json::to_value(a).unwrap_or(serde_json::Value::Null);
     v["verdict"] = verdict(a).into();
     v
 }
 
 /// CSV: one row per ceiling.
-pub fn csv(a: &CeilingAdvice) -> anyhow::Result<String> {
+fn csv(a: &CeilingAdvice) -> anyhow::Result<String> {
     let mut w = ::csv::Writer::from_writer(Vec::new());
     w.write_record([
         "ceiling",
@@ -274,12 +291,12 @@ pub fn csv(a: &CeilingAdvice) -> anyhow::Result<String> {
             u8::from(p.ceiling == a.best).to_string(),
         ])?;
     }
-    super::csv::finish(w)
+    super::table::finish(w)
 }
 
 /// Markdown: the inputs and recommendation as text, the curve as a table.
-pub fn markdown(a: &CeilingAdvice) -> String {
-    use super::markdown::cell;
+fn markdown(a: &CeilingAdvice) -> String {
+    use super::table::cell;
     let mut s = String::new();
     let _ = writeln!(s, "#### Ceiling advisor\n\n**{}**\n", cell(&verdict(a)));
     for w in &a.warnings {
@@ -323,10 +340,55 @@ pub fn markdown(a: &CeilingAdvice) -> String {
     s
 }
 
+/// The curve plot's geometry: the value range and the margins of the drawing.
+struct Frame {
+    lo: f64,
+    hi: f64,
+    w: f64,
+    h: f64,
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+}
+
+impl Frame {
+    /// The frame of values `lo..hi`, padded by 5% (by 1 when flat).
+    fn new(lo: f64, hi: f64) -> Frame {
+        let (lo, hi) = if hi > lo {
+            let pad = (hi - lo) * 0.05;
+            (lo - pad, hi + pad)
+        } else {
+            (lo - 1.0, hi + 1.0)
+        };
+        let (w, h, left, right, top, bottom) = (760.0, 320.0, 96.0, 20.0, 24.0, 44.0);
+        Frame {
+            lo,
+            hi,
+            w,
+            h,
+            left,
+            right,
+            top,
+            bottom,
+        }
+    }
+
+    /// The x coordinate of ceiling `c` (0..64).
+    fn x(&self, c: f64) -> f64 {
+        self.left + (self.w - self.left - self.right) * c / 64.0
+    }
+
+    /// The y coordinate of cycles per second `v`.
+    fn y(&self, v: f64) -> f64 {
+        self.top + (self.h - self.top - self.bottom) * (1.0 - (v - self.lo) / (self.hi - self.lo))
+    }
+}
+
 /// The curve as an SVG: predicted cycles per second against ceilings 0..64 (linear axis),
 /// the bootstrap band shaded, the best ceiling and the kernel default marked.
-pub fn svg(a: &CeilingAdvice) -> Option<String> {
-    use super::svg::{colour, esc, nice_ticks, tick_decimals};
+fn svg(a: &CeilingAdvice) -> Option<String> {
+    use super::svg::esc;
     let pts: Vec<_> = a.curve.iter().filter(|p| p.ceiling <= 64).collect();
     if pts.len() < 2 {
         return None;
@@ -342,23 +404,34 @@ pub fn svg(a: &CeilingAdvice) -> Option<String> {
     if !(lo.is_finite() && hi.is_finite()) {
         return None;
     }
-    let (lo, hi) = if hi > lo {
-        let pad = (hi - lo) * 0.05;
-        (lo - pad, hi + pad)
-    } else {
-        (lo - 1.0, hi + 1.0)
-    };
-    let (w, h, left, right, top, bottom) = (760.0, 320.0, 96.0, 20.0, 24.0, 44.0);
-    let x = |c: f64| left + (w - left - right) * c / 64.0;
-    let y = |v: f64| top + (h - top - bottom) * (1.0 - (v - lo) / (hi - lo));
+    let f = Frame::new(lo, hi);
+    let (w, h) = (f.w, f.h);
     let mut s = String::new();
     let _ = write!(
         s,
         "<svg class=\"plot ceiling-curve\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\"><title>{}</title>",
         esc("predicted flush cost per second by tlb_single_page_flush_ceiling")
     );
-    // axes and ticks
-    let ticks = nice_ticks(lo, hi, 6);
+    axes(&mut s, &f);
+    band_and_line(&mut s, &f, &pts);
+    markers(&mut s, &f, a);
+    s.push_str("</svg>");
+    Some(s)
+}
+
+/// Horizontal grid lines with their values, the ceiling ticks every 8 pages, the axis titles.
+fn axes(s: &mut String, f: &Frame) {
+    use super::svg::{nice_ticks, tick_decimals};
+    let Frame {
+        w,
+        h,
+        left,
+        right,
+        top,
+        bottom,
+        ..
+    } = *f;
+    let ticks = nice_ticks(f.lo, f.hi, 6);
     let dec = tick_decimals(&ticks);
     for t in &ticks {
         let _ = write!(
@@ -366,13 +439,13 @@ pub fn svg(a: &CeilingAdvice) -> Option<String> {
             "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
             w - right,
             left - 4.0,
-            y(*t) + 4.0,
+            f.y(*t) + 4.0,
             if dec == 0 {
                 n0(*t)
             } else {
                 format!("{t:.dec$}")
             },
-            y = y(*t)
+            y = f.y(*t)
         );
     }
     for c in (0..=64).step_by(8) {
@@ -382,7 +455,7 @@ pub fn svg(a: &CeilingAdvice) -> Option<String> {
             h - bottom,
             h - bottom + 4.0,
             h - bottom + 16.0,
-            x = x(c as f64)
+            x = f.x(c as f64)
         );
     }
     let _ = write!(
@@ -393,22 +466,26 @@ pub fn svg(a: &CeilingAdvice) -> Option<String> {
         (top + h - bottom) / 2.0,
         (top + h - bottom) / 2.0
     );
-    // band
+}
+
+/// The bootstrap band shaded, the predicted cost drawn over it.
+fn band_and_line(s: &mut String, f: &Frame, pts: &[&abperf_model::ceiling::CeilingPoint]) {
+    use super::svg::colour;
     let mut band = String::new();
-    for p in &pts {
+    for p in pts {
         let _ = write!(
             band,
             "{:.1},{:.1} ",
-            x(p.ceiling as f64),
-            y(p.cycles_per_s.high)
+            f.x(p.ceiling as f64),
+            f.y(p.cycles_per_s.high)
         );
     }
     for p in pts.iter().rev() {
         let _ = write!(
             band,
             "{:.1},{:.1} ",
-            x(p.ceiling as f64),
-            y(p.cycles_per_s.low)
+            f.x(p.ceiling as f64),
+            f.y(p.cycles_per_s.low)
         );
     }
     let _ = write!(
@@ -419,7 +496,13 @@ pub fn svg(a: &CeilingAdvice) -> Option<String> {
     );
     let line: Vec<String> = pts
         .iter()
-        .map(|p| format!("{:.1},{:.1}", x(p.ceiling as f64), y(p.cycles_per_s.value)))
+        .map(|p| {
+            format!(
+                "{:.1},{:.1}",
+                f.x(p.ceiling as f64),
+                f.y(p.cycles_per_s.value)
+            )
+        })
         .collect();
     let _ = write!(
         s,
@@ -427,6 +510,12 @@ pub fn svg(a: &CeilingAdvice) -> Option<String> {
         line.join(" "),
         colour(0)
     );
+}
+
+/// Dashed vertical lines at the best ceiling and the kernel default (when within 0..64).
+fn markers(s: &mut String, f: &Frame, a: &CeilingAdvice) {
+    use super::svg::esc;
+    let (h, top, bottom) = (f.h, f.top, f.bottom);
     for (c, label, col) in [
         (a.best, format!("best {}", a.best), "#1a7f37"),
         (
@@ -442,18 +531,16 @@ pub fn svg(a: &CeilingAdvice) -> Option<String> {
             s,
             "<line class=\"marker\" data-ceiling=\"{c}\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{top}\" y2=\"{}\" stroke=\"{col}\" stroke-dasharray=\"4 3\"/><text x=\"{:.1}\" y=\"{}\" font-size=\"11\" fill=\"{col}\">{}</text>",
             h - bottom,
-            x(c as f64) + 3.0,
+            f.x(c as f64) + 3.0,
             top + 10.0,
             esc(&label),
-            x = x(c as f64)
+            x = f.x(c as f64)
         );
     }
-    s.push_str("</svg>");
-    Some(s)
 }
 
 /// The HTML section: recommendation, the curve, the inputs and the model in words.
-pub fn html(a: &CeilingAdvice) -> String {
+fn html(a: &CeilingAdvice) -> String {
     use super::svg::esc;
     let mut s = String::new();
     let _ = writeln!(
@@ -470,6 +557,33 @@ pub fn html(a: &CeilingAdvice) -> String {
     }
     let _ = writeln!(s, "<pre class=\"ceiling\">{}</pre>", esc(&text(a)));
     s
+}
+
+impl Section for CeilingAdvice {
+    fn text(&self, _r: &Report) -> String {
+        text(self)
+    }
+
+    /// The recommendation in one sentence.
+    fn mail(&self, _r: &Report) -> Option<String> {
+        Some(verdict(self))
+    }
+
+    fn markdown(&self, _r: &Report) -> Option<String> {
+        Some(markdown(self))
+    }
+
+    fn csv(&self, _r: &Report) -> Option<anyhow::Result<String>> {
+        Some(csv(self))
+    }
+
+    fn json(&self, _r: &Report) -> Option<anyhow::Result<serde_json::Value>> {
+        Some(Ok(json(self)))
+    }
+
+    fn html(&self, _r: &Report) -> Option<String> {
+        Some(html(self))
+    }
 }
 
 #[cfg(test)]

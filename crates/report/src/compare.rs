@@ -4,6 +4,7 @@
 
 use super::Report;
 use super::fmt::one_line;
+use super::section::Section;
 use abperf_model::describe::Description;
 use abperf_stats::compare::Comparison;
 use abperf_stats::outliers::{Outliers, Severity};
@@ -133,6 +134,19 @@ pub fn comparison_text(c: &Comparison, unit: &str) -> String {
     );
     summary_row(&mut out, &c.baseline, &d.baseline, unit, width);
     summary_row(&mut out, &c.variant, &d.variant, unit, width);
+    primary(&mut out, c, unit);
+    robust(&mut out, c, unit);
+    variability_and_drift(&mut out, c, unit);
+    outliers(&mut out, c, unit);
+    for n in &c.notes {
+        let _ = writeln!(out, "  note: {n}");
+    }
+    out
+}
+
+/// The primary test: Welch's t with the Fieller interval of the ratio, or ANCOVA under drift.
+fn primary(out: &mut String, c: &Comparison, unit: &str) {
+    let d = &c.details;
     if let Some(w) = &d.welch {
         let ci = c
             .ratio_ci
@@ -158,6 +172,12 @@ pub fn comparison_text(c: &Comparison, unit: &str) -> String {
             fmt_value(an.slope, unit)
         );
     }
+}
+
+/// The robust cross-checks (Mann-Whitney, Hodges-Lehmann, the bootstrap) and whether they disagree
+/// with the primary test.
+fn robust(out: &mut String, c: &Comparison, unit: &str) {
+    let d = &c.details;
     let mut robust = Vec::new();
     if let Some(mw) = &d.mann_whitney {
         let how = match mw.method {
@@ -200,6 +220,11 @@ pub fn comparison_text(c: &Comparison, unit: &str) -> String {
     if let Some(d) = &c.disagree {
         let _ = writeln!(out, "  {d}");
     }
+}
+
+/// The SD ratio and Brown-Forsythe, the drift within variants, and the equivalence test.
+fn variability_and_drift(out: &mut String, c: &Comparison, unit: &str) {
+    let d = &c.details;
     let sd = match (c.sd_ratio, c.sd_ratio_ci) {
         (Some(r), Some([l, h])) => format!("SD ratio {r:.3} (95% BCa {l:.3}..{h:.3})"),
         (Some(r), None) => format!("SD ratio {r:.3}"),
@@ -239,6 +264,11 @@ pub fn comparison_text(c: &Comparison, unit: &str) -> String {
             fmt_p(t.p)
         );
     }
+}
+
+/// The outliers flagged (and kept) in each variant, and the verdict without the severe ones.
+fn outliers(out: &mut String, c: &Comparison, unit: &str) {
+    let d = &c.details;
     let _ = writeln!(
         out,
         "  outliers (flagged, kept): {}; {}",
@@ -252,10 +282,6 @@ pub fn comparison_text(c: &Comparison, unit: &str) -> String {
             r.severe_baseline, r.severe_variant, r.line
         );
     }
-    for n in &c.notes {
-        let _ = writeln!(out, "  note: {n}");
-    }
-    out
 }
 
 /// The verdict word, then the sentence without repeating it ("INCONCLUSIVE: B vs A ...").
@@ -304,132 +330,21 @@ fn design_text(d: &serde_json::Value) -> String {
 /// with its 95% CI and corrected p, significant cells marked. `None` for a plain "each variant
 /// against the baseline, mean only" analysis (the verdict lines say it all).
 pub fn family_table(r: &Report) -> Option<String> {
-    use abperf_stats::analysis::{Pairs, Test};
+    use abperf_stats::analysis::Pairs;
     let a = r.analysis.as_ref()?;
-    let variability = a.tests.contains(&Test::Variability);
-    if a.pairs == Pairs::Baseline && a.by.is_none() && !variability {
+    let t = FamilyTable::new(a);
+    if a.pairs == Pairs::Baseline && a.by.is_none() && !t.variability {
         return None;
     }
     if a.comparisons.is_empty() {
         return None;
     }
-    let ci = |c: Option<[f64; 2]>, dec: usize| {
-        c.map(|[l, h]| format!("{l:.dec$}..{h:.dec$}"))
-            .unwrap_or_else(|| "-".into())
-    };
-    let p = |x: Option<f64>| {
-        x.map(|v| {
-            let s = fmt_p(v);
-            s.strip_prefix("p=").unwrap_or(&s[1..]).to_string()
-        })
-        .unwrap_or_else(|| "-".into())
-    };
-    let star = |x: Option<f64>| {
-        if x.is_some_and(|v| v < a.options.alpha) {
-            "*"
-        } else {
-            " "
-        }
-    };
-    let fam_w = a
-        .comparisons
-        .iter()
-        .map(|c| {
-            c.family
-                .as_deref()
-                .map_or(0, |f| one_line(f).chars().count())
-        })
-        .max()
-        .unwrap_or(0);
-    // Within a family the family's own "PARAM=value" adds nothing to a variant's name.
-    let short = |name: &str, c: &Comparison| -> String {
-        let token = match (&a.by, &c.family) {
-            (Some(by), Some(f)) => format!("{by}={f}"),
-            _ => return one_line(name),
-        };
-        let rest: Vec<&str> = name.split_whitespace().filter(|t| *t != token).collect();
-        if rest.is_empty() {
-            one_line(name)
-        } else {
-            one_line(&rest.join(" "))
-        }
-    };
-    let pair = |c: &Comparison| format!("{} vs {}", short(&c.variant, c), short(&c.baseline, c));
-    let pair_w = a
-        .comparisons
-        .iter()
-        .map(|c| pair(c).chars().count())
-        .max()
-        .unwrap_or(4)
-        .max(4);
     let mut out = String::new();
-    let what = if variability {
-        "mean and run-to-run variation"
-    } else {
-        "mean"
-    };
-    let _ = writeln!(
-        out,
-        "{what}: * = significant at alpha {} after {} over m={} tests",
-        a.options.alpha, a.correction, a.m
-    );
-    let fam_head = if fam_w > 0 {
-        format!(
-            "{:<w$}  ",
-            a.by.as_deref().unwrap_or(""),
-            w = fam_w.max(a.by.as_deref().map_or(0, str::len))
-        )
-    } else {
-        String::new()
-    };
-    let fam_w = if fam_w > 0 {
-        fam_w.max(a.by.as_deref().map_or(0, str::len))
-    } else {
-        0
-    };
-    let mut head = format!(
-        "{fam_head}{:<pair_w$}  {:<8} {:>8} {:<17} {:>8}",
-        "pair", "metric", "ratio", "(95% CI)", "p"
-    );
-    if variability {
-        head += &format!("   {:>8} {:<17} {:>8}", "SD ratio", "(95% CI)", "p");
-    }
-    let _ = writeln!(out, "{}", head.trim_end());
+    t.header(&mut out);
     let mut ancova = false;
     for c in &a.comparisons {
-        let fam = if fam_w > 0 {
-            format!("{:<fam_w$}  ", one_line(c.family.as_deref().unwrap_or("")))
-        } else {
-            String::new()
-        };
-        // The verdict's own estimate: ANCOVA's (marked ^) where drift made it primary.
-        let e = &c.evidence;
-        let ci95 = e.ci95.map(|(l, h)| [l, h]);
-        let mark = if e.method == "ANCOVA" { "^" } else { "" };
-        let mut line = format!(
-            "{fam}{:<pair_w$}  {:<8} {:>8} {:<17} {:>7}{}",
-            pair(c),
-            super::fmt::truncate(&one_line(&c.metric), 8),
-            format!("{:.4}{mark}", e.ratio),
-            format!("({})", ci(ci95, 4)),
-            p(c.p_adjusted),
-            star(
-                c.p_adjusted
-                    .filter(|_| ci95.is_some_and(|[l, h]| l > 1.0 || h < 1.0))
-            )
-        );
-        ancova |= !mark.is_empty();
-        if variability {
-            line += &format!(
-                "   {:>8} {:<17} {:>7}{}",
-                c.sd_ratio
-                    .map(|x| format!("{x:.3}"))
-                    .unwrap_or_else(|| "-".into()),
-                format!("({})", ci(c.sd_ratio_ci, 2)),
-                p(c.p_variability_adjusted),
-                star(c.p_variability_adjusted)
-            );
-        }
+        let (line, by_ancova) = t.row(c);
+        ancova |= by_ancova;
         let _ = writeln!(out, "{}", line.trim_end());
     }
     if ancova {
@@ -441,11 +356,168 @@ pub fn family_table(r: &Report) -> Option<String> {
     Some(out)
 }
 
+/// "low..high" with `dec` decimals ("-" without an interval).
+fn ci_text(c: Option<[f64; 2]>, dec: usize) -> String {
+    c.map(|[l, h]| format!("{l:.dec$}..{h:.dec$}"))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// A p value without its "p=" ("-" without one).
+fn p_short(x: Option<f64>) -> String {
+    x.map(|v| {
+        let s = fmt_p(v);
+        s.strip_prefix("p=").unwrap_or(&s[1..]).to_string()
+    })
+    .unwrap_or_else(|| "-".into())
+}
+
+/// The layout of [`family_table`]: which columns it has and how wide they are.
+struct FamilyTable<'a> {
+    a: &'a abperf_stats::analysis::Analysis,
+    /// The SD ratio columns are shown.
+    variability: bool,
+    /// The family column's width (0: no family column).
+    fam_w: usize,
+    pair_w: usize,
+}
+
+impl<'a> FamilyTable<'a> {
+    fn new(a: &'a abperf_stats::analysis::Analysis) -> FamilyTable<'a> {
+        use abperf_stats::analysis::Test;
+        let fam_w = a
+            .comparisons
+            .iter()
+            .map(|c| {
+                c.family
+                    .as_deref()
+                    .map_or(0, |f| one_line(f).chars().count())
+            })
+            .max()
+            .unwrap_or(0);
+        let fam_w = if fam_w > 0 {
+            fam_w.max(a.by.as_deref().map_or(0, str::len))
+        } else {
+            0
+        };
+        let mut t = FamilyTable {
+            a,
+            variability: a.tests.contains(&Test::Variability),
+            fam_w,
+            pair_w: 0,
+        };
+        t.pair_w = a
+            .comparisons
+            .iter()
+            .map(|c| t.pair(c).chars().count())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        t
+    }
+
+    /// "*" for a p below alpha.
+    fn star(&self, x: Option<f64>) -> &'static str {
+        if x.is_some_and(|v| v < self.a.options.alpha) {
+            "*"
+        } else {
+            " "
+        }
+    }
+
+    /// Within a family the family's own "PARAM=value" adds nothing to a variant's name.
+    fn short(&self, name: &str, c: &Comparison) -> String {
+        let token = match (&self.a.by, &c.family) {
+            (Some(by), Some(f)) => format!("{by}={f}"),
+            _ => return one_line(name),
+        };
+        let rest: Vec<&str> = name.split_whitespace().filter(|t| *t != token).collect();
+        if rest.is_empty() {
+            one_line(name)
+        } else {
+            one_line(&rest.join(" "))
+        }
+    }
+
+    fn pair(&self, c: &Comparison) -> String {
+        format!(
+            "{} vs {}",
+            self.short(&c.variant, c),
+            self.short(&c.baseline, c)
+        )
+    }
+
+    /// What the stars mean, then the column headings.
+    fn header(&self, out: &mut String) {
+        let (a, pair_w) = (self.a, self.pair_w);
+        let what = if self.variability {
+            "mean and run-to-run variation"
+        } else {
+            "mean"
+        };
+        let _ = writeln!(
+            out,
+            "{what}: * = significant at alpha {} after {} over m={} tests",
+            a.options.alpha, a.correction, a.m
+        );
+        let fam_head = if self.fam_w > 0 {
+            format!("{:<w$}  ", a.by.as_deref().unwrap_or(""), w = self.fam_w)
+        } else {
+            String::new()
+        };
+        let mut head = format!(
+            "{fam_head}{:<pair_w$}  {:<8} {:>8} {:<17} {:>8}",
+            "pair", "metric", "ratio", "(95% CI)", "p"
+        );
+        if self.variability {
+            head += &format!("   {:>8} {:<17} {:>8}", "SD ratio", "(95% CI)", "p");
+        }
+        let _ = writeln!(out, "{}", head.trim_end());
+    }
+
+    /// One comparison's line, and whether its estimate is ANCOVA's.
+    fn row(&self, c: &Comparison) -> (String, bool) {
+        let (fam_w, pair_w) = (self.fam_w, self.pair_w);
+        let fam = if fam_w > 0 {
+            format!("{:<fam_w$}  ", one_line(c.family.as_deref().unwrap_or("")))
+        } else {
+            String::new()
+        };
+        // The verdict's own estimate: ANCOVA's (marked ^) where drift made it primary.
+        let e = &c.evidence;
+        let ci95 = e.ci95.map(|(l, h)| [l, h]);
+        let mark = if e.method == "ANCOVA" { "^" } else { "" };
+        let mut line = format!(
+            "{fam}{:<pair_w$}  {:<8} {:>8} {:<17} {:>7}{}",
+            self.pair(c),
+            super::fmt::truncate(&one_line(&c.metric), 8),
+            format!("{:.4}{mark}", e.ratio),
+            format!("({})", ci_text(ci95, 4)),
+            p_short(c.p_adjusted),
+            self.star(
+                c.p_adjusted
+                    .filter(|_| ci95.is_some_and(|[l, h]| l > 1.0 || h < 1.0))
+            )
+        );
+        if self.variability {
+            line += &format!(
+                "   {:>8} {:<17} {:>7}{}",
+                c.sd_ratio
+                    .map(|x| format!("{x:.3}"))
+                    .unwrap_or_else(|| "-".into()),
+                format!("({})", ci_text(c.sd_ratio_ci, 2)),
+                p_short(c.p_variability_adjusted),
+                self.star(c.p_variability_adjusted)
+            );
+        }
+        (line, !mark.is_empty())
+    }
+}
+
 /// The whole text of `abperf compare`.
-pub fn text(r: &Report) -> String {
+fn text(r: &Report) -> String {
     let mut out = String::new();
     if let Some(m) = &r.micro_compare {
-        out += &super::micro_compare::text(m, false);
+        out += &m.text(r);
         let _ = writeln!(out);
     } else if let Some(t) = family_table(r) {
         out += &t;
@@ -468,9 +540,9 @@ pub fn text(r: &Report) -> String {
     for n in r.verdict_notes() {
         let _ = writeln!(out, "{}", one_line(&n));
     }
-    if r.levels.is_some() {
+    if let Some(l) = &r.levels {
         let _ = writeln!(out);
-        out += &super::levels::text(r);
+        out += &l.text(r);
     }
     let _ = writeln!(out, "--");
     let _ = writeln!(
@@ -519,6 +591,16 @@ pub fn text(r: &Report) -> String {
         }
     }
     out
+}
+
+/// The comparisons of `abperf compare` in detail, with the environment differences and the
+/// provenance footer.
+pub struct Details;
+
+impl Section for Details {
+    fn text(&self, r: &Report) -> String {
+        text(r)
+    }
 }
 
 #[cfg(test)]

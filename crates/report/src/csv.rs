@@ -14,6 +14,8 @@
 //! Text a user typed (names, commands, paths) that a spreadsheet would read as a formula (a
 //! leading `=`, `+`, `-`, `@`, tab or carriage return) gets a leading `'`.
 
+use super::section::Section;
+use super::table::{finish, neutral};
 use super::{Render, Report, View};
 use abperf_model::Run;
 
@@ -21,16 +23,22 @@ pub struct Csv;
 
 impl Render for Csv {
     fn render(&self, r: &Report) -> anyhow::Result<String> {
-        if let (View::Ceiling, Some(a)) = (r.view, &r.ceiling) {
-            return super::ceiling::csv(a);
+        if r.view == View::Ceiling
+            && let Some(out) = r.ceiling.as_ref().and_then(|a| a.csv(r))
+        {
+            return out;
         }
         // Two micro suites: one row per configuration (`micro_compare::CSV_HEADER`).
-        if let Some(m) = &r.micro_compare {
-            return super::micro_compare::csv(m);
+        if let Some(out) = r.micro_compare.as_ref().and_then(|m| m.csv(r)) {
+            return out;
         }
-        match (r.view, &r.trace) {
-            (View::Trace(_), Some(t)) => super::trace::csv(&t.info, &t.tables),
-            (View::Export, _) => wide(r),
+        if let View::Trace(_) = r.view
+            && let Some(out) = r.trace.as_ref().and_then(|t| t.csv(r))
+        {
+            return out;
+        }
+        match r.view {
+            View::Export => wide(r),
             _ => long(r),
         }
     }
@@ -53,21 +61,6 @@ pub const HEADER: [&str; 15] = [
     "source_line",
     "text",
 ];
-
-/// User text made safe for spreadsheets: a leading formula character is escaped with `'`.
-pub fn neutral(s: &str) -> String {
-    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        format!("'{s}")
-    } else {
-        s.to_string()
-    }
-}
-
-/// The bytes of a finished writer as text.
-pub fn finish(w: ::csv::Writer<Vec<u8>>) -> anyhow::Result<String> {
-    let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("csv: {e}"))?;
-    Ok(String::from_utf8(bytes)?)
-}
 
 fn num(v: f64) -> String {
     if v.is_finite() {
@@ -135,38 +128,53 @@ fn long(d: &Report) -> anyhow::Result<String> {
     let mut w = ::csv::Writer::from_writer(Vec::new());
     w.write_record(HEADER)?;
     if d.include_runs {
-        for r in &d.data.runs {
-            let variant = d.variant_name(r.variant).to_string();
-            let source = r
-                .source
-                .as_ref()
-                .map(|s| [s.file.clone(), s.line.to_string()])
-                .unwrap_or_default();
-            let base = || Row {
-                record: "run",
-                variant: variant.clone(),
-                seq: r.seq.to_string(),
-                run: run_columns(r),
-                source: source.clone(),
-                ..Row::default()
-            };
-            if r.metrics.is_empty() {
-                base().write(&mut w)?;
+        run_rows(&mut w, d)?;
+    }
+    describe_rows(&mut w, d)?;
+    comparison_rows(&mut w, d)?;
+    micro_rows(&mut w, d)?;
+    trace_rows(&mut w, d)?;
+    finish(w)
+}
+
+/// `run`: one row per run and metric (a run without metrics gets one row).
+fn run_rows(w: &mut ::csv::Writer<Vec<u8>>, d: &Report) -> anyhow::Result<()> {
+    for r in &d.data.runs {
+        let variant = d.variant_name(r.variant).to_string();
+        let source = r
+            .source
+            .as_ref()
+            .map(|s| [s.file.clone(), s.line.to_string()])
+            .unwrap_or_default();
+        let base = || Row {
+            record: "run",
+            variant: variant.clone(),
+            seq: r.seq.to_string(),
+            run: run_columns(r),
+            source: source.clone(),
+            ..Row::default()
+        };
+        if r.metrics.is_empty() {
+            base().write(w)?;
+        }
+        let mut ms: Vec<_> = r.metrics.iter().collect();
+        ms.sort_by(|a, b| a.name.cmp(&b.name));
+        for m in ms {
+            Row {
+                metric: m.name.clone(),
+                stat: "value".into(),
+                value: num(m.value),
+                unit: m.unit.clone(),
+                ..base()
             }
-            let mut ms: Vec<_> = r.metrics.iter().collect();
-            ms.sort_by(|a, b| a.name.cmp(&b.name));
-            for m in ms {
-                Row {
-                    metric: m.name.clone(),
-                    stat: "value".into(),
-                    value: num(m.value),
-                    unit: m.unit.clone(),
-                    ..base()
-                }
-                .write(&mut w)?;
-            }
+            .write(w)?;
         }
     }
+    Ok(())
+}
+
+/// `describe`: per variant and metric, n, mean, sd, median, min, max, q1, q3 and pm_pct.
+fn describe_rows(w: &mut ::csv::Writer<Vec<u8>>, d: &Report) -> anyhow::Result<()> {
     for x in &d.describe {
         let unit = d.data.unit(&x.metric).to_string();
         let s = &x.d;
@@ -191,9 +199,14 @@ fn long(d: &Report) -> anyhow::Result<String> {
                 unit: u.to_string(),
                 ..Row::default()
             }
-            .write(&mut w)?;
+            .write(w)?;
         }
     }
+    Ok(())
+}
+
+/// `comparison`: per variant against the baseline, the ratio, its CI and p, with the verdict.
+fn comparison_rows(w: &mut ::csv::Writer<Vec<u8>>, d: &Report) -> anyhow::Result<()> {
     for c in d.comparisons() {
         let ci = c.ratio_ci;
         let stats = [
@@ -212,9 +225,14 @@ fn long(d: &Report) -> anyhow::Result<String> {
                 text: format!("{}: {}", c.verdict.as_str(), c.line),
                 ..Row::default()
             }
-            .write(&mut w)?;
+            .write(w)?;
         }
     }
+    Ok(())
+}
+
+/// `micro`: per configuration and metric, n, min, p10, median, p90 and max; then the findings.
+fn micro_rows(w: &mut ::csv::Writer<Vec<u8>>, d: &Report) -> anyhow::Result<()> {
     if let Some(m) = &d.micro {
         for row in &m.rows {
             for (metric, s) in [
@@ -240,7 +258,7 @@ fn long(d: &Report) -> anyhow::Result<String> {
                         text: row.per.clone(),
                         ..Row::default()
                     }
-                    .write(&mut w)?;
+                    .write(w)?;
                 }
             }
         }
@@ -254,12 +272,17 @@ fn long(d: &Report) -> anyhow::Result<String> {
                 text: f.text.clone(),
                 ..Row::default()
             }
-            .write(&mut w)?;
+            .write(w)?;
         }
     }
-    if let Some(t) = &d.trace {
+    Ok(())
+}
+
+/// `trace`: per table row (table, group, key) and statistic.
+fn trace_rows(w: &mut ::csv::Writer<Vec<u8>>, d: &Report) -> anyhow::Result<()> {
+    if let Some(table) = d.trace.as_ref().and_then(|t| t.csv(d)) {
         // The trace table layout, one row per (table, group, key) and statistic.
-        let table = super::trace::csv(&t.info, &t.tables)?;
+        let table = table?;
         let mut rd = ::csv::Reader::from_reader(table.as_bytes());
         let header = rd.headers()?.clone();
         for rec in rd.records() {
@@ -274,11 +297,11 @@ fn long(d: &Report) -> anyhow::Result<String> {
                     value: rec[i].to_string(),
                     ..Row::default()
                 }
-                .write(&mut w)?;
+                .write(w)?;
             }
         }
     }
-    finish(w)
+    Ok(())
 }
 
 /// One row per run, one column per metric (sorted by name): what a spreadsheet wants.

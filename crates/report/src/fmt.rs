@@ -212,6 +212,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn durations() {
+        assert_eq!(duration(12.34), "12.3 s");
+        assert_eq!(duration(125.0), "2.1 min");
+        assert_eq!(duration(7500.0), "2 h 05 min");
+    }
+
+    #[test]
     fn scales() {
         let s = scale_for("ns", 880.4375e9);
         assert_eq!(s.show(880.4375e9, "ns"), "880.438 s");

@@ -3,7 +3,7 @@
 //! (experiment, variant and metric names, commands, paths) is escaped.
 
 use super::fmt::{change_pct, metric_scale, pm};
-use super::micro::{CURVE_BENCHES, MicroData, finding_text, num};
+use super::section::Section;
 use super::svg::{self, colour, esc};
 use super::{Render, Report};
 use std::fmt::Write;
@@ -28,6 +28,66 @@ impl Render for Html {
 
 fn render(d: &Report) -> String {
     let mut s = String::new();
+    page_head(&mut s, d);
+    // Two micro suites: the compact comparison instead of a verdict, a plot and a table row for
+    // each of hundreds of configurations.
+    if let Some(m) = &d.micro_compare {
+        let _ = writeln!(
+            s,
+            "{} configuration(s) in both, {} round median(s).</p>",
+            m.rows.len(),
+            d.data.runs.len()
+        );
+        s.push_str(&m.html(d).unwrap_or_default());
+        provenance(&mut s, d);
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "{} variant(s), {} run(s), {} analysed (n={}); {}.</p>",
+        d.data.variants.len(),
+        d.data.runs.len(),
+        d.data.counted_total(),
+        esc(&d.n_text()),
+        esc(&d.order_text())
+    );
+
+    verdicts(&mut s, d);
+
+    // Variants.
+    let is_micro = d.micro.is_some();
+    if let Some(m) = d.micro.as_ref().and_then(|m| m.html(d)) {
+        s.push_str(&m);
+    }
+    if is_micro {
+        let _ = write!(
+            s,
+            "<h2>Variants</h2><details><summary>{} configuration(s)</summary>",
+            d.data.variants.len()
+        );
+    } else {
+        s.push_str("<h2>Variants</h2>");
+    }
+    variants_table(&mut s, d, is_micro);
+    if is_micro {
+        s.push_str("</details>\n");
+    } else {
+        summary_and_plots(&mut s, d);
+    }
+
+    if let Some(t) = d.trace.as_ref().and_then(|t| t.html(d)) {
+        s.push_str(&t);
+    }
+    if let Some(a) = d.ceiling.as_ref().and_then(|a| a.html(d)) {
+        s.push_str(&a);
+    }
+    runs_and_provenance(&mut s, d);
+    s
+}
+
+/// The document's head (title, style, the security policy), the heading and the opening of the
+/// experiment's line (closed by the caller with its counts).
+fn page_head(s: &mut String, d: &Report) {
     let title = d.title();
     let _ = write!(
         s,
@@ -57,30 +117,10 @@ fn render(d: &Report) -> String {
             s.push_str("<p>");
         }
     }
-    // Two micro suites: the compact comparison instead of a verdict, a plot and a table row for
-    // each of hundreds of configurations.
-    if let Some(m) = &d.micro_compare {
-        let _ = writeln!(
-            s,
-            "{} configuration(s) in both, {} round median(s).</p>",
-            m.rows.len(),
-            d.data.runs.len()
-        );
-        s.push_str(&super::micro_compare::html(m));
-        provenance(&mut s, d);
-        return s;
-    }
-    let _ = writeln!(
-        s,
-        "{} variant(s), {} run(s), {} analysed (n={}); {}.</p>",
-        d.data.variants.len(),
-        d.data.runs.len(),
-        d.data.counted_total(),
-        esc(&d.n_text()),
-        esc(&d.order_text())
-    );
+}
 
-    // Verdicts.
+/// The verdict of each comparison, the notes, and the forest plot of the ratios.
+fn verdicts(s: &mut String, d: &Report) {
     if d.analysis.is_some() {
         let _ = writeln!(
             s,
@@ -107,21 +147,10 @@ fn render(d: &Report) -> String {
     if let Some(f) = svg::forest(d) {
         let _ = writeln!(s, "<h2>Ratio of means (forest plot)</h2>\n{f}");
     }
+}
 
-    // Variants.
-    let is_micro = d.micro.is_some();
-    if let Some(m) = &d.micro {
-        micro_section(&mut s, m);
-    }
-    if is_micro {
-        let _ = write!(
-            s,
-            "<h2>Variants</h2><details><summary>{} configuration(s)</summary>",
-            d.data.variants.len()
-        );
-    } else {
-        s.push_str("<h2>Variants</h2>");
-    }
+/// One row per variant: its label when plots use one, name, command, parameters and runs.
+fn variants_table(s: &mut String, d: &Report, is_micro: bool) {
     let labels = svg::variant_labels(d);
     // Micro configurations are not plotted per variant: no labels to map.
     let labelled = !is_micro
@@ -166,24 +195,6 @@ fn render(d: &Report) -> String {
     if labelled {
         s.push_str("<p class=\"note\">Plots and the summary name variants by their label.</p>\n");
     }
-    if is_micro {
-        s.push_str("</details>\n");
-    } else {
-        summary_and_plots(&mut s, d);
-    }
-
-    if let Some(t) = &d.trace {
-        let _ = writeln!(
-            s,
-            "<h2>Trace tables</h2><pre class=\"trace\">{}</pre>",
-            esc(&super::trace::text(&t.info, &t.tables, super::Which::All))
-        );
-    }
-    if let Some(a) = &d.ceiling {
-        s.push_str(&super::ceiling::html(a));
-    }
-    runs_and_provenance(&mut s, d);
-    s
 }
 
 /// The summary table, run-order and distribution plots (one column and one row per variant:
@@ -377,90 +388,6 @@ fn provenance(s: &mut String, d: &Report) {
         esc(&d.data_sha256)
     );
     s.push_str("</body></html>\n");
-}
-
-/// Micro benchmarks: findings, the TLB flush curves (per call and per page, implied ceiling
-/// marked), and a compact table of every configuration.
-fn micro_section(s: &mut String, m: &MicroData) {
-    s.push_str("<h2>Micro benchmarks</h2>\n");
-    let notes: Vec<_> = m.notes().collect();
-    if !notes.is_empty() {
-        s.push_str("<ul class=\"micro-notes note\">");
-        for f in notes {
-            let _ = write!(s, "<li>{}</li>", esc(&f.text));
-        }
-        s.push_str("</ul>\n");
-    }
-    let knees = m.knee_markers();
-    for bench in m.benches() {
-        let _ = writeln!(s, "<h3>{}</h3>", esc(bench));
-        let findings: Vec<_> = m.findings_of(bench).collect();
-        if !findings.is_empty() {
-            s.push_str("<ul class=\"micro-findings\">");
-            for f in findings {
-                let _ = write!(s, "<li>{}</li>", esc(&finding_text(f)));
-            }
-            s.push_str("</ul>\n");
-        }
-        if CURVE_BENCHES.contains(&bench) {
-            let calls = svg::micro_curve(
-                &format!("{bench} per-call"),
-                &m.call_series(bench),
-                &knees,
-                "median cycles per call",
-            );
-            let pages = svg::micro_curve(
-                &format!("{bench} per-page"),
-                &m.per_page_series(bench),
-                &knees,
-                "cycles per page (touched minus empty-range median)",
-            );
-            if let Some(p) = calls {
-                let _ = writeln!(
-                    s,
-                    "<p class=\"note\">Cycles per call against pages (log2): median of the touched range with its p10-p90 band; dashed: the empty range (syscall and page-table walk, nothing to flush). The vertical line is the implied tlb_single_page_flush_ceiling (the knee).</p>\n{p}"
-                );
-            }
-            if let Some(p) = pages {
-                let _ = writeln!(
-                    s,
-                    "<p class=\"note\">The flush per page: (touched - empty-range median) / pages; band: the touched p10-p90 less the same median.</p>\n{p}"
-                );
-            }
-            let _ = write!(
-                s,
-                "<details><summary>{bench} configurations</summary>",
-                bench = esc(bench)
-            );
-            table(s, m, bench);
-            s.push_str("</details>\n");
-        } else {
-            table(s, m, bench);
-        }
-    }
-}
-
-/// Median, p10, p90 cycles and median ns of each configuration of `bench`.
-fn table(s: &mut String, m: &MicroData, bench: &str) {
-    let _ = writeln!(
-        s,
-        "<div class=\"scroll\"><table class=\"micro-table\" data-bench=\"{}\"><tr><th class=\"l\">configuration</th><th>median cycles</th><th>p10</th><th>p90</th><th>median ns</th><th>samples</th><th class=\"l\">per</th></tr>",
-        esc(bench)
-    );
-    for r in m.rows.iter().filter(|r| r.bench == bench) {
-        let _ = writeln!(
-            s,
-            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
-            esc(&r.variant),
-            num(r.cycles.median, 0),
-            num(r.cycles.p10, 0),
-            num(r.cycles.p90, 0),
-            num(r.ns.median, 1),
-            r.cycles.n,
-            esc(&r.per)
-        );
-    }
-    s.push_str("</table></div>\n");
 }
 
 #[cfg(test)]

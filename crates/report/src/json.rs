@@ -3,6 +3,7 @@
 //! and checked against docs/abperf-report.schema.json by the tests. Non-finite numbers never
 //! appear (they become null).
 
+use super::section::Section;
 use super::{Render, Report, View};
 use serde_json::{Value, json};
 
@@ -131,12 +132,12 @@ fn document(d: &Report) -> anyhow::Result<Value> {
         "analysis": analysis,
         "notes": d.notes,
         "environment_differences": d.env_diffs,
-        "trace": d.trace.as_ref().map(|t| super::trace::json(&t.info, &t.tables)),
-        "micro": d.micro.as_ref().map(|m| m.json()),
+        "trace": d.trace.as_ref().and_then(|t| t.json(d)).transpose()?,
+        "micro": d.micro.as_ref().and_then(|m| m.json(d)).transpose()?,
         "data_sha256": d.data_sha256,
     });
-    if let Some(m) = &d.micro_compare {
-        doc["micro_compare"] = serde_json::to_value(m)?;
+    if let Some(m) = d.micro_compare.as_ref().and_then(|m| m.json(d)) {
+        doc["micro_compare"] = m?;
         // Its rows hold what a reader needs of each configuration (medians, ratio, CI, p,
         // verdict, rounds per side); the paired variants, the round medians, their descriptions
         // and the full comparisons repeat it at ~30 KB per configuration (21.5 MB for two
@@ -148,17 +149,17 @@ fn document(d: &Report) -> anyhow::Result<Value> {
             *c = json!([]);
         }
     }
-    if let Some(a) = &d.ceiling {
-        doc["ceiling"] = super::ceiling::json(a);
+    if let Some(a) = d.ceiling.as_ref().and_then(|a| a.json(d)) {
+        doc["ceiling"] = a?;
     }
     // Kernel variants only: the boots, and the two-level analysis.
     if d.data.has_boots() {
         doc["boots"] = serde_json::to_value(&d.data.boots)?;
     }
-    if let Some(l) = &d.levels
+    if let Some(l) = d.levels.as_ref().and_then(|l| l.json(d))
         && d.view != View::Export
     {
-        doc["levels"] = serde_json::to_value(l)?;
+        doc["levels"] = l?;
     }
     Ok(doc)
 }

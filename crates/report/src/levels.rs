@@ -4,11 +4,12 @@
 //! comparison next to what runs taken as independent would claim, the measured costs of a boot
 //! and of a run, and the cheapest design for a target effect (Kalibera and Jones).
 //!
-//! [`attach`] fills a [`Report`]; [`text`] renders the section for the text formats; the JSON
-//! renderer writes the [`LevelsSection`] as `levels`.
+//! [`attach`] fills a [`Report`]; the [`LevelsSection`]'s [`Section`] renders it for the text
+//! formats and as the JSON document's `levels`. [`Boots`] is `show`'s list of the boots.
 
 use super::Report;
 use super::fmt::{metric_scale, one_line};
+use super::section::Section;
 use abperf_stats::analysis::{Settings, analyse};
 use abperf_stats::levels::{self, Design, Levels, Target};
 use abperf_stats::verdict::fmt_p;
@@ -108,166 +109,188 @@ fn design_text(d: &Design) -> String {
 }
 
 /// The section for the text formats ("" without boots).
-pub fn text(r: &Report) -> String {
+fn text(r: &Report) -> String {
     let Some(sec) = &r.levels else {
         return String::new();
     };
     let mut s = String::new();
     for l in &sec.metrics {
-        let sc = metric_scale(r, &l.metric);
-        let unit = r.data.unit(&l.metric).to_string();
-        let show = |v: f64| sc.show(v, &unit);
-        // The SDs get a scale of their own: they are orders of magnitude below the means.
-        let largest_sd = l
-            .variants
-            .iter()
-            .filter_map(|v| v.components.as_ref())
-            .flat_map(|c| [c.var_boot, c.var_run])
-            .flatten()
-            .map(f64::sqrt)
-            .fold(0.0, f64::max);
-        let sd_scale = super::fmt::scale_for(&unit, largest_sd);
-        let show_sd = |v: f64| sd_scale.show(v, &unit);
-        let _ = writeln!(
-            s,
-            "Two levels, {} (boots x runs{}):",
-            one_line(&l.metric),
-            if sec.verdicts_from == "boot means" {
-                "; the verdicts come from boot means, Kalibera & Jones 2013"
-            } else {
-                ""
-            }
-        );
-        let width = l
-            .variants
-            .iter()
-            .map(|v| v.variant.chars().count())
-            .max()
-            .unwrap_or(7)
-            .clamp(7, 40);
-        let _ = writeln!(
-            s,
-            "  {:<width$} {:>5} {:>9} {:>14} {:>12} {:>12} {:>6}  boot effect",
-            "variant", "boots", "runs/boot", "mean", "boot SD", "run SD", "ICC"
-        );
-        for v in &l.variants {
-            let name = super::fmt::truncate(&one_line(&v.variant), width);
-            match &v.components {
-                Some(c) => {
-                    let per_boot = if c.runs_min == c.runs_max {
-                        c.runs_min.to_string()
-                    } else {
-                        format!("{}-{}", c.runs_min, c.runs_max)
-                    };
-                    let sd = |x: Option<f64>| x.map(|v| show_sd(v.sqrt())).unwrap_or("n/a".into());
-                    let _ = writeln!(
-                        s,
-                        "  {name:<width$} {:>5} {per_boot:>9} {:>14} {:>12} {:>12} {:>6}  {}",
-                        c.boots,
-                        show(c.mean),
-                        sd(c.var_boot),
-                        sd(c.var_run),
-                        c.icc.map(|i| format!("{i:.2}")).unwrap_or("n/a".into()),
-                        match c.p {
-                            Some(p) => format!("F={:.2}, {}", c.f.unwrap_or(f64::NAN), fmt_p(p)),
-                            None => v.note.clone().unwrap_or_default(),
-                        }
-                    );
-                }
-                None => {
-                    let _ = writeln!(
-                        s,
-                        "  {name:<width$} {}",
-                        v.note.as_deref().unwrap_or("no values")
-                    );
-                }
-            }
-        }
-        for c in &l.comparisons {
-            let boots = format!("n={}+{} boots", c.boots[0], c.boots[1]);
-            match (&c.ratio_ci, &c.welch) {
-                (Some(ci), Some(w)) => {
-                    let naive = match (&c.naive_ratio_ci, c.width_ratio) {
-                        (Some(n), Some(k)) => format!(
-                            "; runs taken as independent (n={}+{}) would claim {:.4}..{:.4}, {:.1}x narrower",
-                            c.runs[0], c.runs[1], n.low, n.high, k
-                        ),
-                        _ => String::new(),
-                    };
-                    let _ = writeln!(
-                        s,
-                        "  {} vs {}: ratio of boot means {:.4} (95% CI {:.4}..{:.4}, Welch {}, {boots}){naive}",
-                        one_line(&c.variant),
-                        one_line(&c.baseline),
-                        ci.ratio,
-                        ci.low,
-                        ci.high,
-                        fmt_p(w.p)
-                    );
-                }
-                _ => {
-                    let _ = writeln!(
-                        s,
-                        "  {} vs {}: no boot-level interval ({boots}): {}",
-                        one_line(&c.variant),
-                        one_line(&c.baseline),
-                        c.notes.join("; ")
-                    );
-                }
-            }
-        }
-        if let Some(c) = &l.costs {
-            let _ = writeln!(
-                s,
-                "  cost: a boot {:.1} s beyond its timed runs, a run {:.2} s (host wall time, {} boot(s))",
-                c.boot_seconds, c.run_seconds, c.boots_measured
-            );
-        }
-        if let Some(p) = &l.plan {
-            let _ = writeln!(
-                s,
-                "  plan for a {}% change at {:.0}% power (alpha {}), {} variant(s): {}",
-                p.target.effect_pct,
-                p.target.power * 100.0,
-                p.target.alpha,
-                p.variants,
-                design_text(&p.best)
-            );
-            let _ = writeln!(
-                s,
-                "    runs per boot r = ceil(sqrt((c_boot/c_run) (T1^2/T2^2))) with T1^2 = {:.4} %^2 (runs), T2^2 = {:.4} %^2 (boots){}",
-                p.rel_var_run_pct2,
-                p.rel_var_boot_pct2,
-                if p.unbounded {
-                    format!(
-                        ": no boot variance seen, r capped at {}",
-                        levels::MAX_RUNS_PER_BOOT
-                    )
-                } else {
-                    String::new()
-                }
-            );
-            for d in &p.alternatives {
-                let _ = writeln!(s, "    instead: {}", design_text(d));
-            }
-        }
-        // The report's own notes carry the TCG warning already.
-        let tcg_said = r.notes.iter().any(|n| n == TCG_NOTE);
-        for n in l
-            .notes
-            .iter()
-            .filter(|n| !(tcg_said && n.starts_with("TCG:")))
-        {
-            let _ = writeln!(s, "  {}", one_line(n));
-        }
+        variance_table(&mut s, r, sec, l);
+        comparisons(&mut s, l);
+        costs_and_plan(&mut s, l);
+        notes(&mut s, r, l);
         let _ = writeln!(s);
     }
     s
 }
 
+/// The title of a metric, then per variant its boots, runs per boot, mean, the boot and run
+/// standard deviations, the intraclass correlation and the F test of the boot effect.
+fn variance_table(s: &mut String, r: &Report, sec: &LevelsSection, l: &Levels) {
+    let sc = metric_scale(r, &l.metric);
+    let unit = r.data.unit(&l.metric).to_string();
+    let show = |v: f64| sc.show(v, &unit);
+    // The SDs get a scale of their own: they are orders of magnitude below the means.
+    let largest_sd = l
+        .variants
+        .iter()
+        .filter_map(|v| v.components.as_ref())
+        .flat_map(|c| [c.var_boot, c.var_run])
+        .flatten()
+        .map(f64::sqrt)
+        .fold(0.0, f64::max);
+    let sd_scale = super::fmt::scale_for(&unit, largest_sd);
+    let show_sd = |v: f64| sd_scale.show(v, &unit);
+    let _ = writeln!(
+        s,
+        "Two levels, {} (boots x runs{}):",
+        one_line(&l.metric),
+        if sec.verdicts_from == "boot means" {
+            "; the verdicts come from boot means, Kalibera & Jones 2013"
+        } else {
+            ""
+        }
+    );
+    let width = l
+        .variants
+        .iter()
+        .map(|v| v.variant.chars().count())
+        .max()
+        .unwrap_or(7)
+        .clamp(7, 40);
+    let _ = writeln!(
+        s,
+        "  {:<width$} {:>5} {:>9} {:>14} {:>12} {:>12} {:>6}  boot effect",
+        "variant", "boots", "runs/boot", "mean", "boot SD", "run SD", "ICC"
+    );
+    for v in &l.variants {
+        let name = super::fmt::truncate(&one_line(&v.variant), width);
+        match &v.components {
+            Some(c) => {
+                let per_boot = if c.runs_min == c.runs_max {
+                    c.runs_min.to_string()
+                } else {
+                    format!("{}-{}", c.runs_min, c.runs_max)
+                };
+                let sd = |x: Option<f64>| x.map(|v| show_sd(v.sqrt())).unwrap_or("n/a".into());
+                let _ = writeln!(
+                    s,
+                    "  {name:<width$} {:>5} {per_boot:>9} {:>14} {:>12} {:>12} {:>6}  {}",
+                    c.boots,
+                    show(c.mean),
+                    sd(c.var_boot),
+                    sd(c.var_run),
+                    c.icc.map(|i| format!("{i:.2}")).unwrap_or("n/a".into()),
+                    match c.p {
+                        Some(p) => format!("F={:.2}, {}", c.f.unwrap_or(f64::NAN), fmt_p(p)),
+                        None => v.note.clone().unwrap_or_default(),
+                    }
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "  {name:<width$} {}",
+                    v.note.as_deref().unwrap_or("no values")
+                );
+            }
+        }
+    }
+}
+
+/// Each variant against the baseline: the ratio of boot means with its interval, next to what
+/// runs taken as independent would claim.
+fn comparisons(s: &mut String, l: &Levels) {
+    for c in &l.comparisons {
+        let boots = format!("n={}+{} boots", c.boots[0], c.boots[1]);
+        match (&c.ratio_ci, &c.welch) {
+            (Some(ci), Some(w)) => {
+                let naive = match (&c.naive_ratio_ci, c.width_ratio) {
+                    (Some(n), Some(k)) => format!(
+                        "; runs taken as independent (n={}+{}) would claim {:.4}..{:.4}, {:.1}x narrower",
+                        c.runs[0], c.runs[1], n.low, n.high, k
+                    ),
+                    _ => String::new(),
+                };
+                let _ = writeln!(
+                    s,
+                    "  {} vs {}: ratio of boot means {:.4} (95% CI {:.4}..{:.4}, Welch {}, {boots}){naive}",
+                    one_line(&c.variant),
+                    one_line(&c.baseline),
+                    ci.ratio,
+                    ci.low,
+                    ci.high,
+                    fmt_p(w.p)
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    s,
+                    "  {} vs {}: no boot-level interval ({boots}): {}",
+                    one_line(&c.variant),
+                    one_line(&c.baseline),
+                    c.notes.join("; ")
+                );
+            }
+        }
+    }
+}
+
+/// The measured costs of a boot and of a run, and the cheapest design for the target effect.
+fn costs_and_plan(s: &mut String, l: &Levels) {
+    if let Some(c) = &l.costs {
+        let _ = writeln!(
+            s,
+            "  cost: a boot {:.1} s beyond its timed runs, a run {:.2} s (host wall time, {} boot(s))",
+            c.boot_seconds, c.run_seconds, c.boots_measured
+        );
+    }
+    if let Some(p) = &l.plan {
+        let _ = writeln!(
+            s,
+            "  plan for a {}% change at {:.0}% power (alpha {}), {} variant(s): {}",
+            p.target.effect_pct,
+            p.target.power * 100.0,
+            p.target.alpha,
+            p.variants,
+            design_text(&p.best)
+        );
+        let _ = writeln!(
+            s,
+            "    runs per boot r = ceil(sqrt((c_boot/c_run) (T1^2/T2^2))) with T1^2 = {:.4} %^2 (runs), T2^2 = {:.4} %^2 (boots){}",
+            p.rel_var_run_pct2,
+            p.rel_var_boot_pct2,
+            if p.unbounded {
+                format!(
+                    ": no boot variance seen, r capped at {}",
+                    levels::MAX_RUNS_PER_BOOT
+                )
+            } else {
+                String::new()
+            }
+        );
+        for d in &p.alternatives {
+            let _ = writeln!(s, "    instead: {}", design_text(d));
+        }
+    }
+}
+
+/// The metric's notes (the TCG warning only when the report's own notes lack it).
+fn notes(s: &mut String, r: &Report, l: &Levels) {
+    // The report's own notes carry the TCG warning already.
+    let tcg_said = r.notes.iter().any(|n| n == TCG_NOTE);
+    for n in l
+        .notes
+        .iter()
+        .filter(|n| !(tcg_said && n.starts_with("TCG:")))
+    {
+        let _ = writeln!(s, "  {}", one_line(n));
+    }
+}
+
 /// `show`'s list of a kernel-variant experiment: what each variant boots, then every boot ("" for
 /// other experiments).
-pub fn boots_text(r: &Report) -> String {
+fn boots_text(r: &Report) -> String {
     if !r.data.has_boots() && r.data.variants.iter().all(|v| v.boot.is_none()) {
         return String::new();
     }
@@ -318,6 +341,25 @@ pub fn boots_text(r: &Report) -> String {
         );
     }
     s
+}
+
+impl Section for LevelsSection {
+    fn text(&self, r: &Report) -> String {
+        text(r)
+    }
+
+    fn json(&self, _r: &Report) -> Option<anyhow::Result<serde_json::Value>> {
+        Some(serde_json::to_value(self).map_err(Into::into))
+    }
+}
+
+/// `show`'s list of what each kernel variant boots and of every boot.
+pub struct Boots;
+
+impl Section for Boots {
+    fn text(&self, r: &Report) -> String {
+        boots_text(r)
+    }
 }
 
 #[cfg(test)]

@@ -13,8 +13,17 @@
 //! | hyperfine-json | [`hyperfine`] | hyperfine's `--export-json` schema |
 //! | perf-stat | [`perfstat`] | `perf stat --repeat`'s per-variant block |
 //!
-//! The ceiling advisor's section (`abperf model ceiling`) is rendered by [`ceiling`] in every
-//! format that shows it.
+//! The parts of a report are sections, each in its own module and each rendering itself in the
+//! formats it appears in through the one [`Section`] trait: the comparison details
+//! ([`compare`]), the two-level analysis of booted kernels ([`levels`]), a capture's tables
+//! ([`trace`]), the ceiling advisor ([`ceiling`]), a micro suite ([`micro`]) and two micro
+//! suites compared ([`micro_compare`]). The renderers place the sections and call them only
+//! through the trait; both use the cell helpers of [`table`] and the number formatting of
+//! [`fmt`].
+//!
+//! Results that are no experiment report (the checks of `abperf doctor`, the kernels and KVM
+//! probe of `abperf vm`, the built-in workloads) render through [`plain`] in text or JSON:
+//! [`doctor`], [`vm`], [`workloads`]; the experiment list of `abperf list` is [`listing`], the answer of `abperf plan` [`plan`].
 //!
 //! A [`Report`] is a pure value (a [`Dataset`] with its descriptions, an optional analysis,
 //! trace and micro sections), so every renderer is unit-tested without a store.
@@ -22,6 +31,7 @@
 pub mod ceiling;
 pub mod compare;
 pub mod csv;
+pub mod doctor;
 pub mod escape;
 pub mod fmt;
 pub mod html;
@@ -29,20 +39,28 @@ pub mod hyperfine;
 pub mod json;
 pub mod labels;
 pub mod levels;
+pub mod listing;
 pub mod mail;
 pub mod markdown;
 pub mod micro;
 pub mod micro_compare;
 pub mod perfstat;
+pub mod plain;
+pub mod plan;
+pub mod section;
 pub mod svg;
+pub mod table;
 pub mod text;
 pub mod trace;
+pub mod vm;
+pub mod workloads;
 
 use abperf_model::describe::Description;
 use abperf_model::trace::{CaptureInfo, Tables};
 use abperf_model::{Dataset, MetricInfo};
 use abperf_stats::analysis::Analysis;
 use abperf_stats::compare::Comparison;
+pub use section::Section;
 use serde::Serialize;
 
 /// Output formats.

@@ -2,6 +2,7 @@
 //! the verdict line(s), a compact table of the verdict metrics, one method line, provenance.
 
 use super::fmt::{metric_scale, one_line, pm, truncate, wrap};
+use super::section::Section;
 use super::{Render, Report};
 
 pub const WIDTH: usize = 72;
@@ -68,8 +69,8 @@ fn render(d: &Report) -> String {
         out.push(String::new());
     }
 
-    if let Some(a) = &d.ceiling {
-        para(&super::ceiling::verdict(a), &mut out);
+    if let Some(a) = d.ceiling.as_ref().and_then(|a| a.mail(d)) {
+        para(&a, &mut out);
         out.push(String::new());
     }
     if let Some(e) = d.data.experiment()

@@ -2,30 +2,11 @@
 //! column per variant, mean +- perf's relative standard error, change against the baseline),
 //! method and provenance.
 
-use super::fmt::{change_pct, metric_scale, one_line, pm};
+use super::fmt::{change_pct, metric_scale, pm};
+use super::section::Section;
+use super::table::cell;
 use super::{Render, Report};
 use std::fmt::Write;
-
-/// User text inside a Markdown table cell: no line breaks, no table or HTML syntax, no links
-/// (`[x](y)`, `![x](y)` and `[x][y]` lose their brackets to backslash escapes, `<http://..>`
-/// its angle brackets to entities, and GitHub's bare `https://`, `www.` and `a@b.c` autolinks
-/// are broken up with escapes; every escape renders as the text itself).
-pub fn cell(s: &str) -> String {
-    one_line(s)
-        .replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('`', "\\`")
-        .replace('*', "\\*")
-        .replace('_', "\\_")
-        .replace('[', "\\[")
-        .replace(']', "\\]")
-        .replace("://", ":\\/\\/")
-        .replace("www.", "www\\.")
-        .replace('@', "\\@")
-}
 
 pub struct Markdown;
 
@@ -40,7 +21,7 @@ fn render(d: &Report) -> String {
     let _ = writeln!(s, "### abperf {}\n", cell(&d.title()));
     // Two micro suites: one row per configuration in a compact table, not a verdict each.
     if let Some(m) = &d.micro_compare {
-        s += &super::micro_compare::markdown(m);
+        s += &m.markdown(d).unwrap_or_default();
         let _ = writeln!(
             s,
             "\nRounds as the unit; {}, alpha {}; every configuration in `--format csv` or `json`.",
@@ -66,17 +47,14 @@ fn render(d: &Report) -> String {
     if d.micro_compare.is_none() {
         runs_line(&mut s, d);
     }
-    if let Some(t) = &d.trace {
-        let body = super::trace::markdown(&t.info, &t.tables);
+    if let Some(body) = d.trace.as_ref().and_then(|t| t.markdown(d)) {
         let _ = writeln!(s, "\n#### Trace tables\n\n{}", body.trim_end());
     }
-    if let Some(a) = &d.ceiling {
-        let _ = writeln!(s, "\n{}", super::ceiling::markdown(a).trim_end());
+    if let Some(a) = d.ceiling.as_ref().and_then(|a| a.markdown(d)) {
+        let _ = writeln!(s, "\n{}", a.trim_end());
     }
-    if let Some(m) = &d.micro {
-        let body = super::micro::text(d, m);
-        let body = body.trim_end().replace("```", "'''");
-        let _ = writeln!(s, "\n#### Micro benchmarks\n\n```text\n{body}\n```");
+    if let Some(m) = d.micro.as_ref().and_then(|m| m.markdown(d)) {
+        let _ = writeln!(s, "\n#### Micro benchmarks\n\n{m}");
     }
     let files = d.files();
     let src = if files.is_empty() {

@@ -4,9 +4,12 @@
 //! generic tables), the TLB flush curves for the HTML page (cycles against pages, one series per
 //! operation and remote mode) and the stored findings (knee / implied ceiling, skips, notes).
 //! Built from a [`Dataset`] plus the findings and the suite's design, so it is a pure function
-//! of stored data; the SVG is drawn by [`super::svg::micro_curve`].
+//! of stored data. Its [`Section`] renders the text tables (fenced in Markdown), the JSON
+//! section and the HTML section, whose curves [`super::svg::micro_curve`] draws.
 
 use super::Report;
+use super::section::Section;
+use super::svg::{self, Marker, Series, esc};
 use abperf_model::{Dataset, MicroFinding, Summary};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -43,24 +46,6 @@ pub struct MicroData {
     pub findings: Vec<MicroFinding>,
     /// The stored design: timer, CPU, pinning, benches, quick, elapsed time, SMT pressure.
     pub design: serde_json::Value,
-}
-
-/// One line of a curve plot: (pages, p10, median, p90) ascending in pages.
-#[derive(Debug, Clone)]
-pub struct Series {
-    pub label: String,
-    pub points: Vec<(f64, f64, f64, f64)>,
-    /// Drawn dashed (a reference such as the empty-range cost).
-    pub dashed: bool,
-    /// Colour index.
-    pub colour: usize,
-}
-
-/// A vertical marker: x value and its label.
-#[derive(Debug, Clone)]
-pub struct Marker {
-    pub x: f64,
-    pub label: String,
 }
 
 /// Rows from the counted samples of every configuration.
@@ -100,7 +85,7 @@ pub fn build(d: &Dataset, findings: Vec<MicroFinding>) -> MicroData {
 
 impl MicroData {
     /// The JSON section (docs/report-json.md): rows, findings, skips, notes and the suite.
-    pub fn json(&self) -> serde_json::Value {
+    fn json_value(&self) -> serde_json::Value {
         let skips: Vec<serde_json::Value> = self
             .findings
             .iter()
@@ -420,7 +405,7 @@ fn families(m: &MicroData) -> Vec<String> {
 
 /// The text of a micro suite: the timer and CPU, one table per benchmark family, its findings
 /// and skips, the notes.
-pub fn text(r: &Report, m: &MicroData) -> String {
+fn text(r: &Report, m: &MicroData) -> String {
     let mut out = String::new();
     let d = &m.design;
     let s = |k: &str| d.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
@@ -544,6 +529,113 @@ fn series_label(key: &(Option<String>, String)) -> String {
     match &key.0 {
         Some(r) => format!("{} {r}", key.1),
         None => key.1.clone(),
+    }
+}
+
+/// Micro benchmarks: findings, the TLB flush curves (per call and per page, implied ceiling
+/// marked), and a compact table of every configuration.
+fn html(s: &mut String, m: &MicroData) {
+    s.push_str("<h2>Micro benchmarks</h2>\n");
+    let notes: Vec<_> = m.notes().collect();
+    if !notes.is_empty() {
+        s.push_str("<ul class=\"micro-notes note\">");
+        for f in notes {
+            let _ = write!(s, "<li>{}</li>", esc(&f.text));
+        }
+        s.push_str("</ul>\n");
+    }
+    let knees = m.knee_markers();
+    for bench in m.benches() {
+        let _ = writeln!(s, "<h3>{}</h3>", esc(bench));
+        let findings: Vec<_> = m.findings_of(bench).collect();
+        if !findings.is_empty() {
+            s.push_str("<ul class=\"micro-findings\">");
+            for f in findings {
+                let _ = write!(s, "<li>{}</li>", esc(&finding_text(f)));
+            }
+            s.push_str("</ul>\n");
+        }
+        if CURVE_BENCHES.contains(&bench) {
+            let calls = svg::micro_curve(
+                &format!("{bench} per-call"),
+                &m.call_series(bench),
+                &knees,
+                "median cycles per call",
+            );
+            let pages = svg::micro_curve(
+                &format!("{bench} per-page"),
+                &m.per_page_series(bench),
+                &knees,
+                "cycles per page (touched minus empty-range median)",
+            );
+            if let Some(p) = calls {
+                let _ = writeln!(
+                    s,
+                    "<p class=\"note\">Cycles per call against pages (log2): median of the touched range with its p10-p90 band; dashed: the empty range (syscall and page-table walk, nothing to flush). The vertical line is the implied tlb_single_page_flush_ceiling (the knee).</p>\n{p}"
+                );
+            }
+            if let Some(p) = pages {
+                let _ = writeln!(
+                    s,
+                    "<p class=\"note\">The flush per page: (touched - empty-range median) / pages; band: the touched p10-p90 less the same median.</p>\n{p}"
+                );
+            }
+            let _ = write!(
+                s,
+                "<details><summary>{bench} configurations</summary>",
+                bench = esc(bench)
+            );
+            table(s, m, bench);
+            s.push_str("</details>\n");
+        } else {
+            table(s, m, bench);
+        }
+    }
+}
+
+/// Median, p10, p90 cycles and median ns of each configuration of `bench`.
+fn table(s: &mut String, m: &MicroData, bench: &str) {
+    let _ = writeln!(
+        s,
+        "<div class=\"scroll\"><table class=\"micro-table\" data-bench=\"{}\"><tr><th class=\"l\">configuration</th><th>median cycles</th><th>p10</th><th>p90</th><th>median ns</th><th>samples</th><th class=\"l\">per</th></tr>",
+        esc(bench)
+    );
+    for r in m.rows.iter().filter(|r| r.bench == bench) {
+        let _ = writeln!(
+            s,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            esc(&r.variant),
+            num(r.cycles.median, 0),
+            num(r.cycles.p10, 0),
+            num(r.cycles.p90, 0),
+            num(r.ns.median, 1),
+            r.cycles.n,
+            esc(&r.per)
+        );
+    }
+    s.push_str("</table></div>\n");
+}
+
+impl Section for MicroData {
+    fn text(&self, r: &Report) -> String {
+        text(r, self)
+    }
+
+    /// The text tables in a fenced block (a table per configuration would not fit).
+    fn markdown(&self, r: &Report) -> Option<String> {
+        let body = text(r, self);
+        let body = body.trim_end().replace("```", "'''");
+        Some(format!("```text\n{body}\n```"))
+    }
+
+    fn json(&self, _r: &Report) -> Option<anyhow::Result<serde_json::Value>> {
+        Some(Ok(self.json_value()))
+    }
+
+    fn html(&self, _r: &Report) -> Option<String> {
+        let mut s = String::new();
+        html(&mut s, self);
+        Some(s)
     }
 }
 

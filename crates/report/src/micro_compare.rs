@@ -7,6 +7,7 @@
 
 use super::Report;
 use super::fmt::truncate;
+use super::section::Section;
 use abperf_model::MicroFinding;
 use abperf_stats::compare::Comparison;
 use abperf_stats::verdict::Verdict;
@@ -379,7 +380,7 @@ fn value(x: f64) -> String {
 
 /// The text: summary, then per family the differing rows and a count of the rest (every row
 /// with `all`), then the findings side by side.
-pub fn text(m: &MicroCompare, all: bool) -> String {
+fn text(m: &MicroCompare, all: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", m.summary);
     for c in &m.cautions {
@@ -494,8 +495,8 @@ fn p_text(p: Option<f64>) -> String {
 
 /// `--format md`: the summary, the cautions, the per-family counts, the differing rows and the
 /// findings side by side (every row is in the CSV and JSON).
-pub fn markdown(m: &MicroCompare) -> String {
-    use super::markdown::cell;
+fn markdown(m: &MicroCompare) -> String {
+    use super::table::cell;
     let mut s = String::new();
     let [la, lb] = &m.labels;
     let _ = writeln!(s, "{}\n", cell(&m.summary));
@@ -603,8 +604,8 @@ pub const CSV_HEADER: [&str; 14] = [
 ];
 
 /// `--format csv`: every configuration, one row each (`CSV_HEADER`).
-pub fn csv(m: &MicroCompare) -> anyhow::Result<String> {
-    use super::csv::neutral;
+fn csv(m: &MicroCompare) -> anyhow::Result<String> {
+    use super::table::neutral;
     let mut w = ::csv::Writer::from_writer(Vec::new());
     w.write_record(CSV_HEADER)?;
     let num = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
@@ -626,12 +627,12 @@ pub fn csv(m: &MicroCompare) -> anyhow::Result<String> {
             r.verdict.as_str().to_string(),
         ])?;
     }
-    super::csv::finish(w)
+    super::table::finish(w)
 }
 
 /// `--format html`: the section of the page (summary, counts, per family the differing rows
 /// and, folded, every row; the findings).
-pub fn html(m: &MicroCompare) -> String {
+fn html(m: &MicroCompare) -> String {
     use super::svg::esc;
     let mut s = String::new();
     let [la, lb] = &m.labels;
@@ -740,4 +741,27 @@ pub fn html(m: &MicroCompare) -> String {
         }
     }
     s
+}
+
+impl Section for MicroCompare {
+    /// The differing rows of each family (every row in the other formats).
+    fn text(&self, _r: &Report) -> String {
+        text(self, false)
+    }
+
+    fn markdown(&self, _r: &Report) -> Option<String> {
+        Some(markdown(self))
+    }
+
+    fn csv(&self, _r: &Report) -> Option<anyhow::Result<String>> {
+        Some(csv(self))
+    }
+
+    fn json(&self, _r: &Report) -> Option<anyhow::Result<serde_json::Value>> {
+        Some(serde_json::to_value(self).map_err(Into::into))
+    }
+
+    fn html(&self, _r: &Report) -> Option<String> {
+        Some(html(self))
+    }
 }

@@ -6,6 +6,24 @@ use super::Report;
 use super::fmt::{Scale, metric_scale, truncate};
 use std::fmt::Write;
 
+/// One line of a curve plot: (pages, p10, median, p90) ascending in pages.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub label: String,
+    pub points: Vec<(f64, f64, f64, f64)>,
+    /// Drawn dashed (a reference such as the empty-range cost).
+    pub dashed: bool,
+    /// Colour index.
+    pub colour: usize,
+}
+
+/// A vertical marker: x value and its label.
+#[derive(Debug, Clone)]
+pub struct Marker {
+    pub x: f64,
+    pub label: String,
+}
+
 /// At most this many points per variant in a distribution plot, and in a run-order plot; the
 /// box (quartiles, median, whiskers) always uses every run. Beyond it, points are taken at an
 /// even stride and the plot says so.
@@ -460,42 +478,78 @@ pub fn forest(d: &Report) -> Option<String> {
     Some(s)
 }
 
+/// A curve plot's geometry: the log2 range of pages, the value range and the margins.
+struct CurveFrame {
+    lx0: f64,
+    lx1: f64,
+    lo: f64,
+    hi: f64,
+    w: f64,
+    h: f64,
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+}
+
+impl CurveFrame {
+    /// The frame of `series` (None without a positive page count or a finite value); the top
+    /// margin holds the legend, three entries a line.
+    fn of(series: &[Series]) -> Option<CurveFrame> {
+        let pts = || series.iter().flat_map(|s| s.points.iter());
+        let (xmin, xmax) = pts()
+            .map(|p| p.0)
+            .filter(|x| *x > 0.0)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+                (a.min(x), b.max(x))
+            });
+        if !(xmin.is_finite() && xmax.is_finite()) {
+            return None;
+        }
+        let (lx0, lx1) = if xmax > xmin {
+            let pad = (xmax.log2() - xmin.log2()) * 0.03;
+            (xmin.log2() - pad, xmax.log2() + pad)
+        } else {
+            (xmin.log2() - 1.0, xmin.log2() + 1.0)
+        };
+        let (lo, hi) = padded_range(pts().flat_map(|p| [p.1, p.2, p.3]))?;
+        Some(CurveFrame {
+            lx0,
+            lx1,
+            lo,
+            hi,
+            w: 760.0,
+            h: 340.0,
+            left: 80.0,
+            right: 20.0,
+            top: 14.0 + 18.0 * ((series.len() as f64) / 3.0).ceil(),
+            bottom: 40.0,
+        })
+    }
+
+    /// The x coordinate of `v` pages (log2 axis).
+    fn x(&self, v: f64) -> f64 {
+        self.left
+            + (v.log2() - self.lx0) / (self.lx1 - self.lx0) * (self.w - self.left - self.right)
+    }
+
+    /// The y coordinate of value `v`.
+    fn y(&self, v: f64) -> f64 {
+        self.top + (self.hi - v) / (self.hi - self.lo) * (self.h - self.top - self.bottom)
+    }
+}
+
 /// A curve plot for micro benchmarks: each series' median against pages on a log2 x axis, a
 /// p10-p90 band (solid series), dashed series as plain lines, and vertical markers (the implied
 /// flush ceiling) labelled with their value. `class` names the plot in the DOM.
 pub fn micro_curve(
     class: &str,
-    series: &[super::micro::Series],
-    markers: &[super::micro::Marker],
+    series: &[Series],
+    markers: &[Marker],
     y_label: &str,
 ) -> Option<String> {
-    let pts = || series.iter().flat_map(|s| s.points.iter());
-    let (xmin, xmax) = pts()
-        .map(|p| p.0)
-        .filter(|x| *x > 0.0)
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
-            (a.min(x), b.max(x))
-        });
-    if !(xmin.is_finite() && xmax.is_finite()) {
-        return None;
-    }
-    let (lx0, lx1) = if xmax > xmin {
-        let pad = (xmax.log2() - xmin.log2()) * 0.03;
-        (xmin.log2() - pad, xmax.log2() + pad)
-    } else {
-        (xmin.log2() - 1.0, xmin.log2() + 1.0)
-    };
-    let (lo, hi) = padded_range(pts().flat_map(|p| [p.1, p.2, p.3]))?;
-    let (w, h, left, right, top, bottom) = (
-        760.0,
-        340.0,
-        80.0,
-        20.0,
-        14.0 + 18.0 * ((series.len() as f64) / 3.0).ceil(),
-        40.0,
-    );
-    let x = |v: f64| left + (v.log2() - lx0) / (lx1 - lx0) * (w - left - right);
-    let y = |v: f64| top + (hi - v) / (hi - lo) * (h - top - bottom);
+    let f = CurveFrame::of(series)?;
+    let (w, h) = (f.w, f.h);
     let mut s = String::new();
     let _ = write!(
         s,
@@ -503,14 +557,27 @@ pub fn micro_curve(
         c = esc(class),
         l = esc(y_label)
     );
-    let t = nice_ticks(lo, hi, 5);
+    curve_axes(&mut s, &f, y_label);
+    legend(&mut s, &f, series);
+    for se in series {
+        curve(&mut s, &f, se);
+    }
+    curve_markers(&mut s, &f, markers);
+    s.push_str("</svg>");
+    Some(s)
+}
+
+/// The value and log2 page axes with their titles.
+fn curve_axes(s: &mut String, f: &CurveFrame, y_label: &str) {
+    let (w, h, left, right, top, bottom) = (f.w, f.h, f.left, f.right, f.top, f.bottom);
+    let t = nice_ticks(f.lo, f.hi, 5);
     let dec = tick_decimals(&t);
     let yt: Vec<(f64, String)> = t.into_iter().map(|v| (v, format!("{v:.dec$}"))).collect();
-    axis_y(&mut s, &yt, y, left, w - right);
+    axis_y(s, &yt, |v| f.y(v), left, w - right);
     axis_x(
-        &mut s,
-        &log2_ticks(2f64.powf(lx0), 2f64.powf(lx1)),
-        x,
+        s,
+        &log2_ticks(2f64.powf(f.lx0), 2f64.powf(f.lx1)),
+        |v| f.x(v),
         top,
         h - bottom,
     );
@@ -521,9 +588,15 @@ pub fn micro_curve(
         h - 4.0,
         esc(y_label)
     );
-    // Legend, three entries a line.
+}
+
+/// The legend above the plot, three entries a line.
+fn legend(s: &mut String, f: &CurveFrame, series: &[Series]) {
     for (i, se) in series.iter().enumerate() {
-        let (lx, ly) = (left + 220.0 * (i % 3) as f64, 16.0 + 18.0 * (i / 3) as f64);
+        let (lx, ly) = (
+            f.left + 220.0 * (i % 3) as f64,
+            16.0 + 18.0 * (i / 3) as f64,
+        );
         let _ = write!(
             s,
             r##"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}" stroke-width="2"{d}/><text x="{:.1}" y="{ly:.1}" font-size="12" fill="#222">{}</text>"##,
@@ -540,62 +613,69 @@ pub fn micro_curve(
             }
         );
     }
-    for se in series {
-        let c = colour(se.colour);
-        if !se.dashed && se.points.len() > 1 {
-            let mut poly: Vec<String> = se
-                .points
-                .iter()
-                .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.3)))
-                .collect();
-            poly.extend(
-                se.points
-                    .iter()
-                    .rev()
-                    .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.1))),
-            );
-            let _ = write!(
-                s,
-                r#"<polygon class="band" points="{}" fill="{c}" fill-opacity="0.15" stroke="none"/>"#,
-                poly.join(" ")
-            );
-        }
-        let line: Vec<String> = se
+}
+
+/// One series: its p10-p90 band and points with their figures (solid series), its median line.
+fn curve(s: &mut String, f: &CurveFrame, se: &Series) {
+    let c = colour(se.colour);
+    if !se.dashed && se.points.len() > 1 {
+        let mut poly: Vec<String> = se
             .points
             .iter()
-            .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.2)))
+            .map(|p| format!("{:.1},{:.1}", f.x(p.0), f.y(p.3)))
             .collect();
+        poly.extend(
+            se.points
+                .iter()
+                .rev()
+                .map(|p| format!("{:.1},{:.1}", f.x(p.0), f.y(p.1))),
+        );
         let _ = write!(
             s,
-            r#"<polyline class="median" points="{}" fill="none" stroke="{c}" stroke-width="{}"{}/>"#,
-            line.join(" "),
-            if se.dashed { 1 } else { 2 },
-            if se.dashed {
-                r#" stroke-dasharray="5 3""#
-            } else {
-                ""
-            }
+            r#"<polygon class="band" points="{}" fill="{c}" fill-opacity="0.15" stroke="none"/>"#,
+            poly.join(" ")
         );
-        if !se.dashed {
-            for p in &se.points {
-                let _ = write!(
-                    s,
-                    r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}"><title>{}</title></circle>"#,
-                    x(p.0),
-                    y(p.2),
-                    esc(&format!(
-                        "{}, {} pages: median {:.1} (p10 {:.1}, p90 {:.1})",
-                        se.label, p.0, p.2, p.1, p.3
-                    ))
-                );
-            }
+    }
+    let line: Vec<String> = se
+        .points
+        .iter()
+        .map(|p| format!("{:.1},{:.1}", f.x(p.0), f.y(p.2)))
+        .collect();
+    let _ = write!(
+        s,
+        r#"<polyline class="median" points="{}" fill="none" stroke="{c}" stroke-width="{}"{}/>"#,
+        line.join(" "),
+        if se.dashed { 1 } else { 2 },
+        if se.dashed {
+            r#" stroke-dasharray="5 3""#
+        } else {
+            ""
+        }
+    );
+    if !se.dashed {
+        for p in &se.points {
+            let _ = write!(
+                s,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}"><title>{}</title></circle>"#,
+                f.x(p.0),
+                f.y(p.2),
+                esc(&format!(
+                    "{}, {} pages: median {:.1} (p10 {:.1}, p90 {:.1})",
+                    se.label, p.0, p.2, p.1, p.3
+                ))
+            );
         }
     }
+}
+
+/// The vertical markers within the page range, labelled with their value.
+fn curve_markers(s: &mut String, f: &CurveFrame, markers: &[Marker]) {
+    let (h, top, bottom) = (f.h, f.top, f.bottom);
     for (i, m) in markers.iter().enumerate() {
-        if !(m.x >= 2f64.powf(lx0) && m.x <= 2f64.powf(lx1)) {
+        if !(m.x >= 2f64.powf(f.lx0) && m.x <= 2f64.powf(f.lx1)) {
             continue;
         }
-        let px = x(m.x);
+        let px = f.x(m.x);
         let _ = write!(
             s,
             r##"<line class="ceiling" data-pages="{v}" x1="{px:.1}" y1="{top:.1}" x2="{px:.1}" y2="{:.1}" stroke="#000" stroke-width="1.5" stroke-dasharray="6 3"/><text class="ceiling-label" x="{:.1}" y="{:.1}" font-size="12" fill="#000">{}</text>"##,
@@ -606,8 +686,6 @@ pub fn micro_curve(
             v = m.x
         );
     }
-    s.push_str("</svg>");
-    Some(s)
 }
 
 #[cfg(test)]
@@ -692,7 +770,7 @@ mod tests {
 
     #[test]
     fn micro_curve_has_log_axis_band_and_ceiling() {
-        use super::super::micro::{Marker, Series};
+        use super::{Marker, Series};
         assert_eq!(
             log2_ticks(0.9, 600.0)
                 .iter()

@@ -3,7 +3,8 @@
 //! experiment, the tables of a trace capture or a micro suite, the end of `run`.
 
 use super::fmt::{metric_scale, one_line};
-use super::{Render, Report, View, perfstat};
+use super::section::Section;
+use super::{Render, Report, View, compare, levels, perfstat};
 use std::fmt::Write;
 
 pub struct Text;
@@ -12,19 +13,19 @@ impl Render for Text {
     fn render(&self, r: &Report) -> anyhow::Result<String> {
         Ok(match r.view {
             View::Report | View::Export => report(r),
-            View::Compare => super::compare::text(r),
+            View::Compare => compare::Details.text(r),
             View::Show { runs } => show(r, runs),
-            View::Trace(which) => match &r.trace {
-                Some(t) => super::trace::text(&t.info, &t.tables, which),
+            View::Trace(_) => match &r.trace {
+                Some(t) => t.text(r),
                 None => report(r),
             },
             View::Micro => match &r.micro {
-                Some(m) => super::micro::text(r, m),
+                Some(m) => m.text(r),
                 None => report(r),
             },
             View::RunEnd => run_end(r),
             View::Ceiling => match &r.ceiling {
-                Some(a) => super::ceiling::text(a),
+                Some(a) => a.text(r),
                 None => report(r),
             },
         })
@@ -63,7 +64,9 @@ fn run_end(r: &Report) -> String {
     if !lines.is_empty() {
         let _ = writeln!(s);
     }
-    s.push_str(&super::levels::text(r));
+    if let Some(l) = &r.levels {
+        s.push_str(&l.text(r));
+    }
     s
 }
 
@@ -178,17 +181,15 @@ fn report(r: &Report) -> String {
         let _ = writeln!(s, "  {l}");
     }
     let _ = writeln!(s);
-    s.push_str(&super::levels::text(r));
+    if let Some(l) = &r.levels {
+        s.push_str(&l.text(r));
+    }
     if let Some(t) = &r.trace {
-        let _ = writeln!(
-            s,
-            "Trace tables:\n{}",
-            super::trace::text(&t.info, &t.tables, super::Which::All).trim_end()
-        );
+        let _ = writeln!(s, "Trace tables:\n{}", t.text(r).trim_end());
         let _ = writeln!(s);
     }
     if let Some(m) = &r.micro {
-        let _ = writeln!(s, "{}", super::micro::text(r, m).trim_end());
+        let _ = writeln!(s, "{}", m.text(r).trim_end());
         let _ = writeln!(s);
     }
     footer(&mut s, r);
@@ -210,6 +211,26 @@ fn show(r: &Report, runs: bool) -> String {
     let Some(e) = r.data.experiment() else {
         return report(r);
     };
+    experiment(&mut s, r, e);
+    environment(&mut s, &e.environment);
+    variants(&mut s, r);
+    s.push_str(&levels::Boots.text(r));
+    let _ = writeln!(s);
+    if let Some(m) = &r.micro {
+        let _ = writeln!(s, "{}", m.text(r).trim_end());
+    } else {
+        for pos in 0..r.data.variants.len() {
+            let _ = writeln!(s, "{}", perfstat::variant_block(&r.data, pos));
+        }
+    }
+    if runs {
+        run_list(&mut s, r);
+    }
+    s
+}
+
+/// The experiment's name, kind, status, command, seed and design.
+fn experiment(s: &mut String, r: &Report, e: &abperf_model::Experiment) {
     let _ = writeln!(s, "experiment {}: {}", e.id, one_line(&e.name));
     let _ = writeln!(
         s,
@@ -232,7 +253,10 @@ fn show(r: &Report, runs: bool) -> String {
         );
     }
     let _ = writeln!(s, "  design: {}", one_line(&e.design.to_string()));
-    let env = &e.environment;
+}
+
+/// The environment fields the experiment recorded.
+fn environment(s: &mut String, env: &serde_json::Value) {
     let _ = writeln!(s, "environment:");
     for key in [
         "kernel",
@@ -266,6 +290,10 @@ fn show(r: &Report, runs: bool) -> String {
             one_line(date)
         );
     }
+}
+
+/// Each variant's command, workload and knobs.
+fn variants(s: &mut String, r: &Report) {
     let _ = writeln!(s, "variants:");
     for (pos, v) in r.data.variants.iter().enumerate() {
         let _ = writeln!(
@@ -297,57 +325,49 @@ fn show(r: &Report, runs: bool) -> String {
             );
         }
     }
-    s.push_str(&super::levels::boots_text(r));
-    let _ = writeln!(s);
-    if let Some(m) = &r.micro {
-        let _ = writeln!(s, "{}", super::micro::text(r, m).trim_end());
-    } else {
-        for pos in 0..r.data.variants.len() {
-            let _ = writeln!(s, "{}", perfstat::variant_block(&r.data, pos));
-        }
-    }
-    if runs {
-        // Long names keep what tells them apart (cutting them at the width makes them alike).
-        let names: Vec<String> = r.data.variants.iter().map(|v| one_line(&v.name)).collect();
-        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let labels = super::labels::short_labels(&refs, 60);
-        let w = labels
-            .iter()
-            .map(|l| l.chars().count())
-            .max()
-            .unwrap_or(7)
-            .clamp(7, 60);
+}
+
+/// `--runs`: one line per run with its times and peak memory.
+fn run_list(s: &mut String, r: &Report) {
+    // Long names keep what tells them apart (cutting them at the width makes them alike).
+    let names: Vec<String> = r.data.variants.iter().map(|v| one_line(&v.name)).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let labels = super::labels::short_labels(&refs, 60);
+    let w = labels
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(7)
+        .clamp(7, 60);
+    let _ = writeln!(
+        s,
+        "{:>5}  {:<w$} {:<7} {:<8} {:>14} {:>12} {:>12} {:>12}",
+        "seq", "variant", "warmup", "status", "wall", "user", "sys", "maxrss KiB"
+    );
+    for run in &r.data.runs {
+        let t = |k: &str| {
+            run.value(k)
+                .map(|x| {
+                    let (n, u) = perfstat::human(x, "ns");
+                    format!("{n} {u}")
+                })
+                .unwrap_or_default()
+        };
         let _ = writeln!(
             s,
             "{:>5}  {:<w$} {:<7} {:<8} {:>14} {:>12} {:>12} {:>12}",
-            "seq", "variant", "warmup", "status", "wall", "user", "sys", "maxrss KiB"
+            run.seq,
+            labels.get(run.variant).map(String::as_str).unwrap_or("?"),
+            if run.warmup { "yes" } else { "" },
+            run.status.as_str(),
+            t("wall_ns"),
+            t("user_ns"),
+            t("sys_ns"),
+            run.value("maxrss_kib")
+                .map(|x| format!("{x:.0}"))
+                .unwrap_or_default()
         );
-        for run in &r.data.runs {
-            let t = |k: &str| {
-                run.value(k)
-                    .map(|x| {
-                        let (n, u) = perfstat::human(x, "ns");
-                        format!("{n} {u}")
-                    })
-                    .unwrap_or_default()
-            };
-            let _ = writeln!(
-                s,
-                "{:>5}  {:<w$} {:<7} {:<8} {:>14} {:>12} {:>12} {:>12}",
-                run.seq,
-                labels.get(run.variant).map(String::as_str).unwrap_or("?"),
-                if run.warmup { "yes" } else { "" },
-                run.status.as_str(),
-                t("wall_ns"),
-                t("user_ns"),
-                t("sys_ns"),
-                run.value("maxrss_kib")
-                    .map(|x| format!("{x:.0}"))
-                    .unwrap_or_default()
-            );
-        }
     }
-    s
 }
 
 #[cfg(test)]

@@ -5,6 +5,9 @@
 //! 10th..90th percentile.
 
 pub use super::Which;
+use super::section::Section;
+use super::svg::esc;
+use super::{Report, TraceSection, View};
 use abperf_model::trace::{Bin, CaptureInfo, CountTable, PairTable, Tables, TlbTable, Units};
 use std::fmt::Write;
 
@@ -630,8 +633,8 @@ pub fn csv(info: &CaptureInfo, t: &Tables) -> anyhow::Result<String> {
     let mut line = |table: &str, group: &str, key: i64, b: &Bin| -> anyhow::Result<()> {
         let st = stats(b, &u);
         w.write_record([
-            super::csv::neutral(table),
-            super::csv::neutral(group),
+            super::table::neutral(table),
+            super::table::neutral(group),
             key.to_string(),
             b.count.to_string(),
             b.timed.to_string(),
@@ -674,13 +677,13 @@ pub fn csv(info: &CaptureInfo, t: &Tables) -> anyhow::Result<String> {
             )?;
         }
     }
-    super::csv::finish(w)
+    super::table::finish(w)
 }
 
 /// Markdown: the header as a list, then every table as a GitHub table with the same columns
 /// as text (avg with the outlier flag, median, p90, ...).
 pub fn markdown(info: &CaptureInfo, t: &Tables) -> String {
-    use super::markdown::cell;
+    use super::table::cell;
     let u = info.units();
     let mut s = String::new();
     for l in header(info, t).lines() {
@@ -785,6 +788,24 @@ pub fn markdown(info: &CaptureInfo, t: &Tables) -> String {
 /// cycles and samples for A and B, and the change of the median (B/A).
 pub fn compare(a: (&CaptureInfo, &Tables), b: (&CaptureInfo, &Tables)) -> String {
     let mut s = String::new();
+    compare_header(&mut s, a.0, b.0);
+    let (ua, ub) = (a.0.units(), b.0.units());
+    let mut flagged = compare_tlb(&mut s, (a.1, &ua), (b.1, &ub));
+    for pa in &a.1.pairs {
+        let Some(pb) = b.1.pairs.iter().find(|p| p.name == pa.name) else {
+            continue;
+        };
+        flagged |= compare_pair(&mut s, (pa, &ua), (pb, &ub));
+    }
+    if flagged {
+        s.push_str(PULLED);
+    }
+    s
+}
+
+/// Which captures are compared, their events and losses, and warnings when either lost events
+/// or their scopes differ.
+fn compare_header(s: &mut String, a: &CaptureInfo, b: &CaptureInfo) {
     let name = |i: &CaptureInfo| {
         i.id.map(|x| format!("capture {x}"))
             .unwrap_or_else(|| "capture".into())
@@ -792,35 +813,55 @@ pub fn compare(a: (&CaptureInfo, &Tables), b: (&CaptureInfo, &Tables)) -> String
     let _ = writeln!(
         s,
         "A: {}  ({} events, {} lost; scope: {})\nB: {}  ({} events, {} lost; scope: {})",
-        name(a.0),
-        a.0.event_count,
-        a.0.lost_total(),
-        a.0.scope.text(),
-        name(b.0),
-        b.0.event_count,
-        b.0.lost_total(),
-        b.0.scope.text()
+        name(a),
+        a.event_count,
+        a.lost_total(),
+        a.scope.text(),
+        name(b),
+        b.event_count,
+        b.lost_total(),
+        b.scope.text()
     );
-    if a.0.has_losses() || b.0.has_losses() {
+    if a.has_losses() || b.has_losses() {
         s.push_str("WARNING: events were lost in at least one capture: the comparison is built on incomplete data\n");
     }
-    if a.0.scope.kind != b.0.scope.kind && !a.0.scope.kind.is_empty() && !b.0.scope.kind.is_empty()
-    {
+    if a.scope.kind != b.scope.kind && !a.scope.kind.is_empty() && !b.scope.kind.is_empty() {
         s.push_str(
             "WARNING: the captures have different scopes: their counts are not comparable\n",
         );
     }
-    let (ua, ub) = (a.0.units(), b.0.units());
-    let ra =
-        a.1.tlb
-            .as_ref()
-            .map(|t| t.by_pages(None))
-            .unwrap_or_default();
-    let rb =
-        b.1.tlb
-            .as_ref()
-            .map(|t| t.by_pages(None))
-            .unwrap_or_default();
+}
+
+/// B's median over A's ("-" without both).
+fn median_ratio(x: Option<f64>, y: Option<f64>) -> String {
+    match (x, y) {
+        (Some(p), Some(q)) if p > 0.0 => format!("{:.3}", q / p),
+        _ => "-".to_string(),
+    }
+}
+
+/// `n` as a share of `t` ("-" when `t` is 0).
+fn share(n: u64, t: u64) -> String {
+    if t > 0 {
+        format!("{:.2}%", 100.0 * n as f64 / t as f64)
+    } else {
+        "-".into()
+    }
+}
+
+/// The average with the flag of a mean pulled outside p10..p90.
+fn avg_flagged(st: &Stats) -> String {
+    format!(
+        "{}{}",
+        fmt_num(st.avg, 0),
+        if st.pulled { "!" } else { " " }
+    )
+}
+
+/// The TLB flushes of both captures by pages; whether a row's mean is pulled.
+fn compare_tlb(s: &mut String, a: (&Tables, &Units), b: (&Tables, &Units)) -> bool {
+    let by_pages = |t: &Tables| t.tlb.as_ref().map(|t| t.by_pages(None)).unwrap_or_default();
+    let (ra, rb) = (by_pages(a.0), by_pages(b.0));
     let ta: u64 = ra.values().map(|x| x.count).sum();
     let tb: u64 = rb.values().map(|x| x.count).sum();
     let _ = writeln!(
@@ -832,35 +873,23 @@ pub fn compare(a: (&CaptureInfo, &Tables), b: (&CaptureInfo, &Tables)) -> String
     keys.sort();
     keys.dedup();
     let empty = Bin::default();
-    let ratio = |x: Option<f64>, y: Option<f64>| match (x, y) {
-        (Some(p), Some(q)) if p > 0.0 => format!("{:.3}", q / p),
-        _ => "-".to_string(),
-    };
-    let pct = |n: u64, t: u64| {
-        if t > 0 {
-            format!("{:.2}%", 100.0 * n as f64 / t as f64)
-        } else {
-            "-".into()
-        }
-    };
     let mut flagged = false;
     for k in keys {
         let x = ra.get(&k).unwrap_or(&empty);
         let y = rb.get(&k).unwrap_or(&empty);
-        let (sx, sy) = (stats(x, &ua), stats(y, &ub));
+        let (sx, sy) = (stats(x, a.1), stats(y, b.1));
         flagged |= sx.pulled || sy.pulled;
-        let flag = |st: &Stats| if st.pulled { "!" } else { " " };
         rows.push(vec![
             k.to_string(),
-            pct(x.count, ta),
+            share(x.count, ta),
             fmt_num(sx.median, 0),
-            format!("{}{}", fmt_num(sx.avg, 0), flag(&sx)),
+            avg_flagged(&sx),
             x.count.to_string(),
-            pct(y.count, tb),
+            share(y.count, tb),
             fmt_num(sy.median, 0),
-            format!("{}{}", fmt_num(sy.avg, 0), flag(&sy)),
+            avg_flagged(&sy),
             y.count.to_string(),
-            ratio(sx.median, sy.median),
+            median_ratio(sx.median, sy.median),
             String::new(),
         ]);
     }
@@ -880,68 +909,96 @@ pub fn compare(a: (&CaptureInfo, &Tables), b: (&CaptureInfo, &Tables)) -> String
         ],
         &rows,
     ));
-    for pa in &a.1.pairs {
-        let Some(pb) = b.1.pairs.iter().find(|p| p.name == pa.name) else {
-            continue;
+    flagged
+}
+
+/// The row of key `k` of a pair table (`empty` when it has none).
+fn bin_at<'a>(p: &'a PairTable, k: i64, empty: &'a Bin) -> &'a Bin {
+    p.rows
+        .iter()
+        .find(|r| r.key == k)
+        .map(|r| &r.bin)
+        .unwrap_or(empty)
+}
+
+/// One pair table present in both captures, by its key; whether a row's mean is pulled.
+fn compare_pair(s: &mut String, a: (&PairTable, &Units), b: (&PairTable, &Units)) -> bool {
+    let (pa, pb) = (a.0, b.0);
+    let _ = writeln!(
+        s,
+        "\n{} by {} (cycles)",
+        pa.name,
+        if pa.key.is_empty() { "-" } else { &pa.key }
+    );
+    let mut keys: Vec<i64> = pa.rows.iter().chain(&pb.rows).map(|r| r.key).collect();
+    keys.sort();
+    keys.dedup();
+    let empty = Bin::default();
+    let mut rows = Vec::new();
+    let mut flagged = false;
+    for k in keys {
+        let (x, y) = (bin_at(pa, k, &empty), bin_at(pb, k, &empty));
+        let (sx, sy) = (stats(x, a.1), stats(y, b.1));
+        flagged |= sx.pulled || sy.pulled;
+        rows.push(vec![
+            key_str(&pa.key, k),
+            fmt_num(sx.median, 0),
+            avg_flagged(&sx),
+            x.count.to_string(),
+            fmt_num(sy.median, 0),
+            avg_flagged(&sy),
+            y.count.to_string(),
+            median_ratio(sx.median, sy.median),
+            String::new(),
+        ]);
+    }
+    let label = if pa.key.is_empty() { "all" } else { &pa.key };
+    s.push_str(&grid(
+        &[
+            label,
+            "A median",
+            "A avg ",
+            "A n",
+            "B median",
+            "B avg ",
+            "B n",
+            "B/A median",
+            "",
+        ],
+        &rows,
+    ));
+    flagged
+}
+
+impl Section for TraceSection {
+    /// The tables `trace report` asks for (`--only`); every table inside another view.
+    fn text(&self, r: &Report) -> String {
+        let which = match r.view {
+            View::Trace(which) => which,
+            _ => Which::All,
         };
-        let _ = writeln!(
-            s,
-            "\n{} by {} (cycles)",
-            pa.name,
-            if pa.key.is_empty() { "-" } else { &pa.key }
-        );
-        let mut keys: Vec<i64> = pa.rows.iter().chain(&pb.rows).map(|r| r.key).collect();
-        keys.sort();
-        keys.dedup();
-        let mut rows = Vec::new();
-        for k in keys {
-            let x = pa
-                .rows
-                .iter()
-                .find(|r| r.key == k)
-                .map(|r| &r.bin)
-                .unwrap_or(&empty);
-            let y = pb
-                .rows
-                .iter()
-                .find(|r| r.key == k)
-                .map(|r| &r.bin)
-                .unwrap_or(&empty);
-            let (sx, sy) = (stats(x, &ua), stats(y, &ub));
-            flagged |= sx.pulled || sy.pulled;
-            let flag = |st: &Stats| if st.pulled { "!" } else { " " };
-            rows.push(vec![
-                key_str(&pa.key, k),
-                fmt_num(sx.median, 0),
-                format!("{}{}", fmt_num(sx.avg, 0), flag(&sx)),
-                x.count.to_string(),
-                fmt_num(sy.median, 0),
-                format!("{}{}", fmt_num(sy.avg, 0), flag(&sy)),
-                y.count.to_string(),
-                ratio(sx.median, sy.median),
-                String::new(),
-            ]);
-        }
-        let label = if pa.key.is_empty() { "all" } else { &pa.key };
-        s.push_str(&grid(
-            &[
-                label,
-                "A median",
-                "A avg ",
-                "A n",
-                "B median",
-                "B avg ",
-                "B n",
-                "B/A median",
-                "",
-            ],
-            &rows,
-        ));
+        text(&self.info, &self.tables, which)
     }
-    if flagged {
-        s.push_str(PULLED);
+
+    fn markdown(&self, _r: &Report) -> Option<String> {
+        Some(markdown(&self.info, &self.tables))
     }
-    s
+
+    fn csv(&self, _r: &Report) -> Option<anyhow::Result<String>> {
+        Some(csv(&self.info, &self.tables))
+    }
+
+    fn json(&self, _r: &Report) -> Option<anyhow::Result<serde_json::Value>> {
+        Some(Ok(json(&self.info, &self.tables)))
+    }
+
+    /// Every table, as the text shows it.
+    fn html(&self, _r: &Report) -> Option<String> {
+        Some(format!(
+            "<h2>Trace tables</h2><pre class=\"trace\">{}</pre>\n",
+            esc(&text(&self.info, &self.tables, Which::All))
+        ))
+    }
 }
 
 #[cfg(test)]
