@@ -8,5 +8,6 @@ pub mod counters;
 pub mod env;
 pub mod process;
 pub mod rusage;
+pub mod trace_marker;
 pub mod trace_owner;
 pub mod tracefs;

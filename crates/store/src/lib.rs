@@ -8,8 +8,10 @@
 pub mod boots;
 mod compact;
 mod environment;
+mod experiment_ids;
 mod experiments;
 mod import;
+mod insert;
 mod micro;
 mod owner;
 mod schema;

@@ -88,7 +88,7 @@ pub const MIGRATIONS: &[&str] = &[
     // 10: the process that runs each experiment (pid, start time, boot id, host).
     super::owner::OWNER_SCHEMA,
     // 11: experiment ids are never reused.
-    super::owner::ID_SCHEMA,
+    super::experiment_ids::ID_SCHEMA,
     // 12: runs stored compactly: fixed columns for wall and rusage, other metrics' names interned
     // (the data converted in Rust: see `post_step`).
     super::compact::SCHEMA,
