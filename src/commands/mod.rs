@@ -13,6 +13,7 @@ pub mod list;
 pub mod lookup;
 pub mod metrics;
 pub mod micro;
+pub mod micro_args;
 pub mod micro_variants;
 pub mod model;
 pub mod output;
