@@ -16,8 +16,8 @@
 //! cache (CPUID), so that data and page tables stay in L2 and the difference `4k - dense` at the
 //! same N is the TLB's. The reach is where that difference steps up: a two-step logistic fit in
 //! log N ([`staircase`](super::staircase)) finds the L1 DTLB step (misses that hit the
-//! second-level TLB) and the STLB step (page walks); the midpoint of a step (half of the accesses miss) is the reach. The chase visits its
-//! pages in the same order every lap, so an LRU TLB of C entries hits all of them up to C pages
+//! second-level TLB) and the STLB step (page walks); the midpoint of a step (half of the
+//! accesses miss) is the reach. The chase visits its pages in the same order every lap, so an LRU TLB of C entries hits all of them up to C pages
 //! and none beyond; with W ways and balanced sets the midpoint lies up to C/(2W) above C (96
 //! entries in 6 ways: ~103), and entries taken by other translations (code, stack, the SMT
 //! sibling's) move the onset below C. The CPUID-reported TLB sizes are shown beside it.
