@@ -3,7 +3,6 @@
 
 pub mod affinity;
 pub mod build;
-pub mod counter;
 pub mod counters;
 pub mod env;
 pub mod process;
@@ -11,3 +10,4 @@ pub mod rusage;
 pub mod trace_marker;
 pub mod trace_owner;
 pub mod tracefs;
+pub mod tsc;

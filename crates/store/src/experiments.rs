@@ -267,16 +267,16 @@ impl Store {
 
     /// Every stored run of an experiment in schedule order, with its metrics and provenance.
     pub fn runs(&self, id: i64) -> anyhow::Result<Vec<Run>> {
-        use super::compact;
+        use super::run_rows;
         let mut stmt = self.conn().prepare(&format!(
             "SELECT {}, i.format, i.file, i.line, i.summary, i.repeats, s.block
              FROM run r
              LEFT JOIN import_run i ON i.run_id = r.id
              LEFT JOIN slot s ON s.experiment_id = r.experiment_id AND s.seq = r.seq
              WHERE r.experiment_id = ?1 ORDER BY r.seq",
-            compact::SELECT_RUN
+            run_rows::SELECT_RUN
         ))?;
-        const I: usize = 20; // the first column after compact::SELECT_RUN
+        const I: usize = 20; // the first column after run_rows::SELECT_RUN
         let rows = stmt.query_map([id], |r| {
             let format: Option<String> = r.get(I)?;
             let source = match format {
@@ -289,7 +289,7 @@ impl Store {
                 }),
                 None => None,
             };
-            let (rid, mut run) = compact::read_run(r)?;
+            let (rid, mut run) = run_rows::read_run(r)?;
             run.block = r.get::<_, Option<i32>>(I + 5)?.unwrap_or(0);
             run.source = source;
             Ok((rid, run))
@@ -305,17 +305,17 @@ impl Store {
         let mut mstmt = self.conn().prepare(&format!(
             "SELECT {} FROM metric m JOIN metric_name n ON n.id = m.name_id
              JOIN run r ON r.id = m.run_id WHERE r.experiment_id = ?1 ORDER BY m.run_id, m.pos",
-            compact::SELECT_EXTRA
+            run_rows::SELECT_EXTRA
         ))?;
         let mut extra: BTreeMap<usize, Vec<(usize, Metric)>> = BTreeMap::new();
-        for m in mstmt.query_map([id], compact::read_extra)? {
+        for m in mstmt.query_map([id], run_rows::read_extra)? {
             let (rid, pos, metric) = m?;
             if let Some(&i) = index.get(&rid) {
                 extra.entry(i).or_default().push((pos, metric));
             }
         }
         for (i, ms) in extra {
-            compact::merge(&mut runs[i], ms)?;
+            run_rows::merge(&mut runs[i], ms)?;
         }
         Ok(runs)
     }

@@ -2,8 +2,8 @@
 //! handed out before), its variants with their summaries, schedule slots and runs. Shared by every
 //! module that creates experiments (`experiments`, `owner`, `boots`, `import`).
 
-use super::compact;
 use super::experiment_ids::NEXT_EXPERIMENT_ID;
+use super::run_rows;
 use abperf_model::{NewExperiment, Run, Slot, Status, Variant};
 use anyhow::Context;
 use rusqlite::params;
@@ -104,7 +104,7 @@ pub(super) fn insert_run_row(
     exp_id: i64,
     run: &Run,
 ) -> anyhow::Result<i64> {
-    let run_id = compact::insert(tx, exp_id, run)?;
+    let run_id = run_rows::insert(tx, exp_id, run)?;
     if let Some(s) = &run.source {
         tx.prepare_cached(
             "INSERT INTO import_run (run_id, format, file, line, summary, repeats) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
