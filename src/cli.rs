@@ -48,7 +48,7 @@ pub enum Command {
     Vm(crate::commands::vm::VmArgs),
     /// Models on stored data: `model ceiling` predicts the best tlb_single_page_flush_ceiling
     #[command(visible_alias = "advise")]
-    Model(crate::commands::model::ModelArgs),
+    Model(crate::commands::ceiling::ModelArgs),
     /// Built-in workloads (page-aging, kbuild, flush-storm, fork-exec, ctxsw, pagefault):
     /// list, show, exec, prepare
     Workload(crate::commands::workload::WorkloadArgs),
@@ -103,7 +103,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Plan(args) => commands::plan::run(args),
         Command::Trace(a) => commands::trace::run(a),
         Command::Vm(a) => commands::vm::run(a),
-        Command::Model(a) => commands::model::run(a),
+        Command::Model(a) => commands::ceiling::run(a),
         Command::Workload(a) => commands::workload::run(a),
         Command::Completions(a) => commands::completions::completions(a, Cli::command()),
         Command::Man(a) => commands::completions::man(a, Cli::command()),

@@ -9,12 +9,13 @@
 //! SIGINT/SIGTERM/SIGHUP/SIGPIPE (`runner::signals`: the next turn sees the signal, every
 //! variant's benchmark stops, the knobs are put back and nothing is stored; exit 128+N).
 
-use super::micro::MicroArgs;
+use super::micro_args::{MicroArgs, print_failure, progress_bar, suite_name};
 use super::output;
 use crate::design::variants::{KnobSpec, knob_label};
 use crate::error::usage;
-use crate::micro::{self, Options};
-use crate::model::MicroFinding;
+use crate::micro::record::Record;
+use crate::micro::{self, Options, SuiteReport};
+use crate::model::{Dataset, MicroFinding};
 use crate::report::Format;
 use crate::runner::knob_lock::LockOptions;
 use crate::runner::{KnobGuard, preflight, signals};
@@ -92,20 +93,7 @@ pub fn run(
     store: Option<&mut Store>,
 ) -> anyhow::Result<i32> {
     preflight::check_knob_values(specs)?;
-    let plans = plans(specs)?;
-    if plans.len() < 2 {
-        return Err(usage(format!(
-            "-k {}: one variant; give two values or more (the same value twice for an A/A run)",
-            args.knobs.join(" -k ")
-        )));
-    }
-    if plans.len() > 2 && matches!(args.format, Format::Json) {
-        return Err(usage(format!(
-            "--format json: {} variants; the printed comparison is of two (all are stored: \
-             compare them pairwise with `abperf compare A B`)",
-            plans.len()
-        )));
-    }
+    let plans = checked_plans(args, specs)?;
     signals::install()?;
     let paths: Vec<String> = specs.iter().map(|k| k.path.clone()).collect();
     let guard = KnobGuard::prepare_with(
@@ -118,32 +106,9 @@ pub fn run(
     )?;
     let guard = Mutex::new(guard);
     let seed = args.seed.unwrap_or_else(now_ns);
-    let switch = |v: usize| -> anyhow::Result<()> {
-        if let Some(sig) = signals::received() {
-            anyhow::bail!("interrupted by {}", signals::name(sig));
-        }
-        let mut g = guard.lock().unwrap_or_else(|e| e.into_inner());
-        for (path, value) in &plans[v].knobs {
-            g.apply(path, value)?;
-        }
-        Ok(())
-    };
     // Sampled over the benchmarks, as for a single suite (see commands/micro.rs).
     let sampling = crate::doctor::Sampling::start();
-    let bar = indicatif::ProgressBar::new(benches.len() as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(&format!(
-            "micro x{} variants [{{pos}}/{{len}}] {{msg}} {{elapsed}}",
-            plans.len()
-        ))
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let result =
-        micro::interleave::run_interleaved(benches, opts, plans.len(), seed, &switch, |b| {
-            bar.set_message(b.to_string());
-            bar.inc(1);
-        });
-    bar.finish_and_clear();
+    let result = measure(benches, opts, &plans, seed, &guard);
     // The knobs go back first, whatever happened.
     let restore_errors = guard.lock().unwrap_or_else(|e| e.into_inner()).restore();
     for e in &restore_errors {
@@ -162,22 +127,101 @@ pub fn run(
         return Ok(128 + sig);
     }
     let reports = result?;
-    let argv: Vec<String> = std::env::args().collect();
-    let base = args.name.clone().unwrap_or_else(|| {
-        if benches.len() == micro::BENCHES.len() {
-            "micro".to_string()
-        } else {
-            format!("micro {}", benches.join(" "))
-        }
-    });
-    let group = format!("{seed:016x}-{:x}", now_ns());
-    let labels: Vec<String> = plans.iter().map(|p| p.label.clone()).collect();
     let environment = crate::doctor::merged(
         crate::doctor::environment_unsampled(),
         &sampling.finish("during the benchmarks"),
     );
+    let records = records(args, benches, &plans, &reports, seed, environment);
+    let labels: Vec<String> = plans.iter().map(|p| p.label.clone()).collect();
+    let data = match store {
+        Some(s) => store_and_read_back(s, &records, &labels)?,
+        None => records.iter().map(|r| r.dataset()).collect(),
+    };
+    print_comparisons(args, &records, &data, &labels)?;
+    let failures: Vec<(&str, &micro::Skip)> = reports
+        .iter()
+        .zip(&labels)
+        .flat_map(|(r, l)| r.failures.iter().map(move |f| (l.as_str(), f)))
+        .collect();
+    for (l, f) in &failures {
+        print_failure(f, Some(l));
+    }
+    if !failures.is_empty() || !restore_errors.is_empty() {
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// The variants of the -k knobs, refused when there is only one, or more than two with
+/// --format json (which prints one comparison).
+fn checked_plans(args: &MicroArgs, specs: &[KnobSpec]) -> anyhow::Result<Vec<Plan>> {
+    let plans = plans(specs)?;
+    if plans.len() < 2 {
+        return Err(usage(format!(
+            "-k {}: one variant; give two values or more (the same value twice for an A/A run)",
+            args.knobs.join(" -k ")
+        )));
+    }
+    if plans.len() > 2 && matches!(args.format, Format::Json) {
+        return Err(usage(format!(
+            "--format json: {} variants; the printed comparison is of two (all are stored: \
+             compare them pairwise with `abperf compare A B`)",
+            plans.len()
+        )));
+    }
+    Ok(plans)
+}
+
+/// The suite for every plan, interleaved round by round, each variant's knobs applied through
+/// `guard` before its turn (a received signal stops it); with a progress bar.
+fn measure(
+    benches: &[&'static str],
+    opts: &Options,
+    plans: &[Plan],
+    seed: u64,
+    guard: &Mutex<KnobGuard>,
+) -> anyhow::Result<Vec<SuiteReport>> {
+    let switch = |v: usize| -> anyhow::Result<()> {
+        if let Some(sig) = signals::received() {
+            anyhow::bail!("interrupted by {}", signals::name(sig));
+        }
+        let mut g = guard.lock().unwrap_or_else(|e| e.into_inner());
+        for (path, value) in &plans[v].knobs {
+            g.apply(path, value)?;
+        }
+        Ok(())
+    };
+    let bar = progress_bar(
+        benches.len(),
+        &format!(
+            "micro x{} variants [{{pos}}/{{len}}] {{msg}} {{elapsed}}",
+            plans.len()
+        ),
+    );
+    let result =
+        micro::interleave::run_interleaved(benches, opts, plans.len(), seed, &switch, |b| {
+            bar.set_message(b.to_string());
+            bar.inc(1);
+        });
+    bar.finish_and_clear();
+    result
+}
+
+/// One micro experiment per variant, linked to the others by the design field `interleaved`.
+fn records(
+    args: &MicroArgs,
+    benches: &[&'static str],
+    plans: &[Plan],
+    reports: &[SuiteReport],
+    seed: u64,
+    environment: serde_json::Value,
+) -> Vec<Record> {
+    let argv: Vec<String> = std::env::args().collect();
+    let base = suite_name(args, benches);
+    let group = format!("{seed:016x}-{:x}", now_ns());
+    let labels: Vec<String> = plans.iter().map(|p| p.label.clone()).collect();
     let mut records = Vec::new();
-    for (v, (rep, plan)) in reports.iter().zip(&plans).enumerate() {
+    for (v, (rep, plan)) in reports.iter().zip(plans).enumerate() {
         let mut rec = micro::record::record(
             rep,
             &format!("{base} [{}]", plan.label),
@@ -200,34 +244,46 @@ pub fn run(
         });
         records.push(rec);
     }
-    let mut data: Vec<crate::model::Dataset> = records.iter().map(|r| r.dataset()).collect();
-    if let Some(s) = store {
-        let mut ids = Vec::new();
-        for rec in &records {
-            ids.push(rec.save(s)?);
-        }
-        eprintln!(
-            "abperf: stored as experiments {} in {} (variants {}, measured interleaved); \
-             compare them again with `abperf compare {}{}`",
-            ids.iter()
-                .map(|i| i.to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            s.path().display(),
-            labels.join(" | "),
-            ids[0],
-            if ids.len() > 2 {
-                format!(" {}", ids[1])
-            } else {
-                String::new()
-            }
-        );
-        // Read back: the comparison printed is the one `abperf compare` gives.
-        data = ids
-            .iter()
-            .map(|&id| s.load(id))
-            .collect::<anyhow::Result<_>>()?;
+    records
+}
+
+/// Store every record, say where, and read them back: the comparison printed is the one
+/// `abperf compare` gives.
+fn store_and_read_back(
+    s: &mut Store,
+    records: &[Record],
+    labels: &[String],
+) -> anyhow::Result<Vec<Dataset>> {
+    let mut ids = Vec::new();
+    for rec in records {
+        ids.push(rec.save(s)?);
     }
+    eprintln!(
+        "abperf: stored as experiments {} in {} (variants {}, measured interleaved); \
+         compare them again with `abperf compare {}{}`",
+        ids.iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        s.path().display(),
+        labels.join(" | "),
+        ids[0],
+        if ids.len() > 2 {
+            format!(" {}", ids[1])
+        } else {
+            String::new()
+        }
+    );
+    ids.iter().map(|&id| s.load(id)).collect()
+}
+
+/// The comparison of the first variant with every other, on stdout.
+fn print_comparisons(
+    args: &MicroArgs,
+    records: &[Record],
+    data: &[Dataset],
+    labels: &[String],
+) -> anyhow::Result<()> {
     let findings: Vec<&[MicroFinding]> = records.iter().map(|r| r.findings.as_slice()).collect();
     let mut out = String::new();
     for v in 1..records.len() {
@@ -240,19 +296,7 @@ pub fn run(
         )?;
         out += &args.format.render(&r)?;
     }
-    output::write(&out, None)?;
-    let failures: Vec<(&str, &micro::Skip)> = reports
-        .iter()
-        .zip(&labels)
-        .flat_map(|(r, l)| r.failures.iter().map(move |f| (l.as_str(), f)))
-        .collect();
-    for (l, f) in &failures {
-        super::micro::print_failure(f, Some(l));
-    }
-    if !failures.is_empty() || !restore_errors.is_empty() {
-        return Ok(1);
-    }
-    Ok(0)
+    output::write(&out, None)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! One file per subcommand: glue from parsed options to the library.
 
+pub mod ceiling;
 pub mod compare;
 pub mod compare_input;
 pub mod compare_micro;
@@ -13,8 +14,8 @@ pub mod list;
 pub mod lookup;
 pub mod metrics;
 pub mod micro;
+pub mod micro_args;
 pub mod micro_variants;
-pub mod model;
 pub mod output;
 pub mod plan;
 pub mod plan_levels;

@@ -196,51 +196,12 @@ fn lost_from_raw(meta: &trace::record::RawMeta, dec: &trace::record::Decoded) ->
 }
 
 fn record(a: RecordArgs) -> Result<i32> {
-    let filters = a
-        .filter
-        .iter()
-        .map(|f| trace::parse_filter(f))
-        .collect::<Result<Vec<_>>>()?;
-    let duration = match a.duration {
-        Some(d) if !(d.is_finite() && d > 0.0 && d < 1e9) => {
-            return Err(crate::error::usage(format!(
-                "--duration {d}: expected a positive number of seconds"
-            )));
-        }
-        Some(d) => Some(Duration::from_secs_f64(d)),
-        None => None,
-    };
-    if a.buffer_kib == 0 {
-        return Err(crate::error::usage("--buffer-kib must be at least 1"));
-    }
-    if let Some(p) = a.pid.iter().find(|p| **p <= 0) {
-        return Err(crate::error::usage(format!(
-            "--pid {p}: expected a process id (a positive number)"
-        )));
-    }
-    let scope = if a.system_wide {
-        trace::ScopeRequest::SystemWide
-    } else if !a.pid.is_empty() {
-        trace::ScopeRequest::Pids(a.pid.clone())
-    } else if let Some(c) = &a.cgroup {
-        trace::ScopeRequest::Cgroup(c.clone())
-    } else {
-        trace::ScopeRequest::Workload
-    };
+    let opts = record_options(&a)?;
     // Open the store first: a bad --db fails before anything is traced.
     let mut store = Store::open_resolved(a.db.db.as_deref())?;
     // The TSC is calibrated (0.1 s, mostly asleep) on a thread while the recording runs.
     let calibration = std::thread::spawn(|| trace::tsc::calibrate(Duration::from_millis(100)));
-    let opts = RecordOptions {
-        events: a.events.clone(),
-        filters,
-        buffer_kib: a.buffer_kib,
-        duration,
-        command: a.command.clone(),
-        save_text: a.save_text.clone(),
-        scope,
-    };
-    let until_ctrl_c = a.command.is_empty() && duration.is_none();
+    let until_ctrl_c = a.command.is_empty() && opts.duration.is_none();
     if until_ctrl_c {
         eprintln!("abperf: recording until Ctrl-C (SIGINT); the capture is kept");
     }
@@ -269,18 +230,7 @@ fn record(a: RecordArgs) -> Result<i32> {
     if let Some(p) = &a.keep_raw {
         rec.raw.write(p)?;
     }
-    // the per-event cost of this machine: measured once, stored, used by every capture
-    let machine = trace::cost::machine_key();
-    let mut event_cost = store.event_cost(&machine)?;
-    if event_cost.is_none() && !a.no_cost && !trace::workload::Stop::aborted() {
-        match trace::cost::measure() {
-            Ok(c) => {
-                store.set_event_cost(&machine, &c)?;
-                event_cost = Some(c);
-            }
-            Err(e) => eprintln!("abperf: note: the tracing cost could not be measured: {e:#}"),
-        }
-    }
+    let event_cost = event_cost(&mut store, a.no_cost)?;
     if trace::workload::Stop::aborted() {
         let s = trace::workload::Stop::first().unwrap_or(libc::SIGINT);
         eprintln!("abperf: {}", trace::Aborted(s));
@@ -327,27 +277,95 @@ fn record(a: RecordArgs) -> Result<i32> {
         print_tables(&store, id)?;
     }
     eprintln!("abperf: stored capture {id} in {}", store.path().display());
+    Ok(record_status(&rec, until_ctrl_c, id))
+}
+
+/// What to record, from the arguments, each checked: filters, --duration, --buffer-kib, --pid,
+/// and whose events (-a, --pid, --cgroup, else the command's).
+fn record_options(a: &RecordArgs) -> Result<RecordOptions> {
+    let filters = a
+        .filter
+        .iter()
+        .map(|f| trace::parse_filter(f))
+        .collect::<Result<Vec<_>>>()?;
+    let duration = match a.duration {
+        Some(d) if !(d.is_finite() && d > 0.0 && d < 1e9) => {
+            return Err(crate::error::usage(format!(
+                "--duration {d}: expected a positive number of seconds"
+            )));
+        }
+        Some(d) => Some(Duration::from_secs_f64(d)),
+        None => None,
+    };
+    if a.buffer_kib == 0 {
+        return Err(crate::error::usage("--buffer-kib must be at least 1"));
+    }
+    if let Some(p) = a.pid.iter().find(|p| **p <= 0) {
+        return Err(crate::error::usage(format!(
+            "--pid {p}: expected a process id (a positive number)"
+        )));
+    }
+    let scope = if a.system_wide {
+        trace::ScopeRequest::SystemWide
+    } else if !a.pid.is_empty() {
+        trace::ScopeRequest::Pids(a.pid.clone())
+    } else if let Some(c) = &a.cgroup {
+        trace::ScopeRequest::Cgroup(c.clone())
+    } else {
+        trace::ScopeRequest::Workload
+    };
+    Ok(RecordOptions {
+        events: a.events.clone(),
+        filters,
+        buffer_kib: a.buffer_kib,
+        duration,
+        command: a.command.clone(),
+        save_text: a.save_text.clone(),
+        scope,
+    })
+}
+
+/// The per-event cost of this machine: measured once (unless --no-cost, or aborted), stored,
+/// used by every capture.
+fn event_cost(store: &mut Store, no_cost: bool) -> Result<Option<crate::model::trace::EventCost>> {
+    let machine = trace::cost::machine_key();
+    let mut event_cost = store.event_cost(&machine)?;
+    if event_cost.is_none() && !no_cost && !trace::workload::Stop::aborted() {
+        match trace::cost::measure() {
+            Ok(c) => {
+                store.set_event_cost(&machine, &c)?;
+                event_cost = Some(c);
+            }
+            Err(e) => eprintln!("abperf: note: the tracing cost could not be measured: {e:#}"),
+        }
+    }
+    Ok(event_cost)
+}
+
+/// The exit status of a stored recording: 128 + the signal that stopped it (0 for the Ctrl-C
+/// that ends a recording without command or duration), 1 when the command failed, else 0.
+fn record_status(rec: &trace::Recorded, until_ctrl_c: bool, id: i64) -> i32 {
     if let Some(s) = rec.stopped_by_signal {
         // Ctrl-C is how a recording without a command or duration is meant to end
         if until_ctrl_c && s == libc::SIGINT {
-            return Ok(0);
+            return 0;
         }
-        return Ok(128 + s);
+        return 128 + s;
     }
     if let Some(sig) = rec.signal {
         eprintln!(
             "abperf: the command was killed by {}",
             trace::workload::signal_name(sig)
         );
-        return Ok(1);
+        return 1;
     }
     match rec.exit_code {
-        Some(0) | None => Ok(0),
+        Some(0) | None => 0,
         Some(c) => {
             eprintln!(
                 "abperf: the command exited with status {c}; capture {id} is stored but marked failed"
             );
-            Ok(1)
+            1
         }
     }
 }
@@ -410,78 +428,112 @@ fn import(a: ImportArgs) -> Result<i32> {
             .is_some_and(|b| Some(b) == trace::record::boot_id());
     let calibration =
         this_boot.then(|| std::thread::spawn(|| trace::tsc::calibrate(Duration::from_millis(100))));
-    let tsc_hz = None;
     let (mut info, tables) = if raw {
-        // Streamed: decoding errors name the page and byte; the file is named here.
-        let (meta, dec) = RawCapture::analyze_file(&a.file, &[Spec::Standard])
-            .with_context(|| a.file.display().to_string())?;
-        let info = CaptureInfo {
-            source: "import".into(),
-            events: meta
-                .formats
-                .iter()
-                .filter_map(|(s, t)| {
-                    trace::format::parse_event_format(s, t)
-                        .ok()
-                        .map(|f| f.full_name())
-                })
-                .collect(),
-            clock: meta.clock.clone(),
-            tsc_hz,
-            span_ticks: dec.span,
-            event_count: dec.events,
-            lost: lost_from_raw(&meta, &dec),
-            raw_path: Some(absolute(&a.file)),
-            ..Default::default()
-        };
-        (info, dec.tables)
+        import_raw(&a)?
     } else {
-        let (cap, t) = analyze_text(&a.file, a.lenient, &[Spec::Standard])?;
-        if cap.is_empty() {
-            return Err(crate::error::usage(format!(
-                "{}: no trace events found",
-                a.file.display()
-            )));
-        }
-        let clock = match cap.clock {
-            // seconds with a fraction: ns (whatever the clock was)
-            Some(TextClock::Seconds) => "text-seconds".to_string(),
-            _ => a.clock.clone(),
-        };
-        let cpus = cap.cpus();
-        let info = CaptureInfo {
-            source: "import".into(),
-            events: cap.schema.types.iter().map(|t| t.full_name()).collect(),
-            clock,
-            tsc_hz,
-            span_ticks: cap.span(),
-            event_count: cap.len() as u64,
-            lost: (0..cpus.max(cap.lost.keys().map(|c| c + 1).max().unwrap_or(0)))
-                .map(|c| LostCpu {
-                    cpu: c,
-                    stats: None,
-                    counted: cap.lost.get(&c).copied().unwrap_or(0),
-                    flagged: 0,
-                })
-                .collect(),
-            text_path: Some(absolute(&a.file)),
-            skipped_lines: cap.skipped,
-            ..Default::default()
-        };
-        if let Some((line, msg)) = &cap.first_bad_line {
-            eprintln!(
-                "abperf: {} lines skipped (--lenient); first: {}: line {line}: {msg}",
-                cap.skipped,
-                a.file.display()
-            );
-        }
-        (info, t)
+        import_text(&a)?
     };
     info.tsc_hz = a
         .tsc_mhz
         .map(|m| m * 1e6)
         .or_else(|| calibration.and_then(|h| h.join().ok().flatten()));
-    let tsc = match (a.tsc_mhz, this_boot, info.tsc_hz) {
+    let tsc = tsc_note(&a, &info, raw, this_boot);
+    let name = a
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("trace import: {}", a.file.display()));
+    let environment = serde_json::json!({
+        "imported": true,
+        "note": if this_boot {
+            "recorded in this boot of this machine (the raw capture's boot id)"
+        } else {
+            "captured elsewhere; the capturing machine is not recorded"
+        },
+        "tsc": tsc,
+    });
+    let id = store.save_capture(&name, &argv(), environment, &info, &tables)?;
+    if !a.quiet {
+        print_tables(&store, id)?;
+    }
+    eprintln!("abperf: stored capture {id} in {}", store.path().display());
+    Ok(0)
+}
+
+/// A raw capture (`record --keep-raw`), streamed: decoding errors name the page and byte; the
+/// file is named here.
+fn import_raw(a: &ImportArgs) -> Result<(CaptureInfo, Tables)> {
+    let (meta, dec) = RawCapture::analyze_file(&a.file, &[Spec::Standard])
+        .with_context(|| a.file.display().to_string())?;
+    let info = CaptureInfo {
+        source: "import".into(),
+        events: meta
+            .formats
+            .iter()
+            .filter_map(|(s, t)| {
+                trace::format::parse_event_format(s, t)
+                    .ok()
+                    .map(|f| f.full_name())
+            })
+            .collect(),
+        clock: meta.clock.clone(),
+        tsc_hz: None, // set by the caller
+        span_ticks: dec.span,
+        event_count: dec.events,
+        lost: lost_from_raw(&meta, &dec),
+        raw_path: Some(absolute(&a.file)),
+        ..Default::default()
+    };
+    Ok((info, dec.tables))
+}
+
+/// An ftrace text file; empty is a usage error, skipped lines (--lenient) are reported.
+fn import_text(a: &ImportArgs) -> Result<(CaptureInfo, Tables)> {
+    let (cap, t) = analyze_text(&a.file, a.lenient, &[Spec::Standard])?;
+    if cap.is_empty() {
+        return Err(crate::error::usage(format!(
+            "{}: no trace events found",
+            a.file.display()
+        )));
+    }
+    let clock = match cap.clock {
+        // seconds with a fraction: ns (whatever the clock was)
+        Some(TextClock::Seconds) => "text-seconds".to_string(),
+        _ => a.clock.clone(),
+    };
+    let cpus = cap.cpus();
+    let info = CaptureInfo {
+        source: "import".into(),
+        events: cap.schema.types.iter().map(|t| t.full_name()).collect(),
+        clock,
+        tsc_hz: None, // set by the caller
+        span_ticks: cap.span(),
+        event_count: cap.len() as u64,
+        lost: (0..cpus.max(cap.lost.keys().map(|c| c + 1).max().unwrap_or(0)))
+            .map(|c| LostCpu {
+                cpu: c,
+                stats: None,
+                counted: cap.lost.get(&c).copied().unwrap_or(0),
+                flagged: 0,
+            })
+            .collect(),
+        text_path: Some(absolute(&a.file)),
+        skipped_lines: cap.skipped,
+        ..Default::default()
+    };
+    if let Some((line, msg)) = &cap.first_bad_line {
+        eprintln!(
+            "abperf: {} lines skipped (--lenient); first: {}: line {line}: {msg}",
+            cap.skipped,
+            a.file.display()
+        );
+    }
+    Ok((info, t))
+}
+
+/// Where the TSC frequency of an imported capture came from, in words (stored with it); when
+/// it is unknown, a note on stderr too.
+fn tsc_note(a: &ImportArgs, info: &CaptureInfo, raw: bool, this_boot: bool) -> String {
+    match (a.tsc_mhz, this_boot, info.tsc_hz) {
         (Some(_), ..) => "from --tsc-mhz".to_string(),
         (None, true, Some(_)) => {
             "calibrated: the capture was recorded in this boot of this machine".to_string()
@@ -506,26 +558,7 @@ fn import(a: ImportArgs) -> Result<i32> {
             eprintln!("abperf: TSC {note}");
             note
         }
-    };
-    let name = a
-        .name
-        .clone()
-        .unwrap_or_else(|| format!("trace import: {}", a.file.display()));
-    let environment = serde_json::json!({
-        "imported": true,
-        "note": if this_boot {
-            "recorded in this boot of this machine (the raw capture's boot id)"
-        } else {
-            "captured elsewhere; the capturing machine is not recorded"
-        },
-        "tsc": tsc,
-    });
-    let id = store.save_capture(&name, &argv(), environment, &info, &tables)?;
-    if !a.quiet {
-        print_tables(&store, id)?;
     }
-    eprintln!("abperf: stored capture {id} in {}", store.path().display());
-    Ok(0)
 }
 
 fn report(a: ReportArgs) -> Result<i32> {

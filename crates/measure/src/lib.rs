@@ -3,10 +3,11 @@
 
 pub mod affinity;
 pub mod build;
-pub mod counter;
 pub mod counters;
 pub mod env;
 pub mod process;
 pub mod rusage;
+pub mod trace_marker;
 pub mod trace_owner;
 pub mod tracefs;
+pub mod tsc;

@@ -3,6 +3,7 @@
 //! dropped. Used by `measure::counters` (tracepoint ids for perf_event_open) and by `trace/`
 //! (its own instances); nothing here writes to tracefs.
 
+use super::trace_marker::{Claim, random_name};
 use anyhow::{Context, Result, anyhow, bail};
 use std::ffi::CString;
 use std::fs;
@@ -14,7 +15,7 @@ pub struct Tracefs {
     pub root: PathBuf,
     private: bool,
     // removed after the mount is gone (Drop)
-    claim: Option<super::trace_owner::Claim>,
+    claim: Option<Claim>,
 }
 
 impl Tracefs {
@@ -38,9 +39,8 @@ impl Tracefs {
         {
             bail!("{why}");
         }
-        let dir = std::env::temp_dir()
-            .join(super::trace_owner::random_name().replace("abperf-", "abperf-tracefs-"));
-        let claim = super::trace_owner::Claim::new("mount", &dir, None)?;
+        let dir = std::env::temp_dir().join(random_name().replace("abperf-", "abperf-tracefs-"));
+        let claim = Claim::new("mount", &dir, None)?;
         fs::create_dir_all(&dir)
             .with_context(|| format!("creating mount point {}", dir.display()))?;
         let target = CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();

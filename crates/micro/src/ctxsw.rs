@@ -7,7 +7,8 @@ use super::harness::{collect, pin_current};
 use super::timer::{start, stop};
 use super::{Options, Sink};
 use anyhow::{Context, Result};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::io::{PipeReader, PipeWriter};
+use std::os::fd::AsRawFd;
 
 #[cfg(target_arch = "x86_64")]
 mod raw {
@@ -90,20 +91,10 @@ fn echo(rfd: i32, wfd: i32, dirty: bool, cpu: &CpuInfo) {
     while xfer(wfd, rfd, &mut b, dirty) == 1 {}
 }
 
-fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0i32; 2];
-    // SAFETY: valid array of two ints.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("pipe2");
-    }
-    // SAFETY: fresh descriptors we own.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
 /// Round trips timed by the initiator (this thread): returns cycles per round trip per sample.
 fn initiate(
-    w: &OwnedFd,
-    r: &OwnedFd,
+    w: &PipeWriter,
+    r: &PipeReader,
     dirty: bool,
     trips: usize,
     samples: usize,
@@ -137,8 +128,8 @@ fn run_threads(
     oh: f64,
     info: &CpuInfo,
 ) -> Result<Vec<f64>> {
-    let (r1, w1) = pipe()?;
-    let (r2, w2) = pipe()?;
+    let (r1, w1) = std::io::pipe().context("pipe2")?;
+    let (r2, w2) = std::io::pipe().context("pipe2")?;
     let info2 = info.clone();
     let rt = super::harness::is_realtime();
     let h = std::thread::spawn(move || {
@@ -168,8 +159,8 @@ fn run_processes(
     oh: f64,
     info: &CpuInfo,
 ) -> Result<Vec<f64>> {
-    let (r1, w1) = pipe()?;
-    let (r2, w2) = pipe()?;
+    let (r1, w1) = std::io::pipe().context("pipe2")?;
+    let (r2, w2) = std::io::pipe().context("pipe2")?;
     // SAFETY: the child only makes raw syscalls (affinity, read, write) and _exit.
     let pid = unsafe { libc::fork() };
     if pid < 0 {

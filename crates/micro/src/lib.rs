@@ -17,6 +17,7 @@ pub mod knees;
 pub mod mem;
 pub mod record;
 pub mod signal;
+pub mod staircase;
 pub mod syscall;
 pub mod timer;
 pub mod tlb;

@@ -3,7 +3,7 @@
 //! syscall, no delivery); with the register state clean and with AVX-512 state dirty.
 
 use super::cpu::CpuInfo;
-use super::harness::{collect, median};
+use super::harness::{Rounds, collect, median};
 use super::timer::{start, stop};
 use super::{Options, Sink};
 use anyhow::Result;
@@ -114,8 +114,31 @@ mod raw {
     }
 }
 
+/// Signals sent per timed sample.
+const K: usize = 32;
+
+/// The samples of one run of the benchmark: the tgkill(0) baseline, the clean and the dirty
+/// deliveries (net of the baseline's median, `b`), XINUSE as last seen after each kind, and the
+/// rounds they were spread over.
+struct Deliveries {
+    base: Vec<f64>,
+    b: f64,
+    clean: Vec<f64>,
+    /// None: AVX-512 is missing (skipped).
+    dirty: Option<Vec<f64>>,
+    xin_clean: Option<u64>,
+    xin_dirty: Option<u64>,
+    rounds: Rounds,
+}
+
 pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
-    const K: usize = 32;
+    let d = measure(sink, opts, cpu)?;
+    d.add_to(sink);
+    Ok(())
+}
+
+/// Time the deliveries with the handler installed, and check that it ran once per signal sent.
+fn measure(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<Deliveries> {
     let samples = opts.samples(61, 301);
     let oh = sink.timer.overhead;
     let _h = Handler::install()?;
@@ -188,54 +211,69 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
             *x -= b;
         }
     }
-    sink.add(
-        "signal",
-        "signal/tgkill-sig0".into(),
-        &[("sig", "0".into()), ("state", "clean".into())],
-        "call",
-        1,
+    Ok(Deliveries {
         base,
-        &rounds,
-    );
-    let hex = |x: Option<u64>| {
-        x.map(|x| format!("0x{x:x}"))
-            .unwrap_or_else(|| "n/a".into())
-    };
-    sink.add(
-        "signal",
-        "signal/deliver/clean".into(),
-        &[
-            ("sig", "SIGUSR1".into()),
-            ("state", "clean".into()),
-            ("xinuse", hex(xin_clean)),
-        ],
-        "signal",
-        1,
+        b,
         clean,
-        &rounds,
-    );
-    if avx_missing.is_none() {
+        dirty: avx_missing.is_none().then_some(dirty),
+        xin_clean,
+        xin_dirty,
+        rounds,
+    })
+}
+
+impl Deliveries {
+    /// The samples to the sink, and the finding: the extra cost of dirty AVX-512 state.
+    fn add_to(self, sink: &mut Sink) {
+        let (b, rounds) = (self.b, &self.rounds);
         sink.add(
             "signal",
-            "signal/deliver/avx512-dirty".into(),
+            "signal/tgkill-sig0".into(),
+            &[("sig", "0".into()), ("state", "clean".into())],
+            "call",
+            1,
+            self.base,
+            rounds,
+        );
+        let hex = |x: Option<u64>| {
+            x.map(|x| format!("0x{x:x}"))
+                .unwrap_or_else(|| "n/a".into())
+        };
+        sink.add(
+            "signal",
+            "signal/deliver/clean".into(),
             &[
                 ("sig", "SIGUSR1".into()),
-                ("state", "avx512-dirty".into()),
-                ("xinuse", hex(xin_dirty)),
+                ("state", "clean".into()),
+                ("xinuse", hex(self.xin_clean)),
             ],
             "signal",
             1,
-            dirty,
-            &rounds,
+            self.clean,
+            rounds,
         );
-        if let (Some(c), Some(d)) = (
-            sink.median("signal/deliver/clean"),
-            sink.median("signal/deliver/avx512-dirty"),
-        ) {
-            sink.finding("signal", "avx512-extra", Some(d - c), "cycles", format!(
-                "signal delivery+return: {c:.0} cycles clean, {d:.0} with dirty AVX-512 ({:+.0}; tgkill itself {b:.0})",
-                d - c));
+        if let Some(dirty) = self.dirty {
+            sink.add(
+                "signal",
+                "signal/deliver/avx512-dirty".into(),
+                &[
+                    ("sig", "SIGUSR1".into()),
+                    ("state", "avx512-dirty".into()),
+                    ("xinuse", hex(self.xin_dirty)),
+                ],
+                "signal",
+                1,
+                dirty,
+                rounds,
+            );
+            if let (Some(c), Some(d)) = (
+                sink.median("signal/deliver/clean"),
+                sink.median("signal/deliver/avx512-dirty"),
+            ) {
+                sink.finding("signal", "avx512-extra", Some(d - c), "cycles", format!(
+                    "signal delivery+return: {c:.0} cycles clean, {d:.0} with dirty AVX-512 ({:+.0}; tgkill itself {b:.0})",
+                    d - c));
+            }
         }
     }
-    Ok(())
 }

@@ -8,8 +8,8 @@ use super::harness::Summary;
 use super::{Options, Sink};
 use serde::Serialize;
 
-use abperf_measure::counter::raw;
-pub use abperf_measure::counter::{calibrate, mono_raw_ns, start, stop};
+use abperf_measure::tsc::raw;
+pub use abperf_measure::tsc::{calibrate, mono_raw_ns, start, stop};
 
 /// Counter ticks per core clock cycle: a chain of 10,000 dependent register-register adds (one
 /// cycle each on any modern core) timed with the counter; the median of 21 tries. The addend is

@@ -15,9 +15,9 @@
 //! sample builds a fresh chain (new order and lines). Chases stay within a quarter of the L2
 //! cache (CPUID), so that data and page tables stay in L2 and the difference `4k - dense` at the
 //! same N is the TLB's. The reach is where that difference steps up: a two-step logistic fit in
-//! log N finds the L1 DTLB step (misses that hit the second-level TLB) and the STLB step (page
-//! walks); the midpoint of a step (half of the accesses miss) is the reach. The chase visits its
-//! pages in the same order every lap, so an LRU TLB of C entries hits all of them up to C pages
+//! log N ([`staircase`](super::staircase)) finds the L1 DTLB step (misses that hit the
+//! second-level TLB) and the STLB step (page walks); the midpoint of a step (half of the
+//! accesses miss) is the reach. The chase visits its pages in the same order every lap, so an LRU TLB of C entries hits all of them up to C pages
 //! and none beyond; with W ways and balanced sets the midpoint lies up to C/(2W) above C (96
 //! entries in 6 ways: ~103), and entries taken by other translations (code, stack, the SMT
 //! sibling's) move the onset below C. The CPUID-reported TLB sizes are shown beside it.
@@ -26,8 +26,9 @@
 //! pages get 2 MiB TLB entries, which lowers `4k - dense` there by at most an STLB hit.
 
 use super::caches::{P2M, P4K, Topology};
-use super::harness::median;
+use super::harness::{Rounds, median};
 use super::mem::{HUGE, Mapping, PAGE, anon_huge_kib, madvise, thp_mode};
+use super::staircase::fit_staircase;
 use super::timer::{start, stop};
 use super::{Options, Sink};
 use anyhow::Result;
@@ -170,182 +171,6 @@ unsafe fn chase(p: *const usize, steps: usize) -> *const usize {
     }
 }
 
-/// One step of a staircase fitted in log N.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Step {
-    /// N at the step's midpoint (half of its height reached): the reach.
-    pub at: f64,
-    /// Rise of the curve across the step.
-    pub height: f64,
-    /// Width of the logistic in ln N (0.02: a cliff within 2%; 0.3: spread over an octave).
-    pub width: f64,
-}
-
-impl Step {
-    /// N at which the step has risen by a tenth of its height: where misses begin.
-    pub fn onset(&self) -> f64 {
-        self.at * (-self.width * 9f64.ln()).exp()
-    }
-}
-
-/// `y = base + sum of height * logistic((ln N - ln at) / width)` fitted to the points.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Staircase {
-    pub base: f64,
-    pub steps: Vec<Step>,
-    /// Residual standard deviation of the fit.
-    pub sigma: f64,
-}
-
-/// Fit up to `max_steps` (1 or 2) rising steps to `(N, y)` points (N ascending, at least 6), by
-/// least squares over a grid of midpoints (1/16 octave) and widths; the number of steps is the
-/// one with the lowest BIC among fits whose every step rises by more than `min_height` and by
-/// more than 4 noise standard deviations (estimated from successive differences). A midpoint must lie between the first and last N
-/// (10% inside), with steps at least 1.5x apart.
-pub fn fit_staircase(points: &[(f64, f64)], max_steps: usize, min_height: f64) -> Staircase {
-    let n = points.len();
-    let y: Vec<f64> = points.iter().map(|p| p.1).collect();
-    let mean = y.iter().sum::<f64>() / n.max(1) as f64;
-    let sse0: f64 = y.iter().map(|v| (v - mean).powi(2)).sum();
-    let flat = |sse: f64| Staircase {
-        base: mean,
-        steps: vec![],
-        sigma: (sse / n.saturating_sub(1).max(1) as f64).sqrt(),
-    };
-    if n < 6 || max_steps == 0 {
-        return flat(sse0);
-    }
-    let lx: Vec<f64> = points.iter().map(|p| p.0.ln()).collect();
-    let (lo, hi) = (lx[0] + 0.1, lx[n - 1] - 0.1);
-    struct Basis {
-        c: f64,
-        w: f64,
-        s: Vec<f64>,
-        ss: f64,
-        s1: f64,
-        sy: f64,
-    }
-    let mut bases = Vec::new();
-    let mut c = lo;
-    while c <= hi {
-        for w in [0.02, 0.05, 0.1, 0.2, 0.35] {
-            let s: Vec<f64> = lx
-                .iter()
-                .map(|x| 1.0 / (1.0 + (-(x - c) / w).exp()))
-                .collect();
-            let ss = s.iter().map(|v| v * v).sum();
-            let s1 = s.iter().sum();
-            let sy = s.iter().zip(&y).map(|(a, b)| a * b).sum();
-            bases.push(Basis {
-                c,
-                w,
-                s,
-                ss,
-                s1,
-                sy,
-            });
-        }
-        c += std::f64::consts::LN_2 / 16.0;
-    }
-    let (sy, nn) = (y.iter().sum::<f64>(), n as f64);
-    let yy: f64 = y.iter().map(|v| v * v).sum();
-    let bic = |sse: f64, k: usize| nn * (sse / nn).max(1e-12).ln() + (1 + 3 * k) as f64 * nn.ln();
-    // Noise from successive differences (robust to the steps themselves and to a misfit of
-    // the step's shape): a step must rise by more than 4 of these.
-    let mut d: Vec<f64> = y.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
-    d.sort_by(f64::total_cmp);
-    let noise = 1.4826 * d[d.len() / 2] / std::f64::consts::SQRT_2;
-    let ok = |h: &[f64]| h.iter().all(|&h| h > min_height && h > 4.0 * noise);
-    let mut best = (bic(sse0, 0), flat(sse0));
-    // One step: y = a + h s.
-    for b in &bases {
-        let det = nn * b.ss - b.s1 * b.s1;
-        if det.abs() < 1e-12 {
-            continue;
-        }
-        let h = (nn * b.sy - b.s1 * sy) / det;
-        let a = (sy - h * b.s1) / nn;
-        let sse = (yy - 2.0 * (a * sy + h * b.sy) + a * a * nn + 2.0 * a * h * b.s1 + h * h * b.ss)
-            .max(0.0);
-        if ok(&[h]) && bic(sse, 1) < best.0 {
-            best = (
-                bic(sse, 1),
-                Staircase {
-                    base: a,
-                    steps: vec![Step {
-                        at: b.c.exp(),
-                        height: h,
-                        width: b.w,
-                    }],
-                    sigma: (sse / (nn - 4.0).max(1.0)).sqrt(),
-                },
-            );
-        }
-    }
-    if max_steps >= 2 {
-        for (i, b1) in bases.iter().enumerate() {
-            for b2 in &bases[i + 1..] {
-                if b2.c < b1.c + 1.5f64.ln() {
-                    continue;
-                }
-                let s12: f64 = b1.s.iter().zip(&b2.s).map(|(a, b)| a * b).sum();
-                // Normal equations for (a, h1, h2).
-                let m = [[nn, b1.s1, b2.s1], [b1.s1, b1.ss, s12], [b2.s1, s12, b2.ss]];
-                let r = [sy, b1.sy, b2.sy];
-                let Some([a, h1, h2]) = solve3(m, r) else {
-                    continue;
-                };
-                // Least squares: SSE = y.y - beta . (X'y).
-                let sse = (yy - (a * r[0] + h1 * r[1] + h2 * r[2])).max(0.0);
-                if ok(&[h1, h2]) && bic(sse, 2) < best.0 {
-                    best = (
-                        bic(sse, 2),
-                        Staircase {
-                            base: a,
-                            steps: vec![
-                                Step {
-                                    at: b1.c.exp(),
-                                    height: h1,
-                                    width: b1.w,
-                                },
-                                Step {
-                                    at: b2.c.exp(),
-                                    height: h2,
-                                    width: b2.w,
-                                },
-                            ],
-                            sigma: (sse / (nn - 7.0).max(1.0)).sqrt(),
-                        },
-                    );
-                }
-            }
-        }
-    }
-    best.1
-}
-
-/// Solve a 3x3 linear system (Cramer's rule); None when singular.
-fn solve3(m: [[f64; 3]; 3], r: [f64; 3]) -> Option<[f64; 3]> {
-    let det = |m: &[[f64; 3]; 3]| {
-        m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
-            - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
-            + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0])
-    };
-    let d = det(&m);
-    if d.abs() < 1e-9 * (1.0 + m[0][0].abs() * m[1][1].abs() * m[2][2].abs()) {
-        return None;
-    }
-    let mut out = [0.0; 3];
-    for (col, o) in out.iter_mut().enumerate() {
-        let mut mc = m;
-        for row in 0..3 {
-            mc[row][col] = r[row];
-        }
-        *o = det(&mc) / d;
-    }
-    Some(out)
-}
-
 /// A region for one kind of chase.
 struct Region {
     kind: &'static str,
@@ -377,45 +202,72 @@ fn level_text(entries: Option<u32>, what: &str) -> String {
     }
 }
 
-/// `tlb-miss`: see the module documentation.
-pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
-    let topo = Topology::detect();
-    let (l1_4k, l2_4k) = (topo.dtlb(1, P4K), topo.dtlb(2, P4K));
-    let (l1_2m, l2_2m) = (topo.dtlb(1, P2M), topo.dtlb(2, P2M));
-    let l1d = topo.data_cache(1).map(|c| c.bytes as usize);
-    let l2 = topo.data_cache(2).map(|c| c.bytes as usize);
-    // Chases up to a quarter of the L2 (data; the page tables add an eighth of that), or 2.5x
-    // the reported STLB, but never beyond half of the L2.
-    let l2_lines = l2.unwrap_or(1 << 20) / LINE;
-    let n_max = (l2_lines / 4)
-        .max(l2_4k.unwrap_or(0) as usize * 5 / 2)
-        .min(l2_lines / 2)
-        .clamp(1024, 1 << 16);
-    let per_octave = if opts.quick { 4 } else { 8 };
-    let ns = grid(8, n_max, per_octave);
-    let n_top = *ns.last().expect("grid");
-    let h_max = 256;
-    let hs = grid(4, h_max, per_octave);
-    let rounds = opts.samples(7, 21).max(3);
-    let min_steps = if opts.quick { 30_000 } else { 100_000 };
-    let oh = sink.timer.overhead;
-    sink.notes.push(format!("tlb-miss: {}", topo.describe()));
-    for n in &topo.notes {
-        sink.notes.push(format!("tlb-miss: {n}"));
-    }
-    sink.notes.push(format!(
-        "tlb-miss: 4 KiB chases of 8..{n_top} pages: data {} KiB + page tables {} KiB at most, {} \
-         of the L2 ({}); dense chase of as many lines",
-        n_top * LINE / 1024,
-        n_top * 8 / 1024,
-        match l2 {
-            Some(b) => format!("{:.0}%", 100.0 * (n_top * (LINE + 8)) as f64 / b as f64),
-            None => "L2 size unknown, 1 MiB assumed".into(),
-        },
-        l2.map(|b| format!("{} KiB", b / 1024))
-            .unwrap_or_else(|| "?".into())
-    ));
+/// The sizes of the chases: the N grid of the page-strided chases (up to `n_top`), the grid of
+/// huge page counts of the sparse chase (up to `h_max`), and how long each is measured.
+struct Sizes {
+    ns: Vec<usize>,
+    n_top: usize,
+    hs: Vec<usize>,
+    h_max: usize,
+    rounds: usize,
+    min_steps: usize,
+    /// The L2 data cache, bytes (CPUID), if reported.
+    l2: Option<usize>,
+}
 
+impl Sizes {
+    fn new(topo: &Topology, opts: &Options) -> Sizes {
+        let l2_4k = topo.dtlb(2, P4K);
+        let l2 = topo.data_cache(2).map(|c| c.bytes as usize);
+        // Chases up to a quarter of the L2 (data; the page tables add an eighth of that), or 2.5x
+        // the reported STLB, but never beyond half of the L2.
+        let l2_lines = l2.unwrap_or(1 << 20) / LINE;
+        let n_max = (l2_lines / 4)
+            .max(l2_4k.unwrap_or(0) as usize * 5 / 2)
+            .min(l2_lines / 2)
+            .clamp(1024, 1 << 16);
+        let per_octave = if opts.quick { 4 } else { 8 };
+        let ns = grid(8, n_max, per_octave);
+        let n_top = *ns.last().expect("grid");
+        let h_max = 256;
+        let hs = grid(4, h_max, per_octave);
+        Sizes {
+            ns,
+            n_top,
+            hs,
+            h_max,
+            rounds: opts.samples(7, 21).max(3),
+            min_steps: if opts.quick { 30_000 } else { 100_000 },
+            l2,
+        }
+    }
+
+    /// Notes: the topology CPUID reports, and the chases' footprint against the L2.
+    fn note(&self, sink: &mut Sink, topo: &Topology) {
+        let (n_top, l2) = (self.n_top, self.l2);
+        sink.notes.push(format!("tlb-miss: {}", topo.describe()));
+        for n in &topo.notes {
+            sink.notes.push(format!("tlb-miss: {n}"));
+        }
+        sink.notes.push(format!(
+            "tlb-miss: 4 KiB chases of 8..{n_top} pages: data {} KiB + page tables {} KiB at most, {} \
+             of the L2 ({}); dense chase of as many lines",
+            n_top * LINE / 1024,
+            n_top * 8 / 1024,
+            match l2 {
+                Some(b) => format!("{:.0}%", 100.0 * (n_top * (LINE + 8)) as f64 / b as f64),
+                None => "L2 size unknown, 1 MiB assumed".into(),
+            },
+            l2.map(|b| format!("{} KiB", b / 1024))
+                .unwrap_or_else(|| "?".into())
+        ));
+    }
+}
+
+/// The regions the chases run in: dense, 4k, and, when THP backs them, 2m and 2m-sparse (skipped
+/// with the reason otherwise).
+fn regions(sink: &mut Sink, sizes: &Sizes) -> Result<Vec<Region>> {
+    let (ns, n_top, h_max) = (&sizes.ns, sizes.n_top, sizes.h_max);
     let thp = thp_mode();
     let thp_ok = matches!(thp.as_deref(), Some("always") | Some("madvise"));
     let mut regions = Vec::new();
@@ -481,13 +333,17 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
         sink.skip("tlb-miss", Some("2m".into()), why.clone());
         sink.skip("tlb-miss", Some("2m-sparse".into()), why);
     }
+    Ok(regions)
+}
 
-    // Configurations: (region index, N); the dense chase at every N of both grids.
+/// Configurations: (region index, N); the dense chase at every N of both grids.
+fn configs(regions: &[Region], sizes: &Sizes) -> Vec<(usize, usize)> {
+    let (ns, hs) = (&sizes.ns, &sizes.hs);
     let mut configs: Vec<(usize, usize)> = Vec::new();
     for (ri, r) in regions.iter().enumerate() {
         let sizes: Vec<usize> = match r.kind {
             "dense" => {
-                let mut v: Vec<usize> = ns.iter().chain(&hs).copied().collect();
+                let mut v: Vec<usize> = ns.iter().chain(hs).copied().collect();
                 v.sort();
                 v.dedup();
                 v
@@ -497,11 +353,27 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
         };
         configs.extend(sizes.into_iter().map(|n| (ri, n)));
     }
+    configs
+}
+
+/// Time per access (ticks, the timer's overhead subtracted) of every configuration, sampled
+/// round by round over the span; with the rounds the samples were spread over.
+type Samples = (BTreeMap<(usize, usize), Vec<f64>>, Rounds);
+
+fn measure(
+    sink: &mut Sink,
+    opts: &Options,
+    sizes: &Sizes,
+    regions: &mut [Region],
+    mut configs: Vec<(usize, usize)>,
+) -> Result<Samples> {
+    let (n_top, min_steps) = (sizes.n_top, sizes.min_steps);
+    let oh = sink.timer.overhead;
     let mut got: BTreeMap<(usize, usize), Vec<f64>> = BTreeMap::new();
     let mut rng = ChaCha8Rng::seed_from_u64(0x7b1c);
     // Every configuration in each round (one sample, unless --samples asks for more samples
     // than there are rounds), the rounds spread over the span.
-    let mut spread = opts.rounds(rounds);
+    let mut spread = opts.rounds(sizes.rounds);
     for round in 0..spread.count() {
         sink.round(&mut spread, round)?;
         configs.shuffle(&mut rng);
@@ -532,54 +404,100 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
             }
         }
     }
-    let mut med: BTreeMap<(&'static str, usize), f64> = BTreeMap::new();
-    for ((ri, n), s) in got {
-        let r = &regions[ri];
-        med.insert((r.kind, n), median(&s));
-        let (page, unit) = match r.kind {
-            "dense" => ("dense", "lines"),
-            "4k" => ("4K", "pages"),
-            "2m" => ("2M", "pages"),
-            _ => ("2M", "huge_pages"),
-        };
-        let mut params = vec![
-            ("chain", r.kind.to_string()),
-            ("page", page.to_string()),
-            ("stride_bytes", r.stride.to_string()),
-            ("footprint_lines", n.to_string()),
-        ];
-        // The dense and page-strided chases share the `nodes` key (one row per N in tables);
-        // the sparse chase counts huge pages.
-        params.push((
-            if unit == "huge_pages" {
-                "huge_pages"
-            } else {
-                "nodes"
-            },
-            n.to_string(),
-        ));
-        sink.add(
-            "tlb-miss",
-            format!("tlb-miss/{}/n={n}", r.kind),
-            &params,
-            "access",
-            1,
-            s,
-            &spread,
-        );
+    Ok((got, spread))
+}
+
+/// The median time per access of every chase, by (kind, N), and how to show a difference.
+struct Medians {
+    med: BTreeMap<(&'static str, usize), f64>,
+    ticks_per_cycle: f64,
+}
+
+impl Medians {
+    /// Add every configuration's samples to the sink; their medians.
+    fn add(sink: &mut Sink, regions: &[Region], (got, spread): Samples) -> Medians {
+        let mut med: BTreeMap<(&'static str, usize), f64> = BTreeMap::new();
+        for ((ri, n), s) in got {
+            let r = &regions[ri];
+            med.insert((r.kind, n), median(&s));
+            let (page, unit) = match r.kind {
+                "dense" => ("dense", "lines"),
+                "4k" => ("4K", "pages"),
+                "2m" => ("2M", "pages"),
+                _ => ("2M", "huge_pages"),
+            };
+            let mut params = vec![
+                ("chain", r.kind.to_string()),
+                ("page", page.to_string()),
+                ("stride_bytes", r.stride.to_string()),
+                ("footprint_lines", n.to_string()),
+            ];
+            // The dense and page-strided chases share the `nodes` key (one row per N in tables);
+            // the sparse chase counts huge pages.
+            params.push((
+                if unit == "huge_pages" {
+                    "huge_pages"
+                } else {
+                    "nodes"
+                },
+                n.to_string(),
+            ));
+            sink.add(
+                "tlb-miss",
+                format!("tlb-miss/{}/n={n}", r.kind),
+                &params,
+                "access",
+                1,
+                s,
+                &spread,
+            );
+        }
+        Medians {
+            med,
+            ticks_per_cycle: sink.timer.hz / 1e9 / sink.timer.core_ghz,
+        }
     }
 
-    let miss_of = |kind: &str, sizes: &[usize]| -> Vec<(f64, f64)> {
+    /// (N, the `kind` chase's median minus the dense chase's at the same N) over `sizes`.
+    fn miss_of(&self, kind: &str, sizes: &[usize]) -> Vec<(f64, f64)> {
+        let med = &self.med;
         sizes
             .iter()
             .filter_map(|&n| Some((n as f64, med.get(&(kind, n))? - med.get(&("dense", n))?)))
             .collect()
-    };
-    let ticks_per_cycle = sink.timer.hz / 1e9 / sink.timer.core_ghz;
-    let cyc = |t: f64| format!("{t:.1} cycles (~{:.0} core cycles)", t / ticks_per_cycle);
+    }
 
-    // The dense chase on its own: its first step is the L1 data cache (a check of the method).
-    let dense_pts: Vec<(f64, f64)> = ns
+    /// Ticks as text, with core cycles.
+    fn cyc(&self, t: f64) -> String {
+        format!(
+            "{t:.1} cycles (~{:.0} core cycles)",
+            t / self.ticks_per_cycle
+        )
+    }
+}
+
+/// `tlb-miss`: see the module documentation.
+pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
+    let topo = Topology::detect();
+    let sizes = Sizes::new(&topo, opts);
+    sizes.note(sink, &topo);
+    let mut regions = regions(sink, &sizes)?;
+    let configs = configs(&regions, &sizes);
+    let samples = measure(sink, opts, &sizes, &mut regions, configs)?;
+    let m = Medians::add(sink, &regions, samples);
+    dense_finding(sink, &topo, &sizes, &m);
+    let m4_first = findings_4k(sink, &topo, &sizes, &m);
+    finding_2m(sink, &sizes, &m, m4_first);
+    finding_2m_sparse(sink, &topo, &sizes, &m, m4_first);
+    Ok(())
+}
+
+/// The dense chase on its own: its first step is the L1 data cache (a check of the method).
+fn dense_finding(sink: &mut Sink, topo: &Topology, sizes: &Sizes, m: &Medians) {
+    let (med, n_top) = (&m.med, sizes.n_top);
+    let l1d = topo.data_cache(1).map(|c| c.bytes as usize);
+    let dense_pts: Vec<(f64, f64)> = sizes
+        .ns
         .iter()
         .filter_map(|&n| Some((n as f64, *med.get(&("dense", n))?)))
         .collect();
@@ -590,13 +508,19 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
     match fd.steps.first() {
         Some(s) => sink.finding("tlb-miss", "dense-l1d-lines", Some(s.at.round()), "lines", format!(
             "dense chase (no TLB misses): L1 data cache reach ~{:.0} lines = {:.0} KiB ({l1d_text}); \
-             +{} per access beyond it", s.at, s.at * LINE as f64 / 1024.0, cyc(s.height))),
+             +{} per access beyond it", s.at, s.at * LINE as f64 / 1024.0, m.cyc(s.height))),
         None => sink.finding("tlb-miss", "dense-l1d-lines", None, "lines", format!(
             "dense chase: no step up to {n_top} lines ({l1d_text})")),
     }
+}
 
-    // 4 KiB pages.
-    let m4 = miss_of("4k", &ns);
+/// 4 KiB pages: the miss cost at the largest N and the reaches of the L1 DTLB and the
+/// second-level TLB. Returns the first step's N (the reach of the TLB for 4 KiB pages).
+fn findings_4k(sink: &mut Sink, topo: &Topology, sizes: &Sizes, m: &Medians) -> Option<f64> {
+    let (l1_4k, l2_4k) = (topo.dtlb(1, P4K), topo.dtlb(2, P4K));
+    let n_top = sizes.n_top;
+    let cyc = |t: f64| m.cyc(t);
+    let m4 = m.miss_of("4k", &sizes.ns);
     let f4 = fit_staircase(&m4, 2, 1.0);
     let m4_first = f4.steps.first().map(|s| s.at);
     if let Some(&(_, top)) = m4.last() {
@@ -683,13 +607,18 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
             ),
         }
     }
+    m4_first
+}
 
-    // The same layout on huge pages: what THP saves at the same footprint.
-    let m2 = miss_of("2m", &ns);
+/// The same layout on huge pages: what THP saves at the same footprint.
+fn finding_2m(sink: &mut Sink, sizes: &Sizes, m: &Medians, m4_first: Option<f64>) {
+    let n_top = sizes.n_top;
+    let m4 = m.miss_of("4k", &sizes.ns);
+    let m2 = m.miss_of("2m", &sizes.ns);
     if let (Some(&(_, top2)), Some(&(_, top4))) = (m2.last(), m4.last()) {
         sink.finding("tlb-miss", "2m-miss-cycles", Some(top2), "cycles", format!(
             "2m pages, {n_top} 4 KiB strides: {} per access above the dense chain (4 KiB pages: {:.1})",
-            cyc(top2), top4));
+            m.cyc(top2), top4));
         let f = fit_staircase(&m2, 2, 1.0);
         if let Some(s) = f.steps.first()
             && (s.at / m4_first.unwrap_or(f64::INFINITY) - 1.0).abs() < 0.25
@@ -703,9 +632,19 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
             ));
         }
     }
+}
 
-    // One node per huge page: the reach of 2 MiB entries.
-    let ms = miss_of("2m-sparse", &hs);
+/// One node per huge page: the reach of 2 MiB entries.
+fn finding_2m_sparse(
+    sink: &mut Sink,
+    topo: &Topology,
+    sizes: &Sizes,
+    m: &Medians,
+    m4_first: Option<f64>,
+) {
+    let (l1_2m, l2_2m) = (topo.dtlb(1, P2M), topo.dtlb(2, P2M));
+    let h_max = sizes.h_max;
+    let ms = m.miss_of("2m-sparse", &sizes.hs);
     if !ms.is_empty() {
         let f = fit_staircase(&ms, 2, 1.0);
         let l1t = level_text(l1_2m, "L1 DTLB for 2 MiB pages");
@@ -731,7 +670,7 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
                      pages ({} MiB)",
                         s.at,
                         s.onset(),
-                        cyc(s.height),
+                        m.cyc(s.height),
                         h_max * 2
                     ),
                 );
@@ -745,16 +684,11 @@ pub fn bench(sink: &mut Sink, opts: &Options) -> Result<()> {
             ),
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn curve(ns: &[usize], f: impl Fn(f64) -> f64) -> Vec<(f64, f64)> {
-        ns.iter().map(|&n| (n as f64, f(n as f64))).collect()
-    }
 
     #[test]
     fn grid_is_geometric_and_distinct() {
@@ -790,125 +724,5 @@ mod tests {
         assert_eq!(pages.len(), n);
         assert_eq!(chain.run(n), head);
         assert_eq!(chain.run(0), head);
-    }
-
-    #[test]
-    fn staircase_finds_two_cliffs() {
-        let ns = grid(8, 8192, 4);
-        // L1 step of 5 at 96 (a cliff), a walk step of 37 spread around 2048.
-        let truth = |n: f64| {
-            5.0 / (1.0 + (-(n.ln() - 96f64.ln()) / 0.03).exp())
-                + 37.0 / (1.0 + (-(n.ln() - 2048f64.ln()) / 0.2).exp())
-        };
-        let mut rng = ChaCha8Rng::seed_from_u64(5);
-        for _ in 0..10 {
-            let pts: Vec<(f64, f64)> = curve(&ns, truth)
-                .into_iter()
-                .map(|(n, y)| (n, y + rng.random_range(-0.6..0.6)))
-                .collect();
-            let f = fit_staircase(&pts, 2, 1.0);
-            assert_eq!(f.steps.len(), 2, "{f:?}");
-            let (a, b) = (f.steps[0], f.steps[1]);
-            assert!((a.at / 96.0 - 1.0).abs() < 0.12, "{f:?}");
-            assert!((b.at / 2048.0 - 1.0).abs() < 0.12, "{f:?}");
-            assert!(
-                (a.height - 5.0).abs() < 1.0 && (b.height - 37.0).abs() < 2.0,
-                "{f:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn staircase_does_not_invent_steps() {
-        let ns = grid(8, 8192, 4);
-        let mut rng = ChaCha8Rng::seed_from_u64(6);
-        let flat: Vec<(f64, f64)> = curve(&ns, |_| 3.5)
-            .into_iter()
-            .map(|(n, y)| (n, y + rng.random_range(-0.3..0.3)))
-            .collect();
-        assert!(fit_staircase(&flat, 2, 1.0).steps.is_empty());
-        // A slow linear drift in log N is not a step either (below min_height across the range).
-        let drift = curve(&ns, |n| 0.05 * n.ln());
-        assert!(fit_staircase(&drift, 2, 1.0).steps.is_empty());
-        // One step only.
-        let one = curve(&ns, |n| if n > 100.0 { 6.0 } else { 0.0 });
-        let f = fit_staircase(&one, 2, 1.0);
-        assert_eq!(f.steps.len(), 1, "{f:?}");
-        assert!(f.steps[0].at > 91.0 && f.steps[0].at < 108.0, "{f:?}");
-        assert!(
-            fit_staircase(&one[..4], 2, 1.0).steps.is_empty(),
-            "too few points"
-        );
-    }
-
-    #[test]
-    fn staircase_of_this_vm() {
-        // tlb-miss --quick on the development VM (2026-12): 4k minus dense, ticks per access.
-        let pts = [
-            (8.0, -0.0),
-            (10.0, 0.0),
-            (11.0, 0.0),
-            (13.0, 0.0),
-            (16.0, -0.0),
-            (19.0, -0.0),
-            (23.0, 0.0),
-            (27.0, 0.0),
-            (32.0, 0.0),
-            (38.0, 0.0),
-            (45.0, 0.0),
-            (54.0, 0.0),
-            (64.0, 0.0),
-            (76.0, 0.0),
-            (91.0, 0.0),
-            (108.0, 3.9),
-            (128.0, 5.1),
-            (152.0, 5.1),
-            (181.0, 5.1),
-            (215.0, 5.1),
-            (256.0, 5.1),
-            (304.0, 5.1),
-            (362.0, 5.1),
-            (431.0, 5.1),
-            (512.0, 5.1),
-            (609.0, 5.1),
-            (724.0, 5.1),
-            (861.0, 5.2),
-            (1024.0, 5.1),
-            (1218.0, 5.2),
-            (1448.0, 9.4),
-            (1722.0, 17.5),
-            (2048.0, 21.5),
-            (2435.0, 38.0),
-            (2896.0, 38.9),
-            (3444.0, 39.9),
-            (4096.0, 42.9),
-            (4871.0, 41.6),
-            (5793.0, 41.8),
-            (6889.0, 42.5),
-            (8192.0, 44.2),
-        ];
-        let f = fit_staircase(&pts, 2, 1.0);
-        assert_eq!(f.steps.len(), 2, "{f:?}");
-        assert!((92.0..=110.0).contains(&f.steps[0].at), "{f:?}");
-        assert!((1700.0..=2300.0).contains(&f.steps[1].at), "{f:?}");
-    }
-
-    #[test]
-    fn solve3_solves_and_refuses_singular() {
-        let x = solve3(
-            [[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]],
-            [3.0, 5.0, 5.0],
-        )
-        .unwrap();
-        assert!(
-            (x[0] - 1.0).abs() < 1e-9 && (x[1] - 1.0).abs() < 1e-9 && (x[2] - 1.0).abs() < 1e-9
-        );
-        assert_eq!(
-            solve3(
-                [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 1.0, 1.0]],
-                [1.0, 2.0, 3.0]
-            ),
-            None
-        );
     }
 }

@@ -28,7 +28,7 @@ pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
 
 #[cfg(target_arch = "x86_64")]
 mod imp {
-    use super::super::harness::{collect, median};
+    use super::super::harness::{Rounds, collect, median};
     use super::*;
     use core::arch::asm;
     use rand::{Rng, SeedableRng};
@@ -277,27 +277,72 @@ mod imp {
     );
 
     type OpFn = unsafe fn(*mut u8, u64, usize, usize, usize) -> (u64, u64);
+    type Loop = unsafe fn(usize) -> (u64, u64);
 
-    pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
-        if !(cpu.xsave && cpu.osxsave) {
-            sink.skip(
-                "xstate",
-                None,
-                "CPU or OS does not enable XSAVE (CPUID.1:ECX.XSAVE/OSXSAVE)",
-            );
-            return Ok(());
+    /// Hot: K ops on one area.
+    const K: usize = 32;
+    /// Cold: one op on each of AREAS freshly clflushed areas (the counter's 26-cycle step then
+    /// costs ~3 cycles per op instead of 26).
+    const AREAS: usize = 8;
+    /// VZEROUPPER / VZEROALL: loops of 8 x ITERS minus the empty loop, in the same rounds.
+    const ITERS: usize = 64;
+    const VZERO: [(&str, Loop); 3] = [
+        ("empty", loop_empty),
+        ("vzeroupper", loop_vzeroupper),
+        ("vzeroall", loop_vzeroall),
+    ];
+
+    /// What is measured: the requested-feature mask and the save area's size, the register
+    /// state templates, the instructions, and every (instruction, state, clflushed)
+    /// configuration (indices into `ops` and `states`).
+    struct Plan {
+        mask: u64,
+        size: usize,
+        states: Vec<(&'static str, AlignedArea)>,
+        ops: Vec<(&'static str, OpFn)>,
+        configs: Vec<(usize, usize, bool)>,
+    }
+
+    impl Plan {
+        /// The plan for this CPU; what it lacks is skipped in `sink` with the reason.
+        fn new(sink: &mut Sink, cpu: &CpuInfo) -> Plan {
+            let mask = cpu.xcr0;
+            let size = (cpu.xsave_size.max(cpu.xsavec_size) as usize)
+                .max(576)
+                .div_ceil(64)
+                * 64;
+            let states = templates(sink, cpu, mask, size);
+            let mut ops: Vec<(&str, OpFn)> = vec![("xsave", op_xsave), ("xrstor", op_xrstor)];
+            if cpu.xsaveopt {
+                ops.insert(1, ("xsaveopt", op_xsaveopt));
+            } else {
+                sink.skip("xstate", Some("xsaveopt".into()), "CPU has no XSAVEOPT");
+            }
+            if cpu.xsavec {
+                ops.insert(ops.len() - 1, ("xsavec", op_xsavec));
+            } else {
+                sink.skip("xstate", Some("xsavec".into()), "CPU has no XSAVEC");
+            }
+            let configs: Vec<(usize, usize, bool)> = (0..ops.len())
+                .flat_map(|o| (0..states.len()).flat_map(move |st| [(o, st, false), (o, st, true)]))
+                .collect();
+            Plan {
+                mask,
+                size,
+                states,
+                ops,
+                configs,
+            }
         }
-        let mask = cpu.xcr0;
-        let size = (cpu.xsave_size.max(cpu.xsavec_size) as usize)
-            .max(576)
-            .div_ceil(64)
-            * 64;
-        let lines = size / 64;
-        let samples = opts.samples(301, 1001);
-        let oh = sink.timer.overhead;
-        const K: usize = 32;
+    }
 
-        // State templates.
+    /// State templates: clean, and SSE-, AVX- and AVX-512-dirty where the CPU and OS have them.
+    fn templates(
+        sink: &mut Sink,
+        cpu: &CpuInfo,
+        mask: u64,
+        size: usize,
+    ) -> Vec<(&'static str, AlignedArea)> {
         let mut clean = AlignedArea::new(size);
         let mut states: Vec<(&str, AlignedArea)> = Vec::new();
         let mut c2 = AlignedArea::new(size);
@@ -324,38 +369,24 @@ mod imp {
             sink,
         );
         add("avx512", prep_avx512, cpu.avx512_missing(), sink);
+        states
+    }
 
-        let mut ops: Vec<(&str, OpFn)> = vec![("xsave", op_xsave), ("xrstor", op_xrstor)];
-        if cpu.xsaveopt {
-            ops.insert(1, ("xsaveopt", op_xsaveopt));
-        } else {
-            sink.skip("xstate", Some("xsaveopt".into()), "CPU has no XSAVEOPT");
-        }
-        if cpu.xsavec {
-            ops.insert(ops.len() - 1, ("xsavec", op_xsavec));
-        } else {
-            sink.skip("xstate", Some("xsavec".into()), "CPU has no XSAVEC");
-        }
-        // Hot: K ops on one area. Cold: one op on each of AREAS freshly clflushed areas (the
-        // counter's 26-cycle step then costs ~3 cycles per op instead of 26).
-        const AREAS: usize = 8;
-        let configs: Vec<(usize, usize, bool)> = (0..ops.len())
-            .flat_map(|o| (0..states.len()).flat_map(move |st| [(o, st, false), (o, st, true)]))
-            .collect();
-        // Samples are taken in rounds over all configurations, spread over the span (see
-        // harness::Rounds), so that each median spans the whole benchmark and the host's
-        // phases hit every configuration alike.
+    /// The samples of every configuration, and of the VZERO loops when `avx`, with the rounds
+    /// they were spread over.
+    type Samples = (Vec<Vec<f64>>, [Vec<f64>; 3], Rounds);
+
+    /// Samples are taken in rounds over all configurations, spread over the span (see
+    /// harness::Rounds), so that each median spans the whole benchmark and the host's phases hit
+    /// every configuration alike.
+    fn measure(sink: &mut Sink, opts: &Options, plan: &Plan, avx: bool) -> Result<Samples> {
+        let (mask, size, lines) = (plan.mask, plan.size, plan.size / 64);
+        let (ops, states, configs) = (&plan.ops, &plan.states, &plan.configs);
+        let samples = opts.samples(301, 1001);
+        let oh = sink.timer.overhead;
         let mut rounds = opts.rounds(samples);
         let mut got: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
-        // VZEROUPPER / VZEROALL: loops of 8 minus the empty loop, in the same rounds.
-        const ITERS: usize = 64;
-        let avx = cpu.avx_usable();
-        type Loop = unsafe fn(usize) -> (u64, u64);
-        let vzero: [(&str, Loop); 3] = [
-            ("empty", loop_empty),
-            ("vzeroupper", loop_vzeroupper),
-            ("vzeroall", loop_vzeroall),
-        ];
+        let vzero = VZERO;
         let mut vz: [Vec<f64>; 3] = Default::default();
         // Save areas on fresh memory at a random place every round: the cost of a clflushed
         // area moved by 20% between runs that each kept one allocation.
@@ -401,7 +432,32 @@ mod imp {
                 }
             }
         }
-        for (ci, &(o, st, cold)) in configs.iter().enumerate() {
+        Ok((got, vz, rounds))
+    }
+
+    pub fn bench(sink: &mut Sink, opts: &Options, cpu: &CpuInfo) -> Result<()> {
+        if !(cpu.xsave && cpu.osxsave) {
+            sink.skip(
+                "xstate",
+                None,
+                "CPU or OS does not enable XSAVE (CPUID.1:ECX.XSAVE/OSXSAVE)",
+            );
+            return Ok(());
+        }
+        let plan = Plan::new(sink, cpu);
+        let avx = cpu.avx_usable();
+        let samples = measure(sink, opts, &plan, avx)?;
+        add_samples(sink, &plan, avx, samples);
+        reset_upper_state(cpu);
+        findings(sink);
+        Ok(())
+    }
+
+    /// Every configuration's samples (and the VZERO loops', net of the empty loop) to the sink.
+    fn add_samples(sink: &mut Sink, plan: &Plan, avx: bool, (mut got, vz, rounds): Samples) {
+        let (mask, size) = (plan.mask, plan.size);
+        let (ops, states) = (&plan.ops, &plan.states);
+        for (ci, &(o, st, cold)) in plan.configs.iter().enumerate() {
             let (op, state, tmpl) = (ops[o].0, states[st].0, &states[st].1);
             let cache = if cold { "clflushed" } else { "hot" };
             sink.add(
@@ -425,7 +481,7 @@ mod imp {
         }
         if avx {
             let base = median(&vz[0]);
-            for (i, &(name, _)) in vzero.iter().enumerate().skip(1) {
+            for (i, &(name, _)) in VZERO.iter().enumerate().skip(1) {
                 let s = vz[i]
                     .iter()
                     .map(|c| (c - base) / (8 * ITERS) as f64)
@@ -446,8 +502,10 @@ mod imp {
         } else {
             sink.skip("xstate", Some("vzeroupper".into()), "CPU or OS lacks AVX");
         }
-        reset_upper_state(cpu);
-        // Findings: the price of dirty AVX-512 state and of a cold save area.
+    }
+
+    /// Findings: the price of dirty AVX-512 state and of a cold save area.
+    fn findings(sink: &mut Sink) {
         let m = |s: &Sink, n: &str| s.median(n);
         if let (Some(c), Some(d)) = (
             m(sink, "xstate/xsave/clean/hot"),
@@ -476,7 +534,6 @@ mod imp {
                 format!("XRSTOR of AVX state from a clflushed area: {c:.0} cycles vs {h:.0} hot"),
             );
         }
-        Ok(())
     }
 }
 

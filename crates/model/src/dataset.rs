@@ -3,6 +3,7 @@
 //! files of numbers (ministat mode). One rule for which runs count ([`Run::counts`]), one way to
 //! get a metric's values, and one data hash.
 
+use super::boot::Boot;
 use super::experiment::Experiment;
 use super::metric::{MetricInfo, display_rank};
 use super::run::Run;
@@ -30,7 +31,7 @@ pub struct Dataset {
     /// Runs planned (the stored schedule); equals the runs stored when nothing is planned.
     pub planned: usize,
     /// The boots of a kernel-variant experiment (empty otherwise): see [`super::boot`].
-    pub boots: Vec<super::boot::Boot>,
+    pub boots: Vec<Boot>,
 }
 
 impl Dataset {

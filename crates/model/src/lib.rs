@@ -12,7 +12,7 @@
 //!   and the data hash (`docs/data-hash.md`)
 //! - [`ceiling`] holds the ceiling advisor's prediction (`abperf model ceiling`)
 //! - [`boot`] holds [`BootConfig`] (what a kernel variant boots), [`BootPlan`] and [`Boot`] (the
-//!   boots of a two-level experiment) and the boot-level view of a [`Dataset`]
+//!   boots of a two-level experiment); [`boot_level`] the boot-level view of a [`Dataset`]
 //! - [`owner`] holds [`Owner`] (pid, start time, boot id, host: is the experiment's process still
 //!   alive?) and [`KnobClaim`] (who holds a knob and what it held before)
 //! - [`micro`], [`trace`] and [`tune`] hold the stored results of `abperf micro`, `abperf trace` and the
@@ -23,6 +23,7 @@
 //! This crate depends on no other abperf crate (its Cargo.toml names none).
 
 pub mod boot;
+pub mod boot_level;
 pub mod ceiling;
 pub mod dataset;
 pub mod describe;

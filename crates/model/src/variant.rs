@@ -1,5 +1,6 @@
 //! A variant: one of the things an experiment compares.
 
+use super::boot::BootConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -51,7 +52,7 @@ pub struct Variant {
     pub summary: BTreeMap<String, SummaryValue>,
     /// The kernel (and command line) it boots, for a kernel variant (`run --kernel/--append`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub boot: Option<super::boot::BootConfig>,
+    pub boot: Option<BootConfig>,
     /// The built-in workload it runs, for a workload variant (`run @NAME`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workload: Option<WorkloadRef>,

@@ -9,7 +9,7 @@
 //! - `boot_run`: run -> boot, written in the run's own transaction.
 
 use super::Store;
-use super::experiments::{insert_experiment, insert_run_row, insert_slot, insert_variant};
+use super::insert::{insert_experiment, insert_run_row, insert_slot, insert_variant};
 use abperf_model::{Boot, BootConfig, BootPlan, NewExperiment, Run, Slot, Status, Variant};
 use anyhow::Context;
 use rusqlite::{Connection, OptionalExtension, params};

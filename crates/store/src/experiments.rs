@@ -1,6 +1,7 @@
 //! Experiments, variants, the schedule, runs and metrics: model values to rows and back.
 
 use super::Store;
+use super::insert::{insert_experiment, insert_run_row, insert_slot, insert_variant, to_json};
 use abperf_model::error::usage;
 use abperf_model::{
     Dataset, Experiment, ExperimentSummary, Kind, Metric, NewExperiment, Run, Slot, Source, Status,
@@ -8,115 +9,11 @@ use abperf_model::{
 };
 use anyhow::Context;
 use rusqlite::{OptionalExtension, params};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::BTreeMap;
-
-fn to_json<T: Serialize>(v: &T) -> String {
-    serde_json::to_string(v).expect("serialising plain data cannot fail")
-}
 
 fn from_json<T: for<'de> Deserialize<'de>>(s: &str, what: &str) -> anyhow::Result<T> {
     serde_json::from_str(s).with_context(|| format!("stored {what} is not valid JSON"))
-}
-
-/// Insert an experiment row (created now, with `status`) in the caller's transaction.
-pub(super) fn insert_experiment(
-    tx: &rusqlite::Transaction,
-    exp: &NewExperiment,
-    status: Status,
-) -> anyhow::Result<i64> {
-    // An explicit id above every id ever handed out (migration 11): ids are never reused.
-    let id: i64 = tx.query_row(super::owner::NEXT_EXPERIMENT_ID, [], |r| r.get(0))?;
-    tx.execute(
-        "INSERT INTO experiment (id, name, kind, created, command_line, design, seed, environment, status)
-         VALUES (?8, ?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ','now'), ?3, ?4, ?5, ?6, ?7)",
-        params![
-            exp.name,
-            exp.kind.as_str(),
-            to_json(&exp.command_line),
-            to_json(&exp.design),
-            exp.seed.map(|s| s.to_string()),
-            to_json(&exp.environment),
-            status.as_str(),
-            id,
-        ],
-    )?;
-    Ok(id)
-}
-
-/// Insert a variant at `position` of experiment `exp_id` in the caller's transaction, with its
-/// per-variant summaries.
-pub(super) fn insert_variant(
-    tx: &rusqlite::Transaction,
-    exp_id: i64,
-    position: i64,
-    v: &Variant,
-) -> anyhow::Result<i64> {
-    tx.prepare_cached(
-        "INSERT INTO variant (experiment_id, position, name, command, parameters, knobs, workload)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )?
-    .execute(params![
-        exp_id,
-        position,
-        v.name,
-        v.command,
-        to_json(&v.parameters),
-        to_json(&v.knobs),
-        v.workload.as_ref().map(to_json)
-    ])
-    .with_context(|| format!("variant '{}'", v.name))?;
-    let vid = tx.last_insert_rowid();
-    insert_summaries(tx, vid, v)?;
-    Ok(vid)
-}
-
-/// Store (or replace) the per-variant summaries of `v` under variant row `vid`.
-pub(super) fn insert_summaries(
-    tx: &rusqlite::Transaction,
-    vid: i64,
-    v: &Variant,
-) -> anyhow::Result<()> {
-    for (name, s) in &v.summary {
-        if !s.value.is_finite() {
-            anyhow::bail!("variant '{}': {name} is not a finite number", v.name);
-        }
-        tx.prepare_cached(
-            "INSERT OR REPLACE INTO import_variant_summary (variant_id, name, value, unit)
-             VALUES (?1, ?2, ?3, ?4)",
-        )?
-        .execute(params![vid, name, s.value, s.unit])?;
-    }
-    Ok(())
-}
-
-/// Insert a schedule slot in the caller's transaction.
-pub(super) fn insert_slot(
-    tx: &rusqlite::Transaction,
-    exp_id: i64,
-    vid: i64,
-    s: &Slot,
-) -> anyhow::Result<()> {
-    tx.prepare_cached("INSERT INTO slot (experiment_id, seq, variant_id, block, warmup) VALUES (?1, ?2, ?3, ?4, ?5)")?
-        .execute(params![exp_id, s.seq, vid, s.block, s.warmup])?;
-    Ok(())
-}
-
-/// Insert one run of experiment `exp_id` (its variant by position, `run.variant`), with its
-/// metrics and provenance, in the caller's transaction; returns the run's row id.
-pub(super) fn insert_run_row(
-    tx: &rusqlite::Connection,
-    exp_id: i64,
-    run: &Run,
-) -> anyhow::Result<i64> {
-    let run_id = super::compact::insert(tx, exp_id, run)?;
-    if let Some(s) = &run.source {
-        tx.prepare_cached(
-            "INSERT INTO import_run (run_id, format, file, line, summary, repeats) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?
-        .execute(params![run_id, s.format, s.file, s.line, s.summary, s.repeats])?;
-    }
-    Ok(run_id)
 }
 
 /// Insert one run of experiment `exp_id`, its variant found by position; returns its row id.
@@ -370,16 +267,16 @@ impl Store {
 
     /// Every stored run of an experiment in schedule order, with its metrics and provenance.
     pub fn runs(&self, id: i64) -> anyhow::Result<Vec<Run>> {
-        use super::compact;
+        use super::run_rows;
         let mut stmt = self.conn().prepare(&format!(
             "SELECT {}, i.format, i.file, i.line, i.summary, i.repeats, s.block
              FROM run r
              LEFT JOIN import_run i ON i.run_id = r.id
              LEFT JOIN slot s ON s.experiment_id = r.experiment_id AND s.seq = r.seq
              WHERE r.experiment_id = ?1 ORDER BY r.seq",
-            compact::SELECT_RUN
+            run_rows::SELECT_RUN
         ))?;
-        const I: usize = 20; // the first column after compact::SELECT_RUN
+        const I: usize = 20; // the first column after run_rows::SELECT_RUN
         let rows = stmt.query_map([id], |r| {
             let format: Option<String> = r.get(I)?;
             let source = match format {
@@ -392,7 +289,7 @@ impl Store {
                 }),
                 None => None,
             };
-            let (rid, mut run) = compact::read_run(r)?;
+            let (rid, mut run) = run_rows::read_run(r)?;
             run.block = r.get::<_, Option<i32>>(I + 5)?.unwrap_or(0);
             run.source = source;
             Ok((rid, run))
@@ -408,17 +305,17 @@ impl Store {
         let mut mstmt = self.conn().prepare(&format!(
             "SELECT {} FROM metric m JOIN metric_name n ON n.id = m.name_id
              JOIN run r ON r.id = m.run_id WHERE r.experiment_id = ?1 ORDER BY m.run_id, m.pos",
-            compact::SELECT_EXTRA
+            run_rows::SELECT_EXTRA
         ))?;
         let mut extra: BTreeMap<usize, Vec<(usize, Metric)>> = BTreeMap::new();
-        for m in mstmt.query_map([id], compact::read_extra)? {
+        for m in mstmt.query_map([id], run_rows::read_extra)? {
             let (rid, pos, metric) = m?;
             if let Some(&i) = index.get(&rid) {
                 extra.entry(i).or_default().push((pos, metric));
             }
         }
         for (i, ms) in extra {
-            compact::merge(&mut runs[i], ms)?;
+            run_rows::merge(&mut runs[i], ms)?;
         }
         Ok(runs)
     }

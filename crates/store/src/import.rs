@@ -8,7 +8,7 @@
 //!   (hyperfine's user/system time), never copied onto runs.
 
 use super::Store;
-use super::experiments::{
+use super::insert::{
     insert_experiment, insert_run_row, insert_slot, insert_summaries, insert_variant,
 };
 use abperf_model::{NewExperiment, Run, Slot, Status, Variant};

@@ -6,18 +6,20 @@
 //! last second of runs (an fsync after every sub-millisecond run would dominate its cost).
 
 pub mod boots;
-mod compact;
 mod environment;
+mod experiment_ids;
 mod experiments;
 mod import;
+mod insert;
 mod micro;
 mod owner;
+mod run_rows;
 mod schema;
 pub mod trace;
 mod tune;
 
-pub use compact::FIXED;
 pub use import::*;
+pub use run_rows::FIXED;
 pub use schema::{MIGRATIONS, current_version};
 
 use anyhow::Context;

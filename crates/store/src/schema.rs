@@ -88,10 +88,10 @@ pub const MIGRATIONS: &[&str] = &[
     // 10: the process that runs each experiment (pid, start time, boot id, host).
     super::owner::OWNER_SCHEMA,
     // 11: experiment ids are never reused.
-    super::owner::ID_SCHEMA,
+    super::experiment_ids::ID_SCHEMA,
     // 12: runs stored compactly: fixed columns for wall and rusage, other metrics' names interned
     // (the data converted in Rust: see `post_step`).
-    super::compact::SCHEMA,
+    super::run_rows::SCHEMA,
 ];
 
 /// The schema version this build writes.
@@ -118,8 +118,8 @@ pub fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
 /// The data step of a migration that SQL alone cannot express, run after its SQL in its
 /// transaction.
 fn post_step(sql: &str, tx: &rusqlite::Transaction) -> anyhow::Result<()> {
-    if sql == super::compact::SCHEMA {
-        super::compact::convert(tx)?;
+    if sql == super::run_rows::SCHEMA {
+        super::run_rows::convert(tx)?;
     }
     Ok(())
 }

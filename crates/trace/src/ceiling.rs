@@ -444,7 +444,120 @@ pub fn advise(
 ) -> Result<CeilingAdvice, String> {
     let mut warnings = Vec::new();
     let s = samples(micro)?;
-    // where the micro curve bends: its kernel's ceiling
+    let (c0, c0_source) = measured_ceiling(micro, opts);
+    let (nl, nr) = (
+        s.flush.iter().filter(|f| f.0 <= c0).count(),
+        s.flush.iter().filter(|f| f.0 > c0).count(),
+    );
+    if nl < 3 || nr < 3 {
+        return Err(format!(
+            "the micro curve has {nl} sizes at or below its ceiling {c0} and {nr} above (3 each needed to fit the two lines)"
+        ));
+    }
+    let ws = working_set(&s, micro, opts);
+    let refill_source = refill_source(&s, micro, ws);
+    let params = fit(
+        &net_medians(&s.flush),
+        &net_medians(&s.refill),
+        miss_per_page(&s.miss),
+        c0,
+        ws,
+    );
+    // the workload
+    let seconds = capture_seconds(info)?;
+    let cnt = counts(t, c0)?;
+    if cnt.flushes == 0 {
+        return Err(format!(
+            "capture {} holds no range flushes (tlb_flush with reason local or remote shootdown)",
+            info.id.unwrap_or(0)
+        ));
+    }
+    if cnt.flushes < 100 {
+        warnings.push(format!(
+            "only {} flushes in the capture: the flush rates are uncertain",
+            cnt.flushes
+        ));
+    }
+    if info.has_losses() {
+        warnings.push(format!(
+            "the capture lost {} events: flush counts are too low",
+            info.lost_total()
+        ));
+    }
+    let rates0 = rates(&cnt, seconds);
+    let always0 = cnt.always_full / seconds;
+    let sizes: Vec<u64> = rates0.iter().map(|r| r.0).collect();
+    let cs = ceilings(&sizes);
+    let curve0: Vec<(u64, f64)> = cs
+        .iter()
+        .map(|c| (*c, params.cost(&rates0, always0, *c)))
+        .collect();
+    let (best, best_range) = best_of(&curve0);
+    let min0 = curve0.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
+    let mut reps = Replicates::draw(&s, &cnt, &cs, c0, ws, seconds, opts);
+    let band = if reps.best.is_empty() {
+        (best, best)
+    } else {
+        (
+            pct(&mut reps.best, 0.025).floor() as u64,
+            pct(&mut reps.best, 0.975).ceil() as u64,
+        )
+    };
+    let curve: Vec<CeilingPoint> = curve0
+        .iter()
+        .enumerate()
+        .map(|(i, (c, v))| CeilingPoint {
+            ceiling: *c,
+            cycles_per_s: estimate(*v, &mut reps.cost[i]),
+            above_best: estimate(v - min0, &mut reps.above[i]),
+        })
+        .collect();
+    let costs = FlushCosts {
+        per_page: estimate(params.per_page(), &mut reps.per_page),
+        full_extra: estimate(params.full_extra(), &mut reps.full_extra),
+        refill: estimate(params.refill, &mut reps.refill),
+        working_set: ws,
+        measured_ceiling: c0,
+        ceiling_source: c0_source,
+        refill_source,
+        partial_line: params.partial,
+        full_line: params.full,
+    };
+    warnings.extend(cost_warnings(&costs));
+    let checks = checks(info, t, micro);
+    let crossover = estimate(params.crossover(), &mut reps.crossover);
+    let mix = FlushMix {
+        rates: rates0,
+        always_full: always0,
+        flushes: cnt.flushes,
+        seconds,
+        remote: cnt.remote,
+        recovered: cnt.recovered,
+    };
+    Ok(CeilingAdvice {
+        capture_id: info.id.unwrap_or(0),
+        micro_id: micro.id,
+        model: model_text(micro, &costs, opts),
+        assumptions: assumptions(c0, ws, always0),
+        validation: validation(checks.is_empty()),
+        mix,
+        costs,
+        curve,
+        best,
+        best_range,
+        band,
+        crossover,
+        default_ceiling: DEFAULT_CEILING,
+        resamples: opts.resamples,
+        seed: opts.seed,
+        checks,
+        warnings,
+    })
+}
+
+/// Where the micro curve bends: its kernel's ceiling (--measured-ceiling, else the knee found
+/// in the madvise curve, else the ceiling tlb-refill ran with, else the default), and whence.
+fn measured_ceiling(micro: &Micro, opts: &Options) -> (u64, String) {
     let knee = micro
         .findings
         .iter()
@@ -457,7 +570,7 @@ pub fn advise(
         .find(|v| v.name.starts_with("tlb-refill/"))
         .and_then(|v| v.parameters.get("ceiling"))
         .and_then(|c| c.parse::<u64>().ok());
-    let (c0, c0_source) = match (opts.measured_ceiling, knee, refill_param) {
+    match (opts.measured_ceiling, knee, refill_param) {
         (Some(c), _, _) => (c, "--measured-ceiling".to_string()),
         (None, Some(k), _) => (
             k as u64,
@@ -471,17 +584,13 @@ pub fn advise(
             DEFAULT_CEILING,
             "the kernel default (no knee found; give --measured-ceiling)".into(),
         ),
-    };
-    let (nl, nr) = (
-        s.flush.iter().filter(|f| f.0 <= c0).count(),
-        s.flush.iter().filter(|f| f.0 > c0).count(),
-    );
-    if nl < 3 || nr < 3 {
-        return Err(format!(
-            "the micro curve has {nl} sizes at or below its ceiling {c0} and {nr} above (3 each needed to fit the two lines)"
-        ));
     }
-    let ws = opts.working_set.unwrap_or_else(|| {
+}
+
+/// The TLB working set refilled after a full flush: --working-set, else the largest tlb-refill
+/// size, else tlb-miss's 4k reach, else 512 pages.
+fn working_set(s: &Samples, micro: &Micro, opts: &Options) -> u64 {
+    opts.working_set.unwrap_or_else(|| {
         if let Some(last) = s.refill.last() {
             last.0
         } else {
@@ -493,8 +602,12 @@ pub fn advise(
                 .map(|v| v as u64)
                 .unwrap_or(512)
         }
-    });
-    let refill_source = if let Some(last) = s.refill.last() {
+    })
+}
+
+/// Where the refill cost comes from, in words.
+fn refill_source(s: &Samples, micro: &Micro, ws: u64) -> String {
+    if let Some(last) = s.refill.last() {
         format!(
             "micro {} tlb-refill: re-touching the working set after a full minus after a partial flush (measured at {} pages{})",
             micro.id,
@@ -515,31 +628,26 @@ pub fn advise(
             "micro {} tlb-miss: cost per miss (4K chase minus dense chase at {n} pages) times the working set",
             micro.id
         )
-    };
-    let medians = |flush: &[(u64, Vec<f64>, Vec<f64>)]| -> Vec<(u64, f64)> {
-        flush
-            .iter()
-            .map(|(n, t, e)| (*n, median_of(&mut t.clone()) - median_of(&mut e.clone())))
-            .collect()
-    };
-    let refills = |r: &[(u64, Vec<f64>, Vec<f64>)]| -> Vec<(u64, f64)> {
-        r.iter()
-            .map(|(k, f, p)| (*k, median_of(&mut f.clone()) - median_of(&mut p.clone())))
-            .collect()
-    };
-    let miss_pp = |m: &Option<(u64, Vec<f64>, Vec<f64>)>| {
-        m.as_ref()
-            .map(|(_, a, d)| median_of(&mut a.clone()) - median_of(&mut d.clone()))
-    };
-    let params = fit(
-        &medians(&s.flush),
-        &refills(&s.refill),
-        miss_pp(&s.miss),
-        c0,
-        ws,
-    );
-    // the workload
-    let seconds = match info.wall_ns {
+    }
+}
+
+/// Per size (or working set): the median of the first samples minus the median of the second
+/// (touched minus empty flushes; full minus partial refills).
+fn net_medians(v: &[(u64, Vec<f64>, Vec<f64>)]) -> Vec<(u64, f64)> {
+    v.iter()
+        .map(|(n, t, e)| (*n, median_of(&mut t.clone()) - median_of(&mut e.clone())))
+        .collect()
+}
+
+/// The cost per miss: the 4k chase's median minus the dense chase's.
+fn miss_per_page(m: &Option<(u64, Vec<f64>, Vec<f64>)>) -> Option<f64> {
+    m.as_ref()
+        .map(|(_, a, d)| median_of(&mut a.clone()) - median_of(&mut d.clone()))
+}
+
+/// The capture's duration in seconds: its wall time, else its span in TSC ticks.
+fn capture_seconds(info: &CaptureInfo) -> Result<f64, String> {
+    Ok(match info.wall_ns {
         Some(w) if w > 0 => w as f64 / 1e9,
         _ => info
             .units()
@@ -547,110 +655,101 @@ pub fn advise(
             .map(|ns| ns / 1e9)
             .filter(|s| *s > 0.0)
             .ok_or("the capture has no duration (wall time or a known TSC frequency)")?,
-    };
-    let cnt = counts(t, c0)?;
-    if cnt.flushes == 0 {
-        return Err(format!(
-            "capture {} holds no range flushes (tlb_flush with reason local or remote shootdown)",
-            info.id.unwrap_or(0)
-        ));
-    }
-    if cnt.flushes < 100 {
-        warnings.push(format!(
-            "only {} flushes in the capture: the flush rates are uncertain",
-            cnt.flushes
-        ));
-    }
-    if info.has_losses() {
-        warnings.push(format!(
-            "the capture lost {} events: flush counts are too low",
-            info.lost_total()
-        ));
-    }
-    let rates = |c: &Counts| -> Vec<(u64, f64)> {
-        c.by_size.iter().map(|(n, k)| (*n, k / seconds)).collect()
-    };
-    let rates0 = rates(&cnt);
-    let always0 = cnt.always_full / seconds;
-    let sizes: Vec<u64> = rates0.iter().map(|r| r.0).collect();
-    let cs = ceilings(&sizes);
-    let curve0: Vec<(u64, f64)> = cs
-        .iter()
-        .map(|c| (*c, params.cost(&rates0, always0, *c)))
-        .collect();
-    let (best, best_range) = best_of(&curve0);
-    let min0 = curve0.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
+    })
+}
 
-    // bootstrap
-    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
-    let mut reps_cost: Vec<Vec<f64>> = vec![Vec::new(); cs.len()];
-    let mut reps_above: Vec<Vec<f64>> = vec![Vec::new(); cs.len()];
-    let (mut r_best, mut r_pp, mut r_fe, mut r_refill, mut r_cross) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..opts.resamples {
-        let fl: Vec<(u64, Vec<f64>, Vec<f64>)> = s
-            .flush
-            .iter()
-            .map(|(n, t, e)| (*n, resample(t, &mut rng), resample(e, &mut rng)))
-            .collect();
-        let rf: Vec<(u64, Vec<f64>, Vec<f64>)> = s
-            .refill
-            .iter()
-            .map(|(k, f, p)| (*k, resample(f, &mut rng), resample(p, &mut rng)))
-            .collect();
-        let ms = s
-            .miss
-            .as_ref()
-            .map(|(n, a, d)| (*n, resample(a, &mut rng), resample(d, &mut rng)));
-        let p = fit(&medians(&fl), &refills(&rf), miss_pp(&ms), c0, ws);
-        let mut c = cnt.clone();
-        for v in c.by_size.values_mut() {
-            *v = poisson(*v, &mut rng);
+/// Flushes per second by size.
+fn rates(c: &Counts, seconds: f64) -> Vec<(u64, f64)> {
+    c.by_size.iter().map(|(n, k)| (*n, k / seconds)).collect()
+}
+
+/// The bootstrap replicates: per evaluated ceiling its cost and its cost above the best, and
+/// per replicate the best ceiling and the model's parameters.
+struct Replicates {
+    cost: Vec<Vec<f64>>,
+    above: Vec<Vec<f64>>,
+    best: Vec<f64>,
+    per_page: Vec<f64>,
+    full_extra: Vec<f64>,
+    refill: Vec<f64>,
+    crossover: Vec<f64>,
+}
+
+impl Replicates {
+    /// `opts.resamples` replicates (seeded): every micro configuration's samples resampled (the
+    /// lines refitted) and every flush count drawn from a Poisson distribution.
+    fn draw(
+        s: &Samples,
+        cnt: &Counts,
+        cs: &[u64],
+        c0: u64,
+        ws: u64,
+        seconds: f64,
+        opts: &Options,
+    ) -> Replicates {
+        let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
+        let mut reps_cost: Vec<Vec<f64>> = vec![Vec::new(); cs.len()];
+        let mut reps_above: Vec<Vec<f64>> = vec![Vec::new(); cs.len()];
+        let (mut r_best, mut r_pp, mut r_fe, mut r_refill, mut r_cross) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..opts.resamples {
+            let fl: Vec<(u64, Vec<f64>, Vec<f64>)> = s
+                .flush
+                .iter()
+                .map(|(n, t, e)| (*n, resample(t, &mut rng), resample(e, &mut rng)))
+                .collect();
+            let rf: Vec<(u64, Vec<f64>, Vec<f64>)> = s
+                .refill
+                .iter()
+                .map(|(k, f, p)| (*k, resample(f, &mut rng), resample(p, &mut rng)))
+                .collect();
+            let ms = s
+                .miss
+                .as_ref()
+                .map(|(n, a, d)| (*n, resample(a, &mut rng), resample(d, &mut rng)));
+            let p = fit(
+                &net_medians(&fl),
+                &net_medians(&rf),
+                miss_per_page(&ms),
+                c0,
+                ws,
+            );
+            let mut c = cnt.clone();
+            for v in c.by_size.values_mut() {
+                *v = poisson(*v, &mut rng);
+            }
+            c.always_full = poisson(c.always_full, &mut rng);
+            let r = rates(&c, seconds);
+            let a = c.always_full / seconds;
+            let curve: Vec<(u64, f64)> = cs.iter().map(|x| (*x, p.cost(&r, a, *x))).collect();
+            let (b, _) = best_of(&curve);
+            let min = curve.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+            for (i, (_, v)) in curve.iter().enumerate() {
+                reps_cost[i].push(*v);
+                reps_above[i].push(v - min);
+            }
+            r_best.push(b as f64);
+            r_pp.push(p.per_page());
+            r_fe.push(p.full_extra());
+            r_refill.push(p.refill);
+            r_cross.push(p.crossover());
         }
-        c.always_full = poisson(c.always_full, &mut rng);
-        let r = rates(&c);
-        let a = c.always_full / seconds;
-        let curve: Vec<(u64, f64)> = cs.iter().map(|x| (*x, p.cost(&r, a, *x))).collect();
-        let (b, _) = best_of(&curve);
-        let min = curve.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
-        for (i, (_, v)) in curve.iter().enumerate() {
-            reps_cost[i].push(*v);
-            reps_above[i].push(v - min);
+        Replicates {
+            cost: reps_cost,
+            above: reps_above,
+            best: r_best,
+            per_page: r_pp,
+            full_extra: r_fe,
+            refill: r_refill,
+            crossover: r_cross,
         }
-        r_best.push(b as f64);
-        r_pp.push(p.per_page());
-        r_fe.push(p.full_extra());
-        r_refill.push(p.refill);
-        r_cross.push(p.crossover());
     }
-    let band = if r_best.is_empty() {
-        (best, best)
-    } else {
-        (
-            pct(&mut r_best, 0.025).floor() as u64,
-            pct(&mut r_best, 0.975).ceil() as u64,
-        )
-    };
-    let curve: Vec<CeilingPoint> = curve0
-        .iter()
-        .enumerate()
-        .map(|(i, (c, v))| CeilingPoint {
-            ceiling: *c,
-            cycles_per_s: estimate(*v, &mut reps_cost[i]),
-            above_best: estimate(v - min0, &mut reps_above[i]),
-        })
-        .collect();
-    let costs = FlushCosts {
-        per_page: estimate(params.per_page(), &mut r_pp),
-        full_extra: estimate(params.full_extra(), &mut r_fe),
-        refill: estimate(params.refill, &mut r_refill),
-        working_set: ws,
-        measured_ceiling: c0,
-        ceiling_source: c0_source,
-        refill_source,
-        partial_line: params.partial,
-        full_line: params.full,
-    };
+}
+
+/// Warnings about cost inputs the model cannot use as they are.
+fn cost_warnings(costs: &FlushCosts) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let ws = costs.working_set;
     if costs.per_page.value <= 0.0 {
         warnings.push(
             "the micro curve climbs no faster below its ceiling than above: no per-page flush cost is measurable, so the model cannot favour partial flushes".into(),
@@ -662,7 +761,12 @@ pub fn advise(
             costs.refill.value, costs.refill.low, costs.refill.high
         ));
     }
-    // the capture's own calls against the micro's, at the recording's ceiling
+    warnings
+}
+
+/// The capture's own calls against the micro's, at the recording's ceiling: the traced median
+/// of madvise calls of every size the micro measured (5 calls or more) beside the micro's.
+fn checks(info: &CaptureInfo, t: &Tables, micro: &Micro) -> Vec<Check> {
     let mut checks = Vec::new();
     let u = info.units();
     if let Some(md) = t.pairs.iter().find(|p| p.name == "madvise") {
@@ -689,16 +793,13 @@ pub fn advise(
             });
         }
     }
-    let crossover = estimate(params.crossover(), &mut r_cross);
-    let mix = FlushMix {
-        rates: rates0,
-        always_full: always0,
-        flushes: cnt.flushes,
-        seconds,
-        remote: cnt.remote,
-        recovered: cnt.recovered,
-    };
-    let model = vec![
+    checks
+}
+
+/// The model, in words.
+fn model_text(micro: &Micro, costs: &FlushCosts, opts: &Options) -> Vec<String> {
+    let c0 = costs.measured_ceiling;
+    vec![
         format!(
             "A range flush of n pages costs partial(n) = aL + bL*n cycles when n is at most the ceiling (one INVLPG per page) and full(n) = aR + bR*n + refill above it (one full flush, then the TLB entries the workload still needed are refilled); both lines include zapping the n pages, which costs the same either way."
         ),
@@ -711,8 +812,12 @@ pub fn advise(
             "The band: {} bootstrap replicates (seed {}), each resampling every micro configuration's samples (medians and lines refitted) and drawing every flush count from a Poisson distribution; 95% of them put their best ceiling inside it.",
             opts.resamples, opts.seed
         ),
-    ];
-    let assumptions = vec![
+    ]
+}
+
+/// The model's assumptions, in words.
+fn assumptions(c0: u64, ws: u64, always0: f64) -> Vec<String> {
+    vec![
         "The micro's madvise(MADV_DONTNEED) calls stand for every flush of the same size in the workload: munmap, mprotect and the remote CPUs' receipts alike (IPI costs do not depend on the ceiling and are left out).".into(),
         format!(
             "Partial flushes above {c0} pages (never measured: that kernel flushed them in full) cost what the line below {c0} predicts; full flushes below it what the line above predicts."
@@ -725,35 +830,21 @@ pub fn advise(
             always0
         ),
         "The workload makes the same flushes whatever the ceiling (its speed and behaviour do not react to it).".into(),
-    ];
+    ]
+}
+
+/// How the advice was validated, and what was not.
+fn validation(no_checks: bool) -> Vec<String> {
     let mut validation = vec![
         "On synthetic inputs with a known optimum (unit tests in src/trace/ceiling.rs: a per-page cost, a full-flush cost and a refill set so that the crossover lies at a chosen size; the advisor finds that size, and its band holds it).".into(),
     ];
-    if checks.is_empty() {
+    if no_checks {
         validation.push("The capture has no madvise calls of sizes the micro measured (5 or more each): the cost inputs could not be checked against the workload's own calls.".into());
     } else {
         validation.push("The cost inputs against the workload's own calls at the recording's ceiling: the traced median duration of its madvise calls beside the micro's median for the same size (below; the traced calls also pay for the tracing and the syscall entry and exit).".into());
     }
     validation.push(format!("Not validated: {}", knob_state()));
-    Ok(CeilingAdvice {
-        capture_id: info.id.unwrap_or(0),
-        micro_id: micro.id,
-        mix,
-        costs,
-        curve,
-        best,
-        best_range,
-        band,
-        crossover,
-        default_ceiling: DEFAULT_CEILING,
-        resamples: opts.resamples,
-        seed: opts.seed,
-        model,
-        assumptions,
-        validation,
-        checks,
-        warnings,
-    })
+    validation
 }
 
 #[cfg(test)]

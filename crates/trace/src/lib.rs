@@ -117,37 +117,13 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded> {
     let ph = tfs.page_header()?;
     let header_page = tfs.read("events/header_page")?;
     let header_event = tfs.read("events/header_event")?;
-    let mut names = Vec::new();
-    let mut skipped = Vec::new();
-    if opts.events.is_empty() {
-        for e in DEFAULT_EVENTS {
-            match tfs.expand(e) {
-                Ok(v) => names.extend(v),
-                Err(_) => skipped.push(e.to_string()),
-            }
-        }
-    } else {
-        for spec in &opts.events {
-            names.extend(tfs.expand(spec)?);
-        }
-    }
-    let mut seen = std::collections::HashSet::new();
-    names.retain(|n| seen.insert(n.clone()));
-    if names.is_empty() {
-        bail!("none of the events to record exists on this kernel");
-    }
+    let (names, skipped) = events_to_record(&tfs, opts)?;
     let mut formats = Vec::new();
     for n in &names {
         let (f, text) = tfs.event_format(n)?;
         formats.push((f.system.clone(), text));
     }
-    for (ev, _) in &opts.filters {
-        if !names.contains(ev) {
-            return Err(abperf_model::error::usage(format!(
-                "--filter {ev}:...: event {ev} is not recorded (add it with -e)"
-            )));
-        }
-    }
+    check_filters(opts, &names)?;
     // resolve what to run and whom to follow before anything is created
     let cmd = if opts.command.is_empty() {
         None
@@ -177,43 +153,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded> {
         Some(c) => Some(workload::Gated::start(c)?),
         None => None,
     };
-    let scope = match (&opts.scope, &child) {
-        (ScopeRequest::Workload, Some(ch)) => {
-            inst.scope_tasks(&[ch.pid], false)?;
-            Scope {
-                kind: "workload".into(),
-                pids: vec![ch.pid],
-                cgroup: None,
-            }
-        }
-        (ScopeRequest::Workload, None) | (ScopeRequest::SystemWide, _) => Scope::system_wide(),
-        (ScopeRequest::Pids(p), _) => {
-            inst.scope_tasks(&workload::tasks_of_pids(p)?, false)?;
-            Scope {
-                kind: "pid".into(),
-                pids: p.clone(),
-                cgroup: None,
-            }
-        }
-        (ScopeRequest::Cgroup(_), _) => {
-            let dir = cgroup.as_ref().expect("resolved above");
-            inst.scope_tasks(&[], false)?;
-            let tids = workload::tasks_of_cgroup(dir)?;
-            if tids.is_empty() {
-                eprintln!(
-                    "abperf: note: cgroup {} has no tasks yet; tasks that join it are added every 100 ms",
-                    dir.display()
-                );
-            } else {
-                inst.scope_tasks(&tids, false)?;
-            }
-            Scope {
-                kind: "cgroup".into(),
-                pids: Vec::new(),
-                cgroup: Some(dir.display().to_string()),
-            }
-        }
-    };
+    let scope = scope_to(&inst, &opts.scope, child.as_ref(), cgroup.as_deref())?;
     let streaming = opts.save_text.is_none();
     let mut readers = if streaming {
         Some(record::Readers::start(&inst, page_size)?)
@@ -222,63 +162,21 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded> {
     };
     inst.tracing_on(true)?;
     let t0 = Instant::now();
-    let mut exit_code = None;
-    let mut signal = None;
-    let mut cpu_ns = None;
-    let run = (|| -> Result<Ending> {
-        if let Some(ch) = child.as_mut() {
-            ch.release(&cmd.as_ref().expect("a command").text)?;
-        }
-        let mut last_refresh = Instant::now();
-        let ending = loop {
-            if let Some(s) = workload::Stop::first() {
-                break Ending::Signal(s);
-            }
-            if let Some(ch) = child.as_mut()
-                && ch.poll()?.is_some()
-            {
-                break Ending::WorkloadExited;
-            }
-            if opts.duration.is_some_and(|d| t0.elapsed() >= d) {
-                break Ending::Duration;
-            }
-            if let Some(dir) = &cgroup
-                && last_refresh.elapsed() >= Duration::from_millis(100)
-            {
-                last_refresh = Instant::now();
-                let have: std::collections::HashSet<i32> =
-                    inst.scoped_tasks().into_iter().collect();
-                let new: Vec<i32> = workload::tasks_of_cgroup(dir)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|t| !have.contains(t))
-                    .collect();
-                if !new.is_empty() {
-                    inst.scope_tasks(&new, true)?;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        Ok(ending)
-    })();
+    let run = wait_for_end(
+        opts,
+        &inst,
+        child.as_mut(),
+        cmd.as_ref(),
+        cgroup.as_deref(),
+        t0,
+    );
     // stop recording first: what follows (stopping the workload) is not part of the capture
     let wall_ns = t0.elapsed().as_nanos() as u64;
     inst.tracing_on(false)?;
-    if let Some(ch) = child.as_mut() {
-        let ended = match &run {
-            Ok(Ending::Signal(s)) => ch.stop(*s, Duration::from_secs(2))?,
-            Ok(Ending::Duration) => ch.stop(libc::SIGTERM, Duration::from_secs(2))?,
-            Ok(Ending::WorkloadExited) => ch.poll()?.expect("exited"),
-            Err(_) => ch.stop(libc::SIGKILL, Duration::from_secs(2))?,
-        };
-        match (ended, &run) {
-            // stopped by us (--duration, a signal we forwarded): not the workload's failure
-            (workload::Ended::Signal(_), Ok(Ending::Duration | Ending::Signal(_))) => {}
-            (workload::Ended::Code(c), _) => exit_code = Some(c),
-            (workload::Ended::Signal(s), _) => signal = Some(s),
-        }
-        cpu_ns = ch.cpu_ns();
-    }
+    let (exit_code, signal, cpu_ns) = match child.as_mut() {
+        Some(ch) => stop_workload(ch, &run)?,
+        None => (None, None, None),
+    };
     let ending = match run {
         Ok(e) => e,
         Err(e) => {
@@ -292,50 +190,11 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded> {
         inst.remove()?;
         return Err(Aborted(workload::Stop::first().unwrap_or(libc::SIGINT)).into());
     }
-    if let Some(path) = &opts.save_text {
-        // `trace` does not consume: copy it, then drain the pages
-        let text =
-            std::fs::read(inst.path("trace")).context("reading the instance's trace file")?;
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-        readers = Some(record::Readers::start(&inst, page_size)?);
-    }
-    let pages = readers.take().expect("readers started").finish()?;
-    let mut lost_stats = Vec::new();
-    for (cpu, _) in &pages {
-        lost_stats.push((*cpu, inst.lost_stats(*cpu).unwrap_or(0)));
-    }
-    let clock = inst.clock.clone();
-    inst.remove()?;
+    let (pages, lost_stats, clock) = drain(inst, readers, opts, page_size)?;
     if workload::Stop::aborted() {
         return Err(Aborted(workload::Stop::first().unwrap_or(libc::SIGINT)).into());
     }
-    let (stop, stopped_by_signal) = match ending {
-        Ending::WorkloadExited => ("the workload exiting".to_string(), None),
-        Ending::Duration => (
-            format!(
-                "--duration {} s{}",
-                opts.duration.map(|d| d.as_secs_f64()).unwrap_or(0.0),
-                if cmd.is_some() {
-                    " (the workload was stopped: SIGTERM)"
-                } else {
-                    ""
-                }
-            ),
-            None,
-        ),
-        Ending::Signal(s) => (
-            format!(
-                "{}{}",
-                workload::signal_name(s),
-                if cmd.is_some() {
-                    " (forwarded to the workload)"
-                } else {
-                    ""
-                }
-            ),
-            Some(s),
-        ),
-    };
+    let (stop, stopped_by_signal) = stop_text(&ending, opts, cmd.is_some());
     let raw = record::RawCapture {
         meta: record::RawMeta {
             clock,
@@ -361,6 +220,220 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded> {
         cpu_ns,
         cleaned,
     })
+}
+
+/// The events to record, each once: the `-e` specs expanded, or [`DEFAULT_EVENTS`] (those this
+/// kernel lacks are returned second, as skipped).
+fn events_to_record(
+    tfs: &instance::Tracefs,
+    opts: &RecordOptions,
+) -> Result<(Vec<String>, Vec<String>)> {
+    use instance::Events;
+    let mut names = Vec::new();
+    let mut skipped = Vec::new();
+    if opts.events.is_empty() {
+        for e in DEFAULT_EVENTS {
+            match tfs.expand(e) {
+                Ok(v) => names.extend(v),
+                Err(_) => skipped.push(e.to_string()),
+            }
+        }
+    } else {
+        for spec in &opts.events {
+            names.extend(tfs.expand(spec)?);
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    names.retain(|n| seen.insert(n.clone()));
+    if names.is_empty() {
+        bail!("none of the events to record exists on this kernel");
+    }
+    Ok((names, skipped))
+}
+
+/// Every --filter names an event that is recorded.
+fn check_filters(opts: &RecordOptions, names: &[String]) -> Result<()> {
+    for (ev, _) in &opts.filters {
+        if !names.contains(ev) {
+            return Err(abperf_model::error::usage(format!(
+                "--filter {ev}:...: event {ev} is not recorded (add it with -e)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Scope the instance to whom `request` names (the workload `child`, pids, the tasks of
+/// `cgroup`, or everything); the scope as stored.
+fn scope_to(
+    inst: &instance::Instance,
+    request: &ScopeRequest,
+    child: Option<&workload::Gated>,
+    cgroup: Option<&std::path::Path>,
+) -> Result<Scope> {
+    Ok(match (request, child) {
+        (ScopeRequest::Workload, Some(ch)) => {
+            inst.scope_tasks(&[ch.pid], false)?;
+            Scope {
+                kind: "workload".into(),
+                pids: vec![ch.pid],
+                cgroup: None,
+            }
+        }
+        (ScopeRequest::Workload, None) | (ScopeRequest::SystemWide, _) => Scope::system_wide(),
+        (ScopeRequest::Pids(p), _) => {
+            inst.scope_tasks(&workload::tasks_of_pids(p)?, false)?;
+            Scope {
+                kind: "pid".into(),
+                pids: p.clone(),
+                cgroup: None,
+            }
+        }
+        (ScopeRequest::Cgroup(_), _) => {
+            let dir = cgroup.expect("resolved above");
+            inst.scope_tasks(&[], false)?;
+            let tids = workload::tasks_of_cgroup(dir)?;
+            if tids.is_empty() {
+                eprintln!(
+                    "abperf: note: cgroup {} has no tasks yet; tasks that join it are added every 100 ms",
+                    dir.display()
+                );
+            } else {
+                inst.scope_tasks(&tids, false)?;
+            }
+            Scope {
+                kind: "cgroup".into(),
+                pids: Vec::new(),
+                cgroup: Some(dir.display().to_string()),
+            }
+        }
+    })
+}
+
+/// Release the workload from its gate and wait for what ends the recording: a signal, the
+/// workload's exit, or --duration; the tasks that joined `cgroup` are added every 100 ms.
+fn wait_for_end(
+    opts: &RecordOptions,
+    inst: &instance::Instance,
+    mut child: Option<&mut workload::Gated>,
+    cmd: Option<&abperf_run::runner::Prepared>,
+    cgroup: Option<&std::path::Path>,
+    t0: Instant,
+) -> Result<Ending> {
+    if let Some(ch) = child.as_deref_mut() {
+        ch.release(&cmd.expect("a command").text)?;
+    }
+    let mut last_refresh = Instant::now();
+    let ending = loop {
+        if let Some(s) = workload::Stop::first() {
+            break Ending::Signal(s);
+        }
+        if let Some(ch) = child.as_deref_mut()
+            && ch.poll()?.is_some()
+        {
+            break Ending::WorkloadExited;
+        }
+        if opts.duration.is_some_and(|d| t0.elapsed() >= d) {
+            break Ending::Duration;
+        }
+        if let Some(dir) = cgroup
+            && last_refresh.elapsed() >= Duration::from_millis(100)
+        {
+            last_refresh = Instant::now();
+            let have: std::collections::HashSet<i32> = inst.scoped_tasks().into_iter().collect();
+            let new: Vec<i32> = workload::tasks_of_cgroup(dir)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|t| !have.contains(t))
+                .collect();
+            if !new.is_empty() {
+                inst.scope_tasks(&new, true)?;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Ok(ending)
+}
+
+/// Stop the workload as the recording's end asks (or reap it when it exited); its exit code,
+/// the signal that killed it (unless we sent it), and its CPU time.
+fn stop_workload(
+    ch: &mut workload::Gated,
+    run: &Result<Ending>,
+) -> Result<(Option<i32>, Option<i32>, Option<u64>)> {
+    let (mut exit_code, mut signal) = (None, None);
+    let ended = match run {
+        Ok(Ending::Signal(s)) => ch.stop(*s, Duration::from_secs(2))?,
+        Ok(Ending::Duration) => ch.stop(libc::SIGTERM, Duration::from_secs(2))?,
+        Ok(Ending::WorkloadExited) => ch.poll()?.expect("exited"),
+        Err(_) => ch.stop(libc::SIGKILL, Duration::from_secs(2))?,
+    };
+    match (ended, run) {
+        // stopped by us (--duration, a signal we forwarded): not the workload's failure
+        (workload::Ended::Signal(_), Ok(Ending::Duration | Ending::Signal(_))) => {}
+        (workload::Ended::Code(c), _) => exit_code = Some(c),
+        (workload::Ended::Signal(s), _) => signal = Some(s),
+    }
+    Ok((exit_code, signal, ch.cpu_ns()))
+}
+
+/// Pages per CPU, the lost-event counts per CPU, and the instance's trace clock.
+type Drained = (Vec<(u32, Vec<u8>)>, Vec<(u32, u64)>, String);
+
+/// Read what was recorded and remove the instance: with --save-text the ftrace text is copied
+/// first and the pages drained after; the lost-event counts per CPU and the clock go with them.
+fn drain(
+    inst: instance::Instance,
+    mut readers: Option<record::Readers>,
+    opts: &RecordOptions,
+    page_size: usize,
+) -> Result<Drained> {
+    if let Some(path) = &opts.save_text {
+        // `trace` does not consume: copy it, then drain the pages
+        let text =
+            std::fs::read(inst.path("trace")).context("reading the instance's trace file")?;
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        readers = Some(record::Readers::start(&inst, page_size)?);
+    }
+    let pages = readers.take().expect("readers started").finish()?;
+    let mut lost_stats = Vec::new();
+    for (cpu, _) in &pages {
+        lost_stats.push((*cpu, inst.lost_stats(*cpu).unwrap_or(0)));
+    }
+    let clock = inst.clock.clone();
+    inst.remove()?;
+    Ok((pages, lost_stats, clock))
+}
+
+/// What ended the recording, in words, and the signal that did (if one did).
+fn stop_text(ending: &Ending, opts: &RecordOptions, has_command: bool) -> (String, Option<i32>) {
+    match *ending {
+        Ending::WorkloadExited => ("the workload exiting".to_string(), None),
+        Ending::Duration => (
+            format!(
+                "--duration {} s{}",
+                opts.duration.map(|d| d.as_secs_f64()).unwrap_or(0.0),
+                if has_command {
+                    " (the workload was stopped: SIGTERM)"
+                } else {
+                    ""
+                }
+            ),
+            None,
+        ),
+        Ending::Signal(s) => (
+            format!(
+                "{}{}",
+                workload::signal_name(s),
+                if has_command {
+                    " (forwarded to the workload)"
+                } else {
+                    ""
+                }
+            ),
+            Some(s),
+        ),
+    }
 }
 
 /// A second signal aborted the recording; nothing is stored. Exit 128 + the first signal.

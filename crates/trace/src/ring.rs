@@ -46,6 +46,17 @@ pub struct PageStats {
     pub missed: Missed,
 }
 
+/// A page's header as [`Ring::parse_page`] starts from.
+struct PageStart<'a> {
+    /// The page's timestamp: the first record's delta adds to it.
+    ts: u64,
+    /// The data area (after the header).
+    data: &'a [u8],
+    /// Bytes of records in `data`.
+    commit: usize,
+    missed: Missed,
+}
+
 /// Decoder configured from header_page / header_event and the sub-buffer size.
 #[derive(Debug, Clone, Copy)]
 pub struct Ring {
@@ -72,53 +83,13 @@ impl Ring {
         page_no: u64,
         mut f: F,
     ) -> Result<PageStats, RingError> {
-        if buf.len() != self.page_size {
-            return Err(RingError::Short {
-                page: page_no,
-                len: buf.len(),
-                expected: self.page_size,
-            });
-        }
-        let ph = &self.page;
-        let mut ts = u64::from_le_bytes(buf[ph.ts_offset..ph.ts_offset + 8].try_into().unwrap());
-        let commit_raw = if ph.commit_size == 8 {
-            u64::from_le_bytes(
-                buf[ph.commit_offset..ph.commit_offset + 8]
-                    .try_into()
-                    .unwrap(),
-            )
-        } else {
-            u32::from_le_bytes(
-                buf[ph.commit_offset..ph.commit_offset + 4]
-                    .try_into()
-                    .unwrap(),
-            ) as u64
-        };
-        let data = &buf[ph.data_offset..];
-        let commit = commit_raw & COMMIT_MASK;
-        if commit as usize > data.len() {
-            return Err(RingError::Commit {
-                page: page_no,
-                commit,
-                max: data.len(),
-            });
-        }
-        let commit = commit as usize;
-        let mut stats = PageStats::default();
-        if commit_raw & MISSED_EVENTS != 0 {
-            stats.missed = Missed::Unknown;
-            if commit_raw & MISSED_STORED != 0 {
-                let n = ph.commit_size;
-                if let Some(b) = data.get(commit..commit + n) {
-                    let v = if n == 8 {
-                        u64::from_le_bytes(b.try_into().unwrap())
-                    } else {
-                        u32::from_le_bytes(b.try_into().unwrap()) as u64
-                    };
-                    stats.missed = Missed::Count(v);
-                }
-            }
-        }
+        let PageStart {
+            mut ts,
+            data,
+            commit,
+            missed,
+        } = self.page_start(buf, page_no)?;
+        let mut stats = PageStats { events: 0, missed };
         let tl_mask = (1u32 << self.hdr.type_len_bits) - 1;
         let td_shift = self.hdr.type_len_bits;
         let (pad, ext, abs, maxd) = (
@@ -195,6 +166,65 @@ impl Ring {
             }
         }
         Ok(stats)
+    }
+
+    /// Read a page's header: its length checked, the timestamp the first record's delta adds
+    /// to, the committed data (checked against the data area) and the loss flagged before it.
+    #[inline(always)]
+    fn page_start<'a>(&self, buf: &'a [u8], page_no: u64) -> Result<PageStart<'a>, RingError> {
+        if buf.len() != self.page_size {
+            return Err(RingError::Short {
+                page: page_no,
+                len: buf.len(),
+                expected: self.page_size,
+            });
+        }
+        let ph = &self.page;
+        let ts = u64::from_le_bytes(buf[ph.ts_offset..ph.ts_offset + 8].try_into().unwrap());
+        let commit_raw = if ph.commit_size == 8 {
+            u64::from_le_bytes(
+                buf[ph.commit_offset..ph.commit_offset + 8]
+                    .try_into()
+                    .unwrap(),
+            )
+        } else {
+            u32::from_le_bytes(
+                buf[ph.commit_offset..ph.commit_offset + 4]
+                    .try_into()
+                    .unwrap(),
+            ) as u64
+        };
+        let data = &buf[ph.data_offset..];
+        let commit = commit_raw & COMMIT_MASK;
+        if commit as usize > data.len() {
+            return Err(RingError::Commit {
+                page: page_no,
+                commit,
+                max: data.len(),
+            });
+        }
+        let commit = commit as usize;
+        let mut missed = Missed::None;
+        if commit_raw & MISSED_EVENTS != 0 {
+            missed = Missed::Unknown;
+            if commit_raw & MISSED_STORED != 0 {
+                let n = ph.commit_size;
+                if let Some(b) = data.get(commit..commit + n) {
+                    let v = if n == 8 {
+                        u64::from_le_bytes(b.try_into().unwrap())
+                    } else {
+                        u32::from_le_bytes(b.try_into().unwrap()) as u64
+                    };
+                    missed = Missed::Count(v);
+                }
+            }
+        }
+        Ok(PageStart {
+            ts,
+            data,
+            commit,
+            missed,
+        })
     }
 }
 

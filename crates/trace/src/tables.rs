@@ -222,49 +222,30 @@ pub struct Analyzer {
     want_tlb: bool,
 }
 
+/// The value of the tlb_flush reason named `name` (from the event's symbol table), if the
+/// capture has the event and the name.
+fn reason_value(schema: &Schema, flush_ty: Option<u32>, name: &str) -> Option<i64> {
+    flush_ty.and_then(|t| {
+        schema.types[t as usize]
+            .symbols
+            .get("reason")
+            .and_then(|s| s.iter().find(|(_, n)| n == name).map(|(v, _)| *v))
+    })
+}
+
 impl Analyzer {
     /// Resolve the specs against the schema. Errors name the missing event or field.
     pub fn new(schema: &Schema, specs: &[Spec]) -> Result<Analyzer, String> {
         let flush_ty = schema.find("tlb:tlb_flush");
         let flush_reason = flush_ty.and_then(|t| schema.field(t, "reason"));
         let flush_pages = flush_ty.and_then(|t| schema.field(t, "pages"));
-        let remote_reason = flush_ty.and_then(|t| {
-            schema.types[t as usize]
-                .symbols
-                .get("reason")
-                .and_then(|s| {
-                    s.iter()
-                        .find(|(_, n)| n == "remote shootdown")
-                        .map(|(v, _)| *v)
-                })
-        });
-        let switch_reason = flush_ty.and_then(|t| {
-            schema.types[t as usize]
-                .symbols
-                .get("reason")
-                .and_then(|s| {
-                    s.iter()
-                        .find(|(_, n)| n == "flush on task switch")
-                        .map(|(v, _)| *v)
-                })
-        });
-        let send_reason = flush_ty.and_then(|t| {
-            schema.types[t as usize]
-                .symbols
-                .get("reason")
-                .and_then(|s| {
-                    s.iter()
-                        .find(|(_, n)| n == "remote IPI send")
-                        .map(|(v, _)| *v)
-                })
-        });
         let mut a = Analyzer {
-            switch_reason,
-            send_reason,
+            switch_reason: reason_value(schema, flush_ty, "flush on task switch"),
+            send_reason: reason_value(schema, flush_ty, "remote IPI send"),
             flush_ty,
             flush_reason,
             flush_pages,
-            remote_reason,
+            remote_reason: reason_value(schema, flush_ty, "remote shootdown"),
             roles: vec![Vec::new(); schema.types.len()],
             pairs: Vec::new(),
             acc: Vec::new(),
@@ -282,60 +263,85 @@ impl Analyzer {
         for spec in specs {
             match spec {
                 Spec::Standard => a.add_standard(schema),
-                Spec::Pair { begin, end, key } => {
-                    let b = schema.find(begin).ok_or_else(|| {
-                        format!("event {begin:?} (--begin) is not in the capture")
-                    })?;
-                    let e = schema
-                        .find(end)
-                        .ok_or_else(|| format!("event {end:?} (--end) is not in the capture"))?;
-                    let k = match key {
-                        Some(k) => KeyOf::Field(schema.field(b, k).ok_or_else(|| {
-                            format!(
-                                "event {begin:?} has no numeric field {k:?} (--key); fields: {}",
-                                field_list(schema, b)
-                            )
-                        })?),
-                        None => KeyOf::None,
-                    };
-                    a.add_pair(
-                        PairDef {
-                            name: format!("{begin}..{end}"),
-                            begin_names: vec![begin.clone()],
-                            end_names: vec![end.clone()],
-                            key_label: key.clone().unwrap_or_default(),
-                            keys: vec![(b, k)],
-                            flush_remote: None,
-                            same_pid: false,
-                            need_flush: false,
-                            times_flushes: false,
-                            key_inner: false,
-                        },
-                        &[b],
-                        &[e],
-                    );
-                }
-                Spec::Count { event, key } => {
-                    let t = schema.find(event).ok_or_else(|| {
-                        format!("event {event:?} (--event) is not in the capture")
-                    })?;
-                    let f = schema.field(t, key).ok_or_else(|| {
-                        format!(
-                            "event {event:?} has no numeric field {key:?} (--key); fields: {}",
-                            field_list(schema, t)
-                        )
-                    })?;
-                    a.roles[t as usize].push(Role::Count(a.counts.len()));
-                    a.counts.push((
-                        schema.types[t as usize].full_name(),
-                        key.clone(),
-                        t,
-                        f,
-                        Counter::default(),
-                    ));
-                }
+                Spec::Pair { begin, end, key } => a.add_spec_pair(schema, begin, end, key)?,
+                Spec::Count { event, key } => a.add_count(schema, event, key)?,
             }
         }
+        a.settle_roles();
+        Ok(a)
+    }
+
+    /// `--begin/--end[/--key]`: a pair of two events, its durations keyed by a field of the
+    /// begin event.
+    fn add_spec_pair(
+        &mut self,
+        schema: &Schema,
+        begin: &str,
+        end: &str,
+        key: &Option<String>,
+    ) -> Result<(), String> {
+        let b = schema
+            .find(begin)
+            .ok_or_else(|| format!("event {begin:?} (--begin) is not in the capture"))?;
+        let e = schema
+            .find(end)
+            .ok_or_else(|| format!("event {end:?} (--end) is not in the capture"))?;
+        let k = match key {
+            Some(k) => KeyOf::Field(schema.field(b, k).ok_or_else(|| {
+                format!(
+                    "event {begin:?} has no numeric field {k:?} (--key); fields: {}",
+                    field_list(schema, b)
+                )
+            })?),
+            None => KeyOf::None,
+        };
+        self.add_pair(
+            PairDef {
+                name: format!("{begin}..{end}"),
+                begin_names: vec![begin.to_string()],
+                end_names: vec![end.to_string()],
+                key_label: key.clone().unwrap_or_default(),
+                keys: vec![(b, k)],
+                flush_remote: None,
+                same_pid: false,
+                need_flush: false,
+                times_flushes: false,
+                key_inner: false,
+            },
+            &[b],
+            &[e],
+        );
+        Ok(())
+    }
+
+    /// `--event/--key`: counts of an event by the value of one of its fields.
+    fn add_count(&mut self, schema: &Schema, event: &str, key: &str) -> Result<(), String> {
+        let t = schema
+            .find(event)
+            .ok_or_else(|| format!("event {event:?} (--event) is not in the capture"))?;
+        let f = schema.field(t, key).ok_or_else(|| {
+            format!(
+                "event {event:?} has no numeric field {key:?} (--key); fields: {}",
+                field_list(schema, t)
+            )
+        })?;
+        self.roles[t as usize].push(Role::Count(self.counts.len()));
+        self.counts.push((
+            schema.types[t as usize].full_name(),
+            key.to_string(),
+            t,
+            f,
+            Counter::default(),
+        ));
+        Ok(())
+    }
+
+    /// After every spec: the flush gets its role where anything needs it (first, so that pairs
+    /// see it), the count of flushes by reason merges into it, and the roles are laid out flat
+    /// (`role_at`, `role_list`).
+    fn settle_roles(&mut self) {
+        let a = self;
+        let (flush_ty, flush_reason) = (a.flush_ty, a.flush_reason);
         if (a.want_tlb
             || a.pairs
                 .iter()
@@ -367,7 +373,6 @@ impl Analyzer {
             a.role_list.extend_from_slice(r);
             a.role_at.push((start, a.role_list.len() as u32));
         }
-        Ok(a)
     }
 
     fn add_pair(&mut self, mut def: PairDef, begins: &[u32], ends: &[u32]) {

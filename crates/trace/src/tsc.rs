@@ -8,7 +8,7 @@ use std::time::Duration;
 pub fn calibrate(span: Duration) -> Option<f64> {
     #[cfg(target_arch = "x86_64")]
     {
-        let hz = abperf_measure::counter::calibrate((span.as_millis() as u64 / 3).max(1));
+        let hz = abperf_measure::tsc::calibrate((span.as_millis() as u64 / 3).max(1));
         (hz.is_finite() && hz > 0.0).then_some(hz)
     }
     #[cfg(not(target_arch = "x86_64"))]

@@ -11,7 +11,7 @@
 
 use abperf_run::runner::command::Prepared;
 use anyhow::{Context, Result, anyhow, bail};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -98,16 +98,6 @@ pub struct Gated {
     pub released_at: Option<Instant>,
 }
 
-fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: fds is a valid array of two ints.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error().into());
-    }
-    // SAFETY: both fds are fresh and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
 impl Gated {
     /// Fork `cmd` in its own process group, stdin on /dev/null, stopped at a gate until
     /// [`Gated::release`].
@@ -118,8 +108,9 @@ impl Gated {
             .context("opening /dev/null")?;
         let mut argv: Vec<*const libc::c_char> = cmd.argv.iter().map(|a| a.as_ptr()).collect();
         argv.push(std::ptr::null());
-        let (gate_r, gate_w) = pipe()?;
-        let (err_r, err_w) = pipe()?;
+        // std's pipes are O_CLOEXEC: the workload's exec closes them
+        let (gate_r, gate_w) = std::io::pipe()?;
+        let (err_r, err_w) = std::io::pipe()?;
         // SAFETY: getpid has no preconditions.
         let parent = unsafe { libc::getpid() };
         // SAFETY: between fork and exec the child only makes async-signal-safe syscalls on
@@ -161,8 +152,8 @@ impl Gated {
         drop(err_w);
         Ok(Gated {
             pid,
-            gate: Some(gate_w),
-            err_r: Some(err_r),
+            gate: Some(gate_w.into()),
+            err_r: Some(err_r.into()),
             reaped: None,
             released_at: None,
         })

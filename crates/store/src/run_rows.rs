@@ -50,7 +50,7 @@ pub(super) const SCHEMA: &str = "
         started_ns    INTEGER NOT NULL,         -- CLOCK_REALTIME, ns since the epoch
         duration_ns   INTEGER NOT NULL,         -- ended_ns - started_ns (wrapping)
         excluded      TEXT,                     -- reason, when a user excluded the run
-        -- The fixed metrics (compact::FIXED), NULL when the run has none in this place. No type
+        -- The fixed metrics (run_rows::FIXED), NULL when the run has none in this place. No type
         -- (no conversion): an integral value is an INTEGER (1-8 bytes by size), any other a REAL.
         -- (A REAL column would do that too, but not in a table with an index: 8 bytes each.)
         wall_ns, user_ns, sys_ns, maxrss_kib, minflt, majflt, nvcsw, nivcsw, inblock, oublock,

@@ -1,0 +1,112 @@
+//! The arguments of `abperf micro` and what its two paths share: the single suite
+//! (`commands::micro`) and the suite per knob variant (`commands::micro_variants`).
+
+use crate::commands::DbArgs;
+use crate::micro;
+use crate::report::Format;
+
+/// The names `BENCH` takes, shown by `-h`: every benchmark, `tlb` and `all`.
+fn bench_names() -> clap::builder::PossibleValuesParser {
+    let all = micro::BENCHES.iter().copied().chain(["tlb", "all"]);
+    clap::builder::PossibleValuesParser::new(all)
+}
+
+/// Microbenchmarks: timer, syscall, xstate, signal, page-fault, tlb-flush, tlb-shootdown,
+/// tlb-miss, tlb-refill, ctxsw. Figures are cycles of the timestamp counter (TSC on x86,
+/// cntvct_el0 on aarch64) with the timer's own overhead subtracted, and nanoseconds.
+#[derive(Debug, clap::Args)]
+pub struct MicroArgs {
+    /// Benchmarks to run (default: all). `tlb` selects every tlb-* benchmark.
+    #[arg(value_name = "BENCH", value_parser = bench_names())]
+    pub benches: Vec<String>,
+    /// Fewer samples and smaller sweeps (whole suite well under a minute)
+    #[arg(long)]
+    pub quick: bool,
+    /// Samples per configuration (default depends on the benchmark and on --quick)
+    #[arg(long, value_name = "N")]
+    pub samples: Option<usize>,
+    /// CPU to pin the measuring thread to (default: the first CPU this process may use)
+    #[arg(long, value_name = "C")]
+    pub cpu: Option<usize>,
+    /// CPU for the other side of shootdowns and cross-CPU ping-pong (default: the next one)
+    #[arg(long, value_name = "C")]
+    pub remote_cpu: Option<usize>,
+    /// Output format on stdout (json: the report schema, docs/report-json.md, with the suite in
+    /// `micro`)
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Experiment name in the store (default: "micro" and the benchmarks)
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Do not run the measuring and helper threads under SCHED_FIFO (default: they do, when
+    /// permitted, so that other load cannot preempt a sample or deschedule a helper)
+    #[arg(long)]
+    pub no_rt: bool,
+    /// Wall time over which the rounds of syscall, xstate and tlb-flush are spread, seconds
+    /// (default 3 with --quick, 10 without; 0 = rounds back to back). On a shared host the
+    /// cost of kernel paths moves with the SMT sibling's load in ~100 ms phases: samples taken
+    /// in one burst see one phase, and two runs disagree.
+    #[arg(long, value_name = "SECONDS")]
+    pub span: Option<f64>,
+    /// Kernel knob (sysfs/procfs/debugfs file) as variants: every benchmark runs once per value,
+    /// the variants interleaved round by round (ABBA order, seeded), the knob written, read back
+    /// and verified before each variant's turn and always restored (also on errors and
+    /// signals). Each variant is stored as its own micro experiment; `abperf compare ID` of one
+    /// compares the two. Repeatable (every combination); the same value twice is an A/A run.
+    #[arg(short = 'k', long = "knob", value_name = "PATH=V1,V2,...")]
+    pub knobs: Vec<String>,
+    /// Seed of the interleaving order of -k variants (default: from the clock; stored)
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Wait for a knob another experiment holds (default: fail at once, naming the holder)
+    #[arg(long)]
+    pub wait: bool,
+    /// Kernels as micro variants: not yet (use `abperf run --kernel`, or one `abperf micro` per
+    /// kernel and `abperf compare A B`)
+    #[arg(long, value_name = "KERNEL")]
+    pub kernel: Vec<String>,
+    /// Kernel command-line variants: not yet (see --kernel)
+    #[arg(long, value_name = "ARGS")]
+    pub append: Vec<String>,
+    /// Do not store the results
+    #[arg(long)]
+    pub no_store: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// The experiment name: `--name`, else "micro" for the whole suite, else "micro" and the
+/// benchmarks.
+pub(super) fn suite_name(args: &MicroArgs, benches: &[&'static str]) -> String {
+    args.name.clone().unwrap_or_else(|| {
+        if benches.len() == micro::BENCHES.len() {
+            "micro".to_string()
+        } else {
+            format!("micro {}", benches.join(" "))
+        }
+    })
+}
+
+/// A progress bar over `len` benchmarks, drawn with `template` (indicatif's).
+pub(super) fn progress_bar(len: usize, template: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// "abperf: error: micro BENCH (CONFIG) failed[ for LABEL]: REASON" on stderr.
+pub(super) fn print_failure(f: &micro::Skip, label: Option<&str>) {
+    eprintln!(
+        "abperf: error: micro {}{} failed{}: {}",
+        f.bench,
+        f.config
+            .as_ref()
+            .map(|c| format!(" ({c})"))
+            .unwrap_or_default(),
+        label.map(|l| format!(" for {l}")).unwrap_or_default(),
+        f.reason
+    );
+}
