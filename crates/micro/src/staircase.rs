@@ -1,6 +1,22 @@
 //! A staircase of rising logistic steps fitted in log N: how `tlb-miss` finds where the cost per
 //! access steps up (the reach of a TLB or cache level, at the step's midpoint) and by how much.
 //! Least squares over a grid of midpoints and widths; the number of steps (0, 1, 2) by BIC.
+//! The chases' sizes are a geometric [`grid`], the x axis the fit works in.
+
+/// Geometric grid from `lo` up to `hi`, `per_octave` points per doubling, rounded and distinct.
+pub fn grid(lo: usize, hi: usize, per_octave: u32) -> Vec<usize> {
+    let mut v: Vec<usize> = Vec::new();
+    for k in 0.. {
+        let x = (lo as f64 * 2f64.powf(k as f64 / per_octave as f64)).round() as usize;
+        if x > hi {
+            break;
+        }
+        if v.last() != Some(&x) {
+            v.push(x);
+        }
+    }
+    v
+}
 
 /// One step of a staircase fitted in log N.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -237,9 +253,18 @@ fn solve3(m: [[f64; 3]; 3], r: [f64; 3]) -> Option<[f64; 3]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tlbmiss::grid;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn grid_is_geometric_and_distinct() {
+        let g = grid(8, 8192, 4);
+        assert_eq!(g[0], 8);
+        assert_eq!(*g.last().unwrap(), 8192);
+        assert!(g.contains(&64) && g.contains(&1024));
+        assert!(g.windows(2).all(|w| w[1] > w[0]));
+        assert_eq!(g.len(), 41);
+    }
 
     fn curve(ns: &[usize], f: impl Fn(f64) -> f64) -> Vec<(f64, f64)> {
         ns.iter().map(|&n| (n as f64, f(n as f64))).collect()

@@ -28,7 +28,7 @@
 use super::caches::{P2M, P4K, Topology};
 use super::harness::{Rounds, median};
 use super::mem::{HUGE, Mapping, PAGE, anon_huge_kib, madvise, thp_mode};
-use super::staircase::fit_staircase;
+use super::staircase::{fit_staircase, grid};
 use super::timer::{start, stop};
 use super::{Options, Sink};
 use anyhow::Result;
@@ -38,21 +38,6 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 
 const LINE: usize = 64;
-
-/// Geometric grid from `lo` up to `hi`, `per_octave` points per doubling, rounded and distinct.
-pub fn grid(lo: usize, hi: usize, per_octave: u32) -> Vec<usize> {
-    let mut v: Vec<usize> = Vec::new();
-    for k in 0.. {
-        let x = (lo as f64 * 2f64.powf(k as f64 / per_octave as f64)).round() as usize;
-        if x > hi {
-            break;
-        }
-        if v.last() != Some(&x) {
-            v.push(x);
-        }
-    }
-    v
-}
 
 /// A random cyclic chain of `count` nodes, node i in the i-th `stride` of `base`: `stride` = 64
 /// gives a dense chain; for a page or more, the node's line in its 4 KiB page is chosen so that
@@ -689,16 +674,6 @@ fn finding_2m_sparse(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn grid_is_geometric_and_distinct() {
-        let g = grid(8, 8192, 4);
-        assert_eq!(g[0], 8);
-        assert_eq!(*g.last().unwrap(), 8192);
-        assert!(g.contains(&64) && g.contains(&1024));
-        assert!(g.windows(2).all(|w| w[1] > w[0]));
-        assert_eq!(g.len(), 41);
-    }
 
     #[test]
     fn chase_visits_every_node_with_balanced_sets() {
