@@ -836,7 +836,7 @@ fn assumptions(c0: u64, ws: u64, always0: f64) -> Vec<String> {
 /// How the advice was validated, and what was not.
 fn validation(no_checks: bool) -> Vec<String> {
     let mut validation = vec![
-        "On synthetic inputs with a known optimum (unit tests in src/trace/ceiling.rs: a per-page cost, a full-flush cost and a refill set so that the crossover lies at a chosen size; the advisor finds that size, and its band holds it).".into(),
+        "On synthetic inputs with a known optimum (unit tests in crates/trace/src/ceiling.rs: a per-page cost, a full-flush cost and a refill set so that the crossover lies at a chosen size; the advisor finds that size, and its band holds it).".into(),
     ];
     if no_checks {
         validation.push("The capture has no madvise calls of sizes the micro measured (5 or more each): the cost inputs could not be checked against the workload's own calls.".into());

@@ -1,5 +1,5 @@
 #!/bin/busybox sh
-# abperf guest init: PID 1 of the initramfs abperf builds for each boot (src/vm/initramfs.rs).
+# abperf guest init: PID 1 of the initramfs abperf builds for each boot (crates/vm/src/initramfs.rs).
 # Loads the modules listed in /abperf/modules, mounts the host's root read-only over 9p under a
 # tmpfs overlay at /newroot, runs /abperf/cmd.sh chrooted there, reports on the virtio port
 # abperf.control (release, cmdline, start, exit; or error) and powers off. Console messages
