@@ -3,7 +3,7 @@
 //! lists the subcommands.
 
 use crate::commands;
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -65,7 +65,10 @@ pub fn main() -> i32 {
     // (exit 141); elsewhere a print to the closed pipe panics, and that panic is turned into the
     // same quiet exit 141 below after every guard on the way has run (`abperf show 3 | head`).
     commands::quiet_print_failures();
-    let cli = match Cli::try_parse() {
+    let cli = match parser()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
@@ -88,6 +91,17 @@ pub fn main() -> i32 {
         },
     }
 }
+/// The parser, with every subcommand taking negative numbers as values: `-r -1` is then refused
+/// by the flag's own value parser, which names the flag ("invalid value '-1' for '--runs <RUNS>'"),
+/// instead of clap's "unexpected argument '-1'" that names none.
+fn parser() -> clap::Command {
+    fn negatives_are_values(c: clap::Command) -> clap::Command {
+        c.allow_negative_numbers(true)
+            .mut_subcommands(negatives_are_values)
+    }
+    negatives_are_values(Cli::command())
+}
+
 fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Run(a) => commands::run::run(a),

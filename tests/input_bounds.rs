@@ -318,3 +318,36 @@ fn markdown_and_csv_neutralise_links_and_formulas() {
         "a cell starts with '=':\n{csv}"
     );
 }
+
+// Numeric extremes of flags (issue 31): each refused with exit 2, naming the flag, never a panic.
+
+abtest!(
+    a_timeout_beyond_a_duration_is_refused_naming_the_flag,
+    |lab| {
+        lab.fails(&["run", "-r", "1", "--timeout", "1e308", "true"], 2)
+            .err_has("--timeout 1e308: expected a number of seconds above 0 and below 10000000");
+    }
+);
+
+abtest!(a_negative_timeout_is_refused_naming_the_flag, |lab| {
+    lab.fails(&["run", "-r", "1", "--timeout", "-1", "true"], 2)
+        .err_has("--timeout -1: expected a number of seconds");
+});
+
+abtest!(a_negative_run_count_names_the_flag, |lab| {
+    lab.fails(&["run", "-r", "-1", "true"], 2)
+        .err_has("invalid value '-1' for '--runs <RUNS>'");
+});
+
+abtest!(a_negative_seed_names_the_flag, |lab| {
+    lab.fails(&["run", "--seed", "-1", "true"], 2)
+        .err_has("invalid value '-1' for '--seed <SEED>'");
+});
+
+abtest!(
+    a_vm_probe_timeout_beyond_the_range_is_refused_naming_the_flag,
+    |lab| {
+        lab.fails(&["vm", "probe", "--timeout", "1e19"], 2)
+            .err_has("--timeout 1e19: expected a number of seconds above 0");
+    }
+);

@@ -28,6 +28,29 @@ pub mod workload;
 
 use std::path::PathBuf;
 
+/// The longest span a seconds flag takes (`--timeout`, `--duration`, `--boot-timeout`, ...):
+/// 10,000,000 s, about 115 days. Beyond it a `Duration` from the value could overflow.
+pub const MAX_SECONDS: f64 = 1e7;
+
+/// `s` seconds given with `flag`, checked: above 0 and below [`MAX_SECONDS`], else a usage
+/// error naming the flag and the range.
+pub fn positive_seconds(flag: &str, s: f64) -> anyhow::Result<std::time::Duration> {
+    if s > 0.0 && s < MAX_SECONDS {
+        Ok(std::time::Duration::from_secs_f64(s))
+    } else {
+        // 1e308 as typed, not as 309 digits
+        let shown = if s.abs() >= 1e9 {
+            format!("{s:e}")
+        } else {
+            s.to_string()
+        };
+        Err(crate::error::usage(format!(
+            "{flag} {shown}: expected a number of seconds above 0 and below {MAX_SECONDS:.0} \
+             (about 115 days)"
+        )))
+    }
+}
+
 /// What `abperf --version` prints after the name: version, commit, build date.
 pub const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),

@@ -288,15 +288,10 @@ fn record_options(a: &RecordArgs) -> Result<RecordOptions> {
         .iter()
         .map(|f| trace::parse_filter(f))
         .collect::<Result<Vec<_>>>()?;
-    let duration = match a.duration {
-        Some(d) if !(d.is_finite() && d > 0.0 && d < 1e9) => {
-            return Err(crate::error::usage(format!(
-                "--duration {d}: expected a positive number of seconds"
-            )));
-        }
-        Some(d) => Some(Duration::from_secs_f64(d)),
-        None => None,
-    };
+    let duration = a
+        .duration
+        .map(|d| crate::commands::positive_seconds("--duration", d))
+        .transpose()?;
     if a.buffer_kib == 0 {
         return Err(crate::error::usage("--buffer-kib must be at least 1"));
     }

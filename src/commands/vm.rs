@@ -1,5 +1,6 @@
 //! `abperf vm`: fetch kernel images, probe KVM, and run a command in a booted kernel.
 
+use crate::commands::positive_seconds;
 use crate::report::{self, plain::PlainFormat as Format};
 use crate::vm::{self, Accel, Event, Exit, Vm, VmSpec};
 use anyhow::Result;
@@ -151,17 +152,8 @@ fn kernels(format: Format) -> Result<i32> {
     Ok(0)
 }
 
-fn secs(flag: &str, s: f64) -> Result<Duration> {
-    if !(s > 0.0 && s < 1e7) {
-        return Err(crate::error::usage(format!(
-            "{flag} {s}: expected a positive number of seconds"
-        )));
-    }
-    Ok(Duration::from_secs_f64(s))
-}
-
 fn probe(kernel: Option<PathBuf>, timeout: f64, format: Format) -> Result<i32> {
-    let p = vm::kvm_usable(kernel.as_deref(), secs("--timeout", timeout)?);
+    let p = vm::kvm_usable(kernel.as_deref(), positive_seconds("--timeout", timeout)?);
     vm::probe::store(&p);
     print!("{}", format.render(&report::vm::Probe(&p))?);
     Ok(0)
@@ -204,8 +196,11 @@ fn spec_of(a: &RunVmArgs) -> Result<VmSpec> {
     spec.cpus = a.cpus;
     spec.memory_mib = a.memory;
     spec.cpu_model = a.cpu.clone();
-    spec.boot_timeout = secs("--boot-timeout", a.boot_timeout)?;
-    spec.timeout = a.timeout.map(|t| secs("--timeout", t)).transpose()?;
+    spec.boot_timeout = positive_seconds("--boot-timeout", a.boot_timeout)?;
+    spec.timeout = a
+        .timeout
+        .map(|t| positive_seconds("--timeout", t))
+        .transpose()?;
     spec.console_log = a.console.clone();
     spec.console_events = a.show_console || a.format == Format::Json;
     spec.accel = match a.accel {

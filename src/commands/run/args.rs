@@ -238,12 +238,10 @@ pub(crate) fn parse_lists(
 }
 
 pub(crate) fn check_timeout(args: &RunArgs) -> anyhow::Result<()> {
-    match args.timeout {
-        Some(t) if !(t > 0.0 && t.is_finite()) => Err(usage(format!(
-            "--timeout {t}: expected a positive number of seconds"
-        ))),
-        _ => Ok(()),
+    if let Some(t) = args.timeout {
+        crate::commands::positive_seconds("--timeout", t)?;
     }
+    Ok(())
 }
 
 /// The stored design of a run experiment from its options.

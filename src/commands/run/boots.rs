@@ -67,16 +67,6 @@ fn resolve_kernel(arg: &str, modules: &[PathBuf]) -> anyhow::Result<KernelChoice
     })
 }
 
-fn positive_seconds(flag: &str, s: f64) -> anyhow::Result<f64> {
-    if s > 0.0 && s < 1e7 {
-        Ok(s)
-    } else {
-        Err(usage(format!(
-            "{flag} {s}: expected a positive number of seconds"
-        )))
-    }
-}
-
 /// The accelerator for the whole experiment, and why.
 fn choose_accel(arg: AccelArg, kernel: &Path) -> (String, String) {
     match arg {
@@ -216,7 +206,9 @@ fn check_options(args: &RunArgs) -> anyhow::Result<VmOptions> {
         ));
     }
     check_timeout(args)?;
-    let boot_timeout = positive_seconds("--boot-timeout", k.boot_timeout.unwrap_or(300.0))?;
+    let boot_timeout =
+        crate::commands::positive_seconds("--boot-timeout", k.boot_timeout.unwrap_or(300.0))?
+            .as_secs_f64();
     let cpus = k.vm_cpus.unwrap_or(2);
     if cpus == 0 || cpus > 255 {
         return Err(usage(format!("--vm-cpus {cpus}: expected 1 to 255")));

@@ -365,7 +365,10 @@ pub fn execute_into(
         prep: &prep,
         knobs,
         noise: &mut noise,
-        timeout: cfg.timeout_s.map(Duration::from_secs_f64),
+        // A stored timeout beyond what a Duration holds (an old store) means none.
+        timeout: cfg
+            .timeout_s
+            .and_then(|t| Duration::try_from_secs_f64(t).ok()),
         quiet: !cfg.show_output,
         timed_done,
         last_variant: None,
