@@ -332,7 +332,11 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
         );
     }
     if exp.status == Status::Complete {
-        anyhow::bail!("experiment {id} is already complete; nothing to resume");
+        // Nothing failed: a script that resumes until done may call this once more.
+        crate::error::stderr_line(&format!(
+            "abperf: note: experiment {id} is already complete; nothing to resume"
+        ));
+        return Ok(0);
     }
     let cfg: RunConfig = serde_json::from_value(exp.design.clone()).with_context(|| {
         format!("experiment {id}: its stored design cannot be read by this abperf")
