@@ -351,3 +351,26 @@ abtest!(
             .err_has("--timeout 1e19: expected a number of seconds above 0");
     }
 );
+
+abtest!(
+    a_billion_runs_per_variant_are_refused_before_planning,
+    |lab| {
+        lab.fails(&["run", "-r", "1000000000", "true"], 2)
+            .err_has("-r/--runs 1000000000: expected at most 1000000 per variant");
+    }
+);
+
+abtest!(a_schedule_over_ten_million_runs_is_refused, |lab| {
+    lab.fails(
+        &[
+            "run",
+            "-r",
+            "1000000",
+            "-L",
+            "n=1,2,3,4,5,6,7,8,9,10,11",
+            "echo {n}",
+        ],
+        2,
+    )
+    .err_has("11 variants x (1000000 runs + 1 warm-ups) = 11000011 planned runs");
+});
