@@ -8,7 +8,10 @@ pub(super) mod end;
 pub(super) mod progress;
 
 pub use args::RunArgs;
-use args::{check_timeout, noise_config, parse_lists, random_seed, run_config, title};
+use args::{
+    check_run_counts, check_schedule_size, check_timeout, noise_config, parse_lists, random_seed,
+    run_config, title,
+};
 use end::{claim, conclude};
 use progress::{Bar, Sequential};
 
@@ -177,23 +180,8 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
 }
 
 /// `-r`, `--looks` and `--timeout` of a new experiment.
-/// The most runs (or warm-ups) per variant, and the most planned runs in one experiment: the
-/// whole schedule is planned and stored before the first run, so its size is bounded (-r
-/// 1000000000 used to plan until the machine ran out of memory, deaf to SIGTERM).
-const MAX_RUNS_PER_VARIANT: u32 = 1_000_000;
-const MAX_PLANNED_RUNS: u64 = 10_000_000;
-
 fn check_counts(args: &RunArgs) -> anyhow::Result<()> {
-    if args.runs == 0 {
-        return Err(usage("-r/--runs must be at least 1"));
-    }
-    for (flag, n) in [("-r/--runs", args.runs), ("--warmup", args.warmup)] {
-        if n > MAX_RUNS_PER_VARIANT {
-            return Err(usage(format!(
-                "{flag} {n}: expected at most {MAX_RUNS_PER_VARIANT} per variant"
-            )));
-        }
-    }
+    check_run_counts(args)?;
     if args.until_decided && !(1..=20).contains(&args.looks) {
         return Err(usage(format!("--looks {}: expected 1 to 20", args.looks)));
     }
@@ -206,19 +194,6 @@ fn check_counts(args: &RunArgs) -> anyhow::Result<()> {
         )));
     }
     check_timeout(args)
-}
-
-/// Refuses a schedule of more than [`MAX_PLANNED_RUNS`] runs (variants x (runs + warm-ups)).
-fn check_schedule_size(variants: usize, runs: u32, warmup: u32) -> anyhow::Result<()> {
-    let planned = variants as u64 * (u64::from(runs) + u64::from(warmup));
-    if planned > MAX_PLANNED_RUNS {
-        return Err(usage(format!(
-            "{variants} variants x ({runs} runs + {warmup} warm-ups) = {planned} planned runs: \
-             expected at most {MAX_PLANNED_RUNS} in one experiment (fewer -r, or fewer -L/-k \
-             values)"
-        )));
-    }
-    Ok(())
 }
 
 /// The variants of a new experiment: the commands (`@NAME` expanded) with the `-L` and `-k`

@@ -338,3 +338,37 @@ fn absolute_dir(p: &Path, flag: &str) -> anyhow::Result<PathBuf> {
     }
     Ok(abs)
 }
+
+/// The most runs (or warm-ups) per variant, and the most planned runs in one experiment: the
+/// whole schedule is planned and stored before the first run, so its size is bounded (-r
+/// 1000000000 used to plan until the machine ran out of memory, deaf to SIGTERM).
+const MAX_RUNS_PER_VARIANT: u32 = 1_000_000;
+const MAX_PLANNED_RUNS: u64 = 10_000_000;
+
+/// -r and --warmup within their bounds (-r at least 1), for runs in one process and per boot.
+pub(crate) fn check_run_counts(args: &RunArgs) -> anyhow::Result<()> {
+    if args.runs == 0 {
+        return Err(usage("-r/--runs must be at least 1"));
+    }
+    for (flag, n) in [("-r/--runs", args.runs), ("--warmup", args.warmup)] {
+        if n > MAX_RUNS_PER_VARIANT {
+            return Err(usage(format!(
+                "{flag} {n}: expected at most {MAX_RUNS_PER_VARIANT} per variant"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a schedule of more than [`MAX_PLANNED_RUNS`] runs (variants x (runs + warm-ups)).
+pub(crate) fn check_schedule_size(variants: usize, runs: u32, warmup: u32) -> anyhow::Result<()> {
+    let planned = variants as u64 * (u64::from(runs) + u64::from(warmup));
+    if planned > MAX_PLANNED_RUNS {
+        return Err(usage(format!(
+            "{variants} variants x ({runs} runs + {warmup} warm-ups) = {planned} planned runs: \
+             expected at most {MAX_PLANNED_RUNS} in one experiment (fewer -r, or fewer -L/-k \
+             values)"
+        )));
+    }
+    Ok(())
+}

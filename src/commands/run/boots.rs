@@ -4,7 +4,8 @@
 //! as it arrives (`runner::boots`), and `--resume` continues with the next boot.
 
 use super::args::{
-    KernelArgs, RunArgs, check_timeout, noise_config, parse_lists, random_seed, run_config, title,
+    KernelArgs, RunArgs, check_run_counts, check_timeout, noise_config, parse_lists, random_seed,
+    run_config, title,
 };
 use super::end::{claim, conclude};
 use super::progress::Bar;
@@ -192,9 +193,7 @@ fn check_options(args: &RunArgs) -> anyhow::Result<VmOptions> {
              bzImage/vmlinuz, or a Debian package such as linux-image-amd64)",
         ));
     }
-    if args.runs == 0 {
-        return Err(usage("-r/--runs must be at least 1"));
-    }
+    check_run_counts(args)?;
     let boots = k.boots.unwrap_or(DEFAULT_BOOTS);
     if boots == 0 {
         return Err(usage("--boots must be at least 1"));
