@@ -11,6 +11,7 @@
 //! Without arguments (as `cargo test --all-targets` runs it) it does a quick pass over the small
 //! capture in tests/data (100 000 events, 50 000 lines), so the bench cannot rot unnoticed.
 
+#![allow(clippy::disallowed_macros)] // test and fuzz harnesses print what they saw to stderr
 use abperf::trace::record::RawCapture;
 use abperf::trace::tables::{Analyzer, Spec};
 use abperf::trace::text::{self, TextOptions};

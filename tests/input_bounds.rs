@@ -374,3 +374,48 @@ abtest!(a_schedule_over_ten_million_runs_is_refused, |lab| {
     )
     .err_has("11 variants x (1000000 runs + 1 warm-ups) = 11000011 planned runs");
 });
+
+abtest!(escape_sequences_from_a_command_never_reach_stderr, |lab| {
+    // The command's name, its stderr and the error about it all quote the escape bytes.
+    let o = lab.fails(
+        &[
+            "run",
+            "-r",
+            "1",
+            "-n",
+            "v\u{1b}[2J",
+            "printf 'x\\033]0;pwned\\007y\\n' >&2; false",
+        ],
+        1,
+    );
+    o.err_has("variant 'v\\e[2J'").err_has("\\e]0;pwned\\x07");
+    let raw: Vec<char> = o
+        .all()
+        .chars()
+        .filter(|&c| c == '\u{1b}' || c == '\u{7}')
+        .collect();
+    assert!(raw.is_empty(), "raw control characters in:\n{o}");
+});
+
+abtest!(
+    one_knob_under_two_spellings_is_refused_not_waited_for,
+    |lab| {
+        // Before: each spelling took the knob's lock, the second found the first holding it, and
+        // with --wait the experiment waited for itself forever.
+        lab.fails(
+        &[
+            "run",
+            "--wait",
+            "-r",
+            "1",
+            "-k",
+            "/proc/sys/kernel/../kernel/msgmni=32000",
+            "-k",
+            "/proc/sys/kernel/msgmni=32001",
+            "true",
+        ],
+        2,
+    )
+    .err_has("knob '/proc/sys/kernel/msgmni' given twice (also as '/proc/sys/kernel/../kernel/msgmni')");
+    }
+);

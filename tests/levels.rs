@@ -3,6 +3,7 @@
 //! writes them), with values drawn from a seeded model of known boot and run variance, then
 //! `compare`, `report`, `plan` and `compare A B` read them. The VM side is tested in tests/vm.rs.
 
+#![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 mod common;
 use abperf::model::{BootConfig, BootPlan, Kind, Metric, NewExperiment, Run, Slot, Variant};
 use common::{Lab, assert_schema};

@@ -3,6 +3,7 @@
 //! medians with margins that the effect dwarfs (an IPI is ~10x a local 1-page flush here), never
 //! exact values.
 
+#![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 mod common;
 use common::Lab;
 use serde_json::Value;

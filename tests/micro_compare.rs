@@ -5,6 +5,7 @@
 //! one configuration given the samples of a 64-page madvise in place of the 1-page one (a real
 //! difference that must be found).
 
+#![allow(clippy::disallowed_macros)] // test and fuzz harnesses print what they saw to stderr
 mod common;
 use abperf::micro::record::Record;
 use abperf::model::micro::{MicroRound, RoundProbe, rounds_to_runs};

@@ -5,6 +5,7 @@
 //! divided by N. N is large enough that the page granularity (4 KiB) moves the figure by less
 //! than 10 bytes.
 
+#![allow(clippy::disallowed_macros)] // test and fuzz harnesses print what they saw to stderr
 mod common;
 use common::Lab;
 

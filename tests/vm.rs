@@ -4,6 +4,7 @@
 //! them the tests report themselves skipped (common::skip), never passed. One VM at a time: TCG guests
 //! on a 2-core machine slow each other down.
 
+#![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 mod common;
 use common::BIN;
 use serde_json::Value;

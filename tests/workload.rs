@@ -12,6 +12,7 @@
 //! Skips happen only on independent probes of the machine (mountinfo, /proc/meminfo, /usr/src,
 //! PATH, the CPU affinity mask), each printed.
 
+#![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 mod common;
 
 use abperf::workload::metrics::{Direction, METRICS_ENV, Metric};

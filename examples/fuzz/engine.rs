@@ -11,7 +11,7 @@
 //!
 //! Used by `examples/fuzz/main.rs` (`benches/fuzz.sh SECONDS`) and by `tests/fuzz_props.rs`.
 #![allow(dead_code)]
-
+#![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashSet;

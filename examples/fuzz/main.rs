@@ -3,6 +3,7 @@
 //! target/fuzz/. Exit 0 only with no panic, no hang (> 5 s on one input) and no error message
 //! that fails to name the input file. `benches/fuzz.sh SECONDS` builds and runs it.
 
+#![allow(clippy::disallowed_macros)] // test and fuzz harnesses print what they saw to stderr
 mod engine;
 
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -54,10 +54,10 @@ pub fn man(args: ManArgs, cmd: clap::Command) -> anyhow::Result<i32> {
             .map_err(|e| usage(format!("--dir {}: cannot create ({e})", dir.display())))?;
         clap_mangen::generate_to(cmd, dir)
             .map_err(|e| usage(format!("--dir {}: cannot write ({e})", dir.display())))?;
-        eprintln!(
+        crate::error::stderr_line(&format!(
             "abperf: manual pages written to {} (man abperf, man abperf-run, ...)",
             dir.display()
-        );
+        ));
         return Ok(0);
     }
     let mut page = cmd;

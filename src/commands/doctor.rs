@@ -66,41 +66,45 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
     if path.exists() {
         match Store::open(&path).and_then(|s| dead_experiment_knobs(&s)) {
             Ok(left) if !left.is_empty() => {
-                eprintln!(
+                crate::error::stderr_line(&format!(
                     "abperf: {} knob(s) left changed by experiments whose abperf died (store {}):",
                     left.len(),
                     path.display()
-                );
+                ));
                 for k in &left {
-                    eprintln!(
+                    crate::error::stderr_line(&format!(
                         "  {} = '{}' (was '{}', experiment {}, {})",
                         k.path, k.now, k.original, k.experiment, k.why
-                    );
+                    ));
                 }
-                eprintln!("  put them back with: abperf doctor --restore");
+                crate::error::stderr_line("  put them back with: abperf doctor --restore");
             }
             Ok(_) => {}
-            Err(e) => eprintln!("abperf: warning: cannot look for knobs left changed: {e:#}"),
+            Err(e) => crate::error::stderr_line(&format!(
+                "abperf: warning: cannot look for knobs left changed: {e:#}"
+            )),
         }
         let out = Store::open(&path)
             .and_then(|s| s.tune_outstanding(None, None))
             .unwrap_or_else(|e| {
-                eprintln!("abperf: warning: cannot look for unrestored settings: {e:#}");
+                crate::error::stderr_line(&format!(
+                    "abperf: warning: cannot look for unrestored settings: {e:#}"
+                ));
                 Vec::new()
             });
         if !out.is_empty() {
-            eprintln!(
+            crate::error::stderr_line(&format!(
                 "abperf: {} setting(s) changed by abperf are not restored yet (store {}):",
                 out.len(),
                 path.display()
-            );
+            ));
             for r in &out {
-                eprintln!(
+                crate::error::stderr_line(&format!(
                     "  {} = '{}' (was '{}', by {} at {})",
                     r.path, r.value, r.original, r.source, r.changed
-                );
+                ));
             }
-            eprintln!("  put them back with: abperf doctor --restore");
+            crate::error::stderr_line("  put them back with: abperf doctor --restore");
         }
     }
     Ok(0)
@@ -122,7 +126,7 @@ fn fix(db: &DbArgs) -> anyhow::Result<i32> {
     let mut failed = 0;
     for s in &settings {
         if crate::runner::signals::received().is_some() {
-            eprintln!("abperf: interrupted; what was changed so far is recorded");
+            crate::error::stderr_line("abperf: interrupted; what was changed so far is recorded");
             return Ok(1);
         }
         // One guard per file: a refused write restores that file alone (on drop).
@@ -130,7 +134,7 @@ fn fix(db: &DbArgs) -> anyhow::Result<i32> {
         let mut guard = match KnobGuard::prepare(one, &BTreeMap::new()) {
             Ok(g) => g,
             Err(e) => {
-                eprintln!("abperf: error: {e:#}");
+                crate::error::stderr_line(&format!("abperf: error: {e:#}"));
                 failed += 1;
                 continue;
             }
@@ -146,7 +150,7 @@ fn fix(db: &DbArgs) -> anyhow::Result<i32> {
             Err(e) => {
                 drop(guard);
                 store.tune_set_state(row, "failed")?;
-                eprintln!("abperf: error: {e:#}");
+                crate::error::stderr_line(&format!("abperf: error: {e:#}"));
                 failed += 1;
             }
         }
@@ -167,11 +171,11 @@ fn settle_claims() -> (usize, usize) {
             for d in done {
                 match d {
                     Ok(m) => {
-                        eprintln!("abperf: {m}");
+                        crate::error::stderr_line(&format!("abperf: {m}"));
                         counts.0 += 1;
                     }
                     Err(e) => {
-                        eprintln!("abperf: error: {e}");
+                        crate::error::stderr_line(&format!("abperf: error: {e}"));
                         counts.1 += 1;
                     }
                 }
@@ -179,7 +183,9 @@ fn settle_claims() -> (usize, usize) {
             counts
         }
         Err(e) => {
-            eprintln!("abperf: warning: cannot look at the knob locks: {e:#}");
+            crate::error::stderr_line(&format!(
+                "abperf: warning: cannot look at the knob locks: {e:#}"
+            ));
             (0, 0)
         }
     }
@@ -252,7 +258,7 @@ fn restore(db: &DbArgs) -> anyhow::Result<i32> {
         let mut guard = match KnobGuard::prepare(std::slice::from_ref(&k.path), &stored) {
             Ok(g) => g,
             Err(e) => {
-                eprintln!("abperf: error: {e:#}");
+                crate::error::stderr_line(&format!("abperf: error: {e:#}"));
                 failed += 1;
                 continue;
             }
@@ -268,7 +274,7 @@ fn restore(db: &DbArgs) -> anyhow::Result<i32> {
             experiments.extend(&k.also);
         } else {
             for e in errors {
-                eprintln!("abperf: error: {e}");
+                crate::error::stderr_line(&format!("abperf: error: {e}"));
             }
             guard.keep_current();
             failed += 1;
@@ -289,7 +295,7 @@ fn restore(db: &DbArgs) -> anyhow::Result<i32> {
         let mut guard = match KnobGuard::prepare(std::slice::from_ref(&r.path), &stored) {
             Ok(g) => g,
             Err(e) => {
-                eprintln!("abperf: error: {e:#}");
+                crate::error::stderr_line(&format!("abperf: error: {e:#}"));
                 failed += 1;
                 continue;
             }
@@ -297,11 +303,11 @@ fn restore(db: &DbArgs) -> anyhow::Result<i32> {
         if let Some((_, now, _)) = guard.drifted().first()
             && *now != r.value
         {
-            eprintln!(
+            crate::error::stderr_line(&format!(
                 "abperf: warning: {} holds '{now}', not the '{}' abperf wrote: someone changed it since; \
                  restoring the recorded original '{}' anyway",
                 r.path, r.value, r.original
-            );
+            ));
         }
         let errors = guard.restore();
         if errors.is_empty() {
@@ -309,7 +315,7 @@ fn restore(db: &DbArgs) -> anyhow::Result<i32> {
             println!("restored {}: '{}' (verified)", r.path, r.original);
         } else {
             for e in errors {
-                eprintln!("abperf: error: {e}");
+                crate::error::stderr_line(&format!("abperf: error: {e}"));
             }
             guard.keep_current(); // reported once; the row stays outstanding
             failed += 1;

@@ -162,7 +162,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
         .context("import not stored")?;
     for imp in &imports {
         for note in &imp.notes {
-            eprintln!("abperf: note: {note}");
+            crate::error::stderr_line(&format!("abperf: note: {note}"));
         }
     }
     let summaries = runs
@@ -170,10 +170,10 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
         .filter(|r| r.source.as_ref().is_some_and(|s| s.summary))
         .count();
     if summaries > 0 {
-        eprintln!(
+        crate::error::stderr_line(&format!(
             "abperf: note: {summaries} imported row(s) are means over repeats (perf stat -r), not single runs; \
              tests count each as one observation"
-        );
+        ));
     }
     let per_variant: Vec<String> = variants
         .iter()

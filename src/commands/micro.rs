@@ -55,11 +55,11 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
         print_failure(f, None);
     }
     if !report.failures.is_empty() {
-        eprintln!(
+        crate::error::stderr_line(&format!(
             "abperf: {} benchmark(s) failed; what did run is shown above{}",
             report.failures.len(),
             if args.no_store { "" } else { " and stored" }
-        );
+        ));
         return Ok(1);
     }
     Ok(0)
@@ -133,10 +133,10 @@ fn stored_or_built(record: Record, store: Option<&mut Store>) -> anyhow::Result<
     let mut r = match store {
         Some(s) => {
             let id = record.save(s)?;
-            eprintln!(
+            crate::error::stderr_line(&format!(
                 "abperf: stored as experiment {id} in {}",
                 s.path().display()
-            );
+            ));
             super::output::load(s, id, View::Micro)?
         }
         None => {

@@ -99,7 +99,7 @@ pub(super) fn progress_bar(len: usize, template: &str) -> indicatif::ProgressBar
 
 /// "abperf: error: micro BENCH (CONFIG) failed[ for LABEL]: REASON" on stderr.
 pub(super) fn print_failure(f: &micro::Skip, label: Option<&str>) {
-    eprintln!(
+    crate::error::stderr_line(&format!(
         "abperf: error: micro {}{} failed{}: {}",
         f.bench,
         f.config
@@ -108,5 +108,5 @@ pub(super) fn print_failure(f: &micro::Skip, label: Option<&str>) {
             .unwrap_or_default(),
         label.map(|l| format!(" for {l}")).unwrap_or_default(),
         f.reason
-    );
+    ));
 }

@@ -112,10 +112,10 @@ pub fn run(
     // The knobs go back first, whatever happened.
     let restore_errors = guard.lock().unwrap_or_else(|e| e.into_inner()).restore();
     for e in &restore_errors {
-        eprintln!("abperf: error: {e}");
+        crate::error::stderr_line(&format!("abperf: error: {e}"));
     }
     if let Some(sig) = signals::received() {
-        eprintln!(
+        crate::error::stderr_line(&format!(
             "abperf: interrupted by {}: knobs restored{}; nothing stored",
             signals::name(sig),
             if restore_errors.is_empty() {
@@ -123,7 +123,7 @@ pub fn run(
             } else {
                 " (except the above)"
             }
-        );
+        ));
         return Ok(128 + sig);
     }
     let reports = result?;
@@ -258,7 +258,7 @@ fn store_and_read_back(
     for rec in records {
         ids.push(rec.save(s)?);
     }
-    eprintln!(
+    crate::error::stderr_line(&format!(
         "abperf: stored as experiments {} in {} (variants {}, measured interleaved); \
          compare them again with `abperf compare {}{}`",
         ids.iter()
@@ -273,7 +273,7 @@ fn store_and_read_back(
         } else {
             String::new()
         }
-    );
+    ));
     ids.iter().map(|&id| s.load(id)).collect()
 }
 

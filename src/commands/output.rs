@@ -204,7 +204,7 @@ impl AnalysisArgs {
     pub fn escaped_for(&self, format: crate::report::Format) -> AnalysisArgs {
         let mut a = self.clone();
         if for_people(format) {
-            let e = |s: &String| crate::report::escape::control(s).into_owned();
+            let e = |s: &String| crate::model::escape::control(s).into_owned();
             a.baseline = a.baseline.as_ref().map(e);
             a.metric = a.metric.iter().map(e).collect();
             a.by = a.by.as_ref().map(e);
@@ -290,7 +290,7 @@ pub fn load(store: &Store, id: i64, view: View) -> anyhow::Result<Report> {
 
 /// Make every piece of user text in `r` (names, commands, parameters, knob values, metric names,
 /// notes) safe for a terminal when `format` is one read by people (text, mail, Markdown,
-/// perf-stat): control characters become visible escapes (`report::escape::control`). The data
+/// perf-stat): control characters become visible escapes (`model::escape::control`). The data
 /// hash was taken from the raw data when the report was made, so it still names the stored data.
 /// Call it before the analysis (which copies names), with [`AnalysisArgs::escaped_for`].
 pub fn escape_for_people(r: &mut Report, format: crate::report::Format) {
@@ -298,7 +298,7 @@ pub fn escape_for_people(r: &mut Report, format: crate::report::Format) {
         return;
     }
     let e = |s: &mut String| {
-        if let std::borrow::Cow::Owned(o) = crate::report::escape::control(s) {
+        if let std::borrow::Cow::Owned(o) = crate::model::escape::control(s) {
             *s = o;
         }
     };

@@ -30,7 +30,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let id = super::lookup::experiment_id(&store, &args.id)?;
     let mut r = output::load(&store, id, View::Report)?;
     if r.data.runs.is_empty() {
-        eprintln!("abperf: note: experiment {id} has no runs yet");
+        crate::error::stderr_line(&format!("abperf: note: experiment {id} has no runs yet"));
     }
     output::escape_for_people(&mut r, args.format);
     args.analysis

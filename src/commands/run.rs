@@ -80,10 +80,10 @@ fn kbuild_hint(args: &RunArgs, plans: &[design::VariantPlan]) {
         .iter()
         .any(|p| p.command == "@kbuild" || p.command.starts_with("@kbuild:"));
     if kbuild && !args.drop_caches && args.perturb_layout.is_none() {
-        eprintln!(
+        crate::error::stderr_line(
             "abperf: note: kbuild runs its prepare step (configure, make clean, make prepare) \
              untimed before every run; for seed 003's recipe add --drop-caches --perturb-layout \
-             64 (and --tune for the governor; see docs/workloads.md)"
+             64 (and --tune for the governor; see docs/workloads.md)",
         );
     }
 }
@@ -443,7 +443,9 @@ fn finish(
     let mut bar = Bar(None, rule);
     let result = execute(store, id, cfg, variants, schedule, guard, &mut bar);
     if let Err(e) = store.merge_environment(id, &sampling.finish("during the runs")) {
-        eprintln!("abperf: warning: the load sampled during the runs is not stored: {e:#}");
+        crate::error::stderr_line(&format!(
+            "abperf: warning: the load sampled during the runs is not stored: {e:#}"
+        ));
     }
     conclude(store, id, variants.len(), result)
 }

@@ -203,7 +203,7 @@ fn record(a: RecordArgs) -> Result<i32> {
     let calibration = std::thread::spawn(|| trace::tsc::calibrate(Duration::from_millis(100)));
     let until_ctrl_c = a.command.is_empty() && opts.duration.is_none();
     if until_ctrl_c {
-        eprintln!("abperf: recording until Ctrl-C (SIGINT); the capture is kept");
+        crate::error::stderr_line("abperf: recording until Ctrl-C (SIGINT); the capture is kept");
     }
     // Other processes' CPU use, load and pressure over the recording, not in a sleep after it.
     let sampling = crate::doctor::Sampling::start();
@@ -211,20 +211,22 @@ fn record(a: RecordArgs) -> Result<i32> {
         Ok(r) => r,
         Err(e) => {
             if let Some(ab) = e.downcast_ref::<trace::Aborted>() {
-                eprintln!("abperf: {ab}");
+                crate::error::stderr_line(&format!("abperf: {ab}"));
                 return Ok(128 + ab.0);
             }
             return Err(e);
         }
     };
     for s in &rec.skipped_events {
-        eprintln!("abperf: note: event {s} does not exist on this kernel; not recorded");
+        crate::error::stderr_line(&format!(
+            "abperf: note: event {s} does not exist on this kernel; not recorded"
+        ));
     }
     if let Some(s) = rec.stopped_by_signal {
-        eprintln!(
+        crate::error::stderr_line(&format!(
             "abperf: {}: recording stopped; keeping the capture (a second signal aborts)",
             trace::workload::signal_name(s)
-        );
+        ));
     }
     let dec = rec.raw.analyze(&[Spec::Standard])?;
     if let Some(p) = &a.keep_raw {
@@ -233,7 +235,7 @@ fn record(a: RecordArgs) -> Result<i32> {
     let event_cost = event_cost(&mut store, a.no_cost)?;
     if trace::workload::Stop::aborted() {
         let s = trace::workload::Stop::first().unwrap_or(libc::SIGINT);
-        eprintln!("abperf: {}", trace::Aborted(s));
+        crate::error::stderr_line(&format!("abperf: {}", trace::Aborted(s)));
         return Ok(128 + s);
     }
     let info = CaptureInfo {
@@ -276,7 +278,10 @@ fn record(a: RecordArgs) -> Result<i32> {
     if !a.quiet {
         print_tables(&store, id)?;
     }
-    eprintln!("abperf: stored capture {id} in {}", store.path().display());
+    crate::error::stderr_line(&format!(
+        "abperf: stored capture {id} in {}",
+        store.path().display()
+    ));
     Ok(record_status(&rec, until_ctrl_c, id))
 }
 
@@ -331,7 +336,9 @@ fn event_cost(store: &mut Store, no_cost: bool) -> Result<Option<crate::model::t
                 store.set_event_cost(&machine, &c)?;
                 event_cost = Some(c);
             }
-            Err(e) => eprintln!("abperf: note: the tracing cost could not be measured: {e:#}"),
+            Err(e) => crate::error::stderr_line(&format!(
+                "abperf: note: the tracing cost could not be measured: {e:#}"
+            )),
         }
     }
     Ok(event_cost)
@@ -348,18 +355,18 @@ fn record_status(rec: &trace::Recorded, until_ctrl_c: bool, id: i64) -> i32 {
         return 128 + s;
     }
     if let Some(sig) = rec.signal {
-        eprintln!(
+        crate::error::stderr_line(&format!(
             "abperf: the command was killed by {}",
             trace::workload::signal_name(sig)
-        );
+        ));
         return 1;
     }
     match rec.exit_code {
         Some(0) | None => 0,
         Some(c) => {
-            eprintln!(
+            crate::error::stderr_line(&format!(
                 "abperf: the command exited with status {c}; capture {id} is stored but marked failed"
-            );
+            ));
             1
         }
     }
@@ -450,7 +457,10 @@ fn import(a: ImportArgs) -> Result<i32> {
     if !a.quiet {
         print_tables(&store, id)?;
     }
-    eprintln!("abperf: stored capture {id} in {}", store.path().display());
+    crate::error::stderr_line(&format!(
+        "abperf: stored capture {id} in {}",
+        store.path().display()
+    ));
     Ok(0)
 }
 
@@ -516,11 +526,11 @@ fn import_text(a: &ImportArgs) -> Result<(CaptureInfo, Tables)> {
         ..Default::default()
     };
     if let Some((line, msg)) = &cap.first_bad_line {
-        eprintln!(
+        crate::error::stderr_line(&format!(
             "abperf: {} lines skipped (--lenient); first: {}: line {line}: {msg}",
             cap.skipped,
             a.file.display()
-        );
+        ));
     }
     Ok((info, t))
 }
@@ -550,7 +560,7 @@ fn tsc_note(a: &ImportArgs, info: &CaptureInfo, raw: bool, this_boot: bool) -> S
             let note = format!(
                 "not calibrated ({why}): times are in the capture's clock units, {units}; --tsc-mhz gives the frequency"
             );
-            eprintln!("abperf: TSC {note}");
+            crate::error::stderr_line(&format!("abperf: TSC {note}"));
             note
         }
     }

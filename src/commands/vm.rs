@@ -166,7 +166,11 @@ fn run_vm(a: RunVmArgs) -> Result<i32> {
     if json {
         emit(&serde_json::json!({"event": "started", "qemu_pid": vm.pid()}));
     } else {
-        eprintln!("abperf vm: QEMU pid {} ({})", vm.pid(), spec.accel.as_str());
+        crate::error::stderr_line(&format!(
+            "abperf vm: QEMU pid {} ({})",
+            vm.pid(),
+            spec.accel.as_str()
+        ));
     }
     let o = events(&mut vm, &a, json);
     if json {
@@ -211,7 +215,7 @@ fn spec_of(a: &RunVmArgs) -> Result<VmSpec> {
             if p.usable() {
                 Accel::Kvm
             } else {
-                eprintln!("abperf vm: using TCG: {}", p.finding);
+                crate::error::stderr_line(&format!("abperf vm: using TCG: {}", p.finding));
                 Accel::Tcg
             }
         }
@@ -229,13 +233,13 @@ fn events(vm: &mut Vm, a: &RunVmArgs, json: bool) -> vm::Outcome {
                 if json {
                     emit(&serde_json::json!({"event": "booted", "boot": b}));
                 } else {
-                    eprintln!(
+                    crate::error::stderr_line(&format!(
                         "abperf vm: booted {} under {} in {:.1} s; cmdline: {}",
                         b.release,
                         b.accel.as_str(),
                         b.boot_seconds,
                         b.cmdline
-                    );
+                    ));
                 }
             }
             Event::Line(l) => {
@@ -249,7 +253,7 @@ fn events(vm: &mut Vm, a: &RunVmArgs, json: bool) -> vm::Outcome {
             }
             Event::Console(l) => {
                 if a.show_console {
-                    eprintln!("{l}");
+                    crate::error::stderr_line(&l);
                 }
                 if json {
                     emit(&serde_json::json!({"event": "console", "line": l}));
@@ -280,18 +284,18 @@ fn exit_code(o: &vm::Outcome, json: bool) -> Result<i32> {
     match &o.exit {
         Exit::Command(code) => {
             if !json {
-                eprintln!(
+                crate::error::stderr_line(&format!(
                     "abperf vm: command exited with {code} after {:.1} s ({} result lines)",
                     o.seconds, o.lines
-                );
+                ));
             }
             Ok(*code)
         }
         Exit::Interrupted(sig) => {
-            eprintln!(
+            crate::error::stderr_line(&format!(
                 "abperf vm: interrupted by {}; the VM was killed",
                 vm::guard::signal_name(*sig)
-            );
+            ));
             Ok(128 + sig)
         }
         Exit::QemuFailed(msg) => anyhow::bail!("{msg}"),

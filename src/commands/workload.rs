@@ -79,7 +79,9 @@ pub fn run(args: WorkloadArgs) -> Result<i32> {
 fn interrupted(name: &str, e: anyhow::Error) -> Result<i32> {
     match e.downcast_ref::<Interrupted>() {
         Some(Interrupted(sig)) => {
-            eprintln!("abperf: workload {name}: stopped by signal {sig}, cleaned up");
+            crate::error::stderr_line(&format!(
+                "abperf: workload {name}: stopped by signal {sig}, cleaned up"
+            ));
             Ok(128 + sig)
         }
         None => Err(e),

@@ -15,7 +15,7 @@
 //! scenarios of its file: the first test to ask makes it in a `static` [`std::sync::OnceLock`],
 //! in a lab of [`Lab::shared`], and each test then checks one thing of it.
 #![allow(dead_code)]
-
+#![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 

@@ -545,7 +545,7 @@ mod tests {
     fn templates_have_expected_xstate_bv() {
         let cpu = CpuInfo::detect();
         if !(cpu.xsave && cpu.osxsave) {
-            eprintln!("no XSAVE here: skipped");
+            abperf_model::error::stderr_line("no XSAVE here: skipped");
             return;
         }
         let size = cpu.xsave_size as usize;

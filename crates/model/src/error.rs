@@ -27,12 +27,15 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
 
 /// Write one line to standard error, never panicking: `eprintln!` panics when stderr is a closed
 /// pipe or a hung-up terminal, which in a `Drop` that restores knobs (or during unwinding) would
-/// abort the process with settings left changed.
+/// abort the process with settings left changed. Control characters other than the line breaks
+/// and tabs of the layout are written as escapes ([`crate::escape::message`]): a message quoting
+/// a command, a name or a workload's stderr cannot drive the terminal. Every message to stderr
+/// goes through here (`clippy.toml` forbids `eprintln!`).
 pub fn stderr_line(line: &str) {
     use std::io::Write;
     let mut e = std::io::stderr().lock();
     let _ = e
-        .write_all(line.as_bytes())
+        .write_all(crate::escape::message(line).as_bytes())
         .and_then(|_| e.write_all(b"\n"));
 }
 

@@ -18,7 +18,8 @@
 //! - [`micro`], [`trace`] and [`tune`] hold the stored results of `abperf micro`, `abperf trace` and the
 //!   settings `doctor --fix` / `run --tune` change
 //!
-//! - [`error`] holds the errors callers branch on ([`error::UsageError`]: exit code 2)
+//! - [`error`] holds the errors callers branch on ([`error::UsageError`]: exit code 2) and the one
+//!   way a message reaches the terminal; [`escape`] makes user text harmless there
 //!
 //! This crate depends on no other abperf crate (its Cargo.toml names none).
 
@@ -28,6 +29,7 @@ pub mod ceiling;
 pub mod dataset;
 pub mod describe;
 pub mod error;
+pub mod escape;
 pub mod experiment;
 pub mod metric;
 pub mod micro;

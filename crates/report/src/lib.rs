@@ -32,7 +32,6 @@ pub mod ceiling;
 pub mod compare;
 pub mod csv;
 pub mod doctor;
-pub mod escape;
 pub mod fmt;
 pub mod html;
 pub mod hyperfine;

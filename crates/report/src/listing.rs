@@ -1,9 +1,9 @@
 //! The experiment list of `abperf list`: one line per stored experiment (id, creation time,
 //! kind, status, variants, runs stored of planned, name).
 
-use super::escape::control;
 use super::labels::elide_middle;
 use abperf_model::ExperimentSummary;
+use abperf_model::escape::control;
 use std::fmt::Write;
 use std::path::Path;
 

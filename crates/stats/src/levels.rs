@@ -662,9 +662,9 @@ mod tests {
         let boot = boot_cover as f64 / trials as f64;
         let naive = naive_cover as f64 / trials as f64;
         let width = widths / trials as f64;
-        eprintln!(
+        abperf_model::error::stderr_line(&format!(
             "A/A coverage: boot-level {boot}, runs as independent {naive}; width ratio {width:.2}"
-        );
+        ));
         assert!((0.93..=0.97).contains(&boot), "boot-level coverage {boot}");
         assert!(naive < 0.85, "naive coverage {naive}");
         assert!((1.5..2.3).contains(&width), "width ratio {width}");

@@ -76,10 +76,10 @@ mod tests {
             false_calls as f64 / DATASETS as f64,
             drift_found as f64 / DATASETS as f64,
         );
-        eprintln!(
+        abperf_model::error::stderr_line(&format!(
             "A/A abba={abba} drift={drift_total_pct}%: false faster/slower {:.4}, drift found {:.4}",
             rates.0, rates.1
-        );
+        ));
         rates
     }
 

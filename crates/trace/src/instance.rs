@@ -375,10 +375,10 @@ impl Instance {
 impl Drop for Instance {
     fn drop(&mut self) {
         if let Err(e) = self.do_remove() {
-            eprintln!(
+            abperf_model::error::stderr_line(&format!(
                 "abperf: warning: {e:#}; remove it with: rmdir {}",
                 self.dir.display()
-            );
+            ));
         }
     }
 }

@@ -111,7 +111,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded> {
     // leftovers of abperf processes killed hard (their instances still trace)
     let cleaned = instance::clean_leftovers();
     for c in &cleaned {
-        eprintln!("abperf: {c}");
+        abperf_model::error::stderr_line(&format!("abperf: {c}"));
     }
     let tfs = instance::Tracefs::open()?;
     let ph = tfs.page_header()?;
@@ -294,10 +294,10 @@ fn scope_to(
             inst.scope_tasks(&[], false)?;
             let tids = workload::tasks_of_cgroup(dir)?;
             if tids.is_empty() {
-                eprintln!(
+                abperf_model::error::stderr_line(&format!(
                     "abperf: note: cgroup {} has no tasks yet; tasks that join it are added every 100 ms",
                     dir.display()
-                );
+                ));
             } else {
                 inst.scope_tasks(&tids, false)?;
             }

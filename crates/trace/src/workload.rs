@@ -47,8 +47,8 @@ impl Stop {
                                 );
                                 let n = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
                                 if n == 2 {
-                                    eprintln!(
-                                        "\nabperf: second signal: aborting, nothing will be stored"
+                                    abperf_model::error::stderr_line(
+                                        "\nabperf: second signal: aborting, nothing will be stored",
                                     );
                                 }
                             }

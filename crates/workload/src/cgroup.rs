@@ -280,7 +280,7 @@ impl Drop for Cgroup {
         if !self.removed
             && let Err(e) = self.remove()
         {
-            eprintln!("abperf: warning: {e:#}");
+            abperf_model::error::stderr_line(&format!("abperf: warning: {e:#}"));
         }
     }
 }

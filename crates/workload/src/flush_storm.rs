@@ -321,7 +321,7 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
         n => n,
     };
     if threads < 2 {
-        eprintln!("flush-storm: note: one thread, so no remote shootdowns");
+        abperf_model::error::stderr_line("flush-storm: note: one thread, so no remote shootdowns");
     }
     let sizes = Sizes::new(&parse_sizes(p.str("sizes")).expect("checked"));
     let ops = parse_syscalls(p.str("syscalls")).expect("checked");

@@ -258,11 +258,11 @@ fn source_tree(tree: &str, unpack: bool) -> Result<PathBuf> {
     if std::fs::read_to_string(&stamp).ok().as_deref() == Some(want.as_str()) {
         return Ok(dir); // unpacked by another run while we waited
     }
-    eprintln!(
+    abperf_model::error::stderr_line(&format!(
         "kbuild: unpacking {} into {} (once)",
         tarball.display(),
         base.display()
-    );
+    ));
     let _ = std::fs::remove_file(&stamp);
     if dir.exists() {
         std::fs::remove_dir_all(&dir)

@@ -161,7 +161,7 @@ pub fn emit(title: &str, metrics: &[Metric]) -> Result<()> {
             f.write_all(to_lines(metrics).as_bytes())
                 .with_context(|| format!("writing metrics to {}", Path::new(&path).display()))?;
         }
-        None => eprint!("{}", to_text(title, metrics)),
+        None => abperf_model::error::stderr_line(to_text(title, metrics).trim_end_matches('\n')),
     }
     Ok(())
 }

@@ -406,10 +406,10 @@ fn drop_cache(dir: &Path, files: u64) -> Result<()> {
 
 fn clean(place: &cgroup::Place) -> Result<()> {
     for p in cgroup::clean_stale(place)? {
-        eprintln!(
+        abperf_model::error::stderr_line(&format!(
             "page-aging: removed cgroup {} left by a run that was killed",
             p.display()
-        );
+        ));
     }
     Ok(())
 }
@@ -436,12 +436,12 @@ fn prepare(p: &Params) -> Result<()> {
     if let Some(path) = &pl.path
         && ensure_data(path, pl.data, pl.chunk)?
     {
-        eprintln!(
+        abperf_model::error::stderr_line(&format!(
             "page-aging: created the data set {} ({} in {} files)",
             path.display(),
             show_size(pl.data),
             pl.data / pl.chunk
-        );
+        ));
     }
     Ok(())
 }
@@ -637,12 +637,12 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
     let rep = child_report(&pl, &out, &exit, ooms)?;
     std::hint::black_box(rep.checksum);
     if pl.limit < pl.data && rep.scanned == 0 {
-        eprintln!(
+        abperf_model::error::stderr_line(&format!(
             "page-aging: warning: no page was scanned by reclaim although the data set ({}) is \
              larger than memory_max ({})",
             show_size(pl.data),
             show_size(pl.limit)
-        );
+        ));
     }
     Ok(report_metrics(&rep))
 }
@@ -652,23 +652,23 @@ fn exec(p: &Params) -> Result<Vec<Metric>> {
 /// without swap.
 fn check_data(pl: &Plan) -> Result<()> {
     if pl.limit >= pl.data {
-        eprintln!(
+        abperf_model::error::stderr_line(&format!(
             "page-aging: warning: memory_max {} is not below the data set {}: reclaim will \
              not age the data set",
             show_size(pl.limit),
             show_size(pl.data)
-        );
+        ));
     }
     match &pl.path {
         Some(path) => {
             if ensure_data(path, pl.data, pl.chunk)? {
-                eprintln!(
+                abperf_model::error::stderr_line(&format!(
                     "page-aging: created the data set {} ({} in {} files); `abperf workload \
                      prepare page-aging` does this untimed",
                     path.display(),
                     show_size(pl.data),
                     pl.data / pl.chunk
-                );
+                ));
             }
             drop_cache(path, pl.data / pl.chunk)?;
         }

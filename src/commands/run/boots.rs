@@ -332,7 +332,9 @@ fn execute(
     let mut bar = Bar(None, None);
     let result = execute_boots(store, &boots, &mut bar);
     if let Err(e) = store.merge_environment(id, &sampling.finish("during the boots")) {
-        eprintln!("abperf: warning: the load sampled during the boots is not stored: {e:#}");
+        crate::error::stderr_line(&format!(
+            "abperf: warning: the load sampled during the boots is not stored: {e:#}"
+        ));
     }
     conclude(store, id, variants.len(), result)
 }

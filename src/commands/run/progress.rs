@@ -115,6 +115,7 @@ impl Progress for Bar {
                 return;
             }
             let (n, u) = perfstat::human(wall_ns as f64, "ns");
+            let variant = crate::model::escape::control(variant);
             pb.set_message(format!("{variant}: run {i} of {of}, last {n} {u}"));
             pb.inc(1);
         }

@@ -77,6 +77,26 @@ pub fn parse_knob(arg: &str) -> anyhow::Result<KnobSpec> {
     })
 }
 
+/// What makes two knob paths the same knob: the canonical path where it exists on this machine
+/// (`..`, `.`, `//` and symlinks resolved, as the knob lock does), else the path with `.`, `..`
+/// and repeated slashes resolved by name (a knob that exists only inside a guest).
+pub fn knob_identity(path: &str) -> std::path::PathBuf {
+    if let Ok(c) = std::fs::canonicalize(path) {
+        return c;
+    }
+    let mut out = std::path::PathBuf::from("/");
+    for part in std::path::Path::new(path).components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::Normal(p) => out.push(p),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Replace every `{NAME}` of `params` in `text`.
 pub fn substitute(text: &str, params: &BTreeMap<String, String>) -> String {
     let mut out = text.to_string();
@@ -136,9 +156,18 @@ pub fn build_variants(
             )));
         }
     }
+    let mut knob_spellings = std::collections::BTreeMap::new();
     for k in knobs {
-        if !seen.insert(format!("k:{}", k.path)) {
-            return Err(usage(format!("-k/--knob: knob '{}' given twice", k.path)));
+        if let Some(first) = knob_spellings.insert(knob_identity(&k.path), &k.path) {
+            let also = if *first == k.path {
+                String::new()
+            } else {
+                format!(" (also as '{first}')")
+            };
+            return Err(usage(format!(
+                "-k/--knob: knob '{}' given twice{also}: give each knob once, with all its values",
+                k.path
+            )));
         }
     }
     let mut lengths = vec![commands.len()];
@@ -253,6 +282,17 @@ mod tests {
             assert!(e.to_string().contains(bad), "{e}");
         }
         assert!(parse_knob("relative=1").is_err());
+        // One knob under two spellings is one knob (it would otherwise wait for its own lock).
+        let proc = [
+            "/proc/sys/kernel/../kernel/msgmni=1",
+            "/proc/sys//kernel/msgmni=2",
+        ];
+        let guest = ["/no/such/../such/knob=1", "/no/such/./knob=2"];
+        for pair in [proc, guest] {
+            let ks: Vec<KnobSpec> = pair.iter().map(|a| parse_knob(a).unwrap()).collect();
+            let e = build_variants(&["true".into()], &[], &[], &ks).unwrap_err();
+            assert!(e.to_string().contains("given twice (also as"), "{e}");
+        }
         assert!(parse_knob("/x").is_err());
         assert!(build_variants(&s(&[" "]), &[], &[], &[]).is_err());
     }

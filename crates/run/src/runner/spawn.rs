@@ -125,15 +125,7 @@ fn read_tail(fd: &OwnedFd) -> Option<String> {
     let keep = lines.len().saturating_sub(TAIL_LINES);
     let shown: Vec<String> = lines[keep..]
         .iter()
-        .map(|l| {
-            l.chars()
-                .map(|c| match c {
-                    '\t' => "\t".to_string(),
-                    c if c.is_control() => c.escape_default().to_string(),
-                    c => c.to_string(),
-                })
-                .collect()
-        })
+        .map(|l| abperf_model::escape::message(l).into_owned())
         .collect();
     (!shown.is_empty()).then(|| shown.join("\n"))
 }
@@ -638,7 +630,7 @@ mod tests {
             let lines: Vec<&str> = tail.lines().collect();
             assert_eq!(lines.len(), TAIL_LINES, "{tail}");
             assert_eq!(lines[0], "line 42");
-            assert_eq!(lines[9], "esc \\u{1b}[31m", "control characters escaped");
+            assert_eq!(lines[9], "esc \\e[31m", "control characters escaped");
             assert!(!tail.contains("out"), "stdout is not kept: {tail}");
         }
         let silent = run(&Prepared::new("true", true).unwrap(), &opts()).unwrap();

@@ -15,21 +15,31 @@ fn is_hostile(c: char) -> bool {
 /// `s` with every control character written as an escape (`\n`, `\t`, `\r`, `\e`, `\x07`,
 /// `\u{202e}`); text without any is returned as is.
 pub fn control(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(is_hostile) {
+    escaped(s, |_| false)
+}
+
+/// A message for a person (every line abperf writes to stderr goes through this): like
+/// [`control`], but the newlines and tabs a message is laid out with stay. Escape sequences,
+/// bells, carriage returns and bidirectional overrides from a command, a name or a stored
+/// string are written as escapes, so nothing can retitle, clear or rewrite the terminal.
+pub fn message(s: &str) -> Cow<'_, str> {
+    escaped(s, |c| c == '\n' || c == '\t')
+}
+
+fn escaped(s: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !s.chars().any(|c| is_hostile(c) && !keep(c)) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
         match c {
+            c if keep(c) || !is_hostile(c) => out.push(c),
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
             '\r' => out.push_str("\\r"),
             '\u{1b}' => out.push_str("\\e"),
-            c if is_hostile(c) && (c as u32) < 0x100 => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c if is_hostile(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
+            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
         }
     }
     Cow::Owned(out)
@@ -55,5 +65,7 @@ mod tests {
         assert_eq!(control("evil\u{202e}txt"), "evil\\u{202e}txt");
         assert_eq!(shorten("abcdef", 3), "abc...");
         assert_eq!(shorten("a\nb", 10), "a\\nb");
+        assert_eq!(message("a\u{1b}]0;t\u{7}\n\tb\r"), "a\\e]0;t\\x07\n\tb\\r");
+        assert!(matches!(message("two\nlines"), Cow::Borrowed(_)));
     }
 }
