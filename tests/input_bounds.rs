@@ -419,3 +419,34 @@ abtest!(
     .err_has("knob '/proc/sys/kernel/msgmni' given twice (also as '/proc/sys/kernel/../kernel/msgmni')");
     }
 );
+
+abtest!(a_refused_knob_value_does_not_suggest_a_resume, |lab| {
+    const MSGMNI: &str = "/proc/sys/kernel/msgmni";
+    if std::fs::OpenOptions::new()
+        .write(true)
+        .open(MSGMNI)
+        .is_err()
+    {
+        return common::skip("/proc/sys/kernel/msgmni cannot be opened for writing here");
+    }
+    let now = std::fs::read_to_string(MSGMNI).unwrap();
+    let o = lab.fails(
+        &[
+            "run",
+            "-r",
+            "1",
+            "-k",
+            &format!("{MSGMNI}={},abc", now.trim()),
+            "true",
+        ],
+        1,
+    );
+    o.err_has("the kernel refused a knob value, and --resume would write it again")
+        .err_has("writing 'abc' was refused");
+    assert!(!o.stderr.contains("resume with"), "{o}");
+    assert_eq!(
+        std::fs::read_to_string(MSGMNI).unwrap(),
+        now,
+        "msgmni restored"
+    );
+});

@@ -8,6 +8,21 @@ use thiserror::Error;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// The kernel would not take a knob value: the write was refused, or the knob reads back something
+/// else. Resuming would write the same value again, so the runner's caller does not suggest it.
+#[derive(Debug, Error)]
+#[error("knob {path}: {reason}")]
+pub struct KnobRefused {
+    pub path: String,
+    pub reason: String,
+}
+
+/// Whether `err` is, or was caused by, a [`KnobRefused`].
+pub fn is_knob_refused(err: &anyhow::Error) -> bool {
+    err.chain()
+        .any(|e| e.downcast_ref::<KnobRefused>().is_some())
+}
+
 /// Build an `anyhow::Error` that carries a [`UsageError`].
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))

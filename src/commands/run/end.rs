@@ -159,6 +159,13 @@ fn tell_ending(
             ));
         }
         Err(e) if throwaway => return Err(e),
+        Err(e) if crate::error::is_knob_refused(&e) => {
+            return Err(e.context(format!(
+                "experiment {id} stopped (completed runs are stored); the kernel refused a knob \
+                 value, and --resume would write it again: start a new experiment with values \
+                 it accepts"
+            )));
+        }
         Err(e) => {
             return Err(e.context(format!(
                 "experiment {id} stopped (completed runs are stored; resume with {})",

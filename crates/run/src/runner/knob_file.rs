@@ -4,6 +4,7 @@
 //! that restores originals) and [`super::knob_lock`] (which puts a dead holder's original back).
 
 use abperf_measure::env::selected_choice;
+use abperf_model::error::KnobRefused;
 use anyhow::Context;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -144,8 +145,10 @@ pub fn read_raw(path: &str) -> anyhow::Result<String> {
 /// Write `value` to knob `path` (checked as [`open_knob`] does), not reading it back.
 pub(super) fn write_raw(path: &str, value: &str) -> anyhow::Result<()> {
     let mut f = open_knob(path, Access::Write)?;
-    f.write_all(value.as_bytes())
-        .with_context(|| format!("knob {path}: writing '{value}' was refused"))?;
+    f.write_all(value.as_bytes()).map_err(|e| KnobRefused {
+        path: path.into(),
+        reason: format!("writing '{value}' was refused: {e}"),
+    })?;
     Ok(())
 }
 
@@ -154,7 +157,11 @@ pub fn write_verified(path: &str, value: &str) -> anyhow::Result<()> {
     write_raw(path, value)?;
     let back = read_value(path)?;
     if back != value.trim() {
-        anyhow::bail!("knob {path}: wrote '{value}' but it reads back '{back}'");
+        return Err(KnobRefused {
+            path: path.into(),
+            reason: format!("wrote '{value}' but it reads back '{back}'"),
+        }
+        .into());
     }
     Ok(())
 }
