@@ -103,6 +103,31 @@ fn a_killed_experiment_is_interrupted_and_a_live_one_cannot_be_resumed() {
 }
 
 #[test]
+fn a_running_experiment_is_deleted_only_with_force() {
+    let lab = Lab::with_own_locks();
+    let mut bg = start(&lab, &["run", "-r", "200", "--warmup", "0", "sleep 0.05"]);
+    let id = wait_for_runs(&lab, 1).to_string();
+    let o = lab.fails(&["delete", &id], 1);
+    o.err_has(&format!("still running in pid {}", bg.id()))
+        .err_has("delete it anyway with --force");
+    assert!(lab.store().experiment(id.parse().unwrap()).is_ok(), "kept");
+    // --force deletes it and stops nothing: the runner finds its experiment gone.
+    lab.ok(&["delete", &id, "--force"])
+        .has(&format!("deleted experiment {id}"));
+    assert!(
+        bg.try_wait().unwrap().is_none(),
+        "the runner was not stopped"
+    );
+    assert_ne!(bg.wait().unwrap().code(), Some(0), "its next commit fails");
+    // Once its owner is gone, an experiment is deleted without --force.
+    let mut bg = start(&lab, &["run", "-r", "200", "--warmup", "0", "sleep 0.05"]);
+    let id = wait_for_runs_after(&lab, id.parse().unwrap(), 1).to_string();
+    kill(&mut bg, libc::SIGKILL);
+    bg.wait().unwrap();
+    lab.ok(&["delete", &id]);
+}
+
+#[test]
 fn a_second_experiment_on_a_knob_fails_naming_the_holder_or_waits() {
     let lab = Lab::with_own_locks();
     let k = knob(&lab, "2000");

@@ -42,6 +42,29 @@ fn put_owner(tx: &rusqlite::Transaction, id: i64, o: &Owner) -> rusqlite::Result
     Ok(())
 }
 
+/// Under a write transaction: the owner of experiment `id` when it is `running` and its owner is
+/// alive (`alive` decides); an error when there is no such experiment.
+fn live_owner(
+    tx: &rusqlite::Transaction,
+    id: i64,
+    alive: &dyn Fn(&Owner) -> bool,
+) -> anyhow::Result<Option<Owner>> {
+    let status: String = tx
+        .query_row("SELECT status FROM experiment WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .optional()?
+        .with_context(|| format!("no experiment {id} in the store"))?;
+    let current = tx
+        .query_row(
+            "SELECT pid, start_time, boot_id, host FROM experiment_owner WHERE experiment_id = ?1",
+            [id],
+            owner_row,
+        )
+        .optional()?;
+    Ok(current.filter(|o| Status::parse(&status) == Status::Running && alive(o)))
+}
+
 impl Store {
     /// Create an experiment (status `running`) with its variants, schedule and owner, in one
     /// transaction.
@@ -101,23 +124,8 @@ impl Store {
         alive: &dyn Fn(&Owner) -> bool,
     ) -> anyhow::Result<Result<(), Owner>> {
         let tx = self.write_tx()?;
-        let status: String = tx
-            .query_row("SELECT status FROM experiment WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
-            .optional()?
-            .with_context(|| format!("no experiment {id} in the store"))?;
-        let current = tx
-            .query_row(
-                "SELECT pid, start_time, boot_id, host FROM experiment_owner WHERE experiment_id = ?1",
-                [id],
-                owner_row,
-            )
-            .optional()?;
-        if Status::parse(&status) == Status::Running
-            && let Some(o) = current
+        if let Some(o) = live_owner(&tx, id, alive)?
             && o != *me
-            && alive(&o)
         {
             return Ok(Err(o));
         }
@@ -126,6 +134,23 @@ impl Store {
             "UPDATE experiment SET status = ?1 WHERE id = ?2",
             params![Status::Running.as_str(), id],
         )?;
+        tx.commit()?;
+        Ok(Ok(()))
+    }
+
+    /// Delete experiment `id` (`abperf delete`) unless it is `running` and its recorded owner is
+    /// alive (`alive` decides), checked and deleted under one write lock. Returns the live owner
+    /// on refusal.
+    pub fn delete_unless_running(
+        &mut self,
+        id: i64,
+        alive: &dyn Fn(&Owner) -> bool,
+    ) -> anyhow::Result<Result<(), Owner>> {
+        let tx = self.write_tx()?;
+        if let Some(o) = live_owner(&tx, id, alive)? {
+            return Ok(Err(o));
+        }
+        tx.execute("DELETE FROM experiment WHERE id = ?1", [id])?;
         tx.commit()?;
         Ok(Ok(()))
     }
@@ -182,8 +207,18 @@ mod tests {
             s.claim_experiment(id, &owner(3), &|_| true).unwrap(),
             Ok(())
         );
-        s.delete(id).unwrap();
+        // Deleting: refused while running with a live owner, done when the owner is dead.
+        s.set_status(id, Status::Running).unwrap();
+        assert_eq!(
+            s.delete_unless_running(id, &|_| true).unwrap(),
+            Err(owner(3))
+        );
+        assert_eq!(s.delete_unless_running(id, &|_| false).unwrap(), Ok(()));
         assert!(s.owner(id).unwrap().is_none());
+        assert!(
+            s.delete_unless_running(id, &|_| false).is_err(),
+            "no such experiment"
+        );
     }
 
     #[test]
