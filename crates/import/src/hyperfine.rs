@@ -7,7 +7,7 @@
 //! in hyperfine's export, so they go to [`Variant::summary`] (`user_ns_mean`, `sys_ns_mean`) and
 //! are never copied onto runs.
 
-use super::{Exit, Imported, Metric, ParseError, RunKind, secs_to_ns, unit};
+use super::{Exit, Imported, Metric, ParseError, RunKind, unit};
 use crate::Format;
 use abperf_model::SummaryValue;
 use serde::Deserialize;
@@ -115,7 +115,7 @@ pub fn parse(file: &str, text: &str) -> Result<Imported, ParseError> {
                 v.summary.insert(
                     name.to_string(),
                     SummaryValue {
-                        value: secs_to_ns(m),
+                        value: full_ns(m),
                         unit: unit::NS.to_string(),
                     },
                 );
@@ -127,7 +127,7 @@ pub fn parse(file: &str, text: &str) -> Result<Imported, ParseError> {
                     "times[{k}] = {t} is not a non-negative number of seconds"
                 )));
             }
-            let mut metrics = vec![Metric::new("wall_ns", secs_to_ns(t), unit::NS)];
+            let mut metrics = vec![Metric::new("wall_ns", full_ns(t), unit::NS)];
             if let Some(mem) = &r.memory_usage_byte {
                 metrics.push(Metric::new("maxrss_kib", mem[k] as f64 / 1024.0, unit::KIB));
             }
@@ -140,6 +140,13 @@ pub fn parse(file: &str, text: &str) -> Result<Imported, ParseError> {
         }
     }
     Ok(out)
+}
+
+/// hyperfine's seconds (full doubles, measured to the nanosecond and averaged below it) in
+/// nanoseconds, kept to their precision: rounding to whole nanoseconds, as the text importers
+/// do for decimals printed to a few digits, would move p-values at 1e-6 relative.
+fn full_ns(secs: f64) -> f64 {
+    secs * 1e9
 }
 
 #[cfg(test)]
@@ -169,6 +176,15 @@ mod tests {
 }"#;
 
     #[test]
+    fn seconds_keep_their_digits_below_a_nanosecond() {
+        let j = r#"{"results": [{"command": "a", "times": [0.0123456789012, 2.5e-10]}]}"#;
+        let imp = parse("h.json", j).unwrap();
+        let w = |k: usize| imp.runs_at(0)[k].metric("wall_ns").unwrap();
+        assert!((w(0) - 12_345_678.9012).abs() < 1e-7, "{}", w(0));
+        assert_eq!(w(1), 0.25);
+    }
+
+    #[test]
     fn parses_runs_and_parameters() {
         let imp = parse("h.json", TWO).unwrap();
         assert_eq!(imp.variants.len(), 2);
@@ -176,9 +192,10 @@ mod tests {
         let a_runs = imp.runs_at(0);
         assert_eq!(a.name, "sleep 0.01");
         assert_eq!(a_runs.len(), 3);
-        assert_eq!(a_runs[0].metric("wall_ns"), Some(11_949_078.0));
+        let close = |x: Option<f64>, y: f64| (x.unwrap() - y).abs() < 1e-6;
+        assert!(close(a_runs[0].metric("wall_ns"), 11_949_078.0));
         assert_eq!(a_runs[0].metric("user_ns"), None);
-        assert_eq!(a.summary["user_ns_mean"].value, 1_573_000.0);
+        assert!(close(Some(a.summary["user_ns_mean"].value), 1_573_000.0));
         assert_eq!(a_runs[2].exit(), Some(Exit::Signal(None)));
         assert_eq!(a_runs[0].line(), 4);
         let b = &imp.variants[1];
