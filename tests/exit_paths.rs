@@ -245,3 +245,31 @@ fn a_signal_during_setup_interrupts() {
 fn a_signal_during_cleanup_interrupts() {
     signal_during("--cleanup");
 }
+
+#[test]
+fn a_signal_while_ten_million_planned_runs_are_stored_stops_at_once() {
+    // Storing the plan takes tens of seconds here; SIGTERM used to wait for all of it.
+    let lab = Lab::with_own_locks();
+    let k = lab.write("knob", "2000\n");
+    let spec = format!("{k}=1,2,3,4,5,6,7,8,9,10");
+    let mut child = lab
+        .cmd(&["run", "-r", "999999", "-k", &spec, "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: plain syscall on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let t = Instant::now();
+    assert_eq!(wait(&mut child), Some(128 + libc::SIGTERM));
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(
+        err.contains("while storing the plan; nothing was stored"),
+        "{err}"
+    );
+    assert!(lab.store().list().unwrap().is_empty(), "nothing stored");
+    assert_eq!(std::fs::read_to_string(&k).unwrap().trim(), "2000");
+}

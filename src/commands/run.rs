@@ -157,7 +157,15 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         environment: doctor::environment_unsampled(),
     };
     let owner = crate::measure::process::current_owner();
-    let id = store.create_owned_experiment(&exp, &variants, &schedule, &owner)?;
+    let stop = || signals::received().is_some();
+    let Some(id) = store.create_owned_experiment(&exp, &variants, &schedule, &owner, &stop)? else {
+        let sig = signals::received().unwrap_or(libc::SIGINT);
+        crate::error::stderr_line(&format!(
+            "abperf: interrupted by {} while storing the plan; nothing was stored",
+            signals::name(sig)
+        ));
+        return Ok(128 + sig);
+    };
     guard.set_experiment(id, store.path())?;
     if let Some(session) = session {
         store.tune_link(session, id)?;

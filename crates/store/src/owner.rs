@@ -67,21 +67,26 @@ fn live_owner(
 
 impl Store {
     /// Create an experiment (status `running`) with its variants, schedule and owner, in one
-    /// transaction.
+    /// transaction. `stop` is asked every few thousand slots (a schedule of millions takes
+    /// seconds to store): when it says yes, nothing is stored and the result is `Ok(None)`.
     pub fn create_owned_experiment(
         &mut self,
         exp: &NewExperiment,
         variants: &[Variant],
         schedule: &[Slot],
         owner: &Owner,
-    ) -> anyhow::Result<i64> {
+        stop: &dyn Fn() -> bool,
+    ) -> anyhow::Result<Option<i64>> {
         let tx = self.write_tx()?;
         let id = insert_experiment(&tx, exp, Status::Running)?;
         let mut ids = Vec::with_capacity(variants.len());
         for (pos, v) in variants.iter().enumerate() {
             ids.push(insert_variant(&tx, id, pos as i64, v)?);
         }
-        for s in schedule {
+        for (i, s) in schedule.iter().enumerate() {
+            if i % 16_384 == 0 && stop() {
+                return Ok(None); // the transaction rolls back when dropped
+            }
             let vid = *ids
                 .get(s.variant)
                 .with_context(|| format!("schedule slot {} names variant {}", s.seq, s.variant))?;
@@ -89,7 +94,7 @@ impl Store {
         }
         put_owner(&tx, id, owner)?;
         tx.commit()?;
-        Ok(id)
+        Ok(Some(id))
     }
 
     /// The recorded owner of experiment `id` (None: made by an abperf that did not record one,
@@ -186,7 +191,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let mut s = Store::open(&d.path().join("o.db")).unwrap();
         let id = s
-            .create_owned_experiment(&exp(), &[Variant::named("a")], &[], &owner(1))
+            .create_owned_experiment(&exp(), &[Variant::named("a")], &[], &owner(1), &|| false)
+            .unwrap()
             .unwrap();
         assert_eq!(s.owner(id).unwrap(), Some(owner(1)));
         assert_eq!(s.owners().unwrap()[&id], owner(1));

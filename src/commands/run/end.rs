@@ -73,8 +73,12 @@ pub(crate) fn conclude(
         store.set_status(id, status)?;
         report.data.experiments[0].status = status;
     }
+    // A signal asks for a prompt exit: the verdicts (a bootstrap per pair, seconds for many
+    // variants) are left to `compare`, which the resume hint names.
+    let interrupted = matches!(result, Ok(Ending::Interrupted(_)));
     if (variants > 1 || report.data.has_boots())
         && !all_failed
+        && !interrupted
         && let Err(e) = output::AnalysisArgs::default().analyse_into(&mut report)
     {
         crate::error::stderr_line(&format!("abperf: no verdict: {e:#}"));
@@ -149,8 +153,10 @@ fn tell_ending(
                 "nothing is kept (--no-store)".to_string()
             } else {
                 format!(
-                    "experiment {id} stopped with every completed run stored; continue it with: {}",
-                    cmd(&format!("run --resume {id}"))
+                    "experiment {id} stopped with every completed run stored; continue it with: \
+                     {}; verdicts so far: {}",
+                    cmd(&format!("run --resume {id}")),
+                    cmd(&format!("compare {id}"))
                 )
             };
             crate::error::stderr_line(&format!(
