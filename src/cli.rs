@@ -94,7 +94,7 @@ pub fn main() -> i32 {
 /// The parser, with every subcommand taking negative numbers as values: `-r -1` is then refused
 /// by the flag's own value parser, which names the flag ("invalid value '-1' for '--runs <RUNS>'"),
 /// instead of clap's "unexpected argument '-1'" that names none.
-fn parser() -> clap::Command {
+pub fn parser() -> clap::Command {
     fn negatives_are_values(c: clap::Command) -> clap::Command {
         c.allow_negative_numbers(true)
             .mut_subcommands(negatives_are_values)

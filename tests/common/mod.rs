@@ -18,6 +18,48 @@
 #![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Run to completion within `limit`, else kill it and fail. Output is drained as it comes (a
+/// full pipe would stall the child).
+pub fn run_within(mut c: Command, limit: Duration, what: &str) -> Out {
+    use std::io::Read;
+    let mut child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Out::from(
+        std::process::Output {
+            status,
+            stdout: out.join().unwrap(),
+            stderr: err.join().unwrap(),
+        },
+        &[what],
+    )
+}
 
 /// `abtest!(name, |lab| { ... })`: a `#[test]` named `name` whose body runs with `lab`, a fresh
 /// [`Lab`]. Doc comments and attributes before the name go on the test.

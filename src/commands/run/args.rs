@@ -195,16 +195,25 @@ pub struct KernelArgs {
 impl KernelArgs {
     /// Whether any kernel-variant option was given.
     pub fn any(&self) -> bool {
-        !self.kernels.is_empty()
-            || !self.appends.is_empty()
-            || !self.modules.is_empty()
-            || self.boots.is_some()
-            || self.accel.is_some()
-            || self.vm_cpus.is_some()
-            || self.vm_memory.is_some()
-            || self.vm_pin.is_some()
-            || self.boot_timeout.is_some()
-            || self.vm_console.is_some()
+        !self.kernels.is_empty() || !self.given().is_empty()
+    }
+
+    /// The kernel-variant options given besides --kernel, by name.
+    pub fn given(&self) -> Vec<&'static str> {
+        [
+            ("--append", !self.appends.is_empty()),
+            ("--modules", !self.modules.is_empty()),
+            ("--boots", self.boots.is_some()),
+            ("--accel", self.accel.is_some()),
+            ("--vm-cpus", self.vm_cpus.is_some()),
+            ("--vm-memory", self.vm_memory.is_some()),
+            ("--vm-pin", self.vm_pin.is_some()),
+            ("--boot-timeout", self.boot_timeout.is_some()),
+            ("--vm-console", self.vm_console.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect()
     }
 }
 

@@ -188,10 +188,16 @@ struct VmOptions {
 fn check_options(args: &RunArgs) -> anyhow::Result<VmOptions> {
     let k = &args.kernel;
     if k.kernels.is_empty() {
-        return Err(usage(
-            "--append, --boots and the --vm-* options need --kernel: the kernel to boot (a \
-             bzImage/vmlinuz, or a Debian package such as linux-image-amd64)",
-        ));
+        return Err(usage(format!(
+            "{} {} --kernel: the kernel to boot (a bzImage/vmlinuz, or a Debian package such as \
+             linux-image-amd64)",
+            k.given().join(", "),
+            if k.given().len() == 1 {
+                "needs"
+            } else {
+                "need"
+            }
+        )));
     }
     check_run_counts(args)?;
     let boots = k.boots.unwrap_or(DEFAULT_BOOTS);
