@@ -180,7 +180,7 @@ mod tests {
         let j = r#"{"results": [{"command": "a", "times": [0.0123456789012, 2.5e-10]}]}"#;
         let imp = parse("h.json", j).unwrap();
         let w = |k: usize| imp.runs_at(0)[k].metric("wall_ns").unwrap();
-        assert!((w(0) - 12_345_678.9012).abs() < 1e-7, "{}", w(0));
+        assert!((w(0) - 12_345_678.901_2).abs() < 1e-7, "{}", w(0));
         assert_eq!(w(1), 0.25);
     }
 
