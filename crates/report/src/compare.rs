@@ -555,7 +555,11 @@ fn text(r: &Report) -> String {
         let _ = writeln!(out, "tests: {}", a.tests_text);
         let o = &a.options;
         let boot = if o.resamples > 0 {
-            format!("bootstrap {} resamples seed {}", o.resamples, o.seed)
+            format!(
+                "bootstrap {} seed {}",
+                resamples_taken(r, o.resamples),
+                o.seed
+            )
         } else {
             "no bootstrap (--resamples 0)".to_string()
         };
@@ -600,6 +604,30 @@ pub struct Details;
 impl Section for Details {
     fn text(&self, r: &Report) -> String {
         text(r)
+    }
+}
+
+/// The bootstrap resamples as taken: the number asked for, or, where large samples lowered it
+/// (`capped_resamples`), the range taken, so the footer and each comparison's line agree.
+fn resamples_taken(r: &Report, asked: usize) -> String {
+    let taken: std::collections::BTreeSet<usize> = r
+        .comparisons()
+        .iter()
+        .filter_map(|c| c.details.bootstrap.as_ref())
+        .map(|b| b.resamples)
+        .collect();
+    match (taken.first(), taken.last()) {
+        (Some(&lo), Some(&hi)) if lo < asked => {
+            let took = if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}..{hi}")
+            };
+            format!(
+                "{took} resamples ({asked} asked; fewer above 2*10^8 draws, docs/statistics.md#bootstrap)"
+            )
+        }
+        _ => format!("{asked} resamples"),
     }
 }
 
