@@ -8,9 +8,13 @@
 # set-up) cancel. The figure that counts is the median over rounds of the per-round ratio
 # abperf/hyperfine (both measured within a minute of each other, under the same load); each
 # tool's median marginal cost is printed beside it, with the load averages before and after.
-# With perf, each invocation also runs under `perf stat --no-inherit -e task-clock`: the tool's
-# own CPU time (its children's not counted), whose marginal per run is far less sensitive to the
-# load of a shared machine than wall time; printed as a second table.
+# With perf, each invocation also runs under `perf stat -e task-clock` twice over: --no-inherit
+# gives the tool's own CPU time, and with inheritance all of it, children included (abperf's spawn
+# server, which forks every workload, and the workloads themselves: `true` costs every tool the
+# same). CPU time per run is far less sensitive to the load of a shared machine than wall time;
+# printed as a second and third table. The floor is benches/spawn_floor.c (posix_spawn + wait4
+# of `true` in a C loop, nothing measured or stored; built with cc when there is one): every
+# tool's per-run cost is also printed as a multiple of it.
 #
 # Usage: benches/runner_overhead.sh [N] [ROUNDS]   (default 200 5; needs hyperfine, perf;
 #        builds abperf --release unless ABPERF is set to a binary)
@@ -42,31 +46,41 @@ if have perf; then
 fi
 TOOLS+=(abperf-e)
 CMD[abperf-e]="$ABPERF run --db DB -N -r RUNS --warmup 0 -e task-clock ${EXTRA[*]} true"
+if have cc && cc -O2 -o "$TMP/spawn_floor" benches/spawn_floor.c; then
+    TOOLS+=(floor)
+    CMD[floor]="$TMP/spawn_floor RUNS true"
+fi
 if [ -n "${ABPERF_BASE:-}" ]; then
     TOOLS+=(abperf-base)
     CMD[abperf-base]="$ABPERF_BASE run --db DB -N -r RUNS --warmup 0 ${EXTRA[*]} true"
 fi
 have hyperfine || { echo "hyperfine: not installed (apt-get install hyperfine)" >&2; exit 1; }
 
-wall_us() { # runs -> "wall_us own_cpu_us" of one invocation of the tool's command ($tool)
+wall_us() { # runs -> "wall_us own_cpu_us all_cpu_us" of one invocation of $tool's command
     local c=${CMD[$tool]//RUNS/$1}
     c=${c//DB/$TMP/$tool.$1.db}
-    local t0 t1 cpu=0
+    local t0 t1 cpu=0 all=0
     local pre=()
     if have perf; then pre=(perf stat --no-inherit -x, -e task-clock -o "$TMP/own"); fi
     t0=$(date +%s%N)
     # shellcheck disable=SC2086
     "${pre[@]}" $c >/dev/null 2>&1 || { echo "failed: $c" >&2; exit 1; }
     t1=$(date +%s%N)
-    if have perf; then cpu=$(awk -F, '/task-clock/ {printf "%d", $1 * 1000}' "$TMP/own"); fi
+    if have perf; then
+        cpu=$(awk -F, '/task-clock/ {printf "%d", $1 * 1000}' "$TMP/own")
+        rm -f "$TMP/$tool.$1.db"*
+        # shellcheck disable=SC2086
+        perf stat -x, -e task-clock -o "$TMP/all" $c >/dev/null 2>&1
+        all=$(awk -F, '/task-clock/ {printf "%d", $1 * 1000}' "$TMP/all")
+    fi
     rm -f "$TMP/$tool.$1.db"*
-    echo "$(( (t1 - t0) / 1000 )) $cpu"
+    echo "$(( (t1 - t0) / 1000 )) $cpu $all"
 }
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)   N=$N, $ROUNDS rounds, $(nproc) CPUs, $(uname -r)"
-declare -A PER CPU
+declare -A PER CPU ALL
 printf '%-6s' round
 for tool in "${TOOLS[@]}"; do printf ' %12s' "$tool"; done
 printf ' %10s %10s' "ratio" "ratio -e"
@@ -77,10 +91,11 @@ for r in $(seq "$ROUNDS"); do
     order=()
     for i in $(seq 0 $((n - 1))); do order+=("${TOOLS[$(( (i + r) % n ))]}"); done
     for tool in "${order[@]}"; do
-        read -r a ca < <(wall_us "$N")
-        read -r b cb < <(wall_us $((2 * N)))
+        read -r a ca aa < <(wall_us "$N")
+        read -r b cb ab < <(wall_us $((2 * N)))
         PER[$tool.$r]=$(( (b - a) / N ))
         CPU[$tool.$r]=$(( (cb - ca) / N ))
+        ALL[$tool.$r]=$(( (ab - aa) / N ))
     done
     printf '%-6s' "$r"
     for tool in "${TOOLS[@]}"; do printf ' %9s us' "${PER[$tool.$r]}"; done
@@ -126,5 +141,23 @@ if have perf; then
         awk -v a="${CPU[abperf.$r]}" -v h="${CPU[hyperfine.$r]}" 'BEGIN {printf "%.2f\n", a / h}'
     done | median)
     echo "  abperf/hyperfine own CPU per run, median of per-round ratios: $ratios"
+    echo
+    echo "all CPU time per run (task-clock with children: abperf's spawn server and every tool's"
+    echo "\`true\` counted; median over rounds; x floor = median of per-round ratios to the C loop):"
+    for tool in "${TOOLS[@]}"; do
+        m=$(for r in $(seq "$ROUNDS"); do echo "${ALL[$tool.$r]}"; done | median)
+        x=""
+        if [ -n "${ALL[floor.1]:-}" ]; then
+            x=$(for r in $(seq "$ROUNDS"); do
+                awk -v a="${ALL[$tool.$r]}" -v f="${ALL[floor.$r]}" 'BEGIN {printf "%.2f\n", a / f}'
+            done | median)
+            x="  ${x}x floor"
+        fi
+        printf '  %-10s %6s us%s\n' "$tool" "$m" "$x"
+    done
+    ratios=$(for r in $(seq "$ROUNDS"); do
+        awk -v a="${ALL[abperf.$r]}" -v h="${ALL[hyperfine.$r]}" 'BEGIN {printf "%.2f\n", a / h}'
+    done | median)
+    echo "  abperf/hyperfine all CPU per run, median of per-round ratios: $ratios"
 fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

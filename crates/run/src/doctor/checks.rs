@@ -463,6 +463,15 @@ impl Sample {
             .collect()
     }
 
+    /// Only /proc/stat's `cpu` line (steal time): what a window too short for a scan of the
+    /// processes still measures.
+    pub fn cpu_only(sys: &Sys) -> Sample {
+        Sample {
+            procs: BTreeMap::new(),
+            stat: sys.read("/proc/stat").and_then(|s| parse_cpu_line(&s)),
+        }
+    }
+
     pub fn take(sys: &Sys) -> Sample {
         let mut procs = BTreeMap::new();
         for n in sys.list("/proc").unwrap_or_default() {

@@ -64,49 +64,87 @@ pub fn merged(mut env: Value, patch: &Value) -> Value {
     env
 }
 
-/// The sampled checks over an experiment's runs: the first scan of /proc is taken on a thread
-/// the moment sampling starts (so the first run does not wait for it), the second when the runs
-/// are over. Nothing runs in between: dropping a `Sampling` (an error, Ctrl-C) leaves at most
-/// the first scan to finish on its own.
+/// The sampled checks over an experiment's runs. /proc/stat is read at once; the first scan of
+/// every process is taken on a thread [`SCAN_AFTER`] later (so the first run does not wait for
+/// it), the second when the runs are over. Runs over sooner are not scanned at all: a scan of
+/// every process costs more CPU than a short experiment (two scans were a quarter of `abperf run
+/// -r 1 true`), and CPU shares over a few clock ticks say nothing. Dropping a `Sampling` (an
+/// error, Ctrl-C) leaves at most the first scan to finish on its own.
 pub struct Sampling {
-    first: Option<std::thread::JoinHandle<(checks::Sample, std::time::Instant)>>,
+    started: std::time::Instant,
+    cpu: checks::Sample,
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    first: Option<std::thread::JoinHandle<Option<(checks::Sample, std::time::Instant)>>>,
 }
+
+/// How long the runs must last before other processes are scanned.
+pub const SCAN_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl Sampling {
     pub fn start() -> Sampling {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let first = std::thread::Builder::new()
             .name("abperf-sample".into())
-            .spawn(|| {
+            .spawn(move || {
+                // A message or a closed channel: the runs ended before the scan was due.
+                if stopped.recv_timeout(SCAN_AFTER)
+                    != Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                {
+                    return None;
+                }
                 let t = std::time::Instant::now();
-                (checks::Sample::take(&sys::Sys::real()), t)
+                Some((checks::Sample::take(&sys::Sys::real()), t))
             })
             .ok();
-        Sampling { first }
+        Sampling {
+            started: std::time::Instant::now(),
+            cpu: checks::Sample::cpu_only(&sys::Sys::real()),
+            stop: Some(stop),
+            first,
+        }
     }
 
     /// The sampled findings since [`Sampling::start`], as a patch of the environment:
     /// `doctor.NAME` (the status) and `doctor_sampled.NAME` (the finding), plus
     /// `doctor_sampled.window` (what the sample covers), and `doctor.irqbalance` from the
     /// second scan's process list.
-    pub fn finish(self, over: &str) -> Value {
+    pub fn finish(mut self, over: &str) -> Value {
         let s = sys::Sys::real();
-        let (a, t0) = self
-            .first
-            .and_then(|h| h.join().ok())
-            .unwrap_or_else(|| (checks::Sample::default(), std::time::Instant::now()));
-        let b = checks::Sample::take(&s);
+        drop(self.stop.take());
+        let first = self.first.take().and_then(|h| h.join().ok()).flatten();
+        let scanned = first.is_some();
+        let (a, t0, b) = match first {
+            Some((a, t0)) => (a, t0, checks::Sample::take(&s)),
+            None => (self.cpu, self.started, checks::Sample::cpu_only(&s)),
+        };
         let window = t0.elapsed();
         let act = checks::activity(&a, &b, window, &[std::process::id()]);
         let mut doctor = Map::new();
-        let irq = checks::irqbalance_pids(&b.pids_named("irqbalance"));
-        doctor.insert(
-            irq.name.into(),
-            Value::String(format!("{}: {}", irq.status.as_str(), irq.finding)),
-        );
         let mut sampled = Map::new();
-        for c in checks::sampled(&s, &act) {
-            doctor.insert(c.name.into(), Value::String(c.status.as_str().into()));
-            sampled.insert(c.name.into(), Value::String(c.finding));
+        let mut checks = checks::sampled(&s, &act);
+        checks.push(checks::irqbalance_pids(&b.pids_named("irqbalance")));
+        for c in checks {
+            let unscanned = !scanned && ["busy_processes", "irqbalance"].contains(&c.name);
+            let (status, finding) = if unscanned {
+                let ms = window.as_secs_f64() * 1e3;
+                let not = format!(
+                    "not sampled: the runs took {ms:.0} ms, under the {} ms before other \
+                     processes are scanned (abperf doctor samples them)",
+                    SCAN_AFTER.as_millis()
+                );
+                (checks::Status::Info, not)
+            } else {
+                (c.status, c.finding)
+            };
+            if c.name == "irqbalance" {
+                doctor.insert(
+                    c.name.into(),
+                    Value::String(format!("{}: {finding}", status.as_str())),
+                );
+                continue;
+            }
+            doctor.insert(c.name.into(), Value::String(status.as_str().into()));
+            sampled.insert(c.name.into(), Value::String(finding));
         }
         sampled.insert(
             "window".into(),
@@ -193,8 +231,25 @@ mod tests {
         assert_eq!(d.len() + patch["doctor"].as_object().unwrap().len(), 19);
         let window = patch["doctor_sampled"]["window"].as_str().unwrap();
         assert!(window.starts_with("the test, 0.0"), "{window}");
+        // 30 ms: no process is scanned (a scan costs more than such an experiment).
         let busy = patch["doctor_sampled"]["busy_processes"].as_str().unwrap();
+        assert!(busy.starts_with("not sampled: the runs took"), "{busy}");
+        assert!(patch["doctor"]["irqbalance"].as_str().unwrap().contains("not sampled"));
+    }
+
+    #[test]
+    fn runs_past_the_scan_delay_are_sampled_without_this_process() {
+        let sampling = Sampling::start();
+        let t = std::time::Instant::now();
+        while t.elapsed() < SCAN_AFTER + std::time::Duration::from_millis(100) {
+            std::hint::black_box(t.elapsed());
+        }
+        let patch = sampling.finish("the test");
+        let busy = patch["doctor_sampled"]["busy_processes"].as_str().unwrap();
+        assert!(!busy.contains("not sampled"), "{busy}");
         let me = format!("(pid {})", std::process::id());
         assert!(!busy.contains(&me), "{busy}");
+        let irq = patch["doctor"]["irqbalance"].as_str().unwrap();
+        assert!(!irq.contains("not sampled"), "{irq}");
     }
 }
