@@ -234,7 +234,12 @@ mod tests {
         // 30 ms: no process is scanned (a scan costs more than such an experiment).
         let busy = patch["doctor_sampled"]["busy_processes"].as_str().unwrap();
         assert!(busy.starts_with("not sampled: the runs took"), "{busy}");
-        assert!(patch["doctor"]["irqbalance"].as_str().unwrap().contains("not sampled"));
+        assert!(
+            patch["doctor"]["irqbalance"]
+                .as_str()
+                .unwrap()
+                .contains("not sampled")
+        );
     }
 
     #[test]
