@@ -520,6 +520,13 @@ fn until_decided_stops_at_the_first_look_that_decides_and_compare_says_so() {
         (looks == 2 && runs == 16 && o.stdout.contains("complete")) || (looks == 1 && runs == 8),
         "{o}"
     );
+    // compare judges as the rule judged: Welch at the boundary of the look it stopped at, so an
+    // experiment that ran to the end undecided gets no call (it got one at alpha 0.05 before).
+    let c = lab.ok(&["compare", "latest"]);
+    c.has("judged as the stopping rule judged, with Welch at this look's boundary (p < 0.0");
+    if looks == 2 {
+        c.lacks("SLOWER").lacks("FASTER");
+    }
 }
 
 #[test]

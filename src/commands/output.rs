@@ -178,18 +178,30 @@ impl AnalysisArgs {
             .seed
             .or(ds.experiments.first().and_then(|e| e.seed))
             .unwrap_or(Options::default().seed);
+        // A sequential experiment is judged as its stopping rule judged: Welch at the boundary
+        // of the look it stopped at, the comparisons' share of alpha already in the boundary.
+        let sequential = ds.experiments.first().and_then(|e| e.sequential());
+        let (alpha, correction) = match &sequential {
+            Some(plan) => {
+                let m = ds.variants.len().saturating_sub(1).max(1);
+                let level = crate::stats::sequential::judging_level(plan, m, most_runs(ds));
+                (level, crate::stats::multiple::Correction::None)
+            }
+            None => (self.alpha, self.correction),
+        };
         Ok(Ok(Settings {
             baseline,
             metrics,
             options: Options {
-                alpha: self.alpha,
+                alpha,
                 margin_pct: self.margin,
                 effect_pct: self.effect,
                 resamples: self.resamples,
                 seed,
+                welch_only: sequential.is_some(),
                 ..Options::default()
             },
-            correction: self.correction,
+            correction,
             without_outliers: self.without_outliers,
             force_higher_is_better: self.higher_is_better,
             pairs: self.pairs,
@@ -245,14 +257,20 @@ impl AnalysisArgs {
             r.analysis = Some(analyse(&r.data, &s));
         }
         if let Some(plan) = r.data.experiments.first().and_then(|e| e.sequential()) {
-            let most = (0..r.data.variants.len())
-                .map(|v| r.data.counted(v).count())
-                .max()
-                .unwrap_or(0);
-            r.notes.push(crate::stats::sequential::note(&plan, most));
+            let m = r.data.variants.len().saturating_sub(1).max(1);
+            r.notes
+                .push(crate::stats::sequential::note(&plan, m, most_runs(&r.data)));
         }
         Ok(())
     }
+}
+
+/// The most runs any variant has counted.
+fn most_runs(ds: &Dataset) -> usize {
+    (0..ds.variants.len())
+        .map(|v| ds.counted(v).count())
+        .max()
+        .unwrap_or(0)
 }
 
 /// The metric judged when none is named: wall_ns, else the first main metric.

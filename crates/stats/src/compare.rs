@@ -44,6 +44,10 @@ pub struct Options {
     pub count: bool,
     /// Recompute the verdict without severe outliers when there are any.
     pub outlier_recheck: bool,
+    /// Welch stays the primary analysis even when drift is found (the ANCOVA is not consulted):
+    /// a sequential experiment is judged with the test its stopping rule used.
+    #[serde(default)]
+    pub welch_only: bool,
 }
 
 impl Default for Options {
@@ -58,6 +62,7 @@ impl Default for Options {
             higher_is_better: false,
             count: false,
             outlier_recheck: true,
+            welch_only: false,
         }
     }
 }
@@ -613,7 +618,13 @@ impl<'a> Judging<'a> {
         match drift::drift(a, ia, b, ib) {
             Ok(d) => {
                 self.c.drift_p = Some(d.mann_kendall.p);
-                if d.mann_kendall.p < self.opts.alpha {
+                if d.mann_kendall.p < self.opts.alpha && self.opts.welch_only {
+                    self.c.notes.push(format!(
+                        "drift over the run order (Mann-Kendall {}); Welch stays primary: the \
+                         stopping rule judged with it",
+                        fmt_p(d.mann_kendall.p)
+                    ));
+                } else if d.mann_kendall.p < self.opts.alpha {
                     self.ancova_primary(ia, ib, d.mann_kendall.p);
                 }
                 self.c.details.drift = Some(d);

@@ -145,13 +145,28 @@ impl Looks for Plan {
     }
 }
 
+/// The look a sequential experiment stopped at, from its runs per variant (the last look when it
+/// ran to the end).
+pub fn look_reached(plan: &Plan, runs_per_variant: usize) -> usize {
+    (1..=plan.looks)
+        .find(|&k| plan.runs_at(k) >= runs_per_variant)
+        .unwrap_or(plan.looks)
+}
+
+/// The level `compare` judges a sequential experiment at: the nominal p of the boundary of the
+/// look it stopped at, for `m` comparisons, as the stopping rule did. Judging at alpha instead
+/// (0.05 after a last look whose boundary is 0.043) called 5.72% of simulated A/A experiments.
+pub fn judging_level(plan: &Plan, m: usize, runs_per_variant: usize) -> f64 {
+    nominal_p(plan.boundaries(m)[look_reached(plan, runs_per_variant) - 1])
+}
+
 /// What a reader of a sequential experiment's comparison must know: where it stopped, and that
 /// the p-values and intervals shown are the fixed-n ones (an early stop favours larger observed
 /// effects; the stop itself kept the false-call rate at alpha).
-pub fn note(plan: &Plan, runs_per_variant: usize) -> String {
-    let at = (1..=plan.looks).find(|&k| plan.runs_at(k) >= runs_per_variant);
-    let stop = match at {
-        Some(k) if k < plan.looks => format!(
+pub fn note(plan: &Plan, m: usize, runs_per_variant: usize) -> String {
+    let k = look_reached(plan, runs_per_variant);
+    let stop = match k {
+        k if k < plan.looks => format!(
             "stopped at look {k} of {} ({runs_per_variant} of up to {} runs per variant)",
             plan.looks, plan.max_runs
         ),
@@ -161,10 +176,18 @@ pub fn note(plan: &Plan, runs_per_variant: usize) -> String {
         ),
     };
     format!(
-        "sequential design (--until-decided, {} O'Brien-Fleming looks, alpha {}): {stop}; the \
-         stop held the false-call rate at alpha, the p-values and intervals above are those of a \
-         fixed design and read an early stop's effect slightly large",
-        plan.looks, plan.alpha
+        "sequential design (--until-decided, {} O'Brien-Fleming looks, alpha {}): {stop}; judged \
+         as the stopping rule judged, with Welch at this look's boundary (p < {:.4}{}), which \
+         holds the false-call rate at alpha; the intervals above are those of a fixed design and \
+         read an early stop's effect slightly large",
+        plan.looks,
+        plan.alpha,
+        judging_level(plan, m, runs_per_variant),
+        if m > 1 {
+            format!(", alpha/{m} for {m} comparisons")
+        } else {
+            String::new()
+        }
     )
 }
 
@@ -208,6 +231,25 @@ pub fn simulate(plan: &Plan, d: f64, n: usize, seed: u64) -> Simulated {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn judged_at_the_boundary_of_the_look_reached() {
+        let plan = Plan {
+            looks: 4,
+            max_runs: 40,
+            alpha: 0.05,
+        };
+        assert_eq!(look_reached(&plan, 10), 1);
+        assert_eq!(look_reached(&plan, 11), 2);
+        assert_eq!(look_reached(&plan, 40), 4);
+        assert_eq!(look_reached(&plan, 55), 4);
+        let last = judging_level(&plan, 1, 40);
+        assert!(last > 0.04 && last < 0.05, "{last}");
+        assert_eq!(last, nominal_p(plan.boundaries(1)[3]));
+        assert!(judging_level(&plan, 1, 10) < 0.001);
+        // Two comparisons: each at half of alpha's boundary.
+        assert!(judging_level(&plan, 2, 40) < last / 1.9);
+    }
 
     #[test]
     fn obrien_fleming_boundaries_of_four_looks() {
