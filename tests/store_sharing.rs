@@ -130,6 +130,7 @@ fn a_store_on_read_only_media_can_be_read() {
          echo '== report'; \"$B\" report 1 --resamples 0 --format json --db \"$D/s.db\" >/dev/null; \
          echo '== export'; \"$B\" export 1 --format csv --db \"$D/s.db\" | head -2; \
          echo '== compare'; \"$B\" compare 1 --resamples 0 --db \"$D/s.db\" >/dev/null; \
+         echo '== compare two'; \"$B\" compare 1 1 --resamples 0 --db \"$D/s.db\" >/dev/null; \
          echo '== delete'; \"$B\" delete 1 --db \"$D/s.db\" || echo \"delete refused: $?\"",
         src = src.display()
     );

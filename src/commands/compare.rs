@@ -124,7 +124,7 @@ fn load(args: &CompareArgs) -> anyhow::Result<Loaded> {
             one_experiment(&store, id, args)
         }
         Inputs::Two(a, b) => {
-            let store = Store::open_resolved(db)?;
+            let store = Store::open_resolved_for_reading(db)?;
             let ids = [
                 lookup::experiment_id(&store, a)?,
                 lookup::experiment_id(&store, b)?,
