@@ -52,6 +52,10 @@ pub fn boot_wording(line: &str, n_baseline: usize, n_variant: usize) -> String {
             " runs per variant would be needed",
             " boots per variant would be needed",
         ),
+        (
+            " runs per variant to resolve",
+            " boots per variant to resolve",
+        ),
         ("in every run (", "in every boot ("),
     ] {
         s = s.replace(from, to);
@@ -435,6 +439,19 @@ mod tests {
             boot_wording(l, 8, 8),
             "Inconclusive: B is 0.21% faster (95% CI -0.11%..+0.53%, p=0.18, n=8+8 boots, \
              Welch); about 17 boots per variant are needed to resolve a 0.3% change"
+        );
+        // The INCONCLUSIVE and description-only forms of the line.
+        let l = "INCONCLUSIVE: b vs a +67.48% (n=2+2); about 300 runs per variant to resolve the \
+                 observed change; more than 100000 runs per variant to resolve a 0.5% change";
+        let w = boot_wording(l, 2, 2);
+        assert!(!w.contains("runs per variant"), "{w}");
+        assert!(
+            w.contains("n=2+2 boots); about 300 boots per variant to resolve"),
+            "{w}"
+        );
+        assert!(
+            w.contains("more than 100000 boots per variant to resolve"),
+            "{w}"
         );
     }
 }

@@ -495,7 +495,7 @@ impl<'a> Judging<'a> {
             a.len(),
             b.len(),
             runs.map(|r| format!(
-                ", about {r} to resolve a {} change",
+                ", about {r} runs per variant to resolve a {} change",
                 fmt_effect(opts.effect_pct)
             ))
             .unwrap_or_default()
