@@ -628,7 +628,22 @@ impl Vm {
             None => match &kind {
                 ImageKind::BzImage {
                     release: Some(release),
-                } => find_modules_dir(&spec.kernel, release),
+                } => match find_modules_dir(&spec.kernel, release) {
+                    Some(m) => Some(m),
+                    None => {
+                        if let Some((dir, fix)) =
+                            crate::kernel::unindexed_modules_dir(&spec.kernel, release)
+                        {
+                            return Err(abperf_model::error::usage(format!(
+                                "modules directory {}: no modules.dep, so the guest could not \
+                                 load virtio_console; build the index with `{fix}` (or give \
+                                 --modules DIR)",
+                                dir.display()
+                            )));
+                        }
+                        None
+                    }
+                },
                 _ => None,
             },
         };

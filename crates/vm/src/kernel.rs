@@ -351,15 +351,32 @@ pub fn image_kind(path: &Path) -> Result<ImageKind> {
 /// package), `KERNELDIR/lib/modules/RELEASE` (`make modules_install INSTALL_MOD_PATH=`), then
 /// `/lib/modules/RELEASE` (installed on the host).
 pub fn find_modules_dir(kernel: &Path, release: &str) -> Option<PathBuf> {
-    let kdir = kernel.parent().unwrap_or(Path::new("."));
+    modules_candidates(kernel, release)
+        .find(|d| d.join("modules.dep").is_file())
+        .map(|d| d.canonicalize().unwrap_or(d))
+}
+
+fn modules_candidates(kernel: &Path, release: &str) -> impl Iterator<Item = PathBuf> {
+    let kdir = kernel.parent().unwrap_or(Path::new(".")).to_path_buf();
     [
         kdir.join("..").join("lib/modules").join(release),
         kdir.join("lib/modules").join(release),
         PathBuf::from("/lib/modules").join(release),
     ]
     .into_iter()
-    .find(|d| d.join("modules.dep").is_file())
-    .map(|d| d.canonicalize().unwrap_or(d))
+}
+
+/// A modules directory of the kernel that holds modules but no `modules.dep` (a package unpacked
+/// by hand: `dpkg-deb -x` leaves the index to the package's postinst), with the command that
+/// builds its index. Booting without the index would leave the guest without virtio_console.
+pub fn unindexed_modules_dir(kernel: &Path, release: &str) -> Option<(PathBuf, String)> {
+    let dir = modules_candidates(kernel, release)
+        .find(|d| d.join("kernel").is_dir() && !d.join("modules.dep").is_file())?;
+    let dir = dir.canonicalize().unwrap_or(dir);
+    // ROOT/lib/modules/RELEASE
+    let root = dir.parent()?.parent()?.parent()?.to_path_buf();
+    let fix = format!("depmod -b {} {release}", root.display());
+    Some((dir, fix))
 }
 
 /// A module's name from its path in `modules.dep`: file stem without `.ko[.xz|.gz|.zst]`, with
@@ -445,6 +462,26 @@ pub fn modules_to_load(modules_dir: &Path, wanted: &[&str]) -> Result<Vec<String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_modules_directory_without_its_index_is_named_with_the_fix() {
+        let root = tempfile::tempdir().unwrap();
+        let release = "6.1.0-99-amd64";
+        let boot = root.path().join("boot");
+        let modules = root.path().join("lib/modules").join(release);
+        std::fs::create_dir_all(&boot).unwrap();
+        std::fs::create_dir_all(modules.join("kernel/drivers")).unwrap();
+        let kernel = boot.join(format!("vmlinuz-{release}"));
+        std::fs::write(&kernel, b"").unwrap();
+        assert_eq!(find_modules_dir(&kernel, release), None);
+        let (dir, fix) = unindexed_modules_dir(&kernel, release).unwrap();
+        assert_eq!(dir, modules.canonicalize().unwrap());
+        let root_shown = root.path().canonicalize().unwrap();
+        assert_eq!(fix, format!("depmod -b {} {release}", root_shown.display()));
+        std::fs::write(modules.join("modules.dep"), b"").unwrap();
+        assert!(unindexed_modules_dir(&kernel, release).is_none());
+        assert_eq!(find_modules_dir(&kernel, release), Some(dir));
+    }
 
     #[test]
     fn module_names_and_load_order() {
