@@ -16,6 +16,8 @@
 //! in a lab of [`Lab::shared`], and each test then checks one thing of it.
 #![allow(dead_code)]
 
+pub mod planted;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 

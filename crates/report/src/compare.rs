@@ -571,16 +571,11 @@ impl<'a> FamilyTable<'a> {
     }
 }
 
-/// The verdict lines (prefixed with the metric when several are judged), then the summary
-/// paragraph of a family analysis, then seed 001's table.
+/// The verdict lines (each prefixed with its metric), then the summary paragraph of a family
+/// analysis, then seed 001's table.
 fn lead(r: &Report, out: &mut String) {
-    let many = r.selected().len() > 1;
     for c in r.comparisons() {
-        if many {
-            let _ = writeln!(out, "{}: {}", one_line(&c.metric), one_line(&c.line));
-        } else {
-            let _ = writeln!(out, "{}", one_line(&c.line));
-        }
+        let _ = writeln!(out, "{}: {}", one_line(&c.metric), one_line(&c.line));
     }
     if !r.comparisons().is_empty() {
         let _ = writeln!(out);
@@ -594,27 +589,31 @@ fn lead(r: &Report, out: &mut String) {
     }
 }
 
+/// The environment fields that differ between two experiments.
+fn env_diffs(out: &mut String, r: &Report) {
+    if r.env_diffs.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "Environment differences (baseline -> candidate):");
+    for (k, a, b) in &r.env_diffs {
+        let _ = writeln!(out, "  {}: {} -> {}", one_line(k), one_line(a), one_line(b));
+    }
+    let _ = writeln!(out);
+}
+
 /// The whole text of `abperf compare`: the verdict lines and the summary first, each
 /// comparison in full with `--details`, then the provenance footer.
 fn text(r: &Report) -> String {
     let mut out = String::new();
+    // Two experiments: what differs between them comes first (after a micro comparison's
+    // table).
     if let Some(m) = &r.micro_compare {
         out += &m.text(r);
         let _ = writeln!(out);
-    } else if r.details {
-        if let Some(t) = family_table(r) {
-            out += &t;
-            let _ = writeln!(out);
-        }
+        env_diffs(&mut out, r);
     } else {
+        env_diffs(&mut out, r);
         lead(r, &mut out);
-    }
-    if !r.env_diffs.is_empty() {
-        let _ = writeln!(out, "Environment differences (baseline -> candidate):");
-        for (k, a, b) in &r.env_diffs {
-            let _ = writeln!(out, "  {}: {} -> {}", one_line(k), one_line(a), one_line(b));
-        }
-        let _ = writeln!(out);
     }
     // Two micro experiments: the table above says it per configuration.
     if r.micro_compare.is_none() && r.details {

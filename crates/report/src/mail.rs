@@ -23,7 +23,11 @@ fn render(d: &Report) -> String {
     let selected = d.selected();
     // A family analysis: the summary paragraph says every decisive verdict in a reviewer's
     // words, instead of one line per pair.
-    let summary = d.analysis.as_ref().and_then(super::paragraph::summary);
+    let summary = d
+        .analysis
+        .as_ref()
+        .and_then(super::paragraph::summary)
+        .filter(|_| d.micro_compare.is_none());
     for v in d.comparisons().iter().filter(|_| summary.is_none()) {
         if selected.len() > 1 {
             para(&format!("{}: {}", v.metric, v.line), &mut out);

@@ -41,7 +41,9 @@ fn render(d: &Report) -> String {
         let _ = writeln!(s, "- {}", cell(n));
     }
     let _ = writeln!(s);
-    if let Some(blocks) = d.analysis.as_ref().and_then(super::paragraph::summary) {
+    // Two micro suites: their table says it per configuration.
+    let summary = d.analysis.as_ref().and_then(super::paragraph::summary);
+    if let Some(blocks) = summary.filter(|_| d.micro_compare.is_none()) {
         s += &super::paragraph::markdown(&blocks);
     }
     // A micro experiment's configurations are no columns to compare: its tables follow.

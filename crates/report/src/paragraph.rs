@@ -123,11 +123,15 @@ impl<'a> Said<'a> {
         })
     }
 
-    /// The size of the verdict's change in percent, as its sentence states it (|ratio - 1|);
-    /// None for the changes of 2x and more, which the sentence states as a factor.
-    fn size(&self) -> Option<f64> {
+    /// The size of the verdict's change as its sentence states it: in percent (|ratio - 1|),
+    /// or as a factor for changes of 2x and more.
+    fn size(&self) -> Size {
         let r = self.c.evidence.ratio;
-        (r > 0.5 && r < 2.0).then(|| (r - 1.0).abs() * 100.0)
+        if r > 0.5 && r < 2.0 {
+            Size::Pct((r - 1.0).abs() * 100.0)
+        } else {
+            Size::Times(sd_factor(r))
+        }
     }
 
     /// A significant difference in run-to-run variation without its size.
@@ -179,8 +183,9 @@ impl<'a> Said<'a> {
         ))
     }
 
-    /// Why the pair could not be told apart (inconclusive or equivalent), in words.
-    fn indistinguishable(&self) -> Option<String> {
+    /// A pair that could not be told apart: whether it is equivalent within the margin (else
+    /// the estimate lacks precision), and the pair with its figures.
+    fn indistinguishable(&self) -> Option<(bool, String)> {
         let e = &self.c.evidence;
         let (b, a) = (&self.variant, &self.baseline);
         let change = fmt_signed_pct((e.ratio - 1.0) * 100.0);
@@ -198,11 +203,9 @@ impl<'a> Said<'a> {
             e.p.map(|p| format!(", {}{}", fmt_p(p), correction(e)))
                 .unwrap_or_default();
         match self.c.verdict {
-            Verdict::NoDifference => Some(format!(
-                "{b} and {a} are equivalent within the margin of +-{} ({change}{})",
-                fmt_pct(e.margin * 100.0),
-                ci(e.ci90, "90%")
-            )),
+            Verdict::NoDifference => {
+                Some((true, format!("{b} and {a} ({change}{})", ci(e.ci90, "90%"))))
+            }
             Verdict::Inconclusive => {
                 let more = match e.runs_needed_observed {
                     Some(n) if ((e.ratio - 1.0) * 100.0).abs() >= 0.005 => {
@@ -210,10 +213,9 @@ impl<'a> Said<'a> {
                     }
                     _ => String::new(),
                 };
-                Some(format!(
-                    "{b} and {a} are not statistically different: not enough precision \
-                     ({change}{}{p}){more}",
-                    ci(e.ci95, "95%")
+                Some((
+                    false,
+                    format!("{b} and {a} ({change}{}{p}{more})", ci(e.ci95, "95%")),
                 ))
             }
             _ => None,
@@ -318,9 +320,26 @@ impl Group<'_> {
                 out.push(format!("{}.", var.join("; ")));
             }
         }
-        let same: Vec<String> = said.iter().filter_map(Said::indistinguishable).collect();
-        if !same.is_empty() {
-            out.push(format!("{}.", same.join("; ")));
+        let same: Vec<(bool, String)> = said.iter().filter_map(Said::indistinguishable).collect();
+        let margin = said.first().map_or(0.0, |s| s.c.evidence.margin * 100.0);
+        for (equivalent, why) in [
+            (
+                false,
+                "Not statistically different, for lack of precision".to_string(),
+            ),
+            (
+                true,
+                format!("Equivalent within the margin of +-{}", fmt_pct(margin)),
+            ),
+        ] {
+            let pairs: Vec<&str> = same
+                .iter()
+                .filter(|(e, _)| *e == equivalent)
+                .map(|(_, p)| p.as_str())
+                .collect();
+            if !pairs.is_empty() {
+                out.push(format!("{why}: {}.", pairs.join("; ")));
+            }
         }
         out
     }
@@ -356,11 +375,16 @@ fn conclusion(a: &Analysis, groups: &[Group]) -> Block {
         for s in &said {
             if let Some(kind) = s.kind() {
                 any = true;
-                tally(&mut results, kind, &head, s.size());
+                tally(&mut results, kind, &head, Some(s.size()));
             }
             if let Some(kind) = s.variation_kind(alpha) {
                 any = true;
-                tally(&mut results, kind, &head, s.c.sd_ratio.map(sd_factor));
+                tally(
+                    &mut results,
+                    kind,
+                    &head,
+                    s.c.sd_ratio.map(|r| Size::Times(sd_factor(r))),
+                );
             }
         }
         if !any {
@@ -368,37 +392,28 @@ fn conclusion(a: &Analysis, groups: &[Group]) -> Block {
         }
     }
     let n = groups.len();
-    let said_of = |(what, fams, sizes): &(String, Vec<String>, Vec<f64>),
-                   unit: &dyn Fn(f64) -> String| {
-        let range = match (
-            sizes.iter().copied().reduce(f64::min),
-            sizes.iter().copied().reduce(f64::max),
-        ) {
-            _ if sizes.len() != fams.len() => String::new(),
-            (Some(lo), Some(hi)) if unit(lo) == unit(hi) => format!("; by {}", unit(lo)),
-            (Some(lo), Some(hi)) => format!("; by {}..{}", unit(lo), unit(hi)),
-            _ => String::new(),
-        };
+    let said_of = |(what, fams, sizes): &(String, Vec<String>, Vec<Size>)| {
         let k = if fams.len() == n {
             format!("all {n} families")
         } else {
             format!("{} of {n} families", fams.len())
         };
-        format!("{what} in {k} ({}{range}).", fams.join("; "))
+        format!(
+            "{what} in {k} ({}{}).",
+            fams.join("; "),
+            range(sizes, fams.len())
+        )
     };
     if n > 1 {
         for f in &fastest {
-            out.push(said_of(f, &|_| String::new()));
+            out.push(said_of(f));
         }
         if fastest.is_empty() {
             out.push("No variant was significantly the fastest in any family.".into());
         }
     }
     for r in &results {
-        let variation = r.0.contains("run-to-run variation");
-        out.push(said_of(r, &|x| {
-            if variation { fmt_times(x) } else { fmt_pct(x) }
-        }));
+        out.push(said_of(r));
     }
     if !quiet.is_empty() {
         out.push(format!("No significant results: {}.", quiet.join("; ")));
@@ -410,10 +425,53 @@ fn conclusion(a: &Analysis, groups: &[Group]) -> Block {
     }
 }
 
-/// Kinds of result, each with the families it held in and its sizes.
-type Tally = Vec<(String, Vec<String>, Vec<f64>)>;
+/// A result's size as its sentence states it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Size {
+    Pct(f64),
+    Times(f64),
+}
 
-fn tally(t: &mut Tally, kind: String, family: &str, size: Option<f64>) {
+impl Size {
+    fn text(self) -> String {
+        match self {
+            Size::Pct(x) => fmt_pct(x),
+            Size::Times(x) => fmt_times(x),
+        }
+    }
+    fn value(self) -> f64 {
+        match self {
+            Size::Pct(x) | Size::Times(x) => x,
+        }
+    }
+}
+
+/// "; by 7.54%..8.52%" over the sizes of a result in `families` families (empty unless every
+/// family gave a size in the same unit).
+fn range(sizes: &[Size], families: usize) -> String {
+    let same_unit = sizes
+        .windows(2)
+        .all(|w| std::mem::discriminant(&w[0]) == std::mem::discriminant(&w[1]));
+    if sizes.len() != families || !same_unit {
+        return String::new();
+    }
+    let pick = |f: fn(f64, f64) -> bool| {
+        sizes
+            .iter()
+            .copied()
+            .reduce(|a, b| if f(b.value(), a.value()) { b } else { a })
+    };
+    match (pick(|b, a| b < a), pick(|b, a| b > a)) {
+        (Some(lo), Some(hi)) if lo.text() == hi.text() => format!("; by {}", lo.text()),
+        (Some(lo), Some(hi)) => format!("; by {}..{}", lo.text(), hi.text()),
+        _ => String::new(),
+    }
+}
+
+/// Kinds of result, each with the families it held in and its sizes.
+type Tally = Vec<(String, Vec<String>, Vec<Size>)>;
+
+fn tally(t: &mut Tally, kind: String, family: &str, size: Option<Size>) {
     let i = match t.iter().position(|(k, _, _)| *k == kind) {
         Some(i) => i,
         None => {

@@ -55,6 +55,11 @@ pub struct RunArgs {
     /// Command run untimed before each run
     #[arg(long, visible_alias = "prepare", value_name = "CMD")]
     pub pre: Option<String>,
+    /// Command run untimed before each run after the caches are dropped and --pre-read (and
+    /// after --pre and --perturb-layout): re-warms what the timed run should find cached, e.g.
+    /// seed 003's build of kernel/ once after drop_caches. Repeatable: run in order
+    #[arg(long, value_name = "CMD")]
+    pub rewarm: Vec<String>,
     /// Command run untimed after each run
     #[arg(long, value_name = "CMD")]
     pub post: Option<String>,
@@ -257,6 +262,7 @@ pub(crate) fn run_config(
         warmup: args.warmup,
         seed,
         pre: args.pre.clone(),
+        rewarm: args.rewarm.clone(),
         post: args.post.clone(),
         setup: args.setup.clone(),
         cleanup: args.cleanup.clone(),
