@@ -403,36 +403,6 @@ fn p_short(x: Option<f64>) -> String {
     .unwrap_or_else(|| "-".into())
 }
 
-/// `name` without the "PARAM=value" (or bare "value") tokens of `c`'s family (`--by`), which
-/// add nothing inside the family; the whole name when nothing else is left.
-pub fn short_name(a: &abperf_stats::analysis::Analysis, name: &str, c: &Comparison) -> String {
-    let tokens: Vec<String> = match (&a.by, &c.family) {
-        (Some(by), Some(f)) => {
-            let params = abperf_stats::analysis::by_params(by);
-            let values: Vec<&str> = if params.len() == 1 {
-                vec![f.as_str()]
-            } else {
-                f.split(',').collect()
-            };
-            params
-                .iter()
-                .zip(values)
-                .flat_map(|(p, v)| [format!("{p}={v}"), v.to_string()])
-                .collect()
-        }
-        _ => return one_line(name),
-    };
-    let rest: Vec<&str> = name
-        .split_whitespace()
-        .filter(|t| !tokens.iter().any(|k| k == t))
-        .collect();
-    if rest.is_empty() {
-        one_line(name)
-    } else {
-        one_line(&rest.join(" "))
-    }
-}
-
 /// The layout of [`family_table`]: which columns it has and how wide they are.
 struct FamilyTable<'a> {
     a: &'a abperf_stats::analysis::Analysis,
@@ -488,7 +458,7 @@ impl<'a> FamilyTable<'a> {
 
     /// Within a family the family's own "PARAM=value"s add nothing to a variant's name.
     fn short(&self, name: &str, c: &Comparison) -> String {
-        short_name(self.a, name, c)
+        super::labels::in_family(self.a, name, c)
     }
 
     fn pair(&self, c: &Comparison) -> String {
@@ -580,7 +550,7 @@ fn lead(r: &Report, out: &mut String) {
     if !r.comparisons().is_empty() {
         let _ = writeln!(out);
     }
-    if let Some(blocks) = r.analysis.as_ref().and_then(super::paragraph::summary) {
+    if let Some(blocks) = summary_of(r) {
         out.push_str(&super::paragraph::text(&blocks));
     }
     if let Some(t) = family_table(r) {
@@ -692,6 +662,26 @@ impl Section for Details {
     fn text(&self, r: &Report) -> String {
         text(r)
     }
+
+    /// The summary of a family analysis, one line per paragraph or list item, blocks apart by
+    /// a blank line, for the mail renderer to wrap (None for a plain comparison, and for two
+    /// micro experiments, whose table says it per configuration).
+    fn mail(&self, r: &Report) -> Option<String> {
+        summary_of(r).map(|b| super::paragraph::text(&b))
+    }
+
+    /// The summary of a family analysis in Markdown.
+    fn markdown(&self, r: &Report) -> Option<String> {
+        summary_of(r).map(|b| super::paragraph::markdown(&b))
+    }
+}
+
+/// The summary paragraph of `r`'s family analysis, if it has one.
+fn summary_of(r: &Report) -> Option<Vec<super::paragraph::Block>> {
+    if r.micro_compare.is_some() {
+        return None;
+    }
+    r.analysis.as_ref().and_then(super::paragraph::summary)
 }
 
 #[cfg(test)]

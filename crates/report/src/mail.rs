@@ -23,11 +23,7 @@ fn render(d: &Report) -> String {
     let selected = d.selected();
     // A family analysis: the summary paragraph says every decisive verdict in a reviewer's
     // words, instead of one line per pair.
-    let summary = d
-        .analysis
-        .as_ref()
-        .and_then(super::paragraph::summary)
-        .filter(|_| d.micro_compare.is_none());
+    let summary = super::compare::Details.mail(d);
     for v in d.comparisons().iter().filter(|_| summary.is_none()) {
         if selected.len() > 1 {
             para(&format!("{}: {}", v.metric, v.line), &mut out);
@@ -38,8 +34,15 @@ fn render(d: &Report) -> String {
     for n in &d.verdict_notes() {
         para(n, &mut out);
     }
-    if let Some(blocks) = &summary {
-        out.extend(super::paragraph::lines(blocks, WIDTH));
+    if let Some(text) = &summary {
+        // Paragraphs wrap flush left, list items ("- ") under their text.
+        for l in text.lines() {
+            match l {
+                "" => out.push(String::new()),
+                item if item.starts_with("- ") => out.extend(wrap(item, WIDTH, "  ")),
+                p => out.extend(wrap(p, WIDTH, "")),
+            }
+        }
     } else {
         out.push(String::new());
     }

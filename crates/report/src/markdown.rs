@@ -42,9 +42,8 @@ fn render(d: &Report) -> String {
     }
     let _ = writeln!(s);
     // Two micro suites: their table says it per configuration.
-    let summary = d.analysis.as_ref().and_then(super::paragraph::summary);
-    if let Some(blocks) = summary.filter(|_| d.micro_compare.is_none()) {
-        s += &super::paragraph::markdown(&blocks);
+    if let Some(summary) = super::compare::Details.markdown(d) {
+        s += &summary;
     }
     // A micro experiment's configurations are no columns to compare: its tables follow.
     if d.micro.is_none() && d.micro_compare.is_none() {

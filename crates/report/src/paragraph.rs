@@ -7,8 +7,8 @@
 //! and its interval, the CVs): nothing is re-tested here, so the paragraph claims nothing the
 //! statistics did not.
 
-use super::compare::short_name;
 use super::fmt::one_line;
+use super::labels::in_family as short_name;
 use abperf_stats::analysis::{Analysis, Pairs, Test, by_params};
 use abperf_stats::compare::Comparison;
 use abperf_stats::verdict::{Evidence, Verdict, fmt_p, fmt_pct, fmt_signed_pct, fmt_times};
@@ -183,9 +183,8 @@ impl<'a> Said<'a> {
         ))
     }
 
-    /// A pair that could not be told apart: whether it is equivalent within the margin (else
-    /// the estimate lacks precision), and the pair with its figures.
-    fn indistinguishable(&self) -> Option<(bool, String)> {
+    /// A pair that could not be told apart, why, and the pair with its figures.
+    fn indistinguishable(&self) -> Option<(Why, String)> {
         let e = &self.c.evidence;
         let (b, a) = (&self.variant, &self.baseline);
         let change = fmt_signed_pct((e.ratio - 1.0) * 100.0);
@@ -203,9 +202,10 @@ impl<'a> Said<'a> {
             e.p.map(|p| format!(", {}{}", fmt_p(p), correction(e)))
                 .unwrap_or_default();
         match self.c.verdict {
-            Verdict::NoDifference => {
-                Some((true, format!("{b} and {a} ({change}{})", ci(e.ci90, "90%"))))
-            }
+            Verdict::NoDifference => Some((
+                Why::Equivalent,
+                format!("{b} and {a} ({change}{})", ci(e.ci90, "90%")),
+            )),
             Verdict::Inconclusive => {
                 let more = match e.runs_needed_observed {
                     Some(n) if ((e.ratio - 1.0) * 100.0).abs() >= 0.005 => {
@@ -213,14 +213,32 @@ impl<'a> Said<'a> {
                     }
                     _ => String::new(),
                 };
+                // An uncorrected 95% CI that excludes no change beside a corrected p above alpha:
+                // the correction, not the precision, kept it from being called.
+                let why = match e.ci95 {
+                    Some((l, h)) if l > 1.0 || h < 1.0 => Why::Correction,
+                    _ => Why::Precision,
+                };
                 Some((
-                    false,
+                    why,
                     format!("{b} and {a} ({change}{}{p}{more})", ci(e.ci95, "95%")),
                 ))
             }
             _ => None,
         }
     }
+}
+
+/// Why a pair could not be told apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Why {
+    /// Inconclusive: the interval is too wide.
+    Precision,
+    /// Inconclusive although the uncorrected 95% CI excludes no change: the corrected p is not
+    /// below alpha.
+    Correction,
+    /// NO DIFFERENCE: the 90% CI lies within the margin.
+    Equivalent,
 }
 
 /// " Holm m=36" (empty without a correction).
@@ -320,21 +338,29 @@ impl Group<'_> {
                 out.push(format!("{}.", var.join("; ")));
             }
         }
-        let same: Vec<(bool, String)> = said.iter().filter_map(Said::indistinguishable).collect();
+        let same: Vec<(Why, String)> = said.iter().filter_map(Said::indistinguishable).collect();
         let margin = said.first().map_or(0.0, |s| s.c.evidence.margin * 100.0);
-        for (equivalent, why) in [
+        for (kind, why) in [
             (
-                false,
+                Why::Precision,
                 "Not statistically different, for lack of precision".to_string(),
             ),
             (
-                true,
+                Why::Correction,
+                format!(
+                    "Not significant after the correction for m={} tests, although the \
+                     uncorrected 95% CI does not contain 0",
+                    a.m
+                ),
+            ),
+            (
+                Why::Equivalent,
                 format!("Equivalent within the margin of +-{}", fmt_pct(margin)),
             ),
         ] {
             let pairs: Vec<&str> = same
                 .iter()
-                .filter(|(e, _)| *e == equivalent)
+                .filter(|(w, _)| *w == kind)
                 .map(|(_, p)| p.as_str())
                 .collect();
             if !pairs.is_empty() {
@@ -493,34 +519,23 @@ fn decided(c: &Comparison) -> bool {
     matches!(c.verdict, Verdict::Faster | Verdict::Slower)
 }
 
-/// The summary as lines of at most `width` columns (0: unwrapped): each block a heading line,
-/// then its sentences as one paragraph, or as a list of "- " items; a blank line after each.
-pub fn lines(blocks: &[Block], width: usize) -> Vec<String> {
-    let wrap = |text: &str, indent: &str| -> Vec<String> {
-        if width == 0 {
-            vec![text.to_string()]
-        } else {
-            super::fmt::wrap(text, width, indent)
-        }
-    };
-    let mut out = Vec::new();
+/// The summary as plain text, one line per paragraph or list item ("- "), each block a heading
+/// line first and a blank line after it (a terminal wraps the lines; the mail renderer wraps
+/// them at 72 columns).
+pub fn text(blocks: &[Block]) -> String {
+    let mut s = String::new();
     for b in blocks {
-        out.push(format!("{}:", b.heading));
+        s += &format!("{}:\n", b.heading);
         if b.list {
-            for s in &b.sentences {
-                out.extend(wrap(&format!("- {s}"), "  "));
+            for x in &b.sentences {
+                s += &format!("- {x}\n");
             }
         } else {
-            out.extend(wrap(&b.sentences.join(" "), ""));
+            s += &format!("{}\n", b.sentences.join(" "));
         }
-        out.push(String::new());
+        s.push('\n');
     }
-    out
-}
-
-/// The summary as plain text, unwrapped (a terminal wraps it).
-pub fn text(blocks: &[Block]) -> String {
-    lines(blocks, 0).iter().map(|l| format!("{l}\n")).collect()
+    s
 }
 
 /// The summary in Markdown: a bold heading per block, a paragraph or a list.

@@ -29,7 +29,7 @@ pub struct RunArgs {
     /// Name of a variant (repeat, once per command, or once per variant)
     #[arg(short = 'n', long = "name", value_name = "NAME")]
     pub names: Vec<String>,
-    /// Parameter list: substitutes {NAME} in the commands, --pre/--post/--setup/--cleanup
+    /// Parameter list: substitutes {NAME} in the commands, --pre/--rewarm/--post/--setup/--cleanup
     #[arg(short = 'L', long = "parameter-list", value_name = "NAME=V1,V2,...")]
     pub params: Vec<String>,
     /// Kernel knob (sysfs/procfs/debugfs file): written, read back, verified, always restored
