@@ -556,3 +556,45 @@ pub fn markdown(blocks: &[Block]) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testdata::sample;
+    use super::*;
+
+    #[test]
+    fn plain_comparisons_have_no_summary() {
+        let r = sample();
+        assert!(summary(r.analysis.as_ref().unwrap()).is_none());
+    }
+
+    #[test]
+    fn every_pair_gets_a_block_and_the_conclusion_counts_what_was_decided() {
+        let mut a = sample().analysis.unwrap();
+        a.pairs = Pairs::All;
+        let blocks = summary(&a).unwrap();
+        assert_eq!(blocks.len(), 2, "{blocks:?}");
+        assert_eq!(blocks[0].heading, "user_ns");
+        let c = &a.comparisons[0];
+        let decided = usize::from(decided(c));
+        assert_eq!(
+            blocks[1].sentences[0],
+            format!("{decided} of m=1 tests were significant at alpha 0.05 after Holm.")
+        );
+        // The block's first sentence carries the verdict's own sentence, without n and method.
+        let said = Said::new(&a, c).verdict();
+        assert!(!said.contains(", n=") && !said.contains("Welch)"), "{said}");
+        if decided == 1 {
+            assert!(blocks[0].sentences[0].contains(&said), "{blocks:?}");
+            assert!(
+                blocks[0].sentences[0].contains(" was the fastest: "),
+                "{blocks:?}"
+            );
+        }
+        let t = text(&blocks);
+        assert!(
+            t.starts_with("user_ns:\n") && t.contains("\nConclusion:\n- "),
+            "{t}"
+        );
+    }
+}
