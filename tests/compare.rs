@@ -874,3 +874,14 @@ fn numbers_in(text: &str) -> Vec<String> {
     }
     out
 }
+
+// Two variants that gave the same value in every run: the detail block says NO DIFFERENCE once
+// ("NO DIFFERENCE: No difference: ..." before).
+abtest!(the_same_value_in_every_run_is_said_once, |lab| {
+    let a = lab.write("a.txt", "5\n5\n5\n5\n5\n");
+    let b = lab.write("b.txt", "5\n5\n5\n5\n5\n");
+    lab.ok(&["compare", &a, &b, "--details"])
+        .has("  NO DIFFERENCE: ")
+        .has("gave the same value (5) in every run")
+        .lacks("NO DIFFERENCE: No difference");
+});
