@@ -486,7 +486,7 @@ fn until_decided_stops_at_the_first_look_that_decides_and_compare_says_so() {
     );
     let doc = export(&lab, "latest");
     assert_eq!(doc["runs"].as_array().unwrap().len(), 2 * per, "{doc}");
-    let c = lab.ok(&["compare", "latest"]);
+    let c = lab.ok(&["compare", "latest", "--details"]);
     assert!(c.stdout.contains("SLOWER: sleep 0.08"), "{c}");
     assert!(
         c.stdout.contains(&format!(
