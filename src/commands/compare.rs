@@ -14,6 +14,9 @@ use std::path::Path;
     after_help = "Inputs: one experiment ID (each variant against the baseline), two experiment IDs \
 (baseline and candidate, environment differences listed first), or two or more files of numbers \
 (ministat mode: one value per line, '#' lines ignored, -c picks a column; the first file is the baseline).\n\n\
+Text: the verdict lines first; with --pairs all, --by or --test variability, a summary written from the verdicts \
+(per family: the fastest, significant differences in run-to-run variation, pairs that cannot be told apart and why; \
+a conclusion) and a table of every pair; --details adds every test's figures per pair.\n\
 The '(+- x%)' after each variant is perf stat's figure: the standard error of the mean relative to the mean.\n\
 Verdicts: FASTER/SLOWER when the 95% CI of the ratio excludes 1 and p < alpha; NO DIFFERENCE when the 90% CI \
 lies within +-margin; otherwise INCONCLUSIVE, with the runs per variant needed.\n\n\
