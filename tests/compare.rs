@@ -37,9 +37,13 @@ fn ministat_mode_seed000() {
     let lab = Lab::new();
     let dir = &lab.dir;
     let (n, y) = seed000_files(dir.path());
-    let (code, out, err) = lab.run(&["compare", &n, &y]).parts();
+    let (code, out, err) = lab.run(&["compare", &n, &y, "--details"]).parts();
     assert_eq!(code, 0, "{err}");
-    let first = out.lines().nth(1).unwrap();
+    assert!(
+        out.starts_with("value: y is 0.58% faster than n (95% CI "),
+        "{out}"
+    );
+    let first = out.lines().find(|l| l.starts_with("  FASTER: ")).unwrap();
     assert!(
         first.starts_with("  FASTER: y is 0.58% faster than n (95% CI "),
         "{out}"
@@ -68,7 +72,7 @@ fn ministat_mode_seed000() {
     // Column 2 is system time; column 3 is /usr/bin/time's m:ss elapsed, not a number.
     let (code, out, _) = lab.run(&["compare", "-c", "2", &n, &y]).parts();
     assert_eq!(code, 0);
-    assert!(out.contains("column 2: y vs n"), "{out}");
+    assert!(out.starts_with("column 2: y is "), "{out}");
     let (code, _, err) = lab.run(&["compare", "-c", "3", &n, &y]).parts();
     assert_eq!(code, 2);
     assert!(
@@ -245,13 +249,21 @@ abtest!(
     store_backed_compare_text_verdicts_drift_and_environment,
     |lab| {
         let (db, id1, _) = two_experiments(&lab);
-        lab.ok(&["compare", &id1, "--db", &db, "--resamples", "1000"])
-            .has("SLOWER: B is 1.0")
-            .has("Holm m=2")
-            .has("NO DIFFERENCE: C vs A +0.00%")
-            .has("drift: Mann-Kendall (within variants)")
-            .has("left out: 3 runs")
-            .has("kernel 6.18.0");
+        lab.ok(&[
+            "compare",
+            &id1,
+            "--db",
+            &db,
+            "--resamples",
+            "1000",
+            "--details",
+        ])
+        .has("SLOWER: B is 1.0")
+        .has("Holm m=2")
+        .has("NO DIFFERENCE: C vs A +0.00%")
+        .has("drift: Mann-Kendall (within variants)")
+        .has("left out: 3 runs")
+        .has("kernel 6.18.0");
     }
 );
 
@@ -296,6 +308,7 @@ abtest!(
             "0",
             "--correction",
             "bh",
+            "--details",
         ];
         lab.ok(&args)
             .has("FASTER: A is 1.00% faster than B")
@@ -317,6 +330,7 @@ abtest!(
             "B",
             "--resamples",
             "0",
+            "--details",
         ];
         let out = lab.ok(&args).stdout;
         let first: Vec<&str> = out.lines().take(2).collect();
@@ -562,13 +576,17 @@ abtest!(seed_001_families_match_statsmodels, |lab| {
 abtest!(seed_001_table_marks_what_holm_keeps_significant, |lab| {
     let s = seed001(&lab);
     let text = lab.ok(&SEED001_COMPARE).stdout;
-    let table: Vec<&str> = text.lines().take_while(|l| !l.is_empty()).collect();
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("mean and run-to-run variation: "))
+        .take_while(|l| !l.is_empty())
+        .collect();
     assert!(table[0].contains("Holm over m=36"), "{text}");
     assert_eq!(table.len(), 2 + 18, "{text}");
     assert!(
         table
             .iter()
-            .any(|l| l.starts_with("hot-read") && l.contains("noflush hot-read vs flush hot-read"))
+            .any(|l| l.starts_with("hot-read") && l.contains("noflush vs flush"))
     );
     let stars = table
         .iter()
@@ -649,3 +667,221 @@ fn summaries_from_perf_stat_and_ministat() {
     let e = lab.fails(&["compare", "--summary", &fa, &a], 2);
     assert!(e.stderr.contains("--summary expects 'mean sd n'"), "{e}");
 }
+
+// `--by pattern,op`: one family per combination of the two parameters (seed 001's six
+// workloads x three implementations: 3 pairs x 2 tests each, m=36), the same with `--by`
+// repeated; each family's size in the table header and the JSON.
+abtest!(by_two_parameters_makes_one_family_per_combination, |lab| {
+    common::planted::import(&lab);
+    let j = lab
+        .ok(&[&common::planted::COMPARE[..], &["--format", "json"]].concat())
+        .json();
+    common::assert_schema(&j);
+    let a = &j["analysis"];
+    assert_eq!(a["m"], 36, "{a}");
+    assert_eq!(a["by"], "pattern,op");
+    let fams = a["families"].as_array().unwrap();
+    assert_eq!(fams.len(), 6, "{a}");
+    for f in fams {
+        assert_eq!(
+            (
+                f["variants"].as_u64(),
+                f["pairs"].as_u64(),
+                f["tests"].as_u64()
+            ),
+            (Some(3), Some(3), Some(6)),
+            "{f}"
+        );
+    }
+    assert_eq!(fams[0]["label"], "seq,read");
+    assert_eq!(a["comparisons"].as_array().unwrap().len(), 18);
+    let mut repeated = common::planted::COMPARE.to_vec();
+    repeated.splice(4..6, ["--by", "pattern", "--by", "op"]);
+    lab.ok(&repeated)
+        .has("Holm over m=36 tests (6 families pattern,op, each 3 pairs and 6 tests)")
+        .has("pattern=seq op=read:");
+    let mut twice = common::planted::COMPARE.to_vec();
+    twice[5] = "pattern,pattern";
+    lab.fails(&twice, 2).err_has("--by pattern: named twice");
+    let mut unknown = common::planted::COMPARE.to_vec();
+    unknown[5] = "pattern,size";
+    lab.ok(&unknown)
+        .has("--by size: variant 'a seq read' has no parameter size");
+});
+
+// The summary paragraph names exactly the planted differences (common::planted): its
+// conclusion lists each decisive kind of result with the families it held in, and nothing else.
+abtest!(paragraph_names_exactly_the_planted_differences, |lab| {
+    common::planted::import(&lab);
+    let out = lab.ok(&common::planted::COMPARE).stdout;
+    let conclusion: Vec<&str> = out
+        .lines()
+        .skip_while(|l| *l != "Conclusion:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        conclusion,
+        [
+            "- 6 of m=36 tests were significant at alpha 0.01 after Holm.",
+            "- b was the fastest in 1 of 6 families (pattern=seq op=read).",
+            "- b was faster than a in 1 of 6 families (pattern=seq op=read; by 10.37%).",
+            "- c was slower than b in 2 of 6 families (pattern=seq op=read; pattern=hot op=read).",
+            "- c had more run-to-run variation than a in 1 of 6 families (pattern=random op=write; by 5.58x).",
+            "- c had more run-to-run variation than b in 1 of 6 families (pattern=random op=write; by 4.58x).",
+            "- c was slower than a in 1 of 6 families (pattern=hot op=read; by 2.50x).",
+            "- No significant results: pattern=seq op=write; pattern=random op=read; pattern=hot op=write.",
+        ],
+        "{out}"
+    );
+    // The families' own paragraphs: the planted mean shift where it was planted, the planted
+    // variance where it was planted, and "not enough precision" for the pairs left.
+    let para = |head: &str| {
+        out.lines()
+            .skip_while(|l| *l != head)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no {head} in {out}"))
+            .to_string()
+    };
+    let seq = para("pattern=seq op=read:");
+    assert!(
+        seq.starts_with("b was the fastest: b is 10.37% faster than a (95% CI "),
+        "{seq}"
+    );
+    assert!(
+        seq.contains("The run-to-run variations were not statistically different."),
+        "{seq}"
+    );
+    assert!(
+        seq.contains(
+            "Not statistically different, for lack of precision: c and a (+0.20%, 95% CI "
+        ),
+        "{seq}"
+    );
+    let rw = para("pattern=random op=write:");
+    assert!(rw.starts_with("There were no statistically significant differences in the mean. c had 5.58x more run-to-run variation than a (CV "), "{rw}");
+    assert!(
+        rw.contains("Brown-Forsythe p=") && rw.contains("Holm m=36"),
+        "{rw}"
+    );
+    // The text leads with the verdict lines and the summary; the details are behind --details.
+    assert!(
+        out.lines()
+            .next()
+            .unwrap()
+            .starts_with("wall_ns: b seq read is 10.37% faster"),
+        "{out}"
+    );
+    assert!(!out.contains("primary: Welch"), "{out}");
+    let details = lab
+        .ok(&[&common::planted::COMPARE[..], &["--details"]].concat())
+        .stdout;
+    assert!(
+        details.contains("primary: Welch") && details.contains("Conclusion:"),
+        "{details}"
+    );
+});
+
+// Every number in the summary paragraph (mail format) is one of the JSON report's numbers, as
+// the paragraph rounds it (percent changes, factors, p-values, CIs, CVs, m, runs needed): the
+// paragraph says nothing the analysis did not compute.
+abtest!(every_number_in_the_paragraph_is_in_the_json, |lab| {
+    common::planted::import(&lab);
+    let mail = lab
+        .ok(&[&common::planted::COMPARE[..], &["--format", "mail"]].concat())
+        .stdout;
+    let para: String = mail
+        .lines()
+        .take_while(|l| !l.starts_with("wall_ns"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(para.contains("Conclusion:"), "{mail}");
+    let j = lab
+        .ok(&[&common::planted::COMPARE[..], &["--format", "json"]].concat())
+        .json();
+    let mut numbers = Vec::new();
+    collect_numbers(&j["analysis"], &mut numbers);
+    let words: Vec<String> = numbers_in(&para);
+    assert!(words.len() > 100, "{words:?}");
+    for w in &words {
+        // "p<0.0001": some p-value of the JSON is below it.
+        if let Some(bound) = w.strip_prefix('<') {
+            let b: f64 = bound.parse().unwrap();
+            assert!(numbers.iter().any(|&v| v > 0.0 && v < b), "{w}");
+            continue;
+        }
+        let decimals = w.split('.').nth(1).map_or(0, str::len);
+        let x: f64 = w.parse().unwrap();
+        let found = numbers.iter().any(|&v| {
+            [
+                v,
+                v.abs(),
+                1.0 / v,
+                (v - 1.0).abs() * 100.0,
+                v * 100.0,
+                v.abs() * 100.0,
+            ]
+            .iter()
+            .any(|t| {
+                t.is_finite()
+                    && (format!("{t:.decimals$}").parse::<f64>().unwrap() - x).abs() < 1e-9
+            })
+        });
+        assert!(
+            found,
+            "{w} in the paragraph is no number of the JSON report:\n{para}"
+        );
+    }
+});
+
+/// Every number in `v`.
+fn collect_numbers(v: &serde_json::Value, out: &mut Vec<f64>) {
+    match v {
+        serde_json::Value::Number(n) => out.extend(n.as_f64()),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| collect_numbers(x, out)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| collect_numbers(x, out)),
+        _ => {}
+    }
+}
+
+/// The numbers written in `text` ("10.37%", "5.58x", "p=0.00019", "m=36", "1.30..2.07"); the
+/// alpha, 95%/90% interval levels and the 72-column wrap are no results.
+fn numbers_in(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        let dot_in_number =
+            c == '.' && !cur.is_empty() && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit());
+        if c.is_ascii_digit() || dot_in_number {
+            if cur.is_empty() && i > 0 && chars[i - 1] == '<' {
+                cur.push('<');
+            }
+            cur.push(c);
+        } else if !cur.is_empty() {
+            let level = (cur == "95" || cur == "90")
+                && c == '%'
+                && chars.get(i + 1) == Some(&' ')
+                && chars.get(i + 2..i + 4) == Some(&['C', 'I'][..]);
+            if !level {
+                out.push(std::mem::take(&mut cur));
+            }
+            cur.clear();
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+// Two variants that gave the same value in every run: the detail block says NO DIFFERENCE once
+// ("NO DIFFERENCE: No difference: ..." before).
+abtest!(the_same_value_in_every_run_is_said_once, |lab| {
+    let a = lab.write("a.txt", "5\n5\n5\n5\n5\n");
+    let b = lab.write("b.txt", "5\n5\n5\n5\n5\n");
+    lab.ok(&["compare", &a, &b, "--details"])
+        .has("  NO DIFFERENCE: ")
+        .has("gave the same value (5) in every run")
+        .lacks("NO DIFFERENCE: No difference");
+});

@@ -55,7 +55,7 @@ fn seed_000_squashed_time_lines() {
     assert_eq!(runs[23].source.as_ref().unwrap().line, 24);
 
     // compare reads imported runs like any others, without taking the file order for a schedule.
-    let out = lab.run(&["compare", "1", "--metric", "user_ns"]);
+    let out = lab.run(&["compare", "1", "--metric", "user_ns", "--details"]);
     let text = out.stdout;
     assert!(out.code == Some(0), "{}", out.stderr);
     assert!(

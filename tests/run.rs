@@ -486,7 +486,7 @@ fn until_decided_stops_at_the_first_look_that_decides_and_compare_says_so() {
     );
     let doc = export(&lab, "latest");
     assert_eq!(doc["runs"].as_array().unwrap().len(), 2 * per, "{doc}");
-    let c = lab.ok(&["compare", "latest"]);
+    let c = lab.ok(&["compare", "latest", "--details"]);
     assert!(c.stdout.contains("SLOWER: sleep 0.08"), "{c}");
     assert!(
         c.stdout.contains(&format!(
@@ -576,6 +576,62 @@ fn pre_and_post_are_not_timed_and_parameters_substitute_everywhere() {
         );
     }
 }
+
+// --rewarm: after --pre (and the noise controls), in the order given, right before each timed
+// run, untimed, with placeholders; stored in the design so that --resume keeps it; a failing one
+// stops the experiment naming the flag.
+abtest!(
+    rewarm_runs_in_order_after_pre_and_before_the_timed_run,
+    |lab| {
+        let log = lab.path("log");
+        let at = |what: &str| format!("echo {what} >> {}", log.display());
+        let (pre, r1, r2) = (
+            at("pre{x}"),
+            format!("sleep 0.3; {}", at("warm1-{x}")),
+            at("warm2"),
+        );
+        let main = at("run{x}");
+        lab.ok(&[
+            "run",
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+            "--order",
+            "sequential",
+            "-L",
+            "x=1,2",
+            "--pre",
+            &pre,
+            "--rewarm",
+            &r1,
+            "--rewarm",
+            &r2,
+            &main,
+        ]);
+        let l = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(
+            l.lines().collect::<Vec<_>>(),
+            [
+                "pre1", "warm1-1", "warm2", "run1", "pre2", "warm1-2", "warm2", "run2"
+            ]
+        );
+        let doc = export(&lab, "latest");
+        assert_eq!(
+            doc["experiments"][0]["design"]["rewarm"],
+            serde_json::json!([r1, r2]),
+            "{doc}"
+        );
+        for r in doc["runs"].as_array().unwrap() {
+            assert!(
+                r["metrics"]["wall_ns"].as_f64().unwrap() < 0.25e9,
+                "--rewarm was timed: {r}"
+            );
+        }
+        lab.fails(&["run", "-r", "1", "--rewarm", "exit 3", "true"], 1)
+            .err_has("--rewarm 'exit 3' exited with status 3");
+    }
+);
 
 #[test]
 fn bad_input_is_a_one_line_error_with_nothing_written() {

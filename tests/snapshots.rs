@@ -59,6 +59,16 @@ fn seed_000_in_every_format() {
     }
     let compare = lab.ok(&["compare", "1", "--metric", "user_ns", "--resamples", "1000"]);
     snapshot("seed000-compare-text", &compare.stdout);
+    let details = lab.ok(&[
+        "compare",
+        "1",
+        "--metric",
+        "user_ns",
+        "--resamples",
+        "1000",
+        "--details",
+    ]);
+    snapshot("seed000-compare-details-text", &details.stdout);
     snapshot(
         "seed000-show-text",
         &lab.ok(&["show", "1", "--runs"]).stdout,
@@ -67,6 +77,18 @@ fn seed_000_in_every_format() {
         "seed000-export-csv",
         &lab.ok(&["export", "1", "--format", "csv"]).stdout,
     );
+}
+
+/// Seed 001's design on seeded data with planted effects (tests/common/planted.rs): the summary
+/// paragraph (text, mail, Markdown) names the planted differences.
+#[test]
+fn planted_families_paragraph() {
+    let lab = Lab::new();
+    common::planted::import(&lab);
+    for f in ["text", "mail", "md"] {
+        let out = lab.ok(&[&common::planted::COMPARE[..], &["--format", f]].concat());
+        snapshot(&format!("planted-compare-{f}"), &out.stdout);
+    }
 }
 
 /// A small micro experiment with known samples: the timer, getppid, and madvise / mprotect of

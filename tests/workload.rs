@@ -1067,7 +1067,7 @@ fn run_compare_judges_workload_rates_higher_is_better() {
         "-L",
         "syscalls=madvise,mprotect",
     ]);
-    let o = lab.ok(&["compare", "latest", "--metric", "ops_per_s"]);
+    let o = lab.ok(&["compare", "latest", "--metric", "ops_per_s", "--details"]);
     assert!(
         o.stdout.contains(
             "ops_per_s: syscalls=mprotect vs syscalls=madvise (baseline), higher is better"

@@ -14,6 +14,9 @@ use std::path::Path;
     after_help = "Inputs: one experiment ID (each variant against the baseline), two experiment IDs \
 (baseline and candidate, environment differences listed first), or two or more files of numbers \
 (ministat mode: one value per line, '#' lines ignored, -c picks a column; the first file is the baseline).\n\n\
+Text: the verdict lines first; with --pairs all, --by or --test variability, a summary written from the verdicts \
+(per family: the fastest, significant differences in run-to-run variation, pairs that cannot be told apart and why; \
+a conclusion) and a table of every pair; --details adds every test's figures per pair.\n\
 The '(+- x%)' after each variant is perf stat's figure: the standard error of the mean relative to the mean.\n\
 Verdicts: FASTER/SLOWER when the 95% CI of the ratio excludes 1 and p < alpha; NO DIFFERENCE when the 90% CI \
 lies within +-margin; otherwise INCONCLUSIVE, with the runs per variant needed.\n\n\
@@ -38,6 +41,10 @@ pub struct CompareArgs {
     /// Write to FILE instead of standard output
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
+    /// Text: every comparison in full after the verdict lines and the summary (test statistics,
+    /// robust checks, variability, drift, outliers); JSON always holds all of it
+    #[arg(long)]
+    pub details: bool,
     /// Ministat mode: the whitespace-separated column to read (from 1)
     #[arg(short = 'c', long = "column", default_value_t = 1, value_name = "N")]
     pub column: usize,
@@ -150,7 +157,7 @@ fn load(args: &CompareArgs) -> anyhow::Result<Loaded> {
 /// of treatments: one of two variants of an interleaved `abperf micro -k` is compared with the
 /// other, and any other gives its tables (`abperf micro` prints the same).
 fn one_experiment(store: &Store, id: i64, args: &CompareArgs) -> anyhow::Result<Loaded> {
-    let plain = args.analysis.baseline.is_none() && args.analysis.by.is_none();
+    let plain = args.analysis.baseline.is_none() && args.analysis.by.is_empty();
     if plain {
         match compare_micro::siblings(store, id)?.as_slice() {
             [] | [_] => {}
@@ -184,10 +191,11 @@ fn one_experiment(store: &Store, id: i64, args: &CompareArgs) -> anyhow::Result<
 /// Load the inputs, judge their variants unless the report is ready as it is, and print it.
 pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     args.analysis.check()?;
-    let r = match load(&args)? {
+    let mut r = match load(&args)? {
         Loaded::Ready(r) => r,
         Loaded::ToJudge(r) => judge(r, &args)?,
     };
+    r.details = args.details;
     output::write(&args.format.render(&r)?, args.output.as_ref())?;
     Ok(0)
 }

@@ -47,7 +47,7 @@ pub fn report(
         }
         _ => return Ok(None),
     }
-    if analysis.by.is_some() || analysis.baseline.is_some() {
+    if !analysis.by.is_empty() || analysis.baseline.is_some() {
         return Err(usage(
             "--by/--baseline: two micro experiments are compared configuration by configuration \
              (each its own family); pick configurations with --variant PREFIX",
@@ -141,7 +141,7 @@ pub fn build(
         }));
     }
     let mut analysis = analysis.clone();
-    analysis.by = Some(crate::micro::compare::BY.to_string());
+    analysis.by = vec![crate::micro::compare::BY.to_string()];
     if analysis.metric.is_empty() {
         analysis.metric = vec![DEFAULT_METRIC.to_string()];
     }

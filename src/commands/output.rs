@@ -54,10 +54,11 @@ pub struct AnalysisArgs {
     /// Which pairs: each variant against the baseline, or every pair of variants
     #[arg(long, value_enum, default_value_t = Pairs::Baseline)]
     pub pairs: Pairs,
-    /// A separate family of comparisons per value of this -L parameter (e.g. the workload);
-    /// the correction still covers every test reported
-    #[arg(long, value_name = "PARAM")]
-    pub by: Option<String>,
+    /// A separate family of comparisons per combination of values of these -L parameters (e.g.
+    /// the workload: --by pattern,op or --by pattern --by op); the correction still covers
+    /// every test reported
+    #[arg(long, value_name = "PARAM[,PARAM...]", value_delimiter = ',')]
+    pub by: Vec<String>,
     /// What each comparison tests, corrected together: mean (the verdict) and/or variability
     /// (Brown-Forsythe and the SD ratio: "3.5x more run-to-run variation")
     #[arg(
@@ -83,7 +84,7 @@ impl Default for AnalysisArgs {
             seed: None,
             higher_is_better: false,
             pairs: Pairs::Baseline,
-            by: None,
+            by: Vec::new(),
             tests: vec![Test::Mean],
         }
     }
@@ -110,6 +111,7 @@ impl AnalysisArgs {
                 self.effect
             )));
         }
+        self.by_text()?;
         if self.resamples != 0 && self.resamples < 100 {
             return Err(usage(format!(
                 "--resamples {}: expected 0 (no bootstrap) or at least 100",
@@ -117,6 +119,25 @@ impl AnalysisArgs {
             )));
         }
         Ok(())
+    }
+
+    /// The `--by` parameters as the analysis takes them ("pattern,op"), None without --by; a
+    /// usage error for an empty or repeated name.
+    pub fn by_text(&self) -> anyhow::Result<Option<String>> {
+        let mut seen: Vec<&str> = Vec::new();
+        for p in &self.by {
+            let p = p.trim();
+            if p.is_empty() {
+                return Err(usage(
+                    "--by: expected -L parameter names, e.g. --by pattern,op",
+                ));
+            }
+            if seen.contains(&p) {
+                return Err(usage(format!("--by {p}: named twice")));
+            }
+            seen.push(p);
+        }
+        Ok((!seen.is_empty()).then(|| seen.join(",")))
     }
 
     /// The analysis settings for `ds`; `Ok(None)` with the reason when there is nothing to
@@ -131,7 +152,7 @@ impl AnalysisArgs {
             ));
         }
         let micro = ds.experiment().is_some_and(|e| e.kind == Kind::Micro);
-        if micro && self.baseline.is_none() && self.by.is_none() {
+        if micro && self.baseline.is_none() && self.by.is_empty() {
             return Ok(Err(
                 "micro experiment: its variants are configurations, not treatments of one \
                  workload; no verdicts against the first (name one with --baseline)"
@@ -205,7 +226,7 @@ impl AnalysisArgs {
             without_outliers: self.without_outliers,
             force_higher_is_better: self.higher_is_better,
             pairs: self.pairs,
-            by: self.by.clone(),
+            by: self.by_text()?,
             tests: self.tests.clone(),
         }))
     }
@@ -219,7 +240,7 @@ impl AnalysisArgs {
             let e = |s: &String| crate::model::escape::control(s).into_owned();
             a.baseline = a.baseline.as_ref().map(e);
             a.metric = a.metric.iter().map(e).collect();
-            a.by = a.by.as_ref().map(e);
+            a.by = a.by.iter().map(e).collect();
         }
         a
     }

@@ -70,6 +70,7 @@ fn check_design(
             texts.push((flag, t.as_str()));
         }
     }
+    texts.extend(args.rewarm.iter().map(|t| ("--rewarm", t.as_str())));
     design::placeholders::check(&texts, params)?;
     preflight::check_knob_values(knobs)
 }
@@ -216,6 +217,7 @@ fn plan_variants(
     let others: Vec<&str> = [&args.pre, &args.post, &args.setup, &args.cleanup]
         .into_iter()
         .flatten()
+        .chain(&args.rewarm)
         .map(String::as_str)
         .collect();
     let commands = workload::expand(&args.commands, params, &others)?;

@@ -16,6 +16,9 @@
 //! in a lab of [`Lab::shared`], and each test then checks one thing of it.
 #![allow(dead_code)]
 #![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
+
+pub mod planted;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

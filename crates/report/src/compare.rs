@@ -286,10 +286,14 @@ fn outliers(out: &mut String, c: &Comparison, unit: &str) {
 
 /// The verdict word, then the sentence without repeating it ("INCONCLUSIVE: B vs A ...").
 pub fn headline(c: &Comparison) -> String {
-    let line = ["Inconclusive: ", "No significant difference: "]
-        .iter()
-        .find_map(|p| c.line.strip_prefix(p))
-        .unwrap_or(&c.line);
+    let line = [
+        "Inconclusive: ",
+        "No significant difference: ",
+        "No difference: ",
+    ]
+    .iter()
+    .find_map(|p| c.line.strip_prefix(p))
+    .unwrap_or(&c.line);
     format!("{}: {line}", c.verdict.upper())
 }
 
@@ -354,6 +358,34 @@ pub fn family_table(r: &Report) -> Option<String> {
         );
     }
     Some(out)
+}
+
+/// How the m tests divide into `--by` families: "6 families pattern,op, each 3 pairs and 6
+/// tests", or "3 families size, 1-3 pairs and 2-6 tests each" (None without --by).
+pub fn families_text(a: &abperf_stats::analysis::Analysis) -> Option<String> {
+    let by = a.by.as_deref()?;
+    let f = &a.families;
+    let range = |v: Vec<usize>| {
+        let (lo, hi) = (
+            v.iter().copied().min().unwrap_or(0),
+            v.iter().copied().max().unwrap_or(0),
+        );
+        if lo == hi {
+            format!("{lo}")
+        } else {
+            format!("{lo}-{hi}")
+        }
+    };
+    let pairs = range(f.iter().map(|x| x.pairs).collect());
+    let tests = range(f.iter().map(|x| x.tests).collect());
+    let s = |n: &str| if n == "1" { "" } else { "s" };
+    Some(format!(
+        "{} {} {by}, each {pairs} pair{} and {tests} test{}",
+        f.len(),
+        if f.len() == 1 { "family" } else { "families" },
+        s(&pairs),
+        s(&tests)
+    ))
 }
 
 /// "low..high" with `dec` decimals ("-" without an interval).
@@ -424,18 +456,9 @@ impl<'a> FamilyTable<'a> {
         }
     }
 
-    /// Within a family the family's own "PARAM=value" adds nothing to a variant's name.
+    /// Within a family the family's own "PARAM=value"s add nothing to a variant's name.
     fn short(&self, name: &str, c: &Comparison) -> String {
-        let token = match (&self.a.by, &c.family) {
-            (Some(by), Some(f)) => format!("{by}={f}"),
-            _ => return one_line(name),
-        };
-        let rest: Vec<&str> = name.split_whitespace().filter(|t| *t != token).collect();
-        if rest.is_empty() {
-            one_line(name)
-        } else {
-            one_line(&rest.join(" "))
-        }
+        super::labels::in_family(self.a, name, c)
     }
 
     fn pair(&self, c: &Comparison) -> String {
@@ -456,8 +479,13 @@ impl<'a> FamilyTable<'a> {
         };
         let _ = writeln!(
             out,
-            "{what}: * = significant at alpha {} after {} over m={} tests",
-            a.options.alpha, a.correction, a.m
+            "{what}: * = significant at alpha {} after {} over m={} tests{}",
+            a.options.alpha,
+            a.correction,
+            a.m,
+            families_text(a)
+                .map(|t| format!(" ({t})"))
+                .unwrap_or_default()
         );
         let fam_head = if self.fam_w > 0 {
             format!("{:<w$}  ", a.by.as_deref().unwrap_or(""), w = self.fam_w)
@@ -513,25 +541,52 @@ impl<'a> FamilyTable<'a> {
     }
 }
 
-/// The whole text of `abperf compare`.
+/// The verdict lines (each prefixed with its metric), then the summary paragraph of a family
+/// analysis, then seed 001's table.
+fn lead(r: &Report, out: &mut String) {
+    for c in r.comparisons() {
+        let _ = writeln!(out, "{}: {}", one_line(&c.metric), one_line(&c.line));
+    }
+    if !r.comparisons().is_empty() {
+        let _ = writeln!(out);
+    }
+    if let Some(blocks) = summary_of(r) {
+        out.push_str(&super::paragraph::text(&blocks));
+    }
+    if let Some(t) = family_table(r) {
+        out.push_str(&t);
+        let _ = writeln!(out);
+    }
+}
+
+/// The environment fields that differ between two experiments.
+fn env_diffs(out: &mut String, r: &Report) {
+    if r.env_diffs.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "Environment differences (baseline -> candidate):");
+    for (k, a, b) in &r.env_diffs {
+        let _ = writeln!(out, "  {}: {} -> {}", one_line(k), one_line(a), one_line(b));
+    }
+    let _ = writeln!(out);
+}
+
+/// The whole text of `abperf compare`: the verdict lines and the summary first, each
+/// comparison in full with `--details`, then the provenance footer.
 fn text(r: &Report) -> String {
     let mut out = String::new();
+    // Two experiments: what differs between them comes first (after a micro comparison's
+    // table).
     if let Some(m) = &r.micro_compare {
         out += &m.text(r);
         let _ = writeln!(out);
-    } else if let Some(t) = family_table(r) {
-        out += &t;
-        let _ = writeln!(out);
-    }
-    if !r.env_diffs.is_empty() {
-        let _ = writeln!(out, "Environment differences (baseline -> candidate):");
-        for (k, a, b) in &r.env_diffs {
-            let _ = writeln!(out, "  {}: {} -> {}", one_line(k), one_line(a), one_line(b));
-        }
-        let _ = writeln!(out);
+        env_diffs(&mut out, r);
+    } else {
+        env_diffs(&mut out, r);
+        lead(r, &mut out);
     }
     // Two micro experiments: the table above says it per configuration.
-    if r.micro_compare.is_none() {
+    if r.micro_compare.is_none() && r.details {
         for c in r.comparisons() {
             out += &comparison_text(c, r.data.unit(&c.metric));
             let _ = writeln!(out);
@@ -579,6 +634,12 @@ fn text(r: &Report) -> String {
     if let Some(e) = r.data.experiment() {
         let _ = writeln!(out, "design: {}", one_line(&design_text(&e.design)));
     }
+    if !r.details && r.micro_compare.is_none() && !r.comparisons().is_empty() {
+        let _ = writeln!(
+            out,
+            "details: each comparison's statistics with --details (all of them in --format json)"
+        );
+    }
     let left = r.data.left_out();
     if left > 0 {
         let _ = writeln!(out, "left out: {left} runs (warm-up, failed or excluded)");
@@ -605,6 +666,26 @@ impl Section for Details {
     fn text(&self, r: &Report) -> String {
         text(r)
     }
+
+    /// The summary of a family analysis, one line per paragraph or list item, blocks apart by
+    /// a blank line, for the mail renderer to wrap (None for a plain comparison, and for two
+    /// micro experiments, whose table says it per configuration).
+    fn mail(&self, r: &Report) -> Option<String> {
+        summary_of(r).map(|b| super::paragraph::text(&b))
+    }
+
+    /// The summary of a family analysis in Markdown.
+    fn markdown(&self, r: &Report) -> Option<String> {
+        summary_of(r).map(|b| super::paragraph::markdown(&b))
+    }
+}
+
+/// The summary paragraph of `r`'s family analysis, if it has one.
+fn summary_of(r: &Report) -> Option<Vec<super::paragraph::Block>> {
+    if r.micro_compare.is_some() {
+        return None;
+    }
+    r.analysis.as_ref().and_then(super::paragraph::summary)
 }
 
 /// The bootstrap resamples as taken: the number asked for, or, where large samples lowered it

@@ -4,6 +4,40 @@
 //! then knob paths are shortened to their last component, then the middle is elided, and labels
 //! that are still alike are numbered. The HTML report maps each label to its full name.
 
+/// `name` without the "PARAM=value" (or bare "value") tokens of `c`'s family (`--by`), which
+/// add nothing inside the family; the whole name when nothing else is left.
+pub fn in_family(
+    a: &abperf_stats::analysis::Analysis,
+    name: &str,
+    c: &abperf_stats::compare::Comparison,
+) -> String {
+    let tokens: Vec<String> = match (&a.by, &c.family) {
+        (Some(by), Some(f)) => {
+            let params = abperf_stats::analysis::by_params(by);
+            let values: Vec<&str> = if params.len() == 1 {
+                vec![f.as_str()]
+            } else {
+                f.split(',').collect()
+            };
+            params
+                .iter()
+                .zip(values)
+                .flat_map(|(p, v)| [format!("{p}={v}"), v.to_string()])
+                .collect()
+        }
+        _ => return super::fmt::one_line(name),
+    };
+    let rest: Vec<&str> = name
+        .split_whitespace()
+        .filter(|t| !tokens.iter().any(|k| k == t))
+        .collect();
+    if rest.is_empty() {
+        super::fmt::one_line(name)
+    } else {
+        super::fmt::one_line(&rest.join(" "))
+    }
+}
+
 /// Elision mark.
 const ELLIPSIS: char = '…';
 

@@ -43,6 +43,7 @@ pub mod mail;
 pub mod markdown;
 pub mod micro;
 pub mod micro_compare;
+pub mod paragraph;
 pub mod perfstat;
 pub mod plain;
 pub mod plan;
@@ -183,6 +184,9 @@ pub struct Report {
     /// Whether raw runs are listed in JSON and CSV (micro experiments hold thousands of
     /// samples: their report gives the per-configuration table instead).
     pub include_runs: bool,
+    /// `compare --details`: the text shows every comparison in full (test statistics, robust
+    /// checks, drift, outliers); without it the verdict lines, the summary and the table.
+    pub details: bool,
     pub data_sha256: String,
     pub tool_version: String,
 }
@@ -216,6 +220,7 @@ impl Report {
             levels: None,
             view,
             include_runs: true,
+            details: false,
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
         }
     }

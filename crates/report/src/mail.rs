@@ -1,5 +1,6 @@
 //! `--format mail`: plain text for a mailing-list reply. Every line is at most 72 columns:
-//! the verdict line(s), a compact table of the verdict metrics, one method line, provenance.
+//! the verdict line(s), the summary paragraph of a family analysis, a compact table of the
+//! verdict metrics, one method line, provenance.
 
 use super::fmt::{metric_scale, one_line, pm, truncate, wrap};
 use super::section::Section;
@@ -20,7 +21,10 @@ fn render(d: &Report) -> String {
     let para = |text: &str, out: &mut Vec<String>| out.extend(wrap(text, WIDTH, "  "));
     // One metric: the line as it is, ready to paste; several: say which metric each is about.
     let selected = d.selected();
-    for v in d.comparisons() {
+    // A family analysis: the summary paragraph says every decisive verdict in a reviewer's
+    // words, instead of one line per pair.
+    let summary = super::compare::Details.mail(d);
+    for v in d.comparisons().iter().filter(|_| summary.is_none()) {
         if selected.len() > 1 {
             para(&format!("{}: {}", v.metric, v.line), &mut out);
         } else {
@@ -30,7 +34,18 @@ fn render(d: &Report) -> String {
     for n in &d.verdict_notes() {
         para(n, &mut out);
     }
-    out.push(String::new());
+    if let Some(text) = &summary {
+        // Paragraphs wrap flush left, list items ("- ") under their text.
+        for l in text.lines() {
+            match l {
+                "" => out.push(String::new()),
+                item if item.starts_with("- ") => out.extend(wrap(item, WIDTH, "  ")),
+                p => out.extend(wrap(p, WIDTH, "")),
+            }
+        }
+    } else {
+        out.push(String::new());
+    }
 
     // Compact table: variant, n, mean, +-, min, max for each verdict metric.
     for metric in &selected {

@@ -1,4 +1,5 @@
-//! `--format md`: GitHub-flavoured Markdown: verdicts, a summary table (one row per metric, one
+//! `--format md`: GitHub-flavoured Markdown: verdicts, the summary paragraph of a family
+//! analysis, a summary table (one row per metric, one
 //! column per variant, mean +- perf's relative standard error, change against the baseline),
 //! method and provenance.
 
@@ -40,6 +41,10 @@ fn render(d: &Report) -> String {
         let _ = writeln!(s, "- {}", cell(n));
     }
     let _ = writeln!(s);
+    // Two micro suites: their table says it per configuration.
+    if let Some(summary) = super::compare::Details.markdown(d) {
+        s += &summary;
+    }
     // A micro experiment's configurations are no columns to compare: its tables follow.
     if d.micro.is_none() && d.micro_compare.is_none() {
         summary_table(&mut s, d);

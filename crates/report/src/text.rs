@@ -403,7 +403,12 @@ mod tests {
         assert_eq!(t.lines().filter(|l| l.contains(" ok ")).count(), 16, "{t}");
         d.view = View::Compare;
         let t = Text.render(&d).unwrap();
-        assert!(t.starts_with("user_ns: B vs A (baseline)"), "{t}");
+        let line = &d.comparisons()[0].line;
+        assert!(t.starts_with(&format!("user_ns: {line}\n")), "{t}");
+        assert!(!t.contains("B vs A (baseline)"), "{t}");
+        d.details = true;
+        let t = Text.render(&d).unwrap();
+        assert!(t.contains("\nuser_ns: B vs A (baseline)"), "{t}");
         assert!(t.contains(&format!("sha256 {}", d.data_sha256)), "{t}");
         d.view = View::RunEnd;
         let t = Text.render(&d).unwrap();

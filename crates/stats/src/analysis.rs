@@ -44,7 +44,8 @@ pub struct Settings {
     pub without_outliers: bool,
     pub force_higher_is_better: bool,
     pub pairs: Pairs,
-    /// One family per value of this `-L` parameter.
+    /// One family per combination of values of these `-L` parameters (comma-separated, e.g.
+    /// "pattern,op").
     pub by: Option<String>,
     pub tests: Vec<Test>,
 }
@@ -81,11 +82,26 @@ pub struct Analysis {
     pub correction: String,
     pub pairs: Pairs,
     pub by: Option<String>,
+    /// Each family (one per `--by` combination, or the one family of every variant): its label,
+    /// variants, pairs and tests; the tests of all families add up to `m`.
+    pub families: Vec<FamilySize>,
     pub tests: Vec<Test>,
     /// The tests run, in words, for method lines and footers.
     pub tests_text: String,
     pub options: Options,
     pub without_outliers: bool,
+}
+
+/// The size of one family of comparisons.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FamilySize {
+    /// The `--by` values, comma-separated in the order of `by` ("seq,read"); null without --by.
+    pub label: Option<String>,
+    pub variants: usize,
+    /// Pairs compared (per metric).
+    pub pairs: usize,
+    /// Tests reported: pairs compared x metrics x (mean, and variability when tested).
+    pub tests: usize,
 }
 
 /// The tests [`analyse`] runs, in words.
@@ -168,7 +184,7 @@ fn series(
     ))
 }
 
-/// One family of comparisons: its `--by` value (none without --by), the positions of its
+/// One family of comparisons: its `--by` values (none without --by), the positions of its
 /// variants, and the position of its baseline.
 struct Family {
     label: Option<String>,
@@ -176,38 +192,55 @@ struct Family {
     base: usize,
 }
 
-/// The families of `--by` (one family of every variant without it).
+/// The parameters of `--by` ("pattern,op" -> ["pattern", "op"]).
+pub fn by_params(by: &str) -> Vec<&str> {
+    by.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+/// The families of `--by`: one per combination of the values of its parameters that some
+/// variant has (one family of every variant without it).
 fn families(ds: &Dataset, s: &Settings) -> Result<Vec<Family>, String> {
-    let Some(param) = &s.by else {
+    let Some(by) = &s.by else {
         return Ok(vec![Family {
             label: None,
             members: (0..ds.variants.len()).collect(),
             base: s.baseline,
         }]);
     };
+    let params = by_params(by);
     let mut out: Vec<Family> = Vec::new();
     for (i, v) in ds.variants.iter().enumerate() {
-        let value = v.parameters.get(param).ok_or_else(|| {
-            format!(
-                "--by {param}: variant '{}' has no parameter {param} (its parameters: {})",
-                v.name,
-                v.parameters.keys().cloned().collect::<Vec<_>>().join(", ")
-            )
-        })?;
-        match out.iter_mut().find(|f| f.label.as_deref() == Some(value)) {
+        let mut values = Vec::new();
+        for param in &params {
+            let value = v.parameters.get(*param).ok_or_else(|| {
+                format!(
+                    "--by {param}: variant '{}' has no parameter {param} (its parameters: {})",
+                    v.name,
+                    v.parameters.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            })?;
+            values.push(value.as_str());
+        }
+        let value = values.join(",");
+        match out.iter_mut().find(|f| f.label.as_deref() == Some(&value)) {
             Some(f) => f.members.push(i),
             None => out.push(Family {
-                label: Some(value.clone()),
+                label: Some(value),
                 members: vec![i],
                 base: i,
             }),
         }
     }
-    // The baseline of each family: the variant whose parameters other than PARAM equal the
-    // chosen baseline's (the first of the family when the baseline is the default).
+    // The baseline of each family: the variant whose parameters other than the --by ones equal
+    // the chosen baseline's (the first of the family when the baseline is the default).
     let others = |i: usize| {
         let mut p = ds.variants[i].parameters.clone();
-        p.remove(param);
+        for param in &params {
+            p.remove(*param);
+        }
         p
     };
     let want = others(s.baseline);
@@ -217,6 +250,27 @@ fn families(ds: &Dataset, s: &Settings) -> Result<Vec<Family>, String> {
         }
     }
     Ok(out)
+}
+
+/// The pairs of `f` that are compared.
+fn family_pairs(f: &Family, pairs: Pairs) -> Vec<(usize, usize)> {
+    match pairs {
+        Pairs::Baseline => f
+            .members
+            .iter()
+            .filter(|&&i| i != f.base)
+            .map(|&i| (f.base, i))
+            .collect(),
+        Pairs::All => {
+            let mut v = Vec::new();
+            for (k, &i) in f.members.iter().enumerate() {
+                for &j in &f.members[k + 1..] {
+                    v.push((i, j));
+                }
+            }
+            v
+        }
+    }
 }
 
 /// Compare the pairs of every family on every metric, then correct across every test reported.
@@ -231,28 +285,11 @@ pub fn analyse(ds: &Dataset, s: &Settings) -> Analysis {
             Vec::new()
         }
     };
-    for Family {
-        label,
-        members,
-        base,
-    } in &fams
-    {
-        let pairs: Vec<(usize, usize)> = match s.pairs {
-            Pairs::Baseline => members
-                .iter()
-                .filter(|&&i| i != *base)
-                .map(|&i| (*base, i))
-                .collect(),
-            Pairs::All => {
-                let mut v = Vec::new();
-                for (k, &i) in members.iter().enumerate() {
-                    for &j in &members[k + 1..] {
-                        v.push((i, j));
-                    }
-                }
-                v
-            }
-        };
+    let mut sizes = Vec::new();
+    for fam in &fams {
+        let label = &fam.label;
+        let pairs = family_pairs(fam, s.pairs);
+        let before = comps.len();
         for metric in &s.metrics {
             let direction = ds.direction(metric);
             let opts = Options {
@@ -299,6 +336,15 @@ pub fn analyse(ds: &Dataset, s: &Settings) -> Analysis {
                 }
             }
         }
+        sizes.push((
+            FamilySize {
+                label: label.clone(),
+                variants: fam.members.len(),
+                pairs: pairs.len(),
+                tests: 0,
+            },
+            before..comps.len(),
+        ));
     }
     apply_correction(
         &mut comps,
@@ -306,6 +352,20 @@ pub fn analyse(ds: &Dataset, s: &Settings) -> Analysis {
         s.tests.contains(&Test::Variability),
     );
     let m = comps.iter().map(|c| c.m).max().unwrap_or(0);
+    // The tests each family contributed to the correction (they add up to m).
+    let sizes = sizes
+        .into_iter()
+        .map(|(mut f, range)| {
+            f.tests = comps[range]
+                .iter()
+                .map(|c| {
+                    usize::from(c.p_adjusted.is_some())
+                        + usize::from(c.p_variability_adjusted.is_some())
+                })
+                .sum();
+            f
+        })
+        .collect();
     let baseline = comps
         .first()
         .map(|c| c.baseline.clone())
@@ -320,6 +380,7 @@ pub fn analyse(ds: &Dataset, s: &Settings) -> Analysis {
         correction: s.correction.name().to_string(),
         pairs: s.pairs,
         by: s.by.clone(),
+        families: sizes,
         tests: s.tests.clone(),
         tests_text: tests_text(&s.options),
         options: s.options.clone(),

@@ -29,7 +29,7 @@ pub struct RunArgs {
     /// Name of a variant (repeat, once per command, or once per variant)
     #[arg(short = 'n', long = "name", value_name = "NAME")]
     pub names: Vec<String>,
-    /// Parameter list: substitutes {NAME} in the commands, --pre/--post/--setup/--cleanup
+    /// Parameter list: substitutes {NAME} in the commands, --pre/--rewarm/--post/--setup/--cleanup
     #[arg(short = 'L', long = "parameter-list", value_name = "NAME=V1,V2,...")]
     pub params: Vec<String>,
     /// Kernel knob (sysfs/procfs/debugfs file): written, read back, verified, always restored
@@ -55,6 +55,11 @@ pub struct RunArgs {
     /// Command run untimed before each run
     #[arg(long, visible_alias = "prepare", value_name = "CMD")]
     pub pre: Option<String>,
+    /// Command run untimed before each run after the caches are dropped and --pre-read (and
+    /// after --pre and --perturb-layout): re-warms what the timed run should find cached, e.g.
+    /// seed 003's build of kernel/ once after drop_caches. Repeatable: run in order
+    #[arg(long, value_name = "CMD")]
+    pub rewarm: Vec<String>,
     /// Command run untimed after each run
     #[arg(long, value_name = "CMD")]
     pub post: Option<String>,
@@ -266,6 +271,7 @@ pub(crate) fn run_config(
         warmup: args.warmup,
         seed,
         pre: args.pre.clone(),
+        rewarm: args.rewarm.clone(),
         post: args.post.clone(),
         setup: args.setup.clone(),
         cleanup: args.cleanup.clone(),

@@ -29,6 +29,10 @@ pub struct RunConfig {
     pub warmup: u32,
     pub seed: u64,
     pub pre: Option<String>,
+    /// `--rewarm`: commands run in order after the noise controls (caches dropped, pre-read),
+    /// right before the timed run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rewarm: Vec<String>,
     pub post: Option<String>,
     pub setup: Option<String>,
     pub cleanup: Option<String>,
@@ -71,6 +75,7 @@ pub enum Ending {
 struct VariantCommands {
     main: Prepared,
     pre: Option<Prepared>,
+    rewarm: Vec<Prepared>,
     post: Option<Prepared>,
     setup: Option<Prepared>,
     /// A built-in workload (`@NAME`): its per-run command, prepare step and metrics.
@@ -201,6 +206,12 @@ pub fn prepare(cfg: &RunConfig, variants: &[Variant]) -> anyhow::Result<ExecPlan
         commands.push(VariantCommands {
             main,
             pre: prepare_opt(&cfg.pre, p, cfg.shell, "--pre")?,
+            rewarm: cfg
+                .rewarm
+                .iter()
+                .map(|t| prepare_opt(&Some(t.clone()), p, cfg.shell, "--rewarm"))
+                .filter_map(Result::transpose)
+                .collect::<anyhow::Result<_>>()?,
             post: prepare_opt(&cfg.post, p, cfg.shell, "--post")?,
             setup: prepare_opt(&cfg.setup, p, cfg.shell, "--setup")?,
             workload,
@@ -499,7 +510,7 @@ impl Walk<'_> {
     }
 
     /// One slot: the variant's knobs and setup when it changes, --pre, the workload's prepare
-    /// step, the noise controls, then the timed run, committed the moment it ends. `Some` is a
+    /// step, the noise controls, --rewarm, then the timed run, committed the moment it ends. `Some` is a
     /// failed run in words; a run cut short by a signal is not stored.
     fn run_slot(
         &mut self,
@@ -518,6 +529,9 @@ impl Walk<'_> {
             run_helper("the workload's prepare step", p, prep, quiet)?;
         }
         self.noise.before_run(slot.seq)?;
+        for r in &cmds.rewarm {
+            run_helper("--rewarm", r, prep, quiet)?;
+        }
         let per_run = main_command(cmds, self.cfg.seed, slot.seq)?;
         let main = per_run.as_ref().unwrap_or(&cmds.main);
         let metrics_file = match (&cmds.workload, prep.metrics_file) {

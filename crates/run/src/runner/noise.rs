@@ -13,7 +13,8 @@
 //!   to the rest of the machine, gone with abperf even after `kill -9`) and run everything there
 //!   (cwd); unmounted and removed at the end.
 //!
-//! Order before each run: user `--pre`, ballast, sync + drop caches, pre-read, timed run.
+//! Order before each run: user `--pre`, ballast, sync + drop caches, pre-read, the user's
+//! `--rewarm` commands (run by the experiment loop), timed run.
 
 use super::knobs::KnobGuard;
 use super::signals;
