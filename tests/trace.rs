@@ -1160,7 +1160,8 @@ fn ceiling_advisor_text_has_the_model_assumptions_and_validation() {
     let t = &o.stdout;
     for want in [
         "Ceiling advisor: tlb_single_page_flush_ceiling for the workload of capture 2",
-        "per-page flush cost (INVLPG): ",
+        "*p   per-page flush (INVLPG): ",
+        "received 0 times on other CPUs",
         "Recommended tlb_single_page_flush_ceiling: ",
         "Model\n",
         "Assumptions\n",
@@ -1205,6 +1206,54 @@ fn ceiling_advisor_json_recommends_inside_its_band_over_every_ceiling() {
         .map(|r| r[1].as_f64().unwrap())
         .sum();
     assert!(flushes > 0.0);
+}
+
+/// Issue 29: `--format mail` is seed 002's table of the capture (median-based cycles/page)
+/// and one paragraph of advice, within 72 columns; the per-ceiling table is left out.
+#[test]
+fn ceiling_advisor_mail_is_seed_002s_table_and_a_paragraph() {
+    let _g = lock();
+    let m = ceiling("model", &["--resamples", "200", "--format", "mail"]).stdout;
+    for l in m.lines() {
+        assert!(
+            l.chars().count() <= 72,
+            "{} columns: {l:?}\n{m}",
+            l.chars().count()
+        );
+    }
+    let header = m
+        .lines()
+        .find(|l| l.trim_start().starts_with("pages"))
+        .unwrap_or_else(|| panic!("no table header:\n{m}"));
+    let cols: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(
+        cols,
+        ["pages", "%", "cum%", "cycles", "cycles/page", "samples"],
+        "{m}"
+    );
+    // the workload flushes 1, 4, 16 and 33 pages 300 times each: rows with median cycles,
+    // cycles/page = cycles / pages
+    for pages in [1u64, 4, 16, 33] {
+        let row: Vec<&str> = m
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&pages.to_string()))
+            .unwrap_or_else(|| panic!("no row {pages}:\n{m}"))
+            .split_whitespace()
+            .collect();
+        let cycles: f64 = row[3].replace(',', "").parse().unwrap();
+        let per_page: f64 = row[4].replace(',', "").parse().unwrap();
+        assert!((cycles / pages as f64 - per_page).abs() <= 1.0, "{row:?}");
+        assert!(row[5].parse::<u64>().unwrap() >= 300, "{row:?}");
+    }
+    assert!(m.contains("local range flushes per second"), "{m}");
+    assert!(
+        m.contains("The full table by ceiling: abperf model ceiling"),
+        "{m}"
+    );
+    assert!(
+        !m.contains("above best"),
+        "the per-ceiling table is on request only:\n{m}"
+    );
 }
 
 #[test]

@@ -29,6 +29,7 @@
 //! trace and micro sections), so every renderer is unit-tested without a store.
 
 pub mod ceiling;
+pub mod ceiling_mail;
 pub mod compare;
 pub mod csv;
 pub mod doctor;
