@@ -8,24 +8,8 @@ use super::section::Section;
 use abperf_model::ceiling::{CeilingAdvice, Estimate};
 use std::fmt::Write;
 
-pub(crate) fn n0(x: f64) -> String {
-    if !x.is_finite() {
-        return "-".into();
-    }
-    let neg = x < 0.0;
-    let s = format!("{:.0}", x.abs());
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if neg && out != "0" {
-        format!("-{out}")
-    } else {
-        out
-    }
+fn n0(x: f64) -> String {
+    super::fmt::thousands(x)
 }
 
 fn est(e: &Estimate, unit: &str) -> String {

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 const MIN_SAMPLES: u64 = 50;
 
 fn n0(x: f64) -> String {
-    super::ceiling::n0(x)
+    super::fmt::thousands(x)
 }
 
 fn pct(x: f64) -> String {

@@ -53,6 +53,7 @@ pub mod svg;
 pub mod table;
 pub mod text;
 pub mod trace;
+pub mod trace_compare;
 pub mod vm;
 pub mod workloads;
 

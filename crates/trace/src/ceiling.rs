@@ -26,7 +26,7 @@
 //! reported as not resolvable, with the measurement that would resolve it (`ceiling_words`).
 
 use crate::ceiling_boot::{Replicates, Setup, estimate};
-use crate::ceiling_counts::counts;
+use crate::ceiling_counts::{Counts, counts};
 use crate::ceiling_inputs::{
     Rates, capture_seconds, fit, measured_ceiling, miss_per_page, net_medians, pct, refill_source,
     samples, working_set,
@@ -36,40 +36,8 @@ use crate::ceiling_words::{
 };
 use abperf_model::ceiling::{CeilingAdvice, CeilingPoint, Change, FlushCosts, FlushMix};
 use abperf_model::trace::{CaptureInfo, Tables};
-use abperf_model::{Dataset, MicroFinding};
 
-/// The kernel's default ceiling on x86.
-pub const DEFAULT_CEILING: u64 = 33;
-/// The ceiling file (debugfs).
-pub const KNOB: &str = "/sys/kernel/debug/x86/tlb_single_page_flush_ceiling";
-
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// TLB working set of the workload in pages (refilled after a full flush).
-    pub working_set: Option<u64>,
-    /// The ceiling of the kernel the micro experiment ran on (where its curve bends).
-    pub measured_ceiling: Option<u64>,
-    pub resamples: usize,
-    pub seed: u64,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            working_set: None,
-            measured_ceiling: None,
-            resamples: 1000,
-            seed: 0x0ce1,
-        }
-    }
-}
-
-/// The micro experiment: its samples and findings.
-pub struct Micro<'a> {
-    pub id: i64,
-    pub data: &'a Dataset,
-    pub findings: &'a [MicroFinding],
-}
+pub use crate::ceiling_inputs::{DEFAULT_CEILING, KNOB, Micro, Options};
 
 /// Ceiling values evaluated: 0..=64, every flush size of the workload (the predicted cost
 /// changes only there), and steps of about 1.5x up to the largest.
@@ -130,6 +98,54 @@ fn change(curve: &[(u64, f64)], reps: &[Vec<f64>], from: u64, to: u64) -> Change
     }
 }
 
+/// The workload's duration and flush counts (local, received, sent), with warnings about
+/// them.
+fn workload(
+    info: &CaptureInfo,
+    t: &Tables,
+    c0: u64,
+    warnings: &mut Vec<String>,
+) -> Result<(f64, Counts), String> {
+    let seconds = capture_seconds(info)?;
+    let cnt = counts(t, c0)?;
+    if cnt.local.events == 0 {
+        return Err(format!(
+            "capture {} holds no local range flushes (tlb_flush with reason local shootdown or local MM shootdown)",
+            info.id.unwrap_or(0)
+        ));
+    }
+    if cnt.local.events < 100 {
+        warnings.push(format!(
+            "only {} flushes in the capture: the flush rates are uncertain",
+            cnt.local.events
+        ));
+    }
+    if info.has_losses() {
+        warnings.push(format!(
+            "the capture lost {} events: flush counts are too low",
+            info.lost_total()
+        ));
+    }
+    Ok((seconds, cnt))
+}
+
+/// The flush mix as the advice shows it.
+fn mix(cnt: &Counts, rates0: &Rates, seconds: f64) -> FlushMix {
+    FlushMix {
+        rates: rates0.local.clone(),
+        always_full: rates0.local_full,
+        flushes: cnt.local.events,
+        seconds,
+        remote: cnt.received.events,
+        sent: cnt.sent.events,
+        received_rates: rates0.received.clone(),
+        received_always_full: rates0.received_full,
+        sent_rates: rates0.sent.clone(),
+        sent_always_full: rates0.sent_full,
+        recovered: cnt.recovered,
+    }
+}
+
 /// Predict the flush cost per second of every ceiling for the workload of `capture` on the
 /// machine of `micro`.
 pub fn advise(
@@ -159,27 +175,7 @@ pub fn advise(
         c0,
         ws,
     );
-    // the workload
-    let seconds = capture_seconds(info)?;
-    let cnt = counts(t, c0)?;
-    if cnt.local.events == 0 {
-        return Err(format!(
-            "capture {} holds no local range flushes (tlb_flush with reason local shootdown or local MM shootdown)",
-            info.id.unwrap_or(0)
-        ));
-    }
-    if cnt.local.events < 100 {
-        warnings.push(format!(
-            "only {} flushes in the capture: the flush rates are uncertain",
-            cnt.local.events
-        ));
-    }
-    if info.has_losses() {
-        warnings.push(format!(
-            "the capture lost {} events: flush counts are too low",
-            info.lost_total()
-        ));
-    }
+    let (seconds, cnt) = workload(info, t, c0, &mut warnings)?;
     let rates0 = Rates::new(&cnt, seconds);
     let cs = ceilings(&rates0.sizes());
     let curve0: Vec<(u64, f64)> = cs.iter().map(|c| (*c, params.cost(&rates0, *c))).collect();
@@ -243,19 +239,7 @@ pub fn advise(
     warnings.extend(cost_warnings(&costs));
     let checks = checks(info, t, micro);
     let crossover = estimate(params.crossover(), &mut reps.crossover);
-    let mix = FlushMix {
-        rates: rates0.local.clone(),
-        always_full: rates0.local_full,
-        flushes: cnt.local.events,
-        seconds,
-        remote: cnt.received.events,
-        sent: cnt.sent.events,
-        received_rates: rates0.received.clone(),
-        received_always_full: rates0.received_full,
-        sent_rates: rates0.sent.clone(),
-        sent_always_full: rates0.sent_full,
-        recovered: cnt.recovered,
-    };
+    let mix = mix(&cnt, &rates0, seconds);
     Ok(CeilingAdvice {
         capture_id: info.id.unwrap_or(0),
         micro_id: micro.id,
@@ -282,7 +266,7 @@ pub fn advise(
 mod tests {
     use super::*;
     use abperf_model::trace::{Bin, PairRow, PairTable, TlbRow, TlbTable};
-    use abperf_model::{Experiment, Kind, Metric, Run, Status, Variant};
+    use abperf_model::{Dataset, Experiment, Kind, Metric, MicroFinding, Run, Status, Variant};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 

@@ -2,9 +2,10 @@
 //! retaken, the curve refitted with and without the constraint that no cost is negative) and
 //! every flush count drawn from a Poisson distribution, seeded.
 
-use super::ceiling::Options;
 use super::ceiling_counts::{Counts, Sized};
-use super::ceiling_inputs::{Pairs, Params, Rates, Samples, fit, miss_per_page, net_medians, pct};
+use super::ceiling_inputs::{
+    Options, Pairs, Params, Rates, Samples, fit, miss_per_page, net_medians, pct,
+};
 use abperf_model::ceiling::Estimate;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

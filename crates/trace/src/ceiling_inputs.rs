@@ -2,10 +2,43 @@
 //! from them (under the constraint that no cost is negative, and without it), and the
 //! capture's flush rates.
 
-use super::ceiling::{DEFAULT_CEILING, Micro, Options};
 use super::ceiling_counts::{Counts, Sized};
 use super::ceiling_fit::{self, Terms};
 use abperf_model::trace::CaptureInfo;
+use abperf_model::{Dataset, MicroFinding};
+
+/// The kernel's default ceiling on x86.
+pub const DEFAULT_CEILING: u64 = 33;
+/// The ceiling file (debugfs).
+pub const KNOB: &str = "/sys/kernel/debug/x86/tlb_single_page_flush_ceiling";
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// TLB working set of the workload in pages (refilled after a full flush).
+    pub working_set: Option<u64>,
+    /// The ceiling of the kernel the micro experiment ran on (where its curve bends).
+    pub measured_ceiling: Option<u64>,
+    pub resamples: usize,
+    pub seed: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            working_set: None,
+            measured_ceiling: None,
+            resamples: 1000,
+            seed: 0x0ce1,
+        }
+    }
+}
+
+/// The micro experiment: its samples and findings.
+pub struct Micro<'a> {
+    pub id: i64,
+    pub data: &'a Dataset,
+    pub findings: &'a [MicroFinding],
+}
 
 pub(crate) fn median_of(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);

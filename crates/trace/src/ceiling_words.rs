@@ -2,9 +2,8 @@
 //! assumptions, what was validated, warnings, and for a cost the data cannot tell from 0 which
 //! measurement would and how long it would take.
 
-use super::ceiling::{KNOB, Micro, Options};
 use super::ceiling_boot::{Replicates, estimate};
-use super::ceiling_inputs::{Params, Samples, median_of};
+use super::ceiling_inputs::{KNOB, Micro, Options, Params, Samples, median_of};
 use abperf_model::ceiling::{Check, Estimate, FlushCosts, Term};
 use abperf_model::trace::{CaptureInfo, Tables};
 
