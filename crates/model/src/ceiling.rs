@@ -117,6 +117,40 @@ pub struct Change {
     /// Percent less cycles per second at `to` than at `from` (negative: more), with the band
     /// of the same bootstrap replicates (paired).
     pub percent_less: Estimate,
+    /// The same as cycles per second less.
+    pub cycles_less: Estimate,
+}
+
+/// The advice checked by the knob: runs of the workload with the ceiling at the current value
+/// and at others (`model ceiling --validate`), measured against the prediction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KnobCheck {
+    /// The `run` experiment (variants set tlb_single_page_flush_ceiling).
+    pub experiment_id: i64,
+    /// The ceiling of the baseline variant (the current value).
+    pub baseline: u64,
+    pub rows: Vec<KnobCheckRow>,
+    /// Whether every row's prediction and measurement agreed (their bands overlap).
+    pub agreed: bool,
+    /// Where the costs and the runs come from (TCG: QEMU's costs), in words.
+    pub notes: Vec<String>,
+}
+
+/// One ceiling of the check against the baseline, percent less (negative: more).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KnobCheckRow {
+    pub ceiling: u64,
+    pub runs: usize,
+    /// The model: percent less flushing cycles per second than at the baseline.
+    pub predicted_flush_pct: Estimate,
+    /// The model's saving as percent of the baseline's measured wall time (None without a TSC
+    /// frequency).
+    pub predicted_wall_pct: Option<Estimate>,
+    /// Measured: percent less wall time and system time (BCa bootstrap of the ratio of means).
+    pub measured_wall_pct: Option<Estimate>,
+    pub measured_sys_pct: Option<Estimate>,
+    /// The predicted wall band overlaps the measured 95% interval.
+    pub agrees: Option<bool>,
 }
 
 /// The advisor's answer.
@@ -142,6 +176,10 @@ pub struct CeilingAdvice {
     pub default_ceiling: u64,
     /// From the micro's kernel's ceiling (the one the workload ran with) to the best.
     pub change: Change,
+    /// From the same ceiling to every ceiling asked for (`Options::changes_to`).
+    pub changes: Vec<Change>,
+    /// The check by the knob, when asked for (`--validate`).
+    pub knob_check: Option<KnobCheck>,
     pub resamples: usize,
     pub seed: u64,
     /// The model and its assumptions, in words.

@@ -248,6 +248,9 @@ fn model_and_validation(s: &mut String, a: &CeilingAdvice) {
     for l in &a.validation {
         let _ = writeln!(s, "  - {l}");
     }
+    if let Some(k) = &a.knob_check {
+        knob_check(s, k);
+    }
     if !a.checks.is_empty() {
         let _ = writeln!(
             s,
@@ -266,6 +269,61 @@ fn model_and_validation(s: &mut String, a: &CeilingAdvice) {
             );
         }
     }
+}
+
+/// A percent estimate with its band, or "-".
+fn pct_band(e: Option<&Estimate>) -> String {
+    e.map(|e| format!("{:.1}% ({:.1} .. {:.1})", e.value, e.low, e.high))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// The check by the knob: per ceiling, predicted against measured, percent less than at the
+/// baseline.
+fn knob_check(s: &mut String, k: &abperf_model::ceiling::KnobCheck) {
+    let _ = writeln!(
+        s,
+        "By the knob: percent less than at ceiling {} (negative: more), 95% intervals",
+        k.baseline
+    );
+    let _ = writeln!(
+        s,
+        "{:>8}  {:>5}  {:>26}  {:>26}  {:>26}  {:>26}  agreed",
+        "ceiling",
+        "runs",
+        "flush cost, predicted",
+        "wall time, predicted",
+        "wall time, measured",
+        "sys time, measured"
+    );
+    for r in &k.rows {
+        let _ = writeln!(
+            s,
+            "{:>8}  {:>5}  {:>26}  {:>26}  {:>26}  {:>26}  {}",
+            r.ceiling,
+            r.runs,
+            pct_band(Some(&r.predicted_flush_pct)),
+            pct_band(r.predicted_wall_pct.as_ref()),
+            pct_band(r.measured_wall_pct.as_ref()),
+            pct_band(r.measured_sys_pct.as_ref()),
+            match r.agrees {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "-",
+            }
+        );
+    }
+    for n in &k.notes {
+        let _ = writeln!(s, "  - {n}");
+    }
+    let _ = writeln!(
+        s,
+        "  - {}",
+        if k.agreed {
+            "The prediction and the measurement agreed at every ceiling (the predicted band overlaps the measured 95% interval of the wall time)."
+        } else {
+            "The prediction and the measurement did not agree at every ceiling (see \"agreed\"): the model misses something this workload does, or the runs were too noisy to tell."
+        }
+    );
 }
 
 /// JSON: the advice as the model holds it.
@@ -689,7 +747,10 @@ mod tests {
                     low: 9.0,
                     high: 20.25,
                 },
+                cycles_less: e(169_000.0),
             },
+            changes: vec![],
+            knob_check: None,
             resamples: 100,
             seed: 1,
             model: vec!["m".into()],

@@ -148,7 +148,37 @@ pub fn paragraph(a: &CeilingAdvice) -> String {
             None => s.push_str(" a cost cannot be negative, so it is held at 0."),
         }
     }
-    s.push_str(" Predicted, not measured: no run with the ceiling changed checked it.");
+    match &a.knob_check {
+        Some(k) => {
+            for r in &k.rows {
+                let m = r
+                    .measured_wall_pct
+                    .map(|m| format!("{} less ({})", pct(m.value), band(&m)))
+                    .unwrap_or_else(|| "could not be compared".into());
+                let p = r
+                    .predicted_wall_pct
+                    .map(|p| format!("{} predicted ({})", pct(p.value), band(&p)))
+                    .unwrap_or_else(|| "no prediction in time".into());
+                s.push_str(&format!(
+                    " Measured with the knob (experiment {}, {} runs): at ceiling {} against {} the wall time was {m}, {p}{}.",
+                    k.experiment_id,
+                    r.runs,
+                    r.ceiling,
+                    k.baseline,
+                    match r.agrees {
+                        Some(true) => ": they agree",
+                        Some(false) => ": they do not agree",
+                        None => "",
+                    }
+                ));
+            }
+            for n in k.notes.iter().skip(1) {
+                s.push(' ');
+                s.push_str(n);
+            }
+        }
+        None => s.push_str(" Predicted, not measured: no run with the ceiling changed checked it."),
+    }
     s
 }
 

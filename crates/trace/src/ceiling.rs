@@ -91,10 +91,12 @@ fn change(curve: &[(u64, f64)], reps: &[Vec<f64>], from: u64, to: u64) -> Change
         .zip(&reps[j])
         .map(|(a, b)| less(*a, *b))
         .collect();
+    let mut d: Vec<f64> = reps[i].iter().zip(&reps[j]).map(|(a, b)| a - b).collect();
     Change {
         from,
         to,
         percent_less: estimate(less(curve[i].1, curve[j].1), &mut r),
+        cycles_less: estimate(curve[i].1 - curve[j].1, &mut d),
     }
 }
 
@@ -199,6 +201,11 @@ pub fn advise(
         )
     };
     let change = change(&curve0, &reps.cost, c0, best);
+    let changes = opts
+        .changes_to
+        .iter()
+        .map(|c| self::change(&curve0, &reps.cost, c0, *c))
+        .collect();
     let curve: Vec<CeilingPoint> = curve0
         .iter()
         .enumerate()
@@ -255,6 +262,8 @@ pub fn advise(
         crossover,
         default_ceiling: DEFAULT_CEILING,
         change,
+        changes,
+        knob_check: None,
         resamples: opts.resamples,
         seed: opts.seed,
         checks,

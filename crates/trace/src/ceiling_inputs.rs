@@ -20,6 +20,8 @@ pub struct Options {
     pub measured_ceiling: Option<u64>,
     pub resamples: usize,
     pub seed: u64,
+    /// Ceilings to predict the change to, from the micro's kernel's ceiling (`--validate`).
+    pub changes_to: Vec<u64>,
 }
 
 impl Default for Options {
@@ -29,6 +31,7 @@ impl Default for Options {
             measured_ceiling: None,
             resamples: 1000,
             seed: 0x0ce1,
+            changes_to: Vec::new(),
         }
     }
 }
