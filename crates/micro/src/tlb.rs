@@ -445,14 +445,20 @@ pub fn bench_shootdown(sink: &mut Sink, opts: &Options) -> Result<()> {
     }
     let sizes = [1, 2, 4, 8, 16, 32, 33, 34, 40, 64, 128, 256, 512];
     let samples = opts.samples(21, 101);
-    // Thread counts 1, 2, 4, ... up to all other CPUs.
-    let mut counts = Vec::new();
-    let mut m = 1;
-    while m < remotes.len() {
-        counts.push(m);
-        m *= 2;
-    }
-    counts.push(remotes.len());
+    // Thread counts: --remote-cpus, else 1, 2, 4, ... up to all other CPUs.
+    let counts = match &opts.remote_counts {
+        Some(c) => c.iter().copied().filter(|m| *m <= remotes.len()).collect(),
+        None => {
+            let mut counts = Vec::new();
+            let mut m = 1;
+            while m < remotes.len() {
+                counts.push(m);
+                m *= 2;
+            }
+            counts.push(remotes.len());
+            counts
+        }
+    };
     let mut modes: Vec<(String, usize, bool)> = vec![("local".into(), 0, true)];
     for &m in &counts {
         modes.push((format!("spin{m}"), m, true));

@@ -801,6 +801,49 @@ mod tests {
         assert!(h.contains("a &lt;b&gt;") && !h.contains("a <b>"));
     }
 
+    /// Issue 29: the check by the knob, predicted against measured, in text and in the mail.
+    #[test]
+    fn the_knob_check_is_shown_with_its_verdict() {
+        let mut a = sample();
+        let est = |v: f64, l: f64, h: f64| Estimate {
+            value: v,
+            low: l,
+            high: h,
+        };
+        a.knob_check = Some(KnobCheck {
+            experiment_id: 3,
+            baseline: 33,
+            rows: vec![KnobCheckRow {
+                ceiling: 20,
+                runs: 5,
+                predicted_flush_pct: est(14.5, 9.0, 20.2),
+                predicted_wall_pct: Some(est(9.1, 7.2, 10.9)),
+                measured_wall_pct: Some(est(17.3, -6.0, 33.4)),
+                measured_sys_pct: Some(est(18.1, -4.8, 36.9)),
+                agrees: Some(true),
+            }],
+            agreed: true,
+            notes: vec!["Measured: experiment 3".into(), "under QEMU's TCG".into()],
+        });
+        let t = text(&a);
+        assert!(
+            t.contains("By the knob: percent less than at ceiling 33"),
+            "{t}"
+        );
+        assert!(
+            t.lines().any(|l| l.trim_start().starts_with("20 ")
+                && l.contains("9.1% (7.2 .. 10.9)")
+                && l.contains("17.3% (-6.0 .. 33.4)")
+                && l.ends_with("yes")),
+            "{t}"
+        );
+        assert!(t.contains("agreed at every ceiling"), "{t}");
+        let m = super::super::ceiling_mail::paragraph(&a);
+        assert!(m.contains("Measured with the knob (experiment 3, 5 runs): at ceiling 20 against 33 the wall time was 17.3% less (95% -6.0 .. 33.4%), 9.1% predicted (95% 7.2 .. 10.9%): they agree."), "{m}");
+        assert!(m.contains("under QEMU's TCG"), "{m}");
+        assert!(!m.contains("Predicted, not measured"), "{m}");
+    }
+
     /// Issue 29: a term whose unconstrained fit is negative is shown as not resolvable, with
     /// its constrained band (never below 0) and what would resolve it.
     #[test]
