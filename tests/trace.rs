@@ -1281,6 +1281,46 @@ fn ceiling_advisor_names_a_trace_that_is_not_a_capture() {
     ceiling_lab().fails(&args, 2).err_has("--trace 1");
 }
 
+/// Issue 29: `--validate` where the knob cannot be read says so and how to run it in a guest;
+/// `--validate-with` of an experiment that is not an A/B of the knob is named.
+#[test]
+fn ceiling_validation_needs_a_writable_knob_or_an_ab_of_it() {
+    let _g = lock();
+    let knob = "/sys/kernel/debug/x86/tlb_single_page_flush_ceiling";
+    if std::fs::read_to_string(knob).is_ok() {
+        common::skip("the ceiling knob is readable here: --validate would run the A/B");
+    } else {
+        let args = [
+            "model",
+            "ceiling",
+            "--trace",
+            "2",
+            "--micro",
+            "1",
+            "--validate",
+            "--",
+            "true",
+        ];
+        ceiling_lab()
+            .fails(&args, 2)
+            .err_has("--validate: the ceiling knob cannot be read here")
+            .err_has("--kernel PACKAGE");
+    }
+    let args = [
+        "model",
+        "ceiling",
+        "--trace",
+        "2",
+        "--micro",
+        "1",
+        "--validate-with",
+        "1",
+    ];
+    ceiling_lab()
+        .fails(&args, 2)
+        .err_has("--validate-with 1: experiment 1 is of kind micro, not run");
+}
+
 #[test]
 fn ceiling_advisor_names_a_micro_that_is_not_micro() {
     let _g = lock();
