@@ -92,6 +92,7 @@ fn options(args: &MicroArgs) -> anyhow::Result<Options> {
         cpu,
         remote_cpu,
         remote_counts: remote_counts(args)?,
+        cpus: micro::harness::allowed_cpus(),
         realtime: !args.no_rt,
         span,
     })
