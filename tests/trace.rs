@@ -1161,7 +1161,7 @@ fn ceiling_advisor_text_has_the_model_assumptions_and_validation() {
     for want in [
         "Ceiling advisor: tlb_single_page_flush_ceiling for the workload of capture 2",
         "*p   per-page flush (INVLPG): ",
-        "received 0 times on other CPUs",
+        "(receipts are priced as receipts, not as local flushes)",
         "Recommended tlb_single_page_flush_ceiling: ",
         "Model\n",
         "Assumptions\n",

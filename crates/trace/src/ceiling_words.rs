@@ -49,6 +49,11 @@ fn duration(s: f64) -> String {
     }
 }
 
+/// A factor of samples: one decimal below 10 (1.4 times, not 1).
+fn times(f: f64) -> String {
+    if f < 10.0 { format!("{f:.1}") } else { n0(f) }
+}
+
 /// For a cost whose unconstrained band holds 0: which measurement would tell it from 0 (its
 /// half-width below its size), assuming the band narrows as 1/sqrt(samples), and how long
 /// that would take at this suite's pace. `bench` is the micro benchmark, `samples` its
@@ -69,18 +74,18 @@ fn to_resolve(u: &Estimate, unit: &str, micro: &Micro, bench: &str, samples: usi
     let cmd = format!("abperf micro {bench} --samples {more}");
     if target > u.value.abs() {
         format!(
-            "{:.0} times the samples (`{cmd}`{time}) would narrow its band to about +-{} {unit}, still not enough to tell a cost of {} {unit} from 0; the advice holds for any value in 0 .. {}",
-            factor,
+            "{} times the samples (`{cmd}`{time}) would narrow its band to about +-{} {unit}, still not enough to tell a cost of {} {unit} from 0; the advice holds for any value in 0 .. {}",
+            times(factor),
             n0(target),
             n0(u.value.abs()),
             n0(u.high.max(0.0))
         )
     } else {
         format!(
-            "to tell it from 0 its 95% half-width must shrink from {} to {} {unit}: about {:.0} times the samples (`{cmd}`{time})",
+            "to tell it from 0 its 95% half-width must shrink from {} to {} {unit}: about {} times the samples (`{cmd}`{time})",
             n0(h),
             n0(target),
-            factor
+            times(factor)
         )
     }
 }
