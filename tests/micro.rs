@@ -436,6 +436,20 @@ fn text_tables_and_bad_input() {
             ],
             "--remote-cpu 0",
         ),
+        (
+            vec!["micro", "--no-store", "--remote-cpus", "0", "tlb-shootdown"],
+            "--remote-cpus 0: 0 is not a number of remote CPUs",
+        ),
+        (
+            vec![
+                "micro",
+                "--no-store",
+                "--remote-cpus",
+                "1,4096",
+                "tlb-shootdown",
+            ],
+            "--remote-cpus 1,4096: 4096 is not",
+        ),
     ] {
         let out = lab.fails(&args, 2);
         let e = &out.stderr;
@@ -450,6 +464,54 @@ fn text_tables_and_bad_input() {
         e.contains("invalid value 'tlbflush'") && e.contains("'tlb-flush'"),
         "{e}"
     );
+}
+
+/// Issue 29: `--remote-cpus LIST` chooses how many CPUs tlb-shootdown shoots down: only those
+/// counts are measured (spinning and sleeping), beside the local baseline.
+#[test]
+fn remote_cpus_choose_the_shootdown_targets() {
+    let _serial = serial();
+    let cpus = allowed_cpus();
+    if cpus < 2 {
+        common::skip("one CPU allowed: no remote CPU to shoot down");
+        return;
+    }
+    let m = (cpus - 1).to_string();
+    let r = Lab::new()
+        .ok(&[
+            "micro",
+            "--quick",
+            "--no-store",
+            "--format",
+            "json",
+            "--span",
+            "0",
+            "--remote-cpus",
+            &m,
+            "tlb-shootdown",
+        ])
+        .json();
+    let names = rows(&r);
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with(&format!("tlb-shootdown/spin{m}/"))),
+        "{names:?}"
+    );
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with(&format!("tlb-shootdown/sleep{m}/"))),
+        "{names:?}"
+    );
+    let others: Vec<&String> = names
+        .iter()
+        .filter(|n| {
+            n.starts_with("tlb-shootdown/spin")
+                && !n.starts_with(&format!("tlb-shootdown/spin{m}/"))
+        })
+        .collect();
+    assert!(others.is_empty(), "{others:?}");
 }
 
 /// AVX-512 usable here, as the CPU (CPUID) and the OS (XCR0) say, independently of abperf.

@@ -1160,7 +1160,8 @@ fn ceiling_advisor_text_has_the_model_assumptions_and_validation() {
     let t = &o.stdout;
     for want in [
         "Ceiling advisor: tlb_single_page_flush_ceiling for the workload of capture 2",
-        "per-page flush cost (INVLPG): ",
+        "*p   per-page flush (INVLPG): ",
+        "(receipts are priced as receipts, not as local flushes)",
         "Recommended tlb_single_page_flush_ceiling: ",
         "Model\n",
         "Assumptions\n",
@@ -1207,6 +1208,54 @@ fn ceiling_advisor_json_recommends_inside_its_band_over_every_ceiling() {
     assert!(flushes > 0.0);
 }
 
+/// Issue 29: `--format mail` is seed 002's table of the capture (median-based cycles/page)
+/// and one paragraph of advice, within 72 columns; the per-ceiling table is left out.
+#[test]
+fn ceiling_advisor_mail_is_seed_002s_table_and_a_paragraph() {
+    let _g = lock();
+    let m = ceiling("model", &["--resamples", "200", "--format", "mail"]).stdout;
+    for l in m.lines() {
+        assert!(
+            l.chars().count() <= 72,
+            "{} columns: {l:?}\n{m}",
+            l.chars().count()
+        );
+    }
+    let header = m
+        .lines()
+        .find(|l| l.trim_start().starts_with("pages"))
+        .unwrap_or_else(|| panic!("no table header:\n{m}"));
+    let cols: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(
+        cols,
+        ["pages", "%", "cum%", "cycles", "cycles/page", "samples"],
+        "{m}"
+    );
+    // the workload flushes 1, 4, 16 and 33 pages 300 times each: rows with median cycles,
+    // cycles/page = cycles / pages
+    for pages in [1u64, 4, 16, 33] {
+        let row: Vec<&str> = m
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&pages.to_string()))
+            .unwrap_or_else(|| panic!("no row {pages}:\n{m}"))
+            .split_whitespace()
+            .collect();
+        let cycles: f64 = row[3].replace(',', "").parse().unwrap();
+        let per_page: f64 = row[4].replace(',', "").parse().unwrap();
+        assert!((cycles / pages as f64 - per_page).abs() <= 1.0, "{row:?}");
+        assert!(row[5].parse::<u64>().unwrap() >= 300, "{row:?}");
+    }
+    assert!(m.contains("local range flushes per second"), "{m}");
+    assert!(
+        m.contains("The full table by ceiling: abperf model ceiling"),
+        "{m}"
+    );
+    assert!(
+        !m.contains("above best"),
+        "the per-ceiling table is on request only:\n{m}"
+    );
+}
+
 #[test]
 fn ceiling_advisor_html_plots_the_curve() {
     let _g = lock();
@@ -1230,6 +1279,46 @@ fn ceiling_advisor_names_a_trace_that_is_not_a_capture() {
     let _g = lock();
     let args = ["model", "ceiling", "--trace", "1", "--micro", "1"];
     ceiling_lab().fails(&args, 2).err_has("--trace 1");
+}
+
+/// Issue 29: `--validate` where the knob cannot be read says so and how to run it in a guest;
+/// `--validate-with` of an experiment that is not an A/B of the knob is named.
+#[test]
+fn ceiling_validation_needs_a_writable_knob_or_an_ab_of_it() {
+    let _g = lock();
+    let knob = "/sys/kernel/debug/x86/tlb_single_page_flush_ceiling";
+    if std::fs::read_to_string(knob).is_ok() {
+        common::skip("the ceiling knob is readable here: --validate would run the A/B");
+    } else {
+        let args = [
+            "model",
+            "ceiling",
+            "--trace",
+            "2",
+            "--micro",
+            "1",
+            "--validate",
+            "--",
+            "true",
+        ];
+        ceiling_lab()
+            .fails(&args, 2)
+            .err_has("--validate: the ceiling knob cannot be read here")
+            .err_has("--kernel PACKAGE");
+    }
+    let args = [
+        "model",
+        "ceiling",
+        "--trace",
+        "2",
+        "--micro",
+        "1",
+        "--validate-with",
+        "1",
+    ];
+    ceiling_lab()
+        .fails(&args, 2)
+        .err_has("--validate-with 1: experiment 1 is of kind micro, not run");
 }
 
 #[test]

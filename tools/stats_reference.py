@@ -4,6 +4,7 @@
 Run by hand (pip install scipy numpy), from the repository root:
 
     python3 tools/stats_reference.py
+    python3 tools/stats_reference.py counts    # only the `counts` cases, into the existing file
 
 (pip install scipy numpy statsmodels.)
 
@@ -465,7 +466,31 @@ def levels_cases():
     return cases, kj
 
 
+def counts_cases():
+    """Two Poisson counts compared given their sum (stats/counts.rs): scipy's exact binomial
+    test of B's share = 1/2 and the Clopper-Pearson interval of that share."""
+    out = []
+    for a, b in [(10, 2), (2, 10), (5, 5), (0, 7), (300, 250), (1000, 1100), (620895, 621500),
+                 (50, 0), (1, 1), (33936, 35000)]:
+        t = stats.binomtest(b, a + b, 0.5)
+        ci = t.proportion_ci(confidence_level=0.95, method="exact")
+        out.append({"a": a, "b": b, "p": float(t.pvalue),
+                    "pi_low": float(ci.low), "pi_high": float(ci.high)})
+    return out
+
+
 def main():
+    if sys.argv[1:] == ["counts"]:
+        # only the counts cases, into the existing file (the others stay as generated)
+        with open(OUT) as f:
+            ref = json.load(f)
+        ref["counts"] = counts_cases()
+        ref["generator_counts"] = f"tools/stats_reference.py counts, scipy {scipy.__version__}"
+        with open(OUT, "w") as f:
+            json.dump(ref, f, indent=1, allow_nan=False)
+            f.write("\n")
+        print(f"wrote the counts cases into {OUT}")
+        return
     levene2, levene3 = levene_cases()
     pw, runs = power_cases()
     levels, kj = levels_cases()
@@ -490,6 +515,7 @@ def main():
         "runs_needed": runs,
         "levels": levels,
         "kalibera_jones": kj,
+        "counts": counts_cases(),
     }
     with open(OUT, "w") as f:
         json.dump(ref, f, indent=1, allow_nan=False)

@@ -2,6 +2,8 @@
 //! suits a workload, from a trace capture of it and a micro experiment of the machine.
 
 use crate::model::Kind;
+use crate::model::ceiling::CeilingAdvice;
+use crate::model::trace::{CaptureInfo, Tables};
 use crate::report::{Format, View};
 use crate::store::Store;
 use crate::trace::ceiling::{self, Micro, Options};
@@ -53,6 +55,30 @@ pub struct CeilingArgs {
     /// Write to FILE instead of standard output
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Check the advice by the knob: run WORKLOAD (`abperf run`, ABBA) with
+    /// tlb_single_page_flush_ceiling at the current value, the advised one and one more, and
+    /// print predicted against measured changes (needs the knob writable here, or --kernel)
+    #[arg(long, requires = "workload")]
+    pub validate: bool,
+    /// Check the advice against a `run` experiment whose variants set the ceiling (-k)
+    #[arg(long, value_name = "ID", conflicts_with = "validate")]
+    pub validate_with: Option<String>,
+    /// Timed runs per ceiling for --validate
+    #[arg(short = 'r', long, default_value_t = 10, value_name = "N")]
+    pub runs: u32,
+    /// --validate in virtual machines of this kernel (image or Debian package; see `abperf run
+    /// --kernel`), where the debugfs knob is writable when the host locks it
+    #[arg(long, value_name = "PATH|PACKAGE", requires = "validate")]
+    pub kernel: Option<String>,
+    /// Boots per ceiling with --kernel
+    #[arg(long, value_name = "N", requires = "kernel")]
+    pub boots: Option<u32>,
+    /// Guest CPUs with --kernel
+    #[arg(long, value_name = "N", requires = "kernel")]
+    pub vm_cpus: Option<u32>,
+    /// The workload for --validate (the command the capture recorded)
+    #[arg(last = true, value_name = "WORKLOAD")]
+    pub workload: Vec<String>,
     #[command(flatten)]
     pub db: crate::commands::DbArgs,
 }
@@ -90,24 +116,103 @@ fn ceiling_cmd(a: CeilingArgs) -> Result<i32> {
         )));
     }
     let findings = store.micro_findings(mid)?;
+    let micro_in = Micro {
+        id: mid,
+        data: &micro,
+        findings: &findings,
+    };
     let advice = ceiling::advise(
         &info,
         &tables,
-        &Micro {
-            id: mid,
-            data: &micro,
-            findings: &findings,
-        },
+        &micro_in,
         &Options {
             working_set: a.working_set,
             measured_ceiling: a.measured_ceiling,
             resamples: a.resamples,
             seed: a.seed,
+            changes_to: Vec::new(),
         },
     )
     .map_err(crate::error::usage)?;
+    let advice = validate(&a, &store, advice, (&info, &tables), &micro_in)?;
     let mut r = super::output::load(&store, tid, View::Ceiling)?;
     r.ceiling = Some(advice);
     super::output::write(&a.format.render(&r)?, a.output.as_ref())?;
     Ok(0)
+}
+
+/// `--validate` / `--validate-with`: run (or take) the A/B of the knob, predict the change to
+/// every ceiling in it (the same bootstrap, seeded alike) and check the advice against it.
+fn validate(
+    a: &CeilingArgs,
+    store: &Store,
+    advice: CeilingAdvice,
+    (info, tables): (&CaptureInfo, &Tables),
+    micro: &Micro,
+) -> Result<CeilingAdvice> {
+    use super::ceiling_validate as v;
+    let current = advice.costs.measured_ceiling;
+    let id = if let Some(w) = &a.validate_with {
+        store.resolve_id(w)?
+    } else if a.validate {
+        if a.kernel.is_none()
+            && let Err(e) = v::knob_here()
+        {
+            return Err(crate::error::usage(format!(
+                "--validate: the ceiling knob cannot be read here ({e}); give --kernel PACKAGE to run the A/B in virtual machines, or run the whole chain inside one (abperf vm run --package linux-image-amd64 'abperf micro tlb-flush tlb-refill --quick && abperf trace record -- WORKLOAD && abperf model ceiling --trace latest --micro 1 --validate -- WORKLOAD')"
+            )));
+        }
+        let mut kernel = Vec::new();
+        if let Some(k) = &a.kernel {
+            kernel.extend(["--kernel".to_string(), k.clone()]);
+            for (flag, val) in [("--boots", a.boots), ("--vm-cpus", a.vm_cpus)] {
+                if let Some(n) = val {
+                    kernel.extend([flag.to_string(), n.to_string()]);
+                }
+            }
+        }
+        let db = crate::store::resolve_path(a.db.db.as_deref())?;
+        v::run_ab(&v::RunPlan {
+            db: &db,
+            values: &v::ceilings(current, advice.best),
+            runs: a.runs,
+            kernel: &kernel,
+            workload: &a.workload,
+        })?
+    } else {
+        return Ok(advice);
+    };
+    let ds = store.load(id)?;
+    let to: Vec<u64> = ds
+        .variants
+        .iter()
+        .flat_map(|v| &v.knobs)
+        .filter(|k| k.path == crate::trace::ceiling::KNOB)
+        .filter_map(|k| k.value.trim().parse().ok())
+        .collect();
+    let opts = Options {
+        working_set: a.working_set,
+        measured_ceiling: a.measured_ceiling,
+        resamples: a.resamples,
+        seed: a.seed,
+        changes_to: to,
+    };
+    let mut advice = ceiling::advise(info, tables, micro, &opts).map_err(crate::error::usage)?;
+    let check = v::check(store, id, &advice, current, info.tsc_hz)?;
+    advice
+        .validation
+        .retain(|l| !l.starts_with("Not validated: "));
+    advice.validation.push(format!(
+        "By the knob: experiment {id} ran the workload with the ceiling at {}; below, predicted against measured ({}).",
+        check
+            .rows
+            .iter()
+            .map(|r| r.ceiling.to_string())
+            .chain(std::iter::once(current.to_string()))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if check.agreed { "they agreed" } else { "they did not all agree" }
+    ));
+    advice.knob_check = Some(check);
+    Ok(advice)
 }

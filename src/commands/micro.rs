@@ -91,9 +91,35 @@ fn options(args: &MicroArgs) -> anyhow::Result<Options> {
         samples: args.samples,
         cpu,
         remote_cpu,
+        remote_counts: remote_counts(args)?,
+        cpus: micro::harness::allowed_cpus(),
         realtime: !args.no_rt,
         span,
     })
+}
+
+/// --remote-cpus: each count from 1 to the CPUs this process may use besides the measuring one.
+fn remote_counts(args: &MicroArgs) -> anyhow::Result<Option<Vec<usize>>> {
+    let Some(list) = &args.remote_cpus else {
+        return Ok(None);
+    };
+    let others = micro::harness::allowed_cpus().len().saturating_sub(1);
+    let mut v = list.clone();
+    v.sort_unstable();
+    v.dedup();
+    if let Some(bad) = v.iter().find(|m| **m == 0 || **m > others) {
+        return Err(usage(format!(
+            "--remote-cpus {}: {bad} is not a number of remote CPUs from 1 to {others} (the CPUs this process may use besides the measuring one)",
+            list.iter()
+                .map(|m| m.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        )));
+    }
+    if v.is_empty() {
+        return Err(usage("--remote-cpus: expected at least one number"));
+    }
+    Ok(Some(v))
 }
 
 /// The measuring CPU and the remote one (--cpu, --remote-cpu), among those this process may use.

@@ -31,6 +31,10 @@ pub struct MicroArgs {
     /// CPU for the other side of shootdowns and cross-CPU ping-pong (default: the next one)
     #[arg(long, value_name = "C")]
     pub remote_cpu: Option<usize>,
+    /// tlb-shootdown: the numbers of remote CPUs to shoot down, e.g. 1,2,4,7 (default: 1, 2,
+    /// 4, ... and all the other CPUs this process may use)
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub remote_cpus: Option<Vec<usize>>,
     /// Output format on stdout (json: the report schema, docs/report-json.md, with the suite in
     /// `micro`)
     #[arg(long, value_enum, default_value = "text")]

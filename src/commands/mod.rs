@@ -1,6 +1,7 @@
 //! One file per subcommand: glue from parsed options to the library.
 
 pub mod ceiling;
+pub mod ceiling_validate;
 pub mod compare;
 pub mod compare_input;
 pub mod compare_micro;

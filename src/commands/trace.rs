@@ -649,6 +649,9 @@ fn compare(a: CompareArgs) -> Result<i32> {
     let ib = super::lookup::experiment_id(&store, &a.id_b)?;
     let (ca, ta) = store.load_capture(ia)?;
     let (cb, tb) = store.load_capture(ib)?;
-    super::output::write(&crate::report::trace::compare((&ca, &ta), (&cb, &tb)), None)?;
+    super::output::write(
+        &crate::report::trace_compare::compare((&ca, &ta), (&cb, &tb)),
+        None,
+    )?;
     Ok(0)
 }

@@ -54,6 +54,12 @@ pub struct Options {
     pub cpu: usize,
     /// CPU for the other side (shootdown spinner, ping-pong partner); `None` if only one CPU.
     pub remote_cpu: Option<usize>,
+    /// Numbers of remote CPUs `tlb-shootdown` sends shootdowns to (`--remote-cpus`); `None`:
+    /// 1, 2, 4, ... and all the others.
+    pub remote_counts: Option<Vec<usize>>,
+    /// The CPUs this process may use, read before any thread is pinned (a pinned thread's own
+    /// mask holds one CPU: `tlb-shootdown` found only one remote CPU that way).
+    pub cpus: Vec<usize>,
     /// Run the measuring and helper threads under SCHED_FIFO when permitted.
     pub realtime: bool,
     /// Wall time over which the rounds of a spread benchmark (syscall, xstate, tlb-flush) are

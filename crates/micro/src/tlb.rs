@@ -2,7 +2,7 @@
 //! TLB miss cost by pointer chasing (`tlb-miss`) and the refill price of a full flush
 //! (`tlb-refill`).
 
-use super::harness::{Rounds, allowed_cpus, median, pin_current};
+use super::harness::{Rounds, median, pin_current};
 use super::mem::{Mapping, PAGE, madvise, mprotect};
 use super::timer::{start, stop};
 use super::{Options, Sink};
@@ -421,10 +421,11 @@ impl Drop for Remotes {
     }
 }
 
-/// The CPUs for remote threads: `--remote-cpu` first, then the other allowed CPUs.
+/// The CPUs for remote threads: `--remote-cpu` first, then the other CPUs this process may use
+/// (as the options recorded them before the measuring thread was pinned).
 fn remote_cpus(opts: &Options) -> Vec<usize> {
     let mut v: Vec<usize> = opts.remote_cpu.into_iter().collect();
-    for c in allowed_cpus() {
+    for c in opts.cpus.iter().copied() {
         if c != opts.cpu && !v.contains(&c) {
             v.push(c);
         }
@@ -445,14 +446,20 @@ pub fn bench_shootdown(sink: &mut Sink, opts: &Options) -> Result<()> {
     }
     let sizes = [1, 2, 4, 8, 16, 32, 33, 34, 40, 64, 128, 256, 512];
     let samples = opts.samples(21, 101);
-    // Thread counts 1, 2, 4, ... up to all other CPUs.
-    let mut counts = Vec::new();
-    let mut m = 1;
-    while m < remotes.len() {
-        counts.push(m);
-        m *= 2;
-    }
-    counts.push(remotes.len());
+    // Thread counts: --remote-cpus, else 1, 2, 4, ... up to all other CPUs.
+    let counts = match &opts.remote_counts {
+        Some(c) => c.iter().copied().filter(|m| *m <= remotes.len()).collect(),
+        None => {
+            let mut counts = Vec::new();
+            let mut m = 1;
+            while m < remotes.len() {
+                counts.push(m);
+                m *= 2;
+            }
+            counts.push(remotes.len());
+            counts
+        }
+    };
     let mut modes: Vec<(String, usize, bool)> = vec![("local".into(), 0, true)];
     for &m in &counts {
         modes.push((format!("spin{m}"), m, true));
@@ -641,6 +648,23 @@ pub fn bench_refill(sink: &mut Sink, opts: &Options) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 29: the remote CPUs come from the process's CPUs as read before pinning, not from
+    /// the pinned thread's mask (which held one CPU, so only one remote CPU was ever used).
+    #[test]
+    fn remote_cpus_are_every_other_cpu_of_the_process() {
+        let opts = Options {
+            quick: true,
+            samples: None,
+            cpu: 0,
+            remote_cpu: Some(5),
+            remote_counts: None,
+            cpus: vec![0, 1, 2, 5, 7],
+            realtime: false,
+            span: None,
+        };
+        assert_eq!(remote_cpus(&opts), [5, 1, 2, 7]);
+    }
 
     #[test]
     fn knee_found_at_drop() {

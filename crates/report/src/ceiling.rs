@@ -9,23 +9,7 @@ use abperf_model::ceiling::{CeilingAdvice, Estimate};
 use std::fmt::Write;
 
 fn n0(x: f64) -> String {
-    if !x.is_finite() {
-        return "-".into();
-    }
-    let neg = x < 0.0;
-    let s = format!("{:.0}", x.abs());
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if neg && out != "0" {
-        format!("-{out}")
-    } else {
-        out
-    }
+    super::fmt::thousands(x)
 }
 
 fn est(e: &Estimate, unit: &str) -> String {
@@ -93,19 +77,20 @@ fn text(a: &CeilingAdvice) -> String {
     s
 }
 
-/// "Inputs": the workload's flush mix and the micro experiment's costs.
+/// "Inputs": the workload's flush mix and the model's terms with their sources.
 fn inputs(s: &mut String, a: &CeilingAdvice) {
     let m = &a.mix;
     let _ = writeln!(s, "\nInputs");
     let _ = writeln!(
         s,
-        "  workload: {} range flushes in {:.3} s ({} per second; {} of them remote shootdowns received on other CPUs; {} full flushes sized from their call), {} full flushes per second of no known size",
+        "  workload: {} local range flushes in {:.3} s ({} per second; {} full flushes sized from their call, {} per second of no known size); {} of them sent shootdown IPIs, received {} times on other CPUs (receipts are priced as receipts, not as local flushes)",
         n0(m.flushes as f64),
         m.seconds,
         n0(m.flushes as f64 / m.seconds),
-        n0(m.remote as f64),
         n0(m.recovered as f64),
-        n0(m.always_full)
+        n0(m.always_full),
+        n0(m.sent as f64),
+        n0(m.remote as f64)
     );
     let total: f64 = m.rates.iter().map(|r| r.1).sum::<f64>() + m.always_full;
     let mut sizes: Vec<String> = m
@@ -122,30 +107,54 @@ fn inputs(s: &mut String, a: &CeilingAdvice) {
     }
     let _ = writeln!(
         s,
-        "  flush sizes (pages: share, 0.5% or more): {}",
+        "  local flush sizes (pages: share, 0.5% or more): {}",
         sizes.join(", ")
     );
     let c = &a.costs;
     let _ = writeln!(
         s,
-        "  per-page flush cost (INVLPG): {}",
-        est(&c.per_page, "cycles/page")
+        "  terms (every cost fitted at or above 0; the unconstrained fit beside it; * = changes with the ceiling):"
     );
+    for t in &c.terms {
+        let raw = if t.resolved {
+            String::new()
+        } else if t.unconstrained.high < 0.0 {
+            format!(
+                "; unconstrained {} (95% {} .. {}): below 0, impossible for a cost",
+                n0(t.unconstrained.value),
+                n0(t.unconstrained.low),
+                n0(t.unconstrained.high)
+            )
+        } else {
+            format!(
+                "; not resolvable: |{}| < its 95% band {} .. {}",
+                n0(t.unconstrained.value),
+                n0(t.unconstrained.low),
+                n0(t.unconstrained.high)
+            )
+        };
+        let _ = writeln!(
+            s,
+            "   {}{:<3} {}: {}{raw}",
+            if t.by_ceiling { "*" } else { " " },
+            t.symbol,
+            t.name,
+            est(&t.estimate, &t.unit)
+        );
+        let _ = writeln!(s, "         from {}", t.source);
+        if let Some(r) = &t.to_resolve {
+            let _ = writeln!(s, "         to resolve it: {r}");
+        }
+    }
+    if !c.terms.iter().any(|t| t.symbol.starts_with('I')) {
+        let _ = writeln!(
+            s,
+            "   the sender's IPI cost by remote CPUs is not measured (abperf micro tlb-shootdown); it does not change with the ceiling"
+        );
+    }
     let _ = writeln!(
         s,
-        "  full flush fixed cost beyond a partial one: {}",
-        est(&c.full_extra, "cycles")
-    );
-    let _ = writeln!(
-        s,
-        "  refill after a full flush, working set {} pages: {}",
-        c.working_set,
-        est(&c.refill, "cycles")
-    );
-    let _ = writeln!(
-        s,
-        "    from {}; the micro curve is split at its kernel's ceiling {} ({}); lines: partial {:.0} + {:.1}*n, full {:.0} + {:.1}*n cycles",
-        c.refill_source,
+        "  lines of the micro curve split at its kernel's ceiling {} ({}): partial {:.0} + {:.1}*n, full {:.0} + {:.1}*n cycles",
         c.measured_ceiling,
         c.ceiling_source,
         c.partial_line.0,
@@ -155,7 +164,7 @@ fn inputs(s: &mut String, a: &CeilingAdvice) {
     );
     let _ = writeln!(
         s,
-        "  per flush, a full flush is cheaper above {} pages (95% {} .. {})",
+        "  per local flush, a full flush is cheaper above {} pages (95% {} .. {})",
         n0(a.crossover.value),
         n0(a.crossover.low),
         n0(a.crossover.high)
@@ -239,6 +248,9 @@ fn model_and_validation(s: &mut String, a: &CeilingAdvice) {
     for l in &a.validation {
         let _ = writeln!(s, "  - {l}");
     }
+    if let Some(k) = &a.knob_check {
+        knob_check(s, k);
+    }
     if !a.checks.is_empty() {
         let _ = writeln!(
             s,
@@ -257,6 +269,61 @@ fn model_and_validation(s: &mut String, a: &CeilingAdvice) {
             );
         }
     }
+}
+
+/// A percent estimate with its band, or "-".
+fn pct_band(e: Option<&Estimate>) -> String {
+    e.map(|e| format!("{:.1}% ({:.1} .. {:.1})", e.value, e.low, e.high))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// The check by the knob: per ceiling, predicted against measured, percent less than at the
+/// baseline.
+fn knob_check(s: &mut String, k: &abperf_model::ceiling::KnobCheck) {
+    let _ = writeln!(
+        s,
+        "By the knob: percent less than at ceiling {} (negative: more), 95% intervals",
+        k.baseline
+    );
+    let _ = writeln!(
+        s,
+        "{:>8}  {:>5}  {:>26}  {:>26}  {:>26}  {:>26}  agreed",
+        "ceiling",
+        "runs",
+        "flush cost, predicted",
+        "wall time, predicted",
+        "wall time, measured",
+        "sys time, measured"
+    );
+    for r in &k.rows {
+        let _ = writeln!(
+            s,
+            "{:>8}  {:>5}  {:>26}  {:>26}  {:>26}  {:>26}  {}",
+            r.ceiling,
+            r.runs,
+            pct_band(Some(&r.predicted_flush_pct)),
+            pct_band(r.predicted_wall_pct.as_ref()),
+            pct_band(r.measured_wall_pct.as_ref()),
+            pct_band(r.measured_sys_pct.as_ref()),
+            match r.agrees {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "-",
+            }
+        );
+    }
+    for n in &k.notes {
+        let _ = writeln!(s, "  - {n}");
+    }
+    let _ = writeln!(
+        s,
+        "  - {}",
+        if k.agreed {
+            "The prediction and the measurement agreed at every ceiling (the predicted band overlaps the measured 95% interval of the wall time)."
+        } else {
+            "The prediction and the measurement did not agree at every ceiling (see \"agreed\"): the model misses something this workload does, or the runs were too noisy to tell."
+        }
+    );
 }
 
 /// JSON: the advice as the model holds it.
@@ -564,9 +631,9 @@ impl Section for CeilingAdvice {
         text(self)
     }
 
-    /// The recommendation in one sentence.
-    fn mail(&self, _r: &Report) -> Option<String> {
-        Some(verdict(self))
+    /// Seed 002's table of the capture and one paragraph of advice, within 72 columns.
+    fn mail(&self, r: &Report) -> Option<String> {
+        Some(super::ceiling_mail::mail(self, r.trace.as_ref()))
     }
 
     fn markdown(&self, _r: &Report) -> Option<String> {
@@ -616,6 +683,11 @@ mod tests {
                 flushes: 1105,
                 seconds: 1.0,
                 remote: 10,
+                sent: 10,
+                received_rates: vec![(1, 10.0)],
+                received_always_full: 0.0,
+                sent_rates: vec![(1, 10.0)],
+                sent_always_full: 0.0,
                 recovered: 0,
             },
             costs: FlushCosts {
@@ -628,6 +700,38 @@ mod tests {
                 refill_source: "tlb-refill".into(),
                 partial_line: (200.0, 500.0),
                 full_line: (5200.0, 200.0),
+                terms: vec![
+                    Term {
+                        symbol: "p".into(),
+                        name: "per-page flush (INVLPG)".into(),
+                        unit: "cycles/page".into(),
+                        estimate: e(300.0),
+                        unconstrained: e(300.0),
+                        resolved: true,
+                        by_ceiling: true,
+                        source: "micro 1 tlb-flush".into(),
+                        to_resolve: None,
+                    },
+                    Term {
+                        symbol: "R".into(),
+                        name: "refill after a full flush, working set 512 pages".into(),
+                        unit: "cycles".into(),
+                        estimate: Estimate {
+                            value: 0.0,
+                            low: 0.0,
+                            high: 5079.0,
+                        },
+                        unconstrained: Estimate {
+                            value: -310.0,
+                            low: -5254.0,
+                            high: 5079.0,
+                        },
+                        resolved: false,
+                        by_ceiling: true,
+                        source: "micro 1 tlb-refill".into(),
+                        to_resolve: Some("about 280 times the samples (`abperf micro tlb-refill --samples 9000`)".into()),
+                    },
+                ],
             },
             curve,
             best: 20,
@@ -635,6 +739,18 @@ mod tests {
             band: (18, 23),
             crossover: e(20.0),
             default_ceiling: 33,
+            change: Change {
+                from: 33,
+                to: 20,
+                percent_less: Estimate {
+                    value: 14.5,
+                    low: 9.0,
+                    high: 20.25,
+                },
+                cycles_less: e(169_000.0),
+            },
+            changes: vec![],
+            knob_check: None,
             resamples: 100,
             seed: 1,
             model: vec!["m".into()],
@@ -683,5 +799,67 @@ mod tests {
         assert!(h.contains("data-ceiling=\"20\"") && h.contains("data-ceiling=\"33\""));
         assert!(h.contains("class=\"band\""));
         assert!(h.contains("a &lt;b&gt;") && !h.contains("a <b>"));
+    }
+
+    /// Issue 29: the check by the knob, predicted against measured, in text and in the mail.
+    #[test]
+    fn the_knob_check_is_shown_with_its_verdict() {
+        let mut a = sample();
+        let est = |v: f64, l: f64, h: f64| Estimate {
+            value: v,
+            low: l,
+            high: h,
+        };
+        a.knob_check = Some(KnobCheck {
+            experiment_id: 3,
+            baseline: 33,
+            rows: vec![KnobCheckRow {
+                ceiling: 20,
+                runs: 5,
+                predicted_flush_pct: est(14.5, 9.0, 20.2),
+                predicted_wall_pct: Some(est(9.1, 7.2, 10.9)),
+                measured_wall_pct: Some(est(17.3, -6.0, 33.4)),
+                measured_sys_pct: Some(est(18.1, -4.8, 36.9)),
+                agrees: Some(true),
+            }],
+            agreed: true,
+            notes: vec!["Measured: experiment 3".into(), "under QEMU's TCG".into()],
+        });
+        let t = text(&a);
+        assert!(
+            t.contains("By the knob: percent less than at ceiling 33"),
+            "{t}"
+        );
+        assert!(
+            t.lines().any(|l| l.trim_start().starts_with("20 ")
+                && l.contains("9.1% (7.2 .. 10.9)")
+                && l.contains("17.3% (-6.0 .. 33.4)")
+                && l.ends_with("yes")),
+            "{t}"
+        );
+        assert!(t.contains("agreed at every ceiling"), "{t}");
+        let m = super::super::ceiling_mail::paragraph(&a);
+        assert!(m.contains("Measured with the knob (experiment 3, 5 runs): at ceiling 20 against 33 the wall time was 17.3% less (95% -6.0 .. 33.4%), 9.1% predicted (95% 7.2 .. 10.9%): they agree."), "{m}");
+        assert!(m.contains("under QEMU's TCG"), "{m}");
+        assert!(!m.contains("Predicted, not measured"), "{m}");
+    }
+
+    /// Issue 29: a term whose unconstrained fit is negative is shown as not resolvable, with
+    /// its constrained band (never below 0) and what would resolve it.
+    #[test]
+    fn unresolvable_terms_are_named_and_never_negative() {
+        let a = sample();
+        let t = text(&a);
+        assert!(
+            t.contains("*R   refill after a full flush, working set 512 pages: 0 cycles (95% 0 .. 5,079); not resolvable: |-310| < its 95% band -5,254 .. 5,079"),
+            "{t}"
+        );
+        assert!(
+            t.contains("to resolve it: about 280 times the samples"),
+            "{t}"
+        );
+        let m = super::super::ceiling_mail::paragraph(&a);
+        assert!(m.starts_with("With tlb_single_page_flush_ceiling 20 instead of 33, the workload's flushing is predicted to cost 14.5% less (95% 9.0 .. 20.2%)"), "{m}");
+        assert!(m.contains("refill after a full flush, working set 512 pages is not resolvable here (|-310| cycles within 95% -5,254 .. 5,079; taken as 0 .. 5,079); about 280 times"), "{m}");
     }
 }

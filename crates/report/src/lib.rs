@@ -29,6 +29,7 @@
 //! trace and micro sections), so every renderer is unit-tested without a store.
 
 pub mod ceiling;
+pub mod ceiling_mail;
 pub mod compare;
 pub mod csv;
 pub mod doctor;
@@ -52,6 +53,7 @@ pub mod svg;
 pub mod table;
 pub mod text;
 pub mod trace;
+pub mod trace_compare;
 pub mod vm;
 pub mod workloads;
 

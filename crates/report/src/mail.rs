@@ -84,12 +84,14 @@ fn render(d: &Report) -> String {
         out.push(String::new());
     }
 
+    // the ceiling advice lays out its own table and paragraph within WIDTH
     if let Some(a) = d.ceiling.as_ref().and_then(|a| a.mail(d)) {
-        para(&a, &mut out);
+        out.extend(a.lines().map(String::from));
         out.push(String::new());
     }
     if let Some(e) = d.data.experiment()
         && (d.trace.is_some() || d.micro.is_some())
+        && d.ceiling.is_none()
     {
         let what = if d.trace.is_some() { "Trace" } else { "Micro" };
         let hint = format!(

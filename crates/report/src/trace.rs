@@ -11,14 +11,14 @@ use super::{Report, TraceSection, View};
 use abperf_model::trace::{Bin, CaptureInfo, CountTable, PairTable, Tables, TlbTable, Units};
 use std::fmt::Write;
 
-fn fmt_num(v: Option<f64>, width: usize) -> String {
+pub(crate) fn fmt_num(v: Option<f64>, width: usize) -> String {
     match v {
         Some(x) if x.is_finite() => format!("{:>width$.0}", x),
         _ => format!("{:>width$}", "-"),
     }
 }
 
-fn key_str(label: &str, k: i64) -> String {
+pub(crate) fn key_str(label: &str, k: i64) -> String {
     if label == "xfeatures" {
         format!("{k:#x}")
     } else {
@@ -40,19 +40,19 @@ fn thousands(n: u64) -> String {
 }
 
 /// The statistics of one row, converted to cycles and ns.
-struct Stats {
-    avg: Option<f64>,
-    median: Option<f64>,
-    p90: Option<f64>,
-    min: Option<f64>,
-    max: Option<f64>,
-    avg_ns: Option<f64>,
-    median_ns: Option<f64>,
-    pulled: bool,
-    qerr: Option<f64>,
+pub(crate) struct Stats {
+    pub(crate) avg: Option<f64>,
+    pub(crate) median: Option<f64>,
+    pub(crate) p90: Option<f64>,
+    pub(crate) min: Option<f64>,
+    pub(crate) max: Option<f64>,
+    pub(crate) avg_ns: Option<f64>,
+    pub(crate) median_ns: Option<f64>,
+    pub(crate) pulled: bool,
+    pub(crate) qerr: Option<f64>,
 }
 
-fn stats(b: &Bin, u: &Units) -> Stats {
+pub(crate) fn stats(b: &Bin, u: &Units) -> Stats {
     let c = |t: Option<f64>| t.and_then(|x| u.cycles(x));
     let timed = b.timed > 0;
     Stats {
@@ -298,7 +298,7 @@ pub fn tlb_rows(title: &str, rows: &std::collections::BTreeMap<i64, Bin>, u: &Un
     s
 }
 
-const PULLED: &str = "! = the average lies outside the 10th..90th percentile: a few long (or short) samples pull it; read the median\n";
+pub(crate) const PULLED: &str = "! = the average lies outside the 10th..90th percentile: a few long (or short) samples pull it; read the median\n";
 
 /// The TLB tables: every flush reason together, then each reason (seed 002's layout).
 pub fn tlb(t: &TlbTable, u: &Units) -> String {
@@ -358,7 +358,7 @@ pub fn pair_title(p: &PairTable) -> String {
 }
 
 /// Cells right-aligned under one-line headers, two spaces apart; the last column left-aligned.
-fn grid(headers: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn grid(headers: &[&str], rows: &[Vec<String>]) -> String {
     let n = headers.len();
     let mut w: Vec<usize> = headers.iter().map(|h| h.len()).collect();
     for r in rows {
@@ -782,192 +782,6 @@ pub fn markdown(info: &CaptureInfo, t: &Tables) -> String {
         let _ = write!(s, "\n{}", PULLED.replace('!', "`!`"));
     }
     s
-}
-
-/// Two captures' TLB tables side by side (seed 000): per pages, % of flushes, median and avg
-/// cycles and samples for A and B, and the change of the median (B/A).
-pub fn compare(a: (&CaptureInfo, &Tables), b: (&CaptureInfo, &Tables)) -> String {
-    let mut s = String::new();
-    compare_header(&mut s, a.0, b.0);
-    let (ua, ub) = (a.0.units(), b.0.units());
-    let mut flagged = compare_tlb(&mut s, (a.1, &ua), (b.1, &ub));
-    for pa in &a.1.pairs {
-        let Some(pb) = b.1.pairs.iter().find(|p| p.name == pa.name) else {
-            continue;
-        };
-        flagged |= compare_pair(&mut s, (pa, &ua), (pb, &ub));
-    }
-    if flagged {
-        s.push_str(PULLED);
-    }
-    s
-}
-
-/// Which captures are compared, their events and losses, and warnings when either lost events
-/// or their scopes differ.
-fn compare_header(s: &mut String, a: &CaptureInfo, b: &CaptureInfo) {
-    let name = |i: &CaptureInfo| {
-        i.id.map(|x| format!("capture {x}"))
-            .unwrap_or_else(|| "capture".into())
-    };
-    let _ = writeln!(
-        s,
-        "A: {}  ({} events, {} lost; scope: {})\nB: {}  ({} events, {} lost; scope: {})",
-        name(a),
-        a.event_count,
-        a.lost_total(),
-        a.scope.text(),
-        name(b),
-        b.event_count,
-        b.lost_total(),
-        b.scope.text()
-    );
-    if a.has_losses() || b.has_losses() {
-        s.push_str("WARNING: events were lost in at least one capture: the comparison is built on incomplete data\n");
-    }
-    if a.scope.kind != b.scope.kind && !a.scope.kind.is_empty() && !b.scope.kind.is_empty() {
-        s.push_str(
-            "WARNING: the captures have different scopes: their counts are not comparable\n",
-        );
-    }
-}
-
-/// B's median over A's ("-" without both).
-fn median_ratio(x: Option<f64>, y: Option<f64>) -> String {
-    match (x, y) {
-        (Some(p), Some(q)) if p > 0.0 => format!("{:.3}", q / p),
-        _ => "-".to_string(),
-    }
-}
-
-/// `n` as a share of `t` ("-" when `t` is 0).
-fn share(n: u64, t: u64) -> String {
-    if t > 0 {
-        format!("{:.2}%", 100.0 * n as f64 / t as f64)
-    } else {
-        "-".into()
-    }
-}
-
-/// The average with the flag of a mean pulled outside p10..p90.
-fn avg_flagged(st: &Stats) -> String {
-    format!(
-        "{}{}",
-        fmt_num(st.avg, 0),
-        if st.pulled { "!" } else { " " }
-    )
-}
-
-/// The TLB flushes of both captures by pages; whether a row's mean is pulled.
-fn compare_tlb(s: &mut String, a: (&Tables, &Units), b: (&Tables, &Units)) -> bool {
-    let by_pages = |t: &Tables| t.tlb.as_ref().map(|t| t.by_pages(None)).unwrap_or_default();
-    let (ra, rb) = (by_pages(a.0), by_pages(b.0));
-    let ta: u64 = ra.values().map(|x| x.count).sum();
-    let tb: u64 = rb.values().map(|x| x.count).sum();
-    let _ = writeln!(
-        s,
-        "\ntlb_flush, every flush reason (A: {ta} flushes, B: {tb}); cycles"
-    );
-    let mut rows = Vec::new();
-    let mut keys: Vec<i64> = ra.keys().chain(rb.keys()).copied().collect();
-    keys.sort();
-    keys.dedup();
-    let empty = Bin::default();
-    let mut flagged = false;
-    for k in keys {
-        let x = ra.get(&k).unwrap_or(&empty);
-        let y = rb.get(&k).unwrap_or(&empty);
-        let (sx, sy) = (stats(x, a.1), stats(y, b.1));
-        flagged |= sx.pulled || sy.pulled;
-        rows.push(vec![
-            k.to_string(),
-            share(x.count, ta),
-            fmt_num(sx.median, 0),
-            avg_flagged(&sx),
-            x.count.to_string(),
-            share(y.count, tb),
-            fmt_num(sy.median, 0),
-            avg_flagged(&sy),
-            y.count.to_string(),
-            median_ratio(sx.median, sy.median),
-            String::new(),
-        ]);
-    }
-    s.push_str(&grid(
-        &[
-            "pages",
-            "A %",
-            "A median",
-            "A avg ",
-            "A n",
-            "B %",
-            "B median",
-            "B avg ",
-            "B n",
-            "B/A median",
-            "",
-        ],
-        &rows,
-    ));
-    flagged
-}
-
-/// The row of key `k` of a pair table (`empty` when it has none).
-fn bin_at<'a>(p: &'a PairTable, k: i64, empty: &'a Bin) -> &'a Bin {
-    p.rows
-        .iter()
-        .find(|r| r.key == k)
-        .map(|r| &r.bin)
-        .unwrap_or(empty)
-}
-
-/// One pair table present in both captures, by its key; whether a row's mean is pulled.
-fn compare_pair(s: &mut String, a: (&PairTable, &Units), b: (&PairTable, &Units)) -> bool {
-    let (pa, pb) = (a.0, b.0);
-    let _ = writeln!(
-        s,
-        "\n{} by {} (cycles)",
-        pa.name,
-        if pa.key.is_empty() { "-" } else { &pa.key }
-    );
-    let mut keys: Vec<i64> = pa.rows.iter().chain(&pb.rows).map(|r| r.key).collect();
-    keys.sort();
-    keys.dedup();
-    let empty = Bin::default();
-    let mut rows = Vec::new();
-    let mut flagged = false;
-    for k in keys {
-        let (x, y) = (bin_at(pa, k, &empty), bin_at(pb, k, &empty));
-        let (sx, sy) = (stats(x, a.1), stats(y, b.1));
-        flagged |= sx.pulled || sy.pulled;
-        rows.push(vec![
-            key_str(&pa.key, k),
-            fmt_num(sx.median, 0),
-            avg_flagged(&sx),
-            x.count.to_string(),
-            fmt_num(sy.median, 0),
-            avg_flagged(&sy),
-            y.count.to_string(),
-            median_ratio(sx.median, sy.median),
-            String::new(),
-        ]);
-    }
-    let label = if pa.key.is_empty() { "all" } else { &pa.key };
-    s.push_str(&grid(
-        &[
-            label,
-            "A median",
-            "A avg ",
-            "A n",
-            "B median",
-            "B avg ",
-            "B n",
-            "B/A median",
-            "",
-        ],
-        &rows,
-    ));
-    flagged
 }
 
 impl Section for TraceSection {

@@ -484,6 +484,50 @@ pub fn bootstrap(
     })
 }
 
+/// B's median over A's with its BCa interval and the bootstrap p-value of equal medians.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MedianRatio {
+    pub ci: BcaCi,
+    /// Two-sided: twice the smaller share of resampled ratios at or beyond 1 on either side
+    /// (the percentile interval inverted), `(k + 1) / (R + 1)` so that it is never 0.
+    pub p: f64,
+    pub resamples: usize,
+}
+
+/// The ratio of medians (B over A) with its BCa interval and a bootstrap p-value, from
+/// `resamples` seeded resamples (capped as [`bootstrap`] caps them).
+pub fn median_ratio(
+    a: &[f64],
+    b: &[f64],
+    resamples: usize,
+    seed: u64,
+    level: f64,
+) -> Result<MedianRatio, StatsError> {
+    for (what, x) in [("baseline", a), ("variant", b)] {
+        if x.len() < 2 {
+            return Err(StatsError::TooFew {
+                what,
+                need: 2,
+                got: x.len(),
+            });
+        }
+    }
+    if resamples < 100 {
+        return Err(StatsError::Invalid(format!(
+            "bootstrap needs at least 100 resamples, got {resamples}"
+        )));
+    }
+    let resamples = capped_resamples(resamples, a.len() + b.len());
+    let [_, medians, _] = resample_ratios(a, b, resamples, seed);
+    let ci =
+        bca_interval(a, b, Stat::RatioOfMedians, &medians, level).map_err(StatsError::Invalid)?;
+    let below = medians.iter().filter(|r| **r <= 1.0).count();
+    let above = medians.iter().filter(|r| **r >= 1.0).count();
+    let k = below.min(above) as f64;
+    let p = (2.0 * (k + 1.0) / (medians.len() as f64 + 1.0)).min(1.0);
+    Ok(MedianRatio { ci, p, resamples })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -688,5 +732,19 @@ mod tests {
         assert!(z.sd_ratio.is_err(), "0/0 SD ratio is reported, not NaN");
         let m = z.ratio_means.unwrap();
         assert_eq!((m.low, m.high), (1.0, 1.0));
+    }
+
+    #[test]
+    fn median_ratio_tells_a_shift_from_none() {
+        let a: Vec<f64> = (0..200).map(|i| 1000.0 + (i * 37 % 101) as f64).collect();
+        let b: Vec<f64> = a.iter().map(|x| x * 1.2).collect();
+        let same = median_ratio(&a, &a, 2000, 7, 0.95).unwrap();
+        assert!(same.p > 0.5, "{same:?}");
+        assert!(same.ci.low <= 1.0 && 1.0 <= same.ci.high, "{same:?}");
+        let shifted = median_ratio(&a, &b, 2000, 7, 0.95).unwrap();
+        assert!(shifted.p < 0.01, "{shifted:?}");
+        assert!((shifted.ci.estimate - 1.2).abs() < 1e-9, "{shifted:?}");
+        assert!(shifted.ci.low > 1.1 && shifted.ci.high < 1.3, "{shifted:?}");
+        assert!(median_ratio(&a[..1], &b, 2000, 7, 0.95).is_err());
     }
 }

@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod bootstrap;
 pub mod compare;
+pub mod counts;
 pub mod dist;
 pub mod drift;
 pub mod equivalence;

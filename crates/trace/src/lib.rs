@@ -12,6 +12,11 @@
 //! - [`render`]: text, JSON and CSV output of the tables
 
 pub mod ceiling;
+mod ceiling_boot;
+mod ceiling_counts;
+mod ceiling_fit;
+mod ceiling_inputs;
+mod ceiling_words;
 pub mod cost;
 pub mod event;
 pub mod format;
