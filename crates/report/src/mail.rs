@@ -18,72 +18,10 @@ impl Render for Mail {
 
 fn render(d: &Report) -> String {
     let mut out: Vec<String> = Vec::new();
-    let para = |text: &str, out: &mut Vec<String>| out.extend(wrap(text, WIDTH, "  "));
-    // One metric: the line as it is, ready to paste; several: say which metric each is about.
-    let selected = d.selected();
-    // A family analysis: the summary paragraph says every decisive verdict in a reviewer's
-    // words, instead of one line per pair.
-    let summary = super::compare::Details.mail(d);
-    for v in d.comparisons().iter().filter(|_| summary.is_none()) {
-        if selected.len() > 1 {
-            para(&format!("{}: {}", v.metric, v.line), &mut out);
-        } else {
-            para(&v.line, &mut out);
-        }
+    verdicts(d, &mut out);
+    for metric in &d.selected() {
+        table(d, metric, &mut out);
     }
-    for n in &d.verdict_notes() {
-        para(n, &mut out);
-    }
-    if let Some(text) = &summary {
-        // Paragraphs wrap flush left, list items ("- ") under their text.
-        for l in text.lines() {
-            match l {
-                "" => out.push(String::new()),
-                item if item.starts_with("- ") => out.extend(wrap(item, WIDTH, "  ")),
-                p => out.extend(wrap(p, WIDTH, "")),
-            }
-        }
-    } else {
-        out.push(String::new());
-    }
-
-    // Compact table: variant, n, mean, +-, min, max for each verdict metric.
-    for metric in &selected {
-        let Some(info) = d.metric(metric) else {
-            continue;
-        };
-        let sc = metric_scale(d, metric);
-        let unit = sc.unit_label(&info.unit);
-        let title = if unit.is_empty() {
-            metric.clone()
-        } else {
-            format!("{metric} ({unit})")
-        };
-        out.push(truncate(&one_line(&title), WIDTH));
-        // Columns: name 20, n 4, mean 12, +- 8, min 12, max 12 (+ 5 separators) = 73 -> name 19.
-        let name_w = 19;
-        out.push(format!(
-            "{:<name_w$} {:>4} {:>12} {:>8} {:>12} {:>12}",
-            "variant", "n", "mean", "+-", "min", "max"
-        ));
-        for v in &d.data.variants {
-            let Some(desc) = d.description(&v.name, metric) else {
-                continue;
-            };
-            let row = format!(
-                "{:<name_w$} {:>4} {:>12} {:>8} {:>12} {:>12}",
-                truncate(&one_line(&v.name), name_w),
-                desc.n,
-                truncate(&sc.num(desc.mean), 12),
-                pm(d.pm_pct(&v.name, metric)),
-                truncate(&sc.num(desc.min), 12),
-                truncate(&sc.num(desc.max), 12)
-            );
-            out.push(truncate(&row, WIDTH));
-        }
-        out.push(String::new());
-    }
-
     // the ceiling advice lays out its own table and paragraph within WIDTH
     if let Some(a) = d.ceiling.as_ref().and_then(|a| a.mail(d)) {
         out.extend(a.lines().map(String::from));
@@ -101,6 +39,85 @@ fn render(d: &Report) -> String {
         para(&hint, &mut out);
         out.push(String::new());
     }
+    method_and_provenance(d, &mut out);
+    let mut s = out.join("\n");
+    s.push('\n');
+    s
+}
+
+fn para(text: &str, out: &mut Vec<String>) {
+    out.extend(wrap(text, WIDTH, "  "));
+}
+
+/// The verdict lines (one metric: the line as it is, ready to paste; several: which metric each
+/// is about), or for a family analysis the summary paragraph, which says every decisive verdict
+/// in a reviewer's words instead of one line per pair.
+fn verdicts(d: &Report, out: &mut Vec<String>) {
+    let selected = d.selected();
+    let summary = super::compare::Details.mail(d);
+    for v in d.comparisons().iter().filter(|_| summary.is_none()) {
+        if selected.len() > 1 {
+            para(&format!("{}: {}", v.metric, v.line), out);
+        } else {
+            para(&v.line, out);
+        }
+    }
+    for n in &d.verdict_notes() {
+        para(n, out);
+    }
+    if let Some(text) = &summary {
+        // Paragraphs wrap flush left, list items ("- ") under their text.
+        for l in text.lines() {
+            match l {
+                "" => out.push(String::new()),
+                item if item.starts_with("- ") => out.extend(wrap(item, WIDTH, "  ")),
+                p => out.extend(wrap(p, WIDTH, "")),
+            }
+        }
+    } else {
+        out.push(String::new());
+    }
+}
+
+/// Compact table of one verdict metric: variant, n, mean, +-, min, max.
+fn table(d: &Report, metric: &str, out: &mut Vec<String>) {
+    let Some(info) = d.metric(metric) else {
+        return;
+    };
+    let sc = metric_scale(d, metric);
+    let unit = sc.unit_label(&info.unit);
+    let title = if unit.is_empty() {
+        metric.to_string()
+    } else {
+        format!("{metric} ({unit})")
+    };
+    out.push(truncate(&one_line(&title), WIDTH));
+    // Columns: name 20, n 4, mean 12, +- 8, min 12, max 12 (+ 5 separators) = 73 -> name 19.
+    let name_w = 19;
+    out.push(format!(
+        "{:<name_w$} {:>4} {:>12} {:>8} {:>12} {:>12}",
+        "variant", "n", "mean", "+-", "min", "max"
+    ));
+    for v in &d.data.variants {
+        let Some(desc) = d.description(&v.name, metric) else {
+            continue;
+        };
+        let row = format!(
+            "{:<name_w$} {:>4} {:>12} {:>8} {:>12} {:>12}",
+            truncate(&one_line(&v.name), name_w),
+            desc.n,
+            truncate(&sc.num(desc.mean), 12),
+            pm(d.pm_pct(&v.name, metric)),
+            truncate(&sc.num(desc.min), 12),
+            truncate(&sc.num(desc.max), 12)
+        );
+        out.push(truncate(&row, WIDTH));
+    }
+    out.push(String::new());
+}
+
+/// The method line (order, n, seed, tests, alpha) and the provenance line.
+fn method_and_provenance(d: &Report, out: &mut Vec<String>) {
     let seed = d
         .data
         .experiment()
@@ -119,7 +136,7 @@ fn render(d: &Report) -> String {
         d.n_text(),
         d.alpha()
     );
-    para(&method, &mut out);
+    para(&method, out);
     let files = d.files();
     let src = if files.is_empty() {
         String::new()
@@ -133,10 +150,7 @@ fn render(d: &Report) -> String {
         d.machine_text(),
         d.data_sha256
     );
-    para(&prov, &mut out);
-    let mut s = out.join("\n");
-    s.push('\n');
-    s
+    para(&prov, out);
 }
 
 #[cfg(test)]
