@@ -733,6 +733,34 @@ fn kernel_variants_boot_in_abba_order_and_every_run_is_stored() {
 }
 
 #[test]
+fn variants_whose_boots_show_the_same_configuration_are_named() {
+    // Seed 000's trap: a parameter that changes nothing (here one the kernel does not know)
+    // makes two variants that run the same configuration; pti=on sets the pti CPU flag, so it
+    // differs from both.
+    let Some(ks) = kernels() else { return };
+    let _g = one_vm_at_a_time();
+    let lab = Lab::new();
+    let k = ks[0].vmlinuz.display().to_string();
+    let mut args = vec!["run", "--kernel", &k];
+    for a in ["abperf_test=1", "abperf_test=2", "pti=on"] {
+        args.extend(["--append", a]);
+    }
+    args.extend([
+        "--boots", "1", "-r", "1", "--warmup", "0", "--accel", "tcg", "true",
+    ]);
+    lab.ok(&args);
+    let c = lab.ok(&["compare", "1", "--pairs", "all"]);
+    c.has(
+        "SAME CONFIGURATION: 'abperf_test=1' and 'abperf_test=2' differ on the kernel command \
+         line (`abperf_test=1` `abperf_test=2`) but every boot of both shows the same kernel",
+    );
+    assert_eq!(c.stdout.matches("SAME CONFIGURATION").count(), 1, "{c}");
+    let j = lab.ok(&["compare", "1", "--format", "json"]).json();
+    let notes = j["notes"].to_string();
+    assert!(notes.contains("SAME CONFIGURATION"), "{notes}");
+}
+
+#[test]
 fn append_axis_sets_the_guest_command_line() {
     let Some(ks) = kernels() else { return };
     let _g = one_vm_at_a_time();

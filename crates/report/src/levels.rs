@@ -71,6 +71,8 @@ pub fn attach(r: &mut Report, settings: Option<&Settings>, metrics: &[String], t
     if !r.data.has_boots() {
         return;
     }
+    let same = super::same_config::notes(&r.data);
+    r.notes.extend(same);
     if let Some(s) = settings {
         let boot_means = r.data.boot_level();
         let mut a = analyse(&boot_means, s);

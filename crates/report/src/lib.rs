@@ -48,6 +48,7 @@ pub mod paragraph;
 pub mod perfstat;
 pub mod plain;
 pub mod plan;
+pub mod same_config;
 pub mod section;
 pub mod svg;
 pub mod table;

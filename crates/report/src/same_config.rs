@@ -1,0 +1,191 @@
+//! Kernel variants that ran the same configuration: two variants whose boots show no difference
+//! in what the kernel did (its release, the CPU flags it reports, the vulnerability mitigations
+//! it chose, the settings abperf records in the guest) although their command lines differ. A
+//! verdict between such variants measures noise: seed 000's `clearcpuid=invpcid` on a CPU
+//! without INVPCID changes nothing, and only the guest's own snapshot can tell.
+
+use abperf_model::{Boot, Dataset};
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// What a boot's guest snapshot (`environment.guest`) says the kernel did. CPU flags are a set
+/// (their order is the kernel's, but a set is what matters).
+const SETTINGS: [&str; 7] = [
+    "kernel",
+    "vulnerabilities",
+    "thp_enabled",
+    "thp_defrag",
+    "smt",
+    "cpus_online",
+    "aslr",
+];
+
+/// One boot's observable configuration, or None when the guest sent no snapshot.
+fn observed(b: &Boot) -> Option<String> {
+    let g = b.environment.get("guest")?;
+    let flags: BTreeSet<&str> = g.get("cpu_flags")?.as_str()?.split_whitespace().collect();
+    let settings: Vec<&Value> = SETTINGS
+        .iter()
+        .map(|k| g.get(*k).unwrap_or(&Value::Null))
+        .collect();
+    Some(serde_json::json!({ "flags": flags, "settings": settings }).to_string())
+}
+
+/// Every boot of variant `v` with its observed configuration; None when a boot has none.
+fn configs(boots: &[&Boot]) -> Option<BTreeSet<String>> {
+    boots.iter().map(|b| observed(b)).collect()
+}
+
+/// The words of a command line.
+fn words(b: &[&Boot]) -> BTreeSet<String> {
+    b.iter()
+        .filter_map(|b| b.cmdline.as_deref())
+        .flat_map(|c| c.split_whitespace().map(str::to_string))
+        .collect()
+}
+
+/// The flags of the first boot of `boots`.
+fn flags(boots: &[&Boot]) -> BTreeSet<String> {
+    boots
+        .first()
+        .and_then(|b| b.environment.get("guest")?.get("cpu_flags")?.as_str())
+        .map(|f| f.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// Why a `clearcpuid=` word changed nothing: the flags it names that the CPU does not have.
+fn clearcpuid_why(word: &str, other_flags: &BTreeSet<String>) -> Option<String> {
+    let list = word.strip_prefix("clearcpuid=")?;
+    let absent: Vec<&str> = list
+        .split(',')
+        .filter(|f| !f.is_empty() && !other_flags.contains(*f))
+        .collect();
+    (!absent.is_empty())
+        .then(|| format!("`{word}`: this CPU has no {} to clear", absent.join(", ")))
+}
+
+/// A note for every pair of variants whose boots' observed configurations are the same and
+/// whose command lines differ.
+pub fn notes(data: &Dataset) -> Vec<String> {
+    let by_variant: Vec<Vec<&Boot>> = (0..data.variants.len())
+        .map(|v| data.boots.iter().filter(|b| b.variant == v).collect())
+        .collect();
+    let mut out = Vec::new();
+    for i in 0..by_variant.len() {
+        for j in i + 1..by_variant.len() {
+            let (a, b) = (&by_variant[i], &by_variant[j]);
+            if a.is_empty() || b.is_empty() {
+                continue;
+            }
+            let (Some(ca), Some(cb)) = (configs(a), configs(b)) else {
+                continue;
+            };
+            let (wa, wb) = (words(a), words(b));
+            if ca != cb || wa == wb {
+                continue;
+            }
+            let differ: Vec<&String> = wa.symmetric_difference(&wb).collect();
+            let why: Vec<String> = differ
+                .iter()
+                .filter_map(|w| {
+                    let other = if wa.contains(*w) { flags(b) } else { flags(a) };
+                    clearcpuid_why(w, &other)
+                })
+                .collect();
+            let why = if why.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", why.join("; "))
+            };
+            out.push(format!(
+                "SAME CONFIGURATION: '{}' and '{}' differ on the kernel command line ({}) but every \
+                 boot of both shows the same kernel, CPU flags, vulnerability mitigations and \
+                 settings{why}: a difference between them is noise, or comes from something \
+                 abperf does not record in the guest",
+                data.variants[i].name,
+                data.variants[j].name,
+                differ
+                    .iter()
+                    .map(|w| format!("`{w}`"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use abperf_model::boot::testdata::boot;
+    use abperf_model::dataset::testdata::two_variants;
+
+    fn booted(cmdlines: [&str; 2], flags: [&str; 2], meltdown: [&str; 2]) -> Dataset {
+        let mut ds = two_variants("a", "b");
+        ds.boots = (0..4)
+            .map(|n| {
+                let v = (n % 2) as usize;
+                let mut b = boot(n, v, vec![]);
+                b.cmdline = Some(format!("console=ttyS0 {}", cmdlines[v]));
+                b.environment = serde_json::json!({"guest": {
+                    "kernel": "6.12.0", "cpu_flags": flags[v],
+                    "vulnerabilities": {"meltdown": meltdown[v]}, "smt": "notsupported",
+                }});
+                b
+            })
+            .collect();
+        ds
+    }
+
+    #[test]
+    fn a_parameter_that_changed_nothing_is_named_with_why() {
+        let flags = "fpu sse2 pcid pti";
+        let ds = booted(
+            ["pti=on", "pti=on clearcpuid=invpcid"],
+            [flags, flags],
+            ["Mitigation: PTI"; 2],
+        );
+        let n = notes(&ds);
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(
+            n[0].starts_with("SAME CONFIGURATION: 'a' and 'b' differ"),
+            "{}",
+            n[0]
+        );
+        assert!(n[0].contains("(`clearcpuid=invpcid`)"), "{}", n[0]);
+        assert!(
+            n[0].contains("`clearcpuid=invpcid`: this CPU has no invpcid to clear"),
+            "{}",
+            n[0]
+        );
+    }
+
+    #[test]
+    fn variants_that_differ_in_flags_or_mitigations_are_not_named() {
+        // nopti against pti=on: the pti flag says which one isolated page tables.
+        let ds = booted(
+            ["nopti", "pti=on"],
+            ["fpu sse2", "fpu sse2 pti"],
+            ["Not affected"; 2],
+        );
+        assert!(notes(&ds).is_empty());
+        // mitigations=off: the mitigation chosen differs.
+        let ds = booted(
+            ["", "mitigations=off"],
+            ["fpu"; 2],
+            ["Mitigation: PTI", "Vulnerable"],
+        );
+        assert!(notes(&ds).is_empty());
+        // The same command line: nothing to say.
+        let ds = booted(["quiet", "quiet"], ["fpu"; 2], ["x"; 2]);
+        assert!(notes(&ds).is_empty());
+    }
+
+    #[test]
+    fn a_boot_without_a_guest_snapshot_says_nothing() {
+        let mut ds = booted(["a=1", "a=2"], ["fpu"; 2], ["x"; 2]);
+        ds.boots[3].environment = serde_json::json!({});
+        assert!(notes(&ds).is_empty());
+    }
+}
