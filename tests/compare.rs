@@ -745,7 +745,7 @@ abtest!(paragraph_names_exactly_the_planted_differences, |lab| {
     };
     let seq = para("pattern=seq op=read:");
     assert!(
-        seq.starts_with("b was the fastest: b is 10.37% faster than a (95% CI "),
+        seq.starts_with("b was the fastest: b is 10.37% faster than a (99% CI "),
         "{seq}"
     );
     assert!(
@@ -754,7 +754,7 @@ abtest!(paragraph_names_exactly_the_planted_differences, |lab| {
     );
     assert!(
         seq.contains(
-            "Not statistically different, for lack of precision: c and a (+0.20%, 95% CI "
+            "Not statistically different, for lack of precision: c and a (+0.20%, 99% CI "
         ),
         "{seq}"
     );

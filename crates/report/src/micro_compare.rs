@@ -1,5 +1,5 @@
 //! What `abperf compare A B` shows of two micro experiments: one row per configuration stored in
-//! both (median of the round medians in each, the ratio with its 95% CI, the corrected p and the
+//! both (median of the round medians in each, the ratio with its 1 - alpha CI, the corrected p and the
 //! verdict of the ordinary analysis), grouped by benchmark family with the differing rows first,
 //! a per-family count, the findings of both side by side (knee, per-miss cost, ...) and a
 //! one-paragraph summary. Built from the analysis of the paired round medians
@@ -26,7 +26,8 @@ pub struct Row {
     /// Median of the round medians in each experiment, in the metric's unit.
     pub median_a: f64,
     pub median_b: f64,
-    /// The verdict's estimate of mean(B) / mean(A) over the round medians, and its 95% CI.
+    /// The verdict's estimate of mean(B) / mean(A) over the round medians, and its CI (at
+    /// 1 - alpha: [`MicroCompare::ci_label`]).
     pub ratio: f64,
     pub ratio_ci: Option<[f64; 2]>,
     /// The primary p-value after the correction over every configuration.
@@ -159,6 +160,8 @@ pub struct MicroCompare {
     /// Families whose differing configurations all moved the same way: a shift of the whole
     /// benchmark between the two runs, which a phase of the host causes as easily as a kernel.
     pub cautions: Vec<String>,
+    /// The level of the ratio's interval, as labelled: 1 - alpha ("95%", "99%").
+    pub ci_label: String,
 }
 
 /// Build the section from `r`'s analysis (the paired round medians, one family per
@@ -256,6 +259,9 @@ pub fn build(
         only_b,
         summary,
         cautions,
+        ci_label: abperf_stats::verdict::level_label(
+            1.0 - r.analysis.as_ref().map_or(0.05, |a| a.options.alpha),
+        ),
     }
 }
 
@@ -424,7 +430,7 @@ fn text(m: &MicroCompare, all: bool) -> String {
             head_a,
             truncate(lb, vw),
             "change",
-            "(95% CI)",
+            format!("({} CI)", m.ci_label),
             "p adj"
         );
         let mut rows = shown;
@@ -533,10 +539,11 @@ fn markdown(m: &MicroCompare) -> String {
     } else {
         let _ = writeln!(
             s,
-            "\n| configuration | {} ({}) | {} | change | 95% CI | p adj | verdict |\n|---|--:|--:|--:|---|--:|---|",
+            "\n| configuration | {} ({}) | {} | change | {} CI | p adj | verdict |\n|---|--:|--:|--:|---|--:|---|",
             cell(la),
             cell(metric),
-            cell(lb)
+            cell(lb),
+            m.ci_label
         );
         for r in differing {
             let _ = writeln!(
@@ -684,9 +691,10 @@ fn html(m: &MicroCompare) -> String {
         );
     };
     let head = format!(
-        "<div class=\"scroll\"><table class=\"micro-compare\"><tr><th class=\"l\">configuration</th><th>{}</th><th>{}</th><th>change</th><th>95% CI</th><th>rounds</th><th>p adj</th><th class=\"l\">verdict</th></tr>\n",
+        "<div class=\"scroll\"><table class=\"micro-compare\"><tr><th class=\"l\">configuration</th><th>{}</th><th>{}</th><th>change</th><th>{} CI</th><th>rounds</th><th>p adj</th><th class=\"l\">verdict</th></tr>\n",
         esc(la),
-        esc(lb)
+        esc(lb),
+        m.ci_label
     );
     for f in &m.families {
         let _ = writeln!(s, "<h3>{}</h3>", esc(&f.bench));

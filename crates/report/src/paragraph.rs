@@ -213,7 +213,7 @@ impl<'a> Said<'a> {
                     }
                     _ => String::new(),
                 };
-                // An uncorrected 95% CI that excludes no change beside a corrected p above alpha:
+                // An uncorrected 1 - alpha CI that excludes no change beside a corrected p above alpha:
                 // the correction, not the precision, kept it from being called.
                 let why = match e.ci95 {
                     Some((l, h)) if l > 1.0 || h < 1.0 => Why::Correction,
@@ -221,7 +221,10 @@ impl<'a> Said<'a> {
                 };
                 Some((
                     why,
-                    format!("{b} and {a} ({change}{}{p}{more})", ci(e.ci95, "95%")),
+                    format!(
+                        "{b} and {a} ({change}{}{p}{more})",
+                        ci(e.ci95, &e.ci_label())
+                    ),
                 ))
             }
             _ => None,
@@ -349,8 +352,9 @@ impl Group<'_> {
                 Why::Correction,
                 format!(
                     "Not significant after the correction for m={} tests, although the \
-                     uncorrected 95% CI does not contain 0",
-                    a.m
+                     uncorrected {} CI does not contain 0",
+                    a.m,
+                    abperf_stats::verdict::level_label(1.0 - a.options.alpha)
                 ),
             ),
             (

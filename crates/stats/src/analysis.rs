@@ -106,8 +106,9 @@ pub struct FamilySize {
 
 /// The tests [`analyse`] runs, in words.
 fn tests_text(options: &Options) -> String {
-    let mut tests = String::from(
-        "Welch t-test with Fieller 95% CI of the ratio (primary; ANCOVA with run index when drift is found), Mann-Whitney U, Hodges-Lehmann",
+    let mut tests = format!(
+        "Welch t-test with Fieller {} CI of the ratio (primary; ANCOVA with run index when drift is found), Mann-Whitney U, Hodges-Lehmann",
+        super::verdict::level_label(1.0 - options.alpha)
     );
     if options.resamples > 0 {
         tests += ", BCa bootstrap of mean/median/SD ratios";

@@ -453,6 +453,7 @@ impl<'a> Judging<'a> {
             ratio,
             ci95: None,
             ci90: None,
+            ci_level: 1.0 - opts.alpha,
             p: None,
             correction: String::new(),
             n_baseline: a.len(),
@@ -557,7 +558,7 @@ impl<'a> Judging<'a> {
         let w = welch::welch(a, b).ok();
         c.p_welch = w.as_ref().map(|w| w.p);
         c.details.welch = w;
-        match welch::fieller(a, b, LEVEL) {
+        match welch::fieller(a, b, 1.0 - self.opts.alpha) {
             Ok(ci) => {
                 c.details.fieller95 = Some(ci);
                 c.ratio_ci = Some([ci.low, ci.high]);
@@ -638,7 +639,7 @@ impl<'a> Judging<'a> {
     fn ancova_primary(&mut self, ia: &[f64], ib: &[f64], mk_p: f64) {
         let (a, b, c) = (self.base.values, self.var.values, &mut self.c);
         let at = |level| drift::ancova(a, ia, b, ib, level);
-        match (at(LEVEL), at(1.0 - 2.0 * self.opts.alpha)) {
+        match (at(1.0 - self.opts.alpha), at(1.0 - 2.0 * self.opts.alpha)) {
             (Ok(an95), Ok(an90)) => {
                 c.notes.push(format!(
                     "drift over the run order (Mann-Kendall {}): the ANCOVA estimate with run index is primary",
@@ -778,11 +779,16 @@ fn primary_words(ev: &Evidence) -> String {
                 "includes"
             };
             format!(
-                "{} {p}, 95% CI of the ratio {lo:.4}..{hi:.4} {word} 1",
-                ev.method
+                "{} {p}, {} CI of the ratio {lo:.4}..{hi:.4} {word} 1",
+                ev.method,
+                ev.ci_label()
             )
         }
-        None => format!("{} {p} but no bounded 95% CI of the ratio", ev.method),
+        None => format!(
+            "{} {p} but no bounded {} CI of the ratio",
+            ev.method,
+            ev.ci_label()
+        ),
     }
 }
 

@@ -95,7 +95,7 @@ pub fn compare_summary(
     if a.mean <= 0.0 {
         return Err(StatsError::NonPositiveMean(a.mean));
     }
-    let level = 0.95;
+    let level = 1.0 - opts.alpha;
     let ratio = b.mean / a.mean;
     let cv_pct = 100.0 * ((a.sd * a.sd + b.sd * b.sd) / 2.0).sqrt() / a.mean;
     let runs = runs_needed_cv(cv_pct, opts.effect_pct, opts.alpha, opts.power);
@@ -109,6 +109,7 @@ pub fn compare_summary(
         variant: var.to_string(),
         ratio,
         ci95: None,
+        ci_level: level,
         ci90: None,
         p: None,
         correction: String::new(),

@@ -86,15 +86,24 @@ pub fn fmt_effect(x: f64) -> String {
     format!("{s}%")
 }
 
+/// A confidence level as a person writes it: 0.95 -> "95%", 0.99 -> "99%", 0.999 -> "99.9%".
+pub fn level_label(level: f64) -> String {
+    let pct = format!("{:.4}", level * 100.0);
+    format!("{}%", pct.trim_end_matches('0').trim_end_matches('.'))
+}
+
 /// Everything the verdict and its sentence depend on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evidence {
     pub baseline: String,
     pub variant: String,
-    /// Primary estimate of mean(B)/mean(A) and its 95% and 90% intervals.
+    /// Primary estimate of mean(B)/mean(A), its interval at `ci_level` (1 - alpha: 95% at the
+    /// default alpha; the name is the default's) and its 1 - 2 alpha interval (for TOST).
     pub ratio: f64,
     pub ci95: Option<(f64, f64)>,
     pub ci90: Option<(f64, f64)>,
+    /// The level of `ci95`: 1 - alpha.
+    pub ci_level: f64,
     /// The p-value the verdict uses (adjusted when a correction applies).
     pub p: Option<f64>,
     /// Correction label for the line, e.g. "Holm m=3"; empty when none.
@@ -167,7 +176,12 @@ impl Evidence {
         }
     }
 
-    /// FASTER/SLOWER when the 95% CI excludes 1 and p < alpha; NO DIFFERENCE when the 90% CI
+    /// The label of the primary interval's level: "95%", "99%", "99.9%".
+    pub fn ci_label(&self) -> String {
+        level_label(self.ci_level)
+    }
+
+    /// FASTER/SLOWER when the 1 - alpha CI excludes 1 and p < alpha; NO DIFFERENCE when the 90% CI
     /// lies inside 1 +- D; otherwise INCONCLUSIVE.
     pub fn decide(&self) -> Verdict {
         if let (Some((lo, hi)), Some(p)) = (self.ci95, self.p)
@@ -242,7 +256,8 @@ impl Evidence {
             .ci95
             .map(|(lo, hi)| {
                 format!(
-                    "95% CI {}..{}, ",
+                    "{} CI {}..{}, ",
+                    self.ci_label(),
                     fmt_signed_pct((lo - 1.0) * 100.0),
                     fmt_signed_pct((hi - 1.0) * 100.0)
                 )
@@ -259,7 +274,7 @@ impl Evidence {
         match verdict {
             Verdict::Faster | Verdict::Slower => {
                 let (what, ci) = self.sized(verdict);
-                format!("{what} ({}95% CI {ci}, {tail})", self.hib())
+                format!("{what} ({}{} CI {ci}, {tail})", self.hib(), self.ci_label())
             }
             Verdict::NoDifference => {
                 let (change, ci) = self.change();
@@ -313,6 +328,22 @@ impl Evidence {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_interval_is_labelled_with_its_level() {
+        assert_eq!(level_label(0.95), "95%");
+        assert_eq!(level_label(0.99), "99%");
+        assert_eq!(level_label(0.999), "99.9%");
+        let mut e = ev(0.9946, (0.9923, 0.9969), (0.993, 0.996), 0.0001);
+        e.alpha = 0.01;
+        e.ci_level = 0.99;
+        assert!(
+            e.line(Verdict::Faster)
+                .contains("(99% CI 0.31%..0.77%, p=0.0001"),
+            "{}",
+            e.line(Verdict::Faster)
+        );
+    }
+
     fn ev(ratio: f64, ci95: (f64, f64), ci90: (f64, f64), p: f64) -> Evidence {
         Evidence {
             baseline: "A".into(),
@@ -320,6 +351,7 @@ mod tests {
             ratio,
             ci95: Some(ci95),
             ci90: Some(ci90),
+            ci_level: 0.95,
             p: Some(p),
             correction: String::new(),
             n_baseline: 12,
