@@ -451,14 +451,9 @@ pub fn capped_resamples(asked: usize, values: usize) -> usize {
     asked.min((MAX_DRAWS / values.max(1)).max(MIN_CAPPED_RESAMPLES))
 }
 
-/// Seeded BCa bootstrap of mean(B)/mean(A), median(B)/median(A) and SD(B)/SD(A).
-pub fn bootstrap(
-    a: &[f64],
-    b: &[f64],
-    resamples: usize,
-    seed: u64,
-    level: f64,
-) -> Result<Bootstrap, StatsError> {
+/// The resamples a bootstrap of `a` and `b` takes (capped), after checking that each sample has
+/// two values and that at least 100 resamples were asked for.
+fn checked_resamples(a: &[f64], b: &[f64], resamples: usize) -> Result<usize, StatsError> {
     for (what, x) in [("baseline", a), ("variant", b)] {
         if x.len() < 2 {
             return Err(StatsError::TooFew {
@@ -473,7 +468,18 @@ pub fn bootstrap(
             "bootstrap needs at least 100 resamples, got {resamples}"
         )));
     }
-    let resamples = capped_resamples(resamples, a.len() + b.len());
+    Ok(capped_resamples(resamples, a.len() + b.len()))
+}
+
+/// Seeded BCa bootstrap of mean(B)/mean(A), median(B)/median(A) and SD(B)/SD(A).
+pub fn bootstrap(
+    a: &[f64],
+    b: &[f64],
+    resamples: usize,
+    seed: u64,
+    level: f64,
+) -> Result<Bootstrap, StatsError> {
+    let resamples = checked_resamples(a, b, resamples)?;
     let [means, medians, sds] = resample_ratios(a, b, resamples, seed);
     Ok(Bootstrap {
         resamples,
@@ -503,21 +509,7 @@ pub fn median_ratio(
     seed: u64,
     level: f64,
 ) -> Result<MedianRatio, StatsError> {
-    for (what, x) in [("baseline", a), ("variant", b)] {
-        if x.len() < 2 {
-            return Err(StatsError::TooFew {
-                what,
-                need: 2,
-                got: x.len(),
-            });
-        }
-    }
-    if resamples < 100 {
-        return Err(StatsError::Invalid(format!(
-            "bootstrap needs at least 100 resamples, got {resamples}"
-        )));
-    }
-    let resamples = capped_resamples(resamples, a.len() + b.len());
+    let resamples = checked_resamples(a, b, resamples)?;
     let [_, medians, _] = resample_ratios(a, b, resamples, seed);
     let ci =
         bca_interval(a, b, Stat::RatioOfMedians, &medians, level).map_err(StatsError::Invalid)?;
