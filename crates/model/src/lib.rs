@@ -33,6 +33,7 @@ pub mod escape;
 pub mod experiment;
 pub mod metric;
 pub mod micro;
+pub mod number_text;
 pub mod owner;
 pub mod run;
 pub mod time;

@@ -8,9 +8,7 @@ use super::section::Section;
 use abperf_model::ceiling::{CeilingAdvice, Estimate};
 use std::fmt::Write;
 
-fn n0(x: f64) -> String {
-    super::fmt::thousands(x)
-}
+use super::fmt::thousands as n0;
 
 fn est(e: &Estimate, unit: &str) -> String {
     format!(

@@ -13,9 +13,7 @@ use std::collections::BTreeMap;
 /// Seed 002 printed sizes with at least this many flushes.
 const MIN_SAMPLES: u64 = 50;
 
-fn n0(x: f64) -> String {
-    super::fmt::thousands(x)
-}
+use super::fmt::thousands as n0;
 
 fn pct(x: f64) -> String {
     format!("{x:.1}%")

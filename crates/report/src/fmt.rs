@@ -141,26 +141,7 @@ pub fn duration(s: f64) -> String {
     }
 }
 
-/// `x` rounded to an integer with thousands separators (`-` when not finite).
-pub fn thousands(x: f64) -> String {
-    if !x.is_finite() {
-        return "-".into();
-    }
-    let neg = x < 0.0;
-    let s = format!("{:.0}", x.abs());
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if neg && out != "0" {
-        format!("-{out}")
-    } else {
-        out
-    }
-}
+pub use abperf_model::number_text::thousands;
 
 pub fn truncate(s: &str, width: usize) -> String {
     if s.chars().count() <= width {

@@ -28,15 +28,7 @@ pub(crate) fn key_str(label: &str, k: i64) -> String {
 
 /// `1234567` -> `1,234,567`.
 fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    super::fmt::thousands(n as f64)
 }
 
 /// The statistics of one row, converted to cycles and ns.

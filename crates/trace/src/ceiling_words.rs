@@ -7,22 +7,7 @@ use super::ceiling_inputs::{KNOB, Micro, Options, Params, Samples, median_of};
 use abperf_model::ceiling::{Check, Estimate, FlushCosts, Term};
 use abperf_model::trace::{CaptureInfo, Tables};
 
-/// A number with thousands separators, no decimals.
-pub(crate) fn n0(x: f64) -> String {
-    let s = format!("{:.0}", x.abs());
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if x < 0.0 && out != "0" {
-        format!("-{out}")
-    } else {
-        out
-    }
-}
+pub(crate) use abperf_model::number_text::thousands as n0;
 
 /// How long the micro experiment spent on the configurations whose names start with `prefix`,
 /// seconds: their samples' time scaled by the suite's elapsed time over all samples' time.
