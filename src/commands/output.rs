@@ -204,8 +204,11 @@ impl AnalysisArgs {
         let sequential = ds.experiments.first().and_then(|e| e.sequential());
         let (alpha, correction) = match &sequential {
             Some(plan) => {
-                let m = ds.variants.len().saturating_sub(1).max(1);
-                let level = crate::stats::sequential::judging_level(plan, m, most_runs(ds));
+                let level = crate::stats::sequential::judging_level(
+                    plan,
+                    rule_comparisons(ds),
+                    most_runs(ds),
+                );
                 (level, crate::stats::multiple::Correction::None)
             }
             None => (self.alpha, self.correction),
@@ -278,12 +281,16 @@ impl AnalysisArgs {
             r.analysis = Some(analyse(&r.data, &s));
         }
         if let Some(plan) = r.data.experiments.first().and_then(|e| e.sequential()) {
-            let m = r.data.variants.len().saturating_sub(1).max(1);
-            r.notes
-                .push(crate::stats::sequential::note(&plan, m, most_runs(&r.data)));
+            let (m, runs) = (rule_comparisons(&r.data), most_runs(&r.data));
+            r.notes.push(crate::stats::sequential::note(&plan, m, runs));
         }
         Ok(())
     }
+}
+
+/// The comparisons a sequential experiment's stopping rule made: every variant against the first.
+fn rule_comparisons(ds: &Dataset) -> usize {
+    ds.variants.len().saturating_sub(1).max(1)
 }
 
 /// The most runs any variant has counted.

@@ -31,7 +31,7 @@ fn observed(b: &Boot) -> Option<String> {
     Some(serde_json::json!({ "flags": flags, "settings": settings }).to_string())
 }
 
-/// Every boot of variant `v` with its observed configuration; None when a boot has none.
+/// The observed configurations of `boots` (one variant's); None when a boot has none.
 fn configs(boots: &[&Boot]) -> Option<BTreeSet<String>> {
     boots.iter().map(|b| observed(b)).collect()
 }

@@ -453,7 +453,6 @@ impl<'a> Judging<'a> {
             ratio,
             ci95: None,
             ci90: None,
-            ci_level: 1.0 - opts.alpha,
             p: None,
             correction: String::new(),
             n_baseline: a.len(),

@@ -109,7 +109,6 @@ pub fn compare_summary(
         variant: var.to_string(),
         ratio,
         ci95: None,
-        ci_level: level,
         ci90: None,
         p: None,
         correction: String::new(),

@@ -97,13 +97,11 @@ pub fn level_label(level: f64) -> String {
 pub struct Evidence {
     pub baseline: String,
     pub variant: String,
-    /// Primary estimate of mean(B)/mean(A), its interval at `ci_level` (1 - alpha: 95% at the
-    /// default alpha; the name is the default's) and its 1 - 2 alpha interval (for TOST).
+    /// Primary estimate of mean(B)/mean(A), its interval at 1 - alpha (95% at the default alpha;
+    /// the name is the default's) and its 1 - 2 alpha interval (for TOST).
     pub ratio: f64,
     pub ci95: Option<(f64, f64)>,
     pub ci90: Option<(f64, f64)>,
-    /// The level of `ci95`: 1 - alpha.
-    pub ci_level: f64,
     /// The p-value the verdict uses (adjusted when a correction applies).
     pub p: Option<f64>,
     /// Correction label for the line, e.g. "Holm m=3"; empty when none.
@@ -178,7 +176,7 @@ impl Evidence {
 
     /// The label of the primary interval's level: "95%", "99%", "99.9%".
     pub fn ci_label(&self) -> String {
-        level_label(self.ci_level)
+        level_label(1.0 - self.alpha)
     }
 
     /// FASTER/SLOWER when the 1 - alpha CI excludes 1 and p < alpha; NO DIFFERENCE when the 90% CI
@@ -335,7 +333,6 @@ mod tests {
         assert_eq!(level_label(0.999), "99.9%");
         let mut e = ev(0.9946, (0.9923, 0.9969), (0.993, 0.996), 0.0001);
         e.alpha = 0.01;
-        e.ci_level = 0.99;
         assert!(
             e.line(Verdict::Faster)
                 .contains("(99% CI 0.31%..0.77%, p=0.0001"),
@@ -351,7 +348,6 @@ mod tests {
             ratio,
             ci95: Some(ci95),
             ci90: Some(ci90),
-            ci_level: 0.95,
             p: Some(p),
             correction: String::new(),
             n_baseline: 12,
