@@ -126,25 +126,22 @@ fn overlap(a: &Estimate, b: &Estimate) -> bool {
     a.low <= b.high && b.low <= a.high
 }
 
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len() as f64
-}
-
-/// Under TCG (the guest's CPU is QEMU's emulated one), in words.
-fn accelerator_note() -> Option<String> {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    let model = cpu
-        .lines()
-        .find(|l| l.starts_with("model name"))?
-        .split(':')
-        .nth(1)?
-        .trim()
-        .to_string();
-    model.contains("TCG").then(|| {
-        format!(
-            "The CPU here is {model:?}: under QEMU's TCG every cost (INVLPG, full flushes, refills, IPIs) is the emulator's. This validates the method on QEMU's costs (the model predicts a knob's effect from the micro's costs and the capture's flushes), not the advice for any hardware."
-        )
-    })
+/// Under TCG (the measured experiment's CPU, as its environment recorded it, is QEMU's emulated
+/// one, or its boots ran under TCG), in words.
+fn accelerator_note(ds: &crate::model::Dataset) -> Option<String> {
+    let model = ds.experiments[0].environment["cpu_model"]
+        .as_str()
+        .unwrap_or("");
+    let cpu = if model.contains("TCG") {
+        format!("The measured CPU is {model:?}")
+    } else if ds.accelerators().iter().any(|a| a == "tcg") {
+        "The measured boots ran under QEMU's TCG".to_string()
+    } else {
+        return None;
+    };
+    Some(format!(
+        "{cpu}: under QEMU's TCG every cost (INVLPG, full flushes, refills, IPIs) is the emulator's. This validates the method on QEMU's costs (the model predicts a knob's effect from the micro's costs and the capture's flushes), not the advice for any hardware."
+    ))
 }
 
 /// Compare the A/B experiment `id` with the advice: one row per ceiling other than the
@@ -187,7 +184,7 @@ pub fn check(
         let predicted_wall_pct = tsc_hz.filter(|_| !wa.is_empty()).map(|hz| {
             // cycles saved per second of the captured run, times its length, over the wall
             let per_run = |x: f64| x * advice.mix.seconds / hz * 1e9;
-            let scale = 100.0 / mean(&wa);
+            let scale = 100.0 / crate::model::describe::mean(&wa);
             Estimate {
                 value: per_run(change.cycles_less.value) * scale,
                 low: per_run(change.cycles_less.low) * scale,
@@ -222,7 +219,7 @@ pub fn check(
         advice.micro_id,
         advice.capture_id
     )];
-    notes.extend(accelerator_note());
+    notes.extend(accelerator_note(&ds));
     if tsc_hz.is_none() {
         notes.push("The capture has no TSC frequency: the predicted cycles cannot be turned into wall time, so nothing was compared.".into());
     }
