@@ -22,7 +22,8 @@ fn resample_pairs(v: &Pairs, rng: &mut ChaCha8Rng) -> Pairs {
         .collect()
 }
 
-/// Poisson draw (Knuth below 30, normal approximation above).
+/// Poisson draw (Knuth below 30, normal approximation above). Not statrs's `Poisson`: its
+/// sampler implements rand 0.10's traits, and this workspace's generators are rand 0.9's.
 fn poisson(l: f64, rng: &mut ChaCha8Rng) -> f64 {
     if l <= 0.0 {
         return 0.0;
