@@ -94,6 +94,18 @@ pub const MIGRATIONS: &[&str] = &[
     super::run_rows::SCHEMA,
 ];
 
+/// The schema every migration together builds, as one script (`schema_prepared.sql`): a new
+/// store (and `--no-store`'s in-memory one) is created from it in one step instead of replaying
+/// twelve migrations with their table rebuilds and data conversions. A test checks that it
+/// equals what the migrations build; after adding a migration, regenerate it with
+/// `ABPERF_WRITE_PREPARED_SCHEMA=1 cargo test -p abperf-store prepared_schema`.
+const PREPARED: &str = include_str!("schema_prepared.sql");
+
+/// Whether the database holds no table, index, view or trigger at all.
+fn is_empty(tx: &rusqlite::Transaction) -> rusqlite::Result<bool> {
+    tx.query_row("SELECT count(*) = 0 FROM sqlite_schema", [], |r| r.get(0))
+}
+
 /// The schema version this build writes.
 pub fn current_version() -> i64 {
     MIGRATIONS.len() as i64
@@ -141,11 +153,105 @@ fn migrate_steps(conn: &mut Connection) -> anyhow::Result<()> {
     if version == current_version() {
         return Ok(());
     }
-    for sql in &MIGRATIONS[version as usize..] {
-        tx.execute_batch(sql)?;
-        post_step(sql, &tx)?;
+    if version == 0 && is_empty(&tx)? {
+        tx.execute_batch(PREPARED)?;
+    } else {
+        for sql in &MIGRATIONS[version as usize..] {
+            tx.execute_batch(sql)?;
+            post_step(sql, &tx)?;
+        }
     }
     tx.pragma_update(None, "user_version", current_version())?;
     tx.commit()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The schema as SQLite holds it: every object's definition, tables first.
+    fn dump(conn: &Connection) -> Vec<String> {
+        let mut q = conn
+            .prepare(
+                "SELECT sql || ';' FROM sqlite_schema WHERE sql IS NOT NULL \
+                 AND name NOT LIKE 'sqlite_%' ORDER BY type <> 'table', rowid",
+            )
+            .unwrap();
+        let mut out: Vec<String> = q
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        out.extend(rows(conn));
+        out
+    }
+
+    /// The rows a migration seeds (an empty store has no others), as INSERT statements.
+    fn rows(conn: &Connection) -> Vec<String> {
+        let tables: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let mut out = Vec::new();
+        for t in tables {
+            let cols: Vec<String> = conn
+                .prepare(&format!("SELECT name FROM pragma_table_info('{t}')"))
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let values = cols
+                .iter()
+                .map(|c| format!("quote({c})"))
+                .collect::<Vec<_>>();
+            let sql = format!("SELECT {} FROM {t} ORDER BY 1", values.join(" || ', ' || "));
+            let mut q = conn.prepare(&sql).unwrap();
+            let found = q.query_map([], |r| r.get::<_, String>(0)).unwrap();
+            for v in found {
+                out.push(format!(
+                    "INSERT INTO {t} ({}) VALUES ({});",
+                    cols.join(", "),
+                    v.unwrap()
+                ));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn prepared_schema_equals_what_the_migrations_build() {
+        let mut stepwise = Connection::open_in_memory().unwrap();
+        {
+            let tx = stepwise.transaction().unwrap();
+            for sql in MIGRATIONS {
+                tx.execute_batch(sql).unwrap();
+                post_step(sql, &tx).unwrap();
+            }
+            tx.commit().unwrap();
+        }
+        let built = dump(&stepwise);
+        if std::env::var_os("ABPERF_WRITE_PREPARED_SCHEMA").is_some() {
+            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/schema_prepared.sql");
+            let head = "-- Generated from the migrations in schema.rs (see PREPARED there); do not edit.\n";
+            std::fs::write(path, format!("{head}{}\n", built.join("\n"))).unwrap();
+            return; // this build still holds the old script: the next run checks the new one
+        }
+        let mut prepared = Connection::open_in_memory().unwrap();
+        migrate(&mut prepared).unwrap();
+        assert_eq!(
+            dump(&prepared),
+            built,
+            "schema_prepared.sql is stale: regenerate it with \
+             ABPERF_WRITE_PREPARED_SCHEMA=1 cargo test -p abperf-store prepared_schema"
+        );
+        let version: i64 = prepared
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, current_version());
+    }
 }
