@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fixed cost of one invocation: wall time of `abperf run -r 1 true` (warm-up included, as a
-# user types it), with the store on disk, in tmpfs and with --no-store, against
+# user types it), with the store on disk, in tmpfs, a new store on disk and with --no-store, against
 # `hyperfine -N -r 1 true` (else a plain fork/exec of `true`), interleaved in ROUNDS rounds;
 # median and lowest of each; with perf, the CPU time of each invocation too (task-clock,
 # children included: abperf's spawn server and the workload), median and ratio to the peer.
@@ -25,6 +25,7 @@ labels=()
 case_() { labels+=("$1"); }
 case_ "abperf run -r 1 true (store on disk)"
 case_ "abperf run -r 1 true (store in tmpfs)"
+case_ "abperf run -r 1 true (new store on disk)"
 case_ "abperf run --no-store -r 1 true"
 case_ "abperf run --no-store -N -r 1 true"
 [ -n "${ABPERF_BEFORE:-}" ] && case_ "abperf before: run -r 1 true (store on disk)"
@@ -33,6 +34,9 @@ one() {
     case "$1" in
         "abperf run -r 1 true (store on disk)") "$ABPERF" run --db "$TMP/a.db" -r 1 true ;;
         "abperf run -r 1 true (store in tmpfs)") "$ABPERF" run --db "$SHM/a.db" -r 1 true ;;
+        "abperf run -r 1 true (new store on disk)")
+            rm -f "$TMP"/new.db*
+            "$ABPERF" run --db "$TMP/new.db" -r 1 true ;;
         "abperf run --no-store -r 1 true") "$ABPERF" run --no-store -r 1 true ;;
         "abperf run --no-store -N -r 1 true") "$ABPERF" run --no-store -N -r 1 true ;;
         "abperf before: run -r 1 true (store on disk)") "$ABPERF_BEFORE" run --db "$TMP/b.db" -r 1 true ;;
