@@ -141,8 +141,9 @@ impl Machine {
         m
     }
 
-    /// Power the machine on in its home kernel (the first), as its boot loader would.
-    fn power_on(&self) -> Child {
+    /// Power the machine on in its home kernel (the first), as its boot loader would; its
+    /// console goes to console-`n`.log.
+    fn power_on(&self, n: u32) -> Child {
         let home = &self.kernels[0];
         let stage = self.path("stage");
         Command::new("qemu-system-x86_64")
@@ -182,7 +183,10 @@ impl Machine {
                 "virtio-9p-pci,fsdev=abperfroot,mount_tag=abperfroot",
             ])
             .arg("-serial")
-            .arg(format!("file:{}", self.path("console.log").display()))
+            .arg(format!(
+                "file:{}",
+                self.path(&format!("console-{n}.log")).display()
+            ))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -190,13 +194,13 @@ impl Machine {
             .unwrap()
     }
 
-    /// The console so far (all power-ons: QEMU's file backend is reopened, so it is copied).
-    fn console(&self) -> String {
-        std::fs::read_to_string(self.path("console.log")).unwrap_or_default()
+    /// The console of power-on `n`.
+    fn console(&self, n: u32) -> String {
+        std::fs::read_to_string(self.path(&format!("console-{n}.log"))).unwrap_or_default()
     }
 
-    /// Wait for the machine to power off (QEMU exits), within `limit`.
-    fn wait_off(&self, mut qemu: Child, limit: Duration) {
+    /// Wait for power-on `n` to end (QEMU exits), within `limit`.
+    fn wait_off(&self, n: u32, mut qemu: Child, limit: Duration) {
         let t = Instant::now();
         while qemu.try_wait().unwrap().is_none() {
             if t.elapsed() > limit {
@@ -204,51 +208,242 @@ impl Machine {
                 let _ = qemu.wait();
                 panic!(
                     "the machine still ran after {limit:?}; console:\n{}",
-                    self.console()
+                    self.console(n)
                 );
             }
             std::thread::sleep(Duration::from_millis(200));
         }
     }
 
-    /// A file of the disk, read with debugfs (the image is not mounted).
-    fn read(&self, rel: &str) -> Option<Vec<u8>> {
-        let out = self.path("dumped");
-        let _ = std::fs::remove_file(&out);
+    /// The store as the disk holds it, copied out with debugfs (the image is not mounted).
+    fn store(&self) -> PathBuf {
+        let out = self.path("out");
+        let _ = std::fs::remove_dir_all(&out);
+        std::fs::create_dir_all(&out).unwrap();
         let st = Command::new("debugfs")
             .arg("-R")
-            .arg(format!("dump /{rel} {}", out.display()))
+            .arg(format!("rdump /store {}", out.display()))
             .arg(self.path("disk.img"))
             .stderr(Stdio::null())
             .status()
             .unwrap();
-        if !st.success() {
-            return None;
-        }
-        std::fs::read(&out).ok()
+        assert!(st.success(), "debugfs rdump");
+        out.join("store/abperf.db")
+    }
+}
+
+/// The script the machine runs at every boot: the first time it starts the loop (2 kernels x 1
+/// command line, 2 boots each, ABBA), afterwards it continues it, as abperf's unit would.
+fn boot_script(ks: &[Kernel], runs: u32, command: &str) -> String {
+    format!(
+        "export ABPERF_DB=/machine/store/abperf.db\n\
+         if [ ! -e /machine/started ]; then\n\
+         \x20   touch /machine/started\n\
+         \x20   sync\n\
+         \x20   exec {bin} run --boot-on-host kexec --reboot-this-machine --boot-hook manual \
+         --kernel /machine/boot/vmlinuz-{a} --kernel /machine/boot/vmlinuz-{b} \
+         --append 'abperf_test=1' --boots 2 -r {runs} --warmup 1 --seed 7 -n old -n new '{command}'\n\
+         fi\n\
+         exec {bin} boot-loop resume\n",
+        bin = BIN,
+        a = ks[0].release,
+        b = ks[1].release,
+    )
+}
+
+/// The command line every loop boot has: the machine's own, then the variant's.
+const LOOP_CMDLINE: &str = "console=ttyS0 panic=-1 abperf_test=1";
+
+/// What the store on the disk holds about experiment 1.
+#[derive(Debug)]
+struct Stored {
+    /// (plan number, planned release), in plan order.
+    plans: Vec<(u32, String)>,
+    /// (number, plan, status, release, cmdline, extra warm-ups), in boot order.
+    boots: Vec<(u32, u32, String, Option<String>, Option<String>, u32)>,
+    slots: usize,
+    runs: usize,
+    status: String,
+    ended: Option<String>,
+}
+
+fn read_store(path: &Path) -> Stored {
+    let c = rusqlite::Connection::open(path).unwrap();
+    let q = |sql: &str| -> usize { c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap() as usize };
+    let mut st = c
+        .prepare(
+            "SELECT p.number, v.boot FROM boot_plan p JOIN variant v ON v.id = p.variant_id \
+             WHERE p.experiment_id = 1 ORDER BY p.number",
+        )
+        .unwrap();
+    let plans = st
+        .query_map([], |r| Ok((r.get::<_, u32>(0)?, r.get::<_, String>(1)?)))
+        .unwrap()
+        .map(|r| {
+            let (n, boot) = r.unwrap();
+            let b: Value = serde_json::from_str(&boot).unwrap();
+            (n, b["release"].as_str().unwrap().to_string())
+        })
+        .collect();
+    let mut st = c
+        .prepare(
+            "SELECT number, plan, status, release, cmdline, extra_warmups FROM boot \
+             WHERE experiment_id = 1 ORDER BY number",
+        )
+        .unwrap();
+    let boots = st
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let (status, env): (String, String) = c
+        .query_row(
+            "SELECT status, environment FROM experiment WHERE id = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let env: Value = serde_json::from_str(&env).unwrap();
+    Stored {
+        plans,
+        boots,
+        slots: q("SELECT count(*) FROM slot WHERE experiment_id = 1"),
+        runs: q("SELECT count(*) FROM run WHERE experiment_id = 1"),
+        status,
+        ended: env["boot_loop"]["ended"].as_str().map(str::to_string),
+    }
+}
+
+/// Every planned boot ran once to completion, in plan order, in its planned kernel and command
+/// line; the plans are ABBA over the two kernels; every slot has its run; the loop ended complete.
+fn assert_complete(s: &Stored, ks: &[Kernel]) {
+    assert_eq!(s.status, "complete", "{s:#?}");
+    assert!(
+        s.ended
+            .as_deref()
+            .is_some_and(|e| e.starts_with("complete")),
+        "{s:#?}"
+    );
+    assert_eq!(s.runs, s.slots, "every planned run stored: {s:#?}");
+    let releases: Vec<&str> = s.plans.iter().map(|p| p.1.as_str()).collect();
+    assert_eq!(releases.len(), 4, "{s:#?}");
+    assert!(
+        releases[0] != releases[1] && releases[1] == releases[2] && releases[3] == releases[0],
+        "ABBA over the two kernels: {releases:?}"
+    );
+    assert!(ks.iter().all(|k| releases.contains(&k.release.as_str())));
+    let complete: Vec<_> = s.boots.iter().filter(|b| b.2 == "complete").collect();
+    let plan_order: Vec<u32> = complete.iter().map(|b| b.1).collect();
+    assert_eq!(plan_order, vec![0, 1, 2, 3], "{s:#?}");
+    for b in &complete {
+        assert_eq!(
+            b.3.as_deref(),
+            Some(s.plans[b.1 as usize].1.as_str()),
+            "planned kernel: {b:?}"
+        );
+        assert_eq!(
+            b.4.as_deref(),
+            Some(LOOP_CMDLINE),
+            "planned command line: {b:?}"
+        );
     }
 }
 
 #[test]
-fn spike_kexec_between_the_two_kernels() {
+fn kexec_loop_boots_every_planned_kernel_in_abba_order_and_stores_every_run() {
     let ks = match kernels() {
         Ok(k) => k,
         Err(why) => return common::skip(&why),
     };
-    let other = &ks[1].release;
-    let boot_sh = format!(
-        "n=$(cat /machine/count 2>/dev/null || echo 0)\n\
-         echo $((n+1)) > /machine/count\n\
-         echo \"$(uname -r) $(cat /proc/cmdline)\" >> /machine/seen\n\
-         sync\n\
-         if [ $n -lt 1 ]; then kexec -l /machine/boot/vmlinuz-{other} --initrd /machine/boot/initrd.img-{other} --append \"$(cat /proc/cmdline) abperf.spike=1\" && sync && kexec -e; fi\n"
-    );
-    let m = Machine::new(ks, &boot_sh);
+    let m = Machine::new(ks.clone(), &boot_script(&ks, 2, "true"));
     let t = Instant::now();
-    let q = m.power_on();
-    m.wait_off(q, Duration::from_secs(300));
-    eprintln!("{:?}\n{}", t.elapsed(), m.console());
-    let seen = String::from_utf8(m.read("seen").unwrap()).unwrap();
-    eprintln!("{seen}");
-    assert_eq!(seen.lines().count(), 2);
+    let q = m.power_on(0);
+    m.wait_off(0, q, Duration::from_secs(400));
+    eprintln!("the loop took {:?}", t.elapsed());
+    let console = m.console(0);
+    let s = read_store(&m.store());
+    assert_complete(&s, &ks);
+    assert_eq!(
+        s.boots.len(),
+        4,
+        "no boot lost or failed: {s:#?}\n{console}"
+    );
+    assert_eq!(
+        console.matches("machine: up ").count(),
+        5,
+        "home, then four kexec boots:\n{console}"
+    );
+    assert!(
+        console.contains("the boot loop is over; rebooting into this machine's default kernel"),
+        "{console}"
+    );
+    // Powered on again, the machine stays in its default kernel: no loop runs any more.
+    let q = m.power_on(1);
+    m.wait_off(1, q, Duration::from_secs(120));
+    let again = m.console(1);
+    assert!(
+        again.contains(&format!("machine: up {}", ks[0].release)),
+        "{again}"
+    );
+    assert!(again.contains("no boot loop is running"), "{again}");
+    assert_eq!(again.matches("machine: up ").count(), 1, "{again}");
+}
+
+#[test]
+fn power_cut_during_a_boot_then_the_loop_resumes_with_nothing_lost() {
+    let ks = match kernels() {
+        Ok(k) => k,
+        Err(why) => return common::skip(&why),
+    };
+    let m = Machine::new(ks.clone(), &boot_script(&ks, 3, "sleep 1"));
+    let t = Instant::now();
+    let mut q = m.power_on(0);
+    // The power goes during the second planned boot's runs.
+    let cut = loop {
+        let c = m.console(0);
+        if c.contains("abperf: boot 2 of 4 ") {
+            std::thread::sleep(Duration::from_millis(2500));
+            break true;
+        }
+        if q.try_wait().unwrap().is_some() || t.elapsed() > Duration::from_secs(300) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = q.kill();
+    let _ = q.wait();
+    assert!(cut, "the second boot never came up:\n{}", m.console(0));
+    let before = read_store(&m.store());
+    assert!(
+        before.boots.iter().any(|b| b.2 == "running"),
+        "the cut came during a boot: {before:#?}"
+    );
+    let q = m.power_on(1);
+    m.wait_off(1, q, Duration::from_secs(400));
+    eprintln!("cut and resumed in {:?}", t.elapsed());
+    let console = m.console(1);
+    let s = read_store(&m.store());
+    assert_complete(&s, &ks);
+    let lost: Vec<_> = s.boots.iter().filter(|b| b.2 == "lost").collect();
+    assert_eq!(lost.len(), 1, "{s:#?}\n{console}");
+    assert!(
+        console.contains("the machine restarted during this boot"),
+        "{console}"
+    );
+    // The boot that continued the cut one warmed up again, outside the schedule.
+    let again = s
+        .boots
+        .iter()
+        .find(|b| b.2 == "complete" && b.1 == lost[0].1)
+        .unwrap();
+    assert!(again.0 > lost[0].0, "{s:#?}");
 }

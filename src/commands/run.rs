@@ -3,6 +3,7 @@
 //! run as it ends. `--resume ID` continues a stopped experiment where its schedule stands.
 
 pub(super) mod args;
+pub(crate) mod boot_loop;
 pub mod boots;
 pub(super) mod end;
 pub(super) mod progress;
