@@ -22,6 +22,7 @@ const PROGRAMS: &[&str] = &[
     "depmod",
     "kexec",
     "mkfs.ext4",
+    "e2fsck",
     "debugfs",
 ];
 
@@ -135,6 +136,7 @@ impl Machine {
             .arg(&stage)
             .arg(m.path("disk.img"))
             .arg("512M")
+            .stdout(Stdio::null())
             .status()
             .unwrap();
         assert!(st.success(), "mkfs.ext4 failed");
@@ -215,8 +217,21 @@ impl Machine {
         }
     }
 
-    /// The store as the disk holds it, copied out with debugfs (the image is not mounted).
+    /// The store as the disk holds it, copied out with debugfs (the image is not mounted) after
+    /// e2fsck has replayed the ext4 journal, as the next mount would (debugfs reads the
+    /// metadata where it stands: a file's last fsynced growth may still be in the journal).
     fn store(&self) -> PathBuf {
+        let st = Command::new("e2fsck")
+            .arg("-fy")
+            .arg(self.path("disk.img"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(
+            st.code().is_some_and(|c| c < 4),
+            "e2fsck found errors it could not fix: {st}"
+        );
         let out = self.path("out");
         let _ = std::fs::remove_dir_all(&out);
         std::fs::create_dir_all(&out).unwrap();
