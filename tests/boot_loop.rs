@@ -462,3 +462,94 @@ fn power_cut_during_a_boot_then_the_loop_resumes_with_nothing_lost() {
         .unwrap();
     assert!(again.0 > lost[0].0, "{s:#?}");
 }
+
+/// The unit abperf installs on a machine with systemd (the QEMU machine above has no systemd:
+/// its init runs the same `abperf boot-loop resume`): systemd's own checker finds nothing to
+/// say about it (it warns on stderr, and still exits 0, for a bad setting).
+#[test]
+fn the_systemd_unit_passes_systemd_analyze_verify() {
+    if !common::on_path("systemd-analyze") {
+        return common::skip("systemd-analyze not on $PATH (package systemd)");
+    }
+    let lab = common::Lab::new();
+    let out = lab.run(&["boot-loop", "unit"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let unit = lab.write("abperf-boot-loop.service", &out.stdout);
+    assert!(out.stdout.contains("ExecStart="), "{}", out.stdout);
+    let v = Command::new("systemd-analyze")
+        .args(["verify", &unit])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&v.stderr);
+    assert!(v.status.success() && err.trim().is_empty(), "{err}");
+    // The checker does complain about a broken unit: the test can fail.
+    let broken = lab.write(
+        "abperf-broken.service",
+        out.stdout.replace("Type=exec", "Type=bogus"),
+    );
+    let v = Command::new("systemd-analyze")
+        .args(["verify", &broken])
+        .output()
+        .unwrap();
+    assert!(!v.stderr.is_empty());
+}
+
+/// Without --reboot-this-machine the loop prints what it would do and stops there, naming the
+/// flag: nothing is stored, nothing loaded. (This test never lets a loop start on this machine.)
+#[test]
+fn without_the_explicit_flag_the_plan_is_printed_and_nothing_happens() {
+    let ks = match kernels() {
+        Ok(k) => k,
+        Err(why) => return common::skip(&why),
+    };
+    let lab = common::Lab::new();
+    let mut args: Vec<String> = Vec::new();
+    for k in &ks {
+        let image = lab.path(&format!("boot/vmlinuz-{}", k.release));
+        std::fs::create_dir_all(image.parent().unwrap()).unwrap();
+        std::fs::copy(&k.vmlinuz, &image).unwrap();
+        lab.write(&format!("boot/initrd.img-{}", k.release), "initramfs");
+        args.extend(["--kernel".into(), image.display().to_string()]);
+    }
+    let mut full: Vec<&str> = vec!["run", "--boot-on-host", "kexec", "--boot-hook", "manual"];
+    full.extend(args.iter().map(String::as_str));
+    full.extend(["--append", "pti=on", "--boots", "2", "-r", "1", "true"]);
+    let out = lab.run(&full);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("reboots THIS machine 4 times"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("add --reboot-this-machine"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains(" pti=on)"), "{}", out.stderr);
+    assert!(!lab.db().exists() || lab.run(&["list"]).stdout.trim().lines().count() <= 1);
+    // VM-only options and kernel packages are refused by name.
+    let mut vm = full.clone();
+    vm.extend(["--accel", "tcg"]);
+    let out = lab.run(&vm);
+    assert_eq!(out.code, Some(2));
+    assert!(
+        out.stderr.contains("--accel is for kernels booted in VMs"),
+        "{}",
+        out.stderr
+    );
+    let out = lab.run(&[
+        "run",
+        "--boot-on-host",
+        "kexec",
+        "--kernel",
+        "linux-image-amd64",
+        "true",
+    ]);
+    assert_eq!(out.code, Some(2));
+    assert!(
+        out.stderr.contains("an installed kernel image"),
+        "{}",
+        out.stderr
+    );
+}
