@@ -385,8 +385,27 @@ fn kexec_loop_boots_every_planned_kernel_in_abba_order_and_stores_every_run() {
     m.wait_off(0, q, Duration::from_secs(400));
     eprintln!("the loop took {:?}", t.elapsed());
     let console = m.console(0);
-    let s = read_store(&m.store());
+    let db = m.store();
+    let s = read_store(&db);
     assert_complete(&s, &ks);
+    // Each boot's snapshot holds what the kernel's log said of its command line.
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let mut st = c
+        .prepare("SELECT environment FROM boot WHERE status = 'complete'")
+        .unwrap();
+    let envs: Vec<String> = st
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for e in &envs {
+        let v: Value = serde_json::from_str(e).unwrap();
+        assert_eq!(
+            v["guest"]["cmdline_unknown"],
+            serde_json::json!(["abperf_test=1"]),
+            "{v}"
+        );
+    }
     assert_eq!(
         s.boots.len(),
         4,

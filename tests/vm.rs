@@ -755,6 +755,15 @@ fn variants_whose_boots_show_the_same_configuration_are_named() {
          line (`abperf_test=1` `abperf_test=2`) but every boot of both shows the same kernel",
     );
     assert_eq!(c.stdout.matches("SAME CONFIGURATION").count(), 1, "{c}");
+    // The guest kernel's log said so: the note names the parameters it did not know.
+    c.has("`abperf_test=1`: the kernel reported it unknown and handed it to user space");
+    let strict = lab.run(&["compare", "1", "--pairs", "all", "--strict"]);
+    assert_eq!(strict.code, Some(3), "{}", strict.stderr);
+    assert!(
+        strict.stderr.contains("ran the same configuration"),
+        "{}",
+        strict.stderr
+    );
     let j = lab.ok(&["compare", "1", "--format", "json"]).json();
     let notes = j["notes"].to_string();
     assert!(notes.contains("SAME CONFIGURATION"), "{notes}");

@@ -184,9 +184,13 @@ pub fn run_share_into(
         anyhow::bail!("event {name}: {why} in the guest (--strict)");
     }
     cfg.counted_events = ok.into_iter().map(|s| s.name).collect();
+    let mut environment = abperf_measure::env::machine();
+    // What the kernel made of this boot's command line (read from its log).
+    environment["cmdline_unknown"] =
+        serde_json::to_value(abperf_measure::kmsg::unknown_cmdline_params())?;
     results.send_line(&Line::Hello {
         abperf: env!("CARGO_PKG_VERSION").into(),
-        environment: abperf_measure::env::machine(),
+        environment,
         events_skipped: bad,
     })?;
     let v = &share.variant;
