@@ -10,6 +10,7 @@
 //! - [`step`]: the step taken at every boot ([`step::at_boot`] → [`step::Next`]).
 //! - [`machine`]: this boot (release, command line, boot id), kexec, reboot.
 //! - [`unit`]: the systemd unit.
+//! - [`readiness`]: `abperf doctor`'s check that this machine can run a loop.
 //!
 //! Never strand a machine: kexec does not change the boot loader, so a hang, a crash or a power
 //! cut brings the machine back to its default kernel, where the unit settles the lost boot and
@@ -18,5 +19,6 @@
 
 pub mod design;
 pub mod machine;
+pub mod readiness;
 pub mod step;
 pub mod unit;
