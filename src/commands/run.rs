@@ -110,6 +110,17 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
              inside the VM; give the guest a command instead",
         ));
     }
+    if args.kernel.boot_on_host.is_none()
+        && (args.kernel.reboot_this_machine || args.kernel.boot_hook.is_some())
+    {
+        return Err(usage(
+            "--reboot-this-machine and --boot-hook go with --boot-on-host (the boot loop on this \
+             machine)",
+        ));
+    }
+    if args.kernel.boot_on_host.is_some() && args.resume.is_none() {
+        return boot_loop::start(args);
+    }
     if args.kernel.any() && args.resume.is_none() {
         return boots::run(args);
     }

@@ -156,7 +156,7 @@ fn print_plan(
 }
 
 /// `abperf run --kernel ... --boot-on-host kexec [--reboot-this-machine]`.
-pub(super) fn start(args: RunArgs) -> anyhow::Result<i32> {
+pub(crate) fn start(args: RunArgs) -> anyhow::Result<i32> {
     refuse_vm_options(&args)?;
     let o = check_options(&args)?;
     let k = &args.kernel;

@@ -95,9 +95,6 @@ fn choose_accel(arg: AccelArg, kernel: &Path) -> (String, String) {
 
 /// `abperf run --kernel ... [--append ...] COMMAND...`
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
-    if args.kernel.boot_on_host.is_some() {
-        return super::boot_loop::start(args);
-    }
     let o = check_options(&args)?;
     let k = &args.kernel;
     let kernels = resolve_kernels(k)?;
