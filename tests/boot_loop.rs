@@ -11,6 +11,7 @@
 #![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 mod common;
 use common::BIN;
+use common::kernels::{Kernel, choose_packages, fetch};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -24,6 +25,8 @@ const PROGRAMS: &[&str] = &[
     "mkfs.ext4",
     "e2fsck",
     "debugfs",
+    "apt-get",
+    "dpkg-deb",
 ];
 
 /// Modules the machine's init loads (with their dependencies) unless built in: abperf's guest
@@ -38,20 +41,13 @@ const MACHINE_MODULES: &[&str] = &[
     "overlay",
 ];
 
-#[derive(Debug, Clone)]
-struct Kernel {
-    release: String,
-    vmlinuz: PathBuf,
-    modules: PathBuf,
-}
-
-/// Two cached kernel packages (fetched into abperf's cache by tests/vm.rs or `abperf vm
-/// fetch-kernel`), or why the test cannot run here.
+/// The two kernels (fetched into abperf's cache as tests/vm.rs fetches them), or why the test
+/// cannot run here.
 fn kernels() -> Result<Vec<Kernel>, String> {
     let missing: Vec<&str> = PROGRAMS
         .iter()
         .copied()
-        .filter(|p| !common::on_path(p) && !Path::new("/usr/sbin").join(p).is_file())
+        .filter(|p| !common::on_path(p))
         .collect();
     if !missing.is_empty() {
         return Err(format!(
@@ -59,34 +55,14 @@ fn kernels() -> Result<Vec<Kernel>, String> {
              kmod, kexec-tools, e2fsprogs)"
         ));
     }
-    let o = Command::new(BIN)
-        .args(["vm", "kernels", "--format", "json"])
-        .output()
-        .map_err(|e| e.to_string())?;
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
-    let mut ks: Vec<Kernel> = v
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|k| {
-            Some(Kernel {
-                release: k["release"].as_str()?.to_string(),
-                vmlinuz: PathBuf::from(k["vmlinuz"].as_str()?),
-                modules: PathBuf::from(k["modules"].as_str()?),
-            })
-        })
-        .filter(|k| k.vmlinuz.is_file() && k.modules.join("modules.dep").is_file())
-        .collect();
-    ks.sort_by(|a, b| a.release.cmp(&b.release));
-    ks.dedup_by(|a, b| a.release == b.release);
-    if ks.len() < 2 {
+    let pkgs = choose_packages()?;
+    let ks: Vec<Kernel> = pkgs.iter().map(|p| fetch(p)).collect();
+    if ks[0].release == ks[1].release {
         return Err(format!(
-            "{} kernel(s) in abperf's cache, 2 needed (`abperf vm fetch-kernel` two \
-             linux-image-*-amd64-unsigned packages; tests/vm.rs fetches them)",
-            ks.len()
+            "one kernel series in the archive ({}): the loop needs two kernels",
+            ks[0].release
         ));
     }
-    ks.truncate(2);
     Ok(ks)
 }
 
@@ -247,22 +223,31 @@ impl Machine {
     }
 }
 
-/// The script the machine runs at every boot: the first time it starts the loop (2 kernels x 1
-/// command line, 2 boots each, ABBA), afterwards it continues it, as abperf's unit would.
-fn boot_script(ks: &[Kernel], runs: u32, command: &str) -> String {
+/// The loop the machine starts: 2 kernels x 1 command line, `boots` boots each (ABBA), 1
+/// warm-up and `runs` runs of `command` per boot.
+fn loop_command(ks: &[Kernel], boots: u32, runs: u32, command: &str) -> String {
+    format!(
+        "{BIN} run --boot-on-host kexec --reboot-this-machine --boot-hook manual \
+         --kernel /machine/boot/vmlinuz-{a} --kernel /machine/boot/vmlinuz-{b} \
+         --append 'abperf_test=1' --boots {boots} -r {runs} --warmup 1 --seed 7 -n old -n new \
+         '{command}'",
+        a = ks[0].release,
+        b = ks[1].release,
+    )
+}
+
+/// The script the machine runs at every boot: the first time it starts the loop, afterwards it
+/// runs `every_boot` (shell) and continues the loop, as abperf's unit would.
+fn boot_script(start: &str, every_boot: &str) -> String {
     format!(
         "export ABPERF_DB=/machine/store/abperf.db\n\
          if [ ! -e /machine/started ]; then\n\
          \x20   touch /machine/started\n\
          \x20   sync\n\
-         \x20   exec {bin} run --boot-on-host kexec --reboot-this-machine --boot-hook manual \
-         --kernel /machine/boot/vmlinuz-{a} --kernel /machine/boot/vmlinuz-{b} \
-         --append 'abperf_test=1' --boots 2 -r {runs} --warmup 1 --seed 7 -n old -n new '{command}'\n\
+         \x20   exec {start}\n\
          fi\n\
-         exec {bin} boot-loop resume\n",
-        bin = BIN,
-        a = ks[0].release,
-        b = ks[1].release,
+         {every_boot}\n\
+         exec {BIN} boot-loop resume\n"
     )
 }
 
@@ -388,7 +373,12 @@ fn kexec_loop_boots_every_planned_kernel_in_abba_order_and_stores_every_run() {
         Ok(k) => k,
         Err(why) => return common::skip(&why),
     };
-    let m = Machine::new(ks.clone(), &boot_script(&ks, 2, "true"));
+    // At its first loop boot the machine tries to start a second loop: refused.
+    let start = loop_command(&ks, 2, 2, "true");
+    let second = format!(
+        "if [ ! -e /machine/second ]; then touch /machine/second; {start}; echo \"second loop: $?\"; fi"
+    );
+    let m = Machine::new(ks.clone(), &boot_script(&start, &second));
     let t = Instant::now();
     let q = m.power_on(0);
     m.wait_off(0, q, Duration::from_secs(400));
@@ -429,6 +419,34 @@ fn kexec_loop_boots_every_planned_kernel_in_abba_order_and_stores_every_run() {
         console.contains("the boot loop is over; rebooting into this machine's default kernel"),
         "{console}"
     );
+    assert!(
+        console.contains("is a boot loop still running in this store"),
+        "{console}"
+    );
+    assert!(console.contains("second loop: 1"), "{console}");
+    let status = common::run_within(
+        {
+            let mut c = Command::new(BIN);
+            c.args(["boot-loop", "status", "--db"]).arg(&db);
+            c
+        },
+        Duration::from_secs(30),
+        "boot-loop status",
+    );
+    assert!(
+        status
+            .stdout
+            .contains("ended: complete: every planned boot ran"),
+        "{}",
+        status.stdout
+    );
+    assert!(
+        status
+            .stdout
+            .contains("4 of 4 planned boots complete (4 boots made), 12 of 12 runs stored"),
+        "{}",
+        status.stdout
+    );
     // Powered on again, the machine stays in its default kernel: no loop runs any more.
     let q = m.power_on(1);
     m.wait_off(1, q, Duration::from_secs(120));
@@ -447,7 +465,10 @@ fn power_cut_during_a_boot_then_the_loop_resumes_with_nothing_lost() {
         Ok(k) => k,
         Err(why) => return common::skip(&why),
     };
-    let m = Machine::new(ks.clone(), &boot_script(&ks, 3, "sleep 1"));
+    let m = Machine::new(
+        ks.clone(),
+        &boot_script(&loop_command(&ks, 2, 3, "sleep 1"), ""),
+    );
     let t = Instant::now();
     let mut q = m.power_on(0);
     // The power goes during the second planned boot's runs.
@@ -580,4 +601,42 @@ fn without_the_explicit_flag_the_plan_is_printed_and_nothing_happens() {
         "{}",
         out.stderr
     );
+}
+
+/// `boot-loop stop` in the first loop boot ends the loop there: the experiment is marked
+/// stopped, nothing more is booted, and `resume` at the next boot has nothing to do.
+#[test]
+fn boot_loop_stop_ends_the_loop_in_the_boot_it_runs_in() {
+    let ks = match kernels() {
+        Ok(k) => k,
+        Err(why) => return common::skip(&why),
+    };
+    let stop = format!("{BIN} boot-loop status; {BIN} boot-loop stop; echo \"stop: $?\"");
+    let m = Machine::new(
+        ks.clone(),
+        &boot_script(&loop_command(&ks, 1, 1, "true"), &stop),
+    );
+    let q = m.power_on(0);
+    m.wait_off(0, q, Duration::from_secs(200));
+    let console = m.console(0);
+    assert!(
+        console.contains("experiment 1: boot loop (kexec) running"),
+        "{console}"
+    );
+    assert!(console.contains("boot loop stopped"), "{console}");
+    assert!(console.contains("stop: 0"), "{console}");
+    assert!(console.contains("no boot loop is running"), "{console}");
+    assert_eq!(
+        console.matches("machine: up ").count(),
+        2,
+        "home, then the first loop boot only:\n{console}"
+    );
+    let s = read_store(&m.store());
+    assert_eq!(s.status, "interrupted", "{s:#?}");
+    assert_eq!(
+        s.ended.as_deref(),
+        Some("stopped by `abperf boot-loop stop`"),
+        "{s:#?}"
+    );
+    assert_eq!(s.runs, 0, "{s:#?}");
 }

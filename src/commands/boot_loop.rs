@@ -139,6 +139,14 @@ fn stop(db: &DbArgs) -> anyhow::Result<i32> {
         return Ok(0);
     };
     mark_ended(&mut store, lp.id, "stopped by `abperf boot-loop stop`")?;
+    for b in store.boots(lp.id)? {
+        if (b.status == "starting" || b.status == "running")
+            && let Some(row) = store.boot_id(lp.id, b.number)?
+        {
+            let why = "the loop was stopped (abperf boot-loop stop)";
+            store.end_boot(row, "interrupted", why, None, None, b.extra_warmups)?;
+        }
+    }
     store.set_status(lp.id, Status::Interrupted)?;
     let now = ThisBoot::read()?;
     say(&format!(
