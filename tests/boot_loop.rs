@@ -474,7 +474,9 @@ fn power_cut_during_a_boot_then_the_loop_resumes_with_nothing_lost() {
     // The power goes during the second planned boot's runs.
     let cut = loop {
         let c = m.console(0);
-        if c.contains("abperf: boot 2 of 4 ") {
+        let up =
+            |l: &str| l.starts_with("abperf: planned boot 2 of 4 (") && l.contains("): up in ");
+        if c.lines().any(up) {
             std::thread::sleep(Duration::from_millis(2500));
             break true;
         }

@@ -168,7 +168,7 @@ fn run_this_boot(
     store.boot_up(boot_id, &now.release, &now.cmdline, now.uptime, &env)?;
     let v = &lp.variants[plan.variant];
     progress.note(&format!(
-        "abperf: boot {} of {} ('{}'): up in {:.1} s in {} ({})",
+        "abperf: planned boot {} of {} ('{}'): up in {:.1} s in {} ({})",
         plan.number + 1,
         lp.plans.len(),
         v.name,
@@ -346,7 +346,8 @@ fn next_boot(
         return end(store, lp, why);
     }
     progress.note(&format!(
-        "abperf: boot {number} (planned boot {} of {}, '{}'): kexec into {release} ({cmdline})",
+        "abperf: planned boot {} of {} ('{}', boot {number} made): kexec into {release} \
+         ({cmdline})",
         plan.number + 1,
         lp.plans.len(),
         v.name
