@@ -642,3 +642,38 @@ fn boot_loop_stop_ends_the_loop_in_the_boot_it_runs_in() {
     );
     assert_eq!(s.runs, 0, "{s:#?}");
 }
+
+/// A boot that reaches abperf later than --boot-timeout after its kexec ends the loop with the
+/// reason stored, and the machine goes back to its default kernel.
+#[test]
+fn a_boot_slower_than_boot_timeout_ends_the_loop_and_the_machine_goes_home() {
+    let ks = match kernels() {
+        Ok(k) => k,
+        Err(why) => return common::skip(&why),
+    };
+    // A kernel takes seconds to boot under TCG: one second is too little.
+    let start = loop_command(&ks, 1, 1, "true").replace(" --seed 7", " --seed 7 --boot-timeout 1");
+    let m = Machine::new(ks.clone(), &boot_script(&start, ""));
+    let q = m.power_on(0);
+    m.wait_off(0, q, Duration::from_secs(200));
+    let console = m.console(0);
+    assert_eq!(
+        console.matches("machine: up ").count(),
+        2,
+        "home, then the first loop boot only:\n{console}"
+    );
+    assert!(
+        console.contains("the boot loop is over; rebooting into this machine's default kernel"),
+        "{console}"
+    );
+    let s = read_store(&m.store());
+    assert_eq!(s.status, "failed", "{s:#?}");
+    let why = s.ended.clone().unwrap_or_default();
+    assert!(
+        why.contains("after the kexec, more than --boot-timeout 1 s"),
+        "{s:#?}"
+    );
+    assert_eq!(s.boots.len(), 1, "{s:#?}");
+    assert_eq!(s.boots[0].status, "failed", "{s:#?}");
+    assert_eq!(s.runs, 0, "{s:#?}");
+}
