@@ -358,3 +358,194 @@ fn next_boot(
         cmdline,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    //! The settling of the boot under way, on a real store: never a kexec (the kernels named
+    //! here do not exist, and the cases below end before one would be loaded).
+    use super::*;
+    use crate::boot_loop::design::LoopDesign;
+    use crate::runner::boots::VmDesign;
+    use crate::runner::experiment::NoProgress;
+    use abperf_model::{BootConfig, Kind, NewExperiment, Variant};
+
+    const HOME: &str = "6.1.0-home";
+    const BASE: &str = "root=/dev/vda ro";
+
+    fn new_loop(store: &mut Store, dir: &Path) -> Loop {
+        let d = LoopDesign {
+            mode: "kexec".into(),
+            home_release: HOME.into(),
+            home_cmdline: BASE.into(),
+            base_cmdline: BASE.into(),
+            initrds: BTreeMap::new(),
+            systemd_unit: false,
+            boot_timeout_s: 300.0,
+            max_lost: 2,
+        };
+        let vm = VmDesign {
+            boots: 1,
+            accel: HOST_ACCEL.into(),
+            accel_reason: "test".into(),
+            cpus: 1,
+            memory_mib: 0,
+            host_cpus: None,
+            boot_timeout_s: 300.0,
+            console_dir: None,
+            strict: false,
+        };
+        let (plans, schedule) =
+            crate::design::build_boot_schedule(crate::design::Order::Abba, 2, 1, 1, 0, 7);
+        let variants: Vec<Variant> = ["6.12.0-a", "6.13.0-b"]
+            .iter()
+            .map(|r| Variant {
+                command: Some("true".into()),
+                boot: Some(BootConfig {
+                    kernel: dir.join(format!("vmlinuz-{r}")).display().to_string(),
+                    release: r.to_string(),
+                    modules: None,
+                    package: None,
+                    append: "pti=on".into(),
+                }),
+                ..Variant::named(r)
+            })
+            .collect();
+        let design = serde_json::json!({
+            "order": "abba", "runs": 1, "warmup": 0, "seed": 7, "pre": null, "post": null,
+            "setup": null, "cleanup": null, "shell": "auto", "pin": null, "timeout_s": null,
+            "events": [], "counted_events": [], "ignore_failure": false, "show_output": false,
+            "vm": vm, "boot_loop": d,
+        });
+        let exp = NewExperiment {
+            name: "loop".into(),
+            kind: Kind::Run,
+            command_line: vec![],
+            design,
+            seed: Some(7),
+            environment: serde_json::json!({}),
+        };
+        let id = store
+            .create_boot_experiment(&exp, &variants, &schedule, &plans)
+            .unwrap();
+        Loop::load(store, id).unwrap()
+    }
+
+    /// The kexec of planned boot `plan`, issued `ago` seconds ago from boot `from`.
+    fn issued(store: &mut Store, lp: &Loop, plan: u32, from: &str, ago: f64) -> i64 {
+        let env = serde_json::json!({"kexec": {"from_boot_id": from, "at_unix": unix_now() - ago}});
+        store.start_boot(lp.id, plan, HOST_ACCEL, &env).unwrap().0
+    }
+
+    fn this(release: &str, cmdline: &str, boot_id: &str) -> ThisBoot {
+        ThisBoot {
+            release: release.into(),
+            cmdline: cmdline.into(),
+            boot_id: boot_id.into(),
+            uptime: 5.0,
+        }
+    }
+
+    fn setup() -> (tempfile::TempDir, Store, Loop) {
+        let d = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&d.path().join("s.db")).unwrap();
+        let lp = new_loop(&mut store, d.path());
+        (d, store, lp)
+    }
+
+    fn status(store: &Store, lp: &Loop) -> Vec<String> {
+        store
+            .boots(lp.id)
+            .unwrap()
+            .into_iter()
+            .map(|b| format!("{} {}", b.status, b.outcome.unwrap_or_default()))
+            .collect()
+    }
+
+    #[test]
+    fn back_in_the_default_kernel_the_boot_is_lost_and_the_loop_goes_on() {
+        let (_d, mut store, lp) = setup();
+        let first = lp.planned(&lp.plans[0]).unwrap().0;
+        issued(&mut store, &lp, 0, "boot-a", 10.0);
+        let r = settle_pending(
+            &mut store,
+            &lp,
+            &this(HOME, BASE, "boot-b"),
+            &mut NoProgress,
+        );
+        assert_eq!(r.unwrap(), None);
+        let s = status(&store, &lp);
+        assert!(
+            s[0].starts_with("lost the machine came back in its default kernel 6.1.0-home"),
+            "{s:?}"
+        );
+        assert!(s[0].contains(&format!("instead of {first}")), "{s:?}");
+    }
+
+    #[test]
+    fn a_kernel_the_plan_does_not_have_ends_the_loop_with_the_reason_stored() {
+        let (_d, mut store, lp) = setup();
+        issued(&mut store, &lp, 0, "boot-a", 10.0);
+        let now = this("6.99.0-other", BASE, "boot-b");
+        let r = settle_pending(&mut store, &lp, &now, &mut NoProgress).unwrap();
+        let Some(Next::Ended(why)) = r else {
+            panic!("{r:?}")
+        };
+        assert!(why.contains("came up in 6.99.0-other"), "{why}");
+        assert!(status(&store, &lp)[0].starts_with("failed "));
+        assert_eq!(Loop::load(&store, lp.id).unwrap().ended, Some(why));
+    }
+
+    #[test]
+    fn the_planned_kernel_with_another_command_line_ends_the_loop() {
+        let (_d, mut store, lp) = setup();
+        let (release, _, _) = lp.planned(&lp.plans[0]).unwrap();
+        issued(&mut store, &lp, 0, "boot-a", 10.0);
+        let now = this(&release, BASE, "boot-b"); // without the variant's pti=on
+        let r = settle_pending(&mut store, &lp, &now, &mut NoProgress).unwrap();
+        assert!(
+            matches!(r, Some(Next::Ended(ref w)) if w.contains("where the plan has")),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn a_boot_later_than_the_timeout_ends_the_loop() {
+        let (_d, mut store, lp) = setup();
+        let (release, cmdline, _) = lp.planned(&lp.plans[0]).unwrap();
+        issued(&mut store, &lp, 0, "boot-a", 1000.0);
+        let now = this(&release, &cmdline, "boot-b");
+        let r = settle_pending(&mut store, &lp, &now, &mut NoProgress).unwrap();
+        assert!(
+            matches!(r, Some(Next::Ended(ref w)) if w.contains("more than --boot-timeout 300 s")),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn a_kexec_that_did_not_happen_and_a_restart_during_a_boot_are_lost() {
+        let (_d, mut store, lp) = setup();
+        issued(&mut store, &lp, 0, "boot-a", 10.0);
+        let same = this(HOME, BASE, "boot-a");
+        assert_eq!(
+            settle_pending(&mut store, &lp, &same, &mut NoProgress).unwrap(),
+            None
+        );
+        assert!(status(&store, &lp)[0].contains("did not happen"));
+        let row = issued(&mut store, &lp, 0, "boot-a", 10.0);
+        store
+            .boot_up(row, "6.12.0-a", BASE, 3.0, &serde_json::json!({}))
+            .unwrap();
+        let later = this(HOME, BASE, "boot-c");
+        assert_eq!(
+            settle_pending(&mut store, &lp, &later, &mut NoProgress).unwrap(),
+            None
+        );
+        assert!(status(&store, &lp)[1].contains("restarted during this boot"));
+        // Lost twice: the loop stops before loading that plan a third time.
+        let next = next_boot(&mut store, &lp, &later, &mut NoProgress).unwrap();
+        assert!(
+            matches!(next, Next::Ended(ref w) if w.contains("was lost 2 times")),
+            "{next:?}"
+        );
+    }
+}
