@@ -633,8 +633,19 @@ fn boot_loop_stop_ends_the_loop_in_the_boot_it_runs_in() {
         2,
         "home, then the first loop boot only:\n{console}"
     );
-    let s = read_store(&m.store());
+    let db = m.store();
+    let s = read_store(&db);
     assert_eq!(s.status, "interrupted", "{s:#?}");
+    // `run --resume` does not take a loop over (its boots are this machine's own).
+    let mut c = Command::new(BIN);
+    c.args(["run", "--resume", "1", "--db"]).arg(&db);
+    let r = common::run_within(c, Duration::from_secs(30), "run --resume");
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is a boot loop on this machine"),
+        "{}",
+        r.stderr
+    );
     assert_eq!(
         s.ended.as_deref(),
         Some("stopped by `abperf boot-loop stop`"),

@@ -365,6 +365,12 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
     let cfg: RunConfig = serde_json::from_value(exp.design.clone()).with_context(|| {
         format!("experiment {id}: its stored design cannot be read by this abperf")
     })?;
+    if exp.design.get("boot_loop").is_some() {
+        return Err(usage(format!(
+            "experiment {id} is a boot loop on this machine: it goes on at boot through its \
+             systemd unit, or with `abperf boot-loop resume`"
+        )));
+    }
     // Take the experiment over before anything is touched; refused while its owner lives.
     claim(&mut store, id)?;
     if exp.design.get("vm").is_some() {

@@ -352,12 +352,6 @@ pub fn resume(
     cfg: &RunConfig,
     design: &serde_json::Value,
 ) -> anyhow::Result<i32> {
-    if design.get("boot_loop").is_some() {
-        return Err(crate::error::usage(format!(
-            "experiment {id} is a boot loop on this machine: it goes on at boot through its \
-             systemd unit, or with `abperf boot-loop resume`"
-        )));
-    }
     let vmd: VmDesign = serde_json::from_value(design["vm"].clone()).map_err(|e| {
         anyhow::anyhow!("experiment {id}: its stored VM design cannot be read by this abperf: {e}")
     })?;
