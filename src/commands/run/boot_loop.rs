@@ -235,8 +235,20 @@ pub(crate) fn start(args: RunArgs) -> anyhow::Result<i32> {
         "abperf: experiment {id}: the plan is committed; starting the boot loop (seed {seed})"
     ));
     if systemd_unit {
-        let exe = std::env::current_exe()?;
-        unit::install(&unit::unit_text(&exe, &store_path, Some(id)))?;
+        let installed = std::env::current_exe()
+            .map_err(anyhow::Error::from)
+            .and_then(|exe| unit::install(&unit::unit_text(&exe, &store_path, Some(id))));
+        if let Err(e) = installed {
+            // Nothing was booted: the loop ends before it began, the machine untouched.
+            let _ = unit::remove();
+            mark_ended(
+                &mut store,
+                id,
+                &format!("the unit could not be installed: {e:#}"),
+            )?;
+            store.set_status(id, crate::model::Status::Failed)?;
+            return Err(e.context(format!("experiment {id}: the boot loop did not start")));
+        }
     }
     continue_loop(&mut store, id)
 }
