@@ -13,9 +13,12 @@ cd "$(dirname "$0")/.."
 # gcc, libc6-dev, perl: workloads. qemu-system-x86, kmod, busybox-static: abperf vm (kernels
 # booted under QEMU). make, bc, flex, bison, xz-utils: the kbuild workload's test. time: GNU
 # time, the max RSS test's reference. util-linux: unshare, for private mount namespaces.
+# kexec-tools, e2fsprogs: the boot loop's test machine (kexec between kernels inside a QEMU
+# guest whose ext4 disk image is made and read on the host); systemd: systemd-analyze verify of
+# the loop's unit.
 # chromium-headless-shell: the HTML report loaded in a real browser (ABPERF_CHROMIUM=PATH uses
 # another Chromium and installs none).
-PKGS="gcc libc6-dev perl qemu-system-x86 kmod busybox-static make bc flex bison xz-utils time util-linux"
+PKGS="gcc libc6-dev perl qemu-system-x86 kmod busybox-static make bc flex bison xz-utils time util-linux kexec-tools e2fsprogs systemd"
 if [ -z "${ABPERF_CHROMIUM:-}" ]; then
     PKGS="$PKGS chromium-headless-shell"
 fi
@@ -57,6 +60,11 @@ install_missing() {
     echo "test.sh: installing:$ok" >&2
     # shellcheck disable=SC2086
     apt-get install -y -qq $APT_OPTS $ok
+    # kexec-tools installs with LOAD_KEXEC=true (every reboot of this machine a kexec into
+    # /vmlinuz); the tests only kexec inside QEMU guests, so a package installed here says false.
+    case " $ok " in
+    *" kexec-tools "*) sed -i 's/^LOAD_KEXEC=true/LOAD_KEXEC=false/' /etc/default/kexec ;;
+    esac
 }
 
 # Debian's kernel source unpacked into CACHE/debian-source (where `abperf workload` kbuild's

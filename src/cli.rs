@@ -46,6 +46,8 @@ pub enum Command {
     Trace(crate::commands::trace::TraceArgs),
     /// Kernels as virtual machines: fetch kernel packages, probe KVM, run a command in a kernel
     Vm(crate::commands::vm::VmArgs),
+    /// The boot loop on this machine (run --boot-on-host): status, stop, resume (at boot), unit
+    BootLoop(crate::commands::boot_loop::BootLoopArgs),
     /// Models on stored data: `model ceiling` predicts the best tlb_single_page_flush_ceiling
     #[command(visible_alias = "advise")]
     Model(crate::commands::ceiling::ModelArgs),
@@ -118,6 +120,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Trace(a) => commands::trace::run(a),
         Command::Vm(a) => commands::vm::run(a),
         Command::Model(a) => commands::ceiling::run(a),
+        Command::BootLoop(a) => commands::boot_loop::run(a),
         Command::Workload(a) => commands::workload::run(a),
         Command::Completions(a) => commands::completions::completions(a, Cli::command()),
         Command::Man(a) => commands::completions::man(a, Cli::command()),

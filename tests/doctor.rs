@@ -86,13 +86,13 @@ fn doctor_reports_this_machine_and_exits_0() {
     if let Some(mode) = &thp_mode {
         assert!(line("thp").contains(&format!("enabled: {mode}")), "{out}");
     }
-    assert!(out.contains("20 checks:"), "{out}");
+    assert!(out.contains("21 checks:"), "{out}");
 
     let o = lab.run(&["doctor", "--db", db, "--format", "json", "--sample", "0.2"]);
     assert_eq!(o.code, Some(0), "{}", o.all());
     let doc = o.json();
     let checks = doc["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 20);
+    assert_eq!(checks.len(), 21);
     let mut names = Vec::new();
     for c in checks {
         let status = c["status"].as_str().unwrap();
@@ -106,7 +106,7 @@ fn doctor_reports_this_machine_and_exits_0() {
     }
     names.sort();
     names.dedup();
-    assert_eq!(names.len(), 20);
+    assert_eq!(names.len(), 21);
     let by = |n: &str| checks.iter().find(|c| c["name"] == n).unwrap().clone();
     if !governors {
         assert_eq!(by("cpufreq_governor")["status"], "not available");
@@ -123,6 +123,23 @@ fn doctor_reports_this_machine_and_exits_0() {
     }
     if kvm["status"] != "ok" {
         assert!(!kvm["fix"].as_str().unwrap_or("").is_empty(), "{kvm}");
+    }
+    // The boot loop on this machine: a kernel without kexec has no kexec_load_disabled sysctl,
+    // and the check says so with the fix.
+    let boot_loop = by("boot_loop");
+    if !Path::new("/proc/sys/kernel/kexec_load_disabled").exists() {
+        assert_eq!(boot_loop["status"], "warn", "{boot_loop}");
+        assert!(
+            boot_loop["finding"]
+                .as_str()
+                .unwrap()
+                .contains("this kernel has no kexec"),
+            "{boot_loop}"
+        );
+        assert!(
+            boot_loop["fix"].as_str().unwrap().contains("CONFIG_KEXEC"),
+            "{boot_loop}"
+        );
     }
     if vm {
         assert!(

@@ -7,10 +7,10 @@
 #![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 mod common;
 use common::BIN;
+use common::kernels::{Kernel, choose_packages, fetch};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
@@ -31,13 +31,6 @@ fn one_vm_at_a_time() -> MutexGuard<'static, ()> {
     VM_LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-#[derive(Debug, Clone)]
-struct Kernel {
-    package: String,
-    release: String,
-    vmlinuz: PathBuf,
-}
-
 /// Why the VM tests cannot run here, probed independently of abperf: a program missing from
 /// $PATH (the tests install nothing themselves; scripts/test.sh does).
 fn programs_missing() -> Result<(), String> {
@@ -54,121 +47,6 @@ fn programs_missing() -> Result<(), String> {
              busybox-static)"
         ))
     }
-}
-
-/// Sort key of a Debian kernel ABI name such as 6.1.0-56 or 6.12.117+deb12: its numbers.
-fn numbers(s: &str) -> Vec<u64> {
-    s.split(|c: char| !c.is_ascii_digit())
-        .filter(|p| !p.is_empty())
-        .map(|p| p.parse().unwrap_or(0))
-        .collect()
-}
-
-/// Two generic (9p-capable) kernel packages of different series (6.1 and 6.12 on Debian 12),
-/// or one twice if the archive has one series. A series' cached package is preferred, so new
-/// uploads do not cost a download per test run. `$ABPERF_TEST_KERNELS` ("pkg1 pkg2") overrides.
-fn choose_packages() -> Result<Vec<String>, String> {
-    if let Ok(v) = std::env::var("ABPERF_TEST_KERNELS") {
-        let p: Vec<String> = v.split_whitespace().map(str::to_string).collect();
-        if !p.is_empty() {
-            return Ok(p);
-        }
-    }
-    let list = || {
-        Command::new("apt-cache")
-            .args(["pkgnames", "linux-image-"])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    };
-    let mut names = list();
-    if !names.contains("-amd64-unsigned") {
-        let _ = Command::new("apt-get").args(["update", "-qq"]).status();
-        names = list();
-    }
-    let cached: Vec<String> = {
-        let o = Command::new(BIN)
-            .args(["vm", "kernels", "--format", "json"])
-            .output()
-            .map_err(|e| e.to_string())?;
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
-        v.as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|k| k["package"].as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    // series ("6.1", "6.12") -> packages
-    let mut series: BTreeMap<(u64, u64), Vec<String>> = BTreeMap::new();
-    for n in names.lines().map(str::trim) {
-        let Some(abi) = n
-            .strip_prefix("linux-image-")
-            .and_then(|r| r.strip_suffix("-amd64-unsigned"))
-        else {
-            continue;
-        };
-        if abi.contains("cloud")
-            || abi.contains("rt")
-            || !abi.starts_with(|c: char| c.is_ascii_digit())
-        {
-            continue;
-        }
-        let k = numbers(abi);
-        if k.len() < 2 {
-            continue;
-        }
-        series.entry((k[0], k[1])).or_default().push(n.to_string());
-    }
-    let mut chosen: Vec<String> = series
-        .values_mut()
-        .rev()
-        .take(2)
-        .map(|pkgs| {
-            pkgs.sort_by_key(|p| numbers(p));
-            pkgs.iter()
-                .rev()
-                .find(|p| cached.contains(p))
-                .unwrap_or_else(|| pkgs.last().unwrap())
-                .clone()
-        })
-        .collect();
-    match chosen.len() {
-        0 => Err("apt-cache lists no linux-image-*-amd64-unsigned package".into()),
-        1 => {
-            chosen.push(chosen[0].clone());
-            Ok(chosen)
-        }
-        _ => Ok(chosen),
-    }
-}
-
-fn fetch(package: &str) -> Kernel {
-    let o = Command::new(BIN)
-        .args(["vm", "fetch-kernel", "--format", "json", package])
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "fetch-kernel {package}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let k = &v[0];
-    let kernel = Kernel {
-        package: k["package"].as_str().unwrap().to_string(),
-        release: k["release"].as_str().unwrap().to_string(),
-        vmlinuz: PathBuf::from(k["vmlinuz"].as_str().unwrap()),
-    };
-    assert!(kernel.vmlinuz.is_file(), "{kernel:?}");
-    assert!(
-        Path::new(k["modules"].as_str().unwrap())
-            .join("modules.dep")
-            .is_file(),
-        "depmod ran: {k}"
-    );
-    kernel
 }
 
 /// The two kernels, or None (with the reason printed) if this machine cannot run the tests.
@@ -755,6 +633,15 @@ fn variants_whose_boots_show_the_same_configuration_are_named() {
          line (`abperf_test=1` `abperf_test=2`) but every boot of both shows the same kernel",
     );
     assert_eq!(c.stdout.matches("SAME CONFIGURATION").count(), 1, "{c}");
+    // The guest kernel's log said so: the note names the parameters it did not know.
+    c.has("`abperf_test=1`: the kernel reported it unknown and handed it to user space");
+    let strict = lab.run(&["compare", "1", "--pairs", "all", "--strict"]);
+    assert_eq!(strict.code, Some(3), "{}", strict.stderr);
+    assert!(
+        strict.stderr.contains("ran the same configuration"),
+        "{}",
+        strict.stderr
+    );
     let j = lab.ok(&["compare", "1", "--format", "json"]).json();
     let notes = j["notes"].to_string();
     assert!(notes.contains("SAME CONFIGURATION"), "{notes}");

@@ -52,9 +52,16 @@ pub struct CompareArgs {
     /// them); compared with Welch from the summaries (no rank or bootstrap checks)
     #[arg(long, conflicts_with = "column")]
     pub summary: bool,
+    /// Exit with status 3 when kernel variants ran the same configuration (the report's SAME
+    /// CONFIGURATION note: their boots show no difference in what the kernel did)
+    #[arg(long)]
+    pub strict: bool,
     #[command(flatten)]
     pub db: crate::commands::DbArgs,
 }
+
+/// `compare --strict`'s exit status when variants ran the same configuration.
+pub const SAME_CONFIGURATION_EXIT: i32 = 3;
 
 fn is_experiment_ref(s: &str) -> bool {
     s == "latest" || s.parse::<i64>().is_ok()
@@ -197,6 +204,17 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     };
     r.details = args.details;
     output::write(&args.format.render(&r)?, args.output.as_ref())?;
+    let same = r
+        .notes
+        .iter()
+        .any(|n| n.starts_with(crate::report::same_config::PREFIX));
+    if args.strict && same {
+        crate::error::stderr_line(
+            "abperf: --strict: the variants ran the same configuration (see the SAME \
+             CONFIGURATION note)",
+        );
+        return Ok(SAME_CONFIGURATION_EXIT);
+    }
     Ok(0)
 }
 

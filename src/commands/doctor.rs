@@ -53,6 +53,8 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
     let sys = Sys::real();
     let mut checks = doctor::run_all(&sys, Duration::from_secs_f64(args.sample));
     checks.push(kvm_check());
+    let kexec = crate::boot_loop::machine::find_kexec().ok();
+    checks.push(crate::boot_loop::readiness::check(&sys, kexec.as_deref()));
     let would = doctor::recommended(&sys);
     let result = crate::report::doctor::Checks {
         checks: &checks,

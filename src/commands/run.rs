@@ -3,6 +3,7 @@
 //! run as it ends. `--resume ID` continues a stopped experiment where its schedule stands.
 
 pub(super) mod args;
+pub(crate) mod boot_loop;
 pub mod boots;
 pub(super) mod end;
 pub(super) mod progress;
@@ -108,6 +109,17 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
              are not supported yet: their prepare steps, data sets and cgroups are not set up \
              inside the VM; give the guest a command instead",
         ));
+    }
+    if args.kernel.boot_on_host.is_none()
+        && (args.kernel.reboot_this_machine || args.kernel.boot_hook.is_some())
+    {
+        return Err(usage(
+            "--reboot-this-machine and --boot-hook go with --boot-on-host (the boot loop on this \
+             machine)",
+        ));
+    }
+    if args.kernel.boot_on_host.is_some() && args.resume.is_none() {
+        return boot_loop::start(args);
     }
     if args.kernel.any() && args.resume.is_none() {
         return boots::run(args);
@@ -353,6 +365,12 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
     let cfg: RunConfig = serde_json::from_value(exp.design.clone()).with_context(|| {
         format!("experiment {id}: its stored design cannot be read by this abperf")
     })?;
+    if exp.design.get("boot_loop").is_some() {
+        return Err(usage(format!(
+            "experiment {id} is a boot loop on this machine: it goes on at boot through its \
+             systemd unit, or with `abperf boot-loop resume`"
+        )));
+    }
     // Take the experiment over before anything is touched; refused while its owner lives.
     claim(&mut store, id)?;
     if exp.design.get("vm").is_some() {

@@ -17,6 +17,7 @@
 #![allow(dead_code)]
 #![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 
+pub mod kernels;
 pub mod planted;
 
 use std::path::{Path, PathBuf};

@@ -5,6 +5,7 @@ pub mod affinity;
 pub mod build;
 pub mod counters;
 pub mod env;
+pub mod kmsg;
 pub mod process;
 pub mod rusage;
 pub mod trace_marker;

@@ -1,12 +1,16 @@
 //! Kernel variants that ran the same configuration: two variants whose boots show no difference
 //! in what the kernel did (its release, the CPU flags it reports, the vulnerability mitigations
-//! it chose, the settings abperf records in the guest) although their command lines differ. A
+//! it chose, the settings abperf records in the guest) although their command lines differ; a
+//! word the kernel's log reported unknown is named as such. A
 //! verdict between such variants measures noise: seed 000's `clearcpuid=invpcid` on a CPU
 //! without INVPCID changes nothing, and only the guest's own snapshot can tell.
 
 use abperf_model::{Boot, Dataset};
 use serde_json::Value;
 use std::collections::BTreeSet;
+
+/// How every note of this module begins (`compare --strict` looks for it).
+pub const PREFIX: &str = "SAME CONFIGURATION:";
 
 /// What a boot's guest snapshot (`environment.guest`) says the kernel did. CPU flags are a set
 /// (their order is the kernel's, but a set is what matters).
@@ -53,6 +57,29 @@ fn flags(boots: &[&Boot]) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
+/// The parameters the kernel reported unknown in any boot of `boots` (the guest snapshot's
+/// `cmdline_unknown`, read from the kernel's log).
+fn unknown(boots: &[&Boot]) -> BTreeSet<String> {
+    boots
+        .iter()
+        .filter_map(|b| {
+            b.environment
+                .get("guest")?
+                .get("cmdline_unknown")?
+                .as_array()
+        })
+        .flatten()
+        .filter_map(|w| w.as_str().map(str::to_string))
+        .collect()
+}
+
+/// Why a word changed nothing: the kernel said it does not know it.
+fn unknown_why(word: &str, unknown: &BTreeSet<String>) -> Option<String> {
+    unknown
+        .contains(word)
+        .then(|| format!("`{word}`: the kernel reported it unknown and handed it to user space"))
+}
+
 /// Why a `clearcpuid=` word changed nothing: the flags it names that the CPU does not have.
 fn clearcpuid_why(word: &str, other_flags: &BTreeSet<String>) -> Option<String> {
     let list = word.strip_prefix("clearcpuid=")?;
@@ -88,8 +115,8 @@ pub fn notes(data: &Dataset) -> Vec<String> {
             let why: Vec<String> = differ
                 .iter()
                 .filter_map(|w| {
-                    let other = if wa.contains(*w) { flags(b) } else { flags(a) };
-                    clearcpuid_why(w, &other)
+                    let (mine, other) = if wa.contains(*w) { (a, b) } else { (b, a) };
+                    unknown_why(w, &unknown(mine)).or_else(|| clearcpuid_why(w, &flags(other)))
                 })
                 .collect();
             let why = if why.is_empty() {
@@ -98,7 +125,7 @@ pub fn notes(data: &Dataset) -> Vec<String> {
                 format!(" ({})", why.join("; "))
             };
             out.push(format!(
-                "SAME CONFIGURATION: '{}' and '{}' differ on the kernel command line ({}) but every \
+                "{PREFIX} '{}' and '{}' differ on the kernel command line ({}) but every \
                  boot of both shows the same kernel, CPU flags, vulnerability mitigations and \
                  settings{why}: a difference between them is noise, or comes from something \
                  abperf does not record in the guest",
@@ -180,6 +207,22 @@ mod tests {
         // The same command line: nothing to say.
         let ds = booted(["quiet", "quiet"], ["fpu"; 2], ["x"; 2]);
         assert!(notes(&ds).is_empty());
+    }
+
+    #[test]
+    fn a_parameter_the_kernel_reported_unknown_is_named_so() {
+        // `pit=on` (a typo of pti=on) changed nothing: the kernel's log says it is unknown.
+        let mut ds = booted(["quiet", "quiet pit=on"], ["fpu"; 2], ["x"; 2]);
+        for b in ds.boots.iter_mut().filter(|b| b.variant == 1) {
+            b.environment["guest"]["cmdline_unknown"] = serde_json::json!(["pit=on"]);
+        }
+        let n = notes(&ds);
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(
+            n[0].contains("`pit=on`: the kernel reported it unknown and handed it to user space"),
+            "{}",
+            n[0]
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! verified and restored, boots of kernel variants, the experiment loop that commits every run)
 //! and `doctor`, which checks and quiets the machine the runs share.
 
+pub mod boot_loop;
 pub mod design;
 pub mod doctor;
 pub mod runner;

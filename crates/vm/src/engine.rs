@@ -457,6 +457,8 @@ fn write_initrd(
     let cmd_sh = cmd_script(spec);
     let initrd = initramfs::build(&Contents {
         busybox,
+        init: initramfs::INIT_SH,
+        wanted_modules: initramfs::GUEST_MODULES,
         modules,
         config: &config,
         cmd_sh: &cmd_sh,

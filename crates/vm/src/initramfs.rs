@@ -111,6 +111,12 @@ fn module_bytes(busybox: &Path, file: &Path) -> Result<Vec<u8>> {
 /// What goes into one boot's initramfs.
 pub struct Contents<'a> {
     pub busybox: &'a Path,
+    /// PID 1's script: [`INIT_SH`] for `abperf vm`; another for a machine of its own (the boot
+    /// loop's test machine boots from a disk).
+    pub init: &'a str,
+    /// The modules to load (with their dependencies) unless built in: [`GUEST_MODULES`], or
+    /// more for another init.
+    pub wanted_modules: &'a [&'a str],
     /// The kernel's modules directory (with modules.dep); None for a kernel with everything
     /// built in.
     pub modules: Option<&'a Path>,
@@ -144,7 +150,7 @@ pub fn build(c: &Contents) -> Result<Vec<u8>> {
         std::fs::read(c.busybox).with_context(|| format!("cannot read {}", c.busybox.display()))?;
     a.file("/bin/busybox", 0o755, &bb);
     a.symlink("/bin/sh", "busybox");
-    a.file("/init", 0o755, INIT_SH.as_bytes());
+    a.file("/init", 0o755, c.init.as_bytes());
     a.file("/abperf/config", 0o644, c.config.as_bytes());
     a.file("/abperf/cmd.sh", 0o755, c.cmd_sh.as_bytes());
     for (name, data) in c.inputs {
@@ -152,7 +158,7 @@ pub fn build(c: &Contents) -> Result<Vec<u8>> {
     }
     let mut order = String::new();
     if let Some(dir) = c.modules {
-        for rel in modules_to_load(dir, GUEST_MODULES)? {
+        for rel in modules_to_load(dir, c.wanted_modules)? {
             let file = dir.join(&rel);
             let base = rel.rsplit('/').next().unwrap_or(&rel);
             let name = format!("{}.ko", base.split(".ko").next().unwrap_or(base));

@@ -192,9 +192,35 @@ pub struct KernelArgs {
     /// Keep each boot's console (kernel log; the workload's output with --show-output) in DIR
     #[arg(long, value_name = "DIR")]
     pub vm_console: Option<PathBuf>,
+    /// Boot the kernels on THIS machine instead of in VMs: kexec (each boot loads the next
+    /// planned kernel and command line with `kexec -l` and starts it; a systemd unit continues
+    /// the loop at boot; the boot loader is never changed). Needs --reboot-this-machine
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub boot_on_host: Option<BootOnHost>,
+    /// Go ahead with --boot-on-host: it reboots this machine once per planned boot, then into
+    /// its default kernel
+    #[arg(long)]
+    pub reboot_this_machine: bool,
+    /// What continues a --boot-on-host loop at every boot: systemd (a unit abperf installs and
+    /// removes) or manual (you run `abperf boot-loop resume` at boot yourself) [default: systemd]
+    #[arg(long, value_enum, value_name = "HOOK")]
+    pub boot_hook: Option<BootHook>,
     /// (internal) run a boot's share of the schedule inside the guest
     #[arg(long, hide = true, value_name = "FILE")]
     pub guest_share: Option<PathBuf>,
+}
+
+/// How `--boot-on-host` boots this machine's kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BootOnHost {
+    Kexec,
+}
+
+/// What continues a boot loop at every boot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BootHook {
+    Systemd,
+    Manual,
 }
 
 impl KernelArgs {
@@ -215,6 +241,9 @@ impl KernelArgs {
             ("--vm-pin", self.vm_pin.is_some()),
             ("--boot-timeout", self.boot_timeout.is_some()),
             ("--vm-console", self.vm_console.is_some()),
+            ("--boot-on-host", self.boot_on_host.is_some()),
+            ("--reboot-this-machine", self.reboot_this_machine),
+            ("--boot-hook", self.boot_hook.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, given)| given.then_some(name))

@@ -175,9 +175,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
 }
 
 /// The VM options of a kernel experiment, checked (with defaults filled in).
-struct VmOptions {
-    boots: u32,
-    boot_timeout: f64,
+pub(super) struct VmOptions {
+    pub(super) boots: u32,
+    pub(super) boot_timeout: f64,
     cpus: u32,
     memory: u64,
     host_cpus: Option<Vec<usize>>,
@@ -185,7 +185,7 @@ struct VmOptions {
 
 /// Everything about the options that can be told wrong before a kernel is looked at: --kernel
 /// given, counts, --tune (not for kernels), timeouts, the VM's size and CPUs, the events.
-fn check_options(args: &RunArgs) -> anyhow::Result<VmOptions> {
+pub(super) fn check_options(args: &RunArgs) -> anyhow::Result<VmOptions> {
     let k = &args.kernel;
     if k.kernels.is_empty() {
         return Err(usage(format!(
@@ -246,7 +246,7 @@ fn check_options(args: &RunArgs) -> anyhow::Result<VmOptions> {
 }
 
 /// The `--kernel`s, resolved (packages fetched), and every `--modules` matched to one of them.
-fn resolve_kernels(k: &KernelArgs) -> anyhow::Result<Vec<KernelChoice>> {
+pub(super) fn resolve_kernels(k: &KernelArgs) -> anyhow::Result<Vec<KernelChoice>> {
     let mut kernels = Vec::new();
     for a in &k.kernels {
         kernels.push(resolve_kernel(a, &k.modules)?);
@@ -270,7 +270,7 @@ fn resolve_kernels(k: &KernelArgs) -> anyhow::Result<Vec<KernelChoice>> {
 
 /// The variants: every kernel x command line x (command, `-L`, `-k`) combination, named by `-n`
 /// (every variant, or the commands as without kernels); and the paths of the variant knobs.
-fn boot_variants(
+pub(super) fn boot_variants(
     args: &RunArgs,
     kernels: &[KernelChoice],
 ) -> anyhow::Result<(Vec<Variant>, Vec<String>)> {

@@ -76,7 +76,7 @@ fn guest_command() -> anyhow::Result<String> {
     ))
 }
 
-fn tail(lines: &[String]) -> String {
+pub(crate) fn tail(lines: &[String]) -> String {
     if lines.is_empty() {
         return "  (the console stayed empty)".to_string();
     }
@@ -182,17 +182,18 @@ pub fn execute_boots(
 }
 
 /// Times and counts of one boot, on the host's clock.
-struct Clock {
-    booted: Option<Instant>,
+#[derive(Default)]
+pub(crate) struct Clock {
+    pub(crate) booted: Option<Instant>,
     /// When the last warm-up's line arrived (the timed runs start after it).
-    warm_end: Option<Instant>,
-    last_timed: Option<Instant>,
-    timed: u32,
-    extra_done: u32,
+    pub(crate) warm_end: Option<Instant>,
+    pub(crate) last_timed: Option<Instant>,
+    pub(crate) timed: u32,
+    pub(crate) extra_done: u32,
 }
 
 impl Clock {
-    fn run_seconds(&self) -> Option<f64> {
+    pub(crate) fn run_seconds(&self) -> Option<f64> {
         let from = self.warm_end.or(self.booted)?;
         self.last_timed
             .map(|t| t.saturating_duration_since(from).as_secs_f64())
@@ -282,7 +283,7 @@ fn one_boot(
 
 /// The slots a boot's guest runs: `extra` unstored warm-ups first (continuing a boot cut short),
 /// then the `remaining` slots of the plan (all of one variant: the guest's only one).
-fn share_slots(remaining: &[Slot], extra: u32) -> Vec<Slot> {
+pub(crate) fn share_slots(remaining: &[Slot], extra: u32) -> Vec<Slot> {
     let mut slots: Vec<Slot> = (0..extra)
         .map(|i| Slot {
             seq: EXTRA_SEQ + i,
@@ -295,17 +296,10 @@ fn share_slots(remaining: &[Slot], extra: u32) -> Vec<Slot> {
     slots
 }
 
-/// The VM of boot `number` of variant `v`: its kernel and command line, the experiment's VM
-/// design, a timeout that grows with the share, and the share as the guest's input file.
-fn vm_spec(
-    b: &Boots,
-    v: &Variant,
-    bc: &BootConfig,
-    command: &str,
-    number: u32,
-    slots: Vec<Slot>,
-) -> anyhow::Result<VmSpec> {
-    let share = Share {
+/// What boot `number` of variant `v` runs: its `slots`, as the guest (or the machine itself, in
+/// a boot loop) gets them.
+pub(crate) fn share_of(b: &Boots, v: &Variant, number: u32, slots: Vec<Slot>) -> Share {
+    Share {
         experiment: b.exp_id,
         boot: number,
         variant: ShareVariant {
@@ -316,8 +310,21 @@ fn vm_spec(
         },
         cfg: b.cfg.clone(),
         strict: b.vm.strict,
-        slots: slots.clone(),
-    };
+        slots,
+    }
+}
+
+/// The VM of boot `number` of variant `v`: its kernel and command line, the experiment's VM
+/// design, a timeout that grows with the share, and the share as the guest's input file.
+fn vm_spec(
+    b: &Boots,
+    v: &Variant,
+    bc: &BootConfig,
+    command: &str,
+    number: u32,
+    slots: Vec<Slot>,
+) -> anyhow::Result<VmSpec> {
+    let share = share_of(b, v, number, slots.clone());
     let mut spec = VmSpec::new(&bc.kernel, command);
     spec.modules = bc.modules.as_ref().map(PathBuf::from);
     spec.append = bc.append.clone();
@@ -605,7 +612,7 @@ fn exit_words(exit: &Exit) -> String {
 /// Check a run the guest reported against the boot's share and commit it (extra warm-ups are
 /// only counted).
 #[allow(clippy::too_many_arguments)]
-fn take_run(
+pub(crate) fn take_run(
     store: &mut Store,
     b: &Boots,
     boot_id: i64,

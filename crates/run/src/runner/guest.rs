@@ -96,9 +96,21 @@ impl Line {
     }
 }
 
-/// Sends every finished run to the host.
+/// Where a share's lines go: to the host over the VM's results channel ([`Results`]), or, for a
+/// boot of the loop on the machine itself (`crate::boot_loop`), straight into the store.
+pub trait LineSink {
+    fn send_line(&mut self, line: &Line) -> anyhow::Result<()>;
+}
+
+impl LineSink for Results {
+    fn send_line(&mut self, line: &Line) -> anyhow::Result<()> {
+        self.send_json(line)
+    }
+}
+
+/// Sends every finished run on.
 struct GuestSink<'a> {
-    results: &'a mut Results,
+    results: &'a mut dyn LineSink,
 }
 
 impl RunSink for GuestSink<'_> {
@@ -119,8 +131,8 @@ impl RunSink for GuestSink<'_> {
             },
         };
         self.results
-            .send_json(&line)
-            .context("cannot send a finished run to the host")
+            .send_line(&line)
+            .context("cannot send a finished run on")
     }
 }
 
@@ -137,7 +149,7 @@ pub fn run_share(path: &Path) -> anyhow::Result<i32> {
     let share: Share = serde_json::from_str(&text)
         .with_context(|| format!("{}: not a share of this abperf", path.display()))?;
     let mut results = Results::open()?;
-    let result = run_in_guest(&share, &mut results);
+    let result = run_share_into(&share, &mut results);
     let (ending, message, code) = match &result {
         Ok(super::experiment::Ending::Complete | super::experiment::Ending::Decided(_)) => {
             ("complete", None, 0)
@@ -155,7 +167,13 @@ pub fn run_share(path: &Path) -> anyhow::Result<i32> {
     Ok(code)
 }
 
-fn run_in_guest(share: &Share, results: &mut Results) -> anyhow::Result<super::experiment::Ending> {
+/// Run a share's slots as `abperf run` runs its own (the same [`execute_into`]), sending a
+/// [`Line::Hello`] first and a [`Line::Run`] per finished run to `results` (no [`Line::End`]:
+/// the caller tells how it ended).
+pub fn run_share_into(
+    share: &Share,
+    results: &mut dyn LineSink,
+) -> anyhow::Result<super::experiment::Ending> {
     let mut cfg = share.cfg.clone();
     // The guest's kernel decides which events it can count, not the host's.
     let specs = super::experiment::event_specs(&cfg.events)?;
@@ -166,9 +184,13 @@ fn run_in_guest(share: &Share, results: &mut Results) -> anyhow::Result<super::e
         anyhow::bail!("event {name}: {why} in the guest (--strict)");
     }
     cfg.counted_events = ok.into_iter().map(|s| s.name).collect();
-    results.send_json(&Line::Hello {
+    let mut environment = abperf_measure::env::machine();
+    // What the kernel made of this boot's command line (read from its log).
+    environment["cmdline_unknown"] =
+        serde_json::to_value(abperf_measure::kmsg::unknown_cmdline_params())?;
+    results.send_line(&Line::Hello {
         abperf: env!("CARGO_PKG_VERSION").into(),
-        environment: abperf_measure::env::machine(),
+        environment,
         events_skipped: bad,
     })?;
     let v = &share.variant;

@@ -1,0 +1,194 @@
+//! `abperf boot-loop status|stop|resume|unit`: the boot loop on this machine
+//! (`abperf run --kernel ... --boot-on-host kexec`, `crate::boot_loop`): what it has done and
+//! where it stands, ending it, the step its systemd unit runs at every boot, and that unit's text.
+
+use crate::boot_loop::design::{Loop, active_loop, loops, mark_ended};
+use crate::boot_loop::machine::{self, ThisBoot};
+use crate::boot_loop::unit;
+use crate::commands::DbArgs;
+use crate::model::Status;
+use crate::store::Store;
+
+#[derive(Debug, clap::Args)]
+pub struct BootLoopArgs {
+    #[command(subcommand)]
+    pub command: BootLoopCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BootLoopCommand {
+    /// Where the store's boot loop stands: its boots, runs, the boot under way, the unit
+    Status(DbArgs),
+    /// End the running loop: its unit removed, any loaded kernel unloaded, the experiment
+    /// marked; the machine stays in the kernel it runs
+    Stop(DbArgs),
+    /// The step taken at every boot (the systemd unit runs it): run this boot's planned runs,
+    /// then boot the next planned kernel, or end the loop
+    Resume(DbArgs),
+    /// Print the systemd unit the loop installs for this store
+    Unit(DbArgs),
+}
+
+pub fn run(args: BootLoopArgs) -> anyhow::Result<i32> {
+    match args.command {
+        BootLoopCommand::Status(db) => status(&db),
+        BootLoopCommand::Stop(db) => stop(&db),
+        BootLoopCommand::Resume(db) => resume(&db),
+        BootLoopCommand::Unit(db) => {
+            let store = Store::open_resolved(db.db.as_deref())?;
+            let id = active_loop(&store)?.map(|l| l.id);
+            let exe = std::env::current_exe()?;
+            let path = std::path::absolute(store.path())?;
+            crate::error::stdout_line(unit::unit_text(&exe, &path, id).trim_end());
+            Ok(0)
+        }
+    }
+}
+
+fn say(s: &str) {
+    crate::error::stdout_line(s);
+}
+
+fn status(db: &DbArgs) -> anyhow::Result<i32> {
+    let store = Store::open_resolved_for_reading(db.db.as_deref())?;
+    let unit = unit::installed().map(|(p, _)| p);
+    let Some(lp) = loops(&store)?.into_iter().next() else {
+        say(&format!(
+            "no boot loop in {}{}",
+            store.path().display(),
+            match &unit {
+                Some(p) => format!("; but {} is installed (another store's loop?)", p.display()),
+                None => String::new(),
+            }
+        ));
+        return Ok(0);
+    };
+    describe(&store, &lp)?;
+    say(&format!(
+        "unit: {}",
+        match unit {
+            Some(p) => format!("{} installed", p.display()),
+            None => "none installed".into(),
+        }
+    ));
+    Ok(0)
+}
+
+/// A loop's state in a few lines.
+fn describe(store: &Store, lp: &Loop) -> anyhow::Result<()> {
+    let boots = store.boots(lp.id)?;
+    let done = store.done_seqs(lp.id)?.len();
+    let complete = boots.iter().filter(|b| b.status == "complete").count();
+    say(&format!(
+        "experiment {}: boot loop ({}) {}",
+        lp.id,
+        lp.design.mode,
+        match &lp.ended {
+            Some(why) => format!("ended: {why}"),
+            None if lp.active() => "running".into(),
+            None => format!("{} without an end recorded", lp.status.as_str()),
+        }
+    ));
+    say(&format!(
+        "  {complete} of {} planned boots complete ({} boots made), {done} of {} runs stored",
+        lp.plans.len(),
+        boots.len(),
+        lp.schedule.len()
+    ));
+    say(&format!(
+        "  default kernel: {} ({})",
+        lp.design.home_release, lp.design.home_cmdline
+    ));
+    for b in boots
+        .iter()
+        .filter(|b| b.status == "starting" || b.status == "running")
+    {
+        say(&format!(
+            "  boot {} (planned boot {}, '{}'): {} {}",
+            b.number,
+            b.plan + 1,
+            lp.variants[b.variant].name,
+            b.status,
+            b.environment["kexec"]["cmdline"].as_str().unwrap_or("")
+        ));
+    }
+    for b in boots
+        .iter()
+        .filter(|b| b.status == "lost" || b.status == "failed")
+    {
+        say(&format!(
+            "  boot {} {}: {}",
+            b.number,
+            b.status,
+            b.outcome.as_deref().unwrap_or("")
+        ));
+    }
+    Ok(())
+}
+
+fn stop(db: &DbArgs) -> anyhow::Result<i32> {
+    let mut store = Store::open_resolved(db.db.as_deref())?;
+    let removed = remove_unit_of(&store)?;
+    let _ = machine::kexec_unload();
+    let Some(lp) = active_loop(&store)? else {
+        say(&format!(
+            "no boot loop running in {}{}",
+            store.path().display(),
+            if removed { "; its unit is removed" } else { "" }
+        ));
+        return Ok(0);
+    };
+    mark_ended(&mut store, lp.id, "stopped by `abperf boot-loop stop`")?;
+    for b in store.boots(lp.id)? {
+        if (b.status == "starting" || b.status == "running")
+            && let Some(row) = store.boot_id(lp.id, b.number)?
+        {
+            let why = "the loop was stopped (abperf boot-loop stop)";
+            store.end_boot(row, "interrupted", why, None, None, b.extra_warmups)?;
+        }
+    }
+    store.set_status(lp.id, Status::Interrupted)?;
+    let now = ThisBoot::read()?;
+    say(&format!(
+        "experiment {}: boot loop stopped (unit removed, no kernel loaded); every run made so far \
+         is stored",
+        lp.id
+    ));
+    if now.release != lp.design.home_release {
+        say(&format!(
+            "this machine runs {}, not its default kernel {}: reboot to return to it",
+            now.release, lp.design.home_release
+        ));
+    }
+    Ok(0)
+}
+
+/// Remove the installed unit if it continues a loop of this store; returns whether it did.
+fn remove_unit_of(store: &Store) -> anyhow::Result<bool> {
+    let path = std::path::absolute(store.path())?;
+    match unit::installed() {
+        Some((_, text)) if unit::is_for_store(&text, &path) => {
+            unit::remove()?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+fn resume(db: &DbArgs) -> anyhow::Result<i32> {
+    let mut store = Store::open_resolved(db.db.as_deref())?;
+    match active_loop(&store)? {
+        Some(lp) => super::run::boot_loop::continue_loop(&mut store, lp.id),
+        None => {
+            crate::error::stderr_line(&format!(
+                "abperf: no boot loop is running in {}; nothing to do",
+                store.path().display()
+            ));
+            // A unit without a loop would run at every boot for nothing.
+            if remove_unit_of(&store)? {
+                crate::error::stderr_line("abperf: its leftover systemd unit is removed");
+            }
+            Ok(0)
+        }
+    }
+}

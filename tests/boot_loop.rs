@@ -1,0 +1,690 @@
+//! The boot loop on a machine of its own (`abperf run --kernel ... --boot-on-host kexec`), tested
+//! for real: the "machine" is a QEMU guest under TCG whose virtio disk (an ext4 image made here
+//! with `mkfs.ext4 -d`) holds the store, two Debian kernels with their initramfs images, and the
+//! script its init runs at every boot (tests/data/machine_init.sh, standing in for the systemd
+//! unit abperf installs on a real machine; the unit itself is checked with
+//! `systemd-analyze verify`). abperf inside kexecs between the kernels with the real kexec
+//! (kexec-tools). The host waits for the machine to power off and reads the store out of the
+//! disk image (`debugfs`). Skipped, never passed, without QEMU, busybox-static, kmod, kexec-tools,
+//! e2fsprogs or the kernel packages.
+
+#![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
+mod common;
+use common::BIN;
+use common::kernels::{Kernel, choose_packages, fetch};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const PROGRAMS: &[&str] = &[
+    "qemu-system-x86_64",
+    "busybox",
+    "depmod",
+    "kexec",
+    "mkfs.ext4",
+    "e2fsck",
+    "debugfs",
+    "apt-get",
+    "dpkg-deb",
+];
+
+/// Modules the machine's init loads (with their dependencies) unless built in: abperf's guest
+/// set (virtio, 9p, overlay) and the disk's (virtio_blk, ext4).
+const MACHINE_MODULES: &[&str] = &[
+    "virtio_pci",
+    "virtio_blk",
+    "crc32c_generic",
+    "ext4",
+    "9pnet_virtio",
+    "9p",
+    "overlay",
+];
+
+/// The two kernels (fetched into abperf's cache as tests/vm.rs fetches them), or why the test
+/// cannot run here.
+fn kernels() -> Result<Vec<Kernel>, String> {
+    let missing: Vec<&str> = PROGRAMS
+        .iter()
+        .copied()
+        .filter(|p| !common::on_path(p))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "{missing:?} not on $PATH (scripts/test.sh installs qemu-system-x86, busybox-static, \
+             kmod, kexec-tools, e2fsprogs)"
+        ));
+    }
+    let pkgs = choose_packages()?;
+    let ks: Vec<Kernel> = pkgs.iter().map(|p| fetch(p)).collect();
+    if ks[0].release == ks[1].release {
+        return Err(format!(
+            "one kernel series in the archive ({}): the loop needs two kernels",
+            ks[0].release
+        ));
+    }
+    Ok(ks)
+}
+
+/// The machine: a directory with its disk image, the home kernel's initramfs, its console log.
+struct Machine {
+    dir: tempfile::TempDir,
+    kernels: Vec<Kernel>,
+}
+
+impl Machine {
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Stage the disk's contents (kernels, initramfs images, boot.sh) and format the image.
+    fn new(kernels: Vec<Kernel>, boot_sh: &str) -> Machine {
+        let m = Machine {
+            dir: tempfile::tempdir().unwrap(),
+            kernels,
+        };
+        let stage = m.path("stage");
+        std::fs::create_dir_all(stage.join("boot")).unwrap();
+        std::fs::create_dir_all(stage.join("store")).unwrap();
+        let busybox = abperf::vm::initramfs::find_busybox().unwrap();
+        let init = std::fs::read_to_string(common::data("machine_init.sh")).unwrap();
+        for k in &m.kernels {
+            let initrd = abperf::vm::initramfs::build(&abperf::vm::initramfs::Contents {
+                busybox: &busybox,
+                init: &init,
+                wanted_modules: MACHINE_MODULES,
+                modules: Some(&k.modules),
+                config: "",
+                cmd_sh: "",
+                inputs: &[],
+            })
+            .unwrap();
+            std::fs::write(stage.join(format!("boot/initrd.img-{}", k.release)), initrd).unwrap();
+            std::fs::copy(
+                &k.vmlinuz,
+                stage.join(format!("boot/vmlinuz-{}", k.release)),
+            )
+            .unwrap();
+        }
+        std::fs::write(stage.join("boot.sh"), boot_sh).unwrap();
+        let st = Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-O", "^metadata_csum", "-d"])
+            .arg(&stage)
+            .arg(m.path("disk.img"))
+            .arg("512M")
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "mkfs.ext4 failed");
+        m
+    }
+
+    /// Power the machine on in its home kernel (the first), as its boot loader would; its
+    /// console goes to console-`n`.log.
+    fn power_on(&self, n: u32) -> Child {
+        let home = &self.kernels[0];
+        let stage = self.path("stage");
+        Command::new("qemu-system-x86_64")
+            .args([
+                "-nodefaults",
+                "-no-user-config",
+                "-display",
+                "none",
+                "-no-reboot",
+                "-machine",
+                "pc",
+                "-accel",
+                "tcg,thread=single",
+                "-cpu",
+                "max",
+                "-smp",
+                "1",
+                "-m",
+                "1024M",
+                "-monitor",
+                "none",
+            ])
+            .arg("-kernel")
+            .arg(&home.vmlinuz)
+            .arg("-initrd")
+            .arg(stage.join(format!("boot/initrd.img-{}", home.release)))
+            .args(["-append", "console=ttyS0 panic=-1"])
+            .arg("-drive")
+            .arg(format!(
+                "file={},format=raw,if=virtio",
+                self.path("disk.img").display()
+            ))
+            .args([
+                "-fsdev",
+                "local,id=abperfroot,path=/,security_model=none,readonly=on,multidevs=remap",
+                "-device",
+                "virtio-9p-pci,fsdev=abperfroot,mount_tag=abperfroot",
+            ])
+            .arg("-serial")
+            .arg(format!(
+                "file:{}",
+                self.path(&format!("console-{n}.log")).display()
+            ))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap()
+    }
+
+    /// The console of power-on `n`.
+    fn console(&self, n: u32) -> String {
+        std::fs::read_to_string(self.path(&format!("console-{n}.log"))).unwrap_or_default()
+    }
+
+    /// Wait for power-on `n` to end (QEMU exits), within `limit`.
+    fn wait_off(&self, n: u32, mut qemu: Child, limit: Duration) {
+        let t = Instant::now();
+        while qemu.try_wait().unwrap().is_none() {
+            if t.elapsed() > limit {
+                let _ = qemu.kill();
+                let _ = qemu.wait();
+                panic!(
+                    "the machine still ran after {limit:?}; console:\n{}",
+                    self.console(n)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The store as the disk holds it, copied out with debugfs (the image is not mounted) after
+    /// e2fsck has replayed the ext4 journal, as the next mount would (debugfs reads the
+    /// metadata where it stands: a file's last fsynced growth may still be in the journal).
+    fn store(&self) -> PathBuf {
+        let st = Command::new("e2fsck")
+            .arg("-fy")
+            .arg(self.path("disk.img"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(
+            st.code().is_some_and(|c| c < 4),
+            "e2fsck found errors it could not fix: {st}"
+        );
+        let out = self.path("out");
+        let _ = std::fs::remove_dir_all(&out);
+        std::fs::create_dir_all(&out).unwrap();
+        let st = Command::new("debugfs")
+            .arg("-R")
+            .arg(format!("rdump /store {}", out.display()))
+            .arg(self.path("disk.img"))
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "debugfs rdump");
+        out.join("store/abperf.db")
+    }
+}
+
+/// The loop the machine starts: 2 kernels x 1 command line, `boots` boots each (ABBA), 1
+/// warm-up and `runs` runs of `command` per boot.
+fn loop_command(ks: &[Kernel], boots: u32, runs: u32, command: &str) -> String {
+    format!(
+        "{BIN} run --boot-on-host kexec --reboot-this-machine --boot-hook manual \
+         --kernel /machine/boot/vmlinuz-{a} --kernel /machine/boot/vmlinuz-{b} \
+         --append 'abperf_test=1' --boots {boots} -r {runs} --warmup 1 --seed 7 -n old -n new \
+         '{command}'",
+        a = ks[0].release,
+        b = ks[1].release,
+    )
+}
+
+/// The script the machine runs at every boot: the first time it starts the loop, afterwards it
+/// runs `every_boot` (shell) and continues the loop, as abperf's unit would.
+fn boot_script(start: &str, every_boot: &str) -> String {
+    format!(
+        "export ABPERF_DB=/machine/store/abperf.db\n\
+         if [ ! -e /machine/started ]; then\n\
+         \x20   touch /machine/started\n\
+         \x20   sync\n\
+         \x20   exec {start}\n\
+         fi\n\
+         {every_boot}\n\
+         exec {BIN} boot-loop resume\n"
+    )
+}
+
+/// The command line every loop boot has: the machine's own, then the variant's.
+const LOOP_CMDLINE: &str = "console=ttyS0 panic=-1 abperf_test=1";
+
+/// What the store on the disk holds about experiment 1.
+#[derive(Debug)]
+struct Stored {
+    /// (plan number, planned release), in plan order.
+    plans: Vec<(u32, String)>,
+    /// In boot order.
+    boots: Vec<StoredBoot>,
+    slots: usize,
+    runs: usize,
+    status: String,
+    ended: Option<String>,
+}
+
+/// A boot row.
+#[derive(Debug)]
+struct StoredBoot {
+    number: u32,
+    plan: u32,
+    status: String,
+    release: Option<String>,
+    cmdline: Option<String>,
+}
+
+fn read_store(path: &Path) -> Stored {
+    let c = rusqlite::Connection::open(path).unwrap();
+    let q = |sql: &str| -> usize { c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap() as usize };
+    let mut st = c
+        .prepare(
+            "SELECT p.number, v.boot FROM boot_plan p JOIN variant v ON v.id = p.variant_id \
+             WHERE p.experiment_id = 1 ORDER BY p.number",
+        )
+        .unwrap();
+    let plans = st
+        .query_map([], |r| Ok((r.get::<_, u32>(0)?, r.get::<_, String>(1)?)))
+        .unwrap()
+        .map(|r| {
+            let (n, boot) = r.unwrap();
+            let b: Value = serde_json::from_str(&boot).unwrap();
+            (n, b["release"].as_str().unwrap().to_string())
+        })
+        .collect();
+    let mut st = c
+        .prepare(
+            "SELECT number, plan, status, release, cmdline FROM boot \
+             WHERE experiment_id = 1 ORDER BY number",
+        )
+        .unwrap();
+    let boots = st
+        .query_map([], |r| {
+            Ok(StoredBoot {
+                number: r.get(0)?,
+                plan: r.get(1)?,
+                status: r.get(2)?,
+                release: r.get(3)?,
+                cmdline: r.get(4)?,
+            })
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let (status, env): (String, String) = c
+        .query_row(
+            "SELECT status, environment FROM experiment WHERE id = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let env: Value = serde_json::from_str(&env).unwrap();
+    Stored {
+        plans,
+        boots,
+        slots: q("SELECT count(*) FROM slot WHERE experiment_id = 1"),
+        runs: q("SELECT count(*) FROM run WHERE experiment_id = 1"),
+        status,
+        ended: env["boot_loop"]["ended"].as_str().map(str::to_string),
+    }
+}
+
+/// Every planned boot ran once to completion, in plan order, in its planned kernel and command
+/// line; the plans are ABBA over the two kernels; every slot has its run; the loop ended complete.
+fn assert_complete(s: &Stored, ks: &[Kernel]) {
+    assert_eq!(s.status, "complete", "{s:#?}");
+    assert!(
+        s.ended
+            .as_deref()
+            .is_some_and(|e| e.starts_with("complete")),
+        "{s:#?}"
+    );
+    assert_eq!(s.runs, s.slots, "every planned run stored: {s:#?}");
+    let releases: Vec<&str> = s.plans.iter().map(|p| p.1.as_str()).collect();
+    assert_eq!(releases.len(), 4, "{s:#?}");
+    assert!(
+        releases[0] != releases[1] && releases[1] == releases[2] && releases[3] == releases[0],
+        "ABBA over the two kernels: {releases:?}"
+    );
+    assert!(ks.iter().all(|k| releases.contains(&k.release.as_str())));
+    let complete: Vec<_> = s.boots.iter().filter(|b| b.status == "complete").collect();
+    let plan_order: Vec<u32> = complete.iter().map(|b| b.plan).collect();
+    assert_eq!(plan_order, vec![0, 1, 2, 3], "{s:#?}");
+    for b in &complete {
+        assert_eq!(
+            b.release.as_deref(),
+            Some(s.plans[b.plan as usize].1.as_str()),
+            "planned kernel: {b:?}"
+        );
+        assert_eq!(
+            b.cmdline.as_deref(),
+            Some(LOOP_CMDLINE),
+            "planned command line: {b:?}"
+        );
+    }
+}
+
+#[test]
+fn kexec_loop_boots_every_planned_kernel_in_abba_order_and_stores_every_run() {
+    let ks = match kernels() {
+        Ok(k) => k,
+        Err(why) => return common::skip(&why),
+    };
+    // At its first loop boot the machine tries to start a second loop: refused.
+    let start = loop_command(&ks, 2, 2, "true");
+    let second = format!(
+        "if [ ! -e /machine/second ]; then touch /machine/second; {start}; echo \"second loop: $?\"; fi"
+    );
+    let m = Machine::new(ks.clone(), &boot_script(&start, &second));
+    let t = Instant::now();
+    let q = m.power_on(0);
+    m.wait_off(0, q, Duration::from_secs(400));
+    eprintln!("the loop took {:?}", t.elapsed());
+    let console = m.console(0);
+    let db = m.store();
+    let s = read_store(&db);
+    assert_complete(&s, &ks);
+    // Each boot's snapshot holds what the kernel's log said of its command line.
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let mut st = c
+        .prepare("SELECT environment FROM boot WHERE status = 'complete'")
+        .unwrap();
+    let envs: Vec<String> = st
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for e in &envs {
+        let v: Value = serde_json::from_str(e).unwrap();
+        assert_eq!(
+            v["guest"]["cmdline_unknown"],
+            serde_json::json!(["abperf_test=1"]),
+            "{v}"
+        );
+    }
+    assert_eq!(
+        s.boots.len(),
+        4,
+        "no boot lost or failed: {s:#?}\n{console}"
+    );
+    assert_eq!(
+        console.matches("machine: up ").count(),
+        5,
+        "home, then four kexec boots:\n{console}"
+    );
+    assert!(
+        console.contains("the boot loop is over; rebooting into this machine's default kernel"),
+        "{console}"
+    );
+    assert!(
+        console.contains("is a boot loop still running in this store"),
+        "{console}"
+    );
+    assert!(console.contains("second loop: 1"), "{console}");
+    let status = common::run_within(
+        {
+            let mut c = Command::new(BIN);
+            c.args(["boot-loop", "status", "--db"]).arg(&db);
+            c
+        },
+        Duration::from_secs(30),
+        "boot-loop status",
+    );
+    assert!(
+        status
+            .stdout
+            .contains("ended: complete: every planned boot ran"),
+        "{}",
+        status.stdout
+    );
+    assert!(
+        status
+            .stdout
+            .contains("4 of 4 planned boots complete (4 boots made), 12 of 12 runs stored"),
+        "{}",
+        status.stdout
+    );
+    // Powered on again, the machine stays in its default kernel: no loop runs any more.
+    let q = m.power_on(1);
+    m.wait_off(1, q, Duration::from_secs(120));
+    let again = m.console(1);
+    assert!(
+        again.contains(&format!("machine: up {}", ks[0].release)),
+        "{again}"
+    );
+    assert!(again.contains("no boot loop is running"), "{again}");
+    assert_eq!(again.matches("machine: up ").count(), 1, "{again}");
+}
+
+#[test]
+fn power_cut_during_a_boot_then_the_loop_resumes_with_nothing_lost() {
+    let ks = match kernels() {
+        Ok(k) => k,
+        Err(why) => return common::skip(&why),
+    };
+    let m = Machine::new(
+        ks.clone(),
+        &boot_script(&loop_command(&ks, 2, 3, "sleep 1"), ""),
+    );
+    let t = Instant::now();
+    let mut q = m.power_on(0);
+    // The power goes during the second planned boot's runs.
+    let cut = loop {
+        let c = m.console(0);
+        let up =
+            |l: &str| l.starts_with("abperf: planned boot 2 of 4 (") && l.contains("): up in ");
+        if c.lines().any(up) {
+            std::thread::sleep(Duration::from_millis(2500));
+            break true;
+        }
+        if q.try_wait().unwrap().is_some() || t.elapsed() > Duration::from_secs(300) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = q.kill();
+    let _ = q.wait();
+    assert!(cut, "the second boot never came up:\n{}", m.console(0));
+    let before = read_store(&m.store());
+    assert!(
+        before.boots.iter().any(|b| b.status == "running"),
+        "the cut came during a boot: {before:#?}"
+    );
+    let q = m.power_on(1);
+    m.wait_off(1, q, Duration::from_secs(400));
+    eprintln!("cut and resumed in {:?}", t.elapsed());
+    let console = m.console(1);
+    let s = read_store(&m.store());
+    assert_complete(&s, &ks);
+    let lost: Vec<_> = s.boots.iter().filter(|b| b.status == "lost").collect();
+    assert_eq!(lost.len(), 1, "{s:#?}\n{console}");
+    assert!(
+        console.contains("the machine restarted during this boot"),
+        "{console}"
+    );
+    // A later boot of the same plan ran the rest of its runs.
+    let again = s
+        .boots
+        .iter()
+        .find(|b| b.status == "complete" && b.plan == lost[0].plan)
+        .unwrap();
+    assert!(again.number > lost[0].number, "{s:#?}");
+}
+
+/// The unit abperf installs on a machine with systemd (the QEMU machine above has no systemd:
+/// its init runs the same `abperf boot-loop resume`): systemd's own checker finds nothing to
+/// say about it (it warns on stderr, and still exits 0, for a bad setting).
+#[test]
+fn the_systemd_unit_passes_systemd_analyze_verify() {
+    if !common::on_path("systemd-analyze") {
+        return common::skip("systemd-analyze not on $PATH (package systemd)");
+    }
+    let lab = common::Lab::new();
+    let out = lab.run(&["boot-loop", "unit"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let unit = lab.write("abperf-boot-loop.service", &out.stdout);
+    assert!(out.stdout.contains("ExecStart="), "{}", out.stdout);
+    let v = Command::new("systemd-analyze")
+        .args(["verify", &unit])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&v.stderr);
+    assert!(v.status.success() && err.trim().is_empty(), "{err}");
+    // The checker does complain about a broken unit: the test can fail.
+    let broken = lab.write(
+        "abperf-broken.service",
+        out.stdout.replace("Type=exec", "Type=bogus"),
+    );
+    let v = Command::new("systemd-analyze")
+        .args(["verify", &broken])
+        .output()
+        .unwrap();
+    assert!(!v.stderr.is_empty());
+}
+
+/// Without --reboot-this-machine the loop prints what it would do and stops there, naming the
+/// flag: nothing is stored, nothing loaded. (This test never lets a loop start on this machine.)
+#[test]
+fn without_the_explicit_flag_the_plan_is_printed_and_nothing_happens() {
+    let ks = match kernels() {
+        Ok(k) => k,
+        Err(why) => return common::skip(&why),
+    };
+    let lab = common::Lab::new();
+    let mut args: Vec<String> = Vec::new();
+    for k in &ks {
+        let image = lab.path(&format!("boot/vmlinuz-{}", k.release));
+        std::fs::create_dir_all(image.parent().unwrap()).unwrap();
+        std::fs::copy(&k.vmlinuz, &image).unwrap();
+        lab.write(&format!("boot/initrd.img-{}", k.release), "initramfs");
+        args.extend(["--kernel".into(), image.display().to_string()]);
+    }
+    let mut full: Vec<&str> = vec!["run", "--boot-on-host", "kexec", "--boot-hook", "manual"];
+    full.extend(args.iter().map(String::as_str));
+    full.extend(["--append", "pti=on", "--boots", "2", "-r", "1", "true"]);
+    let out = lab.run(&full);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("reboots THIS machine 4 times"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("add --reboot-this-machine"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains(" pti=on)"), "{}", out.stderr);
+    assert!(!lab.db().exists() || lab.run(&["list"]).stdout.trim().lines().count() <= 1);
+    // VM-only options and kernel packages are refused by name.
+    let mut vm = full.clone();
+    vm.extend(["--accel", "tcg"]);
+    let out = lab.run(&vm);
+    assert_eq!(out.code, Some(2));
+    assert!(
+        out.stderr.contains("--accel is for kernels booted in VMs"),
+        "{}",
+        out.stderr
+    );
+    let out = lab.run(&[
+        "run",
+        "--boot-on-host",
+        "kexec",
+        "--kernel",
+        "linux-image-amd64",
+        "true",
+    ]);
+    assert_eq!(out.code, Some(2));
+    assert!(
+        out.stderr.contains("an installed kernel image"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// `boot-loop stop` in the first loop boot ends the loop there: the experiment is marked
+/// stopped, nothing more is booted, and `resume` at the next boot has nothing to do.
+#[test]
+fn boot_loop_stop_ends_the_loop_in_the_boot_it_runs_in() {
+    let ks = match kernels() {
+        Ok(k) => k,
+        Err(why) => return common::skip(&why),
+    };
+    let stop = format!("{BIN} boot-loop status; {BIN} boot-loop stop; echo \"stop: $?\"");
+    let m = Machine::new(
+        ks.clone(),
+        &boot_script(&loop_command(&ks, 1, 1, "true"), &stop),
+    );
+    let q = m.power_on(0);
+    m.wait_off(0, q, Duration::from_secs(200));
+    let console = m.console(0);
+    assert!(
+        console.contains("experiment 1: boot loop (kexec) running"),
+        "{console}"
+    );
+    assert!(console.contains("boot loop stopped"), "{console}");
+    assert!(console.contains("stop: 0"), "{console}");
+    assert!(console.contains("no boot loop is running"), "{console}");
+    assert_eq!(
+        console.matches("machine: up ").count(),
+        2,
+        "home, then the first loop boot only:\n{console}"
+    );
+    let db = m.store();
+    let s = read_store(&db);
+    assert_eq!(s.status, "interrupted", "{s:#?}");
+    // `run --resume` does not take a loop over (its boots are this machine's own).
+    let mut c = Command::new(BIN);
+    c.args(["run", "--resume", "1", "--db"]).arg(&db);
+    let r = common::run_within(c, Duration::from_secs(30), "run --resume");
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is a boot loop on this machine"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        s.ended.as_deref(),
+        Some("stopped by `abperf boot-loop stop`"),
+        "{s:#?}"
+    );
+    assert_eq!(s.runs, 0, "{s:#?}");
+}
+
+/// A boot that reaches abperf later than --boot-timeout after its kexec ends the loop with the
+/// reason stored, and the machine goes back to its default kernel.
+#[test]
+fn a_boot_slower_than_boot_timeout_ends_the_loop_and_the_machine_goes_home() {
+    let ks = match kernels() {
+        Ok(k) => k,
+        Err(why) => return common::skip(&why),
+    };
+    // A kernel takes seconds to boot under TCG: one second is too little.
+    let start = loop_command(&ks, 1, 1, "true").replace(" --seed 7", " --seed 7 --boot-timeout 1");
+    let m = Machine::new(ks.clone(), &boot_script(&start, ""));
+    let q = m.power_on(0);
+    m.wait_off(0, q, Duration::from_secs(200));
+    let console = m.console(0);
+    assert_eq!(
+        console.matches("machine: up ").count(),
+        2,
+        "home, then the first loop boot only:\n{console}"
+    );
+    assert!(
+        console.contains("the boot loop is over; rebooting into this machine's default kernel"),
+        "{console}"
+    );
+    let s = read_store(&m.store());
+    assert_eq!(s.status, "failed", "{s:#?}");
+    let why = s.ended.clone().unwrap_or_default();
+    assert!(
+        why.contains("after the kexec, more than --boot-timeout 1 s"),
+        "{s:#?}"
+    );
+    assert_eq!(s.boots.len(), 1, "{s:#?}");
+    assert_eq!(s.boots[0].status, "failed", "{s:#?}");
+    assert_eq!(s.runs, 0, "{s:#?}");
+}
