@@ -2,6 +2,7 @@
 //! metrics measured in it.
 
 use super::metric::Metric;
+use super::replication::Labels;
 use serde::{Deserialize, Serialize};
 
 /// How a run ended.
@@ -81,6 +82,10 @@ pub struct Run {
     pub metrics: Vec<Metric>,
     /// Where an imported run came from.
     pub source: Option<Source>,
+    /// The invocation, boot and host it names (docs/statistics.md#levels); written in JSON as
+    /// `replication` when it names any.
+    #[serde(rename = "replication", skip_serializing_if = "Labels::is_empty")]
+    pub labels: Labels,
 }
 
 fn metric_map<S: serde::Serializer>(metrics: &[Metric], s: S) -> Result<S::Ok, S::Error> {
@@ -112,6 +117,7 @@ impl Run {
             excluded: None,
             metrics,
             source: None,
+            labels: Labels::default(),
         }
     }
 
@@ -156,6 +162,7 @@ mod tests {
                 Metric::new("a", 1.0, "count"),
             ],
             source: None,
+            labels: Labels::default(),
         }
     }
 

@@ -14,6 +14,7 @@ pub mod drift;
 pub mod equivalence;
 pub mod levels;
 pub mod multiple;
+pub mod nested;
 pub mod outliers;
 pub mod power;
 pub mod rank;
