@@ -18,6 +18,7 @@ pub mod nested;
 pub mod outliers;
 pub mod power;
 pub mod rank;
+pub mod replicated;
 pub mod selfcheck;
 pub mod sequential;
 pub mod summary;
