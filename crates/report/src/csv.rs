@@ -305,7 +305,7 @@ fn trace_rows(w: &mut ::csv::Writer<Vec<u8>>, d: &Report) -> anyhow::Result<()> 
 }
 
 /// One row per run, one column per metric (sorted by name): what a spreadsheet wants.
-/// One row per run: the columns `abperf import --format csv` reads back (docs/import.md#tables):
+/// One row per run (by variant, then in schedule order): the columns `abperf import --format csv` reads back (docs/import.md#tables):
 /// the run's place and outcome, its replication labels (a booted kernel's boot by number), the
 /// variant's parameters as `param.NAME`, and one `NAME [UNIT]` column per metric.
 fn wide(d: &Report) -> anyhow::Result<String> {
@@ -350,7 +350,11 @@ fn wide(d: &Report) -> anyhow::Result<String> {
         .experiment()
         .map(|e| e.id.to_string())
         .unwrap_or_default();
-    for r in &d.data.runs {
+    // By variant, then schedule order: `import --format csv` numbers the variants in order of
+    // first appearance, so the export imports back with the same baseline.
+    let mut runs: Vec<&Run> = d.data.runs.iter().collect();
+    runs.sort_by_key(|r| (r.variant, r.seq));
+    for r in runs {
         let boot = r.labels.boot.clone().or_else(|| {
             d.data
                 .boot_of(r.variant, r.seq)
