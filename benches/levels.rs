@@ -16,10 +16,18 @@
 use abperf::model::{Dataset, Labels, Level, Metric, Run, Variant};
 use abperf::stats::compare::{Options, Sample, compare};
 use abperf::stats::dist::norm_ppf;
+use abperf::stats::levels::Target;
+use abperf::stats::replicated;
 use abperf::stats::sequential::{Plan, simulate};
 use abperf::stats::verdict::Verdict;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+const TARGET: Target = Target {
+    effect_pct: 0.5,
+    alpha: 0.05,
+    power: 0.8,
+};
 
 struct Draw(ChaCha8Rng);
 
@@ -62,7 +70,11 @@ fn boots(d: &mut Draw, boots: usize, runs: usize, sb: f64, sw: f64) -> Dataset {
                     ..Run::ok(
                         seq,
                         v,
-                        vec![Metric::new("wall_ns", 1000.0 + boot + sw * d.normal(), "ns")],
+                        vec![Metric::new(
+                            "wall_ns",
+                            1000.0 + boot + sw * d.normal(),
+                            "ns",
+                        )],
                     )
                 });
             }
@@ -91,7 +103,10 @@ fn covers(a: &[f64], b: &[f64], opts: &Options) -> bool {
 
 fn coverage(pairs: usize, timed: bool) {
     println!("Boot-level 95% CI coverage, A/A, 8 boots x 5 runs per variant, {pairs} pairs:");
-    println!("  {:>4}  {:>16}  {:>24}", "ICC", "boot means", "runs as independent");
+    println!(
+        "  {:>4}  {:>16}  {:>22}  {:>24}",
+        "ICC", "boot means", "levels section", "runs as independent"
+    );
     let opts = Options {
         resamples: 0,
         ..Options::default()
@@ -99,17 +114,30 @@ fn coverage(pairs: usize, timed: bool) {
     for (i, icc) in [0.0, 0.3, 0.8].into_iter().enumerate() {
         let mut d = Draw(ChaCha8Rng::seed_from_u64(2600 + i as u64));
         let (sb, sw) = ((icc * 100.0f64).sqrt(), ((1.0 - icc) * 100.0f64).sqrt());
-        let (mut top, mut naive) = (0usize, 0usize);
+        let (mut top, mut section, mut naive) = (0usize, 0usize, 0usize);
         for _ in 0..pairs {
             let ds = boots(&mut d, 8, 5, sb, sw);
             let means = ds.level_means(Level::Boot);
             top += usize::from(covers(&values(&means, 0), &values(&means, 1), &opts));
             naive += usize::from(covers(&values(&ds, 0), &values(&ds, 1), &opts));
+            // The replication section's own interval (Fieller on boot means).
+            let r = replicated::analyse(&ds, "wall_ns", 0, TARGET).unwrap();
+            let ci = r.comparisons[0].ratio_ci.as_ref().unwrap();
+            section += usize::from(ci.low <= 1.0 && 1.0 <= ci.high);
         }
+        let share = |k: usize| 100.0 * k as f64 / pairs as f64;
         let (t, n) = (top as f64 / pairs as f64, naive as f64 / pairs as f64);
-        println!("  {icc:>4.1}  {:>15.2}%  {:>23.2}%", 100.0 * t, 100.0 * n);
+        println!(
+            "  {icc:>4.1}  {:>15.2}%  {:>21.2}%  {:>23.2}%",
+            100.0 * t,
+            share(section),
+            100.0 * n
+        );
         if timed {
-            assert!((0.93..=0.97).contains(&t), "boot-level coverage {t} at ICC {icc}");
+            assert!(
+                (0.93..=0.97).contains(&t),
+                "boot-level coverage {t} at ICC {icc}"
+            );
         }
     }
 }
@@ -121,11 +149,16 @@ fn aa(draw: &mut dyn FnMut() -> f64, n: usize, opts: &Options) -> (bool, bool) {
     let b: Vec<f64> = (0..n).map(|_| draw()).collect();
     let c = compare("m", Sample::new("a", &a), Sample::new("b", &b), opts).unwrap();
     let headline = matches!(c.verdict, Verdict::Faster | Verdict::Slower);
-    (headline || c.disagree.is_some(), !headline && c.disagree.is_some())
+    (
+        headline || c.disagree.is_some(),
+        !headline && c.disagree.is_some(),
+    )
 }
 
 fn false_calls(pairs: usize, timed: bool) {
-    println!("\nA/A rate of any printed call (headline or DISAGREE), compare's defaults, {pairs} pairs:");
+    println!(
+        "\nA/A rate of any printed call (headline or DISAGREE), compare's defaults, {pairs} pairs:"
+    );
     let cases: [(&str, usize, bool); 6] = [
         ("normal n=10", 10, false),
         ("normal n=30", 30, false),

@@ -57,6 +57,15 @@ fn nested_components_equal_statsmodels_reml() {
         text.contains("invocation not replicated (one run per invocation)"),
         "{text}"
     );
+    // Kalibera-Jones over the levels: no timestamps, so the lower levels keep the data's
+    // repetitions (4 boots per host) and the hosts come from power.
+    let plan = lab.ok(&["plan", "--from", "1", "--effect", "2"]).stdout;
+    assert!(
+        plan.contains("From experiment 1's replication levels (host > boot > run)"),
+        "{plan}"
+    );
+    assert!(plan.contains("4 boot(s) per host [as measured"), "{plan}");
+    assert!(plan.contains("host(s) per variant [power"), "{plan}");
 }
 
 #[test]

@@ -142,7 +142,8 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
                 kind: Kind::Import,
                 command_line: std::env::args().collect(),
                 design: serde_json::json!({
-                    "order": "imported",
+                    // A table with `seq` on every row gives the run order (drift tests apply).
+                    "order": if imports.len() == 1 && imports[0].run_order { "seq" } else { "imported" },
                     "format": args.format.to_string(),
                     "files": files,
                 }),

@@ -105,6 +105,9 @@ pub struct Imported {
     index: HashMap<String, usize>,
     /// Per run, the order a table gives it (`seq`), while a table is read.
     order: Vec<u64>,
+    /// Whether the input gives a real run order (a table with `seq` on every row), so that drift
+    /// tests apply.
+    pub run_order: bool,
 }
 
 impl Imported {
@@ -117,6 +120,7 @@ impl Imported {
             notes: Vec::new(),
             index: HashMap::new(),
             order: Vec::new(),
+            run_order: false,
         }
     }
 

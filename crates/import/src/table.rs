@@ -210,6 +210,7 @@ fn push(imp: &mut Imported, row: &Row, format: Format) -> Result<(), ParseError>
 /// Runs in `seq` order (stable), numbered again from 0.
 fn finish(mut imp: Imported) -> Imported {
     let order = std::mem::take(&mut imp.order);
+    imp.run_order = !order.is_empty() && order.iter().all(|&s| s != u64::MAX);
     let mut runs: Vec<(u64, Run)> = order.into_iter().zip(imp.runs.drain(..)).collect();
     runs.sort_by_key(|(s, _)| *s);
     imp.runs = runs
@@ -347,6 +348,7 @@ mod tests {
         assert_eq!(imp.variants[1].name, "-new");
         assert_eq!(imp.variants[1].parameters["thp"], "always");
         assert_eq!(imp.runs.len(), 4);
+        assert!(imp.run_order, "every row has a seq");
         let w = &imp.runs[0];
         assert!(
             w.warmup && w.excluded.is_none(),
@@ -419,6 +421,8 @@ mod tests {
         let imp = parse_jsonl("t.jsonl", text).unwrap();
         assert_eq!(imp.runs.len(), 2);
         assert_eq!(imp.runs[0].value("wall_ns"), Some(6.5));
+        let no_seq = parse_jsonl("t.jsonl", "{\"variant\":\"a\"}\n").unwrap();
+        assert!(!no_seq.run_order);
         assert_eq!(imp.runs[1].labels.boot.as_deref(), Some("b1"));
         assert_eq!(imp.runs[1].labels.host, None);
         assert_eq!(imp.runs[1].source.as_ref().unwrap().line, 1);

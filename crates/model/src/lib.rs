@@ -49,7 +49,7 @@ pub use experiment::{Experiment, ExperimentSummary, Kind, NewExperiment, Sequent
 pub use metric::{Direction, Metric, MetricInfo};
 pub use micro::MicroFinding;
 pub use owner::{KnobClaim, Liveness, Owner};
-pub use replication::{Labels, Level};
-pub use run::{Run, RunStatus, Slot, Source};
+pub use replication::Level;
+pub use run::{Labels, Run, RunStatus, Slot, Source};
 pub use tune::{Setting, TuneRecord};
 pub use variant::{KnobSetting, SummaryValue, Variant, WorkloadRef};

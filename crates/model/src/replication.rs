@@ -3,34 +3,17 @@
 //! correlated; only units of the highest level that is replicated are independent replicates
 //! (docs/statistics.md#levels).
 //!
-//! [`Labels`] are the invocation, boot and host a run names (imported tables carry them; a run of
-//! a booted kernel finds its boot among the dataset's [`Boot`](super::Boot)s instead).
-//! [`Dataset::unit_at`] names a run's unit at a level, [`Dataset::level_means`] makes the dataset of
-//! unit means that verdicts are computed from.
+//! [`Labels`](super::run::Labels) are the invocation, boot and host a run names (imported
+//! tables carry them; a run of a booted kernel finds its boot among the dataset's
+//! [`Boot`](super::Boot)s instead). [`Dataset::unit_at`] names a run's unit at a level,
+//! [`Dataset::level_means`] makes the dataset of unit means that verdicts are computed from.
 
 use super::dataset::Dataset;
 use super::describe::mean;
 use super::metric::Metric;
 use super::run::Run;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
-
-/// The invocation, boot and host a run names, each optional.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Labels {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub invocation: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub boot: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
-}
-
-impl Labels {
-    pub fn is_empty(&self) -> bool {
-        self.invocation.is_none() && self.boot.is_none() && self.host.is_none()
-    }
-}
 
 /// A replication level above the run, from the top down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -143,6 +126,7 @@ impl Dataset {
 mod tests {
     use super::*;
     use crate::dataset::testdata::two_variants;
+    use crate::run::Labels;
 
     #[test]
     fn units_are_nested_and_means_per_unit() {

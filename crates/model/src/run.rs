@@ -2,7 +2,6 @@
 //! metrics measured in it.
 
 use super::metric::Metric;
-use super::replication::Labels;
 use serde::{Deserialize, Serialize};
 
 /// How a run ended.
@@ -55,6 +54,23 @@ pub struct Source {
     pub summary: bool,
     /// How many repeats, when the input says.
     pub repeats: Option<u32>,
+}
+
+/// The invocation, boot and host a run names, each optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Labels {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invocation: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boot: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+impl Labels {
+    pub fn is_empty(&self) -> bool {
+        self.invocation.is_none() && self.boot.is_none() && self.host.is_none()
+    }
 }
 
 /// One run with its metrics.

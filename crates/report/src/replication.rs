@@ -227,6 +227,28 @@ fn plan_text(s: &mut String, p: &LevelsPlan) {
     );
 }
 
+/// `plan --from ID` of an experiment whose runs name replication levels: the Kalibera-Jones
+/// repetitions at each level for the target, from experiment `id`'s components.
+pub fn plan_advice(l: &Replicated, id: i64) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "From experiment {id}'s replication levels ({}), metric {}:",
+        level_names(l).join(" > "),
+        one_line(&l.metric)
+    );
+    match &l.plan {
+        Some(p) => plan_text(&mut s, p),
+        None => {
+            let _ = writeln!(s, "  no plan: no variant has variance components");
+        }
+    }
+    for n in &l.notes {
+        let _ = writeln!(s, "  {}", one_line(n));
+    }
+    s
+}
+
 fn text(r: &Report) -> String {
     let Some(sec) = &r.replication else {
         return String::new();

@@ -219,41 +219,44 @@ fn variant_components(name: &str, d: &NestedData) -> VariantComponents {
 
 /// Median seconds of one counted run (None without timestamps).
 fn run_cost(ds: &Dataset) -> Option<f64> {
-    let mut d: Vec<f64> = ds
+    let d: Vec<f64> = ds
         .runs
         .iter()
         .filter(|r| r.counts())
         .filter_map(Run::duration_ns)
         .collect();
-    (!d.is_empty()).then(|| median(&mut d) / 1e9)
+    (!d.is_empty()).then(|| median(&d) / 1e9)
 }
+
+/// A variant and a unit of the level above (None: the variant itself).
+type Parent = (usize, Option<String>);
 
 /// Median seconds between one unit of `level` ending and the next starting (units of one
 /// variant and one parent unit, in time order): what a new unit costs beyond its runs. None
 /// without timestamps.
 fn unit_cost(ds: &Dataset, level: Level, parent: Option<Level>) -> Option<f64> {
-    let mut spans: HashMap<(usize, Option<String>, String), (i64, i64)> = HashMap::new();
+    let mut spans: HashMap<(Parent, String), (i64, i64)> = HashMap::new();
     for r in ds.runs.iter().filter(|r| r.counts() && r.started_ns > 0) {
         let Some(u) = ds.unit_at(r, level) else {
             continue;
         };
         let p = parent.and_then(|p| ds.unit_at(r, p));
         let e = spans
-            .entry((r.variant, p, u))
+            .entry(((r.variant, p), u))
             .or_insert((r.started_ns, r.ended_ns));
         e.0 = e.0.min(r.started_ns);
         e.1 = e.1.max(r.ended_ns);
     }
-    let mut by_parent: HashMap<(usize, Option<String>), Vec<(i64, i64)>> = HashMap::new();
-    for ((v, p, _), s) in spans {
-        by_parent.entry((v, p)).or_default().push(s);
+    let mut by_parent: HashMap<Parent, Vec<(i64, i64)>> = HashMap::new();
+    for ((parent, _), s) in spans {
+        by_parent.entry(parent).or_default().push(s);
     }
     let mut gaps = Vec::new();
     for mut s in by_parent.into_values() {
         s.sort();
         gaps.extend(s.windows(2).map(|w| (w[1].0 - w[0].1).max(0) as f64 / 1e9));
     }
-    (!gaps.is_empty()).then(|| median(&mut gaps))
+    (!gaps.is_empty()).then(|| median(&gaps))
 }
 
 /// Kalibera and Jones over levels: `rel` the pooled relative components (top level first, runs
