@@ -57,6 +57,9 @@ fn nested_components_equal_statsmodels_reml() {
         text.contains("invocation not replicated (one run per invocation)"),
         "{text}"
     );
+    let compare = lab.ok(&["compare", "1"]).stdout;
+    assert!(compare.contains("n=6+6 hosts"), "{compare}");
+    assert!(compare.contains("ratio of host means"), "{compare}");
     // Kalibera-Jones over the levels: no timestamps, so the lower levels keep the data's
     // repetitions (4 boots per host) and the hosts come from power.
     let plan = lab.ok(&["plan", "--from", "1", "--effect", "2"]).stdout;

@@ -471,6 +471,33 @@ mod tests {
     }
 
     #[test]
+    fn a_component_without_variance_is_held_at_zero() {
+        // No host effect: in many draws the REML optimum is on the boundary (host variance 0);
+        // there the score of the held component must not point inside, and the free ones must
+        // be stationary.
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut on_boundary = 0;
+        for _ in 0..60 {
+            let d = simulate(&mut rng, [4, 3, 4], [0.0, 1.0, 0.5], |h, b| 2 + (h + b) % 3);
+            let c = components(&d).unwrap();
+            assert!(c.variances.iter().all(|&v| v >= 0.0), "{c:?}");
+            if c.variances[0] == 0.0 {
+                on_boundary += 1;
+                let bl = with_patterns(blocks(&d), 3);
+                let (g, info, _) = score(&bl, &c.variances).unwrap();
+                assert!(
+                    g[0] <= 1e-9 * info[(0, 0)].sqrt(),
+                    "held component's score {g:?}"
+                );
+                for k in 1..3 {
+                    assert!(g[k].abs() < 1e-6 * info[(k, k)].sqrt(), "score {g:?}");
+                }
+            }
+        }
+        assert!(on_boundary > 5, "{on_boundary} of 60 on the boundary");
+    }
+
+    #[test]
     fn bad_input_is_an_error() {
         let d = NestedData {
             values: vec![1.0, 2.0, 3.0],
