@@ -233,7 +233,7 @@ type Parent = (usize, Option<String>);
 
 /// Median seconds between one unit of `level` ending and the next starting (units of one
 /// variant and one parent unit, in time order): what a new unit costs beyond its runs. None
-/// without timestamps.
+/// without timestamps, or when the units overlap in time (a median gap of 0).
 fn unit_cost(ds: &Dataset, level: Level, parent: Option<Level>) -> Option<f64> {
     let mut spans: HashMap<(Parent, String), (i64, i64)> = HashMap::new();
     for r in ds.runs.iter().filter(|r| r.counts() && r.started_ns > 0) {
@@ -256,7 +256,10 @@ fn unit_cost(ds: &Dataset, level: Level, parent: Option<Level>) -> Option<f64> {
         s.sort();
         gaps.extend(s.windows(2).map(|w| (w[1].0 - w[0].1).max(0) as f64 / 1e9));
     }
-    (!gaps.is_empty()).then(|| median(&gaps))
+    // Units that overlap in time (hosts measured side by side) say nothing about what a new one
+    // costs: not measured.
+    let m = (!gaps.is_empty()).then(|| median(&gaps))?;
+    (m > 0.0).then_some(m)
 }
 
 /// Kalibera and Jones over levels: `rel` the pooled relative components (top level first, runs
@@ -490,6 +493,21 @@ mod tests {
             "boots follow each other in time"
         );
         assert_eq!(p.levels[0].basis, "power");
+        // Units side by side in time: their cost is not measured (a run's still is).
+        let mut parallel = ds.clone();
+        for r in &mut parallel.runs {
+            (r.started_ns, r.ended_ns) = (1_000_000_000, 1_500_000_000);
+        }
+        let q = analyse(&parallel, "wall_ns", 0, p.target)
+            .unwrap()
+            .plan
+            .unwrap();
+        assert_eq!(q.levels[1].cost_seconds, None);
+        assert_eq!(q.levels[2].cost_seconds, Some(0.5));
+        assert_eq!(
+            (q.levels[1].basis.as_str(), q.seconds),
+            ("as measured", None)
+        );
         // No level replicated: no analysis.
         let mut flat = ds.clone();
         for r in &mut flat.runs {
