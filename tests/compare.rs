@@ -227,6 +227,7 @@ fn make_experiment(store: &mut Store, kernel: &str, seed: u64) -> i64 {
                     ],
                     excluded: None,
                     source: None,
+                    labels: Default::default(),
                 },
             )
             .unwrap();

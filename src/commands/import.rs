@@ -1,4 +1,5 @@
-//! `abperf import`: store `/usr/bin/time`, `perf stat` or hyperfine output as runs.
+//! `abperf import`: store `/usr/bin/time`, `perf stat` or hyperfine output, or a table of runs
+//! (CSV or JSONL), as runs.
 //!
 //! Every file is parsed before the store is touched, and everything is written in one
 //! transaction: a malformed line anywhere means nothing is stored.
@@ -19,6 +20,10 @@ use std::path::{Path, PathBuf};
   perf-stat  perf stat human output (each 'Performance counter stats' block is one run; with -r N
              it is the mean of N runs and the '+-' column is kept as EVENT.stderr_pct) or -x, CSV
   hyperfine  hyperfine --export-json: one variant per command, one run per entry of \"times\"
+  csv        a table, one run per row: variant, metric columns \"NAME [UNIT]\", optional seq, block,
+             invocation, boot, host, param.NAME, warmup, status, started_ns, ended_ns
+             (docs/import.md#tables; what `abperf export --format csv` writes)
+  jsonl      the same table as one JSON object per line
 
 Runs without a label go to --variant, else to a variant named after the file.")]
 pub struct ImportArgs {
@@ -137,7 +142,8 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
                 kind: Kind::Import,
                 command_line: std::env::args().collect(),
                 design: serde_json::json!({
-                    "order": "imported",
+                    // A table with `seq` on every row gives the run order (drift tests apply).
+                    "order": if imports.len() == 1 && imports[0].run_order { "seq" } else { "imported" },
                     "format": args.format.to_string(),
                     "files": files,
                 }),

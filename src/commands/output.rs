@@ -277,7 +277,9 @@ impl AnalysisArgs {
                 power: crate::stats::compare::Options::default().power,
             };
             crate::report::levels::attach(r, settings.as_ref(), &metrics, target);
-        } else if let Some(s) = settings {
+        } else if !(r.data.has_labels() && self.attach_replication(r, settings.as_ref()))
+            && let Some(s) = settings
+        {
             r.analysis = Some(analyse(&r.data, &s));
         }
         if let Some(plan) = r.data.experiments.first().and_then(|e| e.sequential()) {
@@ -285,6 +287,24 @@ impl AnalysisArgs {
             r.notes.push(crate::stats::sequential::note(&plan, m, runs));
         }
         Ok(())
+    }
+}
+
+impl AnalysisArgs {
+    /// Runs that name their invocation, boot or host: verdicts from the unit means of the top
+    /// replicated level and the replication section (`report::replication`); false when no
+    /// level above the runs is replicated.
+    fn attach_replication(&self, r: &mut Report, settings: Option<&Settings>) -> bool {
+        let metrics = match settings {
+            Some(s) => s.metrics.clone(),
+            None => default_metric(&r.data).into_iter().collect(),
+        };
+        let target = crate::stats::levels::Target {
+            effect_pct: self.effect,
+            alpha: self.alpha,
+            power: crate::stats::compare::Options::default().power,
+        };
+        crate::report::replication::attach(r, settings, &metrics, target)
     }
 }
 

@@ -88,6 +88,11 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
     if ds.has_boots() {
         return super::plan_levels::run(&ds, id, &metric, target);
     }
+    if ds.has_labels()
+        && let Some(code) = super::plan_levels::run_replicated(&ds, id, &metric, target)?
+    {
+        return Ok(code);
+    }
     let mut worst: Option<(f64, String)> = None;
     let mut per_variant = Vec::new();
     let mut cost_ns = 0.0;

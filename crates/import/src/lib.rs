@@ -6,6 +6,7 @@
 //! - [`perf_stat`]: `perf stat` human output (with and without `-r`, `+-` column, multiplexing
 //!   percentages, `<not supported>`/`<not counted>`) and `-x,` CSV output.
 //! - [`hyperfine`]: `hyperfine --export-json` files.
+//! - [`table`]: long-format tables of runs (CSV or JSONL), as `abperf export --format csv` writes.
 //!
 //! Parsers write the model directly ([`Imported`] holds [`Variant`]s and [`Run`]s with their
 //! [`Source`]); metric names follow the store's conventions: `wall_ns`, `user_ns`, `sys_ns`,
@@ -14,6 +15,7 @@
 
 pub mod hyperfine;
 pub mod perf_stat;
+pub mod table;
 pub mod time;
 
 pub use abperf_model::Metric;
@@ -32,6 +34,10 @@ pub enum Format {
     PerfStat,
     /// hyperfine --export-json.
     Hyperfine,
+    /// A long-format table of runs: a header row, one row per run (docs/import.md#tables).
+    Csv,
+    /// The same table as JSON Lines: one object per run.
+    Jsonl,
 }
 
 impl fmt::Display for Format {
@@ -40,6 +46,8 @@ impl fmt::Display for Format {
             Format::Time => "time",
             Format::PerfStat => "perf-stat",
             Format::Hyperfine => "hyperfine",
+            Format::Csv => "csv",
+            Format::Jsonl => "jsonl",
         })
     }
 }
@@ -95,6 +103,11 @@ pub struct Imported {
     pub notes: Vec<String>,
     /// Variant name -> position, so that finding a run's variant does not scan the list.
     index: HashMap<String, usize>,
+    /// Per run, the order a table gives it (`seq`), while a table is read.
+    order: Vec<u64>,
+    /// Whether the input gives a real run order (a table with `seq` on every row), so that drift
+    /// tests apply.
+    pub run_order: bool,
 }
 
 impl Imported {
@@ -106,6 +119,8 @@ impl Imported {
             runs: Vec::new(),
             notes: Vec::new(),
             index: HashMap::new(),
+            order: Vec::new(),
+            run_order: false,
         }
     }
 
@@ -374,6 +389,8 @@ pub fn parse(
         Format::Time => time::parse(file, text, default_variant)?,
         Format::PerfStat => perf_stat::parse(file, text, default_variant)?,
         Format::Hyperfine => hyperfine::parse(file, text)?,
+        Format::Csv => table::parse_csv(file, text)?,
+        Format::Jsonl => table::parse_jsonl(file, text)?,
     };
     if imported.run_count() == 0 {
         return Err(ParseError::new(

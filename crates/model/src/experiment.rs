@@ -139,6 +139,7 @@ impl Experiment {
     pub fn order_text(&self) -> String {
         match self.design.get("order").and_then(|o| o.as_str()) {
             Some("imported") => "order as imported".to_string(),
+            Some("seq") => "order as the table's seq column".to_string(),
             Some(o) => format!("order {o}"),
             None => "order unknown".to_string(),
         }

@@ -35,6 +35,7 @@ pub mod metric;
 pub mod micro;
 pub mod number_text;
 pub mod owner;
+pub mod replication;
 pub mod run;
 pub mod time;
 pub mod trace;
@@ -48,6 +49,7 @@ pub use experiment::{Experiment, ExperimentSummary, Kind, NewExperiment, Sequent
 pub use metric::{Direction, Metric, MetricInfo};
 pub use micro::MicroFinding;
 pub use owner::{KnobClaim, Liveness, Owner};
-pub use run::{Run, RunStatus, Slot, Source};
+pub use replication::Level;
+pub use run::{Labels, Run, RunStatus, Slot, Source};
 pub use tune::{Setting, TuneRecord};
 pub use variant::{KnobSetting, SummaryValue, Variant, WorkloadRef};

@@ -56,6 +56,23 @@ pub struct Source {
     pub repeats: Option<u32>,
 }
 
+/// The invocation, boot and host a run names, each optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Labels {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invocation: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boot: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+impl Labels {
+    pub fn is_empty(&self) -> bool {
+        self.invocation.is_none() && self.boot.is_none() && self.host.is_none()
+    }
+}
+
 /// One run with its metrics.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Run {
@@ -81,6 +98,10 @@ pub struct Run {
     pub metrics: Vec<Metric>,
     /// Where an imported run came from.
     pub source: Option<Source>,
+    /// The invocation, boot and host it names (docs/statistics.md#levels); written in JSON as
+    /// `replication` when it names any.
+    #[serde(rename = "replication", skip_serializing_if = "Labels::is_empty")]
+    pub labels: Labels,
 }
 
 fn metric_map<S: serde::Serializer>(metrics: &[Metric], s: S) -> Result<S::Ok, S::Error> {
@@ -112,6 +133,7 @@ impl Run {
             excluded: None,
             metrics,
             source: None,
+            labels: Labels::default(),
         }
     }
 
@@ -156,6 +178,7 @@ mod tests {
                 Metric::new("a", 1.0, "count"),
             ],
             source: None,
+            labels: Labels::default(),
         }
     }
 

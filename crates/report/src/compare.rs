@@ -599,6 +599,10 @@ fn text(r: &Report) -> String {
         let _ = writeln!(out);
         out += &l.text(r);
     }
+    if let Some(l) = &r.replication {
+        let _ = writeln!(out);
+        out += &l.text(r);
+    }
     let _ = writeln!(out, "--");
     let _ = writeln!(
         out,

@@ -305,9 +305,23 @@ fn trace_rows(w: &mut ::csv::Writer<Vec<u8>>, d: &Report) -> anyhow::Result<()> 
 }
 
 /// One row per run, one column per metric (sorted by name): what a spreadsheet wants.
+/// One row per run (by variant, then in schedule order): the columns `abperf import --format csv` reads back (docs/import.md#tables):
+/// the run's place and outcome, its replication labels (a booted kernel's boot by number), the
+/// variant's parameters as `param.NAME`, and one `NAME [UNIT]` column per metric.
 fn wide(d: &Report) -> anyhow::Result<String> {
-    let mut names: Vec<&str> = d.data.metrics.iter().map(|m| m.name.as_str()).collect();
-    names.sort();
+    let mut metrics: Vec<(&str, &str)> = d
+        .data
+        .metrics
+        .iter()
+        .map(|m| (m.name.as_str(), m.unit.as_str()))
+        .collect();
+    metrics.sort();
+    let params: std::collections::BTreeSet<&str> = d
+        .data
+        .variants
+        .iter()
+        .flat_map(|v| v.parameters.keys().map(String::as_str))
+        .collect();
     let mut w = ::csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = [
         "experiment",
@@ -320,18 +334,33 @@ fn wide(d: &Report) -> anyhow::Result<String> {
         "signal",
         "started_ns",
         "ended_ns",
+        "block",
+        "invocation",
+        "boot",
+        "host",
     ]
     .iter()
     .map(|s| s.to_string())
     .collect();
-    header.extend(names.iter().map(|n| neutral(n)));
+    header.extend(params.iter().map(|p| neutral(&format!("param.{p}"))));
+    header.extend(metrics.iter().map(|(n, u)| neutral(&format!("{n} [{u}]"))));
     w.write_record(&header)?;
     let exp = d
         .data
         .experiment()
         .map(|e| e.id.to_string())
         .unwrap_or_default();
-    for r in &d.data.runs {
+    // By variant, then schedule order: `import --format csv` numbers the variants in order of
+    // first appearance, so the export imports back with the same baseline.
+    let mut runs: Vec<&Run> = d.data.runs.iter().collect();
+    runs.sort_by_key(|r| (r.variant, r.seq));
+    for r in runs {
+        let boot = r.labels.boot.clone().or_else(|| {
+            d.data
+                .boot_of(r.variant, r.seq)
+                .map(|b| b.number.to_string())
+        });
+        let label = |l: &Option<String>| l.as_deref().map(neutral).unwrap_or_default();
         let mut rec = vec![
             exp.clone(),
             neutral(d.variant_name(r.variant)),
@@ -343,11 +372,22 @@ fn wide(d: &Report) -> anyhow::Result<String> {
             opt(r.signal),
             r.started_ns.to_string(),
             r.ended_ns.to_string(),
+            r.block.to_string(),
+            label(&r.labels.invocation),
+            label(&boot),
+            label(&r.labels.host),
         ];
+        let variant = d.data.variants.get(r.variant);
+        rec.extend(params.iter().map(|p| {
+            variant
+                .and_then(|v| v.parameters.get(*p))
+                .map(|x| neutral(x))
+                .unwrap_or_default()
+        }));
         rec.extend(
-            names
+            metrics
                 .iter()
-                .map(|m| r.value(m).map(num).unwrap_or_default()),
+                .map(|(m, _)| r.value(m).map(num).unwrap_or_default()),
         );
         w.write_record(&rec)?;
     }
@@ -391,7 +431,7 @@ mod tests {
         let c = Csv.render(&d).unwrap();
         let mut rd = ::csv::Reader::from_reader(c.as_bytes());
         let h = rd.headers().unwrap().clone();
-        assert!(h.iter().any(|x| x == "user_ns"));
+        assert!(h.iter().any(|x| x == "user_ns [ns]"), "{h:?}");
         assert_eq!(rd.records().count(), 16);
         assert_eq!(neutral("-1"), "'-1");
         assert_eq!(neutral("a-1"), "a-1");

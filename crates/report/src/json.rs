@@ -161,6 +161,11 @@ fn document(d: &Report) -> anyhow::Result<Value> {
     {
         doc["levels"] = l?;
     }
+    if let Some(l) = d.replication.as_ref().and_then(|l| l.json(d))
+        && d.view != View::Export
+    {
+        doc["replication"] = l?;
+    }
     Ok(doc)
 }
 

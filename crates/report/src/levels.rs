@@ -41,26 +41,25 @@ pub fn tcg_note(r: &mut Report) {
 /// A verdict line computed from boot means says so: its n counts boots, and the runs it asks for
 /// are boots.
 pub fn boot_wording(line: &str, n_baseline: usize, n_variant: usize) -> String {
+    unit_wording(line, n_baseline, n_variant, "boot")
+}
+
+/// A verdict line computed from the means of `unit`s (boot, host, invocation) says so: its n
+/// counts them, and the runs it asks for are of them.
+pub fn unit_wording(line: &str, n_baseline: usize, n_variant: usize, unit: &str) -> String {
     let n = format!("n={n_baseline}+{n_variant}");
-    let mut s = line.replacen(&n, &format!("{n} boots"), 1);
+    let mut s = line.replacen(&n, &format!("{n} {unit}s"), 1);
     for (from, to) in [
-        (
-            " runs per variant are needed",
-            " boots per variant are needed",
-        ),
+        (" runs per variant are needed", "s per variant are needed"),
         (
             " runs per variant would be needed",
-            " boots per variant would be needed",
+            "s per variant would be needed",
         ),
-        (
-            " runs per variant to resolve",
-            " boots per variant to resolve",
-        ),
-        ("in every run (", "in every boot ("),
+        (" runs per variant to resolve", "s per variant to resolve"),
     ] {
-        s = s.replace(from, to);
+        s = s.replace(from, &format!(" {unit}{to}"));
     }
-    s
+    s.replace("in every run (", &format!("in every {unit} ("))
 }
 
 /// Analyse a report whose data have boots: verdicts from boot means (with `settings`, when there

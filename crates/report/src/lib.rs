@@ -48,6 +48,7 @@ pub mod paragraph;
 pub mod perfstat;
 pub mod plain;
 pub mod plan;
+pub mod replication;
 pub mod same_config;
 pub mod section;
 pub mod svg;
@@ -183,6 +184,8 @@ pub struct Report {
     pub ceiling: Option<abperf_model::ceiling::CeilingAdvice>,
     /// The two-level analysis of kernel variants (boots x runs).
     pub levels: Option<levels::LevelsSection>,
+    /// The analysis over replication levels of runs that name their invocation, boot or host.
+    pub replication: Option<replication::ReplicationSection>,
     pub view: View,
     /// Whether raw runs are listed in JSON and CSV (micro experiments hold thousands of
     /// samples: their report gives the per-configuration table instead).
@@ -221,6 +224,7 @@ impl Report {
             micro_compare: None,
             ceiling: None,
             levels: None,
+            replication: None,
             view,
             include_runs: true,
             details: false,

@@ -67,6 +67,9 @@ fn run_end(r: &Report) -> String {
     if let Some(l) = &r.levels {
         s.push_str(&l.text(r));
     }
+    if let Some(l) = &r.replication {
+        s.push_str(&l.text(r));
+    }
     s
 }
 
@@ -182,6 +185,9 @@ fn report(r: &Report) -> String {
     }
     let _ = writeln!(s);
     if let Some(l) = &r.levels {
+        s.push_str(&l.text(r));
+    }
+    if let Some(l) = &r.replication {
         s.push_str(&l.text(r));
     }
     if let Some(t) = &r.trace {

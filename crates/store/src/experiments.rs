@@ -317,6 +317,7 @@ impl Store {
         for (i, ms) in extra {
             run_rows::merge(&mut runs[i], ms)?;
         }
+        super::run_labels::fill(self.conn(), id, &index, &mut runs)?;
         Ok(runs)
     }
 
@@ -450,6 +451,7 @@ mod tests {
                     metrics: vec![Metric::new("wall_ns", 1.5, "ns")],
                     excluded: None,
                     source: None,
+                    labels: Default::default(),
                 },
             )
             .unwrap();
@@ -540,6 +542,7 @@ mod tests {
             ],
             excluded: None,
             source: None,
+            labels: Default::default(),
         };
         assert!(store.commit_run(id, &run).is_err());
         assert!(store.runs(id).unwrap().is_empty());

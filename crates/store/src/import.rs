@@ -125,7 +125,7 @@ impl Store {
             let slot = Slot {
                 seq: seq as u32,
                 variant: positions[r.variant],
-                block: 0,
+                block: r.block,
                 warmup: r.warmup,
             };
             insert_slot(&tx, exp_id, vid, &slot)?;

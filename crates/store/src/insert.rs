@@ -111,5 +111,6 @@ pub(super) fn insert_run_row(
         )?
         .execute(params![run_id, s.format, s.file, s.line, s.summary, s.repeats])?;
     }
+    super::run_labels::insert(tx, run_id, &run.labels)?;
     Ok(run_id)
 }

@@ -13,6 +13,7 @@ mod import;
 mod insert;
 mod micro;
 mod owner;
+mod run_labels;
 mod run_rows;
 mod schema;
 pub mod trace;

@@ -318,6 +318,7 @@ pub(super) fn read_run(r: &rusqlite::Row) -> rusqlite::Result<(i64, Run)> {
             excluded: r.get(9)?,
             metrics,
             source: None,
+            labels: Default::default(),
         },
     ))
 }
@@ -416,6 +417,7 @@ pub(super) fn convert(tx: &Transaction) -> anyhow::Result<()> {
                 excluded: r.get(10)?,
                 metrics: Vec::new(),
                 source: None,
+                labels: Default::default(),
             };
             // Metrics come in run id order, as the runs do (a metric of a run that is gone is
             // skipped: the old reader never showed it).

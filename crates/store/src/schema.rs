@@ -92,6 +92,8 @@ pub const MIGRATIONS: &[&str] = &[
     // 12: runs stored compactly: fixed columns for wall and rusage, other metrics' names interned
     // (the data converted in Rust: see `post_step`).
     super::run_rows::SCHEMA,
+    // 13: the invocation, boot and host an imported run names.
+    super::run_labels::SCHEMA,
 ];
 
 /// The schema every migration together builds, as one script (`schema_prepared.sql`): a new

@@ -313,6 +313,7 @@ fn capture_run(info: &CaptureInfo, t: &Tables) -> Run {
         metrics,
         excluded: None,
         source: None,
+        labels: Default::default(),
     }
 }
 

@@ -667,6 +667,7 @@ pub(crate) fn take_run(
         excluded: None,
         metrics: w.metrics,
         source: None,
+        labels: Default::default(),
     };
     store.commit_boot_run(b.exp_id, boot_id, &run)?;
     if slot.warmup {

@@ -577,6 +577,7 @@ impl Walk<'_> {
             excluded: None,
             metrics,
             source: None,
+            labels: Default::default(),
         })?;
         if !slot.warmup {
             *self.timed_done.entry(slot.variant).or_default() += 1;

@@ -1,0 +1,226 @@
+//! `cargo bench --bench levels`: seeded simulations where the truth is known (issue 26).
+//!
+//! 1. Boot-level coverage: A/A pairs of 8 boots x 5 runs per variant at boot ICC 0, 0.3 and 0.8;
+//!    the verdict's 95% interval, computed as `compare` computes it on boot means (the same
+//!    `stats::compare::compare` on `Dataset::level_means`), must cover a ratio of 1 in 95% +- 2%
+//!    of pairs; the interval from runs taken as independent is shown beside it.
+//! 2. A/A false-call rate of every printed call: 2,000 pairs per distribution through
+//!    `stats::compare::compare` with `compare`'s default options (bootstrap included); a pair
+//!    counts when the headline calls a difference (faster or slower) or a DISAGREE flag is
+//!    printed.
+//! 3. The sequential rule (`--until-decided`, 4 looks, 40 runs): the share of 100,000 A/A
+//!    experiments that end in a call.
+//!
+//! `cargo test --all-targets` runs it once as a smoke test with a few pairs and no checks.
+
+use abperf::model::{Dataset, Labels, Level, Metric, Run, Variant};
+use abperf::stats::compare::{Options, Sample, compare};
+use abperf::stats::dist::norm_ppf;
+use abperf::stats::levels::Target;
+use abperf::stats::replicated;
+use abperf::stats::sequential::{Plan, simulate};
+use abperf::stats::verdict::Verdict;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+const TARGET: Target = Target {
+    effect_pct: 0.5,
+    alpha: 0.05,
+    power: 0.8,
+};
+
+struct Draw(ChaCha8Rng);
+
+impl Draw {
+    fn normal(&mut self) -> f64 {
+        norm_ppf(self.0.random_range(1e-15..1.0 - 1e-15))
+    }
+    fn t3(&mut self) -> f64 {
+        let chi2: f64 = (0..3).map(|_| self.normal().powi(2)).sum();
+        self.normal() / (chi2 / 3.0).sqrt()
+    }
+    fn poisson(&mut self, lambda: f64) -> f64 {
+        // Knuth: multiply uniforms until the product drops below e^-lambda.
+        let limit = (-lambda).exp();
+        let (mut k, mut p) = (0.0, 1.0);
+        loop {
+            p *= self.0.random::<f64>();
+            if p <= limit {
+                return k;
+            }
+            k += 1.0;
+        }
+    }
+}
+
+/// A dataset of two variants x `boots` boots x `runs` runs, labelled by boot: boot SD `sb`, run
+/// SD `sw`, both variants with mean 1000.
+fn boots(d: &mut Draw, boots: usize, runs: usize, sb: f64, sw: f64) -> Dataset {
+    let mut out = Vec::new();
+    for v in 0..2 {
+        for b in 0..boots {
+            let boot = sb * d.normal();
+            for _ in 0..runs {
+                let seq = out.len() as u32;
+                out.push(Run {
+                    labels: Labels {
+                        boot: Some(format!("b{b}")),
+                        ..Labels::default()
+                    },
+                    ..Run::ok(
+                        seq,
+                        v,
+                        vec![Metric::new(
+                            "wall_ns",
+                            1000.0 + boot + sw * d.normal(),
+                            "ns",
+                        )],
+                    )
+                });
+            }
+        }
+    }
+    Dataset::new(
+        vec![],
+        vec![Variant::named("a"), Variant::named("b")],
+        out,
+        "simulated".into(),
+    )
+}
+
+fn values(ds: &Dataset, v: usize) -> Vec<f64> {
+    ds.runs
+        .iter()
+        .filter(|r| r.variant == v)
+        .filter_map(|r| r.value("wall_ns"))
+        .collect()
+}
+
+fn covers(a: &[f64], b: &[f64], opts: &Options) -> bool {
+    let c = compare("wall_ns", Sample::new("a", a), Sample::new("b", b), opts).unwrap();
+    c.ratio_ci.is_some_and(|[lo, hi]| lo <= 1.0 && 1.0 <= hi)
+}
+
+fn coverage(pairs: usize, timed: bool) {
+    println!("Boot-level 95% CI coverage, A/A, 8 boots x 5 runs per variant, {pairs} pairs:");
+    println!(
+        "  {:>4}  {:>16}  {:>22}  {:>24}",
+        "ICC", "boot means", "levels section", "runs as independent"
+    );
+    let opts = Options {
+        resamples: 0,
+        ..Options::default()
+    };
+    for (i, icc) in [0.0, 0.3, 0.8].into_iter().enumerate() {
+        let mut d = Draw(ChaCha8Rng::seed_from_u64(2600 + i as u64));
+        let (sb, sw) = ((icc * 100.0f64).sqrt(), ((1.0 - icc) * 100.0f64).sqrt());
+        let (mut top, mut section, mut naive) = (0usize, 0usize, 0usize);
+        for _ in 0..pairs {
+            let ds = boots(&mut d, 8, 5, sb, sw);
+            let means = ds.level_means(Level::Boot);
+            top += usize::from(covers(&values(&means, 0), &values(&means, 1), &opts));
+            naive += usize::from(covers(&values(&ds, 0), &values(&ds, 1), &opts));
+            // The replication section's own interval (Fieller on boot means).
+            let r = replicated::analyse(&ds, "wall_ns", 0, TARGET).unwrap();
+            let ci = r.comparisons[0].ratio_ci.as_ref().unwrap();
+            section += usize::from(ci.low <= 1.0 && 1.0 <= ci.high);
+        }
+        let share = |k: usize| 100.0 * k as f64 / pairs as f64;
+        let (t, n) = (top as f64 / pairs as f64, naive as f64 / pairs as f64);
+        println!(
+            "  {icc:>4.1}  {:>15.2}%  {:>21.2}%  {:>23.2}%",
+            100.0 * t,
+            share(section),
+            100.0 * n
+        );
+        if timed {
+            assert!(
+                (0.93..=0.97).contains(&t),
+                "boot-level coverage {t} at ICC {icc}"
+            );
+        }
+    }
+}
+
+/// One A/A pair of `n` values per side from `draw`: whether any call is printed, and whether
+/// it is a DISAGREE flag without a headline call.
+fn aa(draw: &mut dyn FnMut() -> f64, n: usize, opts: &Options) -> (bool, bool) {
+    let a: Vec<f64> = (0..n).map(|_| draw()).collect();
+    let b: Vec<f64> = (0..n).map(|_| draw()).collect();
+    let c = compare("m", Sample::new("a", &a), Sample::new("b", &b), opts).unwrap();
+    let headline = matches!(c.verdict, Verdict::Faster | Verdict::Slower);
+    (
+        headline || c.disagree.is_some(),
+        !headline && c.disagree.is_some(),
+    )
+}
+
+fn false_calls(pairs: usize, timed: bool) {
+    println!(
+        "\nA/A rate of any printed call (headline or DISAGREE), compare's defaults, {pairs} pairs:"
+    );
+    let cases: [(&str, usize, bool); 6] = [
+        ("normal n=10", 10, false),
+        ("normal n=30", 30, false),
+        ("lognormal n=30", 30, false),
+        ("bimodal n=30", 30, false),
+        ("t3 n=30", 30, false),
+        ("Poisson(20) n=30", 30, true),
+    ];
+    for (i, (name, n, count)) in cases.into_iter().enumerate() {
+        let mut d = Draw(ChaCha8Rng::seed_from_u64(2700 + i as u64));
+        let opts = Options {
+            count,
+            seed: 2700 + i as u64,
+            ..Options::default()
+        };
+        let mut draw: Box<dyn FnMut() -> f64> = match i {
+            0 | 1 => Box::new(move || 100.0 + d.normal()),
+            2 => Box::new(move || 100.0 * (0.5 * d.normal()).exp()),
+            3 => Box::new(move || {
+                let hump = if d.0.random::<bool>() { 10.0 } else { 0.0 };
+                100.0 + hump + d.normal()
+            }),
+            4 => Box::new(move || 100.0 + d.t3()),
+            _ => Box::new(move || d.poisson(20.0)),
+        };
+        let (mut any, mut flags) = (0usize, 0usize);
+        for _ in 0..pairs {
+            let (a, f) = aa(&mut draw, n, &opts);
+            any += usize::from(a);
+            flags += usize::from(f);
+        }
+        let rate = any as f64 / pairs as f64;
+        println!(
+            "  {name:<18} {:>6.2}% ({any} of {pairs}; {flags} by a flag alone)",
+            100.0 * rate
+        );
+        if timed {
+            // 5% + 3 binomial SDs of 2,000 pairs (0.49 points).
+            assert!(rate <= 0.065, "{name}: A/A false calls {rate}");
+        }
+    }
+}
+
+fn main() {
+    let timed = std::env::args().any(|a| a == "--bench");
+    let pairs = if timed { 2000 } else { 10 };
+    coverage(pairs, timed);
+    false_calls(pairs, timed);
+    let n = if timed { 100_000 } else { 100 };
+    let plan = Plan {
+        looks: 4,
+        max_runs: 40,
+        alpha: 0.05,
+    };
+    let s = simulate(&plan, 0.0, n, 2800);
+    println!(
+        "\nSequential (--until-decided, 4 looks, 40 runs), {n} A/A experiments: {:.2}% end in a call (mean {:.1} runs)",
+        100.0 * s.called,
+        s.mean_runs
+    );
+    if timed {
+        // alpha + 3 binomial SDs of 100,000 experiments (0.07 points).
+        assert!(s.called <= 0.052, "sequential A/A {}", s.called);
+    }
+}

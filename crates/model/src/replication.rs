@@ -1,0 +1,163 @@
+//! Replication levels: a run belongs to a block (its round in the schedule), an invocation (the
+//! process that made it), a boot and a host. Runs that share an invocation, a boot or a host are
+//! correlated; only units of the highest level that is replicated are independent replicates
+//! (docs/statistics.md#levels).
+//!
+//! [`Labels`](super::run::Labels) are the invocation, boot and host a run names (imported
+//! tables carry them; a run of a booted kernel finds its boot among the dataset's
+//! [`Boot`](super::Boot)s instead). [`Dataset::unit_at`] names a run's unit at a level,
+//! [`Dataset::level_means`] makes the dataset of unit means that verdicts are computed from.
+
+use super::dataset::Dataset;
+use super::describe::mean;
+use super::metric::Metric;
+use super::run::Run;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A replication level above the run, from the top down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Host,
+    Boot,
+    Invocation,
+}
+
+impl Level {
+    /// Every level, top down.
+    pub const ALL: [Level; 3] = [Level::Host, Level::Boot, Level::Invocation];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Host => "host",
+            Level::Boot => "boot",
+            Level::Invocation => "invocation",
+        }
+    }
+
+    /// The plural, for "n=4+4 hosts".
+    pub fn plural(self) -> &'static str {
+        match self {
+            Level::Host => "hosts",
+            Level::Boot => "boots",
+            Level::Invocation => "invocations",
+        }
+    }
+}
+
+impl Dataset {
+    /// The unit of `run` at `level`, made unique within the run's variant by the levels above it
+    /// ("host1/boot3": boot 3 of host 1 is not boot 3 of host 2). A run of a booted kernel is in
+    /// the boot that made it. None when the run does not say.
+    pub fn unit_at(&self, run: &Run, level: Level) -> Option<String> {
+        let own = match level {
+            Level::Host => run.labels.host.clone(),
+            Level::Boot => run.labels.boot.clone().or_else(|| {
+                self.boot_of(run.variant, run.seq)
+                    .map(|b| format!("#{}", b.number))
+            }),
+            Level::Invocation => run.labels.invocation.clone(),
+        }?;
+        // The nearest level above that the run names carries the path of the ones above it.
+        let above = Level::ALL
+            .iter()
+            .rev()
+            .filter(|&&l| l < level)
+            .find_map(|&l| self.unit_at(run, l));
+        Some(match above {
+            Some(a) => format!("{a}/{own}"),
+            None => own,
+        })
+    }
+
+    /// Whether any run names an invocation, boot or host.
+    pub fn has_labels(&self) -> bool {
+        self.runs.iter().any(|r| !r.labels.is_empty())
+    }
+
+    /// The dataset of `level` means: one row per unit of a variant at `level` with at least one
+    /// counted run, whose metrics are the means over the unit's counted runs (a run without a
+    /// unit at the level is left out), in order of the units' first runs. With `level` boot and
+    /// booted kernels this is [`Dataset::boot_level`].
+    pub fn level_means(&self, level: Level) -> Dataset {
+        let mut units: BTreeMap<(usize, String), Vec<&Run>> = BTreeMap::new();
+        let mut first: Vec<(usize, String)> = Vec::new();
+        for r in self.runs.iter().filter(|r| r.counts()) {
+            let Some(u) = self.unit_at(r, level) else {
+                continue;
+            };
+            let key = (r.variant, u);
+            if !units.contains_key(&key) {
+                first.push(key.clone());
+            }
+            units.entry(key).or_default().push(r);
+        }
+        let mut runs = Vec::new();
+        for (number, key) in first.iter().enumerate() {
+            let members = &units[key];
+            let mut metrics = Vec::new();
+            for m in &self.metrics {
+                let v: Vec<f64> = members.iter().filter_map(|r| r.value(&m.name)).collect();
+                if !v.is_empty() {
+                    metrics.push(Metric::new(&m.name, mean(&v), &m.unit));
+                }
+            }
+            runs.push(Run {
+                block: members[0].block,
+                started_ns: members.iter().map(|r| r.started_ns).min().unwrap_or(0),
+                ended_ns: members.iter().map(|r| r.ended_ns).max().unwrap_or(0),
+                exit_code: Some(0),
+                ..Run::ok(number as u32, key.0, metrics)
+            });
+        }
+        let mut ds = Dataset::new(
+            self.experiments.clone(),
+            self.variants.clone(),
+            runs,
+            format!("{} ({} means)", self.source, level.name()),
+        );
+        ds.ordered = self.ordered;
+        ds
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::testdata::two_variants;
+    use crate::run::Labels;
+
+    #[test]
+    fn units_are_nested_and_means_per_unit() {
+        let mut d = two_variants("A", "B");
+        for (i, r) in d.runs.iter_mut().enumerate() {
+            r.labels = Labels {
+                invocation: Some(format!("i{}", i % 4)),
+                boot: Some(format!("b{}", i % 4)),
+                host: Some(format!("h{}", i % 2)),
+            };
+        }
+        let r = &d.runs[5];
+        assert_eq!(d.unit_at(r, Level::Host).unwrap(), "h1");
+        assert_eq!(d.unit_at(r, Level::Boot).unwrap(), "h1/b1");
+        assert_eq!(d.unit_at(r, Level::Invocation).unwrap(), "h1/b1/i1");
+        assert!(d.has_labels());
+        let hosts = d.level_means(Level::Host);
+        // two_variants: even seqs variant 0, odd variant 1; host = i % 2 = variant.
+        assert_eq!(hosts.runs.len(), 2);
+        let boots = d.level_means(Level::Boot);
+        assert_eq!(boots.runs.len(), 4);
+        let v0: Vec<f64> = d
+            .runs
+            .iter()
+            .filter(|r| r.variant == 0 && r.seq % 4 == 0 && r.counts())
+            .filter_map(|r| r.value("user_ns"))
+            .collect();
+        let got = boots.runs[0].value("user_ns").unwrap();
+        assert!((got - mean(&v0)).abs() < 1e-6, "{got} {v0:?}");
+        let j = serde_json::to_value(&d.runs[0].labels).unwrap();
+        assert_eq!(j["host"], "h0");
+        assert!(serde_json::to_value(Labels::default()).unwrap() == serde_json::json!({}));
+    }
+}
