@@ -202,6 +202,12 @@ CREATE TABLE "slot" (
         warmup        INTEGER NOT NULL,
         PRIMARY KEY (experiment_id, seq)
     ) WITHOUT ROWID;
+CREATE TABLE run_label (
+        run_id        INTEGER PRIMARY KEY REFERENCES run(id) ON DELETE CASCADE,
+        invocation    TEXT,                     -- the process that made the run
+        boot          TEXT,                     -- the boot it ran in
+        host          TEXT                      -- the machine
+    );
 CREATE INDEX trace_bin_table ON trace_bin(experiment_id, table_seq);
 CREATE INDEX boot_run_boot ON boot_run(boot_id);
 CREATE TRIGGER experiment_id_high_water AFTER INSERT ON experiment BEGIN
