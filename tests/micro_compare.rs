@@ -70,6 +70,7 @@ fn synthetic(side: u64, shifted: &[&str]) -> Record {
                 rounds.push(MicroRound {
                     variant: pos,
                     round: r,
+                    invocation: 0,
                     probe: probe(),
                     cycles,
                 });

@@ -126,6 +126,7 @@ fn micro_record_shifted(shift: f64, split: &[usize]) -> Record {
             rounds.push(MicroRound {
                 variant: pos,
                 round: r as u32,
+                invocation: 0,
                 probe: RoundProbe {
                     started_ns: 0,
                     ticks_per_core_cycle: 2.6 / 3.5,

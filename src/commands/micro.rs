@@ -23,7 +23,12 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
         .iter()
         .map(|k| crate::design::variants::parse_knob(k))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let opts = options(&args)?;
+    let invocations = super::micro_invocations::checked(&args)?;
+    let mut opts = options(&args)?;
+    if args.invocation_child.is_some() {
+        opts.share = invocations;
+        return super::micro_invocations::run_child(&benches, &opts);
+    }
     // Open the store first: a bad --db fails before minutes of measuring.
     let mut store = if args.no_store {
         None
@@ -36,12 +41,19 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
     // Other processes' CPU use, load and pressure are sampled over the benchmarks (a first
     // scan on a thread now, the second when they are done), not before them.
     let sampling = crate::doctor::Sampling::start();
-    let bar = progress_bar(benches.len(), "micro [{pos}/{len}] {msg} {elapsed}");
-    let report = micro::run_suite(&benches, &opts, |b| {
-        bar.set_message(b.to_string());
-        bar.inc(1);
-    })?;
-    bar.finish_and_clear();
+    let report = if invocations > 1 {
+        let mut r =
+            super::micro_invocations::measure(&benches, &opts, invocations, 1, 0, &|_| Ok(()))?;
+        r.remove(0)
+    } else {
+        let bar = progress_bar(benches.len(), "micro [{pos}/{len}] {msg} {elapsed}");
+        let r = micro::run_suite(&benches, &opts, |b| {
+            bar.set_message(b.to_string());
+            bar.inc(1);
+        })?;
+        bar.finish_and_clear();
+        r
+    };
     let argv: Vec<String> = std::env::args().collect();
     let environment = crate::doctor::merged(
         crate::doctor::environment_unsampled(),
@@ -95,6 +107,7 @@ fn options(args: &MicroArgs) -> anyhow::Result<Options> {
         cpus: micro::harness::allowed_cpus(),
         realtime: !args.no_rt,
         span,
+        share: 1,
     })
 }
 

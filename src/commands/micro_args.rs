@@ -52,6 +52,19 @@ pub struct MicroArgs {
     /// in one burst see one phase, and two runs disagree.
     #[arg(long, value_name = "SECONDS")]
     pub span: Option<f64>,
+    /// Measure in N invocations: N processes (abperf runs itself again), each with fresh
+    /// buffers, alignment and physical pages, each taking 1/N of every configuration's samples,
+    /// rounds and span; every round is stored with its invocation. `abperf compare` then takes
+    /// the invocations' means as the replicates (the variance between processes, which rounds
+    /// within one process do not show). With -k, invocation i of every variant runs before
+    /// invocation i+1 of any, in a seeded ABBA order. 1: one process (the rounds' comparison
+    /// across two experiments then gives no verdict).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub invocations: usize,
+    /// Internal: this process is invocation I of --invocations N of a parent `abperf micro`;
+    /// it prints its suite report as JSON on stdout and stores nothing.
+    #[arg(long, value_name = "I", hide = true)]
+    pub invocation_child: Option<usize>,
     /// Kernel knob (sysfs/procfs/debugfs file) as variants: every benchmark runs once per value,
     /// the variants interleaved round by round (ABBA order, seeded), the knob written, read back
     /// and verified before each variant's turn and always restored (also on errors and

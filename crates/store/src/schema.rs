@@ -92,6 +92,8 @@ pub const MIGRATIONS: &[&str] = &[
     // 12: runs stored compactly: fixed columns for wall and rusage, other metrics' names interned
     // (the data converted in Rust: see `post_step`).
     super::run_rows::SCHEMA,
+    // 13: the invocation (process) each micro round was measured in.
+    super::micro::SCHEMA_INVOCATION,
 ];
 
 /// The schema version this build writes.
