@@ -5,7 +5,9 @@
 
 use super::output::AnalysisArgs;
 use crate::error::usage;
+use crate::micro::compare::{Invocations, Unit};
 use crate::model::{Dataset, Kind, MicroFinding};
+use crate::report::micro_compare::Basis;
 use crate::report::{Report, View};
 use crate::store::Store;
 
@@ -57,10 +59,15 @@ pub fn report(
     let b = store.load(ids[1])?;
     let labels = labels_of(&a, &b, ids);
     let findings = [store.micro_findings(ids[0])?, store.micro_findings(ids[1])?];
+    let inv = [
+        Invocations::of(&store.micro_rounds(ids[0])?),
+        Invocations::of(&store.micro_rounds(ids[1])?),
+    ];
     let r = build(
         [&a, &b],
         labels,
         [&findings[0], &findings[1]],
+        [&inv[0], &inv[1]],
         only,
         analysis,
     )?;
@@ -110,18 +117,70 @@ pub fn siblings(store: &Store, id: i64) -> anyhow::Result<Vec<i64>> {
     Ok(found.into_iter().map(|(_, id)| id).collect())
 }
 
+/// How two micro experiments can be compared ([`Basis`]): with several invocations on both
+/// sides, the invocations are the unit; measured interleaved in one process (`micro -k`, one
+/// invocation each), the rounds; otherwise the rounds' comparison is within one process, which
+/// says nothing of the variance between two processes, and the verdicts are withheld.
+pub fn basis(same_group: bool, inv: [&Invocations; 2], labels: &[String; 2]) -> Basis {
+    let n = [inv[0].count(), inv[1].count()];
+    let unit = if n[0] >= 2 && n[1] >= 2 {
+        Unit::Invocation
+    } else {
+        Unit::Round
+    };
+    let withheld = (unit == Unit::Round && !(same_group && n == [1, 1])).then(|| {
+        format!(
+            "No verdicts: {} was measured in {} and {} in {}, so the variance between \
+             processes cannot be estimated, and rounds within one process understate it (two \
+             separate runs of the same kernel differ by more than their rounds vary; see \
+             docs/micro.md). For verdicts, measure both with --invocations N (N >= 2 each; the \
+             invocations are then the replicates), or both in one command with -k.",
+            labels[0],
+            processes(n[0]),
+            labels[1],
+            processes(n[1])
+        )
+    });
+    Basis {
+        unit: unit.as_str(),
+        invocations: n,
+        withheld,
+    }
+}
+
+fn processes(n: usize) -> String {
+    if n == 1 {
+        "one process".into()
+    } else {
+        format!("{n} processes (invocations)")
+    }
+}
+
 /// The comparison report of two micro suites `data` (baseline first) labelled `labels`, with
-/// their findings: configurations in both (whose name starts with `only`, if given), round
-/// medians as the unit.
+/// their findings and their rounds' invocations `inv`: configurations in both (whose name
+/// starts with `only`, if given), the unit as [`basis`] says.
 pub fn build(
     data: [&Dataset; 2],
     labels: [String; 2],
     findings: [&[MicroFinding]; 2],
+    inv: [&Invocations; 2],
     only: Option<&str>,
     analysis: &AnalysisArgs,
 ) -> anyhow::Result<Report> {
     let [a, b] = data;
-    let paired = crate::micro::compare::pair(a, b, [&labels[0], &labels[1]], only);
+    let group = |d: &Dataset| {
+        d.experiment()
+            .and_then(|e| interleaved(&e.design))
+            .map(|g| g.0)
+    };
+    let same_group = group(a).is_some() && group(a) == group(b);
+    let basis = basis(same_group, inv, &labels);
+    let unit = if basis.unit == "invocation" {
+        Unit::Invocation
+    } else {
+        Unit::Round
+    };
+    let paired = crate::micro::compare::pair(a, b, [&labels[0], &labels[1]], only, unit, inv);
     if paired.data.variants.is_empty() {
         return Err(usage(match only {
             Some(p) => format!(
@@ -161,14 +220,14 @@ pub fn build(
     diffs.extend(crate::micro::pressure_difference(&ea.design, &eb.design));
     r.env_diffs = diffs;
     analysis.analyse_into(&mut r)?;
-    let mut m =
-        crate::report::micro_compare::build(&r, labels, findings, [paired.only_a, paired.only_b]);
-    let group = |d: &Dataset| {
-        d.experiment()
-            .and_then(|e| interleaved(&e.design))
-            .map(|g| g.0)
-    };
-    m.interleaved = group(a).is_some() && group(a) == group(b);
+    let mut m = crate::report::micro_compare::build(
+        &r,
+        labels,
+        findings,
+        [paired.only_a, paired.only_b],
+        basis,
+    );
+    m.interleaved = same_group;
     // A whole family moving one way is what a phase of the host looks like between two runs;
     // measured interleaved, round r of each side shared the phase, and it is what a real
     // change looks like.

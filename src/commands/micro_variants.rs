@@ -13,6 +13,7 @@ use super::micro_args::{MicroArgs, print_failure, progress_bar, suite_name};
 use super::output;
 use crate::design::variants::{KnobSpec, knob_label};
 use crate::error::usage;
+use crate::micro::compare::Invocations;
 use crate::micro::record::Record;
 use crate::micro::{self, Options, SuiteReport};
 use crate::model::{Dataset, MicroFinding};
@@ -108,7 +109,8 @@ pub fn run(
     let seed = args.seed.unwrap_or_else(now_ns);
     // Sampled over the benchmarks, as for a single suite (see commands/micro.rs).
     let sampling = crate::doctor::Sampling::start();
-    let result = measure(benches, opts, &plans, seed, &guard);
+    let invocations = super::micro_invocations::checked(args)?;
+    let result = measure(benches, opts, &plans, seed, &guard, invocations);
     // The knobs go back first, whatever happened.
     let restore_errors = guard.lock().unwrap_or_else(|e| e.into_inner()).restore();
     for e in &restore_errors {
@@ -172,14 +174,16 @@ fn checked_plans(args: &MicroArgs, specs: &[KnobSpec]) -> anyhow::Result<Vec<Pla
     Ok(plans)
 }
 
-/// The suite for every plan, interleaved round by round, each variant's knobs applied through
-/// `guard` before its turn (a received signal stops it); with a progress bar.
+/// The suite for every plan, interleaved round by round in this process (or, with
+/// `invocations` > 1, invocation by invocation in child processes), each variant's knobs
+/// applied through `guard` before its turn (a received signal stops it); with a progress bar.
 fn measure(
     benches: &[&'static str],
     opts: &Options,
     plans: &[Plan],
     seed: u64,
     guard: &Mutex<KnobGuard>,
+    invocations: usize,
 ) -> anyhow::Result<Vec<SuiteReport>> {
     let switch = |v: usize| -> anyhow::Result<()> {
         if let Some(sig) = signals::received() {
@@ -191,6 +195,16 @@ fn measure(
         }
         Ok(())
     };
+    if invocations > 1 {
+        return super::micro_invocations::measure(
+            benches,
+            opts,
+            invocations,
+            plans.len(),
+            seed,
+            &switch,
+        );
+    }
     let bar = progress_bar(
         benches.len(),
         &format!(
@@ -240,7 +254,11 @@ fn records(
             "labels": labels,
             "knobs": knobs,
             "seed": seed,
-            "order": "round by round, ABBA (seeded)",
+            "order": if micro::record::invocations(rep) > 1 {
+                "invocation by invocation, ABBA (seeded)"
+            } else {
+                "round by round, ABBA (seeded)"
+            },
         });
         records.push(rec);
     }
@@ -285,12 +303,14 @@ fn print_comparisons(
     labels: &[String],
 ) -> anyhow::Result<()> {
     let findings: Vec<&[MicroFinding]> = records.iter().map(|r| r.findings.as_slice()).collect();
+    let inv: Vec<Invocations> = records.iter().map(|r| Invocations::of(&r.rounds)).collect();
     let mut out = String::new();
     for v in 1..records.len() {
         let r = super::compare_micro::build(
             [&data[0], &data[v]],
             [labels[0].clone(), labels[v].clone()],
             [findings[0], findings[v]],
+            [&inv[0], &inv[v]],
             None,
             &output::AnalysisArgs::default(),
         )?;
