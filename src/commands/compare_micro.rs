@@ -121,12 +121,20 @@ pub fn siblings(store: &Store, id: i64) -> anyhow::Result<Vec<i64>> {
 /// sides, the invocations are the unit; measured interleaved in one process (`micro -k`, one
 /// invocation each), the rounds; otherwise the rounds' comparison is within one process, which
 /// says nothing of the variance between two processes, and the verdicts are withheld.
-pub fn basis(same_group: bool, inv: [&Invocations; 2], labels: &[String; 2]) -> Basis {
+/// With `boots`, each invocation was a boot of its own (`micro --kernel`), and the unit is
+/// called so.
+pub fn basis(same_group: bool, inv: [&Invocations; 2], labels: &[String; 2], boots: bool) -> Basis {
     let n = [inv[0].count(), inv[1].count()];
     let unit = if n[0] >= 2 && n[1] >= 2 {
         Unit::Invocation
     } else {
         Unit::Round
+    };
+    let processes = |n: usize| match (n, boots) {
+        (1, false) => "one process".to_string(),
+        (1, true) => "one boot".to_string(),
+        (n, false) => format!("{n} processes (invocations)"),
+        (n, true) => format!("{n} boots"),
     };
     let withheld = (unit == Unit::Round && !(same_group && n == [1, 1])).then(|| {
         format!(
@@ -142,18 +150,20 @@ pub fn basis(same_group: bool, inv: [&Invocations; 2], labels: &[String; 2]) -> 
         )
     });
     Basis {
-        unit: unit.as_str(),
+        unit: match unit {
+            Unit::Invocation if boots => "boot",
+            u => u.as_str(),
+        },
         invocations: n,
         withheld,
     }
 }
 
-fn processes(n: usize) -> String {
-    if n == 1 {
-        "one process".into()
-    } else {
-        format!("{n} processes (invocations)")
-    }
+/// Whether a micro experiment's invocations were boots (`micro --kernel`).
+fn booted(d: &Dataset) -> bool {
+    d.experiment()
+        .and_then(|e| e.design.pointer("/vm/level").and_then(|l| l.as_str()))
+        == Some("boot")
 }
 
 /// The comparison report of two micro suites `data` (baseline first) labelled `labels`, with
@@ -174,11 +184,11 @@ pub fn build(
             .map(|g| g.0)
     };
     let same_group = group(a).is_some() && group(a) == group(b);
-    let basis = basis(same_group, inv, &labels);
-    let unit = if basis.unit == "invocation" {
-        Unit::Invocation
-    } else {
+    let basis = basis(same_group, inv, &labels, booted(a) && booted(b));
+    let unit = if basis.unit == "round" {
         Unit::Round
+    } else {
+        Unit::Invocation
     };
     let paired = crate::micro::compare::pair(a, b, [&labels[0], &labels[1]], only, unit, inv);
     if paired.data.variants.is_empty() {

@@ -11,12 +11,19 @@ use crate::store::Store;
 
 pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
     let benches = micro::select(&args.benches).map_err(usage)?;
-    if !args.kernel.is_empty() || !args.append.is_empty() {
-        return Err(usage(
-            "--kernel/--append: kernels as micro variants are not supported yet (the suite would \
-             have to run inside the guest); run `abperf micro` once per kernel and compare the two \
-             experiments with `abperf compare A B`, or use -k for kernel knobs",
-        ));
+    if args.kernel.is_empty()
+        && let Some(flag) = [
+            ("--append", !args.append.is_empty()),
+            ("--boots", args.boots.is_some()),
+            ("--accel", args.accel.is_some()),
+        ]
+        .iter()
+        .find(|f| f.1)
+    {
+        return Err(usage(format!(
+            "{}: only with --kernel (the kernels to boot and run the suite in)",
+            flag.0
+        )));
     }
     let knob_specs = args
         .knobs
@@ -35,6 +42,15 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
     } else {
         Some(Store::open_resolved(args.db.db.as_deref())?)
     };
+    if !args.kernel.is_empty() {
+        if !knob_specs.is_empty() || invocations > 1 {
+            return Err(usage(
+                "--kernel: the boots are the replicates; -k and --invocations are not taken \
+                 with it",
+            ));
+        }
+        return super::micro_kernels::run(&args, &benches, &opts, store.as_mut());
+    }
     if !knob_specs.is_empty() {
         return super::micro_variants::run(&args, &benches, &opts, &knob_specs, store.as_mut());
     }

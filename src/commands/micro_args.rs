@@ -78,13 +78,22 @@ pub struct MicroArgs {
     /// Wait for a knob another experiment holds (default: fail at once, naming the holder)
     #[arg(long)]
     pub wait: bool,
-    /// Kernels as micro variants: not yet (use `abperf run --kernel`, or one `abperf micro` per
-    /// kernel and `abperf compare A B`)
+    /// Boot this kernel in a VM and run the suite there (a bzImage/vmlinuz, or a Debian kernel
+    /// package in the kernel cache). Repeat it: each kernel is a variant. The boots are the
+    /// replicates: `--boots` per variant, in seeded ABBA order, each boot one invocation; under
+    /// TCG (no KVM) the variants are labelled TCG and their timings say nothing about hardware
     #[arg(long, value_name = "KERNEL")]
     pub kernel: Vec<String>,
-    /// Kernel command-line variants: not yet (see --kernel)
-    #[arg(long, value_name = "ARGS")]
+    /// Kernel parameters for the guest's command line (with --kernel). Repeat it: each command
+    /// line is a variant (with every --kernel)
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     pub append: Vec<String>,
+    /// Boots per kernel variant (with --kernel) [default: 2]
+    #[arg(long, value_name = "N")]
+    pub boots: Option<u32>,
+    /// How the guests run (with --kernel): kvm, tcg, or auto (KVM when usable) [default: auto]
+    #[arg(long, value_enum, value_name = "ACCEL")]
+    pub accel: Option<crate::commands::vm::AccelArg>,
     /// Do not store the results
     #[arg(long)]
     pub no_store: bool,

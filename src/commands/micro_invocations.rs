@@ -40,8 +40,9 @@ pub fn run_child(benches: &[&'static str], opts: &Options) -> anyhow::Result<i32
 }
 
 /// The arguments of a child measuring invocation `i` of `n` with `opts` (resolved: the CPUs
-/// and span are the parent's, not chosen again).
-fn child_args(benches: &[&str], opts: &Options, i: usize, n: usize) -> Vec<String> {
+/// and span are the parent's, not chosen again; without `cpus`, as in a guest of another
+/// machine's shape, the child chooses its CPUs itself).
+pub fn child_args(benches: &[&str], opts: &Options, i: usize, n: usize, cpus: bool) -> Vec<String> {
     let mut a: Vec<String> = vec!["micro".into()];
     a.extend(benches.iter().map(|b| b.to_string()));
     a.extend([
@@ -50,19 +51,20 @@ fn child_args(benches: &[&str], opts: &Options, i: usize, n: usize) -> Vec<Strin
         n.to_string(),
         "--invocation-child".into(),
         i.to_string(),
-        "--cpu".into(),
-        opts.cpu.to_string(),
     ]);
+    if cpus {
+        a.extend(["--cpu".into(), opts.cpu.to_string()]);
+    }
     if opts.quick {
         a.push("--quick".into());
     }
     if let Some(s) = opts.samples {
         a.extend(["--samples".into(), s.to_string()]);
     }
-    if let Some(r) = opts.remote_cpu {
+    if let Some(r) = opts.remote_cpu.filter(|_| cpus) {
         a.extend(["--remote-cpu".into(), r.to_string()]);
     }
-    if let Some(c) = &opts.remote_counts {
+    if let Some(c) = opts.remote_counts.as_ref().filter(|_| cpus) {
         let list: Vec<String> = c.iter().map(|x| x.to_string()).collect();
         a.extend(["--remote-cpus".into(), list.join(",")]);
     }
@@ -80,7 +82,7 @@ fn child(benches: &[&str], opts: &Options, i: usize, n: usize) -> anyhow::Result
     let exe = std::env::current_exe()
         .map_err(|e| anyhow::anyhow!("--invocations: cannot find abperf's own program: {e}"))?;
     let out = Command::new(&exe)
-        .args(child_args(benches, opts, i, n))
+        .args(child_args(benches, opts, i, n, true))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -159,11 +161,18 @@ mod tests {
             span: Some(std::time::Duration::from_millis(1500)),
             share: 4,
         };
-        let a = child_args(&["syscall", "xstate"], &opts, 2, 4).join(" ");
+        let a = child_args(&["syscall", "xstate"], &opts, 2, 4, true).join(" ");
         assert_eq!(
             a,
             "micro syscall xstate --no-store --invocations 4 --invocation-child 2 --cpu 1 \
              --quick --samples 11 --remote-cpu 0 --remote-cpus 1 --no-rt --span 1.5"
+        );
+        // In a guest: its own CPUs.
+        let g = child_args(&["timer"], &opts, 0, 1, false).join(" ");
+        assert_eq!(
+            g,
+            "micro timer --no-store --invocations 1 --invocation-child 0 --quick --samples 11 \
+             --no-rt --span 1.5"
         );
     }
 }

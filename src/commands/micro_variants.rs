@@ -78,7 +78,7 @@ pub fn plans(specs: &[KnobSpec]) -> anyhow::Result<Vec<Plan>> {
         .collect())
 }
 
-fn now_ns() -> u64 {
+pub(super) fn now_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -222,7 +222,7 @@ fn measure(
 }
 
 /// One micro experiment per variant, linked to the others by the design field `interleaved`.
-fn records(
+pub(super) fn records(
     args: &MicroArgs,
     benches: &[&'static str],
     plans: &[Plan],
@@ -267,7 +267,7 @@ fn records(
 
 /// Store every record, say where, and read them back: the comparison printed is the one
 /// `abperf compare` gives.
-fn store_and_read_back(
+pub(super) fn store_and_read_back(
     s: &mut Store,
     records: &[Record],
     labels: &[String],
@@ -296,7 +296,7 @@ fn store_and_read_back(
 }
 
 /// The comparison of the first variant with every other, on stdout.
-fn print_comparisons(
+pub(super) fn print_comparisons(
     args: &MicroArgs,
     records: &[Record],
     data: &[Dataset],

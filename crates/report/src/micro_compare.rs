@@ -167,8 +167,9 @@ impl RoundEstimates {
 pub struct MicroCompare {
     /// The experiments' labels (`#ID`), baseline first.
     pub labels: [String; 2],
-    /// "round": each round's median is one observation (valid within one process); or
-    /// "invocation": each invocation's (process's) mean of its round medians.
+    /// "round": each round's median is one observation (valid within one process);
+    /// "invocation": each invocation's (process's) mean of its round medians; "boot": the same
+    /// with every invocation a boot of its own (`micro --kernel`).
     pub unit: &'static str,
     /// The invocations (processes) each side was measured in.
     pub invocations: [usize; 2],
@@ -439,10 +440,12 @@ fn summary(
 
 /// What one observation is, for the reports.
 fn unit_text(m: &MicroCompare) -> String {
-    if m.unit == "invocation" {
+    if m.unit != "round" {
         format!(
-            "each invocation's mean of its round medians one observation; {} and {} invocations",
-            m.invocations[0], m.invocations[1]
+            "each {u}'s mean of its round medians one observation; {} and {} {u}s",
+            m.invocations[0],
+            m.invocations[1],
+            u = m.unit
         )
     } else {
         "each round's median one observation".to_string()
