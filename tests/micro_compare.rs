@@ -410,8 +410,18 @@ fn micro_with_knob_variants_runs_interleaved_stores_both_and_restores() {
     // Bad input, before anything runs.
     let e = lab.fails(&["micro", "syscall", "-k", &format!("{MSGMAX}=1")], 2);
     assert!(e.stderr.contains("one variant"), "{}", e.stderr);
-    let e = lab.fails(&["micro", "syscall", "--kernel", "/boot/vmlinuz"], 2);
-    assert!(e.stderr.contains("not supported yet"), "{}", e.stderr);
+    let e = lab.fails(&["micro", "syscall", "--append", "quiet"], 2);
+    assert!(
+        e.stderr.contains("--append: only with --kernel"),
+        "{}",
+        e.stderr
+    );
+    let e = lab.fails(&["micro", "syscall", "--kernel", "/nonexistent/vmlinuz"], 2);
+    assert!(
+        e.stderr.contains("--kernel /nonexistent/vmlinuz"),
+        "{}",
+        e.stderr
+    );
 }
 
 #[test]

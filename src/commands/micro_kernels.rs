@@ -110,7 +110,7 @@ pub fn run(
         }
     ));
     let sampling = crate::doctor::Sampling::start();
-    let reports = measure(benches, opts, &plans, n, seed, tcg)?;
+    let (reports, seen) = measure(benches, opts, &plans, n, seed, tcg)?;
     let environment = crate::doctor::merged(
         crate::doctor::environment_unsampled(),
         &sampling.finish("during the boots"),
@@ -124,7 +124,7 @@ pub fn run(
         .collect();
     let mut records =
         super::micro_variants::records(args, benches, &as_plans, &reports, seed, environment);
-    for (rec, p) in records.iter_mut().zip(&plans) {
+    for ((rec, p), seen) in records.iter_mut().zip(&plans).zip(seen) {
         rec.experiment.design["interleaved"]["order"] = "boot by boot, ABBA (seeded)".into();
         rec.experiment.design["vm"] = serde_json::json!({
             "level": "boot",
@@ -135,6 +135,7 @@ pub fn run(
             "release": p.kernel.release,
             "package": p.kernel.package,
             "append": p.append,
+            "boots_seen": seen,
         });
     }
     let labels: Vec<String> = plans.iter().map(|p| p.label.clone()).collect();
@@ -153,7 +154,8 @@ pub fn run(
 }
 
 /// Boot i of every variant (in `micro::interleave::order`) before boot i+1 of any; each boot's
-/// suite report, joined per variant with the boots as invocations.
+/// suite report, joined per variant with the boots as invocations, and per variant what its
+/// guests said of themselves at each boot ([`boot_one`]).
 fn measure(
     benches: &[&'static str],
     opts: &Options,
@@ -161,24 +163,27 @@ fn measure(
     n: u32,
     seed: u64,
     tcg: bool,
-) -> anyhow::Result<Vec<SuiteReport>> {
+) -> anyhow::Result<(Vec<SuiteReport>, Vec<Vec<serde_json::Value>>)> {
     let started = std::time::Instant::now();
     let bar = progress_bar(
         plans.len() * n as usize,
         "micro in kernels [{pos}/{len}] {msg} {elapsed}",
     );
     let mut parts: Vec<Vec<SuiteReport>> = plans.iter().map(|_| Vec::new()).collect();
+    let mut seen: Vec<Vec<serde_json::Value>> = plans.iter().map(|_| Vec::new()).collect();
     for b in 0..n as usize {
         for v in micro::interleave::order(plans.len(), seed, b) {
             bar.set_message(format!("boot {} of {}", b + 1, plans[v].label));
             let r = boot_one(benches, opts, &plans[v], b, tcg);
             bar.inc(1);
-            parts[v].push(r?);
+            let (report, guest) = r?;
+            parts[v].push(report);
+            seen[v].push(guest);
         }
     }
     bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
-    parts
+    let reports = parts
         .into_iter()
         .map(|p| {
             let mut r = micro::invocations::merge(p, elapsed)?;
@@ -195,17 +200,19 @@ fn measure(
             }
             Ok(r)
         })
-        .collect()
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok((reports, seen))
 }
 
-/// Boot `plan`'s kernel, run the suite in the guest and read its report.
+/// Boot `plan`'s kernel, run the suite in the guest and read its report; with what the guest
+/// said of itself (`uname -r`, `/proc/cmdline`, the accelerator, seconds to boot).
 fn boot_one(
     benches: &[&str],
     opts: &Options,
     plan: &KernelPlan,
     boot: usize,
     tcg: bool,
-) -> anyhow::Result<SuiteReport> {
+) -> anyhow::Result<(SuiteReport, serde_json::Value)> {
     let exe = std::env::current_exe()
         .map_err(|e| anyhow::anyhow!("--kernel: cannot find abperf's own program: {e}"))?;
     let mut words = vec![exe.to_string_lossy().into_owned()];
@@ -245,11 +252,20 @@ fn boot_one(
                 .join(" | ")
         );
     }
-    serde_json::from_str(&lines.concat()).map_err(|e| {
+    let report = serde_json::from_str(&lines.concat()).map_err(|e| {
         anyhow::anyhow!(
             "boot {} of {}: the guest's report could not be read ({e})",
             boot + 1,
             plan.label
         )
-    })
+    })?;
+    let guest = o.boot.as_ref().map_or(serde_json::Value::Null, |b| {
+        serde_json::json!({
+            "release": b.release,
+            "cmdline": b.cmdline,
+            "accel": b.accel.as_str(),
+            "boot_seconds": b.boot_seconds,
+        })
+    });
+    Ok((report, guest))
 }
