@@ -267,3 +267,53 @@ pub fn build(
     r.micro_compare = Some(m);
     Ok(r)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::micro::{MicroRound, RoundProbe};
+
+    fn inv(invocations: &[u32]) -> Invocations {
+        let rounds: Vec<MicroRound> = invocations
+            .iter()
+            .enumerate()
+            .map(|(r, &i)| MicroRound {
+                variant: 0,
+                round: r as u32,
+                invocation: i,
+                probe: RoundProbe {
+                    started_ns: 0,
+                    ticks_per_core_cycle: 1.0,
+                    adds_per_cycle: f64::NAN,
+                },
+                cycles: vec![1.0],
+            })
+            .collect();
+        Invocations::of(&rounds)
+    }
+
+    #[test]
+    fn the_unit_follows_how_the_sides_were_measured() {
+        let labels = ["#1".to_string(), "#2".to_string()];
+        let (one, three) = (inv(&[0, 0]), inv(&[0, 1, 2]));
+        // Several invocations on both sides: the invocations (or boots) are the unit.
+        let b = basis(false, [&three, &three], &labels, false);
+        assert_eq!((b.unit, b.invocations), ("invocation", [3, 3]));
+        assert!(b.withheld.is_none());
+        assert_eq!(basis(true, [&three, &three], &labels, true).unit, "boot");
+        // Interleaved in one process: the rounds, with verdicts.
+        let b = basis(true, [&one, &one], &labels, false);
+        assert_eq!(b.unit, "round");
+        assert!(b.withheld.is_none());
+        // Separate processes, one on a side: no verdict, and why.
+        let w = basis(false, [&one, &three], &labels, false)
+            .withheld
+            .unwrap();
+        assert!(
+            w.starts_with("No verdicts: #1 was measured in one process and #2 in 3 processes"),
+            "{w}"
+        );
+        let w = basis(false, [&one, &one], &labels, true).withheld.unwrap();
+        assert!(w.contains("#1 was measured in one boot"), "{w}");
+    }
+}

@@ -34,7 +34,8 @@ pub fn checked(args: &MicroArgs) -> anyhow::Result<usize> {
 /// A child's part: the suite with 1/N of every configuration, its report as JSON on stdout.
 pub fn run_child(benches: &[&'static str], opts: &Options) -> anyhow::Result<i32> {
     let report = micro::run_suite(benches, opts, |_| {})?;
-    let text = serde_json::to_string(&report)?;
+    // One line: a guest's results port delivers whole lines.
+    let text = serde_json::to_string(&report)? + "\n";
     super::output::write(&text, None)?;
     Ok(0)
 }

@@ -252,6 +252,7 @@ fn boot_one(
                 .join(" | ")
         );
     }
+    lines.extend(o.partial_line.clone());
     let report = serde_json::from_str(&lines.concat()).map_err(|e| {
         anyhow::anyhow!(
             "boot {} of {}: the guest's report could not be read ({e})",
