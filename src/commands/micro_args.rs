@@ -88,7 +88,7 @@ pub struct MicroArgs {
     /// line is a variant (with every --kernel)
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     pub append: Vec<String>,
-    /// Boots per kernel variant (with --kernel) [default: 2]
+    /// Boots per kernel variant (with --kernel) [default: 3]
     #[arg(long, value_name = "N")]
     pub boots: Option<u32>,
     /// How the guests run (with --kernel): kvm, tcg, or auto (KVM when usable) [default: auto]

@@ -69,9 +69,9 @@ fn kernel_plans(args: &MicroArgs, tcg: bool) -> anyhow::Result<Vec<KernelPlan>> 
     Ok(plans)
 }
 
-/// `--boots`, checked (default 2).
+/// `--boots`, checked (default 3: with 2 a side the analysis makes no test).
 fn boots(args: &MicroArgs) -> anyhow::Result<u32> {
-    let n = args.boots.unwrap_or(2);
+    let n = args.boots.unwrap_or(3);
     if !(1..=MAX_BOOTS).contains(&n) {
         return Err(usage(format!(
             "--boots {n}: expected a number of boots per variant from 1 to {MAX_BOOTS}"
