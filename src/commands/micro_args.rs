@@ -72,7 +72,8 @@ pub struct MicroArgs {
     /// compares the two. Repeatable (every combination); the same value twice is an A/A run.
     #[arg(short = 'k', long = "knob", value_name = "PATH=V1,V2,...")]
     pub knobs: Vec<String>,
-    /// Seed of the interleaving order of -k variants (default: from the clock; stored)
+    /// Seed of the interleaving order of -k variants, their invocations and --kernel boots
+    /// (default: from the clock; stored)
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// Wait for a knob another experiment holds (default: fail at once, naming the holder)
@@ -81,7 +82,8 @@ pub struct MicroArgs {
     /// Boot this kernel in a VM and run the suite there (a bzImage/vmlinuz, or a Debian kernel
     /// package in the kernel cache). Repeat it: each kernel is a variant. The boots are the
     /// replicates: `--boots` per variant, in seeded ABBA order, each boot one invocation; under
-    /// TCG (no KVM) the variants are labelled TCG and their timings say nothing about hardware
+    /// TCG (no KVM) the variants are labelled TCG: their timings say nothing about hardware
+    /// costs
     #[arg(long, value_name = "KERNEL")]
     pub kernel: Vec<String>,
     /// Kernel parameters for the guest's command line (with --kernel). Repeat it: each command

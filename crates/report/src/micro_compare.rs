@@ -20,10 +20,12 @@ pub struct Row {
     pub bench: String,
     pub config: String,
     pub metric: String,
-    /// Rounds compared in each experiment.
+    /// Observations compared in each experiment: rounds, or invocations (boots) when those are
+    /// the unit ([`MicroCompare::unit`]).
     pub rounds_a: usize,
     pub rounds_b: usize,
-    /// Median of the round medians in each experiment, in the metric's unit.
+    /// Median of the observations (round medians, or invocation means) in each experiment, in
+    /// the metric's unit.
     pub median_a: f64,
     pub median_b: f64,
     /// The verdict's estimate of mean(B) / mean(A) over the round medians, and its CI (at
