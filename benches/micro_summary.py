@@ -16,7 +16,13 @@ rows = m["rows"]
 diff = [r for r in rows if r["verdict"] in ("faster", "slower")]
 fams = [f for f in m["families"] if f["faster"] + f["slower"] > 0]
 nd = sum(r["verdict"] == "no difference" for r in rows)
-print(f"{title} ({m['labels'][0]} vs {m['labels'][1]}{took}): "
+within = [r for r in rows if r.get("within_process") in ("faster", "slower")]
+unit = m.get("unit", "round")
+if m.get("withheld"):
+    unit += f"s, verdicts withheld (within one process: {len(within)} called)"
+else:
+    unit += f"s ({'/'.join(str(n) for n in m.get('invocations', [1, 1]))})"
+print(f"{title} ({m['labels'][0]} vs {m['labels'][1]}{took}, {unit}): "
       f"{len(diff)} of {len(rows)} configurations called different "
       f"({100 * len(diff) / max(1, len(rows)):.1f}%), {len(fams)} of {len(m['families'])} families: "
       + (", ".join(f"{f['bench']} {f['faster'] + f['slower']}/{f['configurations']}" for f in fams) or "none")

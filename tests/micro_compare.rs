@@ -1,5 +1,7 @@
-//! `abperf compare A B` of two micro experiments (rounds as the unit, one family per
-//! configuration, Holm over all): on seeded synthetic data where the truth is known, and on a
+//! `abperf compare A B` of two micro experiments (invocations as the unit when both sides have
+//! several, else the rounds within one process with the verdict withheld unless the two were
+//! interleaved; one family per configuration, Holm over all): on seeded synthetic data where
+//! the truth is known, on `micro --invocations` end to end, and on a
 //! real `micro --quick` run split into its even and odd rounds (an A/A whose halves share the
 //! host's phases, so that a calibrated comparison must call almost nothing different), with
 //! one configuration given the samples of a 64-page madvise in place of the 1-page one (a real
@@ -43,10 +45,11 @@ fn record(name: &str, variants: Vec<Variant>, rounds: Vec<MicroRound>) -> Record
     }
 }
 
-/// 3 families x 8 configurations, 16 rounds of 8 samples; every round has an effect of its own
-/// (+-6%, the host's phases) on top of +-2% sample noise. In B, 4 configurations of `beta` cost
-/// 10% more.
-fn synthetic(side: u64, shifted: &[&str]) -> Record {
+/// 3 families x 8 configurations, 16 rounds of 8 samples in `invocations` invocations (16 /
+/// `invocations` rounds each); every invocation has an effect of its own (+-5%: the process's
+/// buffers, their alignment and pages), every round one (+-2%, the host's phases), on top of
+/// +-2% sample noise. In B, the `shifted` configurations cost 10% more.
+fn synthetic(side: u64, shifted: &[&str], invocations: u32) -> Record {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0xab + side);
     let mut variants = Vec::new();
     let mut rounds = Vec::new();
@@ -62,14 +65,19 @@ fn synthetic(side: u64, shifted: &[&str]) -> Record {
             } else {
                 1.0
             };
+            let process: Vec<f64> = (0..invocations)
+                .map(|_| 1.0 + rng.random_range(-0.05..0.05))
+                .collect();
             for r in 0..16 {
-                let phase = 1.0 + rng.random_range(-0.06..0.06);
+                let invocation = r / (16 / invocations);
+                let phase = process[invocation as usize] * (1.0 + rng.random_range(-0.02..0.02));
                 let cycles = (0..8)
                     .map(|_| base * k * phase * (1.0 + rng.random_range(-0.02..0.02)))
                     .collect();
                 rounds.push(MicroRound {
                     variant: pos,
                     round: r,
+                    invocation,
                     probe: probe(),
                     cycles,
                 });
@@ -96,8 +104,8 @@ fn differing(doc: &Value) -> Vec<String> {
 fn synthetic_shifts_are_found_and_nothing_else() {
     let lab = Lab::new();
     let shifted = ["beta/c0", "beta/c2", "beta/c5", "beta/c7"];
-    let a = synthetic(1, &[]).save(&mut lab.store()).unwrap();
-    let b = synthetic(2, &shifted).save(&mut lab.store()).unwrap();
+    let a = synthetic(1, &[], 8).save(&mut lab.store()).unwrap();
+    let b = synthetic(2, &shifted, 8).save(&mut lab.store()).unwrap();
     let out = lab.ok(&[
         "compare",
         &a.to_string(),
@@ -107,10 +115,17 @@ fn synthetic_shifts_are_found_and_nothing_else() {
     ]);
     let doc = out.json();
     assert_schema(&doc);
+    assert_eq!(doc["micro_compare"]["unit"], "invocation");
+    assert_eq!(
+        doc["micro_compare"]["invocations"],
+        serde_json::json!([8, 8])
+    );
+    assert!(doc["micro_compare"].get("withheld").is_none());
     assert_eq!(rows(&doc).len(), 24);
     assert_eq!(differing(&doc), shifted, "{}", out.stdout);
     for r in rows(&doc) {
-        assert_eq!(r["rounds_a"], 16);
+        // The invocations are the observations.
+        assert_eq!(r["rounds_a"], 8);
         if shifted.contains(&r["config"].as_str().unwrap()) {
             assert_eq!(r["verdict"], "slower");
             let [lo, hi] =
@@ -126,6 +141,7 @@ fn synthetic_shifts_are_found_and_nothing_else() {
     let text = lab.ok(&["compare", &a.to_string(), &b.to_string()]).stdout;
     assert!(text.contains("beta: c"), "{text}");
     assert!(text.contains("alpha: none differs"), "{text}");
+    assert!(text.contains("invocations as the unit"), "{text}");
     assert_eq!(text.matches(" SLOWER").count(), 4, "{text}");
     assert!(text.lines().count() < 40, "{text}");
     // Only one family, and bad input.
@@ -159,6 +175,53 @@ fn synthetic_shifts_are_found_and_nothing_else() {
         "{}",
         e.stderr
     );
+}
+
+/// The same kind of data measured in one process per side: the process's effect (+-5% per
+/// configuration) looks like a difference to the rounds, which cannot see it vary. The
+/// comparison gives no verdict, says why, and shows the rounds' calls as within one process.
+#[test]
+fn one_invocation_per_side_withholds_the_verdicts() {
+    let lab = Lab::new();
+    let a = synthetic(1, &[], 1).save(&mut lab.store()).unwrap();
+    let b = synthetic(2, &[], 1).save(&mut lab.store()).unwrap();
+    let (a, b) = (a.to_string(), b.to_string());
+    let doc = lab.ok(&["compare", &a, &b, "--format", "json"]).json();
+    assert_schema(&doc);
+    let mc = &doc["micro_compare"];
+    assert_eq!(mc["unit"], "round");
+    assert_eq!(mc["invocations"], serde_json::json!([1, 1]));
+    assert!(mc["withheld"].as_str().unwrap().contains("--invocations"));
+    assert!(differing(&doc).is_empty(), "{mc}");
+    assert!(rows(&doc).iter().all(|r| r["verdict"] == "inconclusive"));
+    // An A/A: what the rounds call is the processes' difference, and there is plenty of it.
+    let within: Vec<&Value> = rows(&doc)
+        .iter()
+        .filter(|r| r["within_process"] == "slower" || r["within_process"] == "faster")
+        .collect();
+    assert!(within.len() >= 6, "{} within-process calls", within.len());
+    let text = lab.ok(&["compare", &a, &b]).stdout;
+    assert!(
+        text.starts_with("No verdicts: #1 was measured in one process"),
+        "{text}"
+    );
+    assert!(
+        text.contains("withheld (SLOWER within one process)")
+            || text.contains("withheld (FASTER within one process)"),
+        "{text}"
+    );
+    // One side with several invocations and the other with one: still no verdict.
+    let c = synthetic(3, &[], 8).save(&mut lab.store()).unwrap();
+    let doc = lab
+        .ok(&["compare", &a, &c.to_string(), "--format", "json"])
+        .json();
+    assert!(
+        doc["micro_compare"]["withheld"]
+            .as_str()
+            .unwrap()
+            .contains("8 processes")
+    );
+    assert!(differing(&doc).is_empty());
 }
 
 /// The rounds of stored micro experiment `id` whose number is even (`odd` false) or odd,
@@ -215,17 +278,25 @@ fn real_rounds_split_in_two_agree_and_a_real_difference_shows() {
     assert_schema(&doc);
     let n = rows(&doc).len();
     assert!(n > 100, "{n} configurations compared");
+    // Two halves of one process: the rounds' calls (as within one process; the comparison
+    // of two separate experiments withholds its verdict) are what is checked here.
+    assert!(doc["micro_compare"]["withheld"].is_string());
     let row = rows(&doc).iter().find(|r| r["config"] == one).unwrap();
-    assert_eq!(row["verdict"], "slower", "{row}");
+    assert_eq!(row["within_process"], "slower", "{row}");
     assert!(row["ratio"].as_f64().unwrap() > 2.0, "{row}");
     // Interleaved halves of one run share the host's phases: besides the swapped configuration,
     // few false calls (Holm keeps the chance of any at 5% if rounds were independent; the host's
     // load changing within a round breaks that a little: 3 of 304 once, with other builds
     // running). At most 2% of the configurations, at least 2.
-    let others: Vec<String> = differing(&doc).into_iter().filter(|c| c != one).collect();
+    let others: Vec<String> = rows(&doc)
+        .iter()
+        .filter(|r| r["within_process"] == "slower" || r["within_process"] == "faster")
+        .map(|r| r["config"].as_str().unwrap().to_string())
+        .filter(|c| c != one)
+        .collect();
     let same = rows(&doc)
         .iter()
-        .filter(|r| r["verdict"] == "no difference")
+        .filter(|r| r["within_process"] == "no difference")
         .count();
     eprintln!(
         "A/A halves: {} of {n} configurations called different, {same} no difference",
@@ -241,7 +312,7 @@ fn real_rounds_split_in_two_agree_and_a_real_difference_shows() {
 #[test]
 fn one_micro_experiment_compares_as_its_tables() {
     let lab = Lab::new();
-    let a = synthetic(1, &[]).save(&mut lab.store()).unwrap();
+    let a = synthetic(1, &[], 8).save(&mut lab.store()).unwrap();
     let text = lab.ok(&["compare", &a.to_string()]).stdout;
     assert!(text.contains("== beta =="), "{text}");
     assert!(!text.contains("no verdicts against the first"), "{text}");
@@ -339,8 +410,18 @@ fn micro_with_knob_variants_runs_interleaved_stores_both_and_restores() {
     // Bad input, before anything runs.
     let e = lab.fails(&["micro", "syscall", "-k", &format!("{MSGMAX}=1")], 2);
     assert!(e.stderr.contains("one variant"), "{}", e.stderr);
-    let e = lab.fails(&["micro", "syscall", "--kernel", "/boot/vmlinuz"], 2);
-    assert!(e.stderr.contains("not supported yet"), "{}", e.stderr);
+    let e = lab.fails(&["micro", "syscall", "--append", "quiet"], 2);
+    assert!(
+        e.stderr.contains("--append: only with --kernel"),
+        "{}",
+        e.stderr
+    );
+    let e = lab.fails(&["micro", "syscall", "--kernel", "/nonexistent/vmlinuz"], 2);
+    assert!(
+        e.stderr.contains("--kernel /nonexistent/vmlinuz"),
+        "{}",
+        e.stderr
+    );
 }
 
 #[test]
@@ -373,4 +454,108 @@ fn micro_knob_variants_restore_the_knob_on_sigterm() {
     assert_eq!(msgmax(), orig, "knob not restored: {stderr}");
     assert!(stderr.contains("interrupted by SIGTERM"), "{stderr}");
     assert!(lab.store().list().unwrap().is_empty());
+}
+
+/// `micro --invocations 3`: three child processes, every round stored with its invocation, in
+/// order; two such experiments compare with the invocations as the unit.
+#[test]
+fn micro_in_invocations_stores_them_and_compares_across_processes() {
+    let lab = Lab::new();
+    for _ in 0..2 {
+        lab.ok(&[
+            "micro",
+            "--quick",
+            "syscall",
+            "--span",
+            "0.3",
+            "--invocations",
+            "3",
+        ]);
+    }
+    let store = lab.store();
+    assert_eq!(store.experiment(1).unwrap().design["invocations"], 3);
+    let ds = store.load(1).unwrap();
+    let v = ds.position("syscall/getppid").unwrap();
+    let rounds: Vec<MicroRound> = store
+        .micro_rounds(1)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.variant == v)
+        .collect();
+    // 32 rounds of --quick in shares of 11, invocation after invocation.
+    let inv: Vec<u32> = rounds.iter().map(|r| r.invocation).collect();
+    let want: Vec<u32> = (0..3).flat_map(|i| [i; 11]).collect();
+    assert_eq!(inv, want);
+    assert!(
+        rounds
+            .windows(2)
+            .all(|w| w[0].probe.started_ns <= w[1].probe.started_ns)
+    );
+    // 1001 samples of --quick in shares of 334.
+    assert_eq!(
+        rounds.iter().map(|r| r.cycles.len()).sum::<usize>(),
+        3 * 334
+    );
+    let doc = lab.ok(&["compare", "1", "2", "--format", "json"]).json();
+    assert_schema(&doc);
+    let mc = &doc["micro_compare"];
+    assert_eq!(mc["unit"], "invocation");
+    assert_eq!(mc["invocations"], serde_json::json!([3, 3]));
+    assert!(
+        rows(&doc)
+            .iter()
+            .all(|r| r["rounds_a"] == 3 && r["rounds_b"] == 3)
+    );
+    let e = lab.fails(&["micro", "syscall", "--invocations", "0"], 2);
+    assert!(e.stderr.contains("--invocations 0"), "{}", e.stderr);
+}
+
+/// `micro -k ... --invocations 2`: invocation 0 of both variants before invocation 1 of either,
+/// the knob restored; the comparison of the two takes the invocations as the unit.
+#[test]
+fn micro_knob_variants_in_invocations_alternate_processes() {
+    let _g = MSGMAX_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::with_own_locks();
+    let orig = msgmax();
+    let k = format!("{MSGMAX}={orig},{orig}");
+    let out = lab.ok(&[
+        "micro",
+        "--quick",
+        "syscall",
+        "--span",
+        "0.3",
+        "-k",
+        &k,
+        "--invocations",
+        "2",
+        "--seed",
+        "3",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(msgmax(), orig, "knob not restored");
+    let doc = out.json();
+    assert_schema(&doc);
+    assert_eq!(doc["micro_compare"]["unit"], "invocation");
+    assert_eq!(doc["micro_compare"]["interleaved"], true);
+    let store = lab.store();
+    let e = store.experiment(1).unwrap();
+    assert_eq!(
+        e.design["interleaved"]["order"],
+        "invocation by invocation, ABBA (seeded)"
+    );
+    // The time span of each invocation of each variant: all of invocation 0 before any of 1.
+    let span = |id: i64, i: u32| -> (i64, i64) {
+        let t: Vec<i64> = store
+            .micro_rounds(id)
+            .unwrap()
+            .iter()
+            .filter(|r| r.invocation == i)
+            .map(|r| r.probe.started_ns)
+            .collect();
+        (*t.iter().min().unwrap(), *t.iter().max().unwrap())
+    };
+    let last0 = span(1, 0).1.max(span(2, 0).1);
+    let first1 = span(1, 1).0.min(span(2, 1).0);
+    assert!(last0 < first1, "{last0} {first1}");
 }

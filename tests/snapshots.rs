@@ -98,7 +98,8 @@ fn micro_record() -> Record {
 }
 
 /// [`micro_record`] with the touched madvise of 33 and 34 pages costing `shift` times as much,
-/// the samples in rounds of `split` samples each.
+/// the samples in rounds of `split` samples each, every round in an invocation of its own (so
+/// that two such experiments compare with the invocations as the unit).
 fn micro_record_shifted(shift: f64, split: &[usize]) -> Record {
     let mut variants = Vec::new();
     let mut rounds = Vec::new();
@@ -126,6 +127,7 @@ fn micro_record_shifted(shift: f64, split: &[usize]) -> Record {
             rounds.push(MicroRound {
                 variant: pos,
                 round: r as u32,
+                invocation: r as u32,
                 probe: RoundProbe {
                     started_ns: 0,
                     ticks_per_core_cycle: 2.6 / 3.5,

@@ -872,3 +872,93 @@ fn ceiling_advice_is_validated_by_the_knob_in_a_tcg_guest() {
     assert!(v.contains("By the knob: experiment "), "{v}");
     assert!(!v.contains("Not validated"), "{v}");
 }
+
+/// `abperf micro --kernel A --kernel B --boots 2` under TCG: a tiny selection in each boot of
+/// each kernel (boot i of both before boot i+1 of either), the suite run by abperf itself in
+/// the guest, every round stored with its boot as its invocation, the variants labelled TCG and
+/// the comparison made with the boots as the unit.
+#[test]
+fn micro_in_kernel_variants_boots_as_the_unit_under_tcg() {
+    let Some(ks) = kernels() else { return };
+    let _g = one_vm_at_a_time();
+    let lab = Lab::new();
+    let t = Instant::now();
+    let (k0, k1) = (
+        ks[0].vmlinuz.display().to_string(),
+        ks[1].vmlinuz.display().to_string(),
+    );
+    let two = ks[0].release != ks[1].release;
+    let mut args = vec![
+        "micro",
+        "timer",
+        "syscall",
+        "--quick",
+        "--samples",
+        "64",
+        "--span",
+        "0",
+        "--kernel",
+        &k0,
+    ];
+    if two {
+        args.extend(["--kernel", &k1]);
+    } else {
+        args.extend(["--append", "abperf_test=a", "--append", "abperf_test=b"]);
+    }
+    args.extend([
+        "--boots", "2", "--accel", "tcg", "--seed", "5", "--format", "json",
+    ]);
+    let out = lab.ok(&args);
+    eprintln!(
+        "micro timer syscall, 2 variants x 2 boots under TCG: {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(out.stderr.contains("TCG guests"), "{}", out.stderr);
+    let doc = out.json();
+    assert_schema(&doc);
+    let mc = &doc["micro_compare"];
+    assert_eq!(mc["unit"], "boot", "{mc}");
+    assert_eq!(mc["invocations"], serde_json::json!([2, 2]));
+    assert!(mc.get("withheld").is_none(), "{mc}");
+    for l in mc["labels"].as_array().unwrap() {
+        assert!(l.as_str().unwrap().ends_with("(TCG)"), "{l}");
+    }
+    let rows = mc["rows"].as_array().unwrap();
+    assert!(
+        rows.iter().any(|r| r["config"] == "syscall/getppid"),
+        "{mc}"
+    );
+    assert!(
+        rows.iter()
+            .all(|r| r["rounds_a"] == 2 && r["rounds_b"] == 2)
+    );
+    // Each variant stored, its guests the kernel asked for, its rounds labelled by boot.
+    let store = lab.store();
+    let mut firsts = Vec::new();
+    for (id, k) in [(1, &ks[0]), (2, &ks[if two { 1 } else { 0 }])] {
+        let e = store.experiment(id).unwrap();
+        let vm = &e.design["vm"];
+        assert_eq!(vm["accel"], "tcg");
+        let seen = vm["boots_seen"].as_array().unwrap();
+        assert_eq!(seen.len(), 2);
+        for s in seen {
+            assert_eq!(s["release"], k.release.as_str(), "{s}");
+            assert_eq!(s["accel"], "tcg");
+        }
+        let rounds = store.micro_rounds(id).unwrap();
+        let first = |i: u32| {
+            rounds
+                .iter()
+                .filter(|r| r.invocation == i)
+                .map(|r| r.probe.started_ns)
+                .min()
+                .unwrap()
+        };
+        firsts.push((first(0), first(1)));
+    }
+    // Boot 0 of both variants before boot 1 of either.
+    assert!(
+        firsts[0].0.max(firsts[1].0) < firsts[0].1.min(firsts[1].1),
+        "{firsts:?}"
+    );
+}

@@ -5,7 +5,9 @@
 
 use super::output::AnalysisArgs;
 use crate::error::usage;
+use crate::micro::compare::{Invocations, Unit};
 use crate::model::{Dataset, Kind, MicroFinding};
+use crate::report::micro_compare::Basis;
 use crate::report::{Report, View};
 use crate::store::Store;
 
@@ -57,10 +59,15 @@ pub fn report(
     let b = store.load(ids[1])?;
     let labels = labels_of(&a, &b, ids);
     let findings = [store.micro_findings(ids[0])?, store.micro_findings(ids[1])?];
+    let inv = [
+        Invocations::of(&store.micro_rounds(ids[0])?),
+        Invocations::of(&store.micro_rounds(ids[1])?),
+    ];
     let r = build(
         [&a, &b],
         labels,
         [&findings[0], &findings[1]],
+        [&inv[0], &inv[1]],
         only,
         analysis,
     )?;
@@ -110,18 +117,80 @@ pub fn siblings(store: &Store, id: i64) -> anyhow::Result<Vec<i64>> {
     Ok(found.into_iter().map(|(_, id)| id).collect())
 }
 
+/// How two micro experiments can be compared ([`Basis`]): with several invocations on both
+/// sides, the invocations are the unit; measured interleaved in one process (`micro -k`, one
+/// invocation each), the rounds; otherwise the rounds' comparison is within one process, which
+/// says nothing of the variance between two processes, and the verdicts are withheld.
+/// With `boots`, each invocation was a boot of its own (`micro --kernel`), and the unit is
+/// called so.
+pub fn basis(same_group: bool, inv: [&Invocations; 2], labels: &[String; 2], boots: bool) -> Basis {
+    let n = [inv[0].count(), inv[1].count()];
+    let unit = if n[0] >= 2 && n[1] >= 2 {
+        Unit::Invocation
+    } else {
+        Unit::Round
+    };
+    let processes = |n: usize| match (n, boots) {
+        (1, false) => "one process".to_string(),
+        (1, true) => "one boot".to_string(),
+        (n, false) => format!("{n} processes (invocations)"),
+        (n, true) => format!("{n} boots"),
+    };
+    let withheld = (unit == Unit::Round && !(same_group && n == [1, 1])).then(|| {
+        format!(
+            "No verdicts: {} was measured in {} and {} in {}, so the variance between \
+             processes cannot be estimated, and rounds within one process understate it (two \
+             separate runs of the same kernel differ by more than their rounds vary; see \
+             docs/micro.md). For verdicts, measure both with --invocations N (N >= 2 each; the \
+             invocations are then the replicates), or both in one command with -k.",
+            labels[0],
+            processes(n[0]),
+            labels[1],
+            processes(n[1])
+        )
+    });
+    Basis {
+        unit: match unit {
+            Unit::Invocation if boots => "boot",
+            u => u.as_str(),
+        },
+        invocations: n,
+        withheld,
+    }
+}
+
+/// Whether a micro experiment's invocations were boots (`micro --kernel`).
+fn booted(d: &Dataset) -> bool {
+    d.experiment()
+        .and_then(|e| e.design.pointer("/vm/level").and_then(|l| l.as_str()))
+        == Some("boot")
+}
+
 /// The comparison report of two micro suites `data` (baseline first) labelled `labels`, with
-/// their findings: configurations in both (whose name starts with `only`, if given), round
-/// medians as the unit.
+/// their findings and their rounds' invocations `inv`: configurations in both (whose name
+/// starts with `only`, if given), the unit as [`basis`] says.
 pub fn build(
     data: [&Dataset; 2],
     labels: [String; 2],
     findings: [&[MicroFinding]; 2],
+    inv: [&Invocations; 2],
     only: Option<&str>,
     analysis: &AnalysisArgs,
 ) -> anyhow::Result<Report> {
     let [a, b] = data;
-    let paired = crate::micro::compare::pair(a, b, [&labels[0], &labels[1]], only);
+    let group = |d: &Dataset| {
+        d.experiment()
+            .and_then(|e| interleaved(&e.design))
+            .map(|g| g.0)
+    };
+    let same_group = group(a).is_some() && group(a) == group(b);
+    let basis = basis(same_group, inv, &labels, booted(a) && booted(b));
+    let unit = if basis.unit == "round" {
+        Unit::Round
+    } else {
+        Unit::Invocation
+    };
+    let paired = crate::micro::compare::pair(a, b, [&labels[0], &labels[1]], only, unit, inv);
     if paired.data.variants.is_empty() {
         return Err(usage(match only {
             Some(p) => format!(
@@ -161,14 +230,14 @@ pub fn build(
     diffs.extend(crate::micro::pressure_difference(&ea.design, &eb.design));
     r.env_diffs = diffs;
     analysis.analyse_into(&mut r)?;
-    let mut m =
-        crate::report::micro_compare::build(&r, labels, findings, [paired.only_a, paired.only_b]);
-    let group = |d: &Dataset| {
-        d.experiment()
-            .and_then(|e| interleaved(&e.design))
-            .map(|g| g.0)
-    };
-    m.interleaved = group(a).is_some() && group(a) == group(b);
+    let mut m = crate::report::micro_compare::build(
+        &r,
+        labels,
+        findings,
+        [paired.only_a, paired.only_b],
+        basis,
+    );
+    m.interleaved = same_group;
     // A whole family moving one way is what a phase of the host looks like between two runs;
     // measured interleaved, round r of each side shared the phase, and it is what a real
     // change looks like.
@@ -197,4 +266,54 @@ pub fn build(
     }
     r.micro_compare = Some(m);
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::micro::{MicroRound, RoundProbe};
+
+    fn inv(invocations: &[u32]) -> Invocations {
+        let rounds: Vec<MicroRound> = invocations
+            .iter()
+            .enumerate()
+            .map(|(r, &i)| MicroRound {
+                variant: 0,
+                round: r as u32,
+                invocation: i,
+                probe: RoundProbe {
+                    started_ns: 0,
+                    ticks_per_core_cycle: 1.0,
+                    adds_per_cycle: f64::NAN,
+                },
+                cycles: vec![1.0],
+            })
+            .collect();
+        Invocations::of(&rounds)
+    }
+
+    #[test]
+    fn the_unit_follows_how_the_sides_were_measured() {
+        let labels = ["#1".to_string(), "#2".to_string()];
+        let (one, three) = (inv(&[0, 0]), inv(&[0, 1, 2]));
+        // Several invocations on both sides: the invocations (or boots) are the unit.
+        let b = basis(false, [&three, &three], &labels, false);
+        assert_eq!((b.unit, b.invocations), ("invocation", [3, 3]));
+        assert!(b.withheld.is_none());
+        assert_eq!(basis(true, [&three, &three], &labels, true).unit, "boot");
+        // Interleaved in one process: the rounds, with verdicts.
+        let b = basis(true, [&one, &one], &labels, false);
+        assert_eq!(b.unit, "round");
+        assert!(b.withheld.is_none());
+        // Separate processes, one on a side: no verdict, and why.
+        let w = basis(false, [&one, &three], &labels, false)
+            .withheld
+            .unwrap();
+        assert!(
+            w.starts_with("No verdicts: #1 was measured in one process and #2 in 3 processes"),
+            "{w}"
+        );
+        let w = basis(false, [&one, &one], &labels, true).withheld.unwrap();
+        assert!(w.contains("#1 was measured in one boot"), "{w}");
+    }
 }

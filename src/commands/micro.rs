@@ -11,37 +11,65 @@ use crate::store::Store;
 
 pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
     let benches = micro::select(&args.benches).map_err(usage)?;
-    if !args.kernel.is_empty() || !args.append.is_empty() {
-        return Err(usage(
-            "--kernel/--append: kernels as micro variants are not supported yet (the suite would \
-             have to run inside the guest); run `abperf micro` once per kernel and compare the two \
-             experiments with `abperf compare A B`, or use -k for kernel knobs",
-        ));
+    if args.kernel.is_empty()
+        && let Some(flag) = [
+            ("--append", !args.append.is_empty()),
+            ("--boots", args.boots.is_some()),
+            ("--accel", args.accel.is_some()),
+        ]
+        .iter()
+        .find(|f| f.1)
+    {
+        return Err(usage(format!(
+            "{}: only with --kernel (the kernels to boot and run the suite in)",
+            flag.0
+        )));
     }
     let knob_specs = args
         .knobs
         .iter()
         .map(|k| crate::design::variants::parse_knob(k))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let opts = options(&args)?;
+    let invocations = super::micro_invocations::checked(&args)?;
+    let mut opts = options(&args)?;
+    if args.invocation_child.is_some() {
+        opts.share = invocations;
+        return super::micro_invocations::run_child(&benches, &opts);
+    }
     // Open the store first: a bad --db fails before minutes of measuring.
     let mut store = if args.no_store {
         None
     } else {
         Some(Store::open_resolved(args.db.db.as_deref())?)
     };
+    if !args.kernel.is_empty() {
+        if !knob_specs.is_empty() || invocations > 1 {
+            return Err(usage(
+                "--kernel: the boots are the replicates; -k and --invocations are not taken \
+                 with it",
+            ));
+        }
+        return super::micro_kernels::run(&args, &benches, &opts, store.as_mut());
+    }
     if !knob_specs.is_empty() {
         return super::micro_variants::run(&args, &benches, &opts, &knob_specs, store.as_mut());
     }
     // Other processes' CPU use, load and pressure are sampled over the benchmarks (a first
     // scan on a thread now, the second when they are done), not before them.
     let sampling = crate::doctor::Sampling::start();
-    let bar = progress_bar(benches.len(), "micro [{pos}/{len}] {msg} {elapsed}");
-    let report = micro::run_suite(&benches, &opts, |b| {
-        bar.set_message(b.to_string());
-        bar.inc(1);
-    })?;
-    bar.finish_and_clear();
+    let report = if invocations > 1 {
+        let mut r =
+            super::micro_invocations::measure(&benches, &opts, invocations, 1, 0, &|_| Ok(()))?;
+        r.remove(0)
+    } else {
+        let bar = progress_bar(benches.len(), "micro [{pos}/{len}] {msg} {elapsed}");
+        let r = micro::run_suite(&benches, &opts, |b| {
+            bar.set_message(b.to_string());
+            bar.inc(1);
+        })?;
+        bar.finish_and_clear();
+        r
+    };
     let argv: Vec<String> = std::env::args().collect();
     let environment = crate::doctor::merged(
         crate::doctor::environment_unsampled(),
@@ -95,6 +123,7 @@ fn options(args: &MicroArgs) -> anyhow::Result<Options> {
         cpus: micro::harness::allowed_cpus(),
         realtime: !args.no_rt,
         span,
+        share: 1,
     })
 }
 

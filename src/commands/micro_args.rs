@@ -52,6 +52,19 @@ pub struct MicroArgs {
     /// in one burst see one phase, and two runs disagree.
     #[arg(long, value_name = "SECONDS")]
     pub span: Option<f64>,
+    /// Measure in N invocations: N processes (abperf runs itself again), each with fresh
+    /// buffers, alignment and physical pages, each taking 1/N of every configuration's samples,
+    /// rounds and span; every round is stored with its invocation. `abperf compare` then takes
+    /// the invocations' means as the replicates (the variance between processes, which rounds
+    /// within one process do not show). With -k, invocation i of every variant runs before
+    /// invocation i+1 of any, in a seeded ABBA order. 1: one process (the rounds' comparison
+    /// across two experiments then gives no verdict).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub invocations: usize,
+    /// Internal: this process is invocation I of --invocations N of a parent `abperf micro`;
+    /// it prints its suite report as JSON on stdout and stores nothing.
+    #[arg(long, value_name = "I", hide = true)]
+    pub invocation_child: Option<usize>,
     /// Kernel knob (sysfs/procfs/debugfs file) as variants: every benchmark runs once per value,
     /// the variants interleaved round by round (ABBA order, seeded), the knob written, read back
     /// and verified before each variant's turn and always restored (also on errors and
@@ -59,19 +72,30 @@ pub struct MicroArgs {
     /// compares the two. Repeatable (every combination); the same value twice is an A/A run.
     #[arg(short = 'k', long = "knob", value_name = "PATH=V1,V2,...")]
     pub knobs: Vec<String>,
-    /// Seed of the interleaving order of -k variants (default: from the clock; stored)
+    /// Seed of the interleaving order of -k variants, their invocations and --kernel boots
+    /// (default: from the clock; stored)
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// Wait for a knob another experiment holds (default: fail at once, naming the holder)
     #[arg(long)]
     pub wait: bool,
-    /// Kernels as micro variants: not yet (use `abperf run --kernel`, or one `abperf micro` per
-    /// kernel and `abperf compare A B`)
+    /// Boot this kernel in a VM and run the suite there (a bzImage/vmlinuz, or a Debian kernel
+    /// package in the kernel cache). Repeat it: each kernel is a variant. The boots are the
+    /// replicates: `--boots` per variant, in seeded ABBA order, each boot one invocation; under
+    /// TCG (no KVM) the variants are labelled TCG: their timings say nothing about hardware
+    /// costs
     #[arg(long, value_name = "KERNEL")]
     pub kernel: Vec<String>,
-    /// Kernel command-line variants: not yet (see --kernel)
-    #[arg(long, value_name = "ARGS")]
+    /// Kernel parameters for the guest's command line (with --kernel). Repeat it: each command
+    /// line is a variant (with every --kernel)
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     pub append: Vec<String>,
+    /// Boots per kernel variant (with --kernel) [default: 3]
+    #[arg(long, value_name = "N")]
+    pub boots: Option<u32>,
+    /// How the guests run (with --kernel): kvm, tcg, or auto (KVM when usable) [default: auto]
+    #[arg(long, value_enum, value_name = "ACCEL")]
+    pub accel: Option<crate::commands::vm::AccelArg>,
     /// Do not store the results
     #[arg(long)]
     pub no_store: bool,

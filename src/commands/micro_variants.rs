@@ -13,6 +13,7 @@ use super::micro_args::{MicroArgs, print_failure, progress_bar, suite_name};
 use super::output;
 use crate::design::variants::{KnobSpec, knob_label};
 use crate::error::usage;
+use crate::micro::compare::Invocations;
 use crate::micro::record::Record;
 use crate::micro::{self, Options, SuiteReport};
 use crate::model::{Dataset, MicroFinding};
@@ -77,7 +78,7 @@ pub fn plans(specs: &[KnobSpec]) -> anyhow::Result<Vec<Plan>> {
         .collect())
 }
 
-fn now_ns() -> u64 {
+pub(super) fn now_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -108,7 +109,8 @@ pub fn run(
     let seed = args.seed.unwrap_or_else(now_ns);
     // Sampled over the benchmarks, as for a single suite (see commands/micro.rs).
     let sampling = crate::doctor::Sampling::start();
-    let result = measure(benches, opts, &plans, seed, &guard);
+    let invocations = super::micro_invocations::checked(args)?;
+    let result = measure(benches, opts, &plans, seed, &guard, invocations);
     // The knobs go back first, whatever happened.
     let restore_errors = guard.lock().unwrap_or_else(|e| e.into_inner()).restore();
     for e in &restore_errors {
@@ -172,14 +174,16 @@ fn checked_plans(args: &MicroArgs, specs: &[KnobSpec]) -> anyhow::Result<Vec<Pla
     Ok(plans)
 }
 
-/// The suite for every plan, interleaved round by round, each variant's knobs applied through
-/// `guard` before its turn (a received signal stops it); with a progress bar.
+/// The suite for every plan, interleaved round by round in this process (or, with
+/// `invocations` > 1, invocation by invocation in child processes), each variant's knobs
+/// applied through `guard` before its turn (a received signal stops it); with a progress bar.
 fn measure(
     benches: &[&'static str],
     opts: &Options,
     plans: &[Plan],
     seed: u64,
     guard: &Mutex<KnobGuard>,
+    invocations: usize,
 ) -> anyhow::Result<Vec<SuiteReport>> {
     let switch = |v: usize| -> anyhow::Result<()> {
         if let Some(sig) = signals::received() {
@@ -191,6 +195,16 @@ fn measure(
         }
         Ok(())
     };
+    if invocations > 1 {
+        return super::micro_invocations::measure(
+            benches,
+            opts,
+            invocations,
+            plans.len(),
+            seed,
+            &switch,
+        );
+    }
     let bar = progress_bar(
         benches.len(),
         &format!(
@@ -208,7 +222,7 @@ fn measure(
 }
 
 /// One micro experiment per variant, linked to the others by the design field `interleaved`.
-fn records(
+pub(super) fn records(
     args: &MicroArgs,
     benches: &[&'static str],
     plans: &[Plan],
@@ -240,7 +254,11 @@ fn records(
             "labels": labels,
             "knobs": knobs,
             "seed": seed,
-            "order": "round by round, ABBA (seeded)",
+            "order": if micro::record::invocations(rep) > 1 {
+                "invocation by invocation, ABBA (seeded)"
+            } else {
+                "round by round, ABBA (seeded)"
+            },
         });
         records.push(rec);
     }
@@ -249,7 +267,7 @@ fn records(
 
 /// Store every record, say where, and read them back: the comparison printed is the one
 /// `abperf compare` gives.
-fn store_and_read_back(
+pub(super) fn store_and_read_back(
     s: &mut Store,
     records: &[Record],
     labels: &[String],
@@ -278,19 +296,21 @@ fn store_and_read_back(
 }
 
 /// The comparison of the first variant with every other, on stdout.
-fn print_comparisons(
+pub(super) fn print_comparisons(
     args: &MicroArgs,
     records: &[Record],
     data: &[Dataset],
     labels: &[String],
 ) -> anyhow::Result<()> {
     let findings: Vec<&[MicroFinding]> = records.iter().map(|r| r.findings.as_slice()).collect();
+    let inv: Vec<Invocations> = records.iter().map(|r| Invocations::of(&r.rounds)).collect();
     let mut out = String::new();
     for v in 1..records.len() {
         let r = super::compare_micro::build(
             [&data[0], &data[v]],
             [labels[0].clone(), labels[v].clone()],
             [findings[0], findings[v]],
+            [&inv[0], &inv[v]],
             None,
             &output::AnalysisArgs::default(),
         )?;

@@ -17,6 +17,8 @@ pub mod lookup;
 pub mod metrics;
 pub mod micro;
 pub mod micro_args;
+pub mod micro_invocations;
+pub mod micro_kernels;
 pub mod micro_variants;
 pub mod output;
 pub mod plan;

@@ -13,6 +13,7 @@ pub mod ctxsw;
 pub mod fault;
 pub mod harness;
 pub mod interleave;
+pub mod invocations;
 pub mod knees;
 pub mod mem;
 pub mod record;
@@ -26,7 +27,7 @@ pub mod xstate;
 
 use abperf_model::micro::RoundProbe;
 use harness::Summary;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The benchmark families, in the order the suite runs them.
@@ -65,13 +66,20 @@ pub struct Options {
     /// Wall time over which the rounds of a spread benchmark (syscall, xstate, tlb-flush) are
     /// spread; `None` means the default for the mode ([`Options::DEFAULT_SPAN`]).
     pub span: Option<std::time::Duration>,
+    /// This process measures one of `share` invocations (`abperf micro --invocations N`, each a
+    /// process of its own): every configuration's samples, rounds and span are divided by it,
+    /// so that the N invocations together take what one would. 1: the whole suite.
+    pub share: usize,
 }
 
 impl Options {
-    /// Samples for a configuration: the user's `--samples`, else `quick` or `full`.
+    /// Samples for a configuration: the user's `--samples`, else `quick` or `full`; this
+    /// invocation's share of them (at least 3, or all when there are fewer).
     pub fn samples(&self, quick: usize, full: usize) -> usize {
-        self.samples
-            .unwrap_or(if self.quick { quick } else { full })
+        let n = self
+            .samples
+            .unwrap_or(if self.quick { quick } else { full });
+        n.div_ceil(self.share.max(1)).max(n.min(3))
     }
 
     /// Default span of a spread benchmark's rounds, seconds: quick, full.
@@ -88,12 +96,14 @@ impl Options {
             } else {
                 full
             }));
-        harness::Rounds::new(samples, if self.quick { 32 } else { 64 }, span)
+        let share = self.share.max(1);
+        let count: usize = if self.quick { 32 } else { 64 };
+        harness::Rounds::new(samples, count.div_ceil(share), span / share as u32)
     }
 }
 
 /// One benchmark configuration and its samples.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Measurement {
     /// Benchmark family (`tlb-flush`, `xstate`, ...).
     pub bench: String,
@@ -106,6 +116,7 @@ pub struct Measurement {
     /// Pages (or other units) one operation covers, for per-page figures; 1 otherwise.
     pub pages: u64,
     /// Cycles per operation for each sample, timer overhead subtracted.
+    #[serde(deserialize_with = "abperf_model::micro::nan::vec_f64")]
     pub samples: Vec<f64>,
     /// Summary of `samples` in cycles.
     pub cycles: Summary,
@@ -113,6 +124,7 @@ pub struct Measurement {
     pub ns: Summary,
     /// Core clock (GHz) while the samples were taken: the median over the rounds of a benchmark
     /// measured in rounds, else measured right after the samples (dependent add chain).
+    #[serde(deserialize_with = "abperf_model::micro::nan::f64")]
     pub core_ghz: f64,
     /// Summary of `samples` in core clock cycles (counter ticks over the ticks per core cycle of
     /// each sample's round): the unit that stays put when turbo moves the core clock against the
@@ -121,6 +133,10 @@ pub struct Measurement {
     /// The rounds `samples` were taken in, in order: how many samples each, and the probe of the
     /// core at its start. They add up to `samples`.
     pub rounds: Vec<(usize, RoundProbe)>,
+    /// The invocation (process) each round was measured in, beside `rounds` (all 0 in one
+    /// process; see [`invocations::merge`]).
+    #[serde(default)]
+    pub invocations: Vec<u32>,
 }
 
 impl Measurement {
@@ -128,10 +144,32 @@ impl Measurement {
     pub fn ticks_per_core_cycle(&self, hz: f64) -> f64 {
         hz / 1e9 / self.core_ghz
     }
+
+    /// Set the summaries (`cycles`, `ns`, `core_cycles`, `core_ghz`) from the samples and
+    /// their rounds; `hz` is the counter's frequency.
+    pub fn summarise(&mut self, hz: f64) {
+        let samples = &self.samples;
+        self.cycles = Summary::of(samples);
+        self.ns = self.cycles.scaled(1e9 / hz);
+        let mut core = Vec::with_capacity(samples.len());
+        let mut i = 0;
+        for (n, p) in &self.rounds {
+            let end = (i + n).min(samples.len());
+            core.extend(samples[i..end].iter().map(|c| c / p.ticks_per_core_cycle));
+            i = end;
+        }
+        let ticks: Vec<f64> = self
+            .rounds
+            .iter()
+            .map(|(_, p)| p.ticks_per_core_cycle)
+            .collect();
+        self.core_ghz = hz / harness::median(&ticks) / 1e9;
+        self.core_cycles = Summary::of(&core);
+    }
 }
 
 /// A derived figure (knee, per-miss cost, ...), with the configurations it was computed from.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Finding {
     pub bench: String,
     pub key: String,
@@ -142,7 +180,7 @@ pub struct Finding {
 }
 
 /// A benchmark or configuration that could not run here, and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Skip {
     pub bench: String,
     pub config: Option<String>,
@@ -150,7 +188,7 @@ pub struct Skip {
 }
 
 /// Everything one `abperf micro` invocation measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SuiteReport {
     pub arch: String,
     pub quick: bool,
@@ -255,17 +293,7 @@ impl<'a> Sink<'a> {
             vec![(samples.len(), probe_now())]
         };
         split.retain(|(n, _)| *n > 0);
-        let cycles = Summary::of(&samples);
-        let ns = cycles.scaled(1e9 / self.timer.hz);
-        let mut core = Vec::with_capacity(samples.len());
-        let mut i = 0;
-        for (n, p) in &split {
-            core.extend(samples[i..i + n].iter().map(|c| c / p.ticks_per_core_cycle));
-            i += n;
-        }
-        let ticks: Vec<f64> = split.iter().map(|(_, p)| p.ticks_per_core_cycle).collect();
-        let core_ghz = self.timer.hz / harness::median(&ticks) / 1e9;
-        self.measurements.push(Measurement {
+        let mut m = Measurement {
             bench: bench.to_string(),
             name,
             params: params
@@ -275,12 +303,15 @@ impl<'a> Sink<'a> {
             per: per.to_string(),
             pages: pages.max(1),
             samples,
-            cycles,
-            ns,
-            core_ghz,
-            core_cycles: Summary::of(&core),
+            cycles: Summary::default(),
+            ns: Summary::default(),
+            core_ghz: 0.0,
+            core_cycles: Summary::default(),
+            invocations: vec![0; split.len()],
             rounds: split,
-        });
+        };
+        m.summarise(self.timer.hz);
+        self.measurements.push(m);
         self.measurements.last().expect("just pushed")
     }
 

@@ -45,6 +45,7 @@ pub fn record(
         "elapsed_s": report.elapsed_s,
         "adds_per_cycle": report.adds_per_cycle,
         "samples_are_runs": true,
+        "invocations": invocations(report),
     });
     let mut variants = Vec::new();
     let mut rounds = Vec::new();
@@ -63,6 +64,7 @@ pub fn record(
             rounds.push(MicroRound {
                 variant: i,
                 round: r as u32,
+                invocation: m.invocations.get(r).copied().unwrap_or(0),
                 probe: *probe,
                 cycles: m.samples[at..at + n].to_vec(),
             });
@@ -122,6 +124,16 @@ pub fn record(
         runs,
         findings,
     }
+}
+
+/// How many invocations (processes) measured the suite: 1 unless `--invocations`.
+pub fn invocations(report: &SuiteReport) -> u32 {
+    report
+        .measurements
+        .iter()
+        .flat_map(|m| m.invocations.iter())
+        .max()
+        .map_or(1, |m| m + 1)
 }
 
 impl Record {

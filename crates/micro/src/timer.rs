@@ -137,7 +137,7 @@ fn add_chain_1000() {
 }
 
 /// What we know about the timer on this machine.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct TimerInfo {
     /// Name of the counter (`tsc`, `cntvct_el0`, `clock_monotonic_raw`).
     pub counter: String,

@@ -662,6 +662,7 @@ mod tests {
             cpus: vec![0, 1, 2, 5, 7],
             realtime: false,
             span: None,
+            share: 1,
         };
         assert_eq!(remote_cpus(&opts), [5, 1, 2, 7]);
     }

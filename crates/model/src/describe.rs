@@ -125,7 +125,7 @@ pub fn describe(xs: &[f64]) -> Option<Description> {
 }
 
 /// Order statistics of a microbenchmark's samples (same quantile definition).
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, serde::Deserialize, PartialEq)]
 pub struct Summary {
     pub n: usize,
     pub min: f64,

@@ -1,7 +1,7 @@
 //! What `abperf micro` concludes beside its samples: derived figures (knee, implied ceiling,
 //! per-miss cost), skips and environment notes.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A derived microbenchmark figure, a skip reason or an environment note.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -17,14 +17,16 @@ pub struct MicroFinding {
 
 /// The core at the start of a round of samples: when the round began and the probe's readings
 /// (`abperf micro` probes the core before every round; see `micro::timer::CoreProbe`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RoundProbe {
     /// CLOCK_REALTIME at the probe, ns since the epoch.
     pub started_ns: i64,
     /// Counter ticks per core clock cycle (a dependent add chain).
+    #[serde(deserialize_with = "nan::f64")]
     pub ticks_per_core_cycle: f64,
     /// Independent adds retired per core cycle (below the core's best: a busy SMT sibling);
     /// NaN when not measured.
+    #[serde(deserialize_with = "nan::f64")]
     pub adds_per_cycle: f64,
 }
 
@@ -35,8 +37,11 @@ pub struct RoundProbe {
 pub struct MicroRound {
     /// Position of the configuration (variant) in the experiment.
     pub variant: usize,
-    /// Round number within the configuration, from 0.
+    /// Round number within the configuration, from 0 (numbered on across invocations).
     pub round: u32,
+    /// The process (`abperf micro --invocations N`: 0..N) the round was measured in; 0 for a
+    /// suite measured in one process.
+    pub invocation: u32,
     pub probe: RoundProbe,
     pub cycles: Vec<f64>,
 }
@@ -90,4 +95,47 @@ pub fn rounds_to_runs(
         }
     }
     out
+}
+
+/// JSON has no NaN: serde_json writes a non-finite f64 as `null`, and these read `null` back as
+/// NaN (for the suite report a child process of `abperf micro --invocations` hands its parent).
+pub mod nan {
+    use serde::{Deserialize, Deserializer};
+
+    /// An f64 that may have been written as `null`.
+    pub fn f64<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    }
+
+    /// A list of f64 any of which may have been written as `null`.
+    pub fn vec_f64<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        Ok(Vec::<Option<f64>>::deserialize(d)?
+            .into_iter()
+            .map(|x| x.unwrap_or(f64::NAN))
+            .collect())
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::super::RoundProbe;
+
+        #[test]
+        fn nan_survives_json_as_null() {
+            let p = RoundProbe {
+                started_ns: 5,
+                ticks_per_core_cycle: 0.7,
+                adds_per_cycle: f64::NAN,
+            };
+            let text = serde_json::to_string(&p).unwrap();
+            assert!(text.contains("null"), "{text}");
+            let back: RoundProbe = serde_json::from_str(&text).unwrap();
+            assert!(back.adds_per_cycle.is_nan());
+            assert_eq!(back.ticks_per_core_cycle, 0.7);
+            #[derive(serde::Deserialize)]
+            struct V(#[serde(deserialize_with = "super::vec_f64")] Vec<f64>);
+            let v: V = serde_json::from_str("[1.5, null]").unwrap();
+            assert_eq!(v.0[0], 1.5);
+            assert!(v.0[1].is_nan());
+        }
+    }
 }

@@ -20,10 +20,12 @@ pub struct Row {
     pub bench: String,
     pub config: String,
     pub metric: String,
-    /// Rounds compared in each experiment.
+    /// Observations compared in each experiment: rounds, or invocations (boots) when those are
+    /// the unit ([`MicroCompare::unit`]).
     pub rounds_a: usize,
     pub rounds_b: usize,
-    /// Median of the round medians in each experiment, in the metric's unit.
+    /// Median of the observations (round medians, or invocation means) in each experiment, in
+    /// the metric's unit.
     pub median_a: f64,
     pub median_b: f64,
     /// The verdict's estimate of mean(B) / mean(A) over the round medians, and its CI (at
@@ -33,12 +35,34 @@ pub struct Row {
     /// The primary p-value after the correction over every configuration.
     pub p_adjusted: Option<f64>,
     pub verdict: Verdict,
+    /// When the verdict is withheld ([`MicroCompare::withheld`]): what the rounds of one
+    /// process would have said, which is no verdict on the two experiments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub within_process: Option<Verdict>,
 }
 
 impl Row {
     /// FASTER or SLOWER.
     pub fn differs(&self) -> bool {
         matches!(self.verdict, Verdict::Faster | Verdict::Slower)
+    }
+
+    /// FASTER or SLOWER within one process, the verdict withheld.
+    pub fn differs_within(&self) -> bool {
+        matches!(self.within_process, Some(Verdict::Faster | Verdict::Slower))
+    }
+
+    /// Shown in the tables of differing rows: a verdict or a withheld within-process call.
+    fn shown(&self) -> bool {
+        self.differs() || self.differs_within()
+    }
+
+    /// The verdict column: "SLOWER", or "withheld (SLOWER within one process)".
+    fn verdict_text(&self) -> String {
+        match self.within_process {
+            Some(v) => format!("withheld ({} within one process)", v.upper()),
+            None => self.verdict.upper().to_string(),
+        }
     }
 }
 
@@ -145,8 +169,16 @@ impl RoundEstimates {
 pub struct MicroCompare {
     /// The experiments' labels (`#ID`), baseline first.
     pub labels: [String; 2],
-    /// "round": each round's median is one observation.
+    /// "round": each round's median is one observation (valid within one process);
+    /// "invocation": each invocation's (process's) mean of its round medians; "boot": the same
+    /// with every invocation a boot of its own (`micro --kernel`).
     pub unit: &'static str,
+    /// The invocations (processes) each side was measured in.
+    pub invocations: [usize; 2],
+    /// Why no verdict is given (a side measured in one process, not interleaved with the
+    /// other): the rows' verdicts are `inconclusive`, the rounds' calls in `within_process`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<String>,
     /// Whether the two were measured interleaved round by round, as variants of one
     /// `abperf micro -k` (round r of each next to each other), rather than as two runs.
     pub interleaved: bool,
@@ -164,13 +196,23 @@ pub struct MicroCompare {
     pub ci_label: String,
 }
 
-/// Build the section from `r`'s analysis (the paired round medians, one family per
-/// configuration) and the two experiments' findings.
+/// How the two sides were compared: the observation's unit ("round" or "invocation"), each
+/// side's invocations, and why verdicts are withheld, if they are.
+#[derive(Debug, Clone)]
+pub struct Basis {
+    pub unit: &'static str,
+    pub invocations: [usize; 2],
+    pub withheld: Option<String>,
+}
+
+/// Build the section from `r`'s analysis (the paired round medians or invocation means, one
+/// family per configuration) and the two experiments' findings.
 pub fn build(
     r: &Report,
     labels: [String; 2],
     findings: [&[MicroFinding]; 2],
     only: [Vec<String>; 2],
+    basis: Basis,
 ) -> MicroCompare {
     let comps: &[Comparison] = r
         .analysis
@@ -197,7 +239,12 @@ pub fn build(
                 ratio: c.evidence.ratio,
                 ratio_ci: c.evidence.ci95.map(|(l, h)| [l, h]),
                 p_adjusted: c.p(),
-                verdict: c.verdict,
+                verdict: if basis.withheld.is_some() {
+                    Verdict::Inconclusive
+                } else {
+                    c.verdict
+                },
+                within_process: basis.withheld.is_some().then_some(c.verdict),
             }
         })
         .collect();
@@ -246,11 +293,27 @@ pub fn build(
         }
     }
     let [only_a, only_b] = only;
-    let summary = summary(&rows, &families, &pairs, r.analysis.as_ref().map(|a| a.m));
+    let mut summary = summary(
+        &rows,
+        &families,
+        &pairs,
+        r.analysis.as_ref().map(|a| a.m),
+        basis.unit,
+    );
+    if let Some(w) = &basis.withheld {
+        let within = rows.iter().filter(|r| r.differs_within()).count();
+        summary = format!(
+            "{w} Within one process (rounds as the unit) {within} of {} configurations would \
+             differ; that is no evidence that the two experiments do.",
+            rows.len()
+        );
+    }
     let cautions = cautions(&rows, &families);
     MicroCompare {
         labels,
-        unit: "round",
+        unit: basis.unit,
+        invocations: basis.invocations,
+        withheld: basis.withheld,
         interleaved: false,
         rows,
         families,
@@ -312,6 +375,7 @@ fn summary(
     families: &[Family],
     findings: &[FindingPair],
     m: Option<usize>,
+    unit: &str,
 ) -> String {
     let mut parts = Vec::new();
     for f in families {
@@ -369,11 +433,25 @@ fn summary(
     }
     let differ: usize = families.iter().map(|f| f.faster + f.slower).sum();
     format!(
-        "{}. {differ} of {} configurations differ (rounds as the unit, corrected over m={}).",
+        "{}. {differ} of {} configurations differ ({unit}s as the unit, corrected over m={}).",
         parts.join(". "),
         rows.len(),
         m.unwrap_or(0)
     )
+}
+
+/// What one observation is, for the reports.
+fn unit_text(m: &MicroCompare) -> String {
+    if m.unit != "round" {
+        format!(
+            "each {u}'s mean of its round medians one observation; {} and {} {u}s",
+            m.invocations[0],
+            m.invocations[1],
+            u = m.unit
+        )
+    } else {
+        "each round's median one observation".to_string()
+    }
 }
 
 fn value(x: f64) -> String {
@@ -418,7 +496,7 @@ fn text(m: &MicroCompare, all: bool) -> String {
         let shown: Vec<&Row> = m
             .rows
             .iter()
-            .filter(|r| r.bench == f.bench && (all || r.differs()))
+            .filter(|r| r.bench == f.bench && (all || r.shown()))
             .collect();
         if shown.is_empty() {
             continue;
@@ -434,7 +512,7 @@ fn text(m: &MicroCompare, all: bool) -> String {
             "p adj"
         );
         let mut rows = shown;
-        rows.sort_by_key(|r| !r.differs());
+        rows.sort_by_key(|r| !r.shown());
         for r in rows {
             let _ = writeln!(
                 out,
@@ -447,7 +525,7 @@ fn text(m: &MicroCompare, all: bool) -> String {
                 r.p_adjusted
                     .map(|p| format!("{p:.2e}"))
                     .unwrap_or_else(|| "-".into()),
-                r.verdict.upper()
+                r.verdict_text()
             );
         }
     }
@@ -489,9 +567,9 @@ fn family_rows<'m>(m: &'m MicroCompare, bench: &str, all: bool) -> Vec<&'m Row> 
     let mut rows: Vec<&Row> = m
         .rows
         .iter()
-        .filter(|r| r.bench == bench && (all || r.differs()))
+        .filter(|r| r.bench == bench && (all || r.shown()))
         .collect();
-    rows.sort_by_key(|r| !r.differs());
+    rows.sort_by_key(|r| !r.shown());
     rows
 }
 
@@ -555,7 +633,7 @@ fn markdown(m: &MicroCompare) -> String {
                 pct(r.ratio),
                 ci_text(r.ratio_ci),
                 p_text(r.p_adjusted),
-                r.verdict.upper()
+                r.verdict_text()
             );
         }
     }
@@ -654,11 +732,12 @@ fn html(m: &MicroCompare) -> String {
     let metric = m.rows.first().map(|r| r.metric.as_str()).unwrap_or("");
     let _ = writeln!(
         s,
-        "<p class=\"note\">{} (baseline) against {}; {} as the unit (each round's median one \
-         observation); medians of the round medians in {}.</p>",
+        "<p class=\"note\">{} (baseline) against {}; {} as the unit ({}); medians of the \
+         round medians in {}.</p>",
         esc(la),
         esc(lb),
         esc(m.unit),
+        unit_text(m),
         esc(metric)
     );
     s.push_str("<div class=\"scroll\"><table id=\"micro-families\"><tr><th class=\"l\">family</th><th>configurations</th><th>faster</th><th>slower</th><th>no difference</th><th>inconclusive</th></tr>\n");
@@ -679,7 +758,7 @@ fn html(m: &MicroCompare) -> String {
         let _ = writeln!(
             s,
             "<tr class=\"{}\"><td class=\"l name\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l verdict\">{}</td></tr>",
-            if r.differs() { "differs" } else { "same" },
+            if r.shown() { "differs" } else { "same" },
             esc(&r.config),
             value(r.median_a),
             value(r.median_b),
@@ -687,7 +766,7 @@ fn html(m: &MicroCompare) -> String {
             esc(&ci_text(r.ratio_ci)),
             r.rounds_a.min(r.rounds_b),
             p_text(r.p_adjusted),
-            r.verdict.upper()
+            esc(&r.verdict_text())
         );
     };
     let head = format!(

@@ -40,6 +40,12 @@ pub(super) const SCHEMA_ROUNDS: &str = "
     ) WITHOUT ROWID;
 ";
 
+/// Migration `micro_round.invocation`: the process each round was measured in (`abperf micro
+/// --invocations N`); 0 for every round stored before, all measured in one process.
+pub(super) const SCHEMA_INVOCATION: &str = "
+    ALTER TABLE micro_round ADD COLUMN invocation INTEGER NOT NULL DEFAULT 0;
+";
+
 /// Samples as the blob of `micro_round.cycles`.
 fn pack(xs: &[f64]) -> Vec<u8> {
     xs.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -73,8 +79,8 @@ impl Store {
         {
             let mut ins = tx.prepare(
                 "INSERT INTO micro_round (variant_id, round, started_ns, ticks_per_core_cycle,
-                                          adds_per_cycle, cycles)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                                          adds_per_cycle, cycles, invocation)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
             for r in rounds {
                 let Some(&vid) = ids.get(r.variant) else {
@@ -90,7 +96,8 @@ impl Store {
                     r.probe.started_ns,
                     r.probe.ticks_per_core_cycle,
                     Some(r.probe.adds_per_cycle).filter(|x| x.is_finite()),
-                    pack(&r.cycles)
+                    pack(&r.cycles),
+                    r.invocation
                 ])?;
             }
         }
@@ -103,7 +110,7 @@ impl Store {
     pub fn micro_rounds(&self, experiment_id: i64) -> anyhow::Result<Vec<MicroRound>> {
         let mut stmt = self.conn().prepare(
             "SELECT v.position, m.round, m.started_ns, m.ticks_per_core_cycle, m.adds_per_cycle,
-                    m.cycles
+                    m.cycles, m.invocation
              FROM micro_round m JOIN variant v ON v.id = m.variant_id
              WHERE v.experiment_id = ?1 ORDER BY v.position, m.round",
         )?;
@@ -115,11 +122,12 @@ impl Store {
                 r.get::<_, f64>(3)?,
                 r.get::<_, Option<f64>>(4)?,
                 r.get::<_, Vec<u8>>(5)?,
+                r.get::<_, u32>(6)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (pos, round, started_ns, tpc, apc, blob) = row?;
+            let (pos, round, started_ns, tpc, apc, blob, invocation) = row?;
             let cycles = unpack(&blob).ok_or_else(|| {
                 anyhow::anyhow!(
                     "experiment {experiment_id}: micro round {round} of variant {pos} holds {} \
@@ -130,6 +138,7 @@ impl Store {
             out.push(MicroRound {
                 variant: pos as usize,
                 round,
+                invocation,
                 probe: RoundProbe {
                     started_ns,
                     ticks_per_core_cycle: tpc,

@@ -94,6 +94,8 @@ pub const MIGRATIONS: &[&str] = &[
     super::run_rows::SCHEMA,
     // 13: the invocation, boot and host an imported run names.
     super::run_labels::SCHEMA,
+    // 14: the invocation (process) each micro round was measured in.
+    super::micro::SCHEMA_INVOCATION,
 ];
 
 /// The schema every migration together builds, as one script (`schema_prepared.sql`): a new

@@ -147,7 +147,7 @@ CREATE TABLE micro_round (
         started_ns           INTEGER NOT NULL,
         ticks_per_core_cycle REAL NOT NULL,
         adds_per_cycle       REAL,
-        cycles               BLOB NOT NULL,
+        cycles               BLOB NOT NULL, invocation INTEGER NOT NULL DEFAULT 0,
         PRIMARY KEY (variant_id, round)
     ) WITHOUT ROWID;
 CREATE TABLE experiment_owner (

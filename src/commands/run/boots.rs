@@ -28,7 +28,7 @@ use std::time::Duration;
 pub const DEFAULT_BOOTS: u32 = 6;
 
 /// A `--kernel` argument: an image file, or a Debian package fetched into the cache.
-fn resolve_kernel(arg: &str, modules: &[PathBuf]) -> anyhow::Result<KernelChoice> {
+pub(crate) fn resolve_kernel(arg: &str, modules: &[PathBuf]) -> anyhow::Result<KernelChoice> {
     let path = Path::new(arg);
     let (image, mut mods, package) = if path.exists() {
         let abs = std::fs::canonicalize(path).map_err(|e| usage(format!("--kernel {arg}: {e}")))?;
@@ -69,7 +69,7 @@ fn resolve_kernel(arg: &str, modules: &[PathBuf]) -> anyhow::Result<KernelChoice
 }
 
 /// The accelerator for the whole experiment, and why.
-fn choose_accel(arg: AccelArg, kernel: &Path) -> (String, String) {
+pub(crate) fn choose_accel(arg: AccelArg, kernel: &Path) -> (String, String) {
     match arg {
         AccelArg::Kvm => ("kvm".into(), "asked for with --accel kvm".into()),
         AccelArg::Tcg => (
