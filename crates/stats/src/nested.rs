@@ -436,8 +436,8 @@ mod tests {
         let c = components(&d).unwrap();
         let a = anova(&d, &c.units);
         assert!(c.balanced && a.iter().all(|&v| v > 0.0), "{a:?}");
-        for k in 0..3 {
-            assert_rel(c.variances[k], a[k], 1e-9, "level");
+        for (v, a) in c.variances.iter().zip(&a) {
+            assert_rel(*v, *a, 1e-9, "level");
         }
         assert_eq!(c.units, [4, 12, 60]);
     }
@@ -451,8 +451,8 @@ mod tests {
             let d = simulate(&mut rng, [6, 4, 6], [2.0, 1.0, 0.5], |h, b| 2 + (h + b) % 5);
             let c = components(&d).unwrap();
             assert!(!c.balanced);
-            for k in 0..3 {
-                sums[k] += c.variances[k];
+            for (sum, v) in sums.iter_mut().zip(&c.variances) {
+                *sum += v;
             }
             if c.variances.iter().all(|&v| v > 0.0) {
                 // Interior optimum: the score is zero there.
