@@ -418,43 +418,55 @@ fn plan_from_cv() {
 #[test]
 fn compare_after_real_abperf_run() {
     let lab = Lab::new();
-    let dir = &lab.dir;
-    let db = dir.path().join("run.db");
-    let dbs = db.to_str().unwrap();
-    let (code, _, err) = lab
-        .run(&[
-            "run",
-            "--db",
+    // Sleeps of 10 and 60 ms: one run delayed by a few hundred ms (both CPUs busy with the
+    // suite's QEMU guests) leaves the baseline's mean without a bounded ratio interval, an
+    // honest INCONCLUSIVE. Such an experiment is measured once more, in a store of its own.
+    let attempt = |name: &str| {
+        let db = lab.dir.path().join(name);
+        let dbs = db.to_str().unwrap().to_string();
+        let (code, _, err) = lab
+            .run(&[
+                "run",
+                "--db",
+                &dbs,
+                "-r",
+                "6",
+                "--warmup",
+                "1",
+                "--seed",
+                "7",
+                "-n",
+                "short",
+                "-n",
+                "long",
+                "sleep 0.01",
+                "sleep 0.06",
+            ])
+            .parts();
+        assert_eq!(code, 0, "{err}");
+        let (code, out, err) = lab
+            .run(&[
+                "compare",
+                "latest",
+                "--db",
+                &dbs,
+                "--format",
+                "json",
+                "--resamples",
+                "1000",
+            ])
+            .parts();
+        assert_eq!(code, 0, "{err}");
+        (
             dbs,
-            "-r",
-            "6",
-            "--warmup",
-            "1",
-            "--seed",
-            "7",
-            "-n",
-            "short",
-            "-n",
-            "long",
-            "sleep 0.01",
-            "sleep 0.06",
-        ])
-        .parts();
-    assert_eq!(code, 0, "{err}");
-    let (code, out, err) = lab
-        .run(&[
-            "compare",
-            "latest",
-            "--db",
-            dbs,
-            "--format",
-            "json",
-            "--resamples",
-            "1000",
-        ])
-        .parts();
-    assert_eq!(code, 0, "{err}");
-    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+            serde_json::from_str::<serde_json::Value>(&out).unwrap(),
+        )
+    };
+    let (mut dbs, mut j) = attempt("run.db");
+    if j["analysis"]["comparisons"][0]["verdict"] == "inconclusive" {
+        (dbs, j) = attempt("again.db");
+    }
+    let dbs = dbs.as_str();
     let c = &j["analysis"]["comparisons"][0];
     assert_eq!(
         (c["baseline"].as_str(), c["variant"].as_str()),
