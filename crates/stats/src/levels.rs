@@ -499,16 +499,9 @@ pub fn analyse(ds: &Dataset, metric: &str, baseline: usize, target: Target) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reference::{Reference, assert_rel};
-    use rand::{Rng, SeedableRng};
+    use crate::reference::{Reference, assert_rel, normal};
+    use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
-
-    /// A standard normal draw (Box-Muller).
-    fn normal(rng: &mut ChaCha8Rng) -> f64 {
-        let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
-        let u2: f64 = rng.random();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
 
     /// `boots` boots of `runs` runs: mean mu, boot SD sb, run SD sw.
     fn simulate(

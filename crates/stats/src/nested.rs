@@ -375,15 +375,9 @@ pub fn components(d: &NestedData) -> Result<NestedComponents, StatsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reference::assert_rel;
-    use rand::{Rng, SeedableRng};
+    use crate::reference::{assert_rel, normal};
+    use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
-
-    fn normal(rng: &mut ChaCha8Rng) -> f64 {
-        let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
-        let u2: f64 = rng.random();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
 
     /// `hosts` x `boots` x `runs` values with SDs `sd` = [host, boot, run]; `keep` says how many
     /// runs of boot (h, b) are kept (unbalanced designs).

@@ -55,3 +55,11 @@ pub fn assert_rel(got: f64, want: f64, tol: f64, what: &str) {
         err / scale
     );
 }
+
+/// A standard normal draw (Box-Muller), for tests that simulate data.
+pub fn normal(rng: &mut rand_chacha::ChaCha8Rng) -> f64 {
+    use rand::Rng;
+    let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+    let u2: f64 = rng.random();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
