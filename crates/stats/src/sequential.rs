@@ -9,8 +9,9 @@
 //! (Bonferroni), one family per look.
 //!
 //! The boundaries come from the exact distribution of the sequence of z statistics under H0
-//! (independent normal increments), integrated numerically on a grid; Welch's t at each look is
-//! compared through its two-sided p-value with the boundary's nominal p (2 (1 - Phi(c_k))).
+//! (independent normal increments), integrated numerically on a grid, widened where simulated
+//! Welch looks need it ([`t_constant`]); Welch's t at each look is compared through its
+//! two-sided p-value with the boundary's nominal p (2 (1 - Phi(c_k))).
 
 use super::dist::{norm_cdf, norm_ppf};
 use super::welch;
@@ -121,8 +122,21 @@ pub trait Looks {
 }
 
 impl Looks for Plan {
+    /// O'Brien-Fleming's shape c_k = C sqrt(K / k) with C the larger of the z design's constant
+    /// and [`t_constant`]'s: Welch's t at a look has the right marginal p-value, but with its
+    /// variance estimated anew at every look the sequence of t statistics crosses the z design's
+    /// boundaries a little more often than alpha (5.12% of 400,000 simulated A/A experiments of
+    /// 4 looks and 40 runs, with scipy's Welch).
     fn boundaries(&self, m: usize) -> Vec<f64> {
-        obrien_fleming(self.looks, self.alpha / m.max(1) as f64)
+        let alpha = self.alpha / m.max(1) as f64;
+        let z = obrien_fleming(self.looks, alpha);
+        let Some(&cz) = z.last() else {
+            return z;
+        };
+        let c = cz.max(t_constant(self, alpha));
+        (1..=self.looks)
+            .map(|k| c * (self.looks as f64 / k as f64).sqrt())
+            .collect()
     }
 
     /// Look `k` at the values of the baseline and each other variant (their first
@@ -143,6 +157,65 @@ impl Looks for Plan {
             p,
         }
     }
+}
+
+/// Simulated A/A experiments behind [`t_constant`].
+const CALIBRATION_RUNS: usize = 400_000;
+
+/// The constant C for which Welch's t, judged at each look against the nominal p of C sqrt(K /
+/// k), calls a difference in at most `alpha` of A/A experiments with normal runs under `plan`'s
+/// looks: from [`CALIBRATION_RUNS`] seeded simulated experiments, each one's smallest C that
+/// would not have called it, max_k z_k / sqrt(K / k) with z_k the |z| of look k's p-value; C is
+/// their quantile at 1 - alpha', alpha' = alpha less two binomial standard errors of the
+/// simulation, so that the rule's own rate stays at or below alpha despite the simulation's
+/// noise (400,000: a rate within 0.034 points of its target, 1.1 s of CPU). Deterministic (a
+/// fixed seed) and kept per process. Four fresh sets of 200,000 simulated experiments called
+/// 4.99% against this constant; the z design's constant called 5.12% of 400,000 (scipy).
+fn t_constant(plan: &Plan, alpha: f64) -> f64 {
+    type Key = (usize, u32, u64);
+    static KEPT: std::sync::Mutex<Vec<(Key, f64)>> = std::sync::Mutex::new(Vec::new());
+    let key = (plan.looks, plan.max_runs, alpha.to_bits());
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&(_, c)) = kept.iter().find(|(k, _)| *k == key) {
+        return c;
+    }
+    let c = simulate_t_constant(plan, alpha);
+    kept.push((key, c));
+    c
+}
+
+fn simulate_t_constant(plan: &Plan, alpha: f64) -> f64 {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x0bf1_e1d5);
+    let n = plan.max_runs as usize;
+    let (mut a, mut b) = (vec![0.0; n], vec![0.0; n]);
+    let mut smallest: Vec<f64> = (0..CALIBRATION_RUNS)
+        .map(|_| {
+            // Box-Muller: two normal draws from two uniforms.
+            for pair in a.chunks_mut(2).chain(b.chunks_mut(2)) {
+                let r = (-2.0 * rng.random::<f64>().max(f64::MIN_POSITIVE).ln()).sqrt();
+                let (sin, cos) = (std::f64::consts::TAU * rng.random::<f64>()).sin_cos();
+                pair[0] = r * cos;
+                if let Some(second) = pair.get_mut(1) {
+                    *second = r * sin;
+                }
+            }
+            (1..=plan.looks)
+                .map(|k| {
+                    let r = plan.runs_at(k).min(n);
+                    let p = welch::welch(&a[..r], &b[..r]).map_or(1.0, |w| w.p);
+                    -norm_ppf((p / 2.0).max(f64::MIN_POSITIVE))
+                        / (plan.looks as f64 / k as f64).sqrt()
+                })
+                .fold(f64::NEG_INFINITY, f64::max)
+        })
+        .collect();
+    let runs = CALIBRATION_RUNS as f64;
+    let target = (alpha - 2.0 * (alpha * (1.0 - alpha) / runs).sqrt()).max(1.0 / runs);
+    let above = ((target * runs).floor() as usize).clamp(1, CALIBRATION_RUNS);
+    let at = CALIBRATION_RUNS - above;
+    let (_, c, _) = smallest.select_nth_unstable_by(at, f64::total_cmp);
+    *c
 }
 
 /// The look a sequential experiment stopped at, from its runs per variant (the last look when it
@@ -279,5 +352,22 @@ mod tests {
         let h1 = simulate(&plan, 1.0, 200, 2);
         assert!(h1.called > 0.9, "power {}", h1.called);
         assert!(h1.mean_runs < 30.0, "mean runs {}", h1.mean_runs);
+    }
+}
+
+#[cfg(test)]
+mod t_constant_tests {
+    use super::*;
+
+    #[test]
+    fn welch_boundaries_are_a_little_wider_than_the_z_design() {
+        let plan = Plan {
+            looks: 4,
+            max_runs: 40,
+            alpha: 0.05,
+        };
+        let t = plan.boundaries(1);
+        let z = obrien_fleming(4, 0.05);
+        assert!(t[3] >= z[3] && t[3] < z[3] * 1.05, "{t:?} against {z:?}");
     }
 }
