@@ -267,15 +267,7 @@ impl AnalysisArgs {
             }
         };
         if r.data.has_boots() {
-            let metrics = match &settings {
-                Some(s) => s.metrics.clone(),
-                None => default_metric(&r.data).into_iter().collect(),
-            };
-            let target = crate::stats::levels::Target {
-                effect_pct: self.effect,
-                alpha: self.alpha,
-                power: crate::stats::compare::Options::default().power,
-            };
+            let (metrics, target) = self.levels_target(r, settings.as_ref());
             crate::report::levels::attach(r, settings.as_ref(), &metrics, target);
         } else if !(r.data.has_labels() && self.attach_replication(r, settings.as_ref()))
             && let Some(s) = settings
@@ -295,6 +287,17 @@ impl AnalysisArgs {
     /// replicated level and the replication section (`report::replication`); false when no
     /// level above the runs is replicated.
     fn attach_replication(&self, r: &mut Report, settings: Option<&Settings>) -> bool {
+        let (metrics, target) = self.levels_target(r, settings);
+        crate::report::replication::attach(r, settings, &metrics, target)
+    }
+
+    /// The metrics a level analysis covers (the chosen ones, else the default metric) and the
+    /// precision its plan aims at.
+    fn levels_target(
+        &self,
+        r: &Report,
+        settings: Option<&Settings>,
+    ) -> (Vec<String>, crate::stats::levels::Target) {
         let metrics = match settings {
             Some(s) => s.metrics.clone(),
             None => default_metric(&r.data).into_iter().collect(),
@@ -304,7 +307,7 @@ impl AnalysisArgs {
             alpha: self.alpha,
             power: crate::stats::compare::Options::default().power,
         };
-        crate::report::replication::attach(r, settings, &metrics, target)
+        (metrics, target)
     }
 }
 

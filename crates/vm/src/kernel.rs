@@ -187,7 +187,9 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn run_tool(cmd: &mut Command, what: &str) -> Result<String> {
+/// Run a tool to its end; its stdout, or an error naming `what` with the tool's exit status and
+/// stderr.
+pub fn run_tool(cmd: &mut Command, what: &str) -> Result<String> {
     let out = cmd.output().with_context(|| format!("cannot run {what}"))?;
     if !out.status.success() {
         bail!(

@@ -121,15 +121,7 @@ pub fn find_kexec() -> anyhow::Result<PathBuf> {
 }
 
 fn run(cmd: &mut Command, what: &str) -> anyhow::Result<()> {
-    let out = cmd.output().with_context(|| format!("cannot run {what}"))?;
-    if !out.status.success() {
-        bail!(
-            "{what} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
+    abperf_vm::kernel::run_tool(cmd, what).map(drop)
 }
 
 /// `kexec -l IMAGE [--initrd=INITRD] --append=CMDLINE`: the next boot, loaded, not started.
