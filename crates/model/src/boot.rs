@@ -6,7 +6,7 @@
 //! (of its variant), found by ([`Run::variant`], [`Run::seq`]), which is unique even when two
 //! experiments are compared side by side. The boot-level view of a dataset is `boot_level`'s.
 
-use super::run::Run;
+use super::run::{Run, Slot};
 use serde::{Deserialize, Serialize};
 
 /// What a variant boots: a kernel image with its modules, and the parameters appended to its
@@ -45,6 +45,25 @@ pub struct BootPlan {
 impl BootPlan {
     pub fn contains(&self, seq: u32) -> bool {
         (self.first_seq..=self.last_seq).contains(&seq)
+    }
+
+    /// The slots of `schedule` this boot runs, and those of them whose seq is not in `done`.
+    pub fn slots(
+        &self,
+        schedule: &[Slot],
+        done: &std::collections::BTreeSet<u32>,
+    ) -> (Vec<Slot>, Vec<Slot>) {
+        let mine: Vec<Slot> = schedule
+            .iter()
+            .filter(|s| self.contains(s.seq))
+            .copied()
+            .collect();
+        let remaining = mine
+            .iter()
+            .filter(|s| !done.contains(&s.seq))
+            .copied()
+            .collect();
+        (mine, remaining)
     }
 }
 

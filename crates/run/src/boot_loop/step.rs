@@ -137,22 +137,6 @@ fn plan_of(lp: &Loop, number: u32) -> anyhow::Result<&BootPlan> {
         .with_context(|| format!("experiment {}: no planned boot {number}", lp.id))
 }
 
-/// The slots of `plan`, and those of them not done yet.
-fn slots_of(lp: &Loop, plan: &BootPlan, done: &BTreeSet<u32>) -> (Vec<Slot>, Vec<Slot>) {
-    let mine: Vec<Slot> = lp
-        .schedule
-        .iter()
-        .filter(|s| plan.contains(s.seq))
-        .copied()
-        .collect();
-    let remaining = mine
-        .iter()
-        .filter(|s| !done.contains(&s.seq))
-        .copied()
-        .collect();
-    (mine, remaining)
-}
-
 /// This boot is the planned one: run its share, commit every run, record how it ended.
 fn run_this_boot(
     store: &mut Store,
@@ -177,7 +161,7 @@ fn run_this_boot(
         now.cmdline
     ));
     let done = store.done_seqs(lp.id)?;
-    let (mine, remaining) = slots_of(lp, plan, &done);
+    let (mine, remaining) = plan.slots(&lp.schedule, &done);
     let warm = |s: &[Slot]| s.iter().filter(|s| s.warmup).count();
     let extra = (warm(&mine) - warm(&remaining)) as u32;
     let b = lp.boots();
@@ -304,7 +288,7 @@ fn next_boot(
     let Some(plan) = lp
         .plans
         .iter()
-        .find(|p| !slots_of(lp, p, &done).1.is_empty())
+        .find(|p| !p.slots(&lp.schedule, &done).1.is_empty())
     else {
         return Ok(Next::Complete);
     };

@@ -121,17 +121,7 @@ pub fn execute_boots(
             ending = Ending::Interrupted(sig);
             break;
         }
-        let mine: Vec<Slot> = b
-            .schedule
-            .iter()
-            .filter(|s| plan.contains(s.seq))
-            .copied()
-            .collect();
-        let remaining: Vec<Slot> = mine
-            .iter()
-            .filter(|s| !done.contains(&s.seq))
-            .copied()
-            .collect();
+        let (mine, remaining) = plan.slots(b.schedule, &done);
         if remaining.is_empty() {
             continue;
         }
