@@ -10,6 +10,7 @@
 //! null, or a missing key) is "not given". Errors name the file, the line and the column.
 
 use super::{Format, Imported, ParseError};
+use abperf_model::escape::spreadsheet_undone;
 use abperf_model::{Labels, Metric, Run, RunStatus, Source};
 
 /// What a column holds.
@@ -33,16 +34,8 @@ enum Column {
     Metric { name: String, unit: String },
 }
 
-/// Undo the export's spreadsheet guard: a leading `'` before `=`, `+`, `-`, `@`, tab or CR.
-fn unguard(s: &str) -> &str {
-    match s.strip_prefix('\'') {
-        Some(rest) if rest.starts_with(['=', '+', '-', '@', '\t', '\r']) => rest,
-        _ => s,
-    }
-}
-
 fn column(name: &str) -> Result<Column, String> {
-    let name = unguard(name.trim());
+    let name = spreadsheet_undone(name.trim());
     Ok(match name {
         "variant" => Column::Variant,
         "seq" => Column::Seq,
@@ -125,7 +118,7 @@ impl Row<'_> {
     }
 
     fn text(&self, c: &Column) -> Option<String> {
-        self.get(c).map(|(_, v)| unguard(v).to_string())
+        self.get(c).map(|(_, v)| spreadsheet_undone(v).to_string())
     }
 }
 
@@ -162,7 +155,7 @@ fn push(imp: &mut Imported, row: &Row, format: Format) -> Result<(), ParseError>
         if let Column::Param(p) = c {
             let params = &mut imp.variants[pos].parameters;
             match params.get(p) {
-                Some(old) if old != unguard(v) => {
+                Some(old) if old != spreadsheet_undone(v) => {
                     return Err(row.err(
                         n,
                         format!(
@@ -171,7 +164,7 @@ fn push(imp: &mut Imported, row: &Row, format: Format) -> Result<(), ParseError>
                     ));
                 }
                 _ => {
-                    params.insert(p.clone(), unguard(v).to_string());
+                    params.insert(p.clone(), spreadsheet_undone(v).to_string());
                 }
             }
         }

@@ -1,6 +1,7 @@
 //! User text made harmless before it reaches a terminal: control characters (escape sequences,
 //! carriage returns, newlines inside a name, C1 controls, bidirectional overrides) become visible
-//! escapes, so a name can neither rewrite the screen nor hide what follows it.
+//! escapes, so a name can neither rewrite the screen nor hide what follows it. And user text made
+//! harmless for a spreadsheet that opens a CSV export, and back when the export is imported.
 
 use std::borrow::Cow;
 
@@ -53,9 +54,48 @@ pub fn shorten(s: &str, max: usize) -> String {
     format!("{}{tail}", control(&cut))
 }
 
+/// What makes a spreadsheet read a cell as a formula when it starts the cell.
+const FORMULA_LEADS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+
+/// Whether a spreadsheet would read `s` as a formula once the `'`s it starts with are taken off
+/// (a text of its own that starts with `'=` must keep its quote through a round trip).
+fn formula_behind_quotes(s: &str) -> bool {
+    s.trim_start_matches('\'').starts_with(FORMULA_LEADS)
+}
+
+/// User text made safe for spreadsheets: a leading formula character (also behind `'`s of the
+/// text's own) is escaped with one more `'`, which a spreadsheet shows as text.
+pub fn spreadsheet(s: &str) -> String {
+    if formula_behind_quotes(s) {
+        format!("'{s}")
+    } else {
+        s.to_string()
+    }
+}
+
+/// [`spreadsheet`] undone: the `'` it added taken off.
+pub fn spreadsheet_undone(s: &str) -> &str {
+    match s.strip_prefix('\'') {
+        Some(rest) if formula_behind_quotes(rest) => rest,
+        _ => s,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spreadsheet_guard_round_trips() {
+        for text in [
+            "=1+1", "-3", "@SUM(A1)", "\tx", "plain", "'=kept", "''+x", "", "'", "'a",
+        ] {
+            assert_eq!(spreadsheet_undone(&spreadsheet(text)), text);
+        }
+        assert_eq!(spreadsheet("=1+1"), "'=1+1");
+        assert_eq!(spreadsheet("a=b"), "a=b");
+        assert_eq!(spreadsheet("'=kept"), "''=kept");
+    }
 
     #[test]
     fn escapes_what_a_terminal_would_obey() {

@@ -25,14 +25,8 @@ pub fn cell(s: &str) -> String {
         .replace('@', "\\@")
 }
 
-/// User text made safe for spreadsheets: a leading formula character is escaped with `'`.
-pub fn neutral(s: &str) -> String {
-    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        format!("'{s}")
-    } else {
-        s.to_string()
-    }
-}
+/// User text made safe for spreadsheets.
+pub use abperf_model::escape::spreadsheet as neutral;
 
 /// The bytes of a finished CSV writer as text.
 pub fn finish(w: ::csv::Writer<Vec<u8>>) -> anyhow::Result<String> {
