@@ -5,9 +5,6 @@
 
 use super::boot::Boot;
 use super::dataset::Dataset;
-use super::describe::mean;
-use super::metric::Metric;
-use super::run::Run;
 
 impl Dataset {
     /// Whether the data come from booted kernels (a two-level experiment).
@@ -49,41 +46,11 @@ impl Dataset {
     }
 
     /// The boot-level dataset: one row per boot with at least one counted run, whose metrics
-    /// are the means over that boot's counted runs, numbered by boot (so a drift test sees the
-    /// boot order). Verdicts of a two-level experiment are computed from it: the boots are the
-    /// independent replicates, the runs inside a boot are not.
+    /// are the means over that boot's counted runs, in boot order with the boots' ABBA blocks
+    /// (so a drift test sees the boot order). Verdicts of a two-level experiment are computed
+    /// from it: the boots are the independent replicates, the runs inside a boot are not.
     pub fn boot_level(&self) -> Dataset {
-        let mut runs = Vec::new();
-        for b in &self.boots {
-            let counted: Vec<&Run> = b.counted(&self.runs).collect();
-            if counted.is_empty() {
-                continue;
-            }
-            let mut metrics: Vec<Metric> = Vec::new();
-            for m in &self.metrics {
-                let v: Vec<f64> = counted.iter().filter_map(|r| r.value(&m.name)).collect();
-                if !v.is_empty() {
-                    metrics.push(Metric::new(&m.name, mean(&v), &m.unit));
-                }
-            }
-            let started = counted.iter().map(|r| r.started_ns).min().unwrap_or(0);
-            let ended = counted.iter().map(|r| r.ended_ns).max().unwrap_or(0);
-            runs.push(Run {
-                block: b.block,
-                started_ns: started,
-                ended_ns: ended,
-                exit_code: Some(0),
-                ..Run::ok(b.number, b.variant, metrics)
-            });
-        }
-        let mut ds = Dataset::new(
-            self.experiments.clone(),
-            self.variants.clone(),
-            runs,
-            format!("{} (boot means)", self.source),
-        );
-        ds.ordered = self.ordered;
-        ds
+        self.level_means(crate::Level::Boot)
     }
 }
 

@@ -78,8 +78,9 @@ impl Dataset {
 
     /// The dataset of `level` means: one row per unit of a variant at `level` with at least one
     /// counted run, whose metrics are the means over the unit's counted runs (a run without a
-    /// unit at the level is left out), in order of the units' first runs. With `level` boot and
-    /// booted kernels this is [`Dataset::boot_level`].
+    /// unit at the level is left out), in order of the units' first runs (a booted kernel's boots
+    /// in boot order). A unit's block is its first run's, or for a booted kernel's boot the boot's
+    /// own ABBA block; with `level` boot and booted kernels this is [`Dataset::boot_level`].
     pub fn level_means(&self, level: Level) -> Dataset {
         let mut units: BTreeMap<(usize, String), Vec<&Run>> = BTreeMap::new();
         let mut first: Vec<(usize, String)> = Vec::new();
@@ -93,6 +94,14 @@ impl Dataset {
             }
             units.entry(key).or_default().push(r);
         }
+        // A booted kernel's boot, found from a run of it (its number and ABBA block).
+        let booted = |run: &Run| {
+            (level == Level::Boot && run.labels.boot.is_none())
+                .then(|| self.boot_of(run.variant, run.seq))
+                .flatten()
+        };
+        // A booted kernel's boots in boot order; labelled units as they first appear.
+        first.sort_by_key(|key| booted(units[key][0]).map(|b| b.number));
         let mut runs = Vec::new();
         for (number, key) in first.iter().enumerate() {
             let members = &units[key];
@@ -104,7 +113,7 @@ impl Dataset {
                 }
             }
             runs.push(Run {
-                block: members[0].block,
+                block: booted(members[0]).map_or(members[0].block, |b| b.block),
                 started_ns: members.iter().map(|r| r.started_ns).min().unwrap_or(0),
                 ended_ns: members.iter().map(|r| r.ended_ns).max().unwrap_or(0),
                 exit_code: Some(0),
