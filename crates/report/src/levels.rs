@@ -11,7 +11,7 @@ use super::Report;
 use super::fmt::{metric_scale, one_line};
 use super::section::Section;
 use abperf_stats::analysis::{Settings, analyse};
-use abperf_stats::levels::{self, Design, Levels, Target};
+use abperf_stats::levels::{self, Design, LevelComparison, Levels, Target};
 use abperf_stats::verdict::fmt_p;
 use serde::Serialize;
 use std::fmt::Write;
@@ -121,7 +121,7 @@ fn text(r: &Report) -> String {
     let mut s = String::new();
     for l in &sec.metrics {
         variance_table(&mut s, r, sec, l);
-        comparisons(&mut s, l);
+        comparisons(&mut s, &l.comparisons, "boot", "boots");
         costs_and_plan(&mut s, l);
         notes(&mut s, r, l);
         let _ = writeln!(s);
@@ -203,23 +203,28 @@ fn variance_table(s: &mut String, r: &Report, sec: &LevelsSection, l: &Levels) {
     }
 }
 
-/// Each variant against the baseline: the ratio of boot means with its interval, next to what
-/// runs taken as independent would claim.
-fn comparisons(s: &mut String, l: &Levels) {
-    for c in &l.comparisons {
-        let boots = format!("n={}+{} boots", c.boots[0], c.boots[1]);
+/// Each variant against the baseline: the ratio of `level` means (boot, host, ...) with its
+/// interval, next to what runs taken as independent would claim; `plural` names the units.
+pub(crate) fn comparisons(
+    s: &mut String,
+    comparisons: &[LevelComparison],
+    level: &str,
+    plural: &str,
+) {
+    for c in comparisons {
+        let n = format!("n={}+{} {plural}", c.boots[0], c.boots[1]);
         match (&c.ratio_ci, &c.welch) {
             (Some(ci), Some(w)) => {
                 let naive = match (&c.naive_ratio_ci, c.width_ratio) {
-                    (Some(n), Some(k)) => format!(
+                    (Some(x), Some(k)) if k > 0.0 => format!(
                         "; runs taken as independent (n={}+{}) would claim {:.4}..{:.4}, {:.1}x narrower",
-                        c.runs[0], c.runs[1], n.low, n.high, k
+                        c.runs[0], c.runs[1], x.low, x.high, k
                     ),
                     _ => String::new(),
                 };
                 let _ = writeln!(
                     s,
-                    "  {} vs {}: ratio of boot means {:.4} (95% CI {:.4}..{:.4}, Welch {}, {boots}){naive}",
+                    "  {} vs {}: ratio of {level} means {:.4} (95% CI {:.4}..{:.4}, Welch {}, {n}){naive}",
                     one_line(&c.variant),
                     one_line(&c.baseline),
                     ci.ratio,
@@ -231,7 +236,7 @@ fn comparisons(s: &mut String, l: &Levels) {
             _ => {
                 let _ = writeln!(
                     s,
-                    "  {} vs {}: no boot-level interval ({boots}): {}",
+                    "  {} vs {}: no {level}-level interval ({n}): {}",
                     one_line(&c.variant),
                     one_line(&c.baseline),
                     c.notes.join("; ")

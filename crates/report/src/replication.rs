@@ -7,12 +7,11 @@
 
 use super::Report;
 use super::fmt::{metric_scale, one_line};
-use super::levels::unit_wording;
+use super::levels::{comparisons, unit_wording};
 use super::section::Section;
 use abperf_stats::analysis::{Settings, analyse};
 use abperf_stats::levels::Target;
 use abperf_stats::replicated::{self, LevelsPlan, Replicated};
-use abperf_stats::verdict::fmt_p;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -145,48 +144,6 @@ fn components_table(s: &mut String, r: &Report, sec: &ReplicationSection, l: &Re
     }
 }
 
-/// Each variant against the baseline on top-level means, next to runs taken as independent.
-fn comparisons(s: &mut String, l: &Replicated) {
-    let Some(top) = l.levels.first().copied() else {
-        return;
-    };
-    for c in &l.comparisons {
-        let n = format!("n={}+{} {}", c.boots[0], c.boots[1], top.plural());
-        match (&c.ratio_ci, &c.welch) {
-            (Some(ci), Some(w)) => {
-                let naive = match (&c.naive_ratio_ci, c.width_ratio) {
-                    (Some(x), Some(k)) if k > 0.0 => format!(
-                        "; runs taken as independent (n={}+{}) would claim {:.4}..{:.4}, {:.1}x narrower",
-                        c.runs[0], c.runs[1], x.low, x.high, k
-                    ),
-                    _ => String::new(),
-                };
-                let _ = writeln!(
-                    s,
-                    "  {} vs {}: ratio of {} means {:.4} (95% CI {:.4}..{:.4}, Welch {}, {n}){naive}",
-                    one_line(&c.variant),
-                    one_line(&c.baseline),
-                    top.name(),
-                    ci.ratio,
-                    ci.low,
-                    ci.high,
-                    fmt_p(w.p)
-                );
-            }
-            _ => {
-                let _ = writeln!(
-                    s,
-                    "  {} vs {}: no {}-level interval ({n}): {}",
-                    one_line(&c.variant),
-                    one_line(&c.baseline),
-                    top.name(),
-                    c.notes.join("; ")
-                );
-            }
-        }
-    }
-}
-
 fn plan_text(s: &mut String, p: &LevelsPlan) {
     let parts: Vec<String> = p
         .levels
@@ -256,7 +213,9 @@ fn text(r: &Report) -> String {
     let mut s = String::new();
     for l in &sec.metrics {
         components_table(&mut s, r, sec, l);
-        comparisons(&mut s, l);
+        if let Some(top) = l.levels.first() {
+            comparisons(&mut s, &l.comparisons, top.name(), top.plural());
+        }
         if let Some(p) = &l.plan {
             plan_text(&mut s, p);
         }
