@@ -255,12 +255,15 @@ fn half(lab: &Lab, id: i64, odd: bool, swap: Option<(&str, &str)>) -> i64 {
 #[test]
 fn real_rounds_split_in_two_agree_and_a_real_difference_shows() {
     let lab = Lab::new();
+    // One process: its rounds split in two halves.
     lab.ok(&[
         "micro",
         "--quick",
         "syscall",
         "xstate",
         "tlb-flush",
+        "--invocations",
+        "1",
         "--format",
         "json",
     ]);

@@ -58,9 +58,11 @@ pub struct MicroArgs {
     /// the invocations' means as the replicates (the variance between processes, which rounds
     /// within one process do not show). With -k, invocation i of every variant runs before
     /// invocation i+1 of any, in a seeded ABBA order. 1: one process (the rounds' comparison
-    /// across two experiments then gives no verdict).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub invocations: usize,
+    /// across two experiments then gives no verdict). Default: 4 for a suite alone (so that two
+    /// separate experiments compare), 1 with -k (its variants share one process and compare
+    /// round by round); not taken with --kernel (the boots are the replicates).
+    #[arg(long, value_name = "N")]
+    pub invocations: Option<usize>,
     /// Internal: this process is invocation I of --invocations N of a parent `abperf micro`;
     /// it prints its suite report as JSON on stdout and stores nothing.
     #[arg(long, value_name = "I", hide = true)]

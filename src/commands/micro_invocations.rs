@@ -13,9 +13,17 @@ use std::process::{Command, Stdio};
 /// The most invocations `--invocations` accepts.
 pub const MAX_INVOCATIONS: usize = 64;
 
-/// `--invocations N` checked: from 1 to [`MAX_INVOCATIONS`].
+/// Invocations of a suite measured alone when `--invocations` is not given: enough for two
+/// separate experiments to compare with the processes as the unit (docs/micro.md).
+pub const DEFAULT_INVOCATIONS: usize = 4;
+
+/// `--invocations N` checked (from 1 to [`MAX_INVOCATIONS`]), or its default: 1 with -k or
+/// --kernel, else [`DEFAULT_INVOCATIONS`].
 pub fn checked(args: &MicroArgs) -> anyhow::Result<usize> {
-    let n = args.invocations;
+    let alone = args.knobs.is_empty() && args.kernel.is_empty();
+    let n = args
+        .invocations
+        .unwrap_or(if alone { DEFAULT_INVOCATIONS } else { 1 });
     if !(1..=MAX_INVOCATIONS).contains(&n) {
         return Err(usage(format!(
             "--invocations {n}: expected a number of processes from 1 to {MAX_INVOCATIONS}"
