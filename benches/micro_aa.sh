@@ -9,8 +9,8 @@
 # cautions, the SMT pressure of both and the load; at the end the number of pairs with any call.
 # Target (issue 26): no configuration called different in at least 19 of 20 pairs.
 # Usage: benches/micro_aa.sh [PAIRS [MICRO ARGS...]]
-#   PAIRS default 2; MICRO ARGS default: none (the whole suite, one invocation), e.g.
-#   `benches/micro_aa.sh 20 --invocations 4` or `benches/micro_aa.sh 20 --invocations 4 syscall`.
+#   PAIRS default 2; MICRO ARGS default: none (the whole suite, default settings: 4
+#   invocations), e.g. `benches/micro_aa.sh 20` or `benches/micro_aa.sh 20 --invocations 1 syscall`.
 #   ABPERF_BIN=target/debug/abperf uses that binary instead of building a release one.
 # Needs python3.
 set -euo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A real difference found across separate micro experiments (issue 26): two experiments of
-# `abperf micro --quick --invocations N` (default 4) each, compared with the invocations as the
-# unit, where something really changed between them:
+# `abperf micro --quick` (default settings, 4 invocations each; or --invocations N), compared
+# with the invocations as the unit, where something really changed between them:
 #   sys_enter: the raw_syscalls:sys_enter tracepoint enabled for B (tracefs mounted in a private
 #              mount namespace; the event itself is global while B runs, then disabled again):
 #              every syscall takes the traced entry path (syscall, signal).
@@ -26,7 +26,8 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-n="${1:-4}"
+inv=()
+[ -z "${1:-}" ] || inv=(--invocations "$1")
 id=0
 pair() { # title, then B's command prefix (may be empty) -- benchmarks
     local title=$1
@@ -37,8 +38,8 @@ pair() { # title, then B's command prefix (may be empty) -- benchmarks
     local load t0 t1
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     t0=$(date +%s)
-    "$bin" micro --quick --invocations "$n" "$@" --db "$tmp/ab.db" > /dev/null 2>&1
-    "${pre[@]}" "$bin" micro --quick --invocations "$n" "$@" --db "$tmp/ab.db" > /dev/null 2>&1
+    "$bin" micro --quick "${inv[@]}" "$@" --db "$tmp/ab.db" > /dev/null 2>&1
+    "${pre[@]}" "$bin" micro --quick "${inv[@]}" "$@" --db "$tmp/ab.db" > /dev/null 2>&1
     t1=$(date +%s)
     local a=$((id + 1)) b=$((id + 2))
     id=$b

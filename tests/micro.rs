@@ -356,8 +356,8 @@ fn quick_suite_is_listed() {
     QuickSuite::get().lab.ok(&["list"]).has("micro");
 }
 
-// A second run of one benchmark compares against the first like any two experiments, without
-// a verdict: each was measured in one process.
+// A second run of one benchmark compares against the first like any two experiments: each was
+// measured in 4 processes (the default), which are the unit.
 #[test]
 fn quick_suite_compares_with_a_second_run_like_any_experiment() {
     let _serial = serial();
@@ -374,15 +374,13 @@ fn quick_suite_compares_with_a_second_run_like_any_experiment() {
         "cycles",
     ];
     let out = lab.run(&compare);
-    // Two experiments of one process each: no verdict, said plainly, with what the rounds
-    // within one process would call (a second run may or may not differ); the JSON has every
-    // row.
+    // Two experiments of 4 processes each: the invocations are the replicates; the JSON has
+    // every row.
     assert!(
         out.code == Some(0)
             && out
                 .stdout
-                .starts_with("No verdicts: #1 was measured in one process")
-            && out.stdout.contains("of 1 configurations would differ"),
+                .contains("of 1 configurations differ (invocations as the unit"),
         "{out}"
     );
     let j = lab
