@@ -521,10 +521,7 @@ impl<'a> FamilyTable<'a> {
             format!("{:.4}{mark}", e.ratio),
             format!("({})", ci_text(ci95, 4)),
             p_short(c.p_adjusted),
-            self.star(
-                c.p_adjusted
-                    .filter(|_| ci95.is_some_and(|[l, h]| l > 1.0 || h < 1.0))
-            )
+            self.star(c.p_adjusted.filter(|_| e.excludes_one()))
         );
         if self.variability {
             line += &format!(

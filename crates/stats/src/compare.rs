@@ -453,6 +453,7 @@ impl<'a> Judging<'a> {
             ratio,
             ci95: None,
             ci90: None,
+            ratio_unbounded: false,
             p: None,
             correction: String::new(),
             n_baseline: a.len(),
@@ -562,7 +563,10 @@ impl<'a> Judging<'a> {
                 c.details.fieller95 = Some(ci);
                 c.ratio_ci = Some([ci.low, ci.high]);
             }
-            Err(e) => c.notes.push(format!("Fieller interval: {e}")),
+            Err(e) => {
+                c.evidence.ratio_unbounded = matches!(e, StatsError::UnboundedRatio);
+                c.notes.push(format!("Fieller interval: {e}"));
+            }
         }
         c.details.fieller90 = welch::fieller(a, b, 1.0 - 2.0 * self.opts.alpha).ok();
         c.evidence.ci95 = c.details.fieller95.map(|ci| (ci.low, ci.high));
@@ -648,6 +652,7 @@ impl<'a> Judging<'a> {
                 ev.ratio = an95.ratio;
                 ev.ci95 = Some(an95.ratio_ci);
                 ev.ci90 = Some(an90.ratio_ci);
+                ev.ratio_unbounded = false;
                 ev.p = Some(an95.p);
                 ev.method = "ANCOVA".into();
                 c.primary = "ancova".into();
@@ -677,8 +682,7 @@ impl<'a> Judging<'a> {
     fn disagreement(&mut self) {
         let (alpha, c) = (self.opts.alpha, &mut self.c);
         let ev = &c.evidence;
-        let primary_sig =
-            ev.p.is_some_and(|p| p < alpha) && ev.ci95.is_some_and(|(lo, hi)| hi < 1.0 || lo > 1.0);
+        let primary_sig = ev.p.is_some_and(|p| p < alpha) && ev.excludes_one();
         if !primary_sig {
             return;
         }
@@ -968,6 +972,43 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("wider than the arithmetic"), "{e}");
+    }
+
+    /// A 10 ms sleep with one 80 ms run (CV 116%) against an 80 ms sleep, judged at a sequential
+    /// first look's alpha: the baseline mean is not different from 0 at 1 - alpha, so Fieller's
+    /// set is unbounded, yet it excludes 1 as Welch does (p ~ 6e-6): SLOWER, its size unbounded
+    /// (it was INCONCLUSIVE beside the stopping rule's "decided").
+    #[test]
+    fn an_unbounded_ratio_set_still_calls_what_welch_calls() {
+        let a = [
+            11.26, 11.07, 11.2, 15.12, 79.68, 11.1, 11.3, 12.73, 11.25, 11.29,
+        ];
+        let b = [
+            83.3, 82.56, 81.2, 83.66, 81.11, 81.3, 81.34, 81.2, 82.63, 81.34,
+        ];
+        let opts = Options {
+            alpha: 4.857e-5,
+            ..Options::default()
+        };
+        let c = compare("wall", Sample::new("a", &a), Sample::new("b", &b), &opts).unwrap();
+        assert!(c.evidence.ci95.is_none() && c.evidence.ratio_unbounded);
+        assert!(c.p_welch.unwrap() < opts.alpha, "{:?}", c.p_welch);
+        assert_eq!(c.verdict, Verdict::Slower, "{}", c.line);
+        assert!(
+            c.line.contains("confidence set of the ratio unbounded"),
+            "{}",
+            c.line
+        );
+        // At the default alpha the interval is bounded and the call the same.
+        let c = compare(
+            "wall",
+            Sample::new("a", &a),
+            Sample::new("b", &b),
+            &Options::default(),
+        );
+        let c = c.unwrap();
+        assert!(c.evidence.ci95.is_some() && !c.evidence.ratio_unbounded);
+        assert_eq!(c.verdict, Verdict::Slower, "{}", c.line);
     }
 
     #[test]

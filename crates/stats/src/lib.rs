@@ -47,6 +47,11 @@ pub enum StatsError {
     NonFinite { index: usize },
     #[error("the baseline mean is {0}; a ratio needs a positive baseline mean")]
     NonPositiveMean(f64),
+    /// Fieller's set for a ratio whose baseline mean is not different from 0 at the level.
+    #[error(
+        "the baseline mean is too noisy (not different from 0): the ratio's confidence set is unbounded"
+    )]
+    UnboundedRatio,
     #[error("{0}")]
     Invalid(String),
 }

@@ -110,6 +110,7 @@ pub fn compare_summary(
         ratio,
         ci95: None,
         ci90: None,
+        ratio_unbounded: false,
         p: None,
         correction: String::new(),
         n_baseline: a.n,
@@ -161,7 +162,10 @@ pub fn compare_summary(
             details.fieller95 = Some(ci);
             c.ratio_ci = Some([ci.low, ci.high]);
         }
-        Err(e) => notes.push(format!("Fieller interval: {e}")),
+        Err(e) => {
+            ev.ratio_unbounded = matches!(e, StatsError::UnboundedRatio);
+            notes.push(format!("Fieller interval: {e}"));
+        }
     }
     details.fieller90 = fieller_with(a.mean, b.mean, sa, sb, df, 1.0 - 2.0 * opts.alpha).ok();
     details.tost = tost_with(a.mean, b.mean, sa, sb, df, opts.margin_pct / 100.0).ok();

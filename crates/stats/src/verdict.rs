@@ -102,6 +102,10 @@ pub struct Evidence {
     pub ratio: f64,
     pub ci95: Option<(f64, f64)>,
     pub ci90: Option<(f64, f64)>,
+    /// `ci95` is None because Fieller's set is unbounded (the baseline mean not different from 0
+    /// at 1 - alpha). The set then excludes 1 exactly when Welch's p < alpha (both use Welch's
+    /// df), so a call stands on p and the difference's sign, its size unbounded.
+    pub ratio_unbounded: bool,
     /// The p-value the verdict uses (adjusted when a correction applies).
     pub p: Option<f64>,
     /// Correction label for the line, e.g. "Holm m=3"; empty when none.
@@ -179,12 +183,21 @@ impl Evidence {
         level_label(1.0 - self.alpha)
     }
 
+    /// Whether the 1 - alpha confidence set of the ratio excludes 1: a bounded interval on one
+    /// side of it, or an unbounded Fieller set beside p < alpha (see `ratio_unbounded`).
+    pub fn excludes_one(&self) -> bool {
+        match self.ci95 {
+            Some((lo, hi)) => hi < 1.0 || lo > 1.0,
+            None => self.ratio_unbounded && self.p.is_some_and(|p| p < self.alpha),
+        }
+    }
+
     /// FASTER/SLOWER when the 1 - alpha CI excludes 1 and p < alpha; NO DIFFERENCE when the 90% CI
     /// lies inside 1 +- D; otherwise INCONCLUSIVE.
     pub fn decide(&self) -> Verdict {
-        if let (Some((lo, hi)), Some(p)) = (self.ci95, self.p)
+        if let Some(p) = self.p
             && p < self.alpha
-            && (hi < 1.0 || lo > 1.0)
+            && self.excludes_one()
         {
             return if self.gain(self.ratio) > 0.0 {
                 Verdict::Faster
@@ -272,7 +285,14 @@ impl Evidence {
         match verdict {
             Verdict::Faster | Verdict::Slower => {
                 let (what, ci) = self.sized(verdict);
-                format!("{what} ({}{} CI {ci}, {tail})", self.hib(), self.ci_label())
+                let ci = match self.ci95 {
+                    Some(_) => format!("{} CI {ci}", self.ci_label()),
+                    None => format!(
+                        "{} confidence set of the ratio unbounded: the baseline mean is too noisy",
+                        self.ci_label()
+                    ),
+                };
+                format!("{what} ({}{ci}, {tail})", self.hib())
             }
             Verdict::NoDifference => {
                 let (change, ci) = self.change();
@@ -341,6 +361,25 @@ mod tests {
         );
     }
 
+    #[test]
+    fn an_unbounded_ratio_set_calls_only_beside_p_below_alpha() {
+        let mut e = ev(4.4, (0.0, 0.0), (0.0, 0.0), 6e-6);
+        (e.ci95, e.ci90, e.alpha) = (None, None, 5e-5);
+        // Without a bounded interval and without knowing why (a non-positive mean): no call.
+        assert_eq!(e.decide(), Verdict::Inconclusive);
+        e.ratio_unbounded = true;
+        assert_eq!(e.decide(), Verdict::Slower);
+        let line = e.line(Verdict::Slower);
+        assert!(
+            line.starts_with(
+                "B is 4.40x slower than A (99.995% confidence set of the ratio unbounded"
+            ),
+            "{line}"
+        );
+        e.p = Some(0.2);
+        assert_eq!(e.decide(), Verdict::Inconclusive);
+    }
+
     fn ev(ratio: f64, ci95: (f64, f64), ci90: (f64, f64), p: f64) -> Evidence {
         Evidence {
             baseline: "A".into(),
@@ -348,6 +387,7 @@ mod tests {
             ratio,
             ci95: Some(ci95),
             ci90: Some(ci90),
+            ratio_unbounded: false,
             p: Some(p),
             correction: String::new(),
             n_baseline: 12,

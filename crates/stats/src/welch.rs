@@ -119,9 +119,7 @@ pub fn fieller_with(
     let t2 = t * t;
     let qa = ma * ma - t2 * sa;
     if qa <= 0.0 {
-        return Err(StatsError::Invalid(
-            "the baseline mean is too noisy (not different from 0): the ratio's confidence set is unbounded".into(),
-        ));
+        return Err(StatsError::UnboundedRatio);
     }
     // The discriminant mA^2 mB^2 - (mA^2 - t^2 sA)(mB^2 - t^2 sB), written without the
     // difference of two nearly equal products: at a CV of 1e-8 (instruction or fault counts)
