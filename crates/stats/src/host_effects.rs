@@ -204,16 +204,25 @@ pub fn compare_hosts(
         return Err("one host: no spread between hosts to estimate".into());
     }
     let within_name = within.map_or("run", Level::name);
-    let mut hosts = Vec::new();
-    for (host, units) in &a {
-        hosts.push(host_effect(
-            host,
-            &side(units),
-            &side(&b[host]),
-            within_name,
-            1.0 - alpha,
-        )?);
-    }
+    let hosts = a
+        .iter()
+        .map(|(host, units)| {
+            let (sa, sb) = (side(units), side(&b[host]));
+            host_effect(host, &sa, &sb, within_name, 1.0 - alpha)
+        })
+        .collect::<Result<Vec<HostEffect>, String>>()?;
+    combine(na, nb, metric, within_name, hosts, alpha)
+}
+
+/// The hosts' effects combined (weights filled in), with the heterogeneity sentence.
+fn combine(
+    na: &str,
+    nb: &str,
+    metric: &str,
+    within: &str,
+    mut hosts: Vec<HostEffect>,
+    alpha: f64,
+) -> Result<HostsComparison, String> {
     let y: Vec<f64> = hosts.iter().map(|h| h.log_ratio).collect();
     let v: Vec<f64> = hosts.iter().map(|h| h.se * h.se).collect();
     let df: Vec<f64> = hosts.iter().map(|h| h.df).collect();
@@ -223,10 +232,10 @@ pub fn compare_hosts(
     }
     let mean_v = v.iter().sum::<f64>() / v.len() as f64;
     let mut c = HostsComparison {
-        baseline: na.clone(),
-        variant: nb.clone(),
+        baseline: na.to_string(),
+        variant: nb.to_string(),
         metric: metric.to_string(),
-        within: within_name.to_string(),
+        within: within.to_string(),
         ratio: re.mean.exp(),
         ratio_ci: re.ci.map(f64::exp),
         prediction_ratio: re.prediction.map(|p| p.map(f64::exp)),
