@@ -135,6 +135,22 @@ fn by_host_shows_each_machine_alone() {
         line.contains("n=4+4 boots") && line.contains("Holm m=4"),
         "{line}"
     );
+    // A named baseline is the baseline on every machine.
+    let doc = lab
+        .ok(&[
+            "compare",
+            "1",
+            "--by",
+            "host",
+            "--baseline",
+            "patched",
+            "--format",
+            "json",
+        ])
+        .json();
+    let c = &doc["analysis"]["comparisons"][3];
+    assert_eq!(c["baseline"], "patched host=skylake-b");
+    assert_eq!(c["variant"], "base host=skylake-b");
     let text = lab.ok(&["compare", "1", "--by", "host"]).stdout;
     assert!(text.contains("host=zen4-a:\n"), "{text}");
     assert!(text.contains("on boot means"), "{text}");

@@ -160,7 +160,8 @@ impl Dataset {
     }
 
     /// Each machine alone (`compare --by host`): one variant per variant and host, named
-    /// "NAME host=HOST" with the parameter host=HOST beside its own, holding that host's runs
+    /// "NAME host=HOST" with the parameters host=HOST and variant=NAME (unless it has one)
+    /// beside its own, holding that host's runs
     /// with the host label taken off (the levels below it stay). Variants keep their order, and
     /// each one's hosts follow in order of first appearance. An error naming the first variant
     /// with a counted run that names no host.
@@ -178,6 +179,10 @@ impl Dataset {
             .map(|&i| {
                 let (v, host) = &keys[i];
                 let mut variant = self.variants[*v].clone();
+                // Its own name as a parameter too, so that the baseline of each machine's
+                // family is the chosen baseline's variant on it.
+                let own = variant.name.clone();
+                variant.parameters.entry("variant".into()).or_insert(own);
                 variant.name = format!("{} host={host}", variant.name);
                 variant.parameters.insert("host".into(), host.clone());
                 variant
@@ -244,6 +249,7 @@ mod tests {
         let names: Vec<&str> = split.variants.iter().map(|v| v.name.as_str()).collect();
         assert_eq!(names, ["A host=h0", "B host=h1"]);
         assert_eq!(split.variants[1].parameters["host"], "h1");
+        assert_eq!(split.variants[1].parameters["variant"], "B");
         assert_eq!(split.runs.len(), d.runs.len());
         assert!(split.runs.iter().all(|r| r.labels.host.is_none()));
         assert_eq!(split.unit_at(&split.runs[5], Level::Boot).unwrap(), "b1");
