@@ -153,6 +153,11 @@ fn by_host_shows_each_machine_alone() {
     assert_eq!(c["variant"], "base host=skylake-b");
     let text = lab.ok(&["compare", "1", "--by", "host"]).stdout;
     assert!(text.contains("host=zen4-a:\n"), "{text}");
+    // Runs that name no machine: the flag says so.
+    let f = lab.write("plain.csv", "variant,wall_ns [ns]\na,1\na,2\nb,3\nb,4\n");
+    lab.ok(&["import", "--format", "csv", &f]);
+    lab.fails(&["compare", "2", "--by", "host"], 2)
+        .err_has("--by host: no run names its host");
     assert!(text.contains("on boot means"), "{text}");
 }
 

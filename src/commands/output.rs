@@ -294,10 +294,15 @@ impl AnalysisArgs {
     fn split_hosts(&self, r: &mut Report) -> anyhow::Result<Option<AnalysisArgs>> {
         let d = &r.data;
         if !self.by.iter().any(|b| b.trim() == "host")
-            || !d.runs.iter().any(|x| x.labels.host.is_some())
             || d.variants.iter().any(|v| v.parameters.contains_key("host"))
         {
             return Ok(None);
+        }
+        if !d.runs.iter().any(|x| x.labels.host.is_some()) {
+            return Err(usage(
+                "--by host: no run names its host and no variant has a parameter host (runs \
+                 name their machine in a table's host column: abperf import --format csv)",
+            ));
         }
         let split = d.per_host().map_err(|e| usage(format!("--by host: {e}")))?;
         let mut args = self.clone();

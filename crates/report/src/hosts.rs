@@ -191,3 +191,23 @@ pub fn mail(r: &Report, width: usize) -> Option<Vec<String>> {
     }
     (!out.is_empty()).then_some(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_judged_host_by_host_counts_hosts() {
+        let line = "Inconclusive: b vs a -1.48% (95% CI -4.83%..+1.99%, p=0.26, n=4+4, random \
+                    effects over hosts, HKSJ); about 19 runs per variant to resolve the observed \
+                    1.48% change";
+        assert_eq!(
+            paired_wording(line, 4),
+            "Inconclusive: b vs a -1.48% (95% CI -4.83%..+1.99%, p=0.26, n=4 hosts, random \
+             effects over hosts, HKSJ); about 19 hosts to resolve the observed 1.48% change"
+        );
+        let nd = "No significant difference: b vs a +0.01% (...); at the observed CV of 0.20% a \
+                  0.50% change would have been detected with 80% power";
+        assert!(paired_wording(nd, 3).contains("at the observed SD of a host's effect of 0.20%"));
+    }
+}
