@@ -44,9 +44,13 @@ fn nested_components_equal_statsmodels_reml() {
             "{name} mean {mean}"
         );
     }
-    // The verdict counts hosts, and the naive interval is narrower.
+    // Every host ran both variants: the verdict is paired over the 6 hosts (tests/hosts.rs),
+    // and the naive interval is narrower.
     let line = doc["analysis"]["comparisons"][0]["line"].as_str().unwrap();
-    assert!(line.contains("n=6+6 hosts"), "{line}");
+    assert!(
+        line.contains("n=6 hosts, random effects over hosts"),
+        "{line}"
+    );
     assert!(m["comparisons"][0]["width_ratio"].as_f64().unwrap() > 1.5);
     let text = lab.ok(&["report", "1"]).stdout;
     assert!(
@@ -58,17 +62,20 @@ fn nested_components_equal_statsmodels_reml() {
         "{text}"
     );
     let compare = lab.ok(&["compare", "1"]).stdout;
-    assert!(compare.contains("n=6+6 hosts"), "{compare}");
+    assert!(compare.contains("n=6 hosts"), "{compare}");
     assert!(compare.contains("ratio of host means"), "{compare}");
     // Kalibera-Jones over the levels: no timestamps, so the lower levels keep the data's
-    // repetitions (4 boots per host) and the hosts come from power.
+    // repetitions (4 boots per host) and the hosts come from the power of the paired test.
     let plan = lab.ok(&["plan", "--from", "1", "--effect", "2"]).stdout;
     assert!(
         plan.contains("From experiment 1's replication levels (host > boot > run)"),
         "{plan}"
     );
     assert!(plan.contains("4 boot(s) per host [as measured"), "{plan}");
-    assert!(plan.contains("host(s) per variant [power"), "{plan}");
+    assert!(
+        plan.contains("host(s) (each running every variant) [power, hosts as blocks"),
+        "{plan}"
+    );
 }
 
 #[test]

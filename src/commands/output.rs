@@ -252,6 +252,9 @@ impl AnalysisArgs {
     /// two levels: verdicts from boot means, variance components, plan advice
     /// (`report::levels`).
     pub fn analyse_into(&self, r: &mut Report) -> anyhow::Result<()> {
+        if let Some(args) = self.split_hosts(r)? {
+            return args.analyse_into(r);
+        }
         let accels = r.data.accelerators();
         if accels.len() > 1 {
             return Err(usage(format!(
@@ -283,6 +286,36 @@ impl AnalysisArgs {
 }
 
 impl AnalysisArgs {
+    /// `--by host` of runs that name their host (when no variant has a parameter host): each
+    /// machine alone. The report's data become one variant per variant and host
+    /// (`Dataset::per_host`), whose parameter host makes the families, and a named baseline
+    /// becomes its variant on the first host; returns these options for that data, None when
+    /// `--by host` does not apply.
+    fn split_hosts(&self, r: &mut Report) -> anyhow::Result<Option<AnalysisArgs>> {
+        let d = &r.data;
+        if !self.by.iter().any(|b| b.trim() == "host")
+            || d.variants.iter().any(|v| v.parameters.contains_key("host"))
+        {
+            return Ok(None);
+        }
+        if !d.runs.iter().any(|x| x.labels.host.is_some()) {
+            return Err(usage(
+                "--by host: no run names its host and no variant has a parameter host (runs \
+                 name their machine in a table's host column: abperf import --format csv)",
+            ));
+        }
+        let split = d.per_host().map_err(|e| usage(format!("--by host: {e}")))?;
+        let mut args = self.clone();
+        if let Some(b) = &self.baseline {
+            let prefix = format!("{b} host=");
+            if let Some(v) = split.variants.iter().find(|v| v.name.starts_with(&prefix)) {
+                args.baseline = Some(v.name.clone());
+            }
+        }
+        r.regroup(split);
+        Ok(Some(args))
+    }
+
     /// Runs that name their invocation, boot or host: verdicts from the unit means of the top
     /// replicated level and the replication section (`report::replication`); false when no
     /// level above the runs is replicated.

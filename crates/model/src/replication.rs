@@ -131,6 +131,85 @@ impl Dataset {
     }
 }
 
+impl Dataset {
+    /// The (variant, host) pairs in order of first appearance, and each run's pair (None for an
+    /// uncounted run without a host).
+    #[allow(clippy::type_complexity)]
+    fn host_keys(&self) -> Result<(Vec<(usize, String)>, Vec<Option<usize>>), String> {
+        let mut keys: Vec<(usize, String)> = Vec::new();
+        let mut of_run: Vec<Option<usize>> = Vec::with_capacity(self.runs.len());
+        for r in &self.runs {
+            let Some(h) = &r.labels.host else {
+                if r.counts() {
+                    return Err(format!(
+                        "variant '{}' has runs that name no host",
+                        self.variants[r.variant].name
+                    ));
+                }
+                of_run.push(None);
+                continue;
+            };
+            let key = (r.variant, h.clone());
+            let pos = keys.iter().position(|k| *k == key).unwrap_or_else(|| {
+                keys.push(key);
+                keys.len() - 1
+            });
+            of_run.push(Some(pos));
+        }
+        Ok((keys, of_run))
+    }
+
+    /// Each machine alone (`compare --by host`): one variant per variant and host, named
+    /// "NAME host=HOST" with the parameters host=HOST and variant=NAME (unless it has one)
+    /// beside its own, holding that host's runs
+    /// with the host label taken off (the levels below it stay). Variants keep their order, and
+    /// each one's hosts follow in order of first appearance. An error naming the first variant
+    /// with a counted run that names no host.
+    pub fn per_host(&self) -> Result<Dataset, String> {
+        let (keys, of_run) = self.host_keys()?;
+        // Variant order first, then hosts as they appeared.
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_by_key(|&i| (keys[i].0, i));
+        let mut new_pos = vec![0; keys.len()];
+        for (n, &i) in order.iter().enumerate() {
+            new_pos[i] = n;
+        }
+        let variants = order
+            .iter()
+            .map(|&i| {
+                let (v, host) = &keys[i];
+                let mut variant = self.variants[*v].clone();
+                // Its own name as a parameter too, so that the baseline of each machine's
+                // family is the chosen baseline's variant on it.
+                let own = variant.name.clone();
+                variant.parameters.entry("variant".into()).or_insert(own);
+                variant.name = format!("{} host={host}", variant.name);
+                variant.parameters.insert("host".into(), host.clone());
+                variant
+            })
+            .collect();
+        let runs = self
+            .runs
+            .iter()
+            .zip(&of_run)
+            .filter_map(|(r, k)| {
+                let mut r = r.clone();
+                r.variant = new_pos[(*k)?];
+                r.labels.host = None;
+                Some(r)
+            })
+            .collect();
+        let mut ds = Dataset::new(
+            self.experiments.clone(),
+            variants,
+            runs,
+            self.source.clone(),
+        );
+        ds.ordered = self.ordered;
+        Ok(ds)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +244,21 @@ mod tests {
             .collect();
         let got = boots.runs[0].value("user_ns").unwrap();
         assert!((got - mean(&v0)).abs() < 1e-6, "{got} {v0:?}");
+        // Each machine alone: one variant per variant and host, the host a parameter.
+        let split = d.per_host().unwrap();
+        let names: Vec<&str> = split.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["A host=h0", "B host=h1"]);
+        assert_eq!(split.variants[1].parameters["host"], "h1");
+        assert_eq!(split.variants[1].parameters["variant"], "B");
+        assert_eq!(split.runs.len(), d.runs.len());
+        assert!(split.runs.iter().all(|r| r.labels.host.is_none()));
+        assert_eq!(split.unit_at(&split.runs[5], Level::Boot).unwrap(), "b1");
+        let mut unnamed = d.clone();
+        unnamed.runs[0].labels.host = None;
+        assert_eq!(
+            unnamed.per_host().unwrap_err(),
+            "variant 'A' has runs that name no host"
+        );
         let j = serde_json::to_value(&d.runs[0].labels).unwrap();
         assert_eq!(j["host"], "h0");
         assert!(serde_json::to_value(Labels::default()).unwrap() == serde_json::json!({}));

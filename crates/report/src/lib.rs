@@ -34,6 +34,7 @@ pub mod compare;
 pub mod csv;
 pub mod doctor;
 pub mod fmt;
+pub mod hosts;
 pub mod html;
 pub mod hyperfine;
 pub mod json;
@@ -232,6 +233,14 @@ impl Report {
         }
     }
 
+    /// The same runs regrouped into other variants (`compare --by host`: one per variant and
+    /// host): descriptions made anew, the data hash still that of the stored data.
+    pub fn regroup(&mut self, data: Dataset) {
+        let fresh = Report::new(data, self.view);
+        self.data = fresh.data;
+        self.describe = fresh.describe;
+    }
+
     /// The comparisons (none without an analysis).
     pub fn comparisons(&self) -> &[Comparison] {
         self.analysis
@@ -277,16 +286,21 @@ impl Report {
     pub fn tests(&self) -> String {
         match &self.analysis {
             Some(a) if !a.comparisons.is_empty() => {
-                let primary = if a.comparisons.iter().any(|c| c.primary == "ancova") {
-                    "Welch t / ANCOVA (drift)"
+                let hosts = a
+                    .comparisons
+                    .iter()
+                    .filter(|c| c.primary == "hosts")
+                    .count();
+                let primary = if hosts == a.comparisons.len() {
+                    "random effects over hosts (Paule-Mandel tau^2, HKSJ CI)"
+                } else if hosts > 0 {
+                    "random effects over hosts / Welch t on host means, Fieller CI"
+                } else if a.comparisons.iter().any(|c| c.primary == "ancova") {
+                    "Welch t / ANCOVA (drift), Fieller 95% CI"
                 } else {
-                    "Welch t"
+                    "Welch t, Fieller 95% CI"
                 };
-                format!(
-                    "{primary}, Fieller 95% CI, {} m={}",
-                    a.correction,
-                    a.m.max(1)
-                )
+                format!("{primary}, {} m={}", a.correction, a.m.max(1))
             }
             _ => String::new(),
         }

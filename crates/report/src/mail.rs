@@ -22,6 +22,9 @@ fn render(d: &Report) -> String {
     for metric in &d.selected() {
         table(d, metric, &mut out);
     }
+    if let Some(lines) = super::hosts::mail(d, WIDTH) {
+        out.extend(lines);
+    }
     // the ceiling advice lays out its own table and paragraph within WIDTH
     if let Some(a) = d.ceiling.as_ref().and_then(|a| a.mail(d)) {
         out.extend(a.lines().map(String::from));

@@ -52,6 +52,9 @@ fn render(d: &Report) -> String {
     if d.micro_compare.is_none() {
         runs_line(&mut s, d);
     }
+    if let Some(h) = super::hosts::markdown(d) {
+        s += &h;
+    }
     if let Some(body) = d.trace.as_ref().and_then(|t| t.markdown(d)) {
         let _ = writeln!(s, "\n#### Trace tables\n\n{}", body.trim_end());
     }

@@ -9,7 +9,8 @@ use super::Report;
 use super::fmt::{metric_scale, one_line};
 use super::levels::{comparisons, unit_wording};
 use super::section::Section;
-use abperf_stats::analysis::{Settings, analyse};
+use abperf_model::Level;
+use abperf_stats::analysis::{Analysis, Settings, analyse};
 use abperf_stats::levels::Target;
 use abperf_stats::replicated::{self, LevelsPlan, Replicated};
 use serde::Serialize;
@@ -40,18 +41,7 @@ pub fn attach(
         return false;
     };
     if let Some(s) = settings {
-        let means = r.data.level_means(top);
-        let mut a = analyse(&means, s);
-        for c in &mut a.comparisons {
-            c.line = unit_wording(&c.line, c.n_baseline, c.n_variant, top.name());
-        }
-        a.tests_text = format!(
-            "on {} means (one value per {}): {}",
-            top.name(),
-            top.name(),
-            a.tests_text
-        );
-        r.analysis = Some(a);
+        r.analysis = Some(top_level_analysis(r, s, top));
     }
     let baseline = settings.map(|s| s.baseline).unwrap_or(0);
     let metrics = metrics
@@ -68,6 +58,41 @@ pub fn attach(
         metrics,
     });
     true
+}
+
+/// The verdicts of `r` from its `top` level: with hosts as the top level, every pair whose hosts
+/// all ran both variants judged host by host (`stats::hosts`), the others (and other levels) on
+/// the top level's unit means.
+fn top_level_analysis(r: &Report, s: &Settings, top: Level) -> Analysis {
+    let mut a = if top == Level::Host {
+        abperf_stats::hosts::analyse(&r.data, s)
+    } else {
+        analyse(&r.data.level_means(top), s)
+    };
+    let mut blocked = 0;
+    for c in &mut a.comparisons {
+        c.line = match &c.details.hosts {
+            Some(h) => {
+                blocked += 1;
+                super::hosts::paired_wording(&c.line, h.combined.k)
+            }
+            None => unit_wording(&c.line, c.n_baseline, c.n_variant, top.name()),
+        };
+    }
+    let means = format!("on {} means (one value per {})", top.name(), top.name());
+    a.tests_text = if blocked == 0 {
+        format!("{means}: {}", a.tests_text)
+    } else {
+        format!(
+            "hosts as blocks where every host ran both variants ({blocked} of {} comparisons: \
+             per-host effects, random effects with Paule-Mandel tau^2, HKSJ {} CI); the others \
+             {means}: {}",
+            a.comparisons.len(),
+            abperf_stats::verdict::level_label(1.0 - s.options.alpha),
+            a.tests_text
+        )
+    };
+    a
 }
 
 fn level_names(l: &Replicated) -> Vec<&'static str> {
@@ -96,6 +121,12 @@ fn components_table(s: &mut String, r: &Report, sec: &ReplicationSection, l: &Re
         names.join(" > "),
         if sec.verdicts_from == "none" {
             String::new()
+        } else if r
+            .comparisons()
+            .iter()
+            .any(|c| c.metric == l.metric && c.details.hosts.is_some())
+        {
+            "; the verdicts come from each host's own effect, hosts as blocks".to_string()
         } else {
             format!("; the verdicts come from {} means", sec.verdicts_from)
         }
@@ -154,7 +185,9 @@ fn plan_text(s: &mut String, p: &LevelsPlan) {
                 .repetitions
                 .map(|r| r.to_string())
                 .unwrap_or_else(|| "more than abperf plans for".into());
-            let per = if i == 0 {
+            let per = if i == 0 && p.tau2_pct2.is_some() {
+                "(each running every variant)".to_string()
+            } else if i == 0 {
                 "per variant".to_string()
             } else {
                 format!("per {}", p.levels[i - 1].level)
@@ -169,9 +202,16 @@ fn plan_text(s: &mut String, p: &LevelsPlan) {
             )
         })
         .collect();
+    let blocks = match (p.tau2_pct2, p.effect_sd_pct) {
+        (Some(t), Some(sd)) => format!(
+            "; hosts as blocks: SD of a host's effect {sd:.2}% (tau^2 {t:.4} %^2 between hosts, \
+             plus both variants' host means)"
+        ),
+        _ => String::new(),
+    };
     let _ = writeln!(
         s,
-        "  plan for a {}% change at {:.0}% power (alpha {}): {}; CV of a {} mean {:.2}%{}",
+        "  plan for a {}% change at {:.0}% power (alpha {}): {}; CV of a {} mean {:.2}%{blocks}{}",
         p.target.effect_pct,
         p.target.power * 100.0,
         p.target.alpha,
@@ -210,7 +250,7 @@ fn text(r: &Report) -> String {
     let Some(sec) = &r.replication else {
         return String::new();
     };
-    let mut s = String::new();
+    let mut s = super::hosts::text(r);
     for l in &sec.metrics {
         components_table(&mut s, r, sec, l);
         if let Some(top) = l.levels.first() {

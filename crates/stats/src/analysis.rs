@@ -276,6 +276,17 @@ fn family_pairs(f: &Family, pairs: Pairs) -> Vec<(usize, usize)> {
 
 /// Compare the pairs of every family on every metric, then correct across every test reported.
 pub fn analyse(ds: &Dataset, s: &Settings) -> Analysis {
+    analyse_with(ds, s, &mut |_, _, _| {})
+}
+
+/// [`analyse`], with `judge` called on each comparison made (with the positions of its baseline
+/// and variant) before the correction: a design the pairs of `ds` cannot show (hosts as blocks,
+/// [`super::hosts`]) may replace its evidence there.
+pub fn analyse_with(
+    ds: &Dataset,
+    s: &Settings,
+    judge: &mut dyn FnMut(usize, usize, &mut Comparison),
+) -> Analysis {
     let mut comps = Vec::new();
     let mut skipped = Vec::new();
     let mut removed = 0;
@@ -331,6 +342,7 @@ pub fn analyse(ds: &Dataset, s: &Settings) -> Analysis {
                 match got {
                     Ok(mut c) => {
                         c.family = label.clone();
+                        judge(ia, ib, &mut c);
                         comps.push(c);
                     }
                     Err(e) => skipped.push(what(&e)),

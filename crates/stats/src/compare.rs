@@ -6,6 +6,7 @@
 use super::bootstrap::{self, Bootstrap};
 use super::drift::{self, Ancova, Drift};
 use super::equivalence::{self, Tost};
+use super::host_effects::HostsComparison;
 use super::multiple::Correction;
 use super::outliers::{self, Outliers};
 use super::power::{MIN_RUNS, detectable_effect, runs_needed_cv};
@@ -110,6 +111,10 @@ pub struct Details {
     pub ancova: Option<Ancova>,
     pub tost: Option<Tost>,
     pub without_severe_outliers: Option<OutlierRecheck>,
+    /// The pair judged host by host (hosts as blocks): each host's effect and their
+    /// random-effects combination, which is then the primary analysis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<HostsComparison>,
 }
 
 /// The sensitivity check when a sample holds severe (3 IQR) outliers: Yuen's test of trimmed
@@ -203,6 +208,7 @@ impl Details {
             ancova: None,
             tost: None,
             without_severe_outliers: None,
+            hosts: None,
         }
     }
 }
@@ -811,6 +817,14 @@ fn finish(c: &mut Comparison) {
     if let Some(d) = &c.disagree {
         c.line += &format!("; {d}");
     }
+    if let Some(h) = c
+        .details
+        .hosts
+        .as_ref()
+        .and_then(|h| h.heterogeneity.as_ref())
+    {
+        c.line += &format!("; {h}");
+    }
 }
 
 impl Comparison {
@@ -904,8 +918,9 @@ pub fn apply_correction(comps: &mut [Comparison], correction: Correction, variab
 
 /// The unadjusted primary p-value.
 fn raw_p(c: &Comparison) -> f64 {
-    match (&c.details.ancova, c.primary.as_str()) {
-        (Some(an), "ancova") => an.p,
+    match (&c.details.ancova, &c.details.hosts, c.primary.as_str()) {
+        (Some(an), _, "ancova") => an.p,
+        (_, Some(h), "hosts") => h.combined.p,
         _ => c.p_welch.unwrap_or(1.0),
     }
 }

@@ -1,6 +1,6 @@
 //! Thin wrappers over statrs distributions: quantiles and tail probabilities used everywhere.
 
-use statrs::distribution::{ContinuousCDF, FisherSnedecor, Normal, StudentsT};
+use statrs::distribution::{ChiSquared, ContinuousCDF, FisherSnedecor, Normal, StudentsT};
 
 fn std_normal() -> Normal {
     Normal::standard()
@@ -99,6 +99,14 @@ pub fn t_ppf(p: f64, df: f64) -> f64 {
 pub fn f_sf(f: f64, df1: f64, df2: f64) -> f64 {
     match FisherSnedecor::new(df1, df2) {
         Ok(d) => d.sf(f),
+        Err(_) => f64::NAN,
+    }
+}
+
+/// Upper tail of the chi-squared distribution P(X > x) with `df` degrees of freedom.
+pub fn chi2_sf(x: f64, df: f64) -> f64 {
+    match ChiSquared::new(df) {
+        Ok(d) => d.sf(x),
         Err(_) => f64::NAN,
     }
 }

@@ -272,6 +272,80 @@ pub fn detectable_effect(n: usize, alpha: f64, power: f64) -> Option<f64> {
     Some(hi)
 }
 
+/// Power of the two-sided one-sample (paired) t-test on `k` paired differences for a
+/// standardized effect `d` = mean difference / SD of a difference: df = k - 1, non-centrality
+/// d sqrt(k).
+pub fn power_paired(d: f64, k: usize, alpha: f64) -> f64 {
+    if k < 2 {
+        return 0.0;
+    }
+    let df = k as f64 - 1.0;
+    let ncp = d.abs() * (k as f64).sqrt();
+    if df > LARGE_DF {
+        let z = norm_ppf(1.0 - alpha / 2.0);
+        return (norm_cdf(ncp - z) + norm_cdf(-ncp - z)).clamp(0.0, 1.0);
+    }
+    let tc = t_ppf(1.0 - alpha / 2.0, df);
+    (1.0 - nct_cdf_series(tc, df, ncp) + nct_cdf_series(-tc, df, ncp)).clamp(0.0, 1.0)
+}
+
+/// Fewest pairs a plan over paired units (hosts running every variant) proposes.
+pub const MIN_PAIRS: usize = 3;
+
+/// Pairs (hosts that run both variants) for a relative effect at `sd`, the SD of one pair's
+/// difference (both in the same unit, e.g. percent); never fewer than [`MIN_PAIRS`], None above
+/// [`MAX_RUNS`] or for no effect.
+pub fn pairs_needed(sd: f64, effect: f64, alpha: f64, power: f64) -> Option<usize> {
+    if sd <= 0.0 {
+        return Some(MIN_PAIRS);
+    }
+    let d = (effect / sd).abs();
+    if !(d > 0.0 && d.is_finite()) {
+        return None;
+    }
+    let enough = |k: usize| power_paired(d, k, alpha) >= power;
+    if enough(MIN_PAIRS) {
+        return Some(MIN_PAIRS);
+    }
+    let (mut lo, mut hi) = (MIN_PAIRS, 2 * MIN_PAIRS);
+    while !enough(hi) {
+        if hi >= MAX_RUNS {
+            return None;
+        }
+        lo = hi;
+        hi = (hi * 2).min(MAX_RUNS);
+    }
+    // Invariant: not enough(lo), enough(hi).
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if enough(mid) { hi = mid } else { lo = mid }
+    }
+    Some(hi)
+}
+
+/// Smallest standardized effect detectable with `power` by the paired test on `k` pairs.
+pub fn detectable_paired(k: usize, alpha: f64, power: f64) -> Option<f64> {
+    if k < 2 {
+        return None;
+    }
+    let (mut lo, mut hi) = (0.0, 1.0);
+    while power_paired(hi, k, alpha) < power {
+        hi *= 2.0;
+        if hi > 1e6 {
+            return None;
+        }
+    }
+    while hi - lo > 1e-9 * hi {
+        let mid = 0.5 * (lo + hi);
+        if power_paired(mid, k, alpha) < power {
+            lo = mid
+        } else {
+            hi = mid
+        }
+    }
+    Some(hi)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,6 +399,28 @@ mod tests {
             let got = runs_needed(c.num("d"), c.num("alpha"), c.num("power")).unwrap();
             assert_eq!(got as f64, c.num("n"), "runs for d={}", c.num("d"));
         }
+    }
+
+    /// statsmodels' TTestPower (tools/hosts_reference.py).
+    #[test]
+    fn paired_power_matches_statsmodels() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/hosts/meta_reference.json"
+        );
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        for c in doc["paired_power"].as_array().unwrap() {
+            let n = |k: &str| c[k].as_f64().unwrap();
+            let got = power_paired(n("d"), n("k") as usize, n("alpha"));
+            assert_rel(got, n("power"), 1e-9, "paired power");
+        }
+        // The smallest k reaching 80%: power at k and not at k - 1.
+        let k = pairs_needed(1.0, 0.8, 0.05, 0.8).unwrap();
+        assert!(power_paired(0.8, k, 0.05) >= 0.8 && power_paired(0.8, k - 1, 0.05) < 0.8);
+        assert_eq!(pairs_needed(1.0, 10.0, 0.05, 0.8), Some(MIN_PAIRS));
+        let d = detectable_paired(k, 0.05, 0.8).unwrap();
+        assert!(d <= 0.8 && (power_paired(d, k, 0.05) - 0.8).abs() < 1e-6);
     }
 
     #[test]

@@ -13,9 +13,10 @@
 //!
 //! Pure computation: no I/O.
 
+use super::host_effects::compare_hosts;
 use super::levels::{LevelComparison, MAX_RUNS_PER_BOOT, MIN_BOOTS, Target, compare_levels};
 use super::nested::{self, NestedComponents, NestedData};
-use super::power::runs_needed_cv;
+use super::power::{pairs_needed, runs_needed_cv};
 use abperf_model::describe::median;
 use abperf_model::{Dataset, Level, Run};
 use serde::Serialize;
@@ -172,6 +173,12 @@ pub struct LevelsPlan {
     pub cv_top_mean_pct: f64,
     /// Wall time for all variants (None: a cost unknown).
     pub seconds: Option<f64>,
+    /// Hosts as blocks (every host ran every variant): the between-host variance of the effect
+    /// (tau^2, %^2, pooled over the comparisons with the baseline), and the SD of one host's
+    /// effect at these repetitions, sqrt(tau^2 + 2 (T_1^2 / r_1 + T_2^2 / (r_1 r_2) + ...)),
+    /// which the hosts come from (a paired test); null otherwise.
+    pub tau2_pct2: Option<f64>,
+    pub effect_sd_pct: Option<f64>,
 }
 
 /// The analysis of one metric.
@@ -312,7 +319,21 @@ pub fn plan(
         runs_needed_cv(cv, target.effect_pct, target.alpha, target.power).map(|b| b.max(MIN_BOOTS));
     levels[0].repetitions = top;
     levels[0].basis = "power".to_string();
-    // Cost of one top unit: c_0 + r_1 (c_1 + r_2 (c_2 + ...)).
+    let seconds = seconds(&levels, variants);
+    LevelsPlan {
+        target,
+        levels,
+        cv_top_mean_pct: cv,
+        seconds,
+        tau2_pct2: None,
+        effect_sd_pct: None,
+    }
+}
+
+/// Wall time of a plan's `levels` for all variants: the top units times the cost of one,
+/// c_0 + r_1 (c_1 + r_2 (c_2 + ...)), times the variants (each top unit runs every variant);
+/// None when a cost or the top units are unknown.
+fn seconds(levels: &[PlanLevel], variants: usize) -> Option<f64> {
     let mut unit = Some(0.0);
     for l in levels.iter().rev() {
         unit = match (unit, l.cost_seconds) {
@@ -321,13 +342,26 @@ pub fn plan(
         };
         unit = unit.map(|u| u * l.repetitions.unwrap_or(1) as f64);
     }
-    let seconds = unit.filter(|_| top.is_some()).map(|u| u * variants as f64);
-    LevelsPlan {
-        target,
-        levels,
-        cv_top_mean_pct: cv,
-        seconds,
+    unit.filter(|_| levels[0].repetitions.is_some())
+        .map(|u| u * variants as f64)
+}
+
+/// Hosts as blocks: the hosts of plan `p` (top level host, every host running every variant)
+/// from the paired test of the per-host effects, whose variance is `tau2` (%^2) plus twice the
+/// variance of one variant's host mean at the plan's repetitions below the host.
+pub fn block_over_hosts(p: &mut LevelsPlan, tau2: f64, variants: usize) {
+    let (mut within, mut per) = (0.0, 1.0);
+    for l in &p.levels[1..] {
+        per *= l.repetitions.unwrap_or(1) as f64;
+        within += l.rel_var_pct2 / per;
     }
+    let sd = (tau2 + 2.0 * within).sqrt();
+    let t = p.target;
+    p.levels[0].repetitions = pairs_needed(sd, t.effect_pct, t.alpha, t.power);
+    p.levels[0].basis = "power, hosts as blocks".into();
+    p.tau2_pct2 = Some(tau2);
+    p.effect_sd_pct = Some(sd);
+    p.seconds = seconds(&p.levels, variants);
 }
 
 /// Pooled relative components (%^2, the mean over variants of variance / mean^2) and mean
@@ -372,22 +406,8 @@ pub fn analyse(ds: &Dataset, metric: &str, baseline: usize, target: Target) -> O
         .filter_map(|v| v.components.as_ref())
         .filter(|c| c.mean != 0.0)
         .collect();
-    let plan = (!comps.is_empty()).then(|| {
-        let (rel, reps) = pooled(&comps);
-        let mut names: Vec<String> = choice.levels.iter().map(|l| l.name().to_string()).collect();
-        names.push("run".into());
-        let mut costs: Vec<Option<f64>> = (0..choice.levels.len())
-            .map(|k| {
-                unit_cost(
-                    ds,
-                    choice.levels[k],
-                    k.checked_sub(1).map(|p| choice.levels[p]),
-                )
-            })
-            .collect();
-        costs.push(run_cost(ds));
-        plan(&names, &rel, &costs, &reps, target, ds.variants.len())
-    });
+    let plan = (!comps.is_empty())
+        .then(|| levels_plan(ds, metric, baseline, &choice, &comps, target, &mut notes));
     if plan.as_ref().is_some_and(|p| p.seconds.is_none()) {
         notes.push(
             "plan: a level's cost is not measured (no timestamps): its repetitions are the data's"
@@ -404,9 +424,68 @@ pub fn analyse(ds: &Dataset, metric: &str, baseline: usize, target: Target) -> O
     })
 }
 
+/// Kalibera-Jones over `choice`'s levels from the components `comps`, with the hosts as blocks
+/// when every host ran every variant (else a note in `notes` says why not).
+fn levels_plan(
+    ds: &Dataset,
+    metric: &str,
+    baseline: usize,
+    choice: &Choice,
+    comps: &[&NestedComponents],
+    target: Target,
+    notes: &mut Vec<String>,
+) -> LevelsPlan {
+    let (rel, reps) = pooled(comps);
+    let mut names: Vec<String> = choice.levels.iter().map(|l| l.name().to_string()).collect();
+    names.push("run".into());
+    let mut costs: Vec<Option<f64>> = (0..choice.levels.len())
+        .map(|k| {
+            let parent = k.checked_sub(1).map(|p| choice.levels[p]);
+            unit_cost(ds, choice.levels[k], parent)
+        })
+        .collect();
+    costs.push(run_cost(ds));
+    let mut p = plan(&names, &rel, &costs, &reps, target, ds.variants.len());
+    if choice.top() == Some(Level::Host) {
+        let within = choice.levels.get(1).copied();
+        match host_tau2(ds, metric, baseline, within, target.alpha) {
+            Ok(tau2) => block_over_hosts(&mut p, tau2, ds.variants.len()),
+            Err(why) => notes.push(format!(
+                "plan: hosts not blocks ({why}): the hosts per variant are for the unpaired \
+                 comparison of host means"
+            )),
+        }
+    }
+    p
+}
+
+/// tau^2 of the per-host effects (%^2), averaged over every variant against `baseline`; Err
+/// with the reason when a pair's hosts are not blocks.
+fn host_tau2(
+    ds: &Dataset,
+    metric: &str,
+    baseline: usize,
+    within: Option<Level>,
+    alpha: f64,
+) -> Result<f64, String> {
+    let mut taus = Vec::new();
+    for i in (0..ds.variants.len()).filter(|&i| i != baseline) {
+        let c = compare_hosts(ds, (baseline, i), metric, within, alpha)?;
+        taus.push(c.combined.tau2 * 1e4);
+    }
+    Ok(taus.iter().sum::<f64>() / taus.len().max(1) as f64)
+}
+
 /// Whether `metric` of `ds` has a replicated level above the runs, and which is the top.
 pub fn top_level(ds: &Dataset, metric: &str) -> Option<Level> {
     choose(ds, metric).top()
+}
+
+/// The level below the host that a host's standard error comes from for `metric`: the next
+/// replicated level (None: the runs). None as a whole when the top level is not the host.
+pub fn within_level(ds: &Dataset, metric: &str) -> Option<Option<Level>> {
+    let c = choose(ds, metric);
+    (c.top() == Some(Level::Host)).then(|| c.levels.get(1).copied())
 }
 
 #[cfg(test)]
@@ -492,7 +571,9 @@ mod tests {
             p.levels[1].cost_seconds.is_some(),
             "boots follow each other in time"
         );
-        assert_eq!(p.levels[0].basis, "power");
+        // Every host ran both variants: hosts are blocks, the hosts come from the paired test.
+        assert_eq!(p.levels[0].basis, "power, hosts as blocks");
+        assert!(p.tau2_pct2.is_some() && p.effect_sd_pct.is_some());
         // Units side by side in time: their cost is not measured (a run's still is).
         let mut parallel = ds.clone();
         for r in &mut parallel.runs {
@@ -540,6 +621,31 @@ mod tests {
         assert!((p.cv_top_mean_pct - (0.04f64 + 0.25 / 16.0).sqrt()).abs() < 1e-12);
         let b = p.levels[0].repetitions.unwrap() as f64;
         assert!((p.seconds.unwrap() - b * (20.0 + 16.0 * 0.5) * 2.0).abs() < 1e-9);
+        // Hosts as blocks over host > boot > run: the SD of a host's effect is
+        // sqrt(tau^2 + 2 (T_boot / r_boot + T_run / (r_boot r_run))); the host's own variance
+        // (T_host) cancels.
+        let names3 = ["host".to_string(), "boot".to_string(), "run".to_string()];
+        let mut p3 = plan(
+            &names3,
+            &[9.0, 0.04, 0.25],
+            &[None, Some(20.0), Some(0.5)],
+            &[4, 6, 5],
+            t,
+            2,
+        );
+        let unpaired = p3.levels[0].repetitions.unwrap();
+        block_over_hosts(&mut p3, 0.01, 2);
+        let r = 16.0;
+        let sd = (0.01f64 + 2.0 * (0.04 / 6.0 + 0.25 / (6.0 * r))).sqrt();
+        assert_eq!(p3.levels[1].repetitions, Some(6), "as measured");
+        assert!((p3.effect_sd_pct.unwrap() - sd).abs() < 1e-12);
+        let hosts = p3.levels[0].repetitions.unwrap();
+        assert_eq!(Some(hosts), crate::power::pairs_needed(sd, 0.5, 0.05, 0.8));
+        assert!(
+            hosts < unpaired,
+            "{hosts} paired hosts, {unpaired} unpaired"
+        );
+        assert_eq!(p3.seconds, None, "a host's cost is not measured");
         // A cost unknown: the data's repetitions, no time.
         let p = plan(&names, &[0.04, 0.25], &[None, Some(0.5)], &[6, 5], t, 2);
         assert_eq!((p.levels[1].repetitions, p.seconds), (Some(5), None));
