@@ -1,6 +1,7 @@
 //! `abperf boot-loop status|stop|resume|unit`: the boot loop on this machine
-//! (`abperf run --kernel ... --boot-on-host kexec|reboot`, `crate::boot_loop`): what it has done and
-//! where it stands, ending it, the step its systemd unit runs at every boot, and that unit's text.
+//! (`abperf run --kernel ... --boot-on-host kexec|reboot`, `crate::boot_loop`): what it has done
+//! and where it stands, ending it, the step its systemd unit runs at every boot, and that unit's
+//! text.
 
 use crate::boot_loop::design::{Loop, active_loop, loops, mark_ended};
 use crate::boot_loop::machine::ThisBoot;

@@ -145,8 +145,10 @@ pub fn make_esp_disk(image: &Path, files: &[(&str, &Path)]) {
     let f = std::fs::File::create(image).unwrap();
     f.set_len(total).unwrap();
     drop(f);
+    // The ESP's partition type GUID.
+    let esp_type = "C12A7328-F81F-11D2-BA4B-00A0C93EC93B";
     let layout = format!(
-        "label: gpt\nstart={ESP_START_SECTOR}, size={}, type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, name=ESP\n",
+        "label: gpt\nstart={ESP_START_SECTOR}, size={}, type={esp_type}, name=ESP\n",
         ESP_MIB * 2048
     );
     let mut sf = Command::new("sfdisk")
