@@ -15,10 +15,12 @@ cd "$(dirname "$0")/.."
 # time, the max RSS test's reference. util-linux: unshare, for private mount namespaces.
 # kexec-tools, e2fsprogs: the boot loop's test machine (kexec between kernels inside a QEMU
 # guest whose ext4 disk image is made and read on the host); systemd: systemd-analyze verify of
-# the loop's unit.
+# the loop's unit. ovmf, fdisk, dosfstools, mtools: the reboot-mode test's machine (UEFI firmware,
+# and a GPT disk image whose EFI system partition is made without mounting it; systemd-boot is
+# downloaded into abperf's cache by the test, never installed).
 # chromium-headless-shell: the HTML report loaded in a real browser (ABPERF_CHROMIUM=PATH uses
 # another Chromium and installs none).
-PKGS="gcc libc6-dev perl qemu-system-x86 kmod busybox-static make bc flex bison xz-utils time util-linux kexec-tools e2fsprogs systemd"
+PKGS="gcc libc6-dev perl qemu-system-x86 kmod busybox-static make bc flex bison xz-utils time util-linux kexec-tools e2fsprogs systemd ovmf fdisk dosfstools mtools"
 if [ -z "${ABPERF_CHROMIUM:-}" ]; then
     PKGS="$PKGS chromium-headless-shell"
 fi

@@ -1,20 +1,20 @@
 //! The boot loop on a machine of its own (`abperf run --kernel ... --boot-on-host kexec`), tested
-//! for real: the "machine" is a QEMU guest under TCG whose virtio disk (an ext4 image made here
-//! with `mkfs.ext4 -d`) holds the store, two Debian kernels with their initramfs images, and the
-//! script its init runs at every boot (tests/data/machine_init.sh, standing in for the systemd
-//! unit abperf installs on a real machine; the unit itself is checked with
-//! `systemd-analyze verify`). abperf inside kexecs between the kernels with the real kexec
-//! (kexec-tools). The host waits for the machine to power off and reads the store out of the
-//! disk image (`debugfs`). Skipped, never passed, without QEMU, busybox-static, kmod, kexec-tools,
-//! e2fsprogs or the kernel packages.
+//! for real: the "machine" (tests/common/machine.rs) is a QEMU guest under TCG whose virtio disk
+//! (an ext4 image made here with `mkfs.ext4 -d`) holds the store, two Debian kernels with their
+//! initramfs images, and the script its init runs at every boot (tests/data/machine_init.sh,
+//! standing in for the systemd unit abperf installs on a real machine; the unit itself is
+//! checked with `systemd-analyze verify`). abperf inside kexecs between the kernels with the real
+//! kexec (kexec-tools). The host waits for the machine to power off and reads the store out of
+//! the disk image (`debugfs`). Skipped, never passed, without QEMU, busybox-static, kmod,
+//! kexec-tools, e2fsprogs or the kernel packages. Reboot mode: tests/boot_loop_reboot.rs.
 
 #![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 mod common;
 use common::BIN;
-use common::kernels::{Kernel, choose_packages, fetch};
+use common::kernels::Kernel;
+use common::machine::{Machine, assert_complete, boot_script, read_store};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const PROGRAMS: &[&str] = &[
@@ -29,200 +29,6 @@ const PROGRAMS: &[&str] = &[
     "dpkg-deb",
 ];
 
-/// Modules the machine's init loads (with their dependencies) unless built in: abperf's guest
-/// set (virtio, 9p, overlay) and the disk's (virtio_blk, ext4).
-const MACHINE_MODULES: &[&str] = &[
-    "virtio_pci",
-    "virtio_blk",
-    "crc32c_generic",
-    "ext4",
-    "9pnet_virtio",
-    "9p",
-    "overlay",
-];
-
-/// The two kernels (fetched into abperf's cache as tests/vm.rs fetches them), or why the test
-/// cannot run here.
-fn kernels() -> Result<Vec<Kernel>, String> {
-    let missing: Vec<&str> = PROGRAMS
-        .iter()
-        .copied()
-        .filter(|p| !common::on_path(p))
-        .collect();
-    if !missing.is_empty() {
-        return Err(format!(
-            "{missing:?} not on $PATH (scripts/test.sh installs qemu-system-x86, busybox-static, \
-             kmod, kexec-tools, e2fsprogs)"
-        ));
-    }
-    let pkgs = choose_packages()?;
-    let ks: Vec<Kernel> = pkgs.iter().map(|p| fetch(p)).collect();
-    if ks[0].release == ks[1].release {
-        return Err(format!(
-            "one kernel series in the archive ({}): the loop needs two kernels",
-            ks[0].release
-        ));
-    }
-    Ok(ks)
-}
-
-/// The machine: a directory with its disk image, the home kernel's initramfs, its console log.
-struct Machine {
-    dir: tempfile::TempDir,
-    kernels: Vec<Kernel>,
-}
-
-impl Machine {
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-
-    /// Stage the disk's contents (kernels, initramfs images, boot.sh) and format the image.
-    fn new(kernels: Vec<Kernel>, boot_sh: &str) -> Machine {
-        let m = Machine {
-            dir: tempfile::tempdir().unwrap(),
-            kernels,
-        };
-        let stage = m.path("stage");
-        std::fs::create_dir_all(stage.join("boot")).unwrap();
-        std::fs::create_dir_all(stage.join("store")).unwrap();
-        let busybox = abperf::vm::initramfs::find_busybox().unwrap();
-        let init = std::fs::read_to_string(common::data("machine_init.sh")).unwrap();
-        for k in &m.kernels {
-            let initrd = abperf::vm::initramfs::build(&abperf::vm::initramfs::Contents {
-                busybox: &busybox,
-                init: &init,
-                wanted_modules: MACHINE_MODULES,
-                modules: Some(&k.modules),
-                config: "",
-                cmd_sh: "",
-                inputs: &[],
-            })
-            .unwrap();
-            std::fs::write(stage.join(format!("boot/initrd.img-{}", k.release)), initrd).unwrap();
-            std::fs::copy(
-                &k.vmlinuz,
-                stage.join(format!("boot/vmlinuz-{}", k.release)),
-            )
-            .unwrap();
-        }
-        std::fs::write(stage.join("boot.sh"), boot_sh).unwrap();
-        let st = Command::new("mkfs.ext4")
-            .args(["-q", "-F", "-O", "^metadata_csum", "-d"])
-            .arg(&stage)
-            .arg(m.path("disk.img"))
-            .arg("512M")
-            .stdout(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(st.success(), "mkfs.ext4 failed");
-        m
-    }
-
-    /// Power the machine on in its home kernel (the first), as its boot loader would; its
-    /// console goes to console-`n`.log.
-    fn power_on(&self, n: u32) -> Child {
-        let home = &self.kernels[0];
-        let stage = self.path("stage");
-        Command::new("qemu-system-x86_64")
-            .args([
-                "-nodefaults",
-                "-no-user-config",
-                "-display",
-                "none",
-                "-no-reboot",
-                "-machine",
-                "pc",
-                "-accel",
-                "tcg,thread=single",
-                "-cpu",
-                "max",
-                "-smp",
-                "1",
-                "-m",
-                "1024M",
-                "-monitor",
-                "none",
-            ])
-            .arg("-kernel")
-            .arg(&home.vmlinuz)
-            .arg("-initrd")
-            .arg(stage.join(format!("boot/initrd.img-{}", home.release)))
-            .args(["-append", "console=ttyS0 panic=-1"])
-            .arg("-drive")
-            .arg(format!(
-                "file={},format=raw,if=virtio",
-                self.path("disk.img").display()
-            ))
-            .args([
-                "-fsdev",
-                "local,id=abperfroot,path=/,security_model=none,readonly=on,multidevs=remap",
-                "-device",
-                "virtio-9p-pci,fsdev=abperfroot,mount_tag=abperfroot",
-            ])
-            .arg("-serial")
-            .arg(format!(
-                "file:{}",
-                self.path(&format!("console-{n}.log")).display()
-            ))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap()
-    }
-
-    /// The console of power-on `n`.
-    fn console(&self, n: u32) -> String {
-        std::fs::read_to_string(self.path(&format!("console-{n}.log"))).unwrap_or_default()
-    }
-
-    /// Wait for power-on `n` to end (QEMU exits), within `limit`.
-    fn wait_off(&self, n: u32, mut qemu: Child, limit: Duration) {
-        let t = Instant::now();
-        while qemu.try_wait().unwrap().is_none() {
-            if t.elapsed() > limit {
-                let _ = qemu.kill();
-                let _ = qemu.wait();
-                panic!(
-                    "the machine still ran after {limit:?}; console:\n{}",
-                    self.console(n)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-
-    /// The store as the disk holds it, copied out with debugfs (the image is not mounted) after
-    /// e2fsck has replayed the ext4 journal, as the next mount would (debugfs reads the
-    /// metadata where it stands: a file's last fsynced growth may still be in the journal).
-    fn store(&self) -> PathBuf {
-        let st = Command::new("e2fsck")
-            .arg("-fy")
-            .arg(self.path("disk.img"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(
-            st.code().is_some_and(|c| c < 4),
-            "e2fsck found errors it could not fix: {st}"
-        );
-        let out = self.path("out");
-        let _ = std::fs::remove_dir_all(&out);
-        std::fs::create_dir_all(&out).unwrap();
-        let st = Command::new("debugfs")
-            .arg("-R")
-            .arg(format!("rdump /store {}", out.display()))
-            .arg(self.path("disk.img"))
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(st.success(), "debugfs rdump");
-        out.join("store/abperf.db")
-    }
-}
-
 /// The loop the machine starts: 2 kernels x 1 command line, `boots` boots each (ABBA), 1
 /// warm-up and `runs` runs of `command` per boot.
 fn loop_command(ks: &[Kernel], boots: u32, runs: u32, command: &str) -> String {
@@ -236,140 +42,12 @@ fn loop_command(ks: &[Kernel], boots: u32, runs: u32, command: &str) -> String {
     )
 }
 
-/// The script the machine runs at every boot: the first time it starts the loop, afterwards it
-/// runs `every_boot` (shell) and continues the loop, as abperf's unit would.
-fn boot_script(start: &str, every_boot: &str) -> String {
-    format!(
-        "export ABPERF_DB=/machine/store/abperf.db\n\
-         if [ ! -e /machine/started ]; then\n\
-         \x20   touch /machine/started\n\
-         \x20   sync\n\
-         \x20   exec {start}\n\
-         fi\n\
-         {every_boot}\n\
-         exec {BIN} boot-loop resume\n"
-    )
-}
-
 /// The command line every loop boot has: the machine's own, then the variant's.
 const LOOP_CMDLINE: &str = "console=ttyS0 panic=-1 abperf_test=1";
 
-/// What the store on the disk holds about experiment 1.
-#[derive(Debug)]
-struct Stored {
-    /// (plan number, planned release), in plan order.
-    plans: Vec<(u32, String)>,
-    /// In boot order.
-    boots: Vec<StoredBoot>,
-    slots: usize,
-    runs: usize,
-    status: String,
-    ended: Option<String>,
-}
-
-/// A boot row.
-#[derive(Debug)]
-struct StoredBoot {
-    number: u32,
-    plan: u32,
-    status: String,
-    release: Option<String>,
-    cmdline: Option<String>,
-}
-
-fn read_store(path: &Path) -> Stored {
-    let c = rusqlite::Connection::open(path).unwrap();
-    let q = |sql: &str| -> usize { c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap() as usize };
-    let mut st = c
-        .prepare(
-            "SELECT p.number, v.boot FROM boot_plan p JOIN variant v ON v.id = p.variant_id \
-             WHERE p.experiment_id = 1 ORDER BY p.number",
-        )
-        .unwrap();
-    let plans = st
-        .query_map([], |r| Ok((r.get::<_, u32>(0)?, r.get::<_, String>(1)?)))
-        .unwrap()
-        .map(|r| {
-            let (n, boot) = r.unwrap();
-            let b: Value = serde_json::from_str(&boot).unwrap();
-            (n, b["release"].as_str().unwrap().to_string())
-        })
-        .collect();
-    let mut st = c
-        .prepare(
-            "SELECT number, plan, status, release, cmdline FROM boot \
-             WHERE experiment_id = 1 ORDER BY number",
-        )
-        .unwrap();
-    let boots = st
-        .query_map([], |r| {
-            Ok(StoredBoot {
-                number: r.get(0)?,
-                plan: r.get(1)?,
-                status: r.get(2)?,
-                release: r.get(3)?,
-                cmdline: r.get(4)?,
-            })
-        })
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    let (status, env): (String, String) = c
-        .query_row(
-            "SELECT status, environment FROM experiment WHERE id = 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    let env: Value = serde_json::from_str(&env).unwrap();
-    Stored {
-        plans,
-        boots,
-        slots: q("SELECT count(*) FROM slot WHERE experiment_id = 1"),
-        runs: q("SELECT count(*) FROM run WHERE experiment_id = 1"),
-        status,
-        ended: env["boot_loop"]["ended"].as_str().map(str::to_string),
-    }
-}
-
-/// Every planned boot ran once to completion, in plan order, in its planned kernel and command
-/// line; the plans are ABBA over the two kernels; every slot has its run; the loop ended complete.
-fn assert_complete(s: &Stored, ks: &[Kernel]) {
-    assert_eq!(s.status, "complete", "{s:#?}");
-    assert!(
-        s.ended
-            .as_deref()
-            .is_some_and(|e| e.starts_with("complete")),
-        "{s:#?}"
-    );
-    assert_eq!(s.runs, s.slots, "every planned run stored: {s:#?}");
-    let releases: Vec<&str> = s.plans.iter().map(|p| p.1.as_str()).collect();
-    assert_eq!(releases.len(), 4, "{s:#?}");
-    assert!(
-        releases[0] != releases[1] && releases[1] == releases[2] && releases[3] == releases[0],
-        "ABBA over the two kernels: {releases:?}"
-    );
-    assert!(ks.iter().all(|k| releases.contains(&k.release.as_str())));
-    let complete: Vec<_> = s.boots.iter().filter(|b| b.status == "complete").collect();
-    let plan_order: Vec<u32> = complete.iter().map(|b| b.plan).collect();
-    assert_eq!(plan_order, vec![0, 1, 2, 3], "{s:#?}");
-    for b in &complete {
-        assert_eq!(
-            b.release.as_deref(),
-            Some(s.plans[b.plan as usize].1.as_str()),
-            "planned kernel: {b:?}"
-        );
-        assert_eq!(
-            b.cmdline.as_deref(),
-            Some(LOOP_CMDLINE),
-            "planned command line: {b:?}"
-        );
-    }
-}
-
 #[test]
 fn kexec_loop_boots_every_planned_kernel_in_abba_order_and_stores_every_run() {
-    let ks = match kernels() {
+    let ks = match common::machine::kernels(PROGRAMS) {
         Ok(k) => k,
         Err(why) => return common::skip(&why),
     };
@@ -386,7 +64,7 @@ fn kexec_loop_boots_every_planned_kernel_in_abba_order_and_stores_every_run() {
     let console = m.console(0);
     let db = m.store();
     let s = read_store(&db);
-    assert_complete(&s, &ks);
+    assert_complete(&s, &ks, LOOP_CMDLINE);
     // Each boot's snapshot holds what the kernel's log said of its command line.
     let c = rusqlite::Connection::open(&db).unwrap();
     let mut st = c
@@ -461,7 +139,7 @@ fn kexec_loop_boots_every_planned_kernel_in_abba_order_and_stores_every_run() {
 
 #[test]
 fn power_cut_during_a_boot_then_the_loop_resumes_with_nothing_lost() {
-    let ks = match kernels() {
+    let ks = match common::machine::kernels(PROGRAMS) {
         Ok(k) => k,
         Err(why) => return common::skip(&why),
     };
@@ -498,7 +176,7 @@ fn power_cut_during_a_boot_then_the_loop_resumes_with_nothing_lost() {
     eprintln!("cut and resumed in {:?}", t.elapsed());
     let console = m.console(1);
     let s = read_store(&m.store());
-    assert_complete(&s, &ks);
+    assert_complete(&s, &ks, LOOP_CMDLINE);
     let lost: Vec<_> = s.boots.iter().filter(|b| b.status == "lost").collect();
     assert_eq!(lost.len(), 1, "{s:#?}\n{console}");
     assert!(
@@ -549,7 +227,7 @@ fn the_systemd_unit_passes_systemd_analyze_verify() {
 /// flag: nothing is stored, nothing loaded. (This test never lets a loop start on this machine.)
 #[test]
 fn without_the_explicit_flag_the_plan_is_printed_and_nothing_happens() {
-    let ks = match kernels() {
+    let ks = match common::machine::kernels(PROGRAMS) {
         Ok(k) => k,
         Err(why) => return common::skip(&why),
     };
@@ -579,6 +257,27 @@ fn without_the_explicit_flag_the_plan_is_printed_and_nothing_happens() {
     );
     assert!(out.stderr.contains(" pti=on)"), "{}", out.stderr);
     assert!(!lab.db().exists() || lab.run(&["list"]).stdout.trim().lines().count() <= 1);
+    // Reboot mode on a machine without a Boot Loader Interface loader (this one, unless its
+    // efivarfs says otherwise) is refused, naming what it supports.
+    let bli = "/sys/firmware/efi/efivars/LoaderInfo-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f";
+    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    if root && !std::path::Path::new(bli).exists() {
+        let reboot: Vec<&str> = full
+            .iter()
+            .map(|a| if *a == "kexec" { "reboot" } else { a })
+            .collect();
+        let out = lab.run(&reboot);
+        assert_eq!(out.code, Some(1), "{}", out.stderr);
+        assert!(
+            out.stderr.contains("--boot-on-host reboot: ")
+                && out
+                    .stderr
+                    .contains("Boot Loader Interface loaders with one-shot entries")
+                && out.stderr.contains("GRUB (grub-reboot) is not supported"),
+            "{}",
+            out.stderr
+        );
+    }
     // VM-only options and kernel packages are refused by name.
     let mut vm = full.clone();
     vm.extend(["--accel", "tcg"]);
@@ -609,7 +308,7 @@ fn without_the_explicit_flag_the_plan_is_printed_and_nothing_happens() {
 /// stopped, nothing more is booted, and `resume` at the next boot has nothing to do.
 #[test]
 fn boot_loop_stop_ends_the_loop_in_the_boot_it_runs_in() {
-    let ks = match kernels() {
+    let ks = match common::machine::kernels(PROGRAMS) {
         Ok(k) => k,
         Err(why) => return common::skip(&why),
     };
@@ -658,7 +357,7 @@ fn boot_loop_stop_ends_the_loop_in_the_boot_it_runs_in() {
 /// reason stored, and the machine goes back to its default kernel.
 #[test]
 fn a_boot_slower_than_boot_timeout_ends_the_loop_and_the_machine_goes_home() {
-    let ks = match kernels() {
+    let ks = match common::machine::kernels(PROGRAMS) {
         Ok(k) => k,
         Err(why) => return common::skip(&why),
     };

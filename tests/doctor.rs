@@ -141,6 +141,16 @@ fn doctor_reports_this_machine_and_exits_0() {
             "{boot_loop}"
         );
     }
+    // Reboot mode needs UEFI and a Boot Loader Interface loader: without efivarfs it says why.
+    if !Path::new("/sys/firmware/efi/efivars").exists() {
+        assert!(
+            boot_loop["finding"]
+                .as_str()
+                .unwrap()
+                .contains("--boot-on-host reboot: not possible: no EFI variables"),
+            "{boot_loop}"
+        );
+    }
     if vm {
         assert!(
             by("virtualization")["finding"]

@@ -1,10 +1,11 @@
 //! `abperf boot-loop status|stop|resume|unit`: the boot loop on this machine
-//! (`abperf run --kernel ... --boot-on-host kexec`, `crate::boot_loop`): what it has done and
-//! where it stands, ending it, the step its systemd unit runs at every boot, and that unit's text.
+//! (`abperf run --kernel ... --boot-on-host kexec|reboot`, `crate::boot_loop`): what it has done
+//! and where it stands, ending it, the step its systemd unit runs at every boot, and that unit's
+//! text.
 
 use crate::boot_loop::design::{Loop, active_loop, loops, mark_ended};
-use crate::boot_loop::machine::{self, ThisBoot};
-use crate::boot_loop::unit;
+use crate::boot_loop::machine::ThisBoot;
+use crate::boot_loop::{mode, unit};
 use crate::commands::DbArgs;
 use crate::model::Status;
 use crate::store::Store;
@@ -19,8 +20,9 @@ pub struct BootLoopArgs {
 pub enum BootLoopCommand {
     /// Where the store's boot loop stands: its boots, runs, the boot under way, the unit
     Status(DbArgs),
-    /// End the running loop: its unit removed, any loaded kernel unloaded, the experiment
-    /// marked; the machine stays in the kernel it runs
+    /// End the running loop: its unit removed, any loaded kernel unloaded (reboot mode: its
+    /// entry files and one-shot entry removed), the experiment marked; the machine stays in the
+    /// kernel it runs
     Stop(DbArgs),
     /// The step taken at every boot (the systemd unit runs it): run this boot's planned runs,
     /// then boot the next planned kernel, or end the loop
@@ -99,6 +101,9 @@ fn describe(store: &Store, lp: &Loop) -> anyhow::Result<()> {
         "  default kernel: {} ({})",
         lp.design.home_release, lp.design.home_cmdline
     ));
+    if let Some(r) = &lp.design.reboot {
+        describe_reboot(lp.id, r);
+    }
     for b in boots
         .iter()
         .filter(|b| b.status == "starting" || b.status == "running")
@@ -109,7 +114,9 @@ fn describe(store: &Store, lp: &Loop) -> anyhow::Result<()> {
             b.plan + 1,
             lp.variants[b.variant].name,
             b.status,
-            b.environment["kexec"]["cmdline"].as_str().unwrap_or("")
+            b.environment[lp.design.key()]["cmdline"]
+                .as_str()
+                .unwrap_or("")
         ));
     }
     for b in boots
@@ -126,17 +133,40 @@ fn describe(store: &Store, lp: &Loop) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Reboot mode: the loader, where abperf's entries are, and the one-shot set now.
+fn describe_reboot(id: i64, r: &crate::boot_loop::bli::RebootDesign) {
+    use crate::boot_loop::{bli, efivar::Efivars};
+    let mut roots: Vec<&str> = r.files.values().map(|f| f.root.as_str()).collect();
+    roots.sort();
+    roots.dedup();
+    let entries: Vec<String> = roots
+        .iter()
+        .map(|root| format!("{root}/loader/entries/abperf-{id}-v*.conf"))
+        .collect();
+    say(&format!(
+        "  boot loader: {}; abperf's entries: {}; one-shot now: {}",
+        r.loader,
+        entries.join(", "),
+        Efivars::system()
+            .read_string(bli::ONESHOT)
+            .unwrap_or_else(|| "none".into())
+    ));
+}
+
 fn stop(db: &DbArgs) -> anyhow::Result<i32> {
     let mut store = Store::open_resolved(db.db.as_deref())?;
     let removed = remove_unit_of(&store)?;
-    let _ = machine::kexec_unload();
-    let Some(lp) = active_loop(&store)? else {
+    // The newest loop's boot-loader state goes whether or not it still runs (a stop after a
+    // crash of abperf between writing an entry and ending the loop leaves nothing behind).
+    let newest = loops(&store)?.into_iter().next();
+    let cleaned = newest.as_ref().map_or(Ok(()), mode::clean_up);
+    let Some(lp) = newest.filter(Loop::active) else {
         say(&format!(
             "no boot loop running in {}{}",
             store.path().display(),
             if removed { "; its unit is removed" } else { "" }
         ));
-        return Ok(0);
+        return cleaned.map(|()| 0);
     };
     mark_ended(&mut store, lp.id, "stopped by `abperf boot-loop stop`")?;
     for b in store.boots(lp.id)? {
@@ -148,11 +178,15 @@ fn stop(db: &DbArgs) -> anyhow::Result<i32> {
         }
     }
     store.set_status(lp.id, Status::Interrupted)?;
+    cleaned?;
     let now = ThisBoot::read()?;
     say(&format!(
-        "experiment {}: boot loop stopped (unit removed, no kernel loaded); every run made so far \
-         is stored",
-        lp.id
+        "experiment {}: boot loop stopped ({}); every run made so far is stored",
+        lp.id,
+        match lp.design.reboot {
+            None => "unit removed, no kernel loaded",
+            Some(_) => "unit removed, its boot-loader entries and one-shot removed",
+        }
     ));
     if now.release != lp.design.home_release {
         say(&format!(

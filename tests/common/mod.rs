@@ -17,7 +17,9 @@
 #![allow(dead_code)]
 #![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 
+pub mod esp;
 pub mod kernels;
+pub mod machine;
 pub mod planted;
 
 use std::path::{Path, PathBuf};

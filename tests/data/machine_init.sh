@@ -4,6 +4,10 @@
 # and /machine/boot.sh, which this init runs at every boot as a systemd unit would. The software
 # (abperf, kexec and their libraries) comes from the host's root over 9p, read-only under a tmpfs
 # overlay, as in abperf's own guest init (crates/vm/src/init.sh). Console lines start "machine:".
+# A machine booted through firmware (the disk holds /esp) has its EFI system partition on the
+# second disk (/dev/vdb1), mounted at /efi, and efivarfs; each boot says what the boot loader
+# did (its selected entry, one-shot, default) and which entry files the ESP holds, and again
+# what is set and there when the machine powers off.
 /bin/busybox --install -s /bin
 export PATH=/bin
 say() { echo "machine: $*" >/dev/console; }
@@ -42,9 +46,29 @@ done
 mkdir -p /newroot/machine
 mount -t ext4 /newroot/dev/vda /newroot/machine || die "cannot mount the machine's disk /dev/vda"
 say "up $(uname -r): $(cat /newroot/proc/cmdline)"
+# An EFI variable of the Boot Loader Interface, its UTF-16 read as ASCII (none: "-").
+loadervar() {
+    f=/newroot/sys/firmware/efi/efivars/$1-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f
+    if [ -e "$f" ]; then tail -c +5 "$f" | tr -d '\000'; else echo -; fi
+}
+if [ -e /newroot/machine/esp ]; then
+    mount -t efivarfs efivarfs /newroot/sys/firmware/efi/efivars || die "cannot mount efivarfs"
+    i=0
+    while [ ! -b /newroot/dev/vdb1 ] && [ $i -lt 100 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    mkdir -p /newroot/efi
+    mount -t vfat /newroot/dev/vdb1 /newroot/efi || die "cannot mount the ESP /dev/vdb1"
+    say "loader: selected $(loadervar LoaderEntrySelected); one-shot $(loadervar LoaderEntryOneShot); default $(loadervar LoaderEntryDefault); entries on the ESP: $(ls /newroot/efi/loader/entries | tr '\n' ' ')"
+fi
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
     chroot /newroot /bin/sh /machine/boot.sh </dev/null >/dev/console 2>&1
 say "boot.sh exited with $?"
+if [ -e /newroot/machine/esp ]; then
+    say "at power-off: one-shot $(loadervar LoaderEntryOneShot); default $(loadervar LoaderEntryDefault); entries on the ESP: $(ls /newroot/efi/loader/entries | tr '\n' ' ')"
+fi
 sync
+umount /newroot/efi 2>/dev/null
 umount /newroot/machine
 poweroff -f

@@ -193,8 +193,10 @@ pub struct KernelArgs {
     #[arg(long, value_name = "DIR")]
     pub vm_console: Option<PathBuf>,
     /// Boot the kernels on THIS machine instead of in VMs: kexec (each boot loads the next
-    /// planned kernel and command line with `kexec -l` and starts it; a systemd unit continues
-    /// the loop at boot; the boot loader is never changed). Needs --reboot-this-machine
+    /// planned kernel and command line with `kexec -l` and starts it; the boot loader is never
+    /// changed) or reboot (a one-shot entry of a Boot Loader Interface loader such as
+    /// systemd-boot, then a reboot through the firmware; the default entry is never changed).
+    /// A systemd unit continues the loop at boot. Needs --reboot-this-machine
     #[arg(long, value_enum, value_name = "MODE")]
     pub boot_on_host: Option<BootOnHost>,
     /// Go ahead with --boot-on-host: it reboots this machine once per planned boot, then into
@@ -214,6 +216,7 @@ pub struct KernelArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum BootOnHost {
     Kexec,
+    Reboot,
 }
 
 /// What continues a boot loop at every boot.

@@ -17,7 +17,7 @@ pub const HOST_ACCEL: &str = "host";
 /// How the machine boots the loop's kernels.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoopDesign {
-    /// kexec (the only mode built so far).
+    /// `kexec` or `reboot` (one-shot boot-loader entries).
     pub mode: String,
     /// The machine's own kernel and command line when the loop started (where it returns).
     pub home_release: String,
@@ -32,6 +32,20 @@ pub struct LoopDesign {
     pub boot_timeout_s: f64,
     /// Boots of one plan that may be lost (power cut, crash) before the loop gives up.
     pub max_lost: u32,
+    /// Reboot mode: the loader, its partitions and the kernels' files on them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reboot: Option<super::bli::RebootDesign>,
+}
+
+impl LoopDesign {
+    /// How a boot row records the way the machine left for it (`kexec` or `reboot`).
+    pub fn key(&self) -> &'static str {
+        if self.reboot.is_some() {
+            "reboot"
+        } else {
+            "kexec"
+        }
+    }
 }
 
 /// A loop loaded from the store.

@@ -1,8 +1,9 @@
 //! This machine as the boot loop sees it: the boot it is in (`uname -r`, `/proc/cmdline`, the
-//! kernel's boot id, uptime), the initramfs that goes with a kernel image, and the three ways it
-//! leaves a boot: `kexec -l` then `systemctl kexec` (or `kexec -e` without systemd), and a plain
-//! reboot into the boot loader's default kernel. kexec never touches the boot loader, so any
-//! failure (a hang, a power cut, a reset) brings the machine back to its default kernel.
+//! kernel's boot id, uptime, the boot-loader entry it came from), the initramfs that goes with a
+//! kernel image, and the ways it leaves a boot: `kexec -l` then `systemctl kexec` (or `kexec -e`
+//! without systemd), and a reboot through the firmware and boot loader (into the default kernel,
+//! or the one-shot entry reboot mode set). kexec never touches the boot loader, so any failure
+//! (a hang, a power cut, a reset) brings the machine back to its default kernel.
 
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
@@ -18,6 +19,10 @@ pub struct ThisBoot {
     pub boot_id: String,
     /// Seconds since the kernel started.
     pub uptime: f64,
+    /// The boot-loader entry this boot came from, as a Boot Loader Interface loader says
+    /// (`LoaderEntrySelected`; None: no such loader, or kexec'd boots of an older loop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loader_entry: Option<String>,
 }
 
 impl ThisBoot {
@@ -32,6 +37,7 @@ impl ThisBoot {
             cmdline: read("/proc/cmdline")?,
             boot_id: read("/proc/sys/kernel/random/boot_id")?,
             uptime: uptime()?,
+            loader_entry: super::efivar::Efivars::system().read_string("LoaderEntrySelected"),
         })
     }
 }
@@ -48,6 +54,12 @@ pub fn uptime() -> anyhow::Result<f64> {
 /// Two command lines are the same boot parameters (whitespace aside).
 pub fn same_cmdline(a: &str, b: &str) -> bool {
     a.split_whitespace().eq(b.split_whitespace())
+}
+
+/// Is this boot's command line the planned one? The boot loader may put words of its own in
+/// front (systemd-boot adds `initrd=PATH`, GRUB `BOOT_IMAGE=`): those are not compared.
+pub fn is_planned_cmdline(now: &str, planned: &str) -> bool {
+    same_cmdline(&base_cmdline(now), planned)
 }
 
 /// The parameters every loop boot keeps from the machine's own command line (root=, console=,
@@ -72,14 +84,17 @@ pub fn planned_cmdline(base: &str, append: &str) -> String {
 }
 
 /// The initramfs of a kernel image, by the distributions' naming beside it: Debian's
-/// `initrd.img-RELEASE`, Fedora's `initramfs-RELEASE.img`.
+/// `initrd.img-RELEASE`, Fedora's `initramfs-RELEASE.img`, and kernel-install's `initrd` beside
+/// its `linux` (on the ESP, `MACHINE-ID/RELEASE/`).
 pub fn initrd_for(image: &Path, release: &str) -> Option<PathBuf> {
     let dir = image.parent()?;
+    let install = image.file_name().is_some_and(|n| n == "linux");
     [
         format!("initrd.img-{release}"),
         format!("initramfs-{release}.img"),
     ]
     .into_iter()
+    .chain(install.then(|| "initrd".to_string()))
     .map(|n| dir.join(n))
     .find(|p| p.is_file())
 }
@@ -161,9 +176,9 @@ pub fn kexec_execute(systemd: bool) -> anyhow::Result<()> {
     }
 }
 
-/// Reboot into the boot loader's default kernel: `systemctl reboot` under systemd, else
-/// reboot(2) after a sync.
-pub fn reboot_home(systemd: bool) -> anyhow::Result<()> {
+/// Reboot through the firmware and boot loader (its default kernel, or a one-shot entry):
+/// `systemctl reboot` under systemd, else reboot(2) after a sync.
+pub fn reboot(systemd: bool) -> anyhow::Result<()> {
     sync();
     if systemd {
         return run(
@@ -195,6 +210,11 @@ mod tests {
         assert_eq!(planned_cmdline(&base, ""), base);
         assert_eq!(planned_cmdline("", "nopti"), "nopti");
         assert!(same_cmdline("a  b\n", "a b"));
+        assert!(is_planned_cmdline(
+            r"initrd=\k\initrd.img-6.1 root=UUID=abc ro quiet",
+            &base
+        ));
+        assert!(!is_planned_cmdline("root=UUID=abc ro", &base));
         assert!(!same_cmdline("a b", "a b c"));
     }
 
@@ -210,6 +230,11 @@ mod tests {
         let debian = d.path().join("initrd.img-6.1.0-56-amd64");
         std::fs::write(&debian, "x").unwrap();
         assert_eq!(initrd_for(&image, "6.1.0-56-amd64"), Some(debian));
+        let linux = d.path().join("linux");
+        std::fs::write(&linux, "x").unwrap();
+        assert_eq!(initrd_for(&linux, "6.2"), None);
+        std::fs::write(d.path().join("initrd"), "x").unwrap();
+        assert_eq!(initrd_for(&linux, "6.2"), Some(d.path().join("initrd")));
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! One step of the loop, taken at every boot (and once when it starts): settle the boot that was
 //! under way (this one, if it is the planned kernel and command line; else lost or wrong), run
 //! this boot's share of the schedule exactly as a VM guest does (`runner::guest::run_share_into`,
-//! committing every run the moment it ends), then load the next planned boot with `kexec -l`.
+//! committing every run the moment it ends), then arm the next planned boot (`kexec -l`, or its
+//! one-shot boot-loader entry: [`mode::arm`]).
 //! Starting it, concluding the experiment and going home are the caller's.
 
 use super::design::{HOST_ACCEL, Loop, mark_ended};
-use super::machine::{ThisBoot, kexec_load, same_cmdline};
+use super::machine::{ThisBoot, is_planned_cmdline};
+use super::mode;
 use crate::runner::boots::{Boots, Clock, share_of, share_slots, take_run};
 use crate::runner::experiment::{Ending, Progress};
 use crate::runner::guest::{Line, LineSink, run_share_into};
@@ -13,14 +15,14 @@ use abperf_model::{Boot, BootPlan, Slot};
 use abperf_store::Store;
 use anyhow::Context;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::time::Instant;
 
 /// What the machine does next.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Next {
-    /// The next planned boot is loaded (its row `starting`): start it.
-    Kexec {
+    /// The next planned boot is armed (loaded for kexec, or its one-shot entry set; its row
+    /// `starting`): start it.
+    Boot {
         boot_id: i64,
         release: String,
         cmdline: String,
@@ -34,7 +36,7 @@ pub enum Next {
     Interrupted(i32),
 }
 
-/// Seconds since the epoch (the kexec's time, compared across boots of one machine).
+/// Seconds since the epoch (the kexec's or reboot's time, compared across boots of one machine).
 fn unix_now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -61,9 +63,9 @@ fn end(store: &mut Store, lp: &Loop, why: String) -> anyhow::Result<Next> {
     Ok(Next::Ended(why))
 }
 
-/// The boots left `starting` (a kexec under way) or `running` (the machine went down during
-/// it) by an earlier boot: this boot runs the first if it is its planned kernel and command
-/// line; the others are lost (their stored runs kept) or end the loop.
+/// The boots left `starting` (a kexec or reboot under way) or `running` (the machine went down
+/// during it) by an earlier boot: this boot runs the first if it is its planned kernel and
+/// command line; the others are lost (their stored runs kept) or end the loop.
 fn settle_pending(
     store: &mut Store,
     lp: &Loop,
@@ -76,58 +78,108 @@ fn settle_pending(
         .filter(|b| b.status == "starting" || b.status == "running")
         .collect();
     for bt in pending {
-        let boot_id = store
-            .boot_id(lp.id, bt.number)?
-            .context("a stored boot without its row")?;
-        let plan = plan_of(lp, bt.plan)?;
-        let (release, cmdline, _) = lp.planned(plan)?;
-        let from = bt.environment["kexec"]["from_boot_id"]
-            .as_str()
-            .unwrap_or("");
-        let lost = |what: &str| {
-            format!(
-                "{what}: {} of its runs are stored; the rest run again in a new boot",
-                bt.runs.len()
-            )
-        };
-        if bt.status == "running" {
-            let why = lost("the machine restarted during this boot (power cut, crash or reset)");
-            progress.note(&format!("abperf: boot {}: {why}", bt.number));
-            store.end_boot(boot_id, "lost", &why, None, None, bt.extra_warmups)?;
-        } else if now.boot_id == from {
-            let why = lost("the kexec into this boot did not happen");
-            store.end_boot(boot_id, "lost", &why, None, None, 0)?;
-        } else if now.release == release && same_cmdline(&now.cmdline, &cmdline) {
-            let at = bt.environment["kexec"]["at_unix"].as_f64().unwrap_or(0.0);
-            let took = unix_now() - at;
-            if took > lp.design.boot_timeout_s {
-                let why = format!(
-                    "boot {} reached abperf {took:.0} s after the kexec, more than --boot-timeout \
-                     {:.0} s",
-                    bt.number, lp.design.boot_timeout_s
-                );
-                store.end_boot(boot_id, "failed", &why, None, None, 0)?;
-                return end(store, lp, why).map(Some);
-            }
-            return run_this_boot(store, lp, plan, boot_id, &bt, now, progress);
-        } else if now.release == lp.design.home_release {
-            let why = lost(&format!(
-                "the machine came back in its default kernel {} instead of {release} (the \
-                 planned kernel did not come up, or the power was cut)",
-                now.release
-            ));
-            progress.note(&format!("abperf: boot {}: {why}", bt.number));
-            store.end_boot(boot_id, "lost", &why, None, None, 0)?;
-        } else {
-            let why = format!(
-                "boot {} came up in {} ({}) where the plan has {release} ({cmdline})",
-                bt.number, now.release, now.cmdline
-            );
-            store.end_boot(boot_id, "failed", &why, None, None, 0)?;
-            return end(store, lp, why).map(Some);
+        if let Some(next) = settle(store, lp, &bt, now, progress)? {
+            return Ok(Some(next));
         }
     }
     Ok(None)
+}
+
+/// Settle one boot left pending: run it (this is it), mark it lost, or end the loop.
+fn settle(
+    store: &mut Store,
+    lp: &Loop,
+    bt: &Boot,
+    now: &ThisBoot,
+    progress: &mut dyn Progress,
+) -> anyhow::Result<Option<Next>> {
+    let boot_id = store
+        .boot_id(lp.id, bt.number)?
+        .context("a stored boot without its row")?;
+    let plan = plan_of(lp, bt.plan)?;
+    let (release, cmdline, _) = lp.planned(plan)?;
+    let left = &bt.environment[lp.design.key()];
+    let lost = |what: &str| {
+        format!(
+            "{what}: {} of its runs are stored; the rest run again in a new boot",
+            bt.runs.len()
+        )
+    };
+    let why_lost = if bt.status == "running" {
+        lost("the machine restarted during this boot (power cut, crash or reset)")
+    } else if now.boot_id == left["from_boot_id"].as_str().unwrap_or("") {
+        lost(&format!(
+            "the {} into this boot did not happen",
+            lp.design.key()
+        ))
+    } else if let Some(why) = wrong_entry(left, now) {
+        lost(&why)
+    } else if now.release == release && is_planned_cmdline(&now.cmdline, &cmdline) {
+        return run_if_in_time(store, lp, plan, boot_id, bt, now, progress);
+    } else if now.release == lp.design.home_release {
+        lost(&format!(
+            "the machine came back in its default kernel {} instead of {release} (the \
+             planned kernel did not come up, or the power was cut)",
+            now.release
+        ))
+    } else {
+        let why = format!(
+            "boot {} came up in {} ({}) where the plan has {release} ({cmdline})",
+            bt.number, now.release, now.cmdline
+        );
+        store.end_boot(boot_id, "failed", &why, None, None, 0)?;
+        return end(store, lp, why).map(Some);
+    };
+    progress.note(&format!("abperf: boot {}: {why_lost}", bt.number));
+    let extra = if bt.status == "running" {
+        bt.extra_warmups
+    } else {
+        0
+    };
+    store.end_boot(boot_id, "lost", &why_lost, None, None, extra)?;
+    Ok(None)
+}
+
+/// Reboot mode: the boot loader says it booted another entry than the planned boot's one-shot
+/// (the planned kernel failed and the machine was reset, or the loader could not start it or
+/// did not take the one-shot): the machine fell back to the default entry.
+fn wrong_entry(left: &serde_json::Value, now: &ThisBoot) -> Option<String> {
+    let want = left["entry"].as_str()?;
+    let got = now.loader_entry.as_deref()?;
+    (got != want).then(|| {
+        format!(
+            "the boot loader booted entry {got}, not the one-shot entry {want}: the planned boot \
+             did not come up (its kernel failed, or the loader could not start it) and the \
+             machine fell back to its default entry"
+        )
+    })
+}
+
+/// This boot is the planned one: run it, unless it reached abperf after --boot-timeout.
+fn run_if_in_time(
+    store: &mut Store,
+    lp: &Loop,
+    plan: &BootPlan,
+    boot_id: i64,
+    bt: &Boot,
+    now: &ThisBoot,
+    progress: &mut dyn Progress,
+) -> anyhow::Result<Option<Next>> {
+    let at = bt.environment[lp.design.key()]["at_unix"]
+        .as_f64()
+        .unwrap_or(0.0);
+    let took = unix_now() - at;
+    if took > lp.design.boot_timeout_s {
+        let why = format!(
+            "boot {} reached abperf {took:.0} s after the {}, more than --boot-timeout {:.0} s",
+            bt.number,
+            lp.design.key(),
+            lp.design.boot_timeout_s
+        );
+        store.end_boot(boot_id, "failed", &why, None, None, 0)?;
+        return end(store, lp, why).map(Some);
+    }
+    run_this_boot(store, lp, plan, boot_id, bt, now, progress)
 }
 
 fn plan_of(lp: &Loop, number: u32) -> anyhow::Result<&BootPlan> {
@@ -272,8 +324,8 @@ impl LineSink for HostLines<'_> {
     }
 }
 
-/// Load the next planned boot that has runs to do, or say the loop is complete (or over: a
-/// plan lost too often, a kernel gone, `kexec -l` refused).
+/// Arm the next planned boot that has runs to do, or say the loop is complete (or over: a
+/// plan lost too often, a kernel gone, `kexec -l` or the one-shot entry refused).
 fn next_boot(
     store: &mut Store,
     lp: &Loop,
@@ -301,46 +353,59 @@ fn next_boot(
     if lost >= lp.design.max_lost {
         let why = format!(
             "planned boot {} ({release}) was lost {lost} times; the loop stops here",
-            plan.number
+            plan.number + 1
         );
         return end(store, lp, why);
     }
     let initrd = lp.design.initrds.get(kernel).cloned().flatten();
-    let v = &lp.variants[plan.variant];
-    let env = serde_json::json!({
-        "variant": v.name,
-        "kernel": kernel,
-        "append": v.boot.as_ref().map(|b| b.append.clone()),
-        "accel": HOST_ACCEL,
-        "kexec": {
-            "from_boot_id": now.boot_id,
-            "at_unix": unix_now(),
-            "cmdline": cmdline,
-            "initrd": initrd,
-        },
-    });
+    let env = boot_record(lp, plan, now, &cmdline, initrd.as_deref());
     let (boot_id, number) = store.start_boot(lp.id, plan.number, HOST_ACCEL, &env)?;
-    if let Err(e) = kexec_load(
-        Path::new(kernel),
-        initrd.as_deref().map(Path::new),
-        &cmdline,
-    ) {
+    if let Err(e) = mode::arm(lp, plan.variant, kernel, initrd.as_deref(), &cmdline, now) {
         let why = format!("{e:#}");
         store.end_boot(boot_id, "failed", &why, None, None, 0)?;
         return end(store, lp, why);
     }
     progress.note(&format!(
-        "abperf: planned boot {} of {} ('{}', boot {number} made): kexec into {release} \
-         ({cmdline})",
+        "abperf: planned boot {} of {} ('{}', boot {number} made): {} into {release} ({cmdline})",
         plan.number + 1,
         lp.plans.len(),
-        v.name
+        lp.variants[plan.variant].name,
+        lp.design.key(),
     ));
-    Ok(Next::Kexec {
+    Ok(Next::Boot {
         boot_id,
         release,
         cmdline,
     })
+}
+
+/// What a boot row records of the boot it plans: the variant, and how and when the machine
+/// leaves for it (kexec, or reboot through the one-shot `entry`).
+fn boot_record(
+    lp: &Loop,
+    plan: &BootPlan,
+    now: &ThisBoot,
+    cmdline: &str,
+    initrd: Option<&str>,
+) -> serde_json::Value {
+    let v = &lp.variants[plan.variant];
+    let mut left = serde_json::json!({
+        "from_boot_id": now.boot_id,
+        "at_unix": unix_now(),
+        "cmdline": cmdline,
+        "initrd": initrd,
+    });
+    if let Some(id) = mode::entry_of(lp, plan.variant) {
+        left["entry"] = serde_json::Value::String(id);
+    }
+    let mut env = serde_json::json!({
+        "variant": v.name,
+        "kernel": v.boot.as_ref().map(|b| b.kernel.clone()),
+        "append": v.boot.as_ref().map(|b| b.append.clone()),
+        "accel": HOST_ACCEL,
+    });
+    env[lp.design.key()] = left;
+    env
 }
 
 #[cfg(test)]
@@ -352,11 +417,20 @@ mod tests {
     use crate::runner::boots::VmDesign;
     use crate::runner::experiment::NoProgress;
     use abperf_model::{BootConfig, Kind, NewExperiment, Variant};
+    use std::path::Path;
 
     const HOME: &str = "6.1.0-home";
     const BASE: &str = "root=/dev/vda ro";
 
     fn new_loop(store: &mut Store, dir: &Path) -> Loop {
+        new_loop_with(store, dir, None)
+    }
+
+    fn new_loop_with(
+        store: &mut Store,
+        dir: &Path,
+        reboot: Option<crate::boot_loop::bli::RebootDesign>,
+    ) -> Loop {
         let d = LoopDesign {
             mode: "kexec".into(),
             home_release: HOME.into(),
@@ -366,6 +440,7 @@ mod tests {
             systemd_unit: false,
             boot_timeout_s: 300.0,
             max_lost: 2,
+            reboot,
         };
         let vm = VmDesign {
             boots: 1,
@@ -426,6 +501,7 @@ mod tests {
             cmdline: cmdline.into(),
             boot_id: boot_id.into(),
             uptime: 5.0,
+            loader_entry: None,
         }
     }
 
@@ -531,5 +607,40 @@ mod tests {
             matches!(next, Next::Ended(ref w) if w.contains("was lost 2 times")),
             "{next:?}"
         );
+    }
+
+    /// Reboot mode: the loader booted its default entry instead of the planned one-shot: the
+    /// boot is lost (and retried), named as such, even where the kernel and command line
+    /// could not tell (the planned kernel is the default one).
+    #[test]
+    fn a_one_shot_that_did_not_boot_is_lost_by_the_loaders_word() {
+        let d = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&d.path().join("s.db")).unwrap();
+        let r = crate::boot_loop::bli::RebootDesign {
+            loader: "systemd-boot 252".into(),
+            esp: "/efi".into(),
+            xbootldr: None,
+            files: BTreeMap::new(),
+            started_boot_id: "boot-a".into(),
+        };
+        let lp = new_loop_with(&mut store, d.path(), Some(r));
+        let (release, cmdline, _) = lp.planned(&lp.plans[0]).unwrap();
+        let env = serde_json::json!({"reboot": {
+            "from_boot_id": "boot-a", "at_unix": unix_now() - 10.0,
+            "entry": crate::boot_loop::bli::entry_id(lp.id, lp.plans[0].variant),
+        }});
+        store.start_boot(lp.id, 0, HOST_ACCEL, &env).unwrap();
+        let mut now = this(&release, &format!("initrd=\\x {cmdline}"), "boot-b");
+        now.loader_entry = Some("home.conf".into());
+        let r = settle_pending(&mut store, &lp, &now, &mut NoProgress).unwrap();
+        assert_eq!(r, None);
+        let s = status(&store, &lp);
+        assert!(
+            s[0].starts_with(
+                "lost the boot loader booted entry home.conf, not the one-shot entry abperf-1-v"
+            ),
+            "{s:?}"
+        );
+        assert!(s[0].contains("fell back to its default entry"), "{s:?}");
     }
 }
