@@ -6,6 +6,8 @@
 //! last second of runs (an fsync after every sub-millisecond run would dominate its cost).
 
 pub mod boots;
+pub mod copy;
+pub mod copy_tables;
 mod environment;
 mod experiment_ids;
 mod experiments;

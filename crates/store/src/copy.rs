@@ -1,0 +1,341 @@
+//! An experiment's whole content as a value that names no database (`Content`: table name,
+//! column names, rows of plain values), read from one store and written into another
+//! (`abperf store copy`). Ids are the source store's; writing renumbers them under the target
+//! store's rules (experiment ids never reused, `experiment_ids`). A backend other than SQLite
+//! reads and writes the same value.
+
+use super::Store;
+use super::copy_tables::{Key, TABLES, TableSpec};
+use super::experiment_ids::NEXT_EXPERIMENT_ID;
+use abperf_model::Status;
+use anyhow::Context;
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use std::collections::BTreeMap;
+
+/// One stored value, typed as it was stored (an integral metric stays an integer).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+/// The rows of one table that belong to the experiment, in a stable order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rows {
+    pub table: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Value>>,
+}
+
+/// Everything stored about one experiment, with the source store's ids.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Content {
+    pub id: i64,
+    pub tables: Vec<Rows>,
+}
+
+/// What identifies an experiment across stores: made when, of what kind, under what name, by
+/// which command line, with which design and seed. A copy keeps all of these.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Identity(pub Vec<String>);
+
+const IDENTITY_COLUMNS: &[&str] = &["created", "kind", "name", "command_line", "design", "seed"];
+
+impl Value {
+    fn from_sql(v: ValueRef) -> Value {
+        match v {
+            ValueRef::Null => Value::Null,
+            ValueRef::Integer(i) => Value::Integer(i),
+            ValueRef::Real(f) => Value::Real(f),
+            ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+            ValueRef::Blob(b) => Value::Blob(b.to_vec()),
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Value::Null => String::new(),
+            Value::Integer(i) => i.to_string(),
+            Value::Real(f) => f.to_string(),
+            Value::Text(t) => t.clone(),
+            Value::Blob(b) => format!("{b:02x?}"),
+        }
+    }
+}
+
+impl rusqlite::ToSql for Value {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match self {
+            Value::Null => ValueRef::Null,
+            Value::Integer(i) => ValueRef::Integer(*i),
+            Value::Real(f) => ValueRef::Real(*f),
+            Value::Text(t) => ValueRef::Text(t.as_bytes()),
+            Value::Blob(b) => ValueRef::Blob(b),
+        }))
+    }
+}
+
+impl Rows {
+    fn column(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c == name)
+    }
+}
+
+impl Content {
+    /// The rows of `table` (None: the experiment has none there).
+    pub fn table(&self, table: &str) -> Option<&Rows> {
+        self.tables.iter().find(|t| t.table == table)
+    }
+
+    /// The experiment row's value in `column`.
+    pub fn experiment_value(&self, column: &str) -> Option<&Value> {
+        let rows = self.table("experiment")?;
+        rows.rows.first()?.get(rows.column(column)?)
+    }
+
+    /// The stored status word (`running`, `complete`, ...).
+    pub fn status(&self) -> Status {
+        Status::parse(
+            &self
+                .experiment_value("status")
+                .map(Value::text)
+                .unwrap_or_default(),
+        )
+    }
+
+    pub fn identity(&self) -> Identity {
+        Identity(
+            IDENTITY_COLUMNS
+                .iter()
+                .map(|c| {
+                    self.experiment_value(c)
+                        .map(Value::text)
+                        .unwrap_or_default()
+                })
+                .collect(),
+        )
+    }
+
+    /// How many rows it has in every table, for `--dry-run` and the report.
+    pub fn row_count(&self) -> usize {
+        self.tables.iter().map(|t| t.rows.len()).sum()
+    }
+}
+
+/// The column names of `table` in this store's schema.
+fn columns(conn: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))?;
+    let names = stmt.query_map([], |r| r.get(0))?;
+    names.collect()
+}
+
+fn read_rows(conn: &rusqlite::Connection, spec: &TableSpec, id: i64) -> rusqlite::Result<Rows> {
+    let columns = columns(conn, spec.name)?;
+    let list = columns
+        .iter()
+        .map(|c| format!("\"{c}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "SELECT {list} FROM \"{}\" WHERE {} ORDER BY {}",
+        spec.name, spec.rows, spec.order
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let n = columns.len();
+    let rows = stmt.query_map([id], |r| {
+        (0..n)
+            .map(|i| r.get_ref(i).map(Value::from_sql))
+            .collect::<rusqlite::Result<Vec<_>>>()
+    })?;
+    Ok(Rows {
+        table: spec.name.to_string(),
+        columns,
+        rows: rows.collect::<rusqlite::Result<_>>()?,
+    })
+}
+
+impl Store {
+    /// Everything stored about experiment `id`, read in one transaction (a consistent snapshot
+    /// while another process may be committing runs to it).
+    pub fn read_content(&self, id: i64) -> anyhow::Result<Content> {
+        let conn = self.conn();
+        let tx =
+            rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Deferred)?;
+        let mut tables = Vec::new();
+        for spec in TABLES {
+            let rows = read_rows(&tx, spec, id)
+                .with_context(|| format!("experiment {id}: reading table {}", spec.name))?;
+            if !rows.rows.is_empty() {
+                tables.push(rows);
+            }
+        }
+        tx.finish()?;
+        anyhow::ensure!(
+            tables.iter().any(|t| t.table == "experiment"),
+            "no experiment {id} in the store {}",
+            self.path().display()
+        );
+        Ok(Content { id, tables })
+    }
+
+    /// The identity of every experiment in this store, with its id.
+    pub fn identities(&self) -> anyhow::Result<BTreeMap<Identity, i64>> {
+        let sql = format!(
+            "SELECT id, {} FROM experiment ORDER BY id",
+            IDENTITY_COLUMNS.join(", ")
+        );
+        let mut stmt = self.conn().prepare(&sql)?;
+        let rows = stmt.query_map([], |r| {
+            let values = (1..=IDENTITY_COLUMNS.len())
+                .map(|i| r.get_ref(i).map(|v| Value::from_sql(v).text()))
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok((Identity(values), r.get::<_, i64>(0)?))
+        })?;
+        let mut out = BTreeMap::new();
+        for row in rows {
+            let (identity, id) = row?;
+            out.entry(identity).or_insert(id);
+        }
+        Ok(out)
+    }
+
+    /// Store `content` as a new experiment, in one transaction; returns its id here. A
+    /// `running` experiment is stored as `interrupted` (nothing runs the copy; `run --resume`
+    /// can continue it here).
+    pub fn write_content(&mut self, content: &Content) -> anyhow::Result<i64> {
+        let tx = self.write_tx()?;
+        let mut ids: BTreeMap<(Key, i64), i64> = BTreeMap::new();
+        for rows in &content.tables {
+            let spec = super::copy_tables::spec(&rows.table)
+                .with_context(|| format!("table {} cannot be copied", rows.table))?;
+            for row in &rows.rows {
+                write_row(&tx, spec, rows, row, &mut ids)
+                    .with_context(|| format!("writing a row of table {}", rows.table))?;
+            }
+        }
+        let new_id = ids
+            .get(&(Key::Experiment, content.id))
+            .copied()
+            .context("the content has no experiment row")?;
+        if content.status() == Status::Running {
+            tx.execute(
+                "UPDATE experiment SET status = ?1 WHERE id = ?2",
+                rusqlite::params![Status::Interrupted.as_str(), new_id],
+            )?;
+        }
+        tx.commit()?;
+        Ok(new_id)
+    }
+}
+
+/// Insert one row, its references renumbered through `ids`, and record its own new id there.
+fn write_row(
+    tx: &rusqlite::Transaction,
+    spec: &TableSpec,
+    rows: &Rows,
+    row: &[Value],
+    ids: &mut BTreeMap<(Key, i64), i64>,
+) -> anyhow::Result<()> {
+    let mut names = Vec::new();
+    let mut values = Vec::new();
+    let mut old = None;
+    for (column, value) in rows.columns.iter().zip(row) {
+        if let Some((own, key)) = spec.own
+            && own == column
+        {
+            old = Some((key, id_of(value)?));
+            if key != Key::Experiment {
+                continue; // a fresh id from the target store
+            }
+        }
+        let value = match spec.refs.iter().find(|(c, _)| c == column) {
+            Some((_, key)) => Value::Integer(renumbered(ids, *key, value)?),
+            None => value.clone(),
+        };
+        names.push(format!("\"{column}\""));
+        values.push(value);
+    }
+    if let Some((Key::Experiment, _)) = old {
+        let id: i64 = tx.query_row(NEXT_EXPERIMENT_ID, [], |r| r.get(0))?;
+        let at = rows.column("id").context("experiment row without id")?;
+        values[at] = Value::Integer(id);
+    }
+    let new = match old {
+        Some((Key::MetricName, _)) => intern(tx, &names, &values)?,
+        _ => insert(tx, spec.name, &names, &values)?,
+    };
+    if let Some((key, old)) = old {
+        ids.insert((key, old), new.unwrap_or_else(|| tx.last_insert_rowid()));
+    }
+    Ok(())
+}
+
+fn id_of(v: &Value) -> anyhow::Result<i64> {
+    match v {
+        Value::Integer(i) => Ok(*i),
+        other => anyhow::bail!("an id column holds {other:?}, not an integer"),
+    }
+}
+
+fn renumbered(ids: &BTreeMap<(Key, i64), i64>, key: Key, v: &Value) -> anyhow::Result<i64> {
+    let old = id_of(v)?;
+    ids.get(&(key, old))
+        .copied()
+        .with_context(|| format!("{key:?} id {old} is referred to but was not copied"))
+}
+
+/// A plain insert; returns the new row's id when the experiment row chose it.
+fn insert(
+    tx: &rusqlite::Transaction,
+    table: &str,
+    names: &[String],
+    values: &[Value],
+) -> anyhow::Result<Option<i64>> {
+    let marks = (1..=values.len())
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "INSERT INTO \"{table}\" ({}) VALUES ({marks})",
+        names.join(", ")
+    );
+    tx.prepare_cached(&sql)?
+        .execute(rusqlite::params_from_iter(values))?;
+    Ok(match (table, names.iter().position(|n| n == "\"id\"")) {
+        ("experiment", Some(at)) => Some(id_of(&values[at])?),
+        _ => None,
+    })
+}
+
+/// A metric name: the target's row with the same name, unit and direction, added when missing.
+fn intern(
+    tx: &rusqlite::Transaction,
+    names: &[String],
+    values: &[Value],
+) -> anyhow::Result<Option<i64>> {
+    let get = |column: &str| -> anyhow::Result<&Value> {
+        let at = names
+            .iter()
+            .position(|n| n == &format!("\"{column}\""))
+            .with_context(|| format!("metric_name without {column}"))?;
+        Ok(&values[at])
+    };
+    let (name, unit, direction) = (get("name")?, get("unit")?, get("direction")?);
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO metric_name (name, unit, direction) VALUES (?1, ?2, ?3)",
+    )?
+    .execute(rusqlite::params![name, unit, direction])?;
+    let id = tx
+        .prepare_cached(
+            "SELECT id FROM metric_name WHERE name = ?1 AND unit = ?2 AND direction = ?3",
+        )?
+        .query_row(rusqlite::params![name, unit, direction], |r| r.get(0))?;
+    Ok(Some(id))
+}
+
+#[cfg(test)]
+#[path = "copy_tests.rs"]
+mod tests;
