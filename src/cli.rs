@@ -30,6 +30,8 @@ pub enum Command {
     Export(crate::commands::export::ExportArgs),
     /// Delete an experiment
     Delete(crate::commands::delete::DeleteArgs),
+    /// Stores as a whole: `store copy FROM TO` copies experiments from one store into another
+    Store(crate::commands::store_copy::StoreArgs),
     /// Check this machine for noise sources; --fix applies safe settings, --restore puts them back
     Doctor(crate::commands::doctor::DoctorArgs),
     /// Import /usr/bin/time, perf stat or hyperfine output as runs
@@ -111,6 +113,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Show(a) => commands::show::run(a),
         Command::Export(a) => commands::export::run(a),
         Command::Delete(a) => commands::delete::run(a),
+        Command::Store(a) => commands::store_copy::run(a),
         Command::Doctor(a) => commands::doctor::run(a),
         Command::Import(args) => commands::import::run(args),
         Command::Report(args) => commands::report::run(args),

@@ -26,6 +26,7 @@ pub mod plan_levels;
 pub mod report;
 pub mod run;
 pub mod show;
+pub mod store_copy;
 pub mod trace;
 pub mod vm;
 pub mod workload;

@@ -146,7 +146,6 @@ impl Store {
     /// -wal file to miss, as an immutable file (no locks, nothing written next to it).
     pub fn open_read_only(path: &Path) -> anyhow::Result<Store> {
         use rusqlite::OpenFlags;
-        let shown = path.display();
         let check = |conn: Connection| -> rusqlite::Result<(Connection, i64)> {
             let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
             conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
@@ -177,13 +176,7 @@ impl Store {
                 .map_err(|e| store_error(path, e))?
             }
         };
-        if version != current_version() {
-            anyhow::bail!(
-                "store {shown} is read-only and has schema version {version}, this abperf reads \
-                 version {}; copy it somewhere writable and run abperf there (it migrates it)",
-                current_version()
-            );
-        }
+        check_read_only_version(path, version)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         Ok(Store {
             conn,
@@ -229,6 +222,29 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// A store opened read-only cannot be migrated: its schema must be this abperf's.
+fn check_read_only_version(path: &Path, version: i64) -> anyhow::Result<()> {
+    let shown = path.display();
+    if version > current_version() {
+        anyhow::bail!(
+            "store {shown} has schema version {version}, newer than this abperf's ({}): use \
+             the newer abperf that wrote it",
+            current_version()
+        );
+    }
+    if version == 0 {
+        anyhow::bail!("{shown} is not an abperf store (an SQLite database without its tables)");
+    }
+    if version != current_version() {
+        anyhow::bail!(
+            "store {shown} is read-only and has schema version {version}, this abperf reads \
+             version {}; copy it somewhere writable and run abperf there (it migrates it)",
+            current_version()
+        );
+    }
+    Ok(())
 }
 
 /// Whether `e` says the store's disk (or quota) is full.

@@ -1,0 +1,257 @@
+//! `abperf store copy FROM TO [ID...]`: experiments from one store into another, whole (runs,
+//! metrics, schedule, labels, boots, micro rounds, traces: `store::copy`), each in its own
+//! transaction in TO under a new id. FROM is opened read-only. An experiment already in TO
+//! (the same identity: created, kind, name, command line, design, seed) is skipped with a note;
+//! one still running in FROM is refused unless `--force`. SIGINT/SIGTERM stop between
+//! experiments. docs/store.md has the rest.
+
+use crate::error::{stdout_line, usage};
+use crate::model::escape::control;
+use crate::model::{Liveness, Status};
+use crate::runner::signals;
+use crate::store::Store;
+use crate::store::copy::{Content, Identity};
+use anyhow::Context;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Args)]
+pub struct StoreArgs {
+    #[command(subcommand)]
+    pub command: StoreCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum StoreCommand {
+    /// Copy experiments, whole, from one store into another (new ids there; FROM is only read)
+    Copy(CopyArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CopyArgs {
+    /// The store to copy from: opened read-only, never changed
+    pub from: PathBuf,
+    /// The store to copy into: created when missing
+    pub to: PathBuf,
+    /// Experiment ids in FROM, or `latest` (default: every experiment)
+    pub ids: Vec<String>,
+    /// List what would be copied and skipped; change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Copy experiments that are still running in FROM too (the runs stored so far, as
+    /// `interrupted`)
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn run(args: StoreArgs) -> anyhow::Result<i32> {
+    match args.command {
+        StoreCommand::Copy(a) => copy(a),
+    }
+}
+
+/// What became of one experiment.
+enum Outcome {
+    Copied(i64),
+    WouldCopy,
+    Present(i64),
+    Running(String),
+}
+
+#[derive(Default)]
+struct Tally {
+    copied: usize,
+    present: usize,
+    running: usize,
+}
+
+fn copy(a: CopyArgs) -> anyhow::Result<i32> {
+    check_paths(&a.from, &a.to)?;
+    let from = Store::open_read_only(&a.from).context("FROM")?;
+    let ids = chosen(&from, &a.ids)?;
+    let mut to = open_target(&a.to, a.dry_run)?;
+    let known = match &to {
+        Some(t) => t.identities()?,
+        None => BTreeMap::new(),
+    };
+    signals::install()?;
+    let mut tally = Tally::default();
+    for id in ids {
+        if let Some(sig) = signals::received() {
+            summary(&a, &tally, Some(sig));
+            return Ok(128 + sig);
+        }
+        let content = from.read_content(id)?;
+        let outcome = copy_one(&from, to.as_mut(), &content, &known, &a)?;
+        report(&a, &content, &outcome, &mut tally);
+    }
+    summary(&a, &tally, None);
+    Ok(if tally.running > 0 { 1 } else { 0 })
+}
+
+/// FROM must be an existing file, and TO another file than FROM.
+fn check_paths(from: &Path, to: &Path) -> anyhow::Result<()> {
+    let meta = std::fs::metadata(from).map_err(|e| {
+        usage(format!(
+            "FROM {}: cannot read it ({e}); FROM is the store file to copy from",
+            from.display()
+        ))
+    })?;
+    if !meta.is_file() {
+        return Err(usage(format!(
+            "FROM {} is not a file; FROM is the store file to copy from",
+            from.display()
+        )));
+    }
+    if let Ok(t) = std::fs::metadata(to) {
+        use std::os::unix::fs::MetadataExt;
+        if !t.is_file() {
+            return Err(usage(format!(
+                "TO {} is not a file; TO is the store file to copy into",
+                to.display()
+            )));
+        }
+        if (t.dev(), t.ino()) == (meta.dev(), meta.ino()) {
+            return Err(usage(format!(
+                "FROM and TO are the same store ({}); copy into another file",
+                to.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The experiments to copy: the ids given, else every experiment of FROM (oldest first).
+fn chosen(from: &Store, given: &[String]) -> anyhow::Result<Vec<i64>> {
+    if given.is_empty() {
+        let mut ids: Vec<i64> = from.list()?.iter().map(|e| e.id).collect();
+        ids.sort_unstable();
+        return Ok(ids);
+    }
+    let mut ids = Vec::new();
+    for g in given {
+        let id = super::lookup::experiment_id(from, g)
+            .with_context(|| format!("FROM {}", from.path().display()))?;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    Ok(ids)
+}
+
+/// TO, opened for writing (created when missing); with `--dry-run` opened read-only when it
+/// exists, and not at all when it does not.
+fn open_target(to: &Path, dry_run: bool) -> anyhow::Result<Option<Store>> {
+    if !dry_run {
+        return Store::open(to).map(Some).context("TO");
+    }
+    if !to.exists() {
+        return Ok(None);
+    }
+    Store::open_read_only(to).map(Some).context("TO")
+}
+
+fn copy_one(
+    from: &Store,
+    to: Option<&mut Store>,
+    content: &Content,
+    known: &BTreeMap<Identity, i64>,
+    a: &CopyArgs,
+) -> anyhow::Result<Outcome> {
+    if let Some(why) = still_running(from, content)?
+        && !a.force
+    {
+        return Ok(Outcome::Running(why));
+    }
+    if let Some(&there) = known.get(&content.identity()) {
+        return Ok(Outcome::Present(there));
+    }
+    match to {
+        Some(to) if !a.dry_run => {
+            let id = to.write_content(content).with_context(|| {
+                format!(
+                    "copying {}#{} into {} (nothing of it was stored there)",
+                    a.from.display(),
+                    content.id,
+                    a.to.display()
+                )
+            })?;
+            Ok(Outcome::Copied(id))
+        }
+        _ => Ok(Outcome::WouldCopy),
+    }
+}
+
+/// Why the experiment may still be running in FROM (None: it is not).
+fn still_running(from: &Store, content: &Content) -> anyhow::Result<Option<String>> {
+    if content.status() != Status::Running {
+        return Ok(None);
+    }
+    let Some(owner) = from.owner(content.id)? else {
+        return Ok(Some(
+            "it is stored as running, by a process not recorded".into(),
+        ));
+    };
+    Ok(match crate::measure::process::liveness(&owner) {
+        Liveness::Dead(_) => None,
+        Liveness::Alive => Some(format!(
+            "it is still running in pid {} on {}",
+            owner.pid, owner.host
+        )),
+        Liveness::Unknown(why) => Some(format!("it may still be running ({why})")),
+    })
+}
+
+fn report(a: &CopyArgs, content: &Content, outcome: &Outcome, tally: &mut Tally) {
+    let (from, to) = (a.from.display(), a.to.display());
+    let source = format!("{from}#{}", content.id);
+    let name = content
+        .experiment_value("name")
+        .map(|v| match v {
+            crate::store::copy::Value::Text(t) => control(t).into_owned(),
+            other => format!("{other:?}"),
+        })
+        .unwrap_or_default();
+    let line = match outcome {
+        Outcome::Copied(id) => {
+            tally.copied += 1;
+            format!("{source} -> {to}#{id}  {name}")
+        }
+        Outcome::WouldCopy => {
+            tally.copied += 1;
+            format!("{source} -> {to} (dry run: not copied)  {name}")
+        }
+        Outcome::Present(id) => {
+            tally.present += 1;
+            format!(
+                "{source} skipped: already in {to} as #{id} (same creation time, name, command line, design and seed)  {name}"
+            )
+        }
+        Outcome::Running(why) => {
+            tally.running += 1;
+            format!(
+                "{source} not copied: {why}; copy it when it ends, or now with --force (the runs so far, as interrupted)  {name}"
+            )
+        }
+    };
+    stdout_line(&line);
+}
+
+fn summary(a: &CopyArgs, t: &Tally, signal: Option<i32>) {
+    let verb = if a.dry_run { "would copy" } else { "copied" };
+    let mut line = format!(
+        "{verb} {} experiment(s) from {} into {}; {} already there, {} still running",
+        t.copied,
+        a.from.display(),
+        a.to.display(),
+        t.present,
+        t.running
+    );
+    if let Some(sig) = signal {
+        line.push_str(&format!(
+            "; stopped by {} before the rest (every copied experiment is whole)",
+            signals::name(sig)
+        ));
+    }
+    stdout_line(&line);
+}
