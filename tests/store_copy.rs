@@ -185,6 +185,14 @@ fn every_kind_of_data_round_trips_and_a_second_copy_skips() {
         "{again}"
     );
     assert!(again.contains("copied 0 experiment(s)"), "{again}");
+    let dry = lab
+        .ok(&["store", "copy", "--dry-run", &a, &lab.p("d.db")])
+        .stdout;
+    assert!(
+        dry.contains(&format!("{a}#5 -> {} (dry run", lab.p("d.db"))),
+        "{dry}"
+    );
+    assert!(!lab.path("d.db").exists(), "a dry run made TO");
     assert_eq!(
         lab.ok(&["list", "--db", &b]).stdout.lines().count(),
         lab.ok(&["list", "--db", &c]).stdout.lines().count()
@@ -223,4 +231,11 @@ fn refusals_name_the_file() {
     assert!(out.stdout.contains("-> "), "{out}");
     let show = lab.ok(&["show", "1", "--db", &lab.p("y.db")]).stdout;
     assert!(show.contains("status interrupted"), "{show}");
+    // More runs in FROM since: the copy there is named, not duplicated.
+    let run = Run::ok(99, 0, vec![Metric::new("wall_ns", 1.0, "ns")]);
+    lab.store().commit_run(1, &run).unwrap();
+    let out = lab
+        .ok(&["store", "copy", "--force", &a, &lab.p("y.db")])
+        .stdout;
+    assert!(out.contains("changed since it was copied"), "{out}");
 }

@@ -54,7 +54,9 @@ pub fn run(args: StoreArgs) -> anyhow::Result<i32> {
 enum Outcome {
     Copied(i64),
     WouldCopy,
-    Present(i64),
+    /// Already in TO (its id there), and whether TO's copy has fewer or more rows than FROM's
+    /// experiment has now (it changed since: resumed, runs imported into it).
+    Present(i64, bool),
     Running(String),
 }
 
@@ -163,10 +165,12 @@ fn copy_one(
     {
         return Ok(Outcome::Running(why));
     }
-    if let Some(&there) = known.get(&content.identity()) {
-        return Ok(Outcome::Present(there));
-    }
     match to {
+        Some(to) if known.contains_key(&content.identity()) => {
+            let there = known[&content.identity()];
+            let changed = to.read_content(there)?.row_count() != content.row_count();
+            Ok(Outcome::Present(there, changed))
+        }
         Some(to) if !a.dry_run => {
             let id = to.write_content(content).with_context(|| {
                 format!(
@@ -203,38 +207,36 @@ fn still_running(from: &Store, content: &Content) -> anyhow::Result<Option<Strin
 }
 
 fn report(a: &CopyArgs, content: &Content, outcome: &Outcome, tally: &mut Tally) {
-    let (from, to) = (a.from.display(), a.to.display());
-    let source = format!("{from}#{}", content.id);
-    let name = content
-        .experiment_value("name")
-        .map(|v| match v {
-            crate::store::copy::Value::Text(t) => control(t).into_owned(),
-            other => format!("{other:?}"),
-        })
-        .unwrap_or_default();
-    let line = match outcome {
-        Outcome::Copied(id) => {
-            tally.copied += 1;
-            format!("{source} -> {to}#{id}  {name}")
-        }
-        Outcome::WouldCopy => {
-            tally.copied += 1;
-            format!("{source} -> {to} (dry run: not copied)  {name}")
-        }
-        Outcome::Present(id) => {
-            tally.present += 1;
-            format!(
-                "{source} skipped: already in {to} as #{id} (same creation time, name, command line, design and seed)  {name}"
-            )
-        }
-        Outcome::Running(why) => {
-            tally.running += 1;
-            format!(
-                "{source} not copied: {why}; copy it when it ends, or now with --force (the runs so far, as interrupted)  {name}"
-            )
-        }
+    match outcome {
+        Outcome::Copied(_) | Outcome::WouldCopy => tally.copied += 1,
+        Outcome::Present(..) => tally.present += 1,
+        Outcome::Running(_) => tally.running += 1,
+    }
+    let name = match content.experiment_value("name") {
+        Some(crate::store::copy::Value::Text(t)) => control(t).into_owned(),
+        _ => String::new(),
     };
-    stdout_line(&line);
+    let (source, to) = (
+        format!("{}#{}", a.from.display(), content.id),
+        a.to.display(),
+    );
+    let what = match outcome {
+        Outcome::Copied(id) => format!("-> {to}#{id}"),
+        Outcome::WouldCopy => format!("-> {to} (dry run: not copied)"),
+        Outcome::Present(id, false) => format!(
+            "skipped: already in {to} as #{id} (same creation time, name, command line, design \
+             and seed)"
+        ),
+        Outcome::Present(id, true) => format!(
+            "skipped: already in {to} as #{id}, but it changed since it was copied (delete \
+             #{id} there and copy again for the newer state)"
+        ),
+        Outcome::Running(why) => format!(
+            "not copied: {why}; copy it when it ends, or now with --force (the runs so far, \
+             stored as interrupted)"
+        ),
+    };
+    stdout_line(&format!("{source} {what}  {name}"));
 }
 
 fn summary(a: &CopyArgs, t: &Tally, signal: Option<i32>) {
