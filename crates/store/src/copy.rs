@@ -38,11 +38,34 @@ pub struct Content {
 }
 
 /// What identifies an experiment across stores: made when, of what kind, under what name, by
-/// which command line, with which design and seed. A copy keeps all of these.
+/// which command line, with which design and seed, on which host (the environment snapshot's
+/// `hostname`: the rest of the snapshot may grow while the experiment runs). A copy keeps all
+/// of these.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Identity(pub Vec<String>);
 
-const IDENTITY_COLUMNS: &[&str] = &["created", "kind", "name", "command_line", "design", "seed"];
+/// The experiment columns of an identity; the last, `environment`, reduced to its hostname.
+const IDENTITY_COLUMNS: &[&str] = &[
+    "created",
+    "kind",
+    "name",
+    "command_line",
+    "design",
+    "seed",
+    "environment",
+];
+
+impl Identity {
+    fn of(mut values: Vec<String>) -> Identity {
+        if let Some(env) = values.last_mut() {
+            let host = serde_json::from_str::<serde_json::Value>(env)
+                .ok()
+                .and_then(|e| e.get("hostname").map(|h| h.to_string()));
+            *env = host.unwrap_or_default();
+        }
+        Identity(values)
+    }
+}
 
 impl Value {
     fn from_sql(v: ValueRef) -> Value {
@@ -107,7 +130,7 @@ impl Content {
     }
 
     pub fn identity(&self) -> Identity {
-        Identity(
+        Identity::of(
             IDENTITY_COLUMNS
                 .iter()
                 .map(|c| {
@@ -192,7 +215,7 @@ impl Store {
             let values = (1..=IDENTITY_COLUMNS.len())
                 .map(|i| r.get_ref(i).map(|v| Value::from_sql(v).text()))
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok((Identity(values), r.get::<_, i64>(0)?))
+            Ok((Identity::of(values), r.get::<_, i64>(0)?))
         })?;
         let mut out = BTreeMap::new();
         for row in rows {

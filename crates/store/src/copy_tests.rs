@@ -143,3 +143,28 @@ fn a_running_experiment_is_stored_as_interrupted_and_a_missing_one_is_an_error()
     let e = a.read_content(99).unwrap_err().to_string();
     assert!(e.contains("no experiment 99"), "{e}");
 }
+
+#[test]
+fn identity_keeps_to_the_host_of_the_environment() {
+    let d = tempfile::tempdir().unwrap();
+    let mut a = Store::open(&d.path().join("a.db")).unwrap();
+    let id = sample(&mut a, "x");
+    let content = a.read_content(id).unwrap();
+    let with_env = |env: &str| {
+        let mut c = content.clone();
+        let rows = c
+            .tables
+            .iter_mut()
+            .find(|t| t.table == "experiment")
+            .unwrap();
+        let at = rows.column("environment").unwrap();
+        rows.rows[0][at] = Value::Text(env.into());
+        c.identity()
+    };
+    let here = with_env(r#"{"hostname":"a"}"#);
+    assert_eq!(
+        here,
+        with_env(r#"{"hostname":"a","sampled":{"during":"the runs"}}"#)
+    );
+    assert_ne!(here, with_env(r#"{"hostname":"b"}"#));
+}
