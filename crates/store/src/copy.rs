@@ -5,6 +5,8 @@
 //! reads and writes the same value.
 
 use super::Store;
+/// The tables a copy leaves behind, each with the reason (docs/store.md).
+pub use super::copy_tables::NOT_COPIED;
 use super::copy_tables::{Key, TABLES, TableSpec};
 use super::experiment_ids::NEXT_EXPERIMENT_ID;
 use abperf_model::Status;

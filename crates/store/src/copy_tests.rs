@@ -1,5 +1,4 @@
 use super::*;
-use crate::copy_tables::NOT_COPIED;
 use abperf_model::{Kind, Labels, Metric, NewExperiment, Run, RunStatus, Slot, Variant};
 
 fn run(variant: usize, seq: u32, wall: f64) -> Run {

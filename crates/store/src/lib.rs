@@ -7,7 +7,7 @@
 
 pub mod boots;
 pub mod copy;
-pub mod copy_tables;
+mod copy_tables;
 mod environment;
 mod experiment_ids;
 mod experiments;
