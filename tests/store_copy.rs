@@ -8,7 +8,7 @@ mod common;
 use abperf::micro::record::Record;
 use abperf::model::micro::{MicroRound, RoundProbe, rounds_to_runs};
 use abperf::model::{
-    BootConfig, BootPlan, Kind, Metric, NewExperiment, Run, Slot, Status, Variant,
+    BootConfig, BootPlan, Kind, Metric, MicroFinding, NewExperiment, Run, Slot, Status, Variant,
 };
 use common::{Lab, data};
 
@@ -40,7 +40,13 @@ fn micro(lab: &Lab) {
         runs: rounds_to_runs(&rounds, |_| 1, 1e9),
         variants: vec![Variant::named("syscall/a"), Variant::named("syscall/b")],
         rounds,
-        findings: Vec::new(),
+        findings: vec![MicroFinding {
+            bench: "syscall".into(),
+            key: "note".into(),
+            value: Some(1.5),
+            unit: "us".into(),
+            text: "a finding".into(),
+        }],
     }
     .save(&mut lab.store())
     .unwrap();
@@ -124,6 +130,12 @@ fn seeded() -> Lab {
     let lab = Lab::new();
     lab.ok(&["run", "-r", "3", "true", "sleep 0.001"]);
     lab.ok(&["import", "--format", "csv", &data("hosts/hosts.csv")]);
+    lab.ok(&[
+        "import",
+        "--format",
+        "hyperfine",
+        &data("hyperfine-two.json"),
+    ]);
     micro(&lab);
     lab.ok(&[
         "trace",
@@ -156,20 +168,36 @@ fn views(lab: &Lab, db: &str, id: &str) -> Vec<String> {
     ]
 }
 
+/// Every table an experiment can have rows in has rows in store A (so the round trip covers it).
+fn assert_every_table_filled(lab: &Lab) {
+    let store = lab.store();
+    let mut filled = std::collections::BTreeSet::new();
+    for e in store.list().unwrap() {
+        for t in store.read_content(e.id).unwrap().tables {
+            filled.insert(t.table);
+        }
+    }
+    let want = "boot boot_plan boot_run experiment import_run import_variant_summary metric \
+                metric_name micro_finding micro_round run run_label slot trace_bin trace_capture \
+                trace_table variant";
+    assert_eq!(filled.into_iter().collect::<Vec<_>>().join(" "), want);
+}
+
 #[test]
 fn every_kind_of_data_round_trips_and_a_second_copy_skips() {
     let lab = seeded();
+    assert_every_table_filled(&lab);
     let (a, b, c) = (lab.p("abperf.db"), lab.p("b.db"), lab.p("c.db"));
     // B has handed out id 1 already: the copies get 2.. there.
     lab.ok(&["run", "-r", "1", "true", "--db", &b]);
     lab.ok(&["delete", "1", "--db", &b]);
     let before = std::fs::read(&a).unwrap();
     let out = copy(&lab, &a, &b);
-    for i in 1..=5 {
+    for i in 1..=6 {
         assert!(out.contains(&format!("{a}#{i} -> {b}#{}", i + 1)), "{out}");
     }
     copy(&lab, &b, &c);
-    for i in 1..=5 {
+    for i in 1..=6 {
         let (x, y) = (
             views(&lab, &a, &i.to_string()),
             views(&lab, &c, &i.to_string()),
@@ -215,6 +243,21 @@ fn refusals_name_the_file() {
     let e = lab.run(&["store", "copy", &text, &lab.p("x.db")]).stderr;
     assert!(
         e.contains("t.txt is not an abperf (SQLite) database"),
+        "{e}"
+    );
+    let e = lab
+        .run(&["store", "copy", &lab.write("empty.db", ""), &lab.p("x.db")])
+        .stderr;
+    assert!(e.contains("empty.db is not an abperf store"), "{e}");
+    std::fs::copy(&a, lab.path("newer.db")).unwrap();
+    let newer = rusqlite::Connection::open(lab.path("newer.db")).unwrap();
+    newer.pragma_update(None, "user_version", 999).unwrap();
+    drop(newer);
+    let e = lab
+        .run(&["store", "copy", &lab.p("newer.db"), &lab.p("x.db")])
+        .stderr;
+    assert!(
+        e.contains("newer.db has schema version 999, newer than"),
         "{e}"
     );
     assert!(!lab.path("x.db").exists(), "TO made for nothing");
