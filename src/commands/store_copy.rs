@@ -58,6 +58,8 @@ enum Outcome {
     /// experiment has now (it changed since: resumed, runs imported into it).
     Present(i64, bool),
     Running(String),
+    /// A signal came while it was being written: nothing of it was stored.
+    Stopped,
 }
 
 #[derive(Default)]
@@ -85,6 +87,10 @@ fn copy(a: CopyArgs) -> anyhow::Result<i32> {
         }
         let content = from.read_content(id)?;
         let outcome = copy_one(&from, to.as_mut(), &content, &known, &a)?;
+        if let (Outcome::Stopped, Some(sig)) = (&outcome, signals::received()) {
+            summary(&a, &tally, Some(sig));
+            return Ok(128 + sig);
+        }
         report(&a, &content, &outcome, &mut tally);
     }
     summary(&a, &tally, None);
@@ -172,7 +178,8 @@ fn copy_one(
             Ok(Outcome::Present(there, changed))
         }
         Some(to) if !a.dry_run => {
-            let id = to.write_content(content).with_context(|| {
+            let stop = || signals::received().is_some();
+            let id = to.write_content(content, &stop).with_context(|| {
                 format!(
                     "copying {}#{} into {} (nothing of it was stored there)",
                     a.from.display(),
@@ -180,7 +187,7 @@ fn copy_one(
                     a.to.display()
                 )
             })?;
-            Ok(Outcome::Copied(id))
+            Ok(id.map_or(Outcome::Stopped, Outcome::Copied))
         }
         _ => Ok(Outcome::WouldCopy),
     }
@@ -209,6 +216,7 @@ fn still_running(from: &Store, content: &Content) -> anyhow::Result<Option<Strin
 fn report(a: &CopyArgs, content: &Content, outcome: &Outcome, tally: &mut Tally) {
     match outcome {
         Outcome::Copied(_) | Outcome::WouldCopy => tally.copied += 1,
+        Outcome::Stopped => {}
         Outcome::Present(..) => tally.present += 1,
         Outcome::Running(_) => tally.running += 1,
     }
@@ -231,6 +239,7 @@ fn report(a: &CopyArgs, content: &Content, outcome: &Outcome, tally: &mut Tally)
             "skipped: already in {to} as #{id}, but it changed since it was copied (delete \
              #{id} there and copy again for the newer state)"
         ),
+        Outcome::Stopped => "not copied: stopped by a signal".to_string(),
         Outcome::Running(why) => format!(
             "not copied: {why}; copy it when it ends, or now with --force (the runs so far, \
              stored as interrupted)"

@@ -229,14 +229,24 @@ impl Store {
 
     /// Store `content` as a new experiment, in one transaction; returns its id here. A
     /// `running` experiment is stored as `interrupted` (nothing runs the copy; `run --resume`
-    /// can continue it here).
-    pub fn write_content(&mut self, content: &Content) -> anyhow::Result<i64> {
+    /// can continue it here). `stop` is asked every few thousand rows: when it says yes, nothing
+    /// is stored and the result is `Ok(None)`.
+    pub fn write_content(
+        &mut self,
+        content: &Content,
+        stop: &dyn Fn() -> bool,
+    ) -> anyhow::Result<Option<i64>> {
         let tx = self.write_tx()?;
         let mut ids: BTreeMap<(Key, i64), i64> = BTreeMap::new();
+        let mut written = 0usize;
         for rows in &content.tables {
             let spec = super::copy_tables::spec(&rows.table)
                 .with_context(|| format!("table {} cannot be copied", rows.table))?;
             for row in &rows.rows {
+                written += 1;
+                if written.is_multiple_of(4096) && stop() {
+                    return Ok(None); // the transaction rolls back when dropped
+                }
                 write_row(&tx, spec, rows, row, &mut ids)
                     .with_context(|| format!("writing a row of table {}", rows.table))?;
             }
@@ -252,7 +262,7 @@ impl Store {
             )?;
         }
         tx.commit()?;
-        Ok(new_id)
+        Ok(Some(new_id))
     }
 }
 

@@ -119,7 +119,7 @@ fn content_round_trips_under_new_ids() {
     let id = sample(&mut a, "x");
     let content = a.read_content(id).unwrap();
     assert_eq!(content.table("run").unwrap().rows.len(), 2);
-    let copied = b.write_content(&content).unwrap();
+    let copied = b.write_content(&content, &|| false).unwrap().unwrap();
     assert_eq!(copied, 3);
     let back = b.read_content(copied).unwrap();
     assert_eq!(without_ids(&back), without_ids(&content));
@@ -137,7 +137,7 @@ fn a_running_experiment_is_stored_as_interrupted_and_a_missing_one_is_an_error()
     let id = sample(&mut a, "x");
     a.set_status(id, Status::Running).unwrap();
     let content = a.read_content(id).unwrap();
-    let copied = a.write_content(&content).unwrap();
+    let copied = a.write_content(&content, &|| false).unwrap().unwrap();
     assert_eq!(a.experiment(copied).unwrap().status, Status::Interrupted);
     let e = a.read_content(99).unwrap_err().to_string();
     assert!(e.contains("no experiment 99"), "{e}");
@@ -166,4 +166,33 @@ fn identity_keeps_to_the_host_of_the_environment() {
         with_env(r#"{"hostname":"a","sampled":{"during":"the runs"}}"#)
     );
     assert_ne!(here, with_env(r#"{"hostname":"b"}"#));
+}
+
+#[test]
+fn a_stopped_write_stores_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let mut a = Store::open(&d.path().join("a.db")).unwrap();
+    let id = sample(&mut a, "x");
+    let mut content = a.read_content(id).unwrap();
+    // Enough rows to be asked (bins of a table no capture has: only stop() ends it well).
+    let columns = [
+        "experiment_id",
+        "table_seq",
+        "grp",
+        "key",
+        "count",
+        "timed",
+        "sum_ticks",
+        "min_ticks",
+        "max_ticks",
+    ];
+    let mut row = vec![Value::Integer(id)];
+    row.extend((0..8).map(Value::Integer));
+    content.tables.push(Rows {
+        table: "trace_bin".into(),
+        columns: columns.iter().map(|c| c.to_string()).collect(),
+        rows: vec![row; 5000],
+    });
+    assert_eq!(a.write_content(&content, &|| true).unwrap(), None);
+    assert_eq!(a.list().unwrap().len(), 1);
 }
