@@ -135,6 +135,13 @@ fn by_host_shows_each_machine_alone() {
         line.contains("n=4+4 boots") && line.contains("Holm m=4"),
         "{line}"
     );
+    // The summary paragraph counts what the verdicts count: boots.
+    assert_eq!(a["unit"], "boot");
+    let text = lab.ok(&["compare", "1", "--by", "host"]).stdout;
+    assert!(
+        text.contains("boots per variant would resolve") && !text.contains("runs per variant"),
+        "{text}"
+    );
     // A named baseline is the baseline on every machine.
     let doc = lab
         .ok(&[

@@ -79,6 +79,7 @@ pub fn attach(r: &mut Report, settings: Option<&Settings>, metrics: &[String], t
             c.line = boot_wording(&c.line, c.n_baseline, c.n_variant);
         }
         a.tests_text = format!("on boot means (one value per boot): {}", a.tests_text);
+        a.unit = "boot".into();
         r.analysis = Some(a);
     }
     let baseline = settings.map(|s| s.baseline).unwrap_or(0);

@@ -67,12 +67,15 @@ struct Said<'a> {
     c: &'a Comparison,
     variant: String,
     baseline: String,
+    /// What the verdicts count: "run", "boot", "host" ([`Analysis::unit`]).
+    unit: &'a str,
 }
 
 impl<'a> Said<'a> {
-    fn new(a: &Analysis, c: &'a Comparison) -> Said<'a> {
+    fn new(a: &'a Analysis, c: &'a Comparison) -> Said<'a> {
         Said {
             c,
+            unit: &a.unit,
             variant: short_name(a, &c.variant, c),
             baseline: short_name(a, &c.baseline, c),
         }
@@ -209,7 +212,10 @@ impl<'a> Said<'a> {
             Verdict::Inconclusive => {
                 let more = match e.runs_needed_observed {
                     Some(n) if ((e.ratio - 1.0) * 100.0).abs() >= 0.005 => {
-                        format!("; about {n} runs per variant would resolve a change this size")
+                        format!(
+                            "; about {n} {}s per variant would resolve a change this size",
+                            self.unit
+                        )
                     }
                     _ => String::new(),
                 };
@@ -281,7 +287,7 @@ impl Group<'_> {
         }
     }
 
-    fn said<'b>(&'b self, a: &Analysis) -> Vec<Said<'b>> {
+    fn said<'b>(&'b self, a: &'b Analysis) -> Vec<Said<'b>> {
         self.comps.iter().map(|c| Said::new(a, c)).collect()
     }
 

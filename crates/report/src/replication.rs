@@ -79,6 +79,7 @@ fn top_level_analysis(r: &Report, s: &Settings, top: Level) -> Analysis {
             None => unit_wording(&c.line, c.n_baseline, c.n_variant, top.name()),
         };
     }
+    a.unit = top.name().to_string();
     let means = format!("on {} means (one value per {})", top.name(), top.name());
     a.tests_text = if blocked == 0 {
         format!("{means}: {}", a.tests_text)
