@@ -212,3 +212,68 @@ fn an_effect_every_host_shares_is_called() {
     );
     assert!(!out.contains("differs between hosts"), "{out}");
 }
+
+/// One machine's file at a time: a table without a host column (as `export --format csv` of a
+/// plain `abperf run` writes it) per host, and a hyperfine file, each labelled with `--host` and
+/// added to one experiment; the machines are then its top level, as with a host column.
+#[test]
+fn import_host_labels_each_machines_file() {
+    let lab = Lab::new();
+    for (i, (h, speed)) in [("zen4", 1000.0), ("skylake", 1400.0), ("arm", 2100.0)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut csv = String::from("variant,wall_ns [ns]\n");
+        for (v, f) in [("a", 1.0), ("b", 0.97)] {
+            for run in 0..6 {
+                csv += &format!("{v},{}\n", speed * f * (1.0 + 0.002 * (run % 3) as f64));
+            }
+        }
+        let file = lab.write(&format!("{h}.csv"), &csv);
+        let into: &[&str] = if i == 0 {
+            &["--new", "fleet"]
+        } else {
+            &["--experiment", "1"]
+        };
+        lab.ok(&[&["import", "--format", "csv", "--host", h, &file][..], into].concat());
+    }
+    let out = lab.ok(&["compare", "1"]).stdout;
+    assert!(out.contains("b is 3.00% faster than a"), "{out}");
+    assert!(out.contains("n=3 hosts"), "{out}");
+    let e = lab.fails(&["import", "--format", "csv", "--host", " ", "x.csv"], 2);
+    assert!(
+        e.stderr
+            .contains("--host: expected a name for the runs' host"),
+        "{e}"
+    );
+    // Any format: a hyperfine export labelled as two boots of one machine.
+    let hf = common::data("hyperfine-two.json");
+    lab.ok(&[
+        "import",
+        "--format",
+        "hyperfine",
+        "--new",
+        "hf",
+        "--boot",
+        "b1",
+        &hf,
+    ]);
+    lab.ok(&[
+        "import",
+        "--format",
+        "hyperfine",
+        "--experiment",
+        "2",
+        "--boot",
+        "b2",
+        &hf,
+    ]);
+    let doc = lab.ok(&["export", "2", "--format", "json"]).json();
+    let boots: Vec<&str> = doc["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["replication"]["boot"].as_str().unwrap())
+        .collect();
+    assert!(boots.contains(&"b1") && boots.contains(&"b2"), "{doc}");
+}

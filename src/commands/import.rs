@@ -36,6 +36,15 @@ pub struct ImportArgs {
     /// Put every run of a file into this variant (for files that hold one variant)
     #[arg(long, value_name = "NAME")]
     pub variant: Option<String>,
+    /// Label every run of these files that names no host with NAME: measurements from several
+    /// machines, imported one machine at a time into one experiment (--experiment), are then
+    /// judged with the machines as the top replication level (docs/statistics.md)
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+    /// Label every run of these files that names no boot with NAME (one file per boot, as
+    /// measured between reboots): the boots become a replication level
+    #[arg(long, value_name = "NAME")]
+    pub boot: Option<String>,
     /// Input format
     #[arg(long, value_enum)]
     pub format: Format,
@@ -94,8 +103,33 @@ fn read_input(p: &Path) -> anyhow::Result<String> {
     read_bounded(p, import::MAX_INPUT_BYTES)
 }
 
-/// Parse every file; apply `--variant`.
+/// `--host`/`--boot` checked: a name with something in it.
+fn label_flag(flag: &str, v: &Option<String>) -> anyhow::Result<Option<String>> {
+    match v {
+        Some(s) if s.trim().is_empty() => Err(usage(format!(
+            "{flag}: expected a name for the runs' {}, got an empty one",
+            &flag[2..]
+        ))),
+        _ => Ok(v.clone()),
+    }
+}
+
+/// `--host` and `--boot` given to every run of `imp` that names none of its own.
+fn label_runs(imp: &mut Imported, host: &Option<String>, boot: &Option<String>) {
+    for r in &mut imp.runs {
+        if r.labels.host.is_none() {
+            r.labels.host = host.clone();
+        }
+        if r.labels.boot.is_none() {
+            r.labels.boot = boot.clone();
+        }
+    }
+}
+
+/// Parse every file; apply `--variant`, `--host` and `--boot`.
 pub fn parse_files(args: &ImportArgs) -> anyhow::Result<Vec<Imported>> {
+    let host = label_flag("--host", &args.host)?;
+    let boot = label_flag("--boot", &args.boot)?;
     let mut all = Vec::new();
     for p in &args.files {
         let text = read_input(p)?;
@@ -118,6 +152,7 @@ pub fn parse_files(args: &ImportArgs) -> anyhow::Result<Vec<Imported>> {
             }
             imp.variants[0].name = name.clone();
         }
+        label_runs(&mut imp, &host, &boot);
         all.push(imp);
     }
     Ok(all)
