@@ -230,7 +230,7 @@ fn combine(
     for (h, w) in hosts.iter_mut().zip(&re.weights) {
         h.weight = *w;
     }
-    let mean_v = v.iter().sum::<f64>() / v.len() as f64;
+    let mean_v = mean(&v);
     let mut c = HostsComparison {
         baseline: na.to_string(),
         variant: nb.to_string(),

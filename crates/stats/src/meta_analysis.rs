@@ -22,6 +22,7 @@
 
 use super::StatsError;
 use super::dist::{chi2_sf, f_sf, t_ppf, t_two_sided_p};
+use abperf_model::describe::variance;
 use serde::Serialize;
 
 /// The combined estimate and its heterogeneity.
@@ -117,8 +118,7 @@ pub fn paule_mandel(y: &[f64], v: &[f64]) -> f64 {
     if generalised_q(y, v, 0.0).2 <= df {
         return 0.0;
     }
-    let ybar = y.iter().sum::<f64>() / y.len() as f64;
-    let (mut lo, mut hi) = (0.0, y.iter().map(|y| (y - ybar).powi(2)).sum::<f64>() / df);
+    let (mut lo, mut hi) = (0.0, variance(y));
     let mut t = 0.0;
     for _ in 0..200 {
         let (w, m, q) = generalised_q(y, v, t);

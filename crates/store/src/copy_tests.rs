@@ -1,27 +1,20 @@
 use super::*;
-use abperf_model::{Kind, Labels, Metric, NewExperiment, Run, RunStatus, Slot, Variant};
+use abperf_model::{Kind, Labels, Metric, NewExperiment, Run, Slot, Variant};
 
 fn run(variant: usize, seq: u32, wall: f64) -> Run {
+    let metrics = vec![
+        Metric::new("wall_ns", wall, "ns"),
+        Metric::new("x", 3.0, ""),
+    ];
     Run {
-        variant,
-        seq,
-        warmup: false,
-        block: 0,
-        status: RunStatus::Ok,
         exit_code: Some(0),
-        signal: None,
         started_ns: 1,
         ended_ns: 2,
-        metrics: vec![
-            Metric::new("wall_ns", wall, "ns"),
-            Metric::new("x", 3.0, ""),
-        ],
-        excluded: None,
-        source: None,
         labels: Labels {
             host: Some(format!("h{variant}")),
             ..Default::default()
         },
+        ..Run::ok(seq, variant, metrics)
     }
 }
 

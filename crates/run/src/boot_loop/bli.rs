@@ -279,12 +279,7 @@ mod tests {
         .unwrap();
     }
 
-    fn utf16(s: &str) -> Vec<u8> {
-        s.encode_utf16()
-            .chain([0])
-            .flat_map(|u| u.to_le_bytes())
-            .collect()
-    }
+    use super::super::efivar::utf16_string as utf16;
 
     #[test]
     fn the_loader_must_say_it_takes_one_shot_entries() {

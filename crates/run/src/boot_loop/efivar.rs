@@ -80,9 +80,7 @@ impl Efivars {
     pub fn write_string(&self, name: &str, value: &str) -> anyhow::Result<()> {
         let path = self.path(name);
         let mut buf = NV_BS_RT.to_le_bytes().to_vec();
-        for u in value.encode_utf16().chain([0]) {
-            buf.extend(u.to_le_bytes());
-        }
+        buf.extend(utf16_string(value));
         if path.exists() {
             clear_immutable(&path)?;
         }
@@ -120,6 +118,14 @@ impl Efivars {
             _ => Ok(()),
         }
     }
+}
+
+/// `s` as UTF-16LE with its NUL: how loader variables hold a string.
+pub fn utf16_string(s: &str) -> Vec<u8> {
+    s.encode_utf16()
+        .chain([0])
+        .flat_map(|u| u.to_le_bytes())
+        .collect()
 }
 
 /// NUL-separated UTF-16LE strings (a trailing NUL or none).
@@ -192,9 +198,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let v = Efivars::at(d.path());
         let mut entries = vec![6, 0, 0, 0];
-        for u in "a.conf\0abperf-1-0.conf\0".encode_utf16() {
-            entries.extend(u.to_le_bytes());
-        }
+        entries.extend(utf16_string("a.conf"));
+        entries.extend(utf16_string("abperf-1-0.conf"));
         std::fs::write(v.path("LoaderEntries"), entries).unwrap();
         assert_eq!(
             v.read_strings("LoaderEntries").unwrap(),
