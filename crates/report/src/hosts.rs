@@ -2,9 +2,7 @@
 //! host (`stats::hosts`), the per-host table (host, units, runs, change with its interval,
 //! weight) and the combined line (random-effects mean, its interval and p, tau, I^2, Cochran's
 //! Q, Welch's test of equal effects, the prediction interval for a new host), in text, Markdown
-//! and mail; the JSON holds the same in `analysis.comparisons[].details.hosts`. Also the wording
-//! of a verdict line judged host by host: its n counts hosts, and the units it asks for are
-//! hosts.
+//! and mail; the JSON holds the same in `analysis.comparisons[].details.hosts`.
 
 use super::Report;
 use super::fmt::{one_line, truncate, wrap};
@@ -13,21 +11,6 @@ use abperf_stats::compare::Comparison;
 use abperf_stats::host_effects::{HostEffect, HostsComparison};
 use abperf_stats::verdict::{fmt_p, fmt_pct, fmt_signed_pct, level_label};
 use std::fmt::Write;
-
-/// A verdict line judged host by host, in the words of its design: "n=4 hosts", "about 9 hosts
-/// to resolve", "at the observed SD of a host's effect of 0.80%".
-pub fn paired_wording(line: &str, hosts: usize) -> String {
-    line.replacen(
-        &format!("n={hosts}+{hosts}"),
-        &format!("n={hosts} hosts"),
-        1,
-    )
-    .replace(" runs per variant to resolve", " hosts to resolve")
-    .replace(
-        "at the observed CV of ",
-        "at the observed SD of a host's effect of ",
-    )
-}
 
 /// The comparisons of `r` judged host by host.
 fn blocked(r: &Report) -> impl Iterator<Item = (&Comparison, &HostsComparison)> {
@@ -190,24 +173,4 @@ pub fn mail(r: &Report, width: usize) -> Option<Vec<String>> {
         out.push(String::new());
     }
     (!out.is_empty()).then_some(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_line_judged_host_by_host_counts_hosts() {
-        let line = "Inconclusive: b vs a -1.48% (95% CI -4.83%..+1.99%, p=0.26, n=4+4, random \
-                    effects over hosts, HKSJ); about 19 runs per variant to resolve the observed \
-                    1.48% change";
-        assert_eq!(
-            paired_wording(line, 4),
-            "Inconclusive: b vs a -1.48% (95% CI -4.83%..+1.99%, p=0.26, n=4 hosts, random \
-             effects over hosts, HKSJ); about 19 hosts to resolve the observed 1.48% change"
-        );
-        let nd = "No significant difference: b vs a +0.01% (...); at the observed CV of 0.20% a \
-                  0.50% change would have been detected with 80% power";
-        assert!(paired_wording(nd, 3).contains("at the observed SD of a host's effect of 0.20%"));
-    }
 }

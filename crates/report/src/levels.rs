@@ -12,7 +12,7 @@ use super::fmt::{metric_scale, one_line};
 use super::section::Section;
 use abperf_stats::analysis::{Settings, analyse};
 use abperf_stats::levels::{self, Design, LevelComparison, Levels, Target};
-use abperf_stats::verdict::fmt_p;
+use abperf_stats::verdict::{Counted, fmt_p};
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -38,30 +38,6 @@ pub fn tcg_note(r: &mut Report) {
     }
 }
 
-/// A verdict line computed from boot means says so: its n counts boots, and the runs it asks for
-/// are boots.
-pub fn boot_wording(line: &str, n_baseline: usize, n_variant: usize) -> String {
-    unit_wording(line, n_baseline, n_variant, "boot")
-}
-
-/// A verdict line computed from the means of `unit`s (boot, host, invocation) says so: its n
-/// counts them, and the runs it asks for are of them.
-pub fn unit_wording(line: &str, n_baseline: usize, n_variant: usize, unit: &str) -> String {
-    let n = format!("n={n_baseline}+{n_variant}");
-    let mut s = line.replacen(&n, &format!("{n} {unit}s"), 1);
-    for (from, to) in [
-        (" runs per variant are needed", "s per variant are needed"),
-        (
-            " runs per variant would be needed",
-            "s per variant would be needed",
-        ),
-        (" runs per variant to resolve", "s per variant to resolve"),
-    ] {
-        s = s.replace(from, &format!(" {unit}{to}"));
-    }
-    s.replace("in every run (", &format!("in every {unit} ("))
-}
-
 /// Analyse a report whose data have boots: verdicts from boot means (with `settings`, when there
 /// is something to compare), and the two-level analysis of `metrics` with plan advice for
 /// `target`.
@@ -74,10 +50,9 @@ pub fn attach(r: &mut Report, settings: Option<&Settings>, metrics: &[String], t
     r.notes.extend(same);
     if let Some(s) = settings {
         let boot_means = r.data.boot_level();
-        let mut a = analyse(&boot_means, s);
-        for c in &mut a.comparisons {
-            c.line = boot_wording(&c.line, c.n_baseline, c.n_variant);
-        }
+        let mut s = s.clone();
+        s.options.counted = Counted::Means("boot");
+        let mut a = analyse(&boot_means, &s);
         a.tests_text = format!("on boot means (one value per boot): {}", a.tests_text);
         a.unit = "boot".into();
         r.analysis = Some(a);
@@ -436,29 +411,5 @@ mod tests {
         // Once only.
         tcg_note(&mut r);
         assert_eq!(r.notes.iter().filter(|n| *n == TCG_NOTE).count(), 1);
-    }
-
-    #[test]
-    fn wording_counts_boots() {
-        let l = "Inconclusive: B is 0.21% faster (95% CI -0.11%..+0.53%, p=0.18, n=8+8, Welch); \
-                 about 17 runs per variant are needed to resolve a 0.3% change";
-        assert_eq!(
-            boot_wording(l, 8, 8),
-            "Inconclusive: B is 0.21% faster (95% CI -0.11%..+0.53%, p=0.18, n=8+8 boots, \
-             Welch); about 17 boots per variant are needed to resolve a 0.3% change"
-        );
-        // The INCONCLUSIVE and description-only forms of the line.
-        let l = "INCONCLUSIVE: b vs a +67.48% (n=2+2); about 300 runs per variant to resolve the \
-                 observed change; more than 100000 runs per variant to resolve a 0.5% change";
-        let w = boot_wording(l, 2, 2);
-        assert!(!w.contains("runs per variant"), "{w}");
-        assert!(
-            w.contains("n=2+2 boots); about 300 boots per variant to resolve"),
-            "{w}"
-        );
-        assert!(
-            w.contains("more than 100000 boots per variant to resolve"),
-            "{w}"
-        );
     }
 }

@@ -7,12 +7,13 @@
 
 use super::Report;
 use super::fmt::{metric_scale, one_line};
-use super::levels::{comparisons, unit_wording};
+use super::levels::comparisons;
 use super::section::Section;
 use abperf_model::Level;
 use abperf_stats::analysis::{Analysis, Settings, analyse};
 use abperf_stats::levels::Target;
 use abperf_stats::replicated::{self, LevelsPlan, Replicated};
+use abperf_stats::verdict::Counted;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -64,21 +65,18 @@ pub fn attach(
 /// all ran both variants judged host by host (`stats::hosts`), the others (and other levels) on
 /// the top level's unit means.
 fn top_level_analysis(r: &Report, s: &Settings, top: Level) -> Analysis {
+    let mut s = s.clone();
+    s.options.counted = Counted::Means(top.name());
     let mut a = if top == Level::Host {
-        abperf_stats::hosts::analyse(&r.data, s)
+        abperf_stats::hosts::analyse(&r.data, &s)
     } else {
-        analyse(&r.data.level_means(top), s)
+        analyse(&r.data.level_means(top), &s)
     };
-    let mut blocked = 0;
-    for c in &mut a.comparisons {
-        c.line = match &c.details.hosts {
-            Some(h) => {
-                blocked += 1;
-                super::hosts::paired_wording(&c.line, h.combined.k)
-            }
-            None => unit_wording(&c.line, c.n_baseline, c.n_variant, top.name()),
-        };
-    }
+    let blocked = a
+        .comparisons
+        .iter()
+        .filter(|c| c.details.hosts.is_some())
+        .count();
     a.unit = top.name().to_string();
     let means = format!("on {} means (one value per {})", top.name(), top.name());
     a.tests_text = if blocked == 0 {

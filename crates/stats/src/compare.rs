@@ -13,7 +13,7 @@ use super::power::{MIN_RUNS, detectable_effect, runs_needed_cv};
 use super::rank::{self, HodgesLehmann, MannWhitney};
 use super::trimmed;
 use super::variance::{BrownForsythe, brown_forsythe};
-use super::verdict::{Evidence, Verdict, fmt_effect, fmt_p, fmt_signed_pct, fmt_times};
+use super::verdict::{Counted, Evidence, Verdict, fmt_effect, fmt_p, fmt_signed_pct, fmt_times};
 use super::welch::{self, RatioCi, Welch};
 use super::{StatsError, check_finite};
 use abperf_model::describe::{Description, describe, variance};
@@ -49,6 +49,9 @@ pub struct Options {
     /// a sequential experiment is judged with the test its stopping rule used.
     #[serde(default)]
     pub welch_only: bool,
+    /// What the values compared are (runs, or a level's unit means), for the lines' words.
+    #[serde(skip)]
+    pub counted: Counted,
 }
 
 impl Default for Options {
@@ -64,6 +67,7 @@ impl Default for Options {
             count: false,
             outlier_recheck: true,
             welch_only: false,
+            counted: Counted::Runs,
         }
     }
 }
@@ -460,6 +464,7 @@ impl<'a> Judging<'a> {
             ci95: None,
             ci90: None,
             ratio_unbounded: false,
+            counted: opts.counted.clone(),
             p: None,
             correction: String::new(),
             n_baseline: a.len(),
@@ -494,15 +499,17 @@ impl<'a> Judging<'a> {
             return false;
         }
         let runs = c.evidence.runs_needed;
+        let counted = &opts.counted;
         c.line = format!(
-            "Description only: {} vs {} {} (n={}+{}); at least {MIN_RUNS} runs per variant are needed for a test{}",
+            "Description only: {} vs {} {} ({}); at least {} are needed for a test{}",
             self.var.name,
             self.base.name,
             fmt_signed_pct(c.change_pct),
-            a.len(),
-            b.len(),
+            counted.n(a.len(), b.len()),
+            counted.per_variant(MIN_RUNS),
             runs.map(|r| format!(
-                ", about {r} runs per variant to resolve a {} change",
+                ", about {} to resolve a {} change",
+                counted.per_variant(r),
                 fmt_effect(opts.effect_pct)
             ))
             .unwrap_or_default()
@@ -525,31 +532,31 @@ impl<'a> Judging<'a> {
 
     /// Zero variance in both samples: nothing to test (true), and the line says what was seen.
     fn zero_variance(&mut self) -> bool {
-        let (a, b, unit, c) = (self.base.values, self.var.values, self.unit, &mut self.c);
+        let (unit, c) = (self.unit, &mut self.c);
         let (da, db) = (&c.details.baseline, &c.details.variant);
         if !(da.sd == 0.0 && db.sd == 0.0) {
             return false;
         }
+        let counted = &self.opts.counted;
+        let n = counted.n(self.base.values.len(), self.var.values.len());
         if da.mean == db.mean {
             c.verdict = Verdict::NoDifference;
             c.line = format!(
-                "No difference: {} and {} gave the same value ({}) in every run (n={}+{})",
+                "No difference: {} and {} gave the same value ({}) in every {} ({n})",
                 self.var.name,
                 self.base.name,
                 da.mean * unit,
-                a.len(),
-                b.len()
+                counted.one()
             );
         } else {
             c.line = format!(
-                "Inconclusive: every run of {} gave {} and every run of {} gave {} ({}); with zero variance no test applies (n={}+{})",
+                "Inconclusive: every {one} of {} gave {} and every {one} of {} gave {} ({}); with zero variance no test applies ({n})",
                 self.base.name,
                 da.mean * unit,
                 self.var.name,
                 db.mean * unit,
                 fmt_signed_pct(c.change_pct),
-                a.len(),
-                b.len()
+                one = counted.one()
             );
         }
         c.notes
@@ -1108,6 +1115,24 @@ mod tests {
         assert_eq!(c.verdict, Verdict::Inconclusive);
         assert!(c.line.starts_with("Description only: B vs A"), "{}", c.line);
         assert!(c.p_welch.is_none());
+        // The same on boot means says what its n counts.
+        let boots = Options {
+            counted: Counted::Means("boot"),
+            ..o.clone()
+        };
+        let b = compare(
+            "t",
+            Sample::new("A", &[1.0, 2.0, 3.0]),
+            Sample::new("B", &[1.0, 2.0, 3.5, 4.0]),
+            &boots,
+        )
+        .unwrap();
+        assert!(
+            b.line
+                .contains("(n=3+4 boots); at least 4 boots per variant are needed"),
+            "{}",
+            b.line
+        );
         // Identical constant samples.
         let c = compare(
             "t",

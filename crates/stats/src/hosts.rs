@@ -47,6 +47,7 @@ pub fn judge(c: &mut Comparison, h: HostsComparison) {
     ev.ci90 = Some((re.ci_equivalence[0].exp(), re.ci_equivalence[1].exp()));
     ev.p = Some(re.p);
     ev.method = METHOD.into();
+    ev.counted = super::verdict::Counted::HostEffects;
     (ev.n_baseline, ev.n_variant) = (re.k, re.k);
     ev.cv_pct = Some(sd);
     ev.detectable_pct = super::power::detectable_paired(re.k, alpha, power).map(|d| d * sd);
@@ -97,7 +98,11 @@ mod tests {
         let c = &a.comparisons[0];
         assert_eq!(c.primary, "hosts");
         assert_eq!(c.verdict, crate::verdict::Verdict::Faster, "{}", c.line);
-        assert!(c.line.contains(&format!("n=3+3, {METHOD})")), "{}", c.line);
+        assert!(
+            c.line.contains(&format!("n=3 hosts, {METHOD})")),
+            "{}",
+            c.line
+        );
         let h = c.details.hosts.as_ref().unwrap();
         assert_eq!(h.hosts.len(), 3);
         assert!(!h.heterogeneous);

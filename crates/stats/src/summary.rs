@@ -111,6 +111,7 @@ pub fn compare_summary(
         ci95: None,
         ci90: None,
         ratio_unbounded: false,
+        counted: Default::default(),
         p: None,
         correction: String::new(),
         n_baseline: a.n,

@@ -92,6 +92,56 @@ pub fn level_label(level: f64) -> String {
     format!("{}%", pct.trim_end_matches('0').trim_end_matches('.'))
 }
 
+/// What a comparison's observations are, in its words: "n=8+8 boots", "about 17 boots per
+/// variant to resolve ...".
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Counted {
+    /// Runs (the default).
+    #[default]
+    Runs,
+    /// The means of one replication level's units: "boot", "host", "invocation".
+    Means(&'static str),
+    /// Hosts as blocks: one effect per host, the pairs counted once.
+    HostEffects,
+}
+
+impl Counted {
+    /// "n=8+8", "n=8+8 boots", "n=4 hosts".
+    pub fn n(&self, baseline: usize, variant: usize) -> String {
+        match self {
+            Counted::Runs => format!("n={baseline}+{variant}"),
+            Counted::Means(u) => format!("n={baseline}+{variant} {u}s"),
+            Counted::HostEffects => format!("n={baseline} hosts"),
+        }
+    }
+
+    /// "17 runs per variant", "17 boots per variant", "17 hosts".
+    pub fn per_variant(&self, n: impl std::fmt::Display) -> String {
+        match self {
+            Counted::Runs => format!("{n} runs per variant"),
+            Counted::Means(u) => format!("{n} {u}s per variant"),
+            Counted::HostEffects => format!("{n} hosts"),
+        }
+    }
+
+    /// One observation: "run", "boot", "host".
+    pub fn one(&self) -> &'static str {
+        match self {
+            Counted::Runs => "run",
+            Counted::Means(u) => u,
+            Counted::HostEffects => "host",
+        }
+    }
+
+    /// What the spread the power figures rest on is called.
+    fn spread(&self) -> &'static str {
+        match self {
+            Counted::HostEffects => "SD of a host's effect",
+            _ => "CV",
+        }
+    }
+}
+
 /// Everything the verdict and its sentence depend on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evidence {
@@ -131,6 +181,10 @@ pub struct Evidence {
     pub runs_needed: Option<usize>,
     /// Runs per variant needed to resolve the change observed (at the observed CV).
     pub runs_needed_observed: Option<usize>,
+    /// What n and the runs needed count (`analysis.unit` in JSON says it for the whole
+    /// analysis).
+    #[serde(skip)]
+    pub counted: Counted,
 }
 
 /// "2.35x", "14.3x", "312x": a ratio of 2 or more, with 3 significant digits up to 1000.
@@ -280,7 +334,7 @@ impl Evidence {
     /// The paste-ready sentence for `verdict`.
     pub fn line(&self, verdict: Verdict) -> String {
         let (b, a) = (&self.variant, &self.baseline);
-        let n = format!("n={}+{}", self.n_baseline, self.n_variant);
+        let n = self.counted.n(self.n_baseline, self.n_variant);
         let tail = format!("{}, {n}, {}", self.p_text(), self.method);
         match verdict {
             Verdict::Faster | Verdict::Slower => {
@@ -299,7 +353,8 @@ impl Evidence {
                 let mut s = format!("No significant difference: {b} vs {a} {change} ({ci}{tail})");
                 if let (Some(cv), Some(det)) = (self.cv_pct, self.detectable_pct) {
                     s += &format!(
-                        "; at the observed CV of {} a {} change would have been detected with {:.0}% power",
+                        "; at the observed {} of {} a {} change would have been detected with {:.0}% power",
+                        self.counted.spread(),
                         fmt_pct(cv),
                         fmt_pct(det),
                         self.power * 100.0
@@ -316,10 +371,10 @@ impl Evidence {
                 let eff = fmt_effect(self.effect_pct);
                 let observed = ((self.ratio - 1.0) * 100.0).abs();
                 let needed = |n: Option<usize>, what: &str| match n {
-                    Some(r) => format!("about {r} runs per variant to resolve {what}"),
+                    Some(r) => format!("about {} to resolve {what}", self.counted.per_variant(r)),
                     None => format!(
-                        "more than {} runs per variant to resolve {what}",
-                        super::power::MAX_RUNS
+                        "more than {} to resolve {what}",
+                        self.counted.per_variant(super::power::MAX_RUNS)
                     ),
                 };
                 if self.cv_pct.is_some() {
@@ -380,6 +435,43 @@ mod tests {
         assert_eq!(e.decide(), Verdict::Inconclusive);
     }
 
+    #[test]
+    fn lines_count_what_was_compared() {
+        let mut e = ev(0.9979, (0.9947, 1.0011), (0.9952, 1.0006), 0.18);
+        (
+            e.n_baseline,
+            e.n_variant,
+            e.runs_needed,
+            e.runs_needed_observed,
+        ) = (8, 8, Some(17), Some(300));
+        e.counted = Counted::Means("boot");
+        let l = e.line(Verdict::Inconclusive);
+        assert!(l.contains(", n=8+8 boots, Welch)"), "{l}");
+        assert!(
+            l.contains("about 300 boots per variant to resolve the observed"),
+            "{l}"
+        );
+        assert!(!l.contains("runs per variant"), "{l}");
+        e.runs_needed = None;
+        let l = e.line(Verdict::Inconclusive);
+        let most = super::super::power::MAX_RUNS;
+        assert!(
+            l.contains(&format!("more than {most} boots per variant to resolve a")),
+            "{l}"
+        );
+        // Hosts as blocks: the pairs counted once, the units asked for are hosts.
+        (e.n_baseline, e.n_variant, e.counted) = (4, 4, Counted::HostEffects);
+        let l = e.line(Verdict::Inconclusive);
+        assert!(l.contains(", n=4 hosts, Welch)"), "{l}");
+        assert!(l.contains("about 300 hosts to resolve the observed"), "{l}");
+        e.detectable_pct = Some(0.5);
+        let l = e.line(Verdict::NoDifference);
+        assert!(
+            l.contains("at the observed SD of a host's effect of "),
+            "{l}"
+        );
+    }
+
     fn ev(ratio: f64, ci95: (f64, f64), ci90: (f64, f64), p: f64) -> Evidence {
         Evidence {
             baseline: "A".into(),
@@ -388,6 +480,7 @@ mod tests {
             ci95: Some(ci95),
             ci90: Some(ci90),
             ratio_unbounded: false,
+            counted: Counted::Runs,
             p: Some(p),
             correction: String::new(),
             n_baseline: 12,
