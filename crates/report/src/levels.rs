@@ -54,7 +54,6 @@ pub fn attach(r: &mut Report, settings: Option<&Settings>, metrics: &[String], t
         s.options.counted = Counted::Means("boot");
         let mut a = analyse(&boot_means, &s);
         a.tests_text = format!("on boot means (one value per boot): {}", a.tests_text);
-        a.unit = "boot".into();
         r.analysis = Some(a);
     }
     let baseline = settings.map(|s| s.baseline).unwrap_or(0);

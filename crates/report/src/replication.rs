@@ -77,7 +77,6 @@ fn top_level_analysis(r: &Report, s: &Settings, top: Level) -> Analysis {
         .iter()
         .filter(|c| c.details.hosts.is_some())
         .count();
-    a.unit = top.name().to_string();
     let means = format!("on {} means (one value per {})", top.name(), top.name());
     a.tests_text = if blocked == 0 {
         format!("{means}: {}", a.tests_text)

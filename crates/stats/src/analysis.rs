@@ -88,8 +88,9 @@ pub struct Analysis {
     pub tests: Vec<Test>,
     /// The tests run, in words, for method lines and footers.
     pub tests_text: String,
-    /// What one observation of the verdicts is: "run", or the level whose unit means (or, for
-    /// hosts as blocks, whose per-host effects) they were judged on: "invocation", "boot", "host".
+    /// What one observation of the verdicts is (`options.counted`, for JSON): "run", or the
+    /// level whose unit means (or, for hosts as blocks, whose per-host effects) they were judged
+    /// on: "invocation", "boot", "host".
     pub unit: String,
     pub options: Options,
     pub without_outliers: bool,
@@ -399,7 +400,7 @@ pub fn analyse_with(
         families: sizes,
         tests: s.tests.clone(),
         tests_text: tests_text(&s.options),
-        unit: "run".into(),
+        unit: s.options.counted.one().into(),
         options: s.options.clone(),
         without_outliers: s.without_outliers,
     }
