@@ -82,22 +82,31 @@ fn once(into: &mut Vec<Skip>, more: Vec<Skip>) {
     }
 }
 
-/// The invocations' values of one finding as one: their median, the first one's text.
+/// The invocations' values of one finding as one: the invocation holding the median (the lower
+/// of the middle two for an even count), its value and its own text, so that the words ("knee
+/// after 32 pages") and the value a plot or a ceiling reads agree; every value listed after it.
 fn finding(mut g: Vec<Finding>, n: usize) -> Finding {
     if g.len() == 1 && n == 1 {
         return g.remove(0);
     }
-    let values: Vec<f64> = g.iter().filter_map(|f| f.value).collect();
-    let mut f = g.remove(0);
-    if values.is_empty() {
-        return f;
+    let mut valued: Vec<(f64, usize)> = g
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| Some((f.value?, i)))
+        .collect();
+    if valued.is_empty() {
+        return g.remove(0);
     }
-    f.value = Some(super::harness::median(&values));
-    let listed: Vec<String> = values.iter().map(|v| format!("{v:.4}")).collect();
+    let listed: Vec<String> = valued.iter().map(|(v, _)| format!("{v:.4}")).collect();
+    valued.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mid = (valued.len() - 1) / 2;
+    let lower = valued.len().is_multiple_of(2) && valued[mid].0 != valued[mid + 1].0;
+    let mut f = g.swap_remove(valued[mid].1);
     f.text = format!(
-        "{} [median of {} invocations: {}]",
+        "{} [median of {} invocations{}: {}]",
         f.text,
-        values.len(),
+        valued.len(),
+        if lower { " (the lower middle one)" } else { "" },
         listed.join(", ")
     );
     f
@@ -201,6 +210,23 @@ mod tests {
         assert_eq!(m.findings.len(), 1);
         assert_eq!(m.findings[0].value, Some(20.0));
         assert!(m.findings[0].text.contains("median of 3 invocations"));
+        // Four invocations, the middle two apart: the lower one's value and its own words.
+        let reports: Vec<SuiteReport> = [33.0, 32.0, 34.0, 32.0]
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                let mut r = report(i as u32, v);
+                r.findings[0].text = format!("knee after {v} pages");
+                r
+            })
+            .collect();
+        let f = &merge(reports, 1.0).unwrap().findings[0];
+        assert_eq!(f.value, Some(32.0));
+        assert_eq!(
+            f.text,
+            "knee after 32 pages [median of 4 invocations (the lower middle one): 33.0000, \
+             32.0000, 34.0000, 32.0000]"
+        );
         assert_eq!(m.notes.iter().filter(|n| *n == "n").count(), 1);
         assert!(m.notes.last().unwrap().contains("3 invocations"));
         assert_eq!(m.adds_per_cycle.min, 2.0);
