@@ -45,6 +45,67 @@ fn sqlite_to_postgres_to_sqlite_loses_nothing() {
         again.contains(&format!("skipped: already in {dsn} as #3")),
         "{again}"
     );
+    // PostgreSQL to PostgreSQL, after a dry run that makes nothing there.
+    let other = pg.create_db("other");
+    let dry = lab.ok(&["store", "copy", "--dry-run", &dsn, &other]).stdout;
+    assert!(
+        dry.contains(&format!("{dsn}#6 -> {other} (dry run")),
+        "{dry}"
+    );
+    assert_eq!(
+        pg.psql("other", "SELECT to_regclass('experiment') IS NULL"),
+        "t"
+    );
+    lab.ok(&["store", "copy", &dsn, &other]);
+    for i in 1..=6 {
+        assert_eq!(
+            content(&other, i),
+            content(&a, i),
+            "experiment {i} copied within the server"
+        );
+    }
+}
+
+#[test]
+fn an_older_postgres_schema_gains_what_it_lacks_and_a_newer_one_is_refused() {
+    let Some(pg) = Server::start() else { return };
+    let lab = Lab::new();
+    lab.ok(&[
+        "import",
+        "--format",
+        "csv",
+        &common::data("hosts/hosts.csv"),
+    ]);
+    let dsn = pg.create_db("abperf");
+    lab.ok(&["list", "--db", &dsn]);
+    let version = pg.psql("abperf", "SELECT version FROM abperf_schema");
+    // As an older abperf would have left it: no run_label.host, no micro_finding.
+    pg.psql(
+        "abperf",
+        "ALTER TABLE run_label DROP COLUMN host; DROP TABLE micro_finding; \
+         UPDATE abperf_schema SET version = 3",
+    );
+    lab.ok(&["store", "copy", &lab.p("abperf.db"), &dsn]);
+    assert_eq!(
+        pg.psql("abperf", "SELECT version FROM abperf_schema"),
+        version
+    );
+    let hosts = pg.psql("abperf", "SELECT count(DISTINCT host) FROM run_label");
+    assert_ne!(hosts, "0", "run_label.host came back empty");
+    assert_eq!(
+        pg.psql("abperf", "SELECT to_regclass('micro_finding') IS NULL"),
+        "f"
+    );
+    assert_eq!(content(&dsn, 1), content(&lab.p("abperf.db"), 1));
+    pg.psql("abperf", "UPDATE abperf_schema SET version = 999");
+    for args in [
+        vec!["list", "--db", &dsn],
+        vec!["store", "copy", &lab.p("abperf.db"), &dsn],
+    ] {
+        lab.fails(&args, 1).err_has(&format!(
+            "the PostgreSQL store {dsn} has schema version 999, newer than this abperf's"
+        ));
+    }
 }
 
 /// The experiment of `lab` with its run values and a micro finding set to edge values.

@@ -170,6 +170,30 @@ impl Server {
         self.dsn(name)
     }
 
+    /// What `psql` prints for `sql` in database `db` (unaligned, tuples only).
+    pub fn psql(&self, db: &str, sql: &str) -> String {
+        let mut c = Command::new(self.bin.join("psql"));
+        c.args([
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-d",
+            &self.dsn(db),
+            "-c",
+            sql,
+        ]);
+        let o = c.output().expect("psql runs");
+        assert!(
+            o.status.success(),
+            "psql {sql}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+
     /// Where the server keeps its files (removed when it is dropped).
     pub fn dir(&self) -> &Path {
         self.dir.path()
