@@ -2,10 +2,16 @@
 //! `metric.value`) as PostgreSQL NUMERIC text: an Integer as its decimal digits, a Real as a
 //! plain decimal that always has a '.' (or NaN, Infinity, -Infinity). Read back, text with a
 //! '.' (or NaN/Infinity) is a Real and any other an Integer, so the value and its type survive.
+//! NUMERIC has no negative zero, but it keeps the number of digits written after the point:
+//! -0.0 is written `0.00`, which no other value is written as (the shortest digits never end in
+//! a 0 after the point, and 0.0 is `0.0`).
 
 use crate::copy::Value;
 
-/// The NUMERIC text of `v`; an error for what NUMERIC cannot hold (text, bytes, -0.0).
+/// The text standing for -0.0.
+const NEGATIVE_ZERO: &str = "0.00";
+
+/// The NUMERIC text of `v`; an error for what NUMERIC cannot hold (text, bytes).
 pub fn encode(v: &Value) -> Result<Option<String>, String> {
     match v {
         Value::Null => Ok(None),
@@ -24,7 +30,7 @@ fn real(f: f64) -> Result<String, String> {
         return Ok(if f > 0.0 { "Infinity" } else { "-Infinity" }.into());
     }
     if f == 0.0 && f.is_sign_negative() {
-        return Err("-0.0 has no NUMERIC form (NUMERIC has no negative zero)".into());
+        return Ok(NEGATIVE_ZERO.into());
     }
     // Display writes the shortest digits that read back to the same f64, never an exponent.
     let mut text = f.to_string();
@@ -36,6 +42,9 @@ fn real(f: f64) -> Result<String, String> {
 
 /// The value NUMERIC text `text` stands for.
 pub fn decode(text: &str) -> Result<Value, String> {
+    if text == NEGATIVE_ZERO {
+        return Ok(Value::Real(-0.0));
+    }
     let special = matches!(text, "NaN" | "Infinity" | "-Infinity");
     if special || text.contains('.') {
         return text
@@ -63,6 +72,9 @@ mod tests {
             Value::Integer(i64::MAX),
             Value::Integer(0),
             Value::Real(0.1),
+            Value::Real(0.0),
+            Value::Real(-0.0),
+            Value::Real(0.01),
             Value::Real(1e300),
             Value::Real(5e-324),
             Value::Real(-1.5e-7),
@@ -80,12 +92,8 @@ mod tests {
     }
 
     #[test]
-    fn what_numeric_cannot_hold_is_refused() {
-        assert!(
-            encode(&Value::Real(-0.0))
-                .unwrap_err()
-                .contains("negative zero")
-        );
+    fn what_numeric_cannot_hold_is_refused_and_other_numbers_are_not_read() {
+        assert_eq!(encode(&Value::Real(-0.0)).unwrap().unwrap(), "0.00");
         assert!(encode(&Value::Text("x".into())).is_err());
         assert!(
             decode("99999999999999999999")
