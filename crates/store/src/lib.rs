@@ -1,4 +1,6 @@
 //! The SQLite store: experiment -> variants -> runs -> metrics. The only module that speaks SQL.
+//! A PostgreSQL database can hold copies of experiments and be read (`postgres`); a command that
+//! writes refuses one.
 //!
 //! Every run is committed in its own transaction the moment it ends (`Store::commit_run`), in WAL
 //! mode, so a crash or `kill -9` of abperf loses at most the run in flight. The WAL is fsynced at
