@@ -2,7 +2,7 @@
 //! one interface (the identities of what it holds, an experiment's content, a new experiment).
 
 use super::copy::{Content, Identity};
-use super::postgres::Pg;
+use super::postgres::{Pg, Schema};
 use super::{Store, names_a_server};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,7 +21,8 @@ impl Target {
     /// existing one is opened read-only, a server's database is only read.
     pub fn open(path: &Path, dry_run: bool) -> anyhow::Result<Option<Target>> {
         if let Some(dsn) = path.to_str().filter(|_| names_a_server(path)) {
-            return Ok(Some(Target(Inner::Server(Pg::open(dsn, !dry_run)?))));
+            let schema = if dry_run { Schema::Keep } else { Schema::Make };
+            return Ok(Some(Target(Inner::Server(Pg::open(dsn, schema)?))));
         }
         let store = match (dry_run, path.exists()) {
             (false, _) => Store::open(path)?,

@@ -28,22 +28,39 @@ pub struct Pg {
     /// The DSN with its password hidden, for messages.
     shown: String,
     tables: Vec<Table>,
-    /// Whether the database holds abperf's schema (only a dry run opens one that does not).
+    /// Whether the database holds abperf's schema (else it reads as empty).
     has_schema: bool,
 }
 
+/// What opening a PostgreSQL store may change in its schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Schema {
+    /// Make it, or bring it up to date (a copy into the store).
+    Make,
+    /// Bring an older one up to date, as a reading command migrates an SQLite store; make none
+    /// where there is none (the store then reads as empty).
+    Upgrade,
+    /// Change nothing (a dry run).
+    Keep,
+}
+
 impl Pg {
-    /// Connect to `dsn`; with `create`, make abperf's schema there or bring it up to date, else
-    /// leave the database as it is (a dry run). A schema of a newer abperf is refused.
-    pub fn open(dsn: &str, create: bool) -> anyhow::Result<Pg> {
+    /// Connect to `dsn`, and make or upgrade abperf's schema there as `schema` allows. A schema
+    /// of a newer abperf is refused.
+    pub fn open(dsn: &str, schema: Schema) -> anyhow::Result<Pg> {
         let shown = redacted(dsn);
         let mut client = dsn::connect(dsn)?;
-        if create {
-            schema::ensure(&mut client, &shown)?;
-        }
-        let version = schema::version(&mut client)
-            .with_context(|| format!("reading the schema version of {shown}"))?;
+        let read = |client: &mut postgres::Client| {
+            schema::version(client)
+                .with_context(|| format!("reading the schema version of {shown}"))
+        };
+        let mut version = read(&mut client)?;
         schema::check_not_newer(version, &shown)?;
+        let older = version.is_some_and(|v| v < crate::current_version());
+        if schema == Schema::Make || (schema == Schema::Upgrade && older) {
+            schema::ensure(&mut client, &shown)?;
+            version = read(&mut client)?;
+        }
         Ok(Pg {
             client,
             shown,
