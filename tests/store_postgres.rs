@@ -223,6 +223,11 @@ fn edge_values_keep_value_and_type_and_what_does_not_fit_stores_nothing() {
         1,
         "a refused experiment was stored"
     );
+    // A database that is not there, on a server that is.
+    let nope = pg.dsn("nope");
+    let out = lab.fails(&["list", "--db", &nope], 1);
+    out.err_has(&format!("cannot connect to the PostgreSQL store {nope}: "));
+    out.err_has("database \"nope\" does not exist");
 }
 
 /// `out` with the store names replaced, for comparing what two stores print.
@@ -334,6 +339,8 @@ fn a_bad_dsn_or_a_server_not_there_is_a_clear_error_with_the_password_hidden() {
     let out = lab.fails(&["list", "--db", bad], 2);
     out.err_has("postgresql://ann:***@db:notaport/abperf is not a PostgreSQL URL");
     assert!(!out.all().contains("hunter2"), "{out}");
+    let out = lab.fails(&["store", "copy", &away, &away], 2);
+    out.err_has(&format!("FROM and TO are the same store ({shown})"));
 }
 
 #[test]
