@@ -223,6 +223,18 @@ fn edge_values_keep_value_and_type_and_what_does_not_fit_stores_nothing() {
         1,
         "a refused experiment was stored"
     );
+    // The refused writes used up ids (sequences never go back): the next one is above them, and
+    // the reading commands show PostgreSQL's ids, not ones of their own.
+    let renamed = with(&sent, "experiment", "name", Value::Text("later".into()));
+    let later = target.write_content(&renamed, &|| false).unwrap().unwrap();
+    assert!(later > id + 1, "{later}");
+    let list = lab.ok(&["list", "--db", &dsn]).stdout;
+    assert!(list.contains(&format!("\n{later:>5}  ")), "{list}");
+    let show = lab.ok(&["show", &later.to_string(), "--db", &dsn]).stdout;
+    assert!(
+        show.contains(&format!("experiment {later}: later")),
+        "{show}"
+    );
     // A database that is not there, on a server that is.
     let nope = pg.dsn("nope");
     let out = lab.fails(&["list", "--db", &nope], 1);
@@ -254,6 +266,7 @@ fn reading_commands_print_on_postgres_what_they_print_on_sqlite() {
         &["list"][..],
         &["compare", "1"],
         &["export", "2", "--format", "csv"],
+        &["report", "6", "--resamples", "0"],
     ] {
         let on = |db: &str| {
             neutral(
@@ -265,7 +278,9 @@ fn reading_commands_print_on_postgres_what_they_print_on_sqlite() {
                 &[&a, &dsn],
             )
         };
-        assert_eq!(on(&dsn), on(&a), "{args:?} through $ABPERF_DB");
+        let sqlite = on(&a);
+        assert!(sqlite.starts_with("Some(0) "), "{sqlite}");
+        assert_eq!(on(&dsn), sqlite, "{args:?} through $ABPERF_DB");
     }
 }
 
