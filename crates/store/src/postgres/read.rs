@@ -20,7 +20,10 @@ impl Pg {
         let rows = self
             .client
             .query("SELECT id FROM experiment ORDER BY id", &[])?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        Ok(rows
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect::<Result<_, _>>()?)
     }
 
     /// Everything stored about experiment `id`.
@@ -60,9 +63,9 @@ impl Pg {
         );
         for row in self.client.query(&sql, &[])? {
             let values = (1..=IDENTITY_COLUMNS.len())
-                .map(|i| row.get::<_, Option<String>>(i).unwrap_or_default())
-                .collect();
-            out.entry(Identity::of(values)).or_insert(row.get(0));
+                .map(|i| Ok(row.try_get::<_, Option<String>>(i)?.unwrap_or_default()))
+                .collect::<Result<_, postgres::Error>>()?;
+            out.entry(Identity::of(values)).or_insert(row.try_get(0)?);
         }
         Ok(out)
     }

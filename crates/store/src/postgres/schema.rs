@@ -16,12 +16,15 @@ const SCHEMA_LOCK: i64 = 0x6162_7065_7266;
 pub fn version(client: &mut impl postgres::GenericClient) -> anyhow::Result<Option<i64>> {
     let exists: bool = client
         .query_one("SELECT to_regclass('abperf_schema') IS NOT NULL", &[])?
-        .get(0);
+        .try_get(0)?;
     if !exists {
         return Ok(None);
     }
     let row = client.query_opt("SELECT max(version)::bigint FROM abperf_schema", &[])?;
-    Ok(row.and_then(|r| r.get::<_, Option<i64>>(0)))
+    Ok(match row {
+        Some(r) => r.try_get::<_, Option<i64>>(0)?,
+        None => None,
+    })
 }
 
 /// Refuse a schema made by a newer abperf.
@@ -71,8 +74,8 @@ fn upgrade_table(tx: &mut postgres::Transaction, table: &Table) -> anyhow::Resul
             &[&table.name],
         )?
         .iter()
-        .map(|r| r.get(0))
-        .collect();
+        .map(|r| r.try_get(0))
+        .collect::<Result<_, _>>()?;
     if present.is_empty() {
         tx.batch_execute(&ddl::create_table(table))?;
     } else {

@@ -140,7 +140,7 @@ fn write_row(
     let returned = tx.query_opt(&insert.statement, &refs)?;
     if let Some((key, old)) = own {
         let new = match (returned, key) {
-            (Some(r), _) => r.get(0),
+            (Some(r), _) => r.try_get(0)?,
             (None, Key::MetricName) => interned(tx, rows, row)?,
             (None, _) => anyhow::bail!("the insert returned no id"),
         };
@@ -165,5 +165,5 @@ fn interned(tx: &mut Transaction, rows: &Rows, row: &[Value]) -> anyhow::Result<
         "SELECT id FROM metric_name WHERE name = $1 AND unit = $2 AND direction = $3",
         &[&name, &unit, &direction],
     )?;
-    Ok(found.get(0))
+    Ok(found.try_get(0)?)
 }
