@@ -288,12 +288,24 @@ fn reading_commands_print_on_postgres_what_they_print_on_sqlite() {
 fn two_copies_into_one_postgres_at_once_both_land() {
     let Some(pg) = Server::start() else { return };
     let dsn = pg.create_db("abperf");
-    let labs: Vec<Lab> = ["one", "two"]
+    // Each store first names 40 metrics the other names too, in the opposite order: both
+    // copies intern the same new names at the same moment.
+    let labs: Vec<Lab> = [false, true]
         .iter()
-        .map(|name| {
+        .map(|&reversed| {
             let lab = Lab::new();
-            lab.ok(&["run", "-r", "2", "true"]);
-            lab.seed000(name);
+            let mut names: Vec<String> = (0..40).map(|m| format!("m{m:02} [count]")).collect();
+            if reversed {
+                names.reverse();
+            }
+            let rows = (0..20).map(|seq| format!("base,{seq}{}\n", ",1".repeat(40)));
+            let csv = format!(
+                "variant,seq,{}\n{}",
+                names.join(","),
+                rows.collect::<String>()
+            );
+            lab.ok(&["import", "--format", "csv", &lab.write("m.csv", csv)]);
+            lab.seed000(if reversed { "two" } else { "one" });
             lab
         })
         .collect();
@@ -325,6 +337,36 @@ fn two_copies_into_one_postgres_at_once_both_land() {
             !store.load(id).unwrap().runs.is_empty(),
             "experiment {id} has no runs"
         );
+    }
+    // The same, as two writers released at one instant (no process start between them), into
+    // a fresh database, a few times: interning the same names in opposite orders must not
+    // deadlock.
+    let contents: Vec<Content> = labs
+        .iter()
+        .map(|l| l.store().read_content(1).unwrap())
+        .collect();
+    for round in 0..3 {
+        let fresh = pg.create_db(&format!("race{round}"));
+        Target::open(Path::new(&fresh), false).unwrap();
+        let gate = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            let writers: Vec<_> = contents
+                .iter()
+                .map(|c| {
+                    let (gate, fresh) = (&gate, &fresh);
+                    s.spawn(move || {
+                        let mut t = Target::open(Path::new(fresh), false).unwrap().unwrap();
+                        gate.wait();
+                        t.write_content(c, &|| false).map_err(|e| format!("{e:#}"))
+                    })
+                })
+                .collect();
+            let ids: Vec<_> = writers
+                .into_iter()
+                .map(|w| w.join().unwrap().unwrap())
+                .collect();
+            assert!(ids[0] != ids[1], "{ids:?}");
+        });
     }
 }
 

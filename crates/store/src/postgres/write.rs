@@ -36,7 +36,7 @@ impl Pg {
         for rows in &content.tables {
             let table = super::columns::find(&self.tables, &rows.table)?;
             let insert = prepare(&mut tx, table, rows)?;
-            for row in &rows.rows {
+            for row in in_lock_order(rows) {
                 written += 1;
                 if written.is_multiple_of(4096) && stop() {
                     return Ok(None); // the transaction rolls back when dropped
@@ -60,6 +60,21 @@ impl Pg {
             .with_context(|| format!("committing experiment {}", content.id))?;
         Ok(Some(new_id))
     }
+}
+
+/// The rows of a table in the order they are inserted: metric names sorted by name, unit and
+/// direction, so that two copies at once that intern some of the same names wait for each
+/// other in one order and never deadlock (each waits on the other's uncommitted insert of a
+/// name); the other tables' rows as they come (their rows are new, nothing to wait for).
+fn in_lock_order(rows: &Rows) -> Vec<&Vec<Value>> {
+    let mut out: Vec<&Vec<Value>> = rows.rows.iter().collect();
+    if rows.table == "metric_name" {
+        let key = |row: &Vec<Value>| {
+            ["name", "unit", "direction"].map(|c| rows.column(c).map(|at| format!("{:?}", row[at])))
+        };
+        out.sort_by_cached_key(|row| key(row));
+    }
+    out
 }
 
 /// The INSERT for the rows of `table` (the own id left to PostgreSQL, which returns it).
