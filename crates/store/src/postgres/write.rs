@@ -31,12 +31,13 @@ impl Pg {
         stop: &dyn Fn() -> bool,
     ) -> anyhow::Result<Option<i64>> {
         let mut tx = self.client.transaction()?;
+        lock_names(&mut tx, content)?;
         let mut ids: BTreeMap<(Key, i64), i64> = BTreeMap::new();
         let mut written = 0usize;
         for rows in &content.tables {
             let table = super::columns::find(&self.tables, &rows.table)?;
             let insert = prepare(&mut tx, table, rows)?;
-            for row in in_lock_order(rows) {
+            for row in &rows.rows {
                 written += 1;
                 if written.is_multiple_of(4096) && stop() {
                     return Ok(None); // the transaction rolls back when dropped
@@ -62,19 +63,38 @@ impl Pg {
     }
 }
 
-/// The rows of a table in the order they are inserted: metric names sorted by name, unit and
-/// direction, so that two copies at once that intern some of the same names wait for each
-/// other in one order and never deadlock (each waits on the other's uncommitted insert of a
-/// name); the other tables' rows as they come (their rows are new, nothing to wait for).
-fn in_lock_order(rows: &Rows) -> Vec<&Vec<Value>> {
-    let mut out: Vec<&Vec<Value>> = rows.rows.iter().collect();
-    if rows.table == "metric_name" {
-        let key = |row: &Vec<Value>| {
-            ["name", "unit", "direction"].map(|c| rows.column(c).map(|at| format!("{:?}", row[at])))
-        };
-        out.sort_by_cached_key(|row| key(row));
+/// The advisory lock namespace of metric names ("ab" in ASCII): the first key of the two.
+const NAME_LOCKS: i32 = 0x6162;
+
+/// Take a transaction advisory lock for every metric name of `content`, in the order of their
+/// keys: two copies that intern some of the same new names then wait for each other in one order
+/// instead of deadlocking (each waiting on the other's uncommitted insert of a name). The names
+/// are then inserted in the content's order, so they are numbered as in the store they came from.
+fn lock_names(tx: &mut Transaction, content: &Content) -> anyhow::Result<()> {
+    let Some(rows) = content.table("metric_name") else {
+        return Ok(());
+    };
+    let mut keys: Vec<i32> = rows.rows.iter().map(|row| name_key(rows, row)).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let lock = tx.prepare("SELECT pg_advisory_xact_lock($1::int4, $2::int4)")?;
+    for key in keys {
+        tx.execute(&lock, &[&NAME_LOCKS, &key])?;
     }
-    out
+    Ok(())
+}
+
+/// A metric name's lock key: FNV-1a of its name, unit and direction (a collision only makes two
+/// copies wait for each other).
+fn name_key(rows: &Rows, row: &[Value]) -> i32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for column in ["name", "unit", "direction"] {
+        let text = rows.column(column).map(|at| format!("{:?}\u{1f}", row[at]));
+        for b in text.unwrap_or_default().bytes() {
+            hash = (hash ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+    }
+    hash as i32
 }
 
 /// The INSERT for the rows of `table` (the own id left to PostgreSQL, which returns it).
@@ -181,4 +201,27 @@ fn interned(tx: &mut Transaction, rows: &Rows, row: &[Value]) -> anyhow::Result<
         &[&name, &unit, &direction],
     )?;
     Ok(found.try_get(0)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_key_depends_on_name_unit_and_direction() {
+        let rows = |unit: &str| Rows {
+            table: "metric_name".into(),
+            columns: ["id", "name", "unit", "direction"]
+                .map(String::from)
+                .to_vec(),
+            rows: vec![
+                ["1", "wall", unit, ""]
+                    .map(|t| Value::Text(t.into()))
+                    .to_vec(),
+            ],
+        };
+        let key = |r: &Rows| name_key(r, &r.rows[0]);
+        assert_eq!(key(&rows("ns")), key(&rows("ns")));
+        assert_ne!(key(&rows("ns")), key(&rows("us")));
+    }
 }
