@@ -101,7 +101,7 @@ fn ceiling_cmd(a: CeilingArgs) -> Result<i32> {
             "--working-set 0: expected a number of pages, at least 1",
         ));
     }
-    let store = Store::open_resolved(a.db.db.as_deref())?;
+    let store = Store::open_resolved_for_reading(a.db.db.as_deref())?;
     let tid = store.resolve_id(&a.trace)?;
     let mid = store.resolve_id(&a.micro)?;
     let (info, tables) = store

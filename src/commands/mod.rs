@@ -69,8 +69,8 @@ pub const LONG_VERSION: &str = concat!(
 /// `--db PATH`, shared by every subcommand that reads or writes the store.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DbArgs {
-    /// SQLite store (default: $ABPERF_DB, else $XDG_DATA_HOME/abperf/abperf.db, else
-    /// ~/.local/share/abperf/abperf.db)
+    /// SQLite store, or a postgres:// URL to read (default: $ABPERF_DB, else
+    /// $XDG_DATA_HOME/abperf/abperf.db, else ~/.local/share/abperf/abperf.db)
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
 }

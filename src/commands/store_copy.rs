@@ -3,14 +3,16 @@
 //! transaction in TO under a new id. FROM is opened read-only. An experiment already in TO
 //! (the same identity: created, kind, name, command line, design, seed) is skipped with a note;
 //! one still running in FROM is refused unless `--force`. SIGINT/SIGTERM stop between
-//! experiments. docs/store.md has the rest.
+//! experiments. Either store may be a server's DSN (`store::names_a_server`), shown with its
+//! password hidden. docs/store.md has the rest.
 
 use crate::error::{stdout_line, usage};
 use crate::model::escape::control;
 use crate::model::{Liveness, Status};
 use crate::runner::signals;
-use crate::store::Store;
 use crate::store::copy::{Content, Identity};
+use crate::store::copy_target::Target;
+use crate::store::{Store, names_a_server, shown};
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,9 +31,9 @@ pub enum StoreCommand {
 
 #[derive(Debug, clap::Args)]
 pub struct CopyArgs {
-    /// The store to copy from: opened read-only, never changed
+    /// The store to copy from: opened read-only, never changed (a file, or a postgres:// URL)
     pub from: PathBuf,
-    /// The store to copy into: created when missing
+    /// The store to copy into: created when missing (a file, or a postgres:// URL)
     pub to: PathBuf,
     /// Experiment ids in FROM, or `latest` (default: every experiment)
     pub ids: Vec<String>,
@@ -73,8 +75,8 @@ fn copy(a: CopyArgs) -> anyhow::Result<i32> {
     check_paths(&a.from, &a.to)?;
     let from = Store::open_read_only(&a.from).context("FROM")?;
     let ids = chosen(&from, &a.ids)?;
-    let mut to = open_target(&a.to, a.dry_run)?;
-    let known = match &to {
+    let mut to = Target::open(&a.to, a.dry_run).context("TO")?;
+    let known = match &mut to {
         Some(t) => t.identities()?,
         None => BTreeMap::new(),
     };
@@ -97,8 +99,17 @@ fn copy(a: CopyArgs) -> anyhow::Result<i32> {
     Ok(if tally.running > 0 { 1 } else { 0 })
 }
 
-/// FROM must be an existing file, and TO another file than FROM.
+/// FROM must be an existing file, and TO another file than FROM (or other servers' DSNs).
 fn check_paths(from: &Path, to: &Path) -> anyhow::Result<()> {
+    if names_a_server(from) || names_a_server(to) {
+        if from == to {
+            return Err(usage(format!(
+                "FROM and TO are the same store ({}); copy into another one",
+                shown(to)
+            )));
+        }
+        return Ok(());
+    }
     let meta = std::fs::metadata(from).map_err(|e| {
         usage(format!(
             "FROM {}: cannot read it ({e}); FROM is the store file to copy from",
@@ -147,21 +158,9 @@ fn chosen(from: &Store, given: &[String]) -> anyhow::Result<Vec<i64>> {
     Ok(ids)
 }
 
-/// TO, opened for writing (created when missing); with `--dry-run` opened read-only when it
-/// exists, and not at all when it does not.
-fn open_target(to: &Path, dry_run: bool) -> anyhow::Result<Option<Store>> {
-    if !dry_run {
-        return Store::open(to).map(Some).context("TO");
-    }
-    if !to.exists() {
-        return Ok(None);
-    }
-    Store::open_read_only(to).map(Some).context("TO")
-}
-
 fn copy_one(
     from: &Store,
-    to: Option<&mut Store>,
+    to: Option<&mut Target>,
     content: &Content,
     known: &BTreeMap<Identity, i64>,
     a: &CopyArgs,
@@ -182,9 +181,9 @@ fn copy_one(
             let id = to.write_content(content, &stop).with_context(|| {
                 format!(
                     "copying {}#{} into {} (nothing of it was stored there)",
-                    a.from.display(),
+                    shown(&a.from),
                     content.id,
-                    a.to.display()
+                    shown(&a.to)
                 )
             })?;
             Ok(id.map_or(Outcome::Stopped, Outcome::Copied))
@@ -224,10 +223,7 @@ fn report(a: &CopyArgs, content: &Content, outcome: &Outcome, tally: &mut Tally)
         Some(crate::store::copy::Value::Text(t)) => control(t).into_owned(),
         _ => String::new(),
     };
-    let (source, to) = (
-        format!("{}#{}", a.from.display(), content.id),
-        a.to.display(),
-    );
+    let (source, to) = (format!("{}#{}", shown(&a.from), content.id), shown(&a.to));
     let what = match outcome {
         Outcome::Copied(id) => format!("-> {to}#{id}"),
         Outcome::WouldCopy => format!("-> {to} (dry run: not copied)"),
@@ -253,8 +249,8 @@ fn summary(a: &CopyArgs, t: &Tally, signal: Option<i32>) {
     let mut line = format!(
         "{verb} {} experiment(s) from {} into {}; {} already there, {} still running",
         t.copied,
-        a.from.display(),
-        a.to.display(),
+        shown(&a.from),
+        shown(&a.to),
         t.present,
         t.running
     );

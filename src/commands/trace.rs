@@ -567,7 +567,7 @@ fn tsc_note(a: &ImportArgs, info: &CaptureInfo, raw: bool, this_boot: bool) -> S
 }
 
 fn report(a: ReportArgs) -> Result<i32> {
-    let store = Store::open_resolved(a.db.db.as_deref())?;
+    let store = Store::open_resolved_for_reading(a.db.db.as_deref())?;
     let id = super::lookup::experiment_id(&store, &a.id)?;
     let (info, stored) = store.load_capture(id)?;
     let custom = match (a.table, &a.begin, &a.end, &a.event) {
@@ -644,7 +644,7 @@ fn print_tables(store: &Store, id: i64) -> Result<()> {
 }
 
 fn compare(a: CompareArgs) -> Result<i32> {
-    let store = Store::open_resolved(a.db.db.as_deref())?;
+    let store = Store::open_resolved_for_reading(a.db.db.as_deref())?;
     let ia = super::lookup::experiment_id(&store, &a.id_a)?;
     let ib = super::lookup::experiment_id(&store, &a.id_b)?;
     let (ca, ta) = store.load_capture(ia)?;

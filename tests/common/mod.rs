@@ -21,6 +21,8 @@ pub mod esp;
 pub mod kernels;
 pub mod machine;
 pub mod planted;
+pub mod postgres;
+pub mod seeded;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

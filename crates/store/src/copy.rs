@@ -47,7 +47,7 @@ pub struct Content {
 pub struct Identity(pub Vec<String>);
 
 /// The experiment columns of an identity; the last, `environment`, reduced to its hostname.
-const IDENTITY_COLUMNS: &[&str] = &[
+pub(crate) const IDENTITY_COLUMNS: &[&str] = &[
     "created",
     "kind",
     "name",
@@ -58,7 +58,7 @@ const IDENTITY_COLUMNS: &[&str] = &[
 ];
 
 impl Identity {
-    fn of(mut values: Vec<String>) -> Identity {
+    pub(crate) fn of(mut values: Vec<String>) -> Identity {
         if let Some(env) = values.last_mut() {
             let host = serde_json::from_str::<serde_json::Value>(env)
                 .ok()
@@ -104,7 +104,7 @@ impl rusqlite::ToSql for Value {
 }
 
 impl Rows {
-    fn column(&self, name: &str) -> Option<usize> {
+    pub(crate) fn column(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c == name)
     }
 }
@@ -236,6 +236,24 @@ impl Store {
         content: &Content,
         stop: &dyn Fn() -> bool,
     ) -> anyhow::Result<Option<i64>> {
+        self.write_content_as(content, stop, Ids::Renumber)
+    }
+
+    /// Store `content` under the ids it has (experiment, variants, runs, boots, metric names),
+    /// for loading another store whole into an empty in-memory one: the ids a user sees are the
+    /// other store's. An id already taken here is an error (a metric name with the same name,
+    /// unit and direction is shared).
+    pub fn write_content_keeping_ids(&mut self, content: &Content) -> anyhow::Result<i64> {
+        let id = self.write_content_as(content, &|| false, Ids::Keep)?;
+        id.context("the write stopped")
+    }
+
+    fn write_content_as(
+        &mut self,
+        content: &Content,
+        stop: &dyn Fn() -> bool,
+        mode: Ids,
+    ) -> anyhow::Result<Option<i64>> {
         let tx = self.write_tx()?;
         let mut ids: BTreeMap<(Key, i64), i64> = BTreeMap::new();
         let mut written = 0usize;
@@ -247,7 +265,7 @@ impl Store {
                 if written.is_multiple_of(4096) && stop() {
                     return Ok(None); // the transaction rolls back when dropped
                 }
-                write_row(&tx, spec, rows, row, &mut ids)
+                write_row(&tx, spec, rows, row, &mut ids, mode)
                     .with_context(|| format!("writing a row of table {}", rows.table))?;
             }
         }
@@ -266,6 +284,13 @@ impl Store {
     }
 }
 
+/// Whether a write numbers the rows anew under this store's rules or keeps the content's ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ids {
+    Renumber,
+    Keep,
+}
+
 /// Insert one row, its references renumbered through `ids`, and record its own new id there.
 fn write_row(
     tx: &rusqlite::Transaction,
@@ -273,6 +298,7 @@ fn write_row(
     rows: &Rows,
     row: &[Value],
     ids: &mut BTreeMap<(Key, i64), i64>,
+    mode: Ids,
 ) -> anyhow::Result<()> {
     let mut names = Vec::new();
     let mut values = Vec::new();
@@ -282,7 +308,7 @@ fn write_row(
             && own == column
         {
             old = Some((key, id_of(value)?));
-            if key != Key::Experiment {
+            if key != Key::Experiment && mode == Ids::Renumber {
                 continue; // a fresh id from the target store
             }
         }
@@ -293,13 +319,14 @@ fn write_row(
         names.push(format!("\"{column}\""));
         values.push(value);
     }
-    if let Some((Key::Experiment, _)) = old {
+    if let (Some((Key::Experiment, _)), Ids::Renumber) = (old, mode) {
         let id: i64 = tx.query_row(NEXT_EXPERIMENT_ID, [], |r| r.get(0))?;
         let at = rows.column("id").context("experiment row without id")?;
         values[at] = Value::Integer(id);
     }
-    let new = match old {
-        Some((Key::MetricName, _)) => intern(tx, &names, &values)?,
+    let new = match (old, mode) {
+        (Some((Key::MetricName, _)), _) => intern(tx, &names, &values)?,
+        (Some((_, id)), Ids::Keep) => insert(tx, spec.name, &names, &values)?.or(Some(id)),
         _ => insert(tx, spec.name, &names, &values)?,
     };
     if let Some((key, old)) = old {
@@ -308,14 +335,18 @@ fn write_row(
     Ok(())
 }
 
-fn id_of(v: &Value) -> anyhow::Result<i64> {
+pub(crate) fn id_of(v: &Value) -> anyhow::Result<i64> {
     match v {
         Value::Integer(i) => Ok(*i),
         other => anyhow::bail!("an id column holds {other:?}, not an integer"),
     }
 }
 
-fn renumbered(ids: &BTreeMap<(Key, i64), i64>, key: Key, v: &Value) -> anyhow::Result<i64> {
+pub(crate) fn renumbered(
+    ids: &BTreeMap<(Key, i64), i64>,
+    key: Key,
+    v: &Value,
+) -> anyhow::Result<i64> {
     let old = id_of(v)?;
     ids.get(&(key, old))
         .copied()
@@ -359,10 +390,12 @@ fn intern(
         Ok(&values[at])
     };
     let (name, unit, direction) = (get("name")?, get("unit")?, get("direction")?);
+    // With the id when the write keeps ids (a name another experiment added is shared).
+    let id = get("id").unwrap_or(&Value::Null);
     tx.prepare_cached(
-        "INSERT OR IGNORE INTO metric_name (name, unit, direction) VALUES (?1, ?2, ?3)",
+        "INSERT OR IGNORE INTO metric_name (id, name, unit, direction) VALUES (?1, ?2, ?3, ?4)",
     )?
-    .execute(rusqlite::params![name, unit, direction])?;
+    .execute(rusqlite::params![id, name, unit, direction])?;
     let id = tx
         .prepare_cached(
             "SELECT id FROM metric_name WHERE name = ?1 AND unit = ?2 AND direction = ?3",

@@ -189,3 +189,38 @@ fn a_stopped_write_stores_nothing() {
     assert_eq!(a.write_content(&content, &|| true).unwrap(), None);
     assert_eq!(a.list().unwrap().len(), 1);
 }
+
+#[test]
+fn a_write_that_keeps_ids_reads_back_the_same_content() {
+    let d = tempfile::tempdir().unwrap();
+    let mut a = Store::open(&d.path().join("a.db")).unwrap();
+    sample(&mut a, "first");
+    a.delete(1).unwrap();
+    let id = sample(&mut a, "second");
+    let content = a.read_content(id).unwrap();
+    let mut memory = Store::open(std::path::Path::new(":memory:")).unwrap();
+    assert_eq!(memory.write_content_keeping_ids(&content).unwrap(), id);
+    assert_eq!(memory.read_content(id).unwrap(), content);
+    // A name another experiment brought is shared, under its id.
+    let mut other = content.clone();
+    other.id = id + 100;
+    for t in &mut other.tables {
+        let spec = crate::copy_tables::spec(&t.table).unwrap();
+        for row in &mut t.rows {
+            for (c, v) in t.columns.iter().zip(row.iter_mut()) {
+                let own = spec
+                    .own
+                    .is_some_and(|(o, k)| o == c && k != Key::MetricName);
+                let refers = spec
+                    .refs
+                    .iter()
+                    .any(|(r, k)| r == c && *k != Key::MetricName);
+                if let (true, Value::Integer(i)) = (own || refers, &v) {
+                    *v = Value::Integer(i + 100);
+                }
+            }
+        }
+    }
+    assert_eq!(memory.write_content_keeping_ids(&other).unwrap(), id + 100);
+    assert_eq!(memory.list().unwrap().len(), 2);
+}

@@ -1,4 +1,6 @@
 //! The SQLite store: experiment -> variants -> runs -> metrics. The only module that speaks SQL.
+//! A PostgreSQL database can hold copies of experiments and be read (`postgres`); a command that
+//! writes refuses one.
 //!
 //! Every run is committed in its own transaction the moment it ends (`Store::commit_run`), in WAL
 //! mode, so a crash or `kill -9` of abperf loses at most the run in flight. The WAL is fsynced at
@@ -8,6 +10,7 @@
 pub mod boots;
 pub mod copy;
 mod copy_tables;
+pub mod copy_target;
 mod environment;
 mod experiment_ids;
 mod experiments;
@@ -15,6 +18,7 @@ mod import;
 mod insert;
 mod micro;
 mod owner;
+pub mod postgres;
 mod run_labels;
 mod run_rows;
 mod schema;
@@ -69,9 +73,35 @@ pub fn resolve_path(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(base.join("abperf").join("abperf.db"))
 }
 
+/// Whether `path` names a store on a server (a PostgreSQL DSN) rather than an SQLite file.
+pub fn names_a_server(path: &Path) -> bool {
+    path.to_str().is_some_and(postgres::is_dsn)
+}
+
+/// `path` for messages: a server's DSN with its password hidden.
+pub fn shown(path: &Path) -> String {
+    match path.to_str() {
+        Some(dsn) if postgres::is_dsn(dsn) => postgres::redacted(dsn),
+        _ => path.display().to_string(),
+    }
+}
+
+/// The refusal of a command that writes, given a PostgreSQL store.
+fn server_is_read_only(path: &Path) -> anyhow::Error {
+    let shown = shown(path);
+    abperf_model::error::usage(format!(
+        "writing to a PostgreSQL store is not built yet: run into a local store and \
+         `abperf store copy` it to {shown}"
+    ))
+}
+
 impl Store {
-    /// Open (creating it and its directory if needed) and migrate the store at `path`.
+    /// Open (creating it and its directory if needed) and migrate the store at `path`. A
+    /// PostgreSQL DSN is refused (only reading and `store copy` use one so far).
     pub fn open(path: &Path) -> anyhow::Result<Store> {
+        if names_a_server(path) {
+            return Err(server_is_read_only(path));
+        }
         let shown = path.display();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| {
@@ -131,8 +161,14 @@ impl Store {
     /// Open the store named by `--db` for a command that only reads (list, show, export,
     /// report, compare): as [`Store::open`], but a store that cannot be written (read-only
     /// media, a directory or file without write permission) is opened read-only instead.
+    ///
+    /// A PostgreSQL DSN is read whole into an in-memory store that keeps its ids
+    /// (`postgres::load`: the first step, it loads the whole store on every command).
     pub fn open_resolved_for_reading(flag: Option<&Path>) -> anyhow::Result<Store> {
         let path = resolve_path(flag)?;
+        if names_a_server(&path) {
+            return Store::open_read_only(&path);
+        }
         match Store::open(&path) {
             Ok(s) => Ok(s),
             Err(e) if path.is_file() && !writable(&path) => Store::open_read_only(&path)
@@ -144,8 +180,13 @@ impl Store {
     /// Open an existing store read-only, without migrating it: first through SQLite's read-only
     /// mode (which reads a WAL store when its -wal and -shm files exist), else, when there is no
     /// -wal file to miss, as an immutable file (no locks, nothing written next to it).
+    ///
+    /// A PostgreSQL DSN is read whole into an in-memory store under its ids (`postgres::load`).
     pub fn open_read_only(path: &Path) -> anyhow::Result<Store> {
         use rusqlite::OpenFlags;
+        if let Some(dsn) = path.to_str().filter(|p| postgres::is_dsn(p)) {
+            return postgres::load(dsn);
+        }
         let check = |conn: Connection| -> rusqlite::Result<(Connection, i64)> {
             let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
             conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {

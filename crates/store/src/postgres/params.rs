@@ -1,0 +1,83 @@
+//! Values as PostgreSQL parameters and back, by the column's kind (`columns::Kind`). A value
+//! that does not fit its column (text with a NUL byte, text in an integer or NUMERIC column) is
+//! an error saying why; the caller names the table, column and experiment.
+
+use super::columns::Kind;
+use super::numeric;
+use crate::copy::Value;
+use postgres::types::ToSql;
+
+pub type Param = Box<dyn ToSql + Sync>;
+
+/// The placeholder for parameter `n` of a column of `kind`, with its type spelled out.
+pub fn placeholder(n: usize, kind: Kind) -> String {
+    match kind {
+        Kind::Integer => format!("${n}::bigint"),
+        Kind::Real => format!("${n}::float8"),
+        Kind::Text => format!("${n}::text"),
+        Kind::Blob => format!("${n}::bytea"),
+        Kind::Numeric => format!("${n}::text::numeric"),
+    }
+}
+
+/// `column` as a SELECT list item: NUMERIC read as its text.
+pub fn selected(column: &str, kind: Kind) -> String {
+    let quoted = super::ddl::quoted(column);
+    match kind {
+        Kind::Numeric => format!("{quoted}::text"),
+        _ => quoted,
+    }
+}
+
+/// `v` as a parameter for a column of `kind`.
+pub fn param(v: &Value, kind: Kind) -> Result<Param, String> {
+    Ok(match (kind, v) {
+        (Kind::Numeric, v) => Box::new(numeric::encode(v)?),
+        (Kind::Integer, Value::Null) => Box::new(None::<i64>),
+        (Kind::Integer, Value::Integer(i)) => Box::new(*i),
+        (Kind::Real, Value::Null) => Box::new(None::<f64>),
+        (Kind::Real, Value::Real(f)) => Box::new(*f),
+        (Kind::Real, Value::Integer(i)) if (*i as f64) as i64 == *i => Box::new(*i as f64),
+        (Kind::Text, Value::Null) => Box::new(None::<String>),
+        (Kind::Text, Value::Text(t)) if t.contains('\0') => {
+            return Err("text with a NUL byte, which PostgreSQL's TEXT cannot hold".into());
+        }
+        (Kind::Text, Value::Text(t)) => Box::new(t.clone()),
+        (Kind::Blob, Value::Null) => Box::new(None::<Vec<u8>>),
+        (Kind::Blob, Value::Blob(b)) => Box::new(b.clone()),
+        (kind, v) => return Err(format!("{v:?} does not fit a {kind:?} column")),
+    })
+}
+
+/// Column `at` of `row`, read as a value of `kind`.
+pub fn value(row: &postgres::Row, at: usize, kind: Kind) -> anyhow::Result<Value> {
+    let or_null = |v: Option<Value>| v.unwrap_or(Value::Null);
+    Ok(match kind {
+        Kind::Integer => or_null(row.try_get::<_, Option<i64>>(at)?.map(Value::Integer)),
+        Kind::Real => or_null(row.try_get::<_, Option<f64>>(at)?.map(Value::Real)),
+        Kind::Text => or_null(row.try_get::<_, Option<String>>(at)?.map(Value::Text)),
+        Kind::Blob => or_null(row.try_get::<_, Option<Vec<u8>>>(at)?.map(Value::Blob)),
+        Kind::Numeric => match row.try_get::<_, Option<String>>(at)? {
+            Some(text) => numeric::decode(&text).map_err(anyhow::Error::msg)?,
+            None => Value::Null,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_that_do_not_fit_are_refused() {
+        let nul = param(&Value::Text("a\0b".into()), Kind::Text)
+            .err()
+            .unwrap();
+        assert!(nul.contains("NUL"), "{nul}");
+        assert!(param(&Value::Text("x".into()), Kind::Integer).is_err());
+        assert!(param(&Value::Real(0.5), Kind::Integer).is_err());
+        assert!(param(&Value::Integer(3), Kind::Real).is_ok());
+        assert!(param(&Value::Blob(vec![1]), Kind::Numeric).is_err());
+        assert_eq!(placeholder(3, Kind::Numeric), "$3::text::numeric");
+    }
+}

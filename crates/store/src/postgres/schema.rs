@@ -1,0 +1,91 @@
+//! The PostgreSQL schema, generated from SQLite's (`columns`, `ddl`) and recorded with the
+//! SQLite schema version it was made from (`abperf_schema`). Made or brought up to date under
+//! an advisory lock, so that any number of abperf processes may open a new database at once; a
+//! schema from an older abperf gets the tables and columns it lacks, one from a newer abperf is
+//! refused.
+
+use super::columns::{Table, tables};
+use super::ddl;
+use crate::schema::current_version;
+use anyhow::Context;
+
+/// The advisory lock key held while the schema is made or changed ("abperf" in ASCII).
+const SCHEMA_LOCK: i64 = 0x6162_7065_7266;
+
+/// The version the PostgreSQL schema of `client`'s database was made from (None: no schema).
+pub fn version(client: &mut impl postgres::GenericClient) -> anyhow::Result<Option<i64>> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('abperf_schema') IS NOT NULL", &[])?
+        .try_get(0)?;
+    if !exists {
+        return Ok(None);
+    }
+    let row = client.query_opt("SELECT max(version)::bigint FROM abperf_schema", &[])?;
+    Ok(match row {
+        Some(r) => r.try_get::<_, Option<i64>>(0)?,
+        None => None,
+    })
+}
+
+/// Refuse a schema made by a newer abperf.
+pub fn check_not_newer(version: Option<i64>, shown: &str) -> anyhow::Result<()> {
+    match version {
+        Some(v) if v > current_version() => anyhow::bail!(
+            "the PostgreSQL store {shown} has schema version {v}, newer than this abperf's ({}): \
+             use the newer abperf that made it",
+            current_version()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Make the schema, or add what an older one lacks, in one transaction.
+pub fn ensure(client: &mut postgres::Client, shown: &str) -> anyhow::Result<()> {
+    if version(client)? == Some(current_version()) {
+        return Ok(());
+    }
+    let mut tx = client.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+    let found = version(&mut tx)?;
+    check_not_newer(found, shown)?;
+    if found == Some(current_version()) {
+        return Ok(()); // another process made it while this one waited for the lock
+    }
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS abperf_schema (version INTEGER NOT NULL)")?;
+    for table in tables()? {
+        upgrade_table(&mut tx, &table)
+            .with_context(|| format!("making table {} in {shown}", table.name))?;
+    }
+    tx.execute("DELETE FROM abperf_schema", &[])?;
+    tx.execute(
+        "INSERT INTO abperf_schema (version) VALUES ($1)",
+        &[&(current_version() as i32)],
+    )?;
+    tx.commit()
+        .with_context(|| format!("making the abperf schema in {shown}"))
+}
+
+/// Create `table`, or add the columns it lacks; its plain indexes either way.
+fn upgrade_table(tx: &mut postgres::Transaction, table: &Table) -> anyhow::Result<()> {
+    let present: Vec<String> = tx
+        .query(
+            "SELECT column_name::text FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND table_name = $1",
+            &[&table.name],
+        )?
+        .iter()
+        .map(|r| r.try_get(0))
+        .collect::<Result<_, _>>()?;
+    if present.is_empty() {
+        tx.batch_execute(&ddl::create_table(table))?;
+    } else {
+        for c in table.columns.iter().filter(|c| !present.contains(&c.name)) {
+            tx.batch_execute(&ddl::add_column(table, c))
+                .with_context(|| format!("adding column {}", c.name))?;
+        }
+    }
+    for index in ddl::create_indexes(table) {
+        tx.batch_execute(&index)?;
+    }
+    Ok(())
+}
