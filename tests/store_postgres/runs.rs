@@ -1,6 +1,7 @@
 //! `abperf run --db postgres://...`: the experiment and every run land in PostgreSQL under the
 //! ids the run prints, and `list`, `show`, `compare`, `export` on the DSN say what the run said;
-//! a `kill -9` mid-run leaves only whole runs there; four runs at once all land; a server that
+//! a `kill -9` mid-run leaves only whole runs there (and its knob is put back by the next abperf
+//! that takes it); four runs at once all land; a server that
 //! goes away mid-run stops abperf promptly with an error naming it.
 
 use super::common::postgres::Server;
@@ -127,36 +128,27 @@ fn a_run_lands_in_postgres_under_the_ids_it_prints_and_reads_back_as_it_printed(
 }
 
 #[test]
-fn a_kill_9_mid_run_leaves_only_whole_runs_in_postgres() {
+fn a_kill_9_mid_run_leaves_only_whole_runs_in_postgres_and_its_knob_put_back_later() {
     let Some(pg) = Server::start() else { return };
-    let lab = Lab::new();
+    let lab = Lab::with_own_locks();
     let dsn = pg.create_db("abperf");
-    let mut child = start(
-        &lab,
-        &[
-            "run",
-            "--db",
-            &dsn,
-            "-r",
-            "400",
-            "-n",
-            "a",
-            "sleep 0.05",
-            "-n",
-            "b",
-            "sleep 0.05",
-        ],
-    );
+    // A knob the run changes (its journal is the claim beside the knob's lock, not the store).
+    let k = lab.write("knob", "2000\n");
+    let spec = format!("{k}=111,222");
+    let args = ["run", "--db", &dsn, "-r", "400", "-k", &spec, "sleep 0.05"];
+    let mut child = start(&lab, &args);
     wait_for_runs(&pg, &mut child, 6);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let stored = runs_stored(&pg, "true");
-    assert!((6..800).contains(&stored), "{stored} runs");
+    assert!((6..802).contains(&stored), "{stored} runs");
     assert_eq!(runs_stored(&pg, "wall_ns IS NULL OR user_ns IS NULL"), 0);
     assert_eq!(
         pg.psql("abperf", "SELECT status FROM experiment"),
         "running"
     );
+    let knobs = pg.psql("abperf", "SELECT knobs FROM variant ORDER BY id");
+    assert_eq!(knobs.matches(r#""original":"2000""#).count(), 2, "{knobs}");
     let list = lab.ok(&["list", "--db", &dsn]).stdout;
     assert!(list.contains("interrupted"), "{list}");
     let export = lab
@@ -164,6 +156,10 @@ fn a_kill_9_mid_run_leaves_only_whole_runs_in_postgres() {
         .json();
     assert_eq!(export["runs"].as_array().unwrap().len() as i64, stored);
     lab.ok(&["compare", "1", "--db", &dsn]);
+    // The next abperf that takes the knob puts the original back at its end.
+    let local = format!("{k}=5");
+    lab.ok(&["run", "-r", "1", "--warmup", "0", "-k", &local, "true"]);
+    assert_eq!(std::fs::read_to_string(&k).unwrap().trim(), "2000");
 }
 
 #[test]

@@ -152,7 +152,8 @@ impl Content {
 
 /// The column names of `table` in this store's schema.
 fn columns(conn: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<String>> {
-    let mut stmt = conn.prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))?;
+    let mut stmt =
+        conn.prepare_cached(&format!("SELECT name FROM pragma_table_info('{table}')"))?;
     let names = stmt.query_map([], |r| r.get(0))?;
     names.collect()
 }

@@ -184,3 +184,62 @@ fn renumber(tables: &[Rows], ids: &Ids) -> anyhow::Result<Vec<Rows>> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::copy::Value;
+    use abperf_model::{Kind, Metric, NewExperiment, Slot, Variant};
+
+    #[test]
+    fn a_runs_rows_are_renumbered_to_the_ids_the_server_gave() {
+        let mut store = Store::open(Path::new(":memory:")).unwrap();
+        let exp = NewExperiment {
+            name: "t".into(),
+            kind: Kind::Run,
+            command_line: vec![],
+            design: serde_json::json!({}),
+            seed: None,
+            environment: serde_json::json!({}),
+        };
+        let slot = Slot {
+            seq: 0,
+            variant: 0,
+            block: 0,
+            warmup: false,
+        };
+        let id = store
+            .create_experiment(&exp, &[Variant::named("a")], &[slot])
+            .unwrap();
+        let run = Run::ok(
+            0,
+            0,
+            vec![
+                Metric::new("wall_ns", 5.0, "ns"),
+                Metric::new("cycles", 7.0, "count"),
+            ],
+        );
+        let conn = store.conn();
+        let local = crate::experiments::insert_run(conn, id, &run).unwrap();
+        let tables = run_rows(conn, local).unwrap();
+        let names: Vec<&str> = tables.iter().map(|t| t.table.as_str()).collect();
+        assert_eq!(names, ["run", "metric_name", "metric"]);
+        let ids = Ids::from([
+            ((Key::Experiment, id), id),
+            ((Key::Run, local), 900),
+            ((Key::MetricName, 1), 77),
+        ]);
+        let renumbered = renumber(&tables, &ids).unwrap();
+        let value = |t: usize, column: &str| {
+            let rows = &renumbered[t];
+            rows.rows[0][rows.column(column).unwrap()].clone()
+        };
+        assert_eq!(value(0, "id"), Value::Integer(900));
+        assert_eq!(value(1, "id"), Value::Integer(77));
+        assert_eq!(value(2, "run_id"), Value::Integer(900));
+        assert_eq!(value(2, "name_id"), Value::Integer(77));
+        // An id the server gave nothing for is an error, not a guess.
+        let missing = renumber(&tables, &Ids::new()).unwrap_err();
+        assert!(format!("{missing:#}").contains("gave"), "{missing:#}");
+    }
+}
