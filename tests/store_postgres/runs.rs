@@ -1,8 +1,8 @@
 //! `abperf run --db postgres://...`: the experiment and every run land in PostgreSQL under the
 //! ids the run prints, and `list`, `show`, `compare`, `export` on the DSN say what the run said;
 //! a `kill -9` mid-run leaves only whole runs there (and its knob is put back by the next abperf
-//! that takes it); four runs at once all land; a server that
-//! goes away mid-run stops abperf promptly with an error naming it.
+//! that takes it); four runs at once all land; a server that goes away mid-run stops abperf
+//! promptly with an error naming it.
 
 use super::common::postgres::Server;
 use super::common::{Lab, Out};

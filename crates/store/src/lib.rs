@@ -107,7 +107,7 @@ impl Store {
         if names_a_server(path) {
             return Err(not_built_on_server(
                 path,
-                "writing with this command (only `abperf run` writes to a PostgreSQL store)",
+                "writing with this command (only `abperf run` of commands, without kernels, writes to a PostgreSQL store)",
             ));
         }
         let shown = path.display();
