@@ -10,7 +10,7 @@ use crate::copy::{Content, Rows, Value, id_of, renumbered};
 use crate::copy_tables::{self, Key, TableSpec};
 use abperf_model::Status;
 use anyhow::Context;
-use postgres::{Statement, Transaction};
+use postgres::{GenericClient, Statement, Transaction};
 use std::collections::BTreeMap;
 
 /// How the rows of one table are inserted: the statement, and each content column's place.
@@ -89,6 +89,17 @@ impl Pg {
         ids: &mut Ids,
         statements: &mut Statements,
     ) -> anyhow::Result<()> {
+        if let [rows] = tables
+            && let [row] = &rows.rows[..]
+            && rows.table != "metric_name"
+        {
+            // One row (a run without other metrics or labels): one statement, atomic and durable
+            // on its own, without the round trips of BEGIN and COMMIT.
+            let table = super::columns::find(&self.tables, &rows.table)?;
+            let insert = statements.insert(&mut self.client, table, rows)?;
+            return write_row(&mut self.client, &insert, rows, row, ids)
+                .with_context(|| format!("table {}", rows.table));
+        }
         let mut tx = self.client.transaction()?;
         let names = tables.iter().find(|t| t.table == "metric_name");
         lock_names(&mut tx, names)?;
@@ -112,7 +123,7 @@ pub(crate) struct Statements(std::collections::HashMap<(String, Vec<String>), St
 impl Statements {
     fn insert<'a>(
         &mut self,
-        tx: &mut Transaction,
+        tx: &mut impl GenericClient,
         table: &'a Table,
         rows: &Rows,
     ) -> anyhow::Result<Insert<'a>> {
@@ -214,7 +225,7 @@ fn prepare<'a>(table: &'a Table, rows: &Rows) -> anyhow::Result<(String, Insert<
 
 /// Insert one row, its references renumbered through `ids`, and record its own new id there.
 fn write_row(
-    tx: &mut Transaction,
+    tx: &mut impl GenericClient,
     insert: &Insert,
     rows: &Rows,
     row: &[Value],
@@ -260,7 +271,7 @@ fn write_row(
 }
 
 /// The id of the metric name already stored with this row's name, unit and direction.
-fn interned(tx: &mut Transaction, rows: &Rows, row: &[Value]) -> anyhow::Result<i64> {
+fn interned(tx: &mut impl GenericClient, rows: &Rows, row: &[Value]) -> anyhow::Result<i64> {
     let text = |column: &str| -> anyhow::Result<String> {
         let at = rows
             .column(column)
