@@ -11,6 +11,7 @@ mod copy_tables;
 mod environment;
 mod experiment_ids;
 mod experiments;
+mod fleet;
 mod import;
 mod insert;
 mod micro;
@@ -21,6 +22,7 @@ mod schema;
 pub mod trace;
 mod tune;
 
+pub use fleet::FleetHost;
 pub use import::*;
 pub use run_rows::FIXED;
 pub use schema::{MIGRATIONS, current_version};
