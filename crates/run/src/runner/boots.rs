@@ -292,12 +292,7 @@ pub(crate) fn share_of(b: &Boots, v: &Variant, number: u32, slots: Vec<Slot>) ->
     Share {
         experiment: b.exp_id,
         boot: number,
-        variant: ShareVariant {
-            name: v.name.clone(),
-            command: v.command.clone(),
-            parameters: v.parameters.clone(),
-            knobs: v.knobs.clone(),
-        },
+        variant: ShareVariant::of(v),
         cfg: b.cfg.clone(),
         strict: b.vm.strict,
         slots,

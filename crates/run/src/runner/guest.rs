@@ -39,6 +39,17 @@ pub struct ShareVariant {
     pub knobs: Vec<KnobSetting>,
 }
 
+impl ShareVariant {
+    pub fn of(v: &Variant) -> ShareVariant {
+        ShareVariant {
+            name: v.name.clone(),
+            command: v.command.clone(),
+            parameters: v.parameters.clone(),
+            knobs: v.knobs.clone(),
+        }
+    }
+}
+
 /// One boot's share of the schedule.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Share {
