@@ -84,6 +84,7 @@ pub fn dispatch(
         token,
         abperf,
         version,
+        places: BTreeMap::new(),
         shares: BTreeMap::new(),
         fetched: BTreeMap::new(),
     };
@@ -92,6 +93,7 @@ pub fn dispatch(
         let file = d.join(format!("share-{i}.json"));
         std::fs::write(&file, serde_json::to_vec(s)?)?;
         disp.shares.insert(s.host.clone(), file);
+        disp.places.insert(s.host.clone(), s.place);
         disp.fetched
             .insert(s.host.clone(), d.join("fetched").join(format!("{i}.jsonl")));
         hosts.push(s.host.clone());

@@ -102,9 +102,11 @@ pub fn run_missing(
     let variants: Vec<ShareVariant> = exp.variants.iter().map(ShareVariant::of).collect();
     let shares: Vec<FleetShare> = hosts
         .iter()
-        .map(|h| FleetShare {
+        .enumerate()
+        .map(|(place, h)| FleetShare {
             experiment: exp.id,
             host: h.name.clone(),
+            place,
             variants: variants.clone(),
             cfg: exp.cfg.clone(),
             strict: exp.fleet.strict,

@@ -1,9 +1,10 @@
 //! The playbook abperf generates for one dispatch (written as JSON, which Ansible's YAML loader
 //! reads), and the callback plugin that tells abperf which host failed and why.
 //!
-//! On every host, in one play: make the experiment's directory (`~/.abperf-fleet/TOKEN`, TOKEN
-//! random per experiment, so that experiments of other coordinators and stores never share
-//! one), copy the coordinator's abperf there (and the spawn helper beside it) unless the host's
+//! On every host, in one play: make the experiment's directory (`~/.abperf-fleet/TOKEN/POS`,
+//! TOKEN random per experiment, so that experiments of other coordinators and stores never share
+//! one, and POS the host's place in the plan, so that hosts sharing a home directory over NFS
+//! do not either), copy the coordinator's abperf there (and the spawn helper beside it) unless the host's
 //! installed abperf is used (`--remote-abperf`), check that `abperf --version` there prints the
 //! coordinator's, copy the host's share, run it (`abperf run --fleet-share share.json --lines
 //! lines.jsonl`), and fetch lines.jsonl back, also when the run failed.
@@ -33,7 +34,9 @@ pub struct Dispatch<'a> {
     pub abperf: &'a RemoteAbperf,
     /// What `abperf --version` prints on the coordinator.
     pub version: &'a str,
-    /// Per host: its share file on the coordinator, and where its lines file is fetched to.
+    /// Per host: its place in the plan, its share file on the coordinator, and where its lines
+    /// file is fetched to.
+    pub places: BTreeMap<String, usize>,
     pub shares: BTreeMap<String, PathBuf>,
     pub fetched: BTreeMap<String, PathBuf>,
 }
@@ -87,9 +90,10 @@ pub fn playbook(d: &Dispatch, hosts: &[String]) -> Value {
     let mut tasks = vec![json!({
         "name": "the experiment's directory",
         "ansible.builtin.shell": format!(
-            "mkdir -p \"$HOME/.abperf-fleet/{t}\" && cd \"$HOME/.abperf-fleet/{t}\" && pwd",
+            "mkdir -p \"$HOME/.abperf-fleet/{t}/$POS\" && cd \"$HOME/.abperf-fleet/{t}/$POS\" && pwd",
             t = d.token
         ),
+        "environment": {"POS": "{{ abperf_places[inventory_hostname] }}"},
         "register": "abperf_dir",
         "changed_when": false
     })];
@@ -129,6 +133,7 @@ pub fn playbook(d: &Dispatch, hosts: &[String]) -> Value {
         "vars": {
             "abperf_bin": bin,
             "abperf_coordinator": d.version,
+            "abperf_places": d.places,
             "abperf_shares": path_map(&d.shares),
             "abperf_fetched": path_map(&d.fetched)
         },
@@ -189,6 +194,7 @@ mod tests {
             token: "f00",
             abperf: &installed,
             version: "abperf 1",
+            places: BTreeMap::from([("a".to_string(), 2)]),
             shares,
             fetched,
         };

@@ -19,8 +19,9 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FleetShare {
     pub experiment: i64,
-    /// The host's name in the inventory.
+    /// The host's name in the inventory, and its place in the plan.
     pub host: String,
+    pub place: usize,
     pub variants: Vec<ShareVariant>,
     pub cfg: RunConfig,
     /// `--strict`: an event the host cannot count is an error.
