@@ -30,13 +30,28 @@ fn setup() -> Option<(Fleet, Lab, String)> {
 fn runs_by_host(lab: &Lab, id: i64) -> BTreeMap<String, usize> {
     let mut by = BTreeMap::new();
     for r in lab.store().runs(id).unwrap() {
-        let host = r.labels.host.clone().expect("every fleet run names its host");
+        let host = r
+            .labels
+            .host
+            .clone()
+            .expect("every fleet run names its host");
         *by.entry(host).or_default() += 1;
     }
     by
 }
 
-const TWO_VARIANTS: &[&str] = &["-r", "4", "--warmup", "1", "-n", "a", "-n", "b", "true", "sleep 0.002"];
+const TWO_VARIANTS: &[&str] = &[
+    "-r",
+    "4",
+    "--warmup",
+    "1",
+    "-n",
+    "a",
+    "-n",
+    "b",
+    "true",
+    "sleep 0.002",
+];
 
 #[test]
 fn three_hosts_two_variants_land_labelled_and_compare_uses_hosts_as_blocks() {
@@ -54,10 +69,130 @@ fn three_hosts_two_variants_land_labelled_and_compare_uses_hosts_as_blocks() {
         .collect();
     assert_eq!(runs_by_host(&lab, 1), want);
     let hosts = lab.store().fleet_hosts(1).unwrap();
-    assert!(hosts.iter().all(|h| h.environment.is_some() && h.abperf.is_some()));
+    assert!(
+        hosts
+            .iter()
+            .all(|h| h.environment.is_some() && h.abperf.is_some())
+    );
     let doc = lab.ok(&["compare", "1", "--format", "json"]).json();
-    assert_eq!(doc["analysis"]["comparisons"][0]["primary"], "hosts", "{doc}");
+    assert_eq!(
+        doc["analysis"]["comparisons"][0]["primary"], "hosts",
+        "{doc}"
+    );
     lab.ok(&["compare", "1", "--by", "host"]).has("lab-b");
     lab.ok(&["fleet", "status", "1"])
         .has("lab-c       10         10        0");
+}
+
+#[test]
+fn an_unreachable_host_is_reported_and_resume_completes_the_experiment() {
+    let Some((mut fleet, lab, inv)) = setup() else {
+        return;
+    };
+    fleet.stop("lab-b");
+    let mut args = vec!["fleet", "run", "-i", &inv, "--seed", "12"];
+    args.extend(TWO_VARIANTS);
+    let out = lab.fails(&args, 1);
+    out.err_has("host lab-b: 10 of 10 runs missing: unreachable")
+        .err_has("--resume 1");
+    let kept: BTreeMap<String, usize> = [("lab-a".to_string(), 10), ("lab-c".to_string(), 10)]
+        .into_iter()
+        .collect();
+    assert_eq!(runs_by_host(&lab, 1), kept);
+    lab.ok(&["fleet", "status", "1"])
+        .has("lab-b       10          0       10");
+    fleet.restart("lab-b");
+    let before = lab.store().runs(1).unwrap();
+    lab.ok(&["fleet", "run", "-i", &inv, "--resume", "1"])
+        .err_has("complete");
+    assert_eq!(runs_by_host(&lab, 1)["lab-b"], 10);
+    // Nothing that was stored is lost or stored twice.
+    let after = lab.store().runs(1).unwrap();
+    assert_eq!(after.len(), 30);
+    for r in &before {
+        assert!(
+            after
+                .iter()
+                .any(|a| a.seq == r.seq && a.metrics == r.metrics)
+        );
+    }
+    let doc = lab.ok(&["compare", "1", "--format", "json"]).json();
+    assert_eq!(doc["analysis"]["comparisons"][0]["primary"], "hosts");
+}
+
+#[test]
+fn two_fleet_experiments_at_once_do_not_collide() {
+    let Some((_fleet, lab, inv)) = setup() else {
+        return;
+    };
+    let start = |seed: &str, title: &str| {
+        let mut args = vec!["fleet", "run", "-i", &inv, "--seed", seed, "--title", title];
+        args.extend(TWO_VARIANTS);
+        lab.cmd(&args).output().expect("abperf runs")
+    };
+    let (one, two) = std::thread::scope(|s| {
+        let one = s.spawn(|| start("21", "one"));
+        let two = s.spawn(|| start("22", "two"));
+        (one.join().unwrap(), two.join().unwrap())
+    });
+    for o in [&one, &two] {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    for id in [1, 2] {
+        let by = runs_by_host(&lab, id);
+        assert_eq!(by.values().sum::<usize>(), 30, "experiment {id}: {by:?}");
+        assert_eq!(by.len(), 3);
+    }
+}
+
+#[test]
+fn an_inventory_ansible_cannot_read_is_named_and_nothing_is_stored() {
+    let Some((_fleet, lab, _inv)) = setup() else {
+        return;
+    };
+    let bad = lab.write("bad.yml", "all:\n  hosts: [unclosed\n");
+    let mut args = vec!["fleet", "run", "-i", &bad];
+    args.extend(TWO_VARIANTS);
+    let out = lab.run(&args);
+    assert_ne!(out.code, Some(0));
+    out.err_has(&format!("inventory {bad}: Ansible cannot read it"));
+    let missing = lab.p("nope.ini");
+    let mut args = vec!["fleet", "run", "-i", &missing];
+    args.extend(TWO_VARIANTS);
+    lab.fails(&args, 2).err_has("nope.ini: no such file");
+    assert!(lab.store().resolve_id("latest").is_err());
+}
+
+#[test]
+fn an_unreachable_host_or_another_abperf_is_named_and_nothing_is_stored() {
+    let Some((mut fleet, lab, inv)) = setup() else {
+        return;
+    };
+    fleet.stop("lab-c");
+    let mut args = vec!["fleet", "run", "-i", &inv, "--limit", "lab-c"];
+    args.extend(TWO_VARIANTS);
+    lab.fails(&args, 1)
+        .err_has("no host ran anything")
+        .err_has("host lab-c: 10 of 10 runs missing: unreachable");
+    assert!(lab.store().resolve_id("latest").is_err());
+    let other = lab.write(
+        "abperf-other",
+        "#!/bin/sh\necho 'abperf 0.0.1 (commit other)'\n",
+    );
+    std::fs::set_permissions(&other, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut args = vec![
+        "fleet",
+        "run",
+        "-i",
+        &inv,
+        "--limit",
+        "lab-a",
+        "--remote-abperf",
+        &other,
+    ];
+    args.extend(TWO_VARIANTS);
+    lab.fails(&args, 1)
+        .err_has("host lab-a")
+        .err_has("--version prints 'abperf 0.0.1 (commit other)'");
+    assert!(lab.store().resolve_id("latest").is_err());
 }

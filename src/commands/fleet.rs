@@ -62,7 +62,12 @@ pub fn run(args: FleetArgs) -> anyhow::Result<i32> {
 
 /// One line per host: its name, then planned, committed and missing runs, and why it stopped.
 pub(crate) fn host_lines(states: &[HostState]) -> Vec<String> {
-    let width = states.iter().map(|s| s.name.len()).max().unwrap_or(4).max(4);
+    let width = states
+        .iter()
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
     let mut lines = vec![format!(
         "{:width$}  {:>7}  {:>9}  {:>7}",
         "host", "planned", "committed", "missing"

@@ -83,7 +83,16 @@ impl Fleet {
         let client = dir.path().join("client_key");
         run(
             Command::new("ssh-keygen")
-                .args(["-q", "-t", "ed25519", "-N", "", "-C", "abperf-fleet-test", "-f"])
+                .args([
+                    "-q",
+                    "-t",
+                    "ed25519",
+                    "-N",
+                    "",
+                    "-C",
+                    "abperf-fleet-test",
+                    "-f",
+                ])
                 .arg(&client),
             "ssh-keygen",
         );

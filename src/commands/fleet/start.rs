@@ -140,15 +140,8 @@ fn start(args: &FleetRunArgs, abperf: &RemoteAbperf) -> anyhow::Result<i32> {
         cfg.warmup,
         cfg.order.as_str()
     ));
-    let variants = store.variants(id)?;
-    let e = Experiment {
-        id,
-        cfg: &cfg,
-        fleet: &fd,
-        variants: &variants,
-        schedule: &schedule,
-    };
-    dispatch(&mut store, &e, &args.inventory, abperf, true)
+    let stored = Stored { id, cfg, fleet: fd };
+    dispatch(&mut store, &stored, &args.inventory, abperf, true)
 }
 
 /// Take stored fleet experiment `reference` over and dispatch what it is missing.
@@ -169,16 +162,15 @@ fn resume(args: &FleetRunArgs, reference: &str, abperf: &RemoteAbperf) -> anyhow
         format!("experiment {id}: its stored design cannot be read by this abperf")
     })?;
     crate::commands::run::end::claim(&mut store, id)?;
-    let variants = store.variants(id)?;
-    let schedule = store.schedule(id)?;
-    let e = Experiment {
-        id,
-        cfg: &cfg,
-        fleet: &fd,
-        variants: &variants,
-        schedule: &schedule,
-    };
-    dispatch(&mut store, &e, &args.inventory, abperf, false)
+    let stored = Stored { id, cfg, fleet: fd };
+    dispatch(&mut store, &stored, &args.inventory, abperf, false)
+}
+
+/// A fleet experiment in the store, with its designs.
+struct Stored {
+    id: i64,
+    cfg: RunConfig,
+    fleet: FleetDesign,
 }
 
 /// Dispatch the missing slots and tell how it went: complete (0), or which hosts are missing
@@ -186,12 +178,21 @@ fn resume(args: &FleetRunArgs, reference: &str, abperf: &RemoteAbperf) -> anyhow
 /// left half-stored.
 fn dispatch(
     store: &mut Store,
-    e: &Experiment,
+    s: &Stored,
     inventory: &Path,
     abperf: &RemoteAbperf,
     fresh: bool,
 ) -> anyhow::Result<i32> {
-    let states = match fleet::run_missing(store, e, inventory, abperf, &version()) {
+    let variants = store.variants(s.id)?;
+    let schedule = store.schedule(s.id)?;
+    let e = Experiment {
+        id: s.id,
+        cfg: &s.cfg,
+        fleet: &s.fleet,
+        variants: &variants,
+        schedule: &schedule,
+    };
+    let states = match fleet::run_missing(store, &e, inventory, abperf, &version()) {
         Ok(s) => s,
         Err(err) => {
             let _ = store.set_status(e.id, Status::Failed);

@@ -149,4 +149,3 @@ pub fn dispatch(
         failures,
     })
 }
-

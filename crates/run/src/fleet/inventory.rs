@@ -36,11 +36,14 @@ pub fn hosts(inventory: &Path, limit: Option<&str>) -> anyhow::Result<Vec<String
             inventory.display()
         )));
     }
+    // Ansible's own temporary files stay out of ~/.ansible.
+    let local = tempfile::tempdir().context("cannot make a temporary directory")?;
     let out = Command::new("ansible-inventory")
         .arg("-i")
         .arg(inventory)
         .arg("--list")
         .envs(STRICT_INVENTORY.iter().copied())
+        .env("ANSIBLE_LOCAL_TEMP", local.path())
         .stdin(Stdio::null())
         .output()
         .context("cannot run ansible-inventory (is Ansible installed? Debian: ansible-core)")?;
