@@ -61,8 +61,12 @@ fn three_hosts_two_variants_land_labelled_and_compare_uses_hosts_as_blocks() {
     let t = Instant::now();
     let mut args = vec!["fleet", "run", "-i", &inv, "--seed", "11"];
     args.extend(TWO_VARIANTS);
-    lab.ok(&args).err_has("complete");
+    let out = lab.ok(&args);
+    out.err_has("complete");
     eprintln!("fleet run: {:.1} s", t.elapsed().as_secs_f64());
+    let ours: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("abperf:")).collect();
+    eprintln!("{}", ours.join("\n"));
+    eprintln!("{}", lab.ok(&["compare", "1"]).stdout);
     let want: BTreeMap<String, usize> = ["lab-a", "lab-b", "lab-c"]
         .iter()
         .map(|h| (h.to_string(), 10))
