@@ -64,7 +64,11 @@ fn three_hosts_two_variants_land_labelled_and_compare_uses_hosts_as_blocks() {
     let out = lab.ok(&args);
     out.err_has("complete");
     eprintln!("fleet run: {:.1} s", t.elapsed().as_secs_f64());
-    let ours: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("abperf:")).collect();
+    let ours: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("abperf:"))
+        .collect();
     eprintln!("{}", ours.join("\n"));
     eprintln!("{}", lab.ok(&["compare", "1"]).stdout);
     let want: BTreeMap<String, usize> = ["lab-a", "lab-b", "lab-c"]
@@ -97,6 +101,12 @@ fn an_unreachable_host_is_reported_and_resume_completes_the_experiment() {
     let mut args = vec!["fleet", "run", "-i", &inv, "--seed", "12"];
     args.extend(TWO_VARIANTS);
     let out = lab.fails(&args, 1);
+    let ours: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("abperf:"))
+        .collect();
+    eprintln!("{}", ours.join("\n"));
     out.err_has("host lab-b: 10 of 10 runs missing: unreachable")
         .err_has("--resume 1");
     let kept: BTreeMap<String, usize> = [("lab-a".to_string(), 10), ("lab-c".to_string(), 10)]
@@ -199,4 +209,85 @@ fn an_unreachable_host_or_another_abperf_is_named_and_nothing_is_stored() {
         .err_has("host lab-a")
         .err_has("--version prints 'abperf 0.0.1 (commit other)'");
     assert!(lab.store().resolve_id("latest").is_err());
+}
+
+/// The lines file host `place` of the fleet's only experiment writes, once it exists.
+fn lines_file(fleet: &Fleet, place: usize) -> Option<std::path::PathBuf> {
+    let root = fleet.home().join(".abperf-fleet");
+    let token = std::fs::read_dir(root).ok()?.flatten().next()?.path();
+    let lines = token.join(place.to_string()).join("lines.jsonl");
+    lines.exists().then_some(lines)
+}
+
+#[test]
+fn a_host_lost_mid_run_keeps_its_finished_runs_and_resume_runs_only_the_rest() {
+    let Some((mut fleet, lab, inv)) = setup() else {
+        return;
+    };
+    let args = [
+        "fleet",
+        "run",
+        "-i",
+        &inv,
+        "--seed",
+        "13",
+        "-r",
+        "4",
+        "--warmup",
+        "1",
+        "-n",
+        "a",
+        "-n",
+        "b",
+        "sleep 0.3",
+        "sleep 0.35",
+    ];
+    let (out, lost_at) = std::thread::scope(|s| {
+        let run = s.spawn(|| lab.cmd(&args).output().expect("abperf runs"));
+        // lab-b (place 1) is lost once it has finished two runs.
+        let t = Instant::now();
+        loop {
+            let n = lines_file(&fleet, 1)
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .map_or(0, |t| t.lines().count());
+            if n >= 3 {
+                break;
+            }
+            assert!(t.elapsed().as_secs() < 60, "lab-b never ran two runs");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        fleet.kill_host("lab-b");
+        let lost_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as i64;
+        (run.join().unwrap(), lost_at)
+    });
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let ours: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("abperf:"))
+        .collect();
+    eprintln!("{}", ours.join("\n"));
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("abperf: error: host lab-b: "), "{stderr}");
+    assert_eq!(runs_by_host(&lab, 1).get("lab-a"), Some(&10));
+    fleet.restart("lab-b");
+    lab.ok(&["fleet", "run", "-i", &inv, "--resume", "1"])
+        .err_has("complete");
+    let b: Vec<_> = lab
+        .store()
+        .runs(1)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.labels.host.as_deref() == Some("lab-b"))
+        .collect();
+    assert_eq!(b.len(), 10);
+    // The runs lab-b finished before it was lost were kept on it and fetched, not run again.
+    let before = b.iter().filter(|r| r.ended_ns < lost_at).count();
+    assert!(
+        before >= 2,
+        "{before} of lab-b's runs ended before it was lost"
+    );
+    assert_eq!(runs_by_host(&lab, 1).values().sum::<usize>(), 30);
 }

@@ -216,6 +216,28 @@ impl Fleet {
         }
     }
 
+    /// Host `name` is lost as a machine is: its server and everything running under it (the
+    /// sessions, the abperf they run, its workload) are killed at once (frozen with SIGSTOP
+    /// while the tree is walked, so nothing forks away, then SIGKILL).
+    pub fn kill_host(&mut self, name: &str) {
+        let i = self.index(name);
+        let Some(mut c) = self.hosts[i].child.take() else {
+            return;
+        };
+        let mut tree = Vec::new();
+        for _ in 0..3 {
+            tree = descendants(c.id());
+            signal(&tree, "STOP");
+        }
+        signal(&tree, "KILL");
+        let _ = c.wait();
+    }
+
+    /// The home directory the hosts see (where abperf keeps its experiment directories).
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
     /// Start host `name`'s server again (same address, port and host key).
     pub fn restart(&mut self, name: &str) {
         let i = self.index(name);
@@ -250,6 +272,41 @@ impl Fleet {
         std::fs::write(&path, ini).unwrap();
         path.display().to_string()
     }
+}
+
+/// `pid` and every process below it, from /proc.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent: Vec<(u32, u32)> = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...: comm may hold spaces, so read after its last ')'.
+        let after = stat.rsplit_once(')').map_or("", |(_, a)| a);
+        if let Some(ppid) = after.split_whitespace().nth(1).and_then(|x| x.parse().ok()) {
+            parent.push((p, ppid));
+        }
+    }
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i];
+        tree.extend(parent.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    tree
+}
+
+/// Send signal `name` to processes `pids` (kill(1): the test crate has no libc).
+fn signal(pids: &[u32], name: &str) {
+    let _ = Command::new("kill")
+        .arg(format!("-{name}"))
+        .args(pids.iter().map(u32::to_string))
+        .stderr(Stdio::null())
+        .status();
 }
 
 impl Drop for Fleet {

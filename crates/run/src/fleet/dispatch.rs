@@ -23,8 +23,11 @@ pub struct HostFailure {
 }
 
 impl HostFailure {
+    /// On one line: what, at which task, and Ansible's reason (its lines and carriage returns
+    /// as spaces).
     pub fn words(&self) -> String {
-        format!("{} at '{}': {}", self.what, self.task, self.why)
+        let why: Vec<&str> = self.why.split_whitespace().collect();
+        format!("{} at '{}': {}", self.what, self.task, why.join(" "))
     }
 }
 

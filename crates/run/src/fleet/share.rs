@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 /// What one host runs in one dispatch.
@@ -46,13 +47,25 @@ pub struct LinesFile {
 
 impl LinesFile {
     /// Open (or create) `path` for appending, dropping a line a crash cut off; returns the file
-    /// and the seqs of the runs it holds.
+    /// and the seqs of the runs it holds. The file stays locked (flock) while it is open: an
+    /// abperf left running by a dispatch whose connection went away keeps a second one (a
+    /// `--resume`) from running the same slots beside it.
     pub fn open(path: &Path) -> anyhow::Result<(LinesFile, BTreeSet<u32>)> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("cannot open {} to append", path.display()))?;
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            anyhow::bail!(
+                "{}: another abperf still runs this host's share (an earlier dispatch whose \
+                 connection went away); resume once it has ended",
+                path.display()
+            );
+        }
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         let (lines, whole) = whole_lines(&text);
         let mut done = BTreeSet::new();
         for l in lines {
@@ -62,11 +75,6 @@ impl LinesFile {
                 done.insert(run.seq);
             }
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .with_context(|| format!("cannot open {} to append", path.display()))?;
         if whole < text.len() {
             file.set_len(whole as u64)
                 .with_context(|| format!("cannot cut the last line of {}", path.display()))?;
