@@ -40,18 +40,17 @@ fn runs_by_host(lab: &Lab, id: i64) -> BTreeMap<String, usize> {
     by
 }
 
-const TWO_VARIANTS: &[&str] = &[
-    "-r",
-    "4",
-    "--warmup",
-    "1",
-    "-n",
-    "a",
-    "-n",
-    "b",
-    "true",
-    "sleep 0.002",
-];
+/// `fleet run -i inv`, then `extra`, then two variants a and b (4 runs and a warm-up each).
+fn fleet_run<'a>(inv: &'a str, extra: &[&'a str], a: &'a str, b: &'a str) -> Vec<&'a str> {
+    let mut v = vec!["fleet", "run", "-i", inv];
+    v.extend(extra);
+    v.extend(["-r", "4", "--warmup", "1", "-n", "a", "-n", "b", a, b]);
+    v
+}
+
+/// The two variants most tests run: cheap, and different.
+const A: &str = "true";
+const B: &str = "sleep 0.002";
 
 #[test]
 fn three_hosts_two_variants_land_labelled_and_compare_uses_hosts_as_blocks() {
@@ -59,8 +58,7 @@ fn three_hosts_two_variants_land_labelled_and_compare_uses_hosts_as_blocks() {
         return;
     };
     let t = Instant::now();
-    let mut args = vec!["fleet", "run", "-i", &inv, "--seed", "11"];
-    args.extend(TWO_VARIANTS);
+    let args = fleet_run(&inv, &["--seed", "11"], A, B);
     let out = lab.ok(&args);
     out.err_has("complete");
     eprintln!("fleet run: {:.1} s", t.elapsed().as_secs_f64());
@@ -98,8 +96,7 @@ fn an_unreachable_host_is_reported_and_resume_completes_the_experiment() {
         return;
     };
     fleet.stop("lab-b");
-    let mut args = vec!["fleet", "run", "-i", &inv, "--seed", "12"];
-    args.extend(TWO_VARIANTS);
+    let args = fleet_run(&inv, &["--seed", "12"], A, B);
     let out = lab.fails(&args, 1);
     let ours: Vec<&str> = out
         .stderr
@@ -140,8 +137,7 @@ fn two_fleet_experiments_at_once_do_not_collide() {
         return;
     };
     let start = |seed: &str, title: &str| {
-        let mut args = vec!["fleet", "run", "-i", &inv, "--seed", seed, "--title", title];
-        args.extend(TWO_VARIANTS);
+        let args = fleet_run(&inv, &["--seed", seed, "--title", title], A, B);
         lab.cmd(&args).output().expect("abperf runs")
     };
     let (one, two) = std::thread::scope(|s| {
@@ -165,14 +161,12 @@ fn an_inventory_ansible_cannot_read_is_named_and_nothing_is_stored() {
         return;
     };
     let bad = lab.write("bad.yml", "all:\n  hosts: [unclosed\n");
-    let mut args = vec!["fleet", "run", "-i", &bad];
-    args.extend(TWO_VARIANTS);
+    let args = fleet_run(&bad, &[], A, B);
     let out = lab.run(&args);
     assert_ne!(out.code, Some(0));
     out.err_has(&format!("inventory {bad}: Ansible cannot read it"));
     let missing = lab.p("nope.ini");
-    let mut args = vec!["fleet", "run", "-i", &missing];
-    args.extend(TWO_VARIANTS);
+    let args = fleet_run(&missing, &[], A, B);
     lab.fails(&args, 2).err_has("nope.ini: no such file");
     assert!(lab.store().resolve_id("latest").is_err());
 }
@@ -183,8 +177,7 @@ fn an_unreachable_host_or_another_abperf_is_named_and_nothing_is_stored() {
         return;
     };
     fleet.stop("lab-c");
-    let mut args = vec!["fleet", "run", "-i", &inv, "--limit", "lab-c"];
-    args.extend(TWO_VARIANTS);
+    let args = fleet_run(&inv, &["--limit", "lab-c"], A, B);
     lab.fails(&args, 1)
         .err_has("no host ran anything")
         .err_has("host lab-c: 10 of 10 runs missing: unreachable");
@@ -194,17 +187,7 @@ fn an_unreachable_host_or_another_abperf_is_named_and_nothing_is_stored() {
         "#!/bin/sh\necho 'abperf 0.0.1 (commit other)'\n",
     );
     std::fs::set_permissions(&other, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let mut args = vec![
-        "fleet",
-        "run",
-        "-i",
-        &inv,
-        "--limit",
-        "lab-a",
-        "--remote-abperf",
-        &other,
-    ];
-    args.extend(TWO_VARIANTS);
+    let args = fleet_run(&inv, &["--limit", "lab-a", "--remote-abperf", &other], A, B);
     lab.fails(&args, 1)
         .err_has("host lab-a")
         .err_has("--version prints 'abperf 0.0.1 (commit other)'");
@@ -224,24 +207,7 @@ fn a_host_lost_mid_run_keeps_its_finished_runs_and_resume_runs_only_the_rest() {
     let Some((mut fleet, lab, inv)) = setup() else {
         return;
     };
-    let args = [
-        "fleet",
-        "run",
-        "-i",
-        &inv,
-        "--seed",
-        "13",
-        "-r",
-        "4",
-        "--warmup",
-        "1",
-        "-n",
-        "a",
-        "-n",
-        "b",
-        "sleep 0.3",
-        "sleep 0.35",
-    ];
+    let args = fleet_run(&inv, &["--seed", "13"], "sleep 0.3", "sleep 0.35");
     let (out, lost_at) = std::thread::scope(|s| {
         let run = s.spawn(|| lab.cmd(&args).output().expect("abperf runs"));
         // lab-b (place 1) is lost once it has finished two runs.

@@ -61,3 +61,60 @@ pub fn commit_lines(
     }
     Ok((committed, None))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::design::Order;
+    use abperf_model::{Kind, NewExperiment, Variant};
+
+    fn line(seq: u32, warmup: bool) -> String {
+        serde_json::json!({"type": "run", "run": {"seq": seq, "warmup": warmup, "status": "ok",
+            "exit_code": 0, "signal": null, "started_ns": 1, "ended_ns": 2,
+            "metrics": [{"name": "wall_ns", "value": 5.0, "unit": "ns"}]}})
+        .to_string()
+    }
+
+    #[test]
+    fn runs_are_labelled_and_stored_once_and_a_run_of_another_host_stops_the_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        let names = vec!["a".to_string(), "b".to_string()];
+        let (schedule, hosts) = super::super::plan::plan(&names, Order::Abba, 1, 2, 0, 3);
+        let exp = NewExperiment {
+            name: "f".into(),
+            kind: Kind::Run,
+            command_line: vec![],
+            design: serde_json::json!({}),
+            seed: Some(3),
+            environment: serde_json::json!({}),
+        };
+        let id = store
+            .create_experiment(&exp, &[Variant::named("x")], &schedule)
+            .unwrap();
+        store.set_fleet_hosts(id, &hosts).unwrap();
+        let path = dir.path().join("a.jsonl");
+        let b_seq = hosts[1].first_seq;
+        let text = format!(
+            "{}\n{}\n{}\n",
+            line(0, false),
+            line(0, false),
+            line(b_seq, false)
+        );
+        std::fs::write(&path, text).unwrap();
+        let mut done = BTreeSet::new();
+        let (n, wrong) =
+            commit_lines(&mut store, id, &hosts[0], &schedule, &path, &mut done).unwrap();
+        assert_eq!(n, 1);
+        let not_its = format!("host a reported run {b_seq} that is not in its share");
+        assert!(wrong.unwrap().contains(&not_its));
+        // Fetched again (a resume): what is stored is not stored twice.
+        std::fs::write(&path, format!("{}\n{}\n", line(0, false), line(1, false))).unwrap();
+        let (n, wrong) =
+            commit_lines(&mut store, id, &hosts[0], &schedule, &path, &mut done).unwrap();
+        assert_eq!((n, wrong), (1, None));
+        let runs = store.runs(id).unwrap();
+        assert_eq!(runs.len(), 2);
+        assert!(runs.iter().all(|r| r.labels.host.as_deref() == Some("a")));
+    }
+}
