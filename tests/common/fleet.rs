@@ -13,6 +13,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Where program `name` is: in a directory of `$PATH`, else in /usr/sbin (dropbear's place,
+/// which a user's PATH may lack).
+pub fn program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
 /// Why the fleet tests cannot run here (None: they can): a program they need is missing.
 pub fn missing() -> Option<String> {
     let need = [
@@ -24,10 +34,7 @@ pub fn missing() -> Option<String> {
         "ssh-keygen",
         "unshare",
     ];
-    let gone: Vec<&str> = need
-        .into_iter()
-        .filter(|p| !super::on_path(p) && !Path::new("/usr/sbin").join(p).is_file())
-        .collect();
+    let gone: Vec<&str> = need.into_iter().filter(|p| program(p).is_none()).collect();
     (!gone.is_empty()).then(|| {
         format!(
             "the fleet tests need {} (Debian packages dropbear-bin, ansible-core, openssh-client, \
@@ -114,14 +121,15 @@ impl Fleet {
         for (i, name) in ["lab-a", "lab-b", "lab-c"].into_iter().enumerate() {
             let addr = format!("127.0.0.{}", i + 2);
             let key = fleet.dir.path().join(format!("{name}.hostkey"));
+            let dropbearkey = program("dropbearkey").expect("dropbearkey (see missing())");
             run(
-                Command::new("dropbearkey")
+                Command::new(&dropbearkey)
                     .args(["-t", "ed25519", "-f"])
                     .arg(&key),
                 "dropbearkey",
             );
             let public = run(
-                Command::new("dropbearkey").args(["-y", "-f"]).arg(&key),
+                Command::new(&dropbearkey).args(["-y", "-f"]).arg(&key),
                 "dropbearkey -y",
             );
             let line = public
@@ -175,13 +183,14 @@ impl Fleet {
         let listen = format!("{}:{}", h.addr, h.port);
         let child = Command::new("unshare")
             .args(["--mount", "--propagation", "private", "sh", "-c"])
-            .arg(r#"mount --bind "$1" "$2" && exec dropbear -F -E -s -m -r "$3" -p "$4" -P "$5""#)
+            .arg(r#"mount --bind "$1" "$2" && exec "$6" -F -E -s -m -r "$3" -p "$4" -P "$5""#)
             .arg("sh")
             .arg(&self.home)
             .arg(&real_home)
             .arg(&h.key)
             .arg(&listen)
             .arg(&pidfile)
+            .arg(program("dropbear").expect("dropbear (see missing())"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
