@@ -112,6 +112,11 @@ fn an_unreachable_host_is_reported_and_resume_completes_the_experiment() {
     assert_eq!(runs_by_host(&lab, 1), kept);
     lab.ok(&["fleet", "status", "1"])
         .has("lab-b       10          0       10");
+    let other = lab.write("other.ini", "lab-a ansible_host=127.0.0.2\n");
+    lab.fails(&["fleet", "run", "-i", &other, "--resume", "1"], 2)
+        .err_has(&format!(
+            "host lab-b of experiment 1 is not in the inventory {other}"
+        ));
     fleet.restart("lab-b");
     let before = lab.store().runs(1).unwrap();
     lab.ok(&["fleet", "run", "-i", &inv, "--resume", "1"])

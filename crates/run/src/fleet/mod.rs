@@ -122,6 +122,16 @@ pub fn run_missing(
     if shares.is_empty() {
         return status(store, exp.id);
     }
+    // A resume may be given another inventory: every host to dispatch must be in it.
+    let known = inventory::hosts(inventory, None)?;
+    if let Some(s) = shares.iter().find(|s| !known.contains(&s.host)) {
+        return Err(abperf_model::error::usage(format!(
+            "host {} of experiment {} is not in the inventory {}",
+            s.host,
+            exp.id,
+            inventory.display()
+        )));
+    }
     let fetched = dispatch::dispatch(inventory, &exp.fleet.token, abperf, version, &shares)?;
     let mut states = Vec::new();
     for h in &hosts {
