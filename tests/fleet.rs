@@ -161,8 +161,8 @@ fn two_fleet_experiments_at_once_do_not_collide() {
 }
 
 #[test]
-fn an_inventory_ansible_cannot_read_is_named_and_nothing_is_stored() {
-    let Some((_fleet, lab, _inv)) = setup() else {
+fn an_inventory_ansible_cannot_read_or_no_ansible_playbook_is_named_and_nothing_is_stored() {
+    let Some((_fleet, lab, inv)) = setup() else {
         return;
     };
     let bad = lab.write("bad.yml", "all:\n  hosts: [unclosed\n");
@@ -173,6 +173,20 @@ fn an_inventory_ansible_cannot_read_is_named_and_nothing_is_stored() {
     let missing = lab.p("nope.ini");
     let args = fleet_run(&missing, &[], A, B);
     lab.fails(&args, 2).err_has("nope.ini: no such file");
+    assert!(lab.store().resolve_id("latest").is_err());
+    // Ansible reads the inventory, but its ansible-playbook cannot be run: the planned
+    // experiment is not kept.
+    let bin = lab.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let inventory = common::fleet::program("ansible-inventory").unwrap();
+    std::os::unix::fs::symlink(inventory, bin.join("ansible-inventory")).unwrap();
+    let args = fleet_run(&inv, &[], A, B);
+    let mut cmd = lab.cmd(&args);
+    cmd.env("PATH", &bin);
+    let out = common::Out::from(cmd.output().unwrap(), &args);
+    assert_eq!(out.code, Some(1), "{out}");
+    out.err_has("experiment 1 is not kept")
+        .err_has("cannot run ansible-playbook");
     assert!(lab.store().resolve_id("latest").is_err());
 }
 

@@ -192,14 +192,19 @@ fn dispatch(
         variants: &variants,
         schedule: &schedule,
     };
+    let id = e.id;
     let states = match fleet::run_missing(store, &e, inventory, abperf, &version()) {
         Ok(s) => s,
         Err(err) => {
-            let _ = store.set_status(e.id, Status::Failed);
+            // A new experiment that got no run is not kept; a resumed one stays resumable.
+            if fresh && store.done_seqs(id).is_ok_and(|d| d.is_empty()) {
+                store.delete(id)?;
+                return Err(err.context(format!("experiment {id} is not kept")));
+            }
+            let _ = store.set_status(id, Status::Failed);
             return Err(err);
         }
     };
-    let id = e.id;
     let failed: Vec<&HostState> = states.iter().filter(|s| s.missing() > 0).collect();
     let nothing = states.iter().all(|s| s.committed == 0);
     if fresh && nothing && !failed.is_empty() {
