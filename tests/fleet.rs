@@ -60,15 +60,15 @@ fn three_hosts_two_variants_land_labelled_and_compare_uses_hosts_as_blocks() {
     let t = Instant::now();
     let args = fleet_run(&inv, &["--seed", "11"], A, B);
     let out = lab.ok(&args);
-    out.err_has("complete");
+    out.has("experiment 1 complete")
+        .has("n=3 hosts, random effects over hosts");
     eprintln!("fleet run: {:.1} s", t.elapsed().as_secs_f64());
     let ours: Vec<&str> = out
         .stderr
         .lines()
         .filter(|l| l.starts_with("abperf:"))
         .collect();
-    eprintln!("{}", ours.join("\n"));
-    eprintln!("{}", lab.ok(&["compare", "1"]).stdout);
+    eprintln!("{}\n{}", ours.join("\n"), out.stdout);
     let want: BTreeMap<String, usize> = ["lab-a", "lab-b", "lab-c"]
         .iter()
         .map(|h| (h.to_string(), 10))
@@ -120,7 +120,7 @@ fn an_unreachable_host_is_reported_and_resume_completes_the_experiment() {
     fleet.restart("lab-b");
     let before = lab.store().runs(1).unwrap();
     lab.ok(&["fleet", "run", "-i", &inv, "--resume", "1"])
-        .err_has("complete");
+        .has("experiment 1 complete");
     assert_eq!(runs_by_host(&lab, 1)["lab-b"], 10);
     // Nothing that was stored is lost or stored twice.
     let after = lab.store().runs(1).unwrap();
@@ -259,7 +259,7 @@ fn a_host_lost_mid_run_keeps_its_finished_runs_and_resume_runs_only_the_rest() {
     assert_eq!(runs_by_host(&lab, 1).get("lab-a"), Some(&10));
     fleet.restart("lab-b");
     lab.ok(&["fleet", "run", "-i", &inv, "--resume", "1"])
-        .err_has("complete");
+        .has("experiment 1 complete");
     let b: Vec<_> = lab
         .store()
         .runs(1)

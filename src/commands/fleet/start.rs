@@ -6,6 +6,7 @@ use super::{FleetRunArgs, host_lines};
 use crate::commands::run::args::{
     check_schedule_size, noise_config, parse_lists, random_seed, run_config, title,
 };
+use crate::commands::run::end::conclude;
 use crate::commands::run::{RunArgs, check_counts, new_variants, plan_variants};
 use crate::commands::{LONG_VERSION, hints};
 use crate::error::usage;
@@ -13,7 +14,7 @@ use crate::fleet::playbook::RemoteAbperf;
 use crate::fleet::{self, Experiment, FleetDesign, HostState};
 use crate::measure::counters;
 use crate::model::{Kind, NewExperiment, Status};
-use crate::runner::experiment::RunConfig;
+use crate::runner::experiment::{Ending, RunConfig};
 use crate::store::Store;
 use anyhow::Context;
 use std::path::Path;
@@ -220,12 +221,8 @@ fn dispatch(
     }
     let db = store.path().to_path_buf();
     if failed.is_empty() {
-        store.set_status(id, Status::Complete)?;
-        crate::error::stderr_line(&format!(
-            "abperf: experiment {id} complete; the verdict, hosts as blocks: {}",
-            hints::command(&db, &format!("compare {id}"))
-        ));
-        return Ok(0);
+        // As `abperf run` ends: the summary, the verdicts (hosts as blocks), where it is.
+        return conclude(store, id, variants.len(), Ok(Ending::Complete));
     }
     store.set_status(id, Status::Failed)?;
     for s in &failed {
