@@ -88,6 +88,11 @@ fn three_hosts_two_variants_land_labelled_and_compare_uses_hosts_as_blocks() {
     lab.ok(&["compare", "1", "--by", "host"]).has("lab-b");
     lab.ok(&["fleet", "status", "1"])
         .has("lab-c       10         10        0");
+    // Copied into another store, the experiment keeps its hosts and their slots.
+    let copy = lab.p("copy.db");
+    lab.ok(&["store", "copy", &lab.db().display().to_string(), &copy]);
+    let copied = abperf::store::Store::open(std::path::Path::new(&copy)).unwrap();
+    assert_eq!(copied.fleet_hosts(1).unwrap(), hosts);
 }
 
 #[test]

@@ -144,7 +144,10 @@ pub fn run_missing(
             s.failure = wrong;
         }
         if let Some(f) = fetched.failures.get(&h.name) {
-            s.failure = Some(f.words());
+            s.failure = Some(match s.failure {
+                Some(wrong) => format!("{}; {wrong}", f.words()),
+                None => f.words(),
+            });
         }
         if s.failure.is_none() && s.missing() > 0 {
             s.failure = Some("its runs did not all come back".into());
