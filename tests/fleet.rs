@@ -281,3 +281,67 @@ fn a_host_lost_mid_run_keeps_its_finished_runs_and_resume_runs_only_the_rest() {
     );
     assert_eq!(runs_by_host(&lab, 1).values().sum::<usize>(), 30);
 }
+
+#[test]
+fn a_signal_stops_the_dispatch_keeps_what_came_back_and_resume_fetches_the_rest() {
+    let Some((fleet, lab, inv)) = setup() else {
+        return;
+    };
+    let args = fleet_run(&inv, &["--seed", "14"], "sleep 0.2", "sleep 0.25");
+    let child = lab
+        .cmd(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // SIGTERM to abperf alone (not its process group) once lab-a has finished two runs.
+    let t = Instant::now();
+    while lines_file(&fleet, 0)
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .is_none_or(|t| t.lines().count() < 3)
+    {
+        assert!(t.elapsed().as_secs() < 60, "lab-a never ran two runs");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = common::Out::from(child.wait_with_output().unwrap(), &args);
+    assert_eq!(out.code, Some(143), "{out}");
+    out.err_has("interrupted by SIGTERM").err_has("--resume 1");
+    let exp = lab.store().experiment(1).unwrap();
+    assert_eq!(exp.status, abperf::model::Status::Interrupted);
+    // The hosts' abperf may still be finishing their shares: a resume that reaches one first
+    // is refused there, the next one fetches what it finished.
+    let resumed_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    let mut tries = 0;
+    loop {
+        let o = lab.run(&["fleet", "run", "-i", &inv, "--resume", "1"]);
+        if o.code == Some(0) {
+            o.has("experiment 1 complete");
+            eprintln!("resume complete after {tries} refusal(s)");
+            break;
+        }
+        tries += 1;
+        assert!(tries < 10, "resume never completed: {o}");
+        o.err_has("another abperf still runs this host's share");
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    let runs = lab.store().runs(1).unwrap();
+    assert_eq!(runs.len(), 30);
+    let before = runs.iter().filter(|r| r.ended_ns < resumed_at).count();
+    assert!(before >= 2, "{before} runs ended before the resume");
+    // No slot ran twice on its host: the hosts' lines files hold 30 runs in all.
+    let ran: usize = (0..3)
+        .map(|place| {
+            let text = std::fs::read_to_string(lines_file(&fleet, place).unwrap()).unwrap();
+            text.matches(r#""type":"run""#).count()
+        })
+        .sum();
+    assert_eq!(ran, 30);
+}

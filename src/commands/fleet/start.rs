@@ -174,9 +174,8 @@ struct Stored {
     fleet: FleetDesign,
 }
 
-/// Dispatch the missing slots and tell how it went: complete (0), or which hosts are missing
-/// runs and why (1). A new experiment none of whose hosts ran anything is deleted: nothing is
-/// left half-stored.
+/// Dispatch the missing slots, commit what comes back and tell how it went ([`tell`]). A new
+/// experiment whose dispatch fails before any run came back is deleted.
 fn dispatch(
     store: &mut Store,
     s: &Stored,
@@ -194,6 +193,8 @@ fn dispatch(
         schedule: &schedule,
     };
     let id = e.id;
+    // A signal stops ansible-playbook (see fleet::dispatch); what came back is still committed.
+    crate::runner::signals::install()?;
     let states = match fleet::run_missing(store, &e, inventory, abperf, &version()) {
         Ok(s) => s,
         Err(err) => {
@@ -206,6 +207,40 @@ fn dispatch(
             return Err(err);
         }
     };
+    tell(store, id, &states, inventory, fresh, variants.len())
+}
+
+/// Per host, how it went; then complete (0: ended as `abperf run` ends), interrupted (128 + the
+/// signal), or which hosts are missing runs and why (1). A new experiment none of whose hosts
+/// ran anything is deleted: nothing is left half-stored.
+fn tell(
+    store: &mut Store,
+    id: i64,
+    states: &[HostState],
+    inventory: &Path,
+    fresh: bool,
+    variants: usize,
+) -> anyhow::Result<i32> {
+    for l in host_lines(states) {
+        crate::error::stderr_line(&format!("abperf: {l}"));
+    }
+    let db = store.path().to_path_buf();
+    let resume = hints::command(
+        &db,
+        &format!(
+            "fleet run -i {} --resume {id}",
+            shell_words::quote(&inventory.display().to_string())
+        ),
+    );
+    if let Some(sig) = crate::runner::signals::received() {
+        store.set_status(id, Status::Interrupted)?;
+        crate::error::stderr_line(&format!(
+            "abperf: interrupted by {}; every run that came back is stored (a host's abperf may \
+             still be finishing its share); run the missing ones with: {resume}",
+            crate::runner::signals::name(sig)
+        ));
+        return Ok(128 + sig);
+    }
     let failed: Vec<&HostState> = states.iter().filter(|s| s.missing() > 0).collect();
     let nothing = states.iter().all(|s| s.committed == 0);
     if fresh && nothing && !failed.is_empty() {
@@ -216,27 +251,16 @@ fn dispatch(
             why.join("; ")
         );
     }
-    for l in host_lines(&states) {
-        crate::error::stderr_line(&format!("abperf: {l}"));
-    }
-    let db = store.path().to_path_buf();
     if failed.is_empty() {
         // As `abperf run` ends: the summary, the verdicts (hosts as blocks), where it is.
-        return conclude(store, id, variants.len(), Ok(Ending::Complete));
+        return conclude(store, id, variants, Ok(Ending::Complete));
     }
     store.set_status(id, Status::Failed)?;
     for s in &failed {
         crate::error::stderr_line(&format!("abperf: error: {}", words(s)));
     }
     crate::error::stderr_line(&format!(
-        "abperf: every run that came back is stored; run the missing ones with: {}",
-        hints::command(
-            &db,
-            &format!(
-                "fleet run -i {} --resume {id}",
-                shell_words::quote(&inventory.display().to_string())
-            )
-        )
+        "abperf: every run that came back is stored; run the missing ones with: {resume}"
     ));
     Ok(1)
 }

@@ -5,12 +5,14 @@
 use super::inventory::STRICT_INVENTORY;
 use super::playbook::{CALLBACK, CALLBACK_PLUGIN, Dispatch, RemoteAbperf, playbook};
 use super::share::FleetShare;
+use crate::runner::signals;
 use anyhow::Context;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
 
 /// What Ansible reported of a host that failed or could not be reached.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -53,6 +55,27 @@ fn failures(events: &Path) -> anyhow::Result<BTreeMap<String, HostFailure>> {
         out.entry(f.host.clone()).or_insert(f);
     }
     Ok(out)
+}
+
+/// Wait for ansible-playbook; a signal abperf receives meanwhile (`runner::signals`) is passed
+/// on to it as SIGINT, once, so that it stops as on Ctrl-C (a terminal's Ctrl-C reaches it
+/// directly too).
+fn wait_passing_signals(mut child: Child) -> anyhow::Result<ExitStatus> {
+    let mut passed = false;
+    loop {
+        if let Some(st) = child
+            .try_wait()
+            .context("cannot wait for ansible-playbook")?
+        {
+            return Ok(st);
+        }
+        if !passed && signals::received().is_some() {
+            // SAFETY: plain syscall on our own unreaped child.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            passed = true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// `value` put in front of the colon-separated list in environment variable `key`.
@@ -108,7 +131,7 @@ pub fn dispatch(
         .as_fd()
         .try_clone_to_owned()
         .context("cannot pass stderr on to ansible-playbook")?;
-    let status = Command::new("ansible-playbook")
+    let child = Command::new("ansible-playbook")
         .arg("-i")
         .arg(inventory)
         .arg(&book)
@@ -130,12 +153,17 @@ pub fn dispatch(
         .env("ABPERF_FLEET_EVENTS", &events)
         .stdin(Stdio::null())
         .stdout(Stdio::from(out))
-        .status()
+        .spawn()
         .context("cannot run ansible-playbook (is Ansible installed? Debian: ansible-core)")?;
+    let status = wait_passing_signals(child)?;
     let failures = failures(&events)?;
     // 0: all went well; 2: a host failed; 4: a host was unreachable. Anything else is Ansible's
-    // own trouble (the playbook, the inventory, an option), said on stderr above.
-    if !matches!(status.code(), Some(0 | 2 | 4)) && failures.is_empty() {
+    // own trouble (the playbook, the inventory, an option), said on stderr above; or (99) it was
+    // interrupted, by abperf's signal passed on: what it fetched is still taken.
+    if !matches!(status.code(), Some(0 | 2 | 4))
+        && failures.is_empty()
+        && signals::received().is_none()
+    {
         anyhow::bail!(
             "ansible-playbook -i {} failed ({status}); its messages are above",
             inventory.display()
