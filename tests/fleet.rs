@@ -54,7 +54,7 @@ const B: &str = "sleep 0.002";
 
 #[test]
 fn three_hosts_two_variants_land_labelled_and_compare_uses_hosts_as_blocks() {
-    let Some((_fleet, lab, inv)) = setup() else {
+    let Some((fleet, lab, inv)) = setup() else {
         return;
     };
     let t = Instant::now();
@@ -88,6 +88,14 @@ fn three_hosts_two_variants_land_labelled_and_compare_uses_hosts_as_blocks() {
     lab.ok(&["compare", "1", "--by", "host"]).has("lab-b");
     lab.ok(&["fleet", "status", "1"])
         .has("lab-c       10         10        0");
+    // On the hosts, only the share and the runs are left.
+    let dir = lines_file(&fleet, 0).unwrap();
+    let mut left: Vec<String> = std::fs::read_dir(dir.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["lines.jsonl", "share.json"]);
     // Copied into another store, the experiment keeps its hosts and their slots.
     let copy = lab.p("copy.db");
     lab.ok(&["store", "copy", &lab.db().display().to_string(), &copy]);

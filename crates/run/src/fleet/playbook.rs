@@ -7,7 +7,8 @@
 //! do not either), copy the coordinator's abperf there (and the spawn helper beside it) unless the host's
 //! installed abperf is used (`--remote-abperf`), check that `abperf --version` there prints the
 //! coordinator's, copy the host's share, run it (`abperf run --fleet-share share.json --lines
-//! lines.jsonl`), and fetch lines.jsonl back, also when the run failed.
+//! lines.jsonl`), fetch lines.jsonl back, also when the run failed, and, when it did not,
+//! remove the copied binaries.
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -126,6 +127,18 @@ pub fn playbook(d: &Dispatch, hosts: &[String]) -> Value {
             }
         }]
     }));
+    if matches!(d.abperf, RemoteAbperf::Copy { .. }) {
+        // The share ran and its runs are fetched: the copied binaries are not needed any more
+        // (a resume copies them again); the lines file stays.
+        tasks.push(json!({
+            "name": "remove the copied abperf",
+            "ansible.builtin.file": {
+                "path": "{{ item }}",
+                "state": "absent"
+            },
+            "loop": ["{{ abperf_dir.stdout }}/abperf", "{{ abperf_dir.stdout }}/abperf-spawn"]
+        }));
+    }
     json!([{
         "name": format!("abperf fleet {}", d.token),
         "hosts": hosts.join(","),
