@@ -48,6 +48,9 @@ pub enum Command {
     Trace(crate::commands::trace::TraceArgs),
     /// Kernels as virtual machines: fetch kernel packages, probe KVM, run a command in a kernel
     Vm(crate::commands::vm::VmArgs),
+    /// One experiment over the hosts of an Ansible inventory: `fleet run -i INVENTORY`, `fleet
+    /// status ID`
+    Fleet(crate::commands::fleet::FleetArgs),
     /// The boot loop on this machine (run --boot-on-host): status, stop, resume (at boot), unit
     BootLoop(crate::commands::boot_loop::BootLoopArgs),
     /// Models on stored data: `model ceiling` predicts the best tlb_single_page_flush_ceiling
@@ -124,6 +127,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Vm(a) => commands::vm::run(a),
         Command::Model(a) => commands::ceiling::run(a),
         Command::BootLoop(a) => commands::boot_loop::run(a),
+        Command::Fleet(a) => commands::fleet::run(a),
         Command::Workload(a) => commands::workload::run(a),
         Command::Completions(a) => commands::completions::completions(a, Cli::command()),
         Command::Man(a) => commands::completions::man(a, Cli::command()),

@@ -14,7 +14,7 @@ pub use abperf_micro as micro;
 pub use abperf_model as model;
 pub use abperf_model::error;
 pub use abperf_report as report;
-pub use abperf_run::{boot_loop, design, doctor, runner};
+pub use abperf_run::{boot_loop, design, doctor, fleet, runner};
 pub use abperf_stats as stats;
 pub use abperf_store as store;
 pub use abperf_trace as trace;

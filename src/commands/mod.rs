@@ -10,6 +10,7 @@ pub mod completions;
 pub mod delete;
 pub mod doctor;
 pub mod export;
+pub mod fleet;
 pub mod hints;
 pub mod import;
 pub mod list;

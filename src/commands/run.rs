@@ -94,6 +94,9 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     if let Some(share) = &args.kernel.guest_share {
         return crate::runner::guest::run_share(share);
     }
+    if let (Some(share), Some(lines)) = (&args.fleet_share, &args.lines) {
+        return crate::fleet::share::run(share, lines);
+    }
     if args.no_store {
         args.db.db = Some(PathBuf::from(hints::IN_MEMORY));
     }
@@ -201,7 +204,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
 }
 
 /// `-r`, `--looks` and `--timeout` of a new experiment.
-fn check_counts(args: &RunArgs) -> anyhow::Result<()> {
+pub(crate) fn check_counts(args: &RunArgs) -> anyhow::Result<()> {
     check_run_counts(args)?;
     if args.until_decided && !(1..=20).contains(&args.looks) {
         return Err(usage(format!("--looks {}: expected 1 to 20", args.looks)));
@@ -220,7 +223,7 @@ fn check_counts(args: &RunArgs) -> anyhow::Result<()> {
 /// The variants of a new experiment: the commands (`@NAME` expanded) with the `-L` and `-k`
 /// lists, each checked (placeholders, knob values, workloads), with the hints and warnings the
 /// design calls for.
-fn plan_variants(
+pub(crate) fn plan_variants(
     args: &RunArgs,
     params: &[design::ParamList],
     knob_specs: &[design::KnobSpec],
@@ -252,7 +255,7 @@ fn plan_variants(
 }
 
 /// The variants to store, from their plans (a workload variant names its workload's version).
-fn new_variants(plans: &[design::VariantPlan]) -> anyhow::Result<Vec<Variant>> {
+pub(crate) fn new_variants(plans: &[design::VariantPlan]) -> anyhow::Result<Vec<Variant>> {
     plans
         .iter()
         .map(|p| {
@@ -365,6 +368,12 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
     let cfg: RunConfig = serde_json::from_value(exp.design.clone()).with_context(|| {
         format!("experiment {id}: its stored design cannot be read by this abperf")
     })?;
+    if exp.design.get("fleet").is_some() {
+        return Err(usage(format!(
+            "experiment {id} is a fleet experiment: resume it with abperf fleet run -i INVENTORY \
+             --resume {id}"
+        )));
+    }
     if exp.design.get("boot_loop").is_some() {
         return Err(usage(format!(
             "experiment {id} is a boot loop on this machine: it goes on at boot through its \

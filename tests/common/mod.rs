@@ -18,6 +18,7 @@
 #![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 
 pub mod esp;
+pub mod fleet;
 pub mod kernels;
 pub mod machine;
 pub mod planted;

@@ -6,4 +6,5 @@
 pub mod boot_loop;
 pub mod design;
 pub mod doctor;
+pub mod fleet;
 pub mod runner;

@@ -159,6 +159,13 @@ pub const TABLES: &[TableSpec] = &[
         own: None,
         refs: &[("experiment_id", Key::Experiment)],
     },
+    TableSpec {
+        name: "fleet_host",
+        rows: "experiment_id = ?1",
+        order: "pos",
+        own: None,
+        refs: &[("experiment_id", Key::Experiment)],
+    },
 ];
 
 /// The tables a copy leaves behind, and why.

@@ -15,6 +15,7 @@ pub mod copy_target;
 mod environment;
 mod experiment_ids;
 mod experiments;
+mod fleet;
 mod import;
 mod insert;
 mod micro;
@@ -27,6 +28,7 @@ mod schema;
 pub mod trace;
 mod tune;
 
+pub use fleet::FleetHost;
 pub use import::*;
 pub use run_rows::FIXED;
 pub use schema::{MIGRATIONS, current_version};

@@ -96,6 +96,8 @@ pub const MIGRATIONS: &[&str] = &[
     super::run_labels::SCHEMA,
     // 14: the invocation (process) each micro round was measured in.
     super::micro::SCHEMA_INVOCATION,
+    // 15: the hosts of a fleet experiment and the slots each owns.
+    super::fleet::SCHEMA,
 ];
 
 /// The schema every migration together builds, as one script (`schema_prepared.sql`): a new

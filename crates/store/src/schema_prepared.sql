@@ -208,6 +208,17 @@ CREATE TABLE run_label (
         boot          TEXT,                     -- the boot it ran in
         host          TEXT                      -- the machine
     );
+CREATE TABLE fleet_host (
+        experiment_id INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,
+        pos           INTEGER NOT NULL,         -- the host's place in the plan
+        name          TEXT NOT NULL,            -- its name in the inventory
+        first_seq     INTEGER NOT NULL,         -- its slots: first_seq <= seq < end_seq
+        end_seq       INTEGER NOT NULL,
+        abperf        TEXT,                     -- the version its abperf said hello with
+        environment   TEXT,                     -- JSON: its machine snapshot (from its hello)
+        PRIMARY KEY (experiment_id, pos),
+        UNIQUE (experiment_id, name)
+    );
 CREATE INDEX trace_bin_table ON trace_bin(experiment_id, table_seq);
 CREATE INDEX boot_run_boot ON boot_run(boot_id);
 CREATE TRIGGER experiment_id_high_water AFTER INSERT ON experiment BEGIN

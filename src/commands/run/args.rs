@@ -147,6 +147,12 @@ pub struct RunArgs {
     /// Wait for a knob another experiment holds (default: fail at once, naming the holder)
     #[arg(long)]
     pub wait: bool,
+    /// (internal) run a fleet host's share of the schedule (abperf fleet run dispatches it)
+    #[arg(long, hide = true, value_name = "FILE", requires = "lines")]
+    pub fleet_share: Option<PathBuf>,
+    /// (internal) with --fleet-share: the file every finished run is appended to
+    #[arg(long, hide = true, value_name = "FILE", requires = "fleet_share")]
+    pub lines: Option<PathBuf>,
     #[command(flatten)]
     pub kernel: KernelArgs,
     #[command(flatten)]

@@ -12,7 +12,7 @@
 use super::experiment::{Ending, Progress, RunConfig};
 use super::guest::{EXTRA_SEQ, Line, SHARE_FILE, Share, ShareVariant, WireRun};
 use super::signals;
-use abperf_model::{BootConfig, BootPlan, Run, Slot, Variant};
+use abperf_model::{BootConfig, BootPlan, Slot, Variant};
 use abperf_store::Store;
 use abperf_vm::{self as vm, Accel, BootInfo, Event, Exit, Outcome, Vm, VmSpec};
 use anyhow::Context;
@@ -292,12 +292,7 @@ pub(crate) fn share_of(b: &Boots, v: &Variant, number: u32, slots: Vec<Slot>) ->
     Share {
         experiment: b.exp_id,
         boot: number,
-        variant: ShareVariant {
-            name: v.name.clone(),
-            command: v.command.clone(),
-            parameters: v.parameters.clone(),
-            knobs: v.knobs.clone(),
-        },
+        variant: ShareVariant::of(v),
         cfg: b.cfg.clone(),
         strict: b.vm.strict,
         slots,
@@ -599,6 +594,26 @@ fn exit_words(exit: &Exit) -> String {
     }
 }
 
+/// The slot of run `w` that `who` reported: one of the slots it was given (`wanted`), with the
+/// same warm-up flag, not reported before (`got`, which gains it).
+pub(crate) fn check_wire<'a>(
+    wanted: &'a BTreeMap<u32, Slot>,
+    got: &mut BTreeSet<u32>,
+    w: &WireRun,
+    who: &str,
+) -> anyhow::Result<&'a Slot> {
+    let slot = wanted
+        .get(&w.seq)
+        .with_context(|| format!("{who} reported run {} that is not in its share", w.seq))?;
+    if slot.warmup != w.warmup {
+        anyhow::bail!("{who} reported run {} with the wrong warm-up flag", w.seq);
+    }
+    if !got.insert(w.seq) {
+        anyhow::bail!("{who} reported run {} twice", w.seq);
+    }
+    Ok(slot)
+}
+
 /// Check a run the guest reported against the boot's share and commit it (extra warm-ups are
 /// only counted).
 #[allow(clippy::too_many_arguments)]
@@ -627,38 +642,13 @@ pub(crate) fn take_run(
         clock.warm_end = Some(now);
         return Ok(());
     }
-    let slot = wanted
-        .get(&w.seq)
-        .with_context(|| format!("the guest reported run {} that is not in its share", w.seq))?;
-    if slot.warmup != w.warmup {
-        anyhow::bail!(
-            "the guest reported run {} with the wrong warm-up flag",
-            w.seq
-        );
-    }
-    if !got.insert(w.seq) {
-        anyhow::bail!("the guest reported run {} twice", w.seq);
-    }
+    let slot = check_wire(wanted, got, &w, "the guest")?;
     let wall = w
         .metrics
         .iter()
         .find(|m| m.name == "wall_ns")
         .map(|m| m.value);
-    let run = Run {
-        seq: w.seq,
-        variant: plan.variant,
-        warmup: slot.warmup,
-        block: slot.block,
-        status: w.status,
-        exit_code: w.exit_code,
-        signal: w.signal,
-        started_ns: w.started_ns,
-        ended_ns: w.ended_ns,
-        excluded: None,
-        metrics: w.metrics,
-        source: None,
-        labels: Default::default(),
-    };
+    let run = w.into_run(slot, plan.variant);
     store.commit_boot_run(b.exp_id, boot_id, &run)?;
     if slot.warmup {
         clock.warm_end = Some(now);

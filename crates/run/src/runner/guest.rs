@@ -39,6 +39,17 @@ pub struct ShareVariant {
     pub knobs: Vec<KnobSetting>,
 }
 
+impl ShareVariant {
+    pub fn of(v: &Variant) -> ShareVariant {
+        ShareVariant {
+            name: v.name.clone(),
+            command: v.command.clone(),
+            parameters: v.parameters.clone(),
+            knobs: v.knobs.clone(),
+        }
+    }
+}
+
 /// One boot's share of the schedule.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Share {
@@ -66,6 +77,27 @@ pub struct WireRun {
     pub started_ns: i64,
     pub ended_ns: i64,
     pub metrics: Vec<Metric>,
+}
+
+impl WireRun {
+    /// The run to store: this reported run in `slot` of the schedule, of variant `variant`.
+    pub fn into_run(self, slot: &Slot, variant: usize) -> Run {
+        Run {
+            seq: self.seq,
+            variant,
+            warmup: slot.warmup,
+            block: slot.block,
+            status: self.status,
+            exit_code: self.exit_code,
+            signal: self.signal,
+            started_ns: self.started_ns,
+            ended_ns: self.ended_ns,
+            excluded: None,
+            metrics: self.metrics,
+            source: None,
+            labels: Default::default(),
+        }
+    }
 }
 
 /// A line from the guest.
@@ -111,11 +143,13 @@ impl LineSink for Results {
 /// Sends every finished run on.
 struct GuestSink<'a> {
     results: &'a mut dyn LineSink,
+    /// Slots done before (a fleet host's lines file holds them): skipped.
+    done: BTreeSet<u32>,
 }
 
 impl RunSink for GuestSink<'_> {
     fn done_seqs(&self) -> anyhow::Result<BTreeSet<u32>> {
-        Ok(BTreeSet::new())
+        Ok(self.done.clone())
     }
     fn commit(&mut self, run: &Run) -> anyhow::Result<()> {
         let line = Line::Run {
@@ -150,7 +184,15 @@ pub fn run_share(path: &Path) -> anyhow::Result<i32> {
         .with_context(|| format!("{}: not a share of this abperf", path.display()))?;
     let mut results = Results::open()?;
     let result = run_share_into(&share, &mut results);
-    let (ending, message, code) = match &result {
+    let (end, code) = end_line(&result);
+    results.send_json(&end)?;
+    Ok(code)
+}
+
+/// How a share's runs ended, as its last [`Line::End`], and the exit status that says so: 0
+/// complete, 1 failed, 128+N interrupted by signal N, 2 error.
+pub fn end_line(result: &anyhow::Result<super::experiment::Ending>) -> (Line, i32) {
+    let (ending, message, code) = match result {
         Ok(super::experiment::Ending::Complete | super::experiment::Ending::Decided(_)) => {
             ("complete", None, 0)
         }
@@ -160,11 +202,11 @@ pub fn run_share(path: &Path) -> anyhow::Result<i32> {
         }
         Err(e) => ("error", Some(format!("{e:#}")), 2),
     };
-    results.send_json(&Line::End {
+    let line = Line::End {
         ending: ending.into(),
         message,
-    })?;
-    Ok(code)
+    };
+    (line, code)
 }
 
 /// Run a share's slots as `abperf run` runs its own (the same [`execute_into`]), sending a
@@ -174,14 +216,41 @@ pub fn run_share_into(
     share: &Share,
     results: &mut dyn LineSink,
 ) -> anyhow::Result<super::experiment::Ending> {
-    let mut cfg = share.cfg.clone();
-    // The guest's kernel decides which events it can count, not the host's.
+    let slots = Slots {
+        variants: std::slice::from_ref(&share.variant),
+        cfg: &share.cfg,
+        strict: share.strict,
+        slots: &share.slots,
+        done: BTreeSet::new(),
+    };
+    run_slots_into(&slots, results)
+}
+
+/// What a guest or a fleet host runs: variants (a slot's `variant` indexes them), the run
+/// design, and the slots in order, those in `done` skipped.
+pub struct Slots<'a> {
+    pub variants: &'a [ShareVariant],
+    pub cfg: &'a RunConfig,
+    /// `--strict`: an event this machine's kernel cannot count is an error.
+    pub strict: bool,
+    pub slots: &'a [Slot],
+    pub done: BTreeSet<u32>,
+}
+
+/// Run `s`'s slots that are not done as `abperf run` runs its own (the same [`execute_into`]),
+/// sending a [`Line::Hello`] first and a [`Line::Run`] per finished run to `results`.
+pub fn run_slots_into(
+    s: &Slots,
+    results: &mut dyn LineSink,
+) -> anyhow::Result<super::experiment::Ending> {
+    let mut cfg = s.cfg.clone();
+    // This machine's kernel decides which events it can count, not the planner's.
     let specs = super::experiment::event_specs(&cfg.events)?;
     let (ok, bad) = counters::probe(&specs);
-    if share.strict
+    if s.strict
         && let Some((name, why)) = bad.first()
     {
-        anyhow::bail!("event {name}: {why} in the guest (--strict)");
+        anyhow::bail!("event {name}: {why} here (--strict)");
     }
     cfg.counted_events = ok.into_iter().map(|s| s.name).collect();
     let mut environment = abperf_measure::env::machine();
@@ -193,21 +262,32 @@ pub fn run_share_into(
         environment,
         events_skipped: bad,
     })?;
-    let v = &share.variant;
-    let variant = Variant {
-        command: v.command.clone(),
-        parameters: v.parameters.clone(),
-        knobs: v.knobs.clone(),
-        ..Variant::named(&v.name)
-    };
-    let paths: Vec<String> = v.knobs.iter().map(|k| k.path.clone()).collect();
+    let variants: Vec<Variant> = s
+        .variants
+        .iter()
+        .map(|v| Variant {
+            command: v.command.clone(),
+            parameters: v.parameters.clone(),
+            knobs: v.knobs.clone(),
+            ..Variant::named(&v.name)
+        })
+        .collect();
+    let mut paths: Vec<String> = Vec::new();
+    for k in s.variants.iter().flat_map(|v| &v.knobs) {
+        if !paths.contains(&k.path) {
+            paths.push(k.path.clone());
+        }
+    }
     let mut guard = KnobGuard::prepare(&paths, &BTreeMap::new())?;
-    let mut sink = GuestSink { results };
+    let mut sink = GuestSink {
+        results,
+        done: s.done.clone(),
+    };
     execute_into(
         &mut sink,
         &cfg,
-        std::slice::from_ref(&variant),
-        &share.slots,
+        &variants,
+        s.slots,
         &mut guard,
         &mut NoProgress,
     )

@@ -1,0 +1,276 @@
+//! `abperf fleet run`: plan a new fleet experiment and store it before anything is dispatched
+//! (or, with `--resume ID`, take a stored one over), dispatch the missing slots, commit what
+//! comes back, and tell per host how it went.
+
+use super::{FleetRunArgs, host_lines};
+use crate::commands::run::args::{
+    check_schedule_size, noise_config, parse_lists, random_seed, run_config, title,
+};
+use crate::commands::run::end::conclude;
+use crate::commands::run::{RunArgs, check_counts, new_variants, plan_variants};
+use crate::commands::{LONG_VERSION, hints};
+use crate::error::usage;
+use crate::fleet::playbook::RemoteAbperf;
+use crate::fleet::{self, Experiment, FleetDesign, HostState};
+use crate::measure::counters;
+use crate::model::{Kind, NewExperiment, Status};
+use crate::runner::experiment::{Ending, RunConfig};
+use crate::store::Store;
+use anyhow::Context;
+use std::path::Path;
+
+pub fn run(args: FleetRunArgs) -> anyhow::Result<i32> {
+    refuse(&args.run)?;
+    let abperf = remote_abperf(&args)?;
+    match &args.run.resume {
+        Some(id) => {
+            if !args.run.commands.is_empty() {
+                return Err(usage(
+                    "--resume takes no COMMAND: the experiment's own commands are resumed",
+                ));
+            }
+            resume(&args, id, &abperf)
+        }
+        None => start(&args, &abperf),
+    }
+}
+
+/// The options of `abperf run` a fleet experiment does not take (yet), refused by name.
+fn refuse(run: &RunArgs) -> anyhow::Result<()> {
+    let unsupported = [
+        ("--kernel and the other kernel options", run.kernel.any()),
+        ("--until-decided", run.until_decided),
+        ("--tune", run.tune),
+        ("--tmpfs-copy", run.tmpfs_copy.is_some()),
+        ("--pre-read", run.pre_read.is_some()),
+        ("--no-store", run.no_store),
+        ("--fleet-share", run.fleet_share.is_some()),
+    ];
+    match unsupported.iter().find(|(_, given)| *given) {
+        Some((name, _)) => Err(usage(format!(
+            "{name}: not supported by abperf fleet run (run on one host with abperf run)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// What the hosts run: this abperf copied there (with the spawn helper beside it), or
+/// `--remote-abperf`.
+fn remote_abperf(args: &FleetRunArgs) -> anyhow::Result<RemoteAbperf> {
+    if let Some(p) = &args.remote_abperf {
+        return Ok(RemoteAbperf::Installed(p.clone()));
+    }
+    let exe = std::env::current_exe().context("cannot find abperf's own executable")?;
+    let spawn = exe.with_file_name("abperf-spawn");
+    Ok(RemoteAbperf::Copy {
+        spawn: spawn.is_file().then_some(spawn),
+        exe,
+    })
+}
+
+fn version() -> String {
+    format!("abperf {LONG_VERSION}")
+}
+
+/// The run design of a new fleet experiment: `abperf run`'s, with the events checked for
+/// spelling only (each host finds which it can count).
+fn design(args: &RunArgs, seed: u64) -> anyhow::Result<RunConfig> {
+    for n in &args.events {
+        counters::parse_event(n).map_err(|e| usage(format!("-e/--event: {e}")))?;
+    }
+    let (_, knobs) = parse_lists(args)?;
+    let paths: Vec<String> = knobs.iter().map(|k| k.path.clone()).collect();
+    let noise = noise_config(args, &paths)?;
+    Ok(run_config(args, seed, args.events.clone(), noise))
+}
+
+/// Plan the experiment, store it with its hosts, dispatch.
+fn start(args: &FleetRunArgs, abperf: &RemoteAbperf) -> anyhow::Result<i32> {
+    let run = &args.run;
+    if run.commands.is_empty() {
+        return Err(usage("expected at least one COMMAND (a variant)"));
+    }
+    check_counts(run)?;
+    let hosts = fleet::inventory::hosts(&args.inventory, args.limit.as_deref())?;
+    let (params, knobs) = parse_lists(run)?;
+    let plans = plan_variants(run, &params, &knobs)?;
+    check_schedule_size(plans.len() * hosts.len(), run.runs, run.warmup)?;
+    let seed = run.seed.unwrap_or_else(random_seed);
+    let cfg = design(run, seed)?;
+    let variants = new_variants(&plans)?;
+    let (schedule, owners) = fleet::plan::plan(
+        &hosts,
+        cfg.order,
+        variants.len(),
+        cfg.runs,
+        cfg.warmup,
+        seed,
+    );
+    let inventory = std::path::absolute(&args.inventory).unwrap_or(args.inventory.clone());
+    let fd = FleetDesign {
+        token: fleet::new_token(),
+        strict: run.strict,
+        inventory: inventory.display().to_string(),
+    };
+    let mut design = serde_json::to_value(&cfg)?;
+    design["fleet"] = serde_json::to_value(&fd)?;
+    let exp = NewExperiment {
+        name: title(run, plans.iter().map(|p| p.name.as_str())),
+        kind: Kind::Run,
+        command_line: std::env::args().collect(),
+        design,
+        seed: Some(seed),
+        environment: crate::doctor::environment_unsampled(),
+    };
+    let mut store = Store::open_resolved(run.db.db.as_deref())?;
+    let owner = crate::measure::process::current_owner();
+    let id = store
+        .create_owned_experiment(&exp, &variants, &schedule, &owner, &|| false)?
+        .context("storing the plan was stopped")?;
+    if let Err(e) = store.set_fleet_hosts(id, &owners) {
+        let _ = store.delete(id);
+        return Err(e);
+    }
+    crate::error::stderr_line(&format!(
+        "abperf: experiment {id}: {} variant(s) x {} host(s) ({}) x {} runs (+{} warm-up), \
+         order {}, seed {seed}",
+        variants.len(),
+        hosts.len(),
+        hosts.join(", "),
+        cfg.runs,
+        cfg.warmup,
+        cfg.order.as_str()
+    ));
+    let stored = Stored { id, cfg, fleet: fd };
+    dispatch(&mut store, &stored, &args.inventory, abperf, true)
+}
+
+/// Take stored fleet experiment `reference` over and dispatch what it is missing.
+fn resume(args: &FleetRunArgs, reference: &str, abperf: &RemoteAbperf) -> anyhow::Result<i32> {
+    let mut store = Store::open_resolved(args.run.db.db.as_deref())?;
+    let id = crate::commands::lookup::experiment_id(&store, reference)?;
+    let exp = store.experiment(id)?;
+    let fd: FleetDesign = match exp.design.get("fleet") {
+        Some(f) => serde_json::from_value(f.clone())
+            .with_context(|| format!("experiment {id}: its fleet design cannot be read"))?,
+        None => {
+            return Err(usage(format!(
+                "experiment {id} is not a fleet experiment; resume it with abperf run --resume {id}"
+            )));
+        }
+    };
+    let cfg: RunConfig = serde_json::from_value(exp.design.clone()).with_context(|| {
+        format!("experiment {id}: its stored design cannot be read by this abperf")
+    })?;
+    crate::commands::run::end::claim(&mut store, id)?;
+    let stored = Stored { id, cfg, fleet: fd };
+    dispatch(&mut store, &stored, &args.inventory, abperf, false)
+}
+
+/// A fleet experiment in the store, with its designs.
+struct Stored {
+    id: i64,
+    cfg: RunConfig,
+    fleet: FleetDesign,
+}
+
+/// Dispatch the missing slots, commit what comes back and tell how it went ([`tell`]). A new
+/// experiment whose dispatch fails before any run came back is deleted.
+fn dispatch(
+    store: &mut Store,
+    s: &Stored,
+    inventory: &Path,
+    abperf: &RemoteAbperf,
+    fresh: bool,
+) -> anyhow::Result<i32> {
+    let variants = store.variants(s.id)?;
+    let schedule = store.schedule(s.id)?;
+    let e = Experiment {
+        id: s.id,
+        cfg: &s.cfg,
+        fleet: &s.fleet,
+        variants: &variants,
+        schedule: &schedule,
+    };
+    let id = e.id;
+    // A signal stops ansible-playbook (see fleet::dispatch); what came back is still committed.
+    crate::runner::signals::install()?;
+    let states = match fleet::run_missing(store, &e, inventory, abperf, &version()) {
+        Ok(s) => s,
+        Err(err) => {
+            // A new experiment that got no run is not kept; a resumed one stays resumable.
+            if fresh && store.done_seqs(id).is_ok_and(|d| d.is_empty()) {
+                store.delete(id)?;
+                return Err(err.context(format!("experiment {id} is not kept")));
+            }
+            let _ = store.set_status(id, Status::Failed);
+            return Err(err);
+        }
+    };
+    tell(store, id, &states, inventory, fresh, variants.len())
+}
+
+/// Per host, how it went; then complete (0: ended as `abperf run` ends), interrupted (128 + the
+/// signal), or which hosts are missing runs and why (1). A new experiment none of whose hosts
+/// ran anything is deleted: nothing is left half-stored.
+fn tell(
+    store: &mut Store,
+    id: i64,
+    states: &[HostState],
+    inventory: &Path,
+    fresh: bool,
+    variants: usize,
+) -> anyhow::Result<i32> {
+    for l in host_lines(states) {
+        crate::error::stderr_line(&format!("abperf: {l}"));
+    }
+    let db = store.path().to_path_buf();
+    let resume = hints::command(
+        &db,
+        &format!(
+            "fleet run -i {} --resume {id}",
+            shell_words::quote(&inventory.display().to_string())
+        ),
+    );
+    if let Some(sig) = crate::runner::signals::received() {
+        store.set_status(id, Status::Interrupted)?;
+        crate::error::stderr_line(&format!(
+            "abperf: interrupted by {}; every run that came back is stored (a host's abperf may \
+             still be finishing its share); run the missing ones with: {resume}",
+            crate::runner::signals::name(sig)
+        ));
+        return Ok(128 + sig);
+    }
+    let failed: Vec<&HostState> = states.iter().filter(|s| s.missing() > 0).collect();
+    let nothing = states.iter().all(|s| s.committed == 0);
+    if fresh && nothing && !failed.is_empty() {
+        store.delete(id)?;
+        let why: Vec<String> = failed.iter().map(|s| words(s)).collect();
+        anyhow::bail!(
+            "no host ran anything; experiment {id} is not kept: {}",
+            why.join("; ")
+        );
+    }
+    if failed.is_empty() {
+        // As `abperf run` ends: the summary, the verdicts (hosts as blocks), where it is.
+        return conclude(store, id, variants, Ok(Ending::Complete));
+    }
+    store.set_status(id, Status::Failed)?;
+    for s in &failed {
+        crate::error::stderr_line(&format!("abperf: error: {}", words(s)));
+    }
+    crate::error::stderr_line(&format!(
+        "abperf: every run that came back is stored; run the missing ones with: {resume}"
+    ));
+    Ok(1)
+}
+
+fn words(s: &HostState) -> String {
+    format!(
+        "host {}: {} of {} runs missing: {}",
+        s.name,
+        s.missing(),
+        s.planned,
+        s.failure.as_deref().unwrap_or("unknown")
+    )
+}
