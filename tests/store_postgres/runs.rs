@@ -166,12 +166,25 @@ fn a_kill_9_mid_run_leaves_only_whole_runs_in_postgres_and_its_knob_put_back_lat
 fn four_runs_into_one_postgres_at_once_all_land() {
     let Some(pg) = Server::start() else { return };
     let dsn = pg.create_db("abperf");
-    // The schema is made by the first run; the four then race on the runs alone.
-    Lab::new().ok(&["run", "--db", &dsn, "-r", "1", "true"]);
+    // Into a database without abperf's schema: the four make it at once, then race on the runs,
+    // each run with two counters where perf's software events can be counted here: their names
+    // are interned by all four at the same moment.
     let labs: Vec<Lab> = (0..4).map(|_| Lab::new()).collect();
-    let args = [
-        "run", "--db", &dsn, "-r", "20", "-n", "a", "true", "-n", "b", "true",
+    let probe = [
+        "run",
+        "--no-store",
+        "-r",
+        "1",
+        "-e",
+        "task-clock,page-faults",
+        "true",
     ];
+    let counted = labs[0].run(&probe).code == Some(0);
+    let mut args = vec!["run", "--db", &dsn, "-r", "20"];
+    if counted {
+        args.extend(["-e", "task-clock,page-faults"]);
+    }
+    args.extend(["-n", "a", "true", "-n", "b", "true"]);
     let children: Vec<Child> = labs
         .iter()
         .map(|lab| {
@@ -192,6 +205,18 @@ fn four_runs_into_one_postgres_at_once_all_land() {
         .collect();
     for id in &ids {
         assert_eq!(runs_stored(&pg, &format!("experiment_id = {id}")), 42);
+        let metrics = pg.psql(
+            "abperf",
+            &format!(
+                "SELECT count(*) FROM metric m JOIN run r ON r.id = m.run_id \
+                 WHERE r.experiment_id = {id}"
+            ),
+        );
+        assert_eq!(metrics, if counted { "84" } else { "0" }, "experiment {id}");
+    }
+    if counted {
+        let names = pg.psql("abperf", "SELECT name FROM metric_name ORDER BY name");
+        assert_eq!(names, "page-faults\ntask-clock");
     }
     ids.sort();
     ids.dedup();
