@@ -32,6 +32,21 @@ fn runs_stored(pg: &Server, where_: &str) -> i64 {
     pg.psql("abperf", &sql).parse().unwrap()
 }
 
+/// Whether perf's software events `task-clock` and `page-faults` can be counted here (a run
+/// with them has `metric` rows beside its own: one transaction per run).
+fn counters_count(lab: &Lab) -> bool {
+    let probe = [
+        "run",
+        "--no-store",
+        "-r",
+        "1",
+        "-e",
+        "task-clock,page-faults",
+        "true",
+    ];
+    lab.run(&probe).code == Some(0)
+}
+
 /// `abperf run ARGS` started, its output into files of the lab.
 fn start(lab: &Lab, args: &[&str]) -> Child {
     let file = |name: &str| std::fs::File::create(lab.path(name)).unwrap();
@@ -135,7 +150,11 @@ fn a_kill_9_mid_run_leaves_only_whole_runs_in_postgres_and_its_knob_put_back_lat
     // A knob the run changes (its journal is the claim beside the knob's lock, not the store).
     let k = lab.write("knob", "2000\n");
     let spec = format!("{k}=111,222");
-    let args = ["run", "--db", &dsn, "-r", "400", "-k", &spec, "sleep 0.05"];
+    let counted = counters_count(&lab);
+    let mut args = vec!["run", "--db", &dsn, "-r", "400", "-k", &spec, "sleep 0.05"];
+    if counted {
+        args.extend(["-e", "task-clock,page-faults"]);
+    }
     let mut child = start(&lab, &args);
     wait_for_runs(&pg, &mut child, 6);
     child.kill().unwrap(); // SIGKILL
@@ -143,6 +162,10 @@ fn a_kill_9_mid_run_leaves_only_whole_runs_in_postgres_and_its_knob_put_back_lat
     let stored = runs_stored(&pg, "true");
     assert!((6..802).contains(&stored), "{stored} runs");
     assert_eq!(runs_stored(&pg, "wall_ns IS NULL OR user_ns IS NULL"), 0);
+    // With counters, every run has both of its metric rows: none is partial.
+    let whole = "(SELECT count(*) FROM metric m WHERE m.run_id = run.id) = 2";
+    let expected = if counted { stored } else { 0 };
+    assert_eq!(runs_stored(&pg, whole), expected);
     assert_eq!(
         pg.psql("abperf", "SELECT status FROM experiment"),
         "running"
@@ -170,16 +193,7 @@ fn four_runs_into_one_postgres_at_once_all_land() {
     // each run with two counters where perf's software events can be counted here: their names
     // are interned by all four at the same moment.
     let labs: Vec<Lab> = (0..4).map(|_| Lab::new()).collect();
-    let probe = [
-        "run",
-        "--no-store",
-        "-r",
-        "1",
-        "-e",
-        "task-clock,page-faults",
-        "true",
-    ];
-    let counted = labs[0].run(&probe).code == Some(0);
+    let counted = counters_count(&labs[0]);
     let mut args = vec!["run", "--db", &dsn, "-r", "20"];
     if counted {
         args.extend(["-e", "task-clock,page-faults"]);
