@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 /// How the rows of one table are inserted: the statement, and each content column's place.
 struct Insert<'a> {
     spec: &'static TableSpec,
-    statement: Option<Statement>,
+    statement: Statement,
     /// The declaration of each of the content's columns.
     columns: Vec<&'a Column>,
 }
@@ -128,19 +128,15 @@ impl Statements {
         rows: &Rows,
     ) -> anyhow::Result<Insert<'a>> {
         let key = (rows.table.clone(), rows.columns.clone());
-        let (sql, insert) = prepare(table, rows)?;
-        let statement = match self.0.get(&key) {
-            Some(s) => s.clone(),
-            None => {
-                let s = tx.prepare(&sql)?;
-                self.0.insert(key, s.clone());
-                s
-            }
-        };
-        Ok(Insert {
-            statement: Some(statement),
-            ..insert
-        })
+        let cached = self.0.get(&key).cloned();
+        let insert = prepare(table, rows, |sql| match cached {
+            Some(s) => Ok(s),
+            None => Ok(tx.prepare(sql)?),
+        })?;
+        self.0
+            .entry(key)
+            .or_insert_with(|| insert.statement.clone());
+        Ok(insert)
     }
 }
 
@@ -178,9 +174,13 @@ fn name_key(rows: &Rows, row: &[Value]) -> i32 {
     hash as i32
 }
 
-/// The INSERT for the rows of `table` (the own id left to PostgreSQL, which returns it): its
-/// SQL, and how to bind a row to it (without the statement, which the caller prepares).
-fn prepare<'a>(table: &'a Table, rows: &Rows) -> anyhow::Result<(String, Insert<'a>)> {
+/// The INSERT for the rows of `table` (the own id left to PostgreSQL, which returns it), its
+/// statement made from its SQL by `statement` (prepared, or one prepared before).
+fn prepare<'a>(
+    table: &'a Table,
+    rows: &Rows,
+    statement: impl FnOnce(&str) -> anyhow::Result<Statement>,
+) -> anyhow::Result<Insert<'a>> {
     let spec = copy_tables::spec(&rows.table).context("a table without a spec")?;
     let mut columns = Vec::new();
     for name in &rows.columns {
@@ -215,12 +215,11 @@ fn prepare<'a>(table: &'a Table, rows: &Rows) -> anyhow::Result<(String, Insert<
         Some((own, _)) => sql.push_str(&format!(" RETURNING \"{own}\"")),
         None => {}
     }
-    let insert = Insert {
+    Ok(Insert {
         spec,
-        statement: None,
+        statement: statement(&sql)?,
         columns,
-    };
-    Ok((sql, insert))
+    })
 }
 
 /// Insert one row, its references renumbered through `ids`, and record its own new id there.
@@ -254,11 +253,7 @@ fn write_row(
     }
     let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
         values.iter().map(|v| v.as_ref()).collect();
-    let statement = insert
-        .statement
-        .as_ref()
-        .context("an insert not prepared")?;
-    let returned = tx.query_opt(statement, &refs)?;
+    let returned = tx.query_opt(&insert.statement, &refs)?;
     if let Some((key, old)) = own {
         let new = match (returned, key) {
             (Some(r), _) => r.try_get(0)?,
