@@ -276,14 +276,7 @@ impl Store {
         ids: &mut BTreeMap<(Key, i64), i64>,
     ) -> anyhow::Result<()> {
         let tx = self.write_tx()?;
-        for rows in tables {
-            let spec = super::copy_tables::spec(&rows.table)
-                .with_context(|| format!("table {} cannot be copied", rows.table))?;
-            for row in &rows.rows {
-                write_row(&tx, spec, rows, row, ids, Ids::Keep)
-                    .with_context(|| format!("writing a row of table {}", rows.table))?;
-            }
-        }
+        write_tables(&tx, tables, ids, Ids::Keep, &|| false)?;
         tx.commit()?;
         Ok(())
     }
@@ -297,18 +290,8 @@ impl Store {
     ) -> anyhow::Result<Option<i64>> {
         let tx = self.write_tx()?;
         let mut ids: BTreeMap<(Key, i64), i64> = BTreeMap::new();
-        let mut written = 0usize;
-        for rows in &content.tables {
-            let spec = super::copy_tables::spec(&rows.table)
-                .with_context(|| format!("table {} cannot be copied", rows.table))?;
-            for row in &rows.rows {
-                written += 1;
-                if written.is_multiple_of(4096) && stop() {
-                    return Ok(None); // the transaction rolls back when dropped
-                }
-                write_row(&tx, spec, rows, row, &mut ids, mode)
-                    .with_context(|| format!("writing a row of table {}", rows.table))?;
-            }
+        if !write_tables(&tx, &content.tables, &mut ids, mode, stop)? {
+            return Ok(None); // the transaction rolls back when dropped
         }
         let new_id = ids
             .get(&(Key::Experiment, content.id))
@@ -323,6 +306,31 @@ impl Store {
         tx.commit()?;
         Ok(Some(new_id))
     }
+}
+
+/// Insert the rows of `tables` in `tx`, renumbered through `ids` as `mode` says; `stop` is asked
+/// every few thousand rows (false: it said yes, and the caller drops the transaction).
+fn write_tables(
+    tx: &rusqlite::Transaction,
+    tables: &[Rows],
+    ids: &mut BTreeMap<(Key, i64), i64>,
+    mode: Ids,
+    stop: &dyn Fn() -> bool,
+) -> anyhow::Result<bool> {
+    let mut written = 0usize;
+    for rows in tables {
+        let spec = super::copy_tables::spec(&rows.table)
+            .with_context(|| format!("table {} cannot be copied", rows.table))?;
+        for row in &rows.rows {
+            written += 1;
+            if written.is_multiple_of(4096) && stop() {
+                return Ok(false);
+            }
+            write_row(tx, spec, rows, row, ids, mode)
+                .with_context(|| format!("writing a row of table {}", rows.table))?;
+        }
+    }
+    Ok(true)
 }
 
 /// Whether a write numbers the rows anew under this store's rules or keeps the content's ids.
