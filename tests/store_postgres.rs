@@ -3,7 +3,7 @@
 //! their type keep value and type, the reading commands print on the PostgreSQL store what they
 //! print on the SQLite one, two copies into one server at once both land; a bad DSN or a server
 //! that is not there is a clear error with the password hidden, and a command that writes
-//! refuses a DSN without making anything on disk.
+//! (other than `run`: `runs`) refuses a DSN without making anything on disk.
 
 mod common;
 use abperf::store::Store;
@@ -400,31 +400,50 @@ fn a_bad_dsn_or_a_server_not_there_is_a_clear_error_with_the_password_hidden() {
     out.err_has(&format!("FROM and TO are the same store ({shown})"));
 }
 
+/// What a command that writes, other than `run`, is refused on a PostgreSQL store.
+const ONLY_RUN: &str = "writing with this command (only `abperf run` of commands, without kernels, writes to a PostgreSQL store)";
+
 #[test]
 fn a_command_that_writes_refuses_a_dsn_and_makes_nothing_on_disk() {
     let lab = Lab::new();
     let cwd = lab.path("cwd");
     std::fs::create_dir(&cwd).unwrap();
     let dsn = "postgres://ann:hunter2@127.0.0.1:1/abperf";
+    let shown = "postgres://ann:***@127.0.0.1:1/abperf";
     let time = common::data("seed000-time.txt");
-    for args in [
-        vec!["run", "-r", "1", "true", "--db", dsn],
-        vec!["import", "--format", "time", &time, "--db", dsn],
-        vec!["delete", "1", "--db", dsn],
-        vec!["run", "-r", "1", "true"],
-    ] {
+    let on_disk = |args: &[&str]| {
         let o = lab
-            .cmd(&args)
+            .cmd(args)
             .env("ABPERF_DB", dsn)
             .current_dir(&cwd)
             .output()
             .unwrap();
-        let out = Out::from(o, &args);
+        Out::from(o, args)
+    };
+    for (args, what) in [
+        (
+            vec!["import", "--format", "time", &time, "--db", dsn],
+            ONLY_RUN,
+        ),
+        (vec!["delete", "1"], ONLY_RUN),
+        (vec!["run", "--resume", "1"], "run --resume"),
+    ] {
+        let out = on_disk(&args);
         assert_eq!(out.code, Some(2), "{out}");
-        out.err_has(
-            "writing to a PostgreSQL store is not built yet: run into a local store and \
-                     `abperf store copy` it to postgres://ann:***@127.0.0.1:1/abperf",
-        );
+        out.err_has(&format!(
+            "{what}: not built yet on PostgreSQL: run into a local store and `abperf store \
+             copy` it to {shown}"
+        ));
+        assert!(!out.all().contains("hunter2"), "{out}");
+    }
+    // `run` writes there: a server that is not there is an error naming it.
+    for args in [
+        vec!["run", "-r", "1", "true", "--db", dsn],
+        vec!["run", "-r", "1", "true"],
+    ] {
+        let out = on_disk(&args);
+        assert_eq!(out.code, Some(1), "{out}");
+        out.err_has(&format!("cannot connect to the PostgreSQL store {shown}"));
     }
     let left: Vec<_> = std::fs::read_dir(lab.dir.path())
         .unwrap()
@@ -438,3 +457,7 @@ fn a_command_that_writes_refuses_a_dsn_and_makes_nothing_on_disk() {
         "made in the working directory"
     );
 }
+
+/// `abperf run` into PostgreSQL (`run --db DSN`), each test with its own server.
+#[path = "store_postgres/runs.rs"]
+mod runs;

@@ -40,7 +40,11 @@ pub fn command(db: &Path, subcommand: &str) -> String {
         || matches!((std::fs::canonicalize(db), default.map(std::fs::canonicalize)),
                     (Ok(a), Some(Ok(b))) if a == b);
     if !same {
-        let abs = std::path::absolute(db).unwrap_or_else(|_| db.to_path_buf());
+        // A server's DSN is no file: named as it is (its password already hidden).
+        let abs = match store::names_a_server(db) {
+            true => db.to_path_buf(),
+            false => std::path::absolute(db).unwrap_or_else(|_| db.to_path_buf()),
+        };
         s.push_str(" --db ");
         s.push_str(&shell_words::quote(&abs.display().to_string()));
     }
@@ -56,5 +60,10 @@ mod tests {
         let c = command(Path::new("/tmp/some where/x.db"), "show 3");
         assert!(c.ends_with(" show 3 --db '/tmp/some where/x.db'"), "{c}");
         assert!(in_memory(Path::new(":memory:")));
+        let dsn = command(Path::new("postgres://ann:***@db/abperf"), "show 3");
+        assert!(
+            dsn.ends_with(" show 3 --db 'postgres://ann:***@db/abperf'"),
+            "{dsn}"
+        );
     }
 }

@@ -145,7 +145,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     let plans = plan_variants(&args, &params, &knob_specs)?;
     check_schedule_size(plans.len(), args.runs, args.warmup)?;
     let seed = args.seed.unwrap_or_else(random_seed);
-    let mut store = Store::open_resolved(args.db.db.as_deref())?;
+    let mut store = Store::open_resolved_for_runs(args.db.db.as_deref())?;
     let counted = check_events(&args.events, args.strict)?;
     let mut cfg = run_config(&args, seed, counted, NoiseConfig::default());
     let variants = new_variants(&plans)?;
@@ -349,7 +349,7 @@ fn lock_options(wait: bool) -> LockOptions {
 }
 
 fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
-    let mut store = Store::open_resolved(db.db.as_deref())?;
+    let mut store = Store::open_resolved_for_resume(db.db.as_deref())?;
     let id = super::lookup::experiment_id(&store, reference)?;
     let exp = store.experiment(id)?;
     if exp.kind != Kind::Run {

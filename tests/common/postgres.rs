@@ -200,12 +200,20 @@ impl Server {
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
+impl Server {
+    /// Stop it at once (`pg_ctl stop -m immediate`: as a crash of the server), as dropping it
+    /// does; the directory stays until it is dropped.
+    pub fn stop(&self) {
         let mut c = self.tool("pg_ctl");
         c.arg("-D")
             .arg(self.data())
             .args(["-m", "immediate", "-w", "stop"]);
         let _ = c.output(); // the directory goes with the TempDir either way
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
     }
 }

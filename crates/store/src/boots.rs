@@ -87,6 +87,7 @@ impl Store {
         schedule: &[Slot],
         plans: &[BootPlan],
     ) -> anyhow::Result<i64> {
+        self.refuse_on_server("boots (kernel experiments)")?;
         let tx = self.write_tx()?;
         let id = insert_experiment(&tx, exp, Status::Running)?;
         let mut ids = Vec::with_capacity(variants.len());
@@ -154,6 +155,7 @@ impl Store {
         accel: &str,
         environment: &serde_json::Value,
     ) -> anyhow::Result<(i64, u32)> {
+        self.refuse_on_server("boots (kernel experiments)")?;
         self.pace_sync(true)?;
         let tx = self.write_tx()?;
         let number: u32 = tx.query_row(
@@ -180,6 +182,7 @@ impl Store {
         boot_seconds: f64,
         environment: &serde_json::Value,
     ) -> anyhow::Result<()> {
+        self.refuse_on_server("boots (kernel experiments)")?;
         self.pace_sync(true)?;
         self.conn().execute(
             "UPDATE boot SET status = 'running', release = ?1, cmdline = ?2, boot_seconds = ?3,
@@ -201,6 +204,7 @@ impl Store {
         boot_id: i64,
         environment: &serde_json::Value,
     ) -> anyhow::Result<()> {
+        self.refuse_on_server("boots (kernel experiments)")?;
         self.conn().execute(
             "UPDATE boot SET environment = ?1 WHERE id = ?2",
             params![to_json(environment), boot_id],
@@ -211,6 +215,7 @@ impl Store {
     /// Commit one finished run made in boot `boot_id`, with its link to the boot, in its own
     /// transaction.
     pub fn commit_boot_run(&mut self, exp_id: i64, boot_id: i64, run: &Run) -> anyhow::Result<i64> {
+        self.refuse_on_server("boots (kernel experiments)")?;
         self.pace_sync(false)?;
         let tx = self.write_tx()?;
         let run_id = insert_run_row(&tx, exp_id, run)?;
@@ -231,6 +236,7 @@ impl Store {
         run_seconds: Option<f64>,
         extra_warmups: u32,
     ) -> anyhow::Result<()> {
+        self.refuse_on_server("boots (kernel experiments)")?;
         self.pace_sync(true)?;
         self.conn().execute(
             "UPDATE boot SET status = ?1, outcome = ?2, seconds = ?3, run_seconds = ?4,
@@ -250,6 +256,7 @@ impl Store {
     /// Mark the boots of experiment `id` that were still starting or running as lost (their
     /// abperf died); returns how many.
     pub fn mark_lost_boots(&mut self, id: i64) -> anyhow::Result<usize> {
+        self.refuse_on_server("boots (kernel experiments)")?;
         Ok(self.conn().execute(
             "UPDATE boot SET status = ?1,
                     outcome = 'the host abperf ended while this boot ran (killed or crashed)'

@@ -152,33 +152,43 @@ impl Content {
 
 /// The column names of `table` in this store's schema.
 fn columns(conn: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<String>> {
-    let mut stmt = conn.prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))?;
+    let mut stmt =
+        conn.prepare_cached(&format!("SELECT name FROM pragma_table_info('{table}')"))?;
     let names = stmt.query_map([], |r| r.get(0))?;
     names.collect()
 }
 
 fn read_rows(conn: &rusqlite::Connection, spec: &TableSpec, id: i64) -> rusqlite::Result<Rows> {
-    let columns = columns(conn, spec.name)?;
+    read_rows_where(conn, spec.name, spec.rows, spec.order, id)
+}
+
+/// The rows of `table` that `rows` (a WHERE clause of `?1`) selects, ordered by `order`.
+pub(crate) fn read_rows_where(
+    conn: &rusqlite::Connection,
+    table: &str,
+    rows: &str,
+    order: &str,
+    id: i64,
+) -> rusqlite::Result<Rows> {
+    let columns = columns(conn, table)?;
     let list = columns
         .iter()
         .map(|c| format!("\"{c}\""))
         .collect::<Vec<_>>()
         .join(", ");
-    let sql = format!(
-        "SELECT {list} FROM \"{}\" WHERE {} ORDER BY {}",
-        spec.name, spec.rows, spec.order
-    );
-    let mut stmt = conn.prepare(&sql)?;
+    let sql = format!("SELECT {list} FROM \"{table}\" WHERE {rows} ORDER BY {order}");
+    let mut stmt = conn.prepare_cached(&sql)?;
     let n = columns.len();
     let rows = stmt.query_map([id], |r| {
         (0..n)
             .map(|i| r.get_ref(i).map(Value::from_sql))
             .collect::<rusqlite::Result<Vec<_>>>()
     })?;
+    let rows = rows.collect::<rusqlite::Result<_>>()?;
     Ok(Rows {
-        table: spec.name.to_string(),
+        table: table.to_string(),
         columns,
-        rows: rows.collect::<rusqlite::Result<_>>()?,
+        rows,
     })
 }
 
@@ -236,7 +246,10 @@ impl Store {
         content: &Content,
         stop: &dyn Fn() -> bool,
     ) -> anyhow::Result<Option<i64>> {
-        self.write_content_as(content, stop, Ids::Renumber)
+        self.refuse_on_server(
+            "a copy into it (abperf store copy writes through its own connection)",
+        )?;
+        self.write_content_as(content, stop, Ids::Renumber, false)
     }
 
     /// Store `content` under the ids it has (experiment, variants, runs, boots, metric names),
@@ -244,8 +257,28 @@ impl Store {
     /// other store's. An id already taken here is an error (a metric name with the same name,
     /// unit and direction is shared).
     pub fn write_content_keeping_ids(&mut self, content: &Content) -> anyhow::Result<i64> {
-        let id = self.write_content_as(content, &|| false, Ids::Keep)?;
+        let id = self.write_content_as(content, &|| false, Ids::Keep, false)?;
         id.context("the write stopped")
+    }
+
+    /// As [`Store::write_content_keeping_ids`], a `running` experiment staying running (the
+    /// working copy of an experiment `abperf run` is writing into PostgreSQL).
+    pub(crate) fn write_running_keeping_ids(&mut self, content: &Content) -> anyhow::Result<()> {
+        self.write_content_as(content, &|| false, Ids::Keep, true)?;
+        Ok(())
+    }
+
+    /// Insert `tables` under the ids they have, in one transaction (rows of one run: `ids`
+    /// maps the ids they refer to and are not among them, the experiment's, to themselves).
+    pub(crate) fn write_rows_keeping_ids(
+        &mut self,
+        tables: &[Rows],
+        ids: &mut BTreeMap<(Key, i64), i64>,
+    ) -> anyhow::Result<()> {
+        let tx = self.write_tx()?;
+        write_tables(&tx, tables, ids, Ids::Keep, &|| false)?;
+        tx.commit()?;
+        Ok(())
     }
 
     fn write_content_as(
@@ -253,27 +286,18 @@ impl Store {
         content: &Content,
         stop: &dyn Fn() -> bool,
         mode: Ids,
+        keep_running: bool,
     ) -> anyhow::Result<Option<i64>> {
         let tx = self.write_tx()?;
         let mut ids: BTreeMap<(Key, i64), i64> = BTreeMap::new();
-        let mut written = 0usize;
-        for rows in &content.tables {
-            let spec = super::copy_tables::spec(&rows.table)
-                .with_context(|| format!("table {} cannot be copied", rows.table))?;
-            for row in &rows.rows {
-                written += 1;
-                if written.is_multiple_of(4096) && stop() {
-                    return Ok(None); // the transaction rolls back when dropped
-                }
-                write_row(&tx, spec, rows, row, &mut ids, mode)
-                    .with_context(|| format!("writing a row of table {}", rows.table))?;
-            }
+        if !write_tables(&tx, &content.tables, &mut ids, mode, stop)? {
+            return Ok(None); // the transaction rolls back when dropped
         }
         let new_id = ids
             .get(&(Key::Experiment, content.id))
             .copied()
             .context("the content has no experiment row")?;
-        if content.status() == Status::Running {
+        if content.status() == Status::Running && !keep_running {
             tx.execute(
                 "UPDATE experiment SET status = ?1 WHERE id = ?2",
                 rusqlite::params![Status::Interrupted.as_str(), new_id],
@@ -282,6 +306,31 @@ impl Store {
         tx.commit()?;
         Ok(Some(new_id))
     }
+}
+
+/// Insert the rows of `tables` in `tx`, renumbered through `ids` as `mode` says; `stop` is asked
+/// every few thousand rows (false: it said yes, and the caller drops the transaction).
+fn write_tables(
+    tx: &rusqlite::Transaction,
+    tables: &[Rows],
+    ids: &mut BTreeMap<(Key, i64), i64>,
+    mode: Ids,
+    stop: &dyn Fn() -> bool,
+) -> anyhow::Result<bool> {
+    let mut written = 0usize;
+    for rows in tables {
+        let spec = super::copy_tables::spec(&rows.table)
+            .with_context(|| format!("table {} cannot be copied", rows.table))?;
+        for row in &rows.rows {
+            written += 1;
+            if written.is_multiple_of(4096) && stop() {
+                return Ok(false);
+            }
+            write_row(tx, spec, rows, row, ids, mode)
+                .with_context(|| format!("writing a row of table {}", rows.table))?;
+        }
+    }
+    Ok(true)
 }
 
 /// Whether a write numbers the rows anew under this store's rules or keeps the content's ids.

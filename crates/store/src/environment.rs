@@ -38,6 +38,6 @@ impl Store {
             "UPDATE experiment SET environment = ?1 WHERE id = ?2",
             params![serde_json::to_string(&env)?, id],
         )?;
-        Ok(())
+        self.mirror("experiment", "id = ?1", id)
     }
 }

@@ -17,7 +17,7 @@ fn from_json<T: for<'de> Deserialize<'de>>(s: &str, what: &str) -> anyhow::Resul
 }
 
 /// Insert one run of experiment `exp_id`, its variant found by position; returns its row id.
-fn insert_run(tx: &rusqlite::Connection, exp_id: i64, run: &Run) -> anyhow::Result<i64> {
+pub(crate) fn insert_run(tx: &rusqlite::Connection, exp_id: i64, run: &Run) -> anyhow::Result<i64> {
     insert_run_row(tx, exp_id, run)
 }
 
@@ -30,6 +30,7 @@ impl Store {
         variants: &[Variant],
         schedule: &[Slot],
     ) -> anyhow::Result<i64> {
+        self.refuse_on_server("an experiment made without an owner")?;
         let tx = self.write_tx()?;
         let id = insert_experiment(&tx, exp, Status::Running)?;
         let mut ids = Vec::with_capacity(variants.len());
@@ -52,7 +53,11 @@ impl Store {
     }
 
     /// Commit one finished run of experiment `exp_id` and its metrics in their own transaction.
+    /// On a PostgreSQL store the run is committed there first (`on_server`).
     pub fn commit_run(&mut self, exp_id: i64, run: &Run) -> anyhow::Result<i64> {
+        if self.on_server() {
+            return self.commit_run_on_server(exp_id, run);
+        }
         self.pace_sync(false)?;
         // BEGIN IMMEDIATE and COMMIT as cached statements: parsing them anew for every run
         // (what rusqlite's Transaction does) was ~7% of abperf's own CPU per run (issue 13).
@@ -73,6 +78,7 @@ impl Store {
     /// Commit many finished runs in a single transaction, all or none (micro benchmarks store
     /// thousands of samples at once, where a transaction per sample would dominate).
     pub fn commit_runs(&mut self, exp_id: i64, runs: &[Run]) -> anyhow::Result<()> {
+        self.refuse_on_server("storing many runs at once (micro benchmarks)")?;
         let tx = self.write_tx()?;
         for run in runs {
             insert_run(&tx, exp_id, run)?;
@@ -87,7 +93,7 @@ impl Store {
             "UPDATE experiment SET status = ?1 WHERE id = ?2",
             params![status.as_str(), id],
         )?;
-        Ok(())
+        self.mirror("experiment", "id = ?1", id)
     }
 
     /// Record what a knob held before abperf wrote it (kept with every variant that sets it).
@@ -117,7 +123,7 @@ impl Store {
             )?;
         }
         tx.commit()?;
-        Ok(())
+        self.mirror("variant", "experiment_id = ?1", id)
     }
 
     /// Turn a user's experiment reference (`latest` or a number) into an existing id.
@@ -374,6 +380,7 @@ impl Store {
 
     /// Delete an experiment and everything under it.
     pub fn delete(&mut self, id: i64) -> anyhow::Result<()> {
+        self.refuse_on_server("delete")?;
         let n = self
             .conn()
             .execute("DELETE FROM experiment WHERE id = ?1", [id])?;

@@ -39,6 +39,7 @@ impl FleetHost {
 impl Store {
     /// Record the hosts of fleet experiment `id` (in plan order), all or none.
     pub fn set_fleet_hosts(&mut self, id: i64, hosts: &[FleetHost]) -> anyhow::Result<()> {
+        self.refuse_on_server("fleet run")?;
         let tx = self.write_tx()?;
         for (pos, h) in hosts.iter().enumerate() {
             tx.execute(
@@ -92,6 +93,7 @@ impl Store {
         abperf: &str,
         environment: &serde_json::Value,
     ) -> anyhow::Result<()> {
+        self.refuse_on_server("fleet run")?;
         let n = self.conn().execute(
             "UPDATE fleet_host SET abperf = ?1, environment = ?2 \
              WHERE experiment_id = ?3 AND name = ?4",

@@ -64,6 +64,7 @@ impl Store {
         variants: &[Variant],
         runs: &[Run],
     ) -> anyhow::Result<ImportOutcome> {
+        self.refuse_on_server("import")?;
         let tx = self.write_tx()?;
         let exp_id = match target {
             ImportTarget::New(exp) => insert_experiment(&tx, exp, Status::Complete)?,

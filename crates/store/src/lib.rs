@@ -1,6 +1,7 @@
 //! The SQLite store: experiment -> variants -> runs -> metrics. The only module that speaks SQL.
-//! A PostgreSQL database can hold copies of experiments and be read (`postgres`); a command that
-//! writes refuses one.
+//! A PostgreSQL database can hold copies of experiments and be read (`postgres`), and `abperf run`
+//! commits into one (`on_server`: an in-memory working copy beside the server); every other
+//! command that writes refuses one.
 //!
 //! Every run is committed in its own transaction the moment it ends (`Store::commit_run`), in WAL
 //! mode, so a crash or `kill -9` of abperf loses at most the run in flight. The WAL is fsynced at
@@ -18,6 +19,7 @@ mod fleet;
 mod import;
 mod insert;
 mod micro;
+mod on_server;
 mod owner;
 pub mod postgres;
 mod run_labels;
@@ -44,6 +46,9 @@ pub struct Store {
     last_sync: std::time::Instant,
     /// The `synchronous` setting last chosen by [`Store::pace_sync`] (None: not yet).
     sync_full: Option<bool>,
+    /// The PostgreSQL store every write also goes to (`on_server`); `conn` is then an
+    /// in-memory working copy holding what this process wrote there, under the server's ids.
+    remote: Option<Box<postgres::Remote>>,
 }
 
 /// The longest a committed run may stay unsynced (lost to a power cut or OS crash, never to a
@@ -88,21 +93,24 @@ pub fn shown(path: &Path) -> String {
     }
 }
 
-/// The refusal of a command that writes, given a PostgreSQL store.
-fn server_is_read_only(path: &Path) -> anyhow::Error {
+/// The refusal of `what` (a command that writes, or one of its writes) on a PostgreSQL store.
+pub(crate) fn not_built_on_server(path: &Path, what: &str) -> anyhow::Error {
     let shown = shown(path);
     abperf_model::error::usage(format!(
-        "writing to a PostgreSQL store is not built yet: run into a local store and \
-         `abperf store copy` it to {shown}"
+        "{what}: not built yet on PostgreSQL: run into a local store and `abperf store copy` \
+         it to {shown}"
     ))
 }
 
 impl Store {
     /// Open (creating it and its directory if needed) and migrate the store at `path`. A
-    /// PostgreSQL DSN is refused (only reading and `store copy` use one so far).
+    /// PostgreSQL DSN is refused (reading, `store copy` and `run` open one their own way).
     pub fn open(path: &Path) -> anyhow::Result<Store> {
         if names_a_server(path) {
-            return Err(server_is_read_only(path));
+            return Err(not_built_on_server(
+                path,
+                "writing with this command (only `abperf run` of commands, without kernels, writes to a PostgreSQL store)",
+            ));
         }
         let shown = path.display();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -152,6 +160,7 @@ impl Store {
             path: path.to_path_buf(),
             last_sync: std::time::Instant::now(),
             sync_full: None,
+            remote: None,
         })
     }
 
@@ -226,6 +235,7 @@ impl Store {
             path: path.to_path_buf(),
             last_sync: std::time::Instant::now(),
             sync_full: None,
+            remote: None,
         })
     }
 

@@ -68,6 +68,7 @@ impl Store {
         experiment_id: i64,
         rounds: &[MicroRound],
     ) -> anyhow::Result<()> {
+        self.refuse_on_server("micro")?;
         let ids: Vec<i64> = {
             let mut stmt = self
                 .conn()
@@ -176,6 +177,7 @@ impl Store {
         experiment_id: i64,
         findings: &[MicroFinding],
     ) -> anyhow::Result<()> {
+        self.refuse_on_server("micro")?;
         let tx = self.write_tx()?;
         tx.execute(
             "DELETE FROM micro_finding WHERE experiment_id = ?1",

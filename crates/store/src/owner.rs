@@ -94,7 +94,8 @@ impl Store {
         }
         put_owner(&tx, id, owner)?;
         tx.commit()?;
-        Ok(Some(id))
+        // On a PostgreSQL store: stored there, under the server's ids (the owner stays here).
+        self.create_on_server(id, stop)
     }
 
     /// The recorded owner of experiment `id` (None: made by an abperf that did not record one,
@@ -128,6 +129,7 @@ impl Store {
         me: &Owner,
         alive: &dyn Fn(&Owner) -> bool,
     ) -> anyhow::Result<Result<(), Owner>> {
+        self.refuse_on_server("taking an experiment over (run --resume)")?;
         let tx = self.write_tx()?;
         if let Some(o) = live_owner(&tx, id, alive)?
             && o != *me
@@ -151,6 +153,7 @@ impl Store {
         id: i64,
         alive: &dyn Fn(&Owner) -> bool,
     ) -> anyhow::Result<Result<(), Owner>> {
+        self.refuse_on_server("delete")?;
         let tx = self.write_tx()?;
         if let Some(o) = live_owner(&tx, id, alive)? {
             return Ok(Err(o));

@@ -101,6 +101,7 @@ impl Store {
         info: &CaptureInfo,
         t: &Tables,
     ) -> Result<i64> {
+        self.refuse_on_server("trace")?;
         let exp = NewExperiment {
             name: name.to_string(),
             kind: Kind::Trace,
@@ -153,6 +154,7 @@ impl Store {
 
     /// Store (replace) the per-event tracing cost of `machine`.
     pub fn set_event_cost(&mut self, machine: &str, c: &EventCost) -> Result<()> {
+        self.refuse_on_server("trace")?;
         self.conn_mut().execute(
             "INSERT OR REPLACE INTO trace_event_cost (machine, ns_per_event, low, high, how) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![machine, c.ns_per_event, c.low, c.high, c.how],

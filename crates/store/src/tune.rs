@@ -30,9 +30,14 @@ pub(super) const SCHEMA: &str = "
         );
         ";
 
+/// What a PostgreSQL store cannot keep yet.
+const TUNE: &str = "--tune (its journal, which puts the settings back after a crash, is kept in \
+                    the store)";
+
 impl Store {
     /// Start a session (one `doctor --fix`, or the settings of one experiment).
     pub fn tune_session(&mut self, source: &str, experiment: Option<i64>) -> anyhow::Result<i64> {
+        self.refuse_on_server(TUNE)?;
         self.conn().execute(
             "INSERT INTO tune_session (source, experiment_id, created)
              VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
@@ -43,6 +48,7 @@ impl Store {
 
     /// Attach a session to the experiment it was made for (created after the settings were).
     pub fn tune_link(&mut self, session: i64, experiment: i64) -> anyhow::Result<()> {
+        self.refuse_on_server(TUNE)?;
         self.conn().execute(
             "UPDATE tune_session SET experiment_id = ?1 WHERE id = ?2",
             params![experiment, session],
@@ -58,6 +64,7 @@ impl Store {
         original: &str,
         value: &str,
     ) -> anyhow::Result<i64> {
+        self.refuse_on_server(TUNE)?;
         self.conn().execute(
             "INSERT INTO tune_setting (session_id, path, original, value, state, changed)
              VALUES (?1, ?2, ?3, ?4, 'pending', strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
@@ -68,6 +75,7 @@ impl Store {
 
     /// Move a setting to `applied`, `failed` or `restored`.
     pub fn tune_set_state(&mut self, row: i64, state: &str) -> anyhow::Result<()> {
+        self.refuse_on_server(TUNE)?;
         anyhow::ensure!(
             ["pending", "applied", "failed", "restored"].contains(&state),
             "internal: unknown tune state '{state}'"

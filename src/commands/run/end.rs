@@ -56,7 +56,15 @@ pub(crate) fn conclude(
             hints::command(store.path(), &format!("run --resume {id}"))
         ));
     }
-    store.set_status(id, status)?;
+    if let Err(stored) = store.set_status(id, status) {
+        // The error that stopped the runs (a store that went away) says more than this one.
+        let Err(e) = result else { return Err(stored) };
+        crate::error::stderr_line(&format!(
+            "abperf: warning: experiment {id} is not marked {}: {stored:#}",
+            status.as_str()
+        ));
+        return Err(e);
+    }
     let mut report = output::load(store, id, View::RunEnd)?;
     output::escape_for_people(&mut report, crate::report::Format::Text);
     // With -i every run may have failed: nothing was measured, whatever the schedule says.

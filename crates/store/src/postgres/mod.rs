@@ -1,7 +1,8 @@
 //! A PostgreSQL store, as far as it is built: experiments go in and out whole, as
 //! [`Content`](crate::copy::Content) (`abperf store copy`), and the reading commands load the
-//! whole store into an in-memory SQLite store (`load`). Runs are not committed straight to
-//! PostgreSQL yet: every command that writes refuses a PostgreSQL DSN (docs/store.md).
+//! whole store into an in-memory SQLite store (`load`); `abperf run` commits its experiment and
+//! each run straight into PostgreSQL (`runs`). Every other command that writes refuses a
+//! PostgreSQL DSN (docs/store.md).
 //!
 //! The schema is generated from SQLite's (`columns`, `ddl`, `schema`); values keep their type
 //! through it (`numeric`, `params`).
@@ -13,11 +14,14 @@ mod load;
 mod numeric;
 mod params;
 mod read;
+mod runs;
 mod schema;
 mod write;
 
 pub use dsn::{is_dsn, redacted};
 pub(crate) use load::load;
+pub(crate) use runs::Remote;
+pub(crate) use write::Ids;
 
 use anyhow::Context;
 use columns::Table;

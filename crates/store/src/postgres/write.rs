@@ -10,7 +10,7 @@ use crate::copy::{Content, Rows, Value, id_of, renumbered};
 use crate::copy_tables::{self, Key, TableSpec};
 use abperf_model::Status;
 use anyhow::Context;
-use postgres::{Statement, Transaction};
+use postgres::{GenericClient, Statement, Transaction};
 use std::collections::BTreeMap;
 
 /// How the rows of one table are inserted: the statement, and each content column's place.
@@ -21,6 +21,9 @@ struct Insert<'a> {
     columns: Vec<&'a Column>,
 }
 
+/// Old ids (the source's) to new ones (this store's), by what they number.
+pub(crate) type Ids = BTreeMap<(Key, i64), i64>;
+
 impl Pg {
     /// Store `content` as a new experiment, in one transaction; returns its id here. As
     /// [`Store::write_content`](crate::Store::write_content): a `running` experiment is stored
@@ -30,13 +33,28 @@ impl Pg {
         content: &Content,
         stop: &dyn Fn() -> bool,
     ) -> anyhow::Result<Option<i64>> {
+        let Some(ids) = self.write_experiment(content, stop, false)? else {
+            return Ok(None);
+        };
+        Ok(ids.get(&(Key::Experiment, content.id)).copied())
+    }
+
+    /// Store `content` as a new experiment in one transaction (a `running` one stays running
+    /// when `keep_running`); returns every id it was given here (None: `stop` said yes).
+    pub(crate) fn write_experiment(
+        &mut self,
+        content: &Content,
+        stop: &dyn Fn() -> bool,
+        keep_running: bool,
+    ) -> anyhow::Result<Option<Ids>> {
         let mut tx = self.client.transaction()?;
-        lock_names(&mut tx, content)?;
-        let mut ids: BTreeMap<(Key, i64), i64> = BTreeMap::new();
+        lock_names(&mut tx, content.table("metric_name"))?;
+        let mut ids = Ids::new();
+        let mut statements = Statements::default();
         let mut written = 0usize;
         for rows in &content.tables {
             let table = super::columns::find(&self.tables, &rows.table)?;
-            let insert = prepare(&mut tx, table, rows)?;
+            let insert = statements.insert(&mut tx, table, rows)?;
             for row in &rows.rows {
                 written += 1;
                 if written.is_multiple_of(4096) && stop() {
@@ -50,7 +68,7 @@ impl Pg {
             .get(&(Key::Experiment, content.id))
             .copied()
             .context("the content has no experiment row")?;
-        if content.status() == Status::Running {
+        if content.status() == Status::Running && !keep_running {
             let interrupted = Status::Interrupted.as_str();
             tx.execute(
                 "UPDATE experiment SET status = $1 WHERE id = $2",
@@ -59,7 +77,66 @@ impl Pg {
         }
         tx.commit()
             .with_context(|| format!("committing experiment {}", content.id))?;
-        Ok(Some(new_id))
+        Ok(Some(ids))
+    }
+
+    /// Insert `tables` (rows that refer to ids already in `ids` or given here) in one
+    /// transaction, through `statements` (prepared once per connection); `ids` gains the id
+    /// every row was given. Metric names are interned as [`Pg::write_content`] does.
+    pub(crate) fn write_rows(
+        &mut self,
+        tables: &[Rows],
+        ids: &mut Ids,
+        statements: &mut Statements,
+    ) -> anyhow::Result<()> {
+        if let [rows] = tables
+            && let [row] = &rows.rows[..]
+            && rows.table != "metric_name"
+        {
+            // One row (a run without other metrics or labels): one statement, atomic and durable
+            // on its own, without the round trips of BEGIN and COMMIT.
+            let table = super::columns::find(&self.tables, &rows.table)?;
+            let insert = statements.insert(&mut self.client, table, rows)?;
+            return write_row(&mut self.client, &insert, rows, row, ids)
+                .with_context(|| format!("table {}", rows.table));
+        }
+        let mut tx = self.client.transaction()?;
+        let names = tables.iter().find(|t| t.table == "metric_name");
+        lock_names(&mut tx, names)?;
+        for rows in tables {
+            let table = super::columns::find(&self.tables, &rows.table)?;
+            let insert = statements.insert(&mut tx, table, rows)?;
+            for row in &rows.rows {
+                write_row(&mut tx, &insert, rows, row, ids)
+                    .with_context(|| format!("table {}", rows.table))?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+/// The INSERT statements of one connection, by table and columns, prepared once.
+#[derive(Default)]
+pub(crate) struct Statements(std::collections::HashMap<(String, Vec<String>), Statement>);
+
+impl Statements {
+    fn insert<'a>(
+        &mut self,
+        tx: &mut impl GenericClient,
+        table: &'a Table,
+        rows: &Rows,
+    ) -> anyhow::Result<Insert<'a>> {
+        let key = (rows.table.clone(), rows.columns.clone());
+        let cached = self.0.get(&key).cloned();
+        let insert = prepare(table, rows, |sql| match cached {
+            Some(s) => Ok(s),
+            None => Ok(tx.prepare(sql)?),
+        })?;
+        self.0
+            .entry(key)
+            .or_insert_with(|| insert.statement.clone());
+        Ok(insert)
     }
 }
 
@@ -70,8 +147,8 @@ const NAME_LOCKS: i32 = 0x6162;
 /// keys: two copies that intern some of the same new names then wait for each other in one order
 /// instead of deadlocking (each waiting on the other's uncommitted insert of a name). The names
 /// are then inserted in the content's order, so they are numbered as in the store they came from.
-fn lock_names(tx: &mut Transaction, content: &Content) -> anyhow::Result<()> {
-    let Some(rows) = content.table("metric_name") else {
+fn lock_names(tx: &mut Transaction, names: Option<&Rows>) -> anyhow::Result<()> {
+    let Some(rows) = names else {
         return Ok(());
     };
     let mut keys: Vec<i32> = rows.rows.iter().map(|row| name_key(rows, row)).collect();
@@ -97,8 +174,13 @@ fn name_key(rows: &Rows, row: &[Value]) -> i32 {
     hash as i32
 }
 
-/// The INSERT for the rows of `table` (the own id left to PostgreSQL, which returns it).
-fn prepare<'a>(tx: &mut Transaction, table: &'a Table, rows: &Rows) -> anyhow::Result<Insert<'a>> {
+/// The INSERT for the rows of `table` (the own id left to PostgreSQL, which returns it), its
+/// statement made from its SQL by `statement` (prepared, or one prepared before).
+fn prepare<'a>(
+    table: &'a Table,
+    rows: &Rows,
+    statement: impl FnOnce(&str) -> anyhow::Result<Statement>,
+) -> anyhow::Result<Insert<'a>> {
     let spec = copy_tables::spec(&rows.table).context("a table without a spec")?;
     let mut columns = Vec::new();
     for name in &rows.columns {
@@ -133,17 +215,16 @@ fn prepare<'a>(tx: &mut Transaction, table: &'a Table, rows: &Rows) -> anyhow::R
         Some((own, _)) => sql.push_str(&format!(" RETURNING \"{own}\"")),
         None => {}
     }
-    let statement = tx.prepare(&sql)?;
     Ok(Insert {
         spec,
-        statement,
+        statement: statement(&sql)?,
         columns,
     })
 }
 
 /// Insert one row, its references renumbered through `ids`, and record its own new id there.
 fn write_row(
-    tx: &mut Transaction,
+    tx: &mut impl GenericClient,
     insert: &Insert,
     rows: &Rows,
     row: &[Value],
@@ -185,7 +266,7 @@ fn write_row(
 }
 
 /// The id of the metric name already stored with this row's name, unit and direction.
-fn interned(tx: &mut Transaction, rows: &Rows, row: &[Value]) -> anyhow::Result<i64> {
+fn interned(tx: &mut impl GenericClient, rows: &Rows, row: &[Value]) -> anyhow::Result<i64> {
     let text = |column: &str| -> anyhow::Result<String> {
         let at = rows
             .column(column)

@@ -1,0 +1,245 @@
+//! A store on a PostgreSQL server that `abperf run` commits into: an in-memory SQLite working
+//! copy (the prepared schema) beside a connection to the server (`postgres::Remote`). Every write
+//! `run` makes goes to the server first, in one transaction, under the ids the server gives;
+//! then the same rows, under those ids, into the working copy, which the end of the run reads
+//! back (its summary and verdicts see exactly what the server holds). The commands call the
+//! same `Store` methods as on an SQLite store; the writes no `run` makes are refused
+//! ([`Store::refuse_on_server`]).
+//!
+//! A run is stored when the server's COMMIT returns (its own write-ahead log and fsync).
+
+use super::copy::{Content, Rows};
+use super::copy_tables::Key;
+use super::postgres::{Ids, Remote};
+use super::{Store, names_a_server, not_built_on_server, resolve_path};
+use abperf_model::Run;
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+
+/// The tables a run's rows are in, in the order they are inserted, with the WHERE clause
+/// (of the run's id) that selects them.
+const RUN_TABLES: &[(&str, &str, &str)] = &[
+    ("run", "id = ?1", "id"),
+    (
+        "metric_name",
+        "id IN (SELECT name_id FROM metric WHERE run_id = ?1)",
+        "id",
+    ),
+    ("metric", "run_id = ?1", "pos"),
+    ("run_label", "run_id = ?1", "run_id"),
+];
+
+impl Store {
+    /// Open the store named by `--db` (or the default resolution) for `abperf run`: as
+    /// [`Store::open_resolved`], but a PostgreSQL DSN opens a store whose writes go to that
+    /// server (its schema made there when missing).
+    pub fn open_resolved_for_runs(flag: Option<&Path>) -> anyhow::Result<Store> {
+        let path = resolve_path(flag)?;
+        match path.to_str().filter(|_| names_a_server(&path)) {
+            Some(dsn) => {
+                let remote = Remote::open(dsn)?;
+                let mut store = Store::open(Path::new(":memory:"))?;
+                store.path = PathBuf::from(remote.shown());
+                store.remote = Some(Box::new(remote));
+                Ok(store)
+            }
+            None => Store::open(&path),
+        }
+    }
+
+    /// Open the store named by `--db` for `run --resume`: as [`Store::open_resolved`], with
+    /// its own refusal of a PostgreSQL DSN.
+    pub fn open_resolved_for_resume(flag: Option<&Path>) -> anyhow::Result<Store> {
+        let path = resolve_path(flag)?;
+        if names_a_server(&path) {
+            return Err(not_built_on_server(&path, "run --resume"));
+        }
+        Store::open(&path)
+    }
+
+    /// Refuse `what` (a write no `abperf run` makes) on a store on a server.
+    pub(crate) fn refuse_on_server(&self, what: &str) -> anyhow::Result<()> {
+        match self.remote {
+            Some(_) => Err(not_built_on_server(&self.path, what)),
+            None => Ok(()),
+        }
+    }
+
+    /// The server's name for messages: "the PostgreSQL store DSN".
+    fn server(&self) -> String {
+        format!("the PostgreSQL store {}", self.path.display())
+    }
+
+    /// Experiment `local`, just made in the working copy, stored on the server (status
+    /// `running`) in one transaction; the working copy then holds it under the server's ids,
+    /// which are returned. None: `stop` said yes (nothing is stored on the server).
+    pub(crate) fn create_on_server(
+        &mut self,
+        local: i64,
+        stop: &dyn Fn() -> bool,
+    ) -> anyhow::Result<Option<i64>> {
+        let content = self.read_content(local)?;
+        let server = self.server();
+        let Some(remote) = self.remote.as_mut() else {
+            return Ok(Some(local));
+        };
+        let Some(ids) = remote
+            .create(&content, stop)
+            .with_context(|| format!("storing the experiment in {server}"))?
+        else {
+            return Ok(None);
+        };
+        let renumbered = Content {
+            id: new_id(&ids, Key::Experiment, local)?,
+            tables: renumber(&content.tables, &ids)?,
+        };
+        // A fresh working copy: the experiment under the server's ids, and nothing else.
+        self.conn = Store::open(Path::new(":memory:"))?.conn;
+        self.write_running_keeping_ids(&renumbered)?;
+        Ok(Some(renumbered.id))
+    }
+
+    /// Commit `run` of experiment `exp_id` to the server in one transaction, then into the
+    /// working copy under the id the server gave it; returns that id. The rows are made by the
+    /// working copy (inserted and rolled back), so they are encoded as in any SQLite store.
+    pub(crate) fn commit_run_on_server(&mut self, exp_id: i64, run: &Run) -> anyhow::Result<i64> {
+        let conn = self.conn();
+        conn.prepare_cached("BEGIN")?.execute([])?;
+        let made = super::experiments::insert_run(conn, exp_id, run)
+            .and_then(|id| Ok((id, run_rows(conn, id)?)));
+        conn.prepare_cached("ROLLBACK")?.execute([])?;
+        let (local, tables) = made?;
+        let server = self.server();
+        let mut ids = Ids::from([((Key::Experiment, exp_id), exp_id)]);
+        let remote = self.remote.as_mut().context("no server")?;
+        remote
+            .commit(&tables, &mut ids)
+            .with_context(|| format!("committing run {} to {server}", run.seq))?;
+        let id = new_id(&ids, Key::Run, local)?;
+        let mut kept = Ids::from([((Key::Experiment, exp_id), exp_id)]);
+        self.write_rows_keeping_ids(&renumber(&tables, &ids)?, &mut kept)
+            .with_context(|| format!("run {} (stored in {server}), in memory", run.seq))?;
+        Ok(id)
+    }
+
+    /// After a change in the working copy: the rows of `table` that `rows` selects (a WHERE
+    /// clause of `?1` = `id`) written over theirs on the server. Nothing without a server.
+    pub(crate) fn mirror(&mut self, table: &str, rows: &str, id: i64) -> anyhow::Result<()> {
+        if self.remote.is_none() {
+            return Ok(());
+        }
+        let changed = super::copy::read_rows_where(self.conn(), table, rows, "id", id)?;
+        let server = self.server();
+        let remote = self.remote.as_mut().context("no server")?;
+        remote
+            .update(&changed)
+            .with_context(|| format!("storing the change to experiment {id} ({table}) in {server}"))
+    }
+
+    /// Whether writes go to a PostgreSQL server.
+    pub(crate) fn on_server(&self) -> bool {
+        self.remote.is_some()
+    }
+}
+
+/// The rows of run `id` in the working copy, table by table (empty tables left out).
+fn run_rows(conn: &rusqlite::Connection, id: i64) -> anyhow::Result<Vec<Rows>> {
+    let mut out = Vec::new();
+    for (table, rows, order) in RUN_TABLES {
+        let found = super::copy::read_rows_where(conn, table, rows, order, id)?;
+        if !found.rows.is_empty() {
+            out.push(found);
+        }
+    }
+    Ok(out)
+}
+
+fn new_id(ids: &Ids, key: Key, old: i64) -> anyhow::Result<i64> {
+    ids.get(&(key, old))
+        .copied()
+        .with_context(|| format!("the server gave {key:?} {old} no id"))
+}
+
+/// `tables` with every id (own and referred to) replaced by the one `ids` maps it to.
+fn renumber(tables: &[Rows], ids: &Ids) -> anyhow::Result<Vec<Rows>> {
+    let mut out = Vec::with_capacity(tables.len());
+    for rows in tables {
+        let spec = super::copy_tables::spec(&rows.table).context("a table without a spec")?;
+        let mut keyed: Vec<(usize, Key)> = Vec::new();
+        for (at, column) in rows.columns.iter().enumerate() {
+            let own = spec.own.filter(|(c, _)| c == column).map(|(_, k)| k);
+            let refers = spec.refs.iter().find(|(c, _)| c == column).map(|(_, k)| *k);
+            if let Some(key) = own.or(refers) {
+                keyed.push((at, key));
+            }
+        }
+        let mut renumbered = rows.clone();
+        for row in &mut renumbered.rows {
+            for &(at, key) in &keyed {
+                let old = super::copy::id_of(&row[at])?;
+                row[at] = super::copy::Value::Integer(new_id(ids, key, old)?);
+            }
+        }
+        out.push(renumbered);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::copy::Value;
+    use abperf_model::{Kind, Metric, NewExperiment, Slot, Variant};
+
+    #[test]
+    fn a_runs_rows_are_renumbered_to_the_ids_the_server_gave() {
+        let mut store = Store::open(Path::new(":memory:")).unwrap();
+        let exp = NewExperiment {
+            name: "t".into(),
+            kind: Kind::Run,
+            command_line: vec![],
+            design: serde_json::json!({}),
+            seed: None,
+            environment: serde_json::json!({}),
+        };
+        let slot = Slot {
+            seq: 0,
+            variant: 0,
+            block: 0,
+            warmup: false,
+        };
+        let id = store
+            .create_experiment(&exp, &[Variant::named("a")], &[slot])
+            .unwrap();
+        let run = Run::ok(
+            0,
+            0,
+            vec![
+                Metric::new("wall_ns", 5.0, "ns"),
+                Metric::new("cycles", 7.0, "count"),
+            ],
+        );
+        let conn = store.conn();
+        let local = crate::experiments::insert_run(conn, id, &run).unwrap();
+        let tables = run_rows(conn, local).unwrap();
+        let names: Vec<&str> = tables.iter().map(|t| t.table.as_str()).collect();
+        assert_eq!(names, ["run", "metric_name", "metric"]);
+        let ids = Ids::from([
+            ((Key::Experiment, id), id),
+            ((Key::Run, local), 900),
+            ((Key::MetricName, 1), 77),
+        ]);
+        let renumbered = renumber(&tables, &ids).unwrap();
+        let value = |t: usize, column: &str| {
+            let rows = &renumbered[t];
+            rows.rows[0][rows.column(column).unwrap()].clone()
+        };
+        assert_eq!(value(0, "id"), Value::Integer(900));
+        assert_eq!(value(1, "id"), Value::Integer(77));
+        assert_eq!(value(2, "run_id"), Value::Integer(900));
+        assert_eq!(value(2, "name_id"), Value::Integer(77));
+        // An id the server gave nothing for is an error, not a guess.
+        let missing = renumber(&tables, &Ids::new()).unwrap_err();
+        assert!(format!("{missing:#}").contains("gave"), "{missing:#}");
+    }
+}

@@ -1,0 +1,152 @@
+//! The PostgreSQL side of a store `abperf run` commits into (`Store::open_for_runs`): a new
+//! experiment written whole (running), each run written in its own transaction the moment it
+//! ends, and the experiment's and variants' rows updated when they change. The rows are made by
+//! the SQLite working copy (the same encoding as a local store) and written here as
+//! [`Rows`](crate::copy::Rows), their ids given by PostgreSQL.
+
+use super::write::{Ids, Statements};
+use super::{Pg, Schema};
+use crate::copy::{Content, Rows, Value};
+use crate::copy_tables::Key;
+use anyhow::Context;
+use std::collections::HashMap;
+
+/// A metric name's identity: name, unit, direction.
+type NameKey = (String, String, String);
+
+/// An open connection to the PostgreSQL store a run commits into.
+pub(crate) struct Remote {
+    pg: Pg,
+    statements: Statements,
+    /// Metric names known to be stored there, with their ids (names are never deleted: a run
+    /// that uses one again neither locks nor inserts it).
+    names: HashMap<NameKey, i64>,
+}
+
+impl Remote {
+    /// Connect to `dsn`, making abperf's schema there when it is missing (or older).
+    pub(crate) fn open(dsn: &str) -> anyhow::Result<Remote> {
+        Ok(Remote {
+            pg: Pg::open(dsn, Schema::Make)?,
+            statements: Statements::default(),
+            names: HashMap::new(),
+        })
+    }
+
+    /// The DSN, password hidden.
+    pub(crate) fn shown(&self) -> &str {
+        self.pg.shown()
+    }
+
+    /// Store a new experiment (its status kept: `running`) in one transaction; returns the ids
+    /// it was given (None: `stop` said yes, nothing is stored).
+    pub(crate) fn create(
+        &mut self,
+        content: &Content,
+        stop: &dyn Fn() -> bool,
+    ) -> anyhow::Result<Option<Ids>> {
+        self.pg.write_experiment(content, stop, true)
+    }
+
+    /// Insert the rows of one run in one transaction (`ids` maps the experiment's id to itself
+    /// and gains the run's and its metric names'); the run is stored when this returns.
+    pub(crate) fn commit(&mut self, tables: &[Rows], ids: &mut Ids) -> anyhow::Result<()> {
+        let mut new_names = Vec::new();
+        let mut to_write = Vec::with_capacity(tables.len());
+        for rows in tables {
+            if rows.table != "metric_name" {
+                to_write.push(rows.clone());
+                continue;
+            }
+            let mut unknown = Rows {
+                rows: Vec::new(),
+                ..rows.clone()
+            };
+            for row in &rows.rows {
+                let (old, key) = name_of(rows, row)?;
+                match self.names.get(&key) {
+                    Some(&id) => {
+                        ids.insert((Key::MetricName, old), id);
+                    }
+                    None => {
+                        unknown.rows.push(row.clone());
+                        new_names.push((old, key));
+                    }
+                }
+            }
+            if !unknown.rows.is_empty() {
+                to_write.push(unknown);
+            }
+        }
+        self.pg.write_rows(&to_write, ids, &mut self.statements)?;
+        for (old, key) in new_names {
+            if let Some(&id) = ids.get(&(Key::MetricName, old)) {
+                self.names.insert(key, id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Set every column of these rows (found by their `id`) to the values they hold, in one
+    /// transaction.
+    pub(crate) fn update(&mut self, rows: &Rows) -> anyhow::Result<()> {
+        let table = super::columns::find(&self.pg.tables, &rows.table)?;
+        let id_at = rows
+            .column("id")
+            .with_context(|| format!("table {} has no id column", rows.table))?;
+        let mut set = Vec::new();
+        let mut kinds = Vec::new();
+        for (at, name) in rows.columns.iter().enumerate() {
+            if at == id_at {
+                continue;
+            }
+            let column = table
+                .column(name)
+                .with_context(|| format!("table {}: no column {name}", rows.table))?;
+            kinds.push((at, column.kind, name));
+            let mark = super::params::placeholder(kinds.len(), column.kind);
+            set.push(format!("{} = {mark}", super::ddl::quoted(name)));
+        }
+        let sql = format!(
+            "UPDATE \"{}\" SET {} WHERE id = ${}::bigint",
+            rows.table,
+            set.join(", "),
+            kinds.len() + 1
+        );
+        let mut tx = self.pg.client.transaction()?;
+        let statement = tx.prepare(&sql)?;
+        for row in &rows.rows {
+            let mut values = Vec::with_capacity(kinds.len() + 1);
+            for &(at, kind, name) in &kinds {
+                let param = super::params::param(&row[at], kind)
+                    .map_err(|why| anyhow::anyhow!("{}.{name}: {why}", rows.table))?;
+                values.push(param);
+            }
+            values.push(Box::new(crate::copy::id_of(&row[id_at])?));
+            let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
+                values.iter().map(|v| v.as_ref()).collect();
+            let n = tx.execute(&statement, &refs)?;
+            anyhow::ensure!(
+                n == 1,
+                "{} {:?} is not stored there",
+                rows.table,
+                row[id_at]
+            );
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+/// A metric_name row's id and its (name, unit, direction).
+fn name_of(rows: &Rows, row: &[Value]) -> anyhow::Result<(i64, NameKey)> {
+    let text = |column: &str| -> anyhow::Result<String> {
+        match rows.column(column).map(|at| &row[at]) {
+            Some(Value::Text(t)) => Ok(t.clone()),
+            other => anyhow::bail!("metric_name.{column} holds {other:?}, not text"),
+        }
+    };
+    let at = rows.column("id").context("metric_name without id")?;
+    let id = crate::copy::id_of(&row[at])?;
+    Ok((id, (text("name")?, text("unit")?, text("direction")?)))
+}
