@@ -76,3 +76,40 @@ impl LineSink for Committing {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::guest::WireRun;
+    use abperf_model::RunStatus;
+
+    #[test]
+    fn a_store_that_cannot_be_reached_leaves_the_lines_file_to_hold_every_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lines.jsonl");
+        let (lines, _) = LinesFile::open(&path).unwrap();
+        let slot = Slot {
+            seq: 4,
+            variant: 0,
+            block: 0,
+            warmup: false,
+        };
+        // Nothing listens on port 1: the host says so and runs on.
+        let nowhere = "postgres://abperf@127.0.0.1:1/abperf";
+        let mut out = Committing::new(lines, Some(nowhere), 1, "lab-a", &[slot]);
+        assert!(out.store.is_none());
+        let run = WireRun {
+            seq: 4,
+            warmup: false,
+            status: RunStatus::Ok,
+            exit_code: Some(0),
+            signal: None,
+            started_ns: 1,
+            ended_ns: 2,
+            metrics: vec![],
+        };
+        out.send_line(&Line::Run { run }).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.matches(r#""type":"run""#).count(), 1, "{text}");
+    }
+}
