@@ -3,8 +3,9 @@
 //! too. The experiment, its hosts and every run land in PostgreSQL, each run labelled with its
 //! host; the hosts commit their runs there themselves as they end (seen there before the
 //! dispatch ends, and those of a host lost mid-run seen there before anything was fetched);
-//! `compare`, `fleet status` and `fleet run --resume` work on the DSN. Skipped, never passed,
-//! without dropbear, Ansible or PostgreSQL.
+//! `compare`, `fleet status` and `fleet run --resume` work on the DSN; a new experiment no host
+//! ran anything of is deleted there. Skipped, never passed, without dropbear, Ansible or
+//! PostgreSQL.
 
 #![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 mod common;
@@ -235,4 +236,20 @@ fn a_host_lost_mid_run_has_its_finished_runs_in_postgres_and_resume_on_the_dsn_c
         assert!(after.lines().any(|l| l == line), "{line} is gone");
     }
     complete_with_hosts_as_blocks(&lab, &pg, &dsn);
+}
+
+#[test]
+fn a_new_experiment_no_host_ran_anything_of_is_deleted_from_postgres() {
+    let Some((mut fleet, lab, inv, pg, dsn)) = setup() else {
+        return;
+    };
+    fleet.stop("lab-c");
+    let args = fleet_run(&inv, &dsn, &["--limit", "lab-c"], "true", "true");
+    lab.fails(&args, 1)
+        .err_has("no host ran anything; experiment 1 is not kept")
+        .err_has("host lab-c: 10 of 10 runs missing: unreachable");
+    for table in ["experiment", "slot", "fleet_host"] {
+        let sql = format!("SELECT count(*) FROM {table}");
+        assert_eq!(pg.psql("abperf", &sql), "0", "{table}");
+    }
 }
