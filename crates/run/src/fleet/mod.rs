@@ -9,8 +9,9 @@
 //! coordinator commits every fetched run it does not hold yet, labelled with the host's name
 //! ([`collect`]). When the store is one the hosts reach (PostgreSQL), each host also commits its
 //! runs there itself as they end ([`shared_store`]), and the coordinator first catches up with
-//! what they committed. A host that fails or cannot be reached is reported with Ansible's reason; the
-//! others' runs are kept, and a later dispatch (`--resume`) runs only what is missing.
+//! what they committed. A host that fails or cannot be reached is reported with Ansible's
+//! reason; the others' runs are kept, and a later dispatch (`--resume`) runs only what is
+//! missing.
 
 pub mod collect;
 pub mod dispatch;
@@ -151,7 +152,7 @@ pub fn run_missing(
             s = state(h, &done);
             s.failure = wrong;
         }
-        s.new = s.committed - state(h, &before).committed;
+        s.new = s.committed.saturating_sub(state(h, &before).committed);
         if let Some(f) = fetched.failures.get(&h.name) {
             s.failure = Some(match s.failure {
                 Some(wrong) => format!("{}; {wrong}", f.words()),
