@@ -401,7 +401,7 @@ fn a_bad_dsn_or_a_server_not_there_is_a_clear_error_with_the_password_hidden() {
 }
 
 /// What a command that writes, other than `run`, is refused on a PostgreSQL store.
-const ONLY_RUN: &str = "writing with this command (only `abperf run` of commands, without kernels, writes to a PostgreSQL store)";
+const ONLY_RUN: &str = "writing with this command (only `abperf run` of commands, without kernels, and `abperf fleet run` write to a PostgreSQL store)";
 
 #[test]
 fn a_command_that_writes_refuses_a_dsn_and_makes_nothing_on_disk() {

@@ -380,7 +380,9 @@ impl Store {
 
     /// Delete an experiment and everything under it.
     pub fn delete(&mut self, id: i64) -> anyhow::Result<()> {
-        self.refuse_on_server("delete")?;
+        if self.on_server() {
+            return self.delete_on_server(id);
+        }
         let n = self
             .conn()
             .execute("DELETE FROM experiment WHERE id = ?1", [id])?;

@@ -1,7 +1,8 @@
 //! The SQLite store: experiment -> variants -> runs -> metrics. The only module that speaks SQL.
 //! A PostgreSQL database can hold copies of experiments and be read (`postgres`), and `abperf run`
-//! commits into one (`on_server`: an in-memory working copy beside the server); every other
-//! command that writes refuses one.
+//! and `abperf fleet run` (its coordinator and its hosts) commit into one (`on_server`,
+//! `server_experiment`: an in-memory working copy beside the server); every other command that
+//! writes refuses one.
 //!
 //! Every run is committed in its own transaction the moment it ends (`Store::commit_run`), in WAL
 //! mode, so a crash or `kill -9` of abperf loses at most the run in flight. The WAL is fsynced at
@@ -25,6 +26,7 @@ pub mod postgres;
 mod run_labels;
 mod run_rows;
 mod schema;
+mod server_experiment;
 pub mod trace;
 mod tune;
 
@@ -109,7 +111,7 @@ impl Store {
         if names_a_server(path) {
             return Err(not_built_on_server(
                 path,
-                "writing with this command (only `abperf run` of commands, without kernels, writes to a PostgreSQL store)",
+                "writing with this command (only `abperf run` of commands, without kernels, and `abperf fleet run` write to a PostgreSQL store)",
             ));
         }
         let shown = path.display();

@@ -3,8 +3,9 @@
 //! `run` makes goes to the server first, in one transaction, under the ids the server gives;
 //! then the same rows, under those ids, into the working copy, which the end of the run reads
 //! back (its summary and verdicts see exactly what the server holds). The commands call the
-//! same `Store` methods as on an SQLite store; the writes no `run` makes are refused
-//! ([`Store::refuse_on_server`]).
+//! same `Store` methods as on an SQLite store; `fleet run`'s writes (its hosts, their hellos, a
+//! new experiment deleted) work the same way (`server_experiment` takes an experiment there up
+//! again); the other writes are refused ([`Store::refuse_on_server`]).
 //!
 //! A run is stored when the server's COMMIT returns (its own write-ahead log and fsync).
 
@@ -66,7 +67,7 @@ impl Store {
     }
 
     /// The server's name for messages: "the PostgreSQL store DSN".
-    fn server(&self) -> String {
+    pub(crate) fn server(&self) -> String {
         format!("the PostgreSQL store {}", self.path.display())
     }
 
@@ -125,15 +126,49 @@ impl Store {
     /// After a change in the working copy: the rows of `table` that `rows` selects (a WHERE
     /// clause of `?1` = `id`) written over theirs on the server. Nothing without a server.
     pub(crate) fn mirror(&mut self, table: &str, rows: &str, id: i64) -> anyhow::Result<()> {
+        self.mirror_by(table, rows, id, &["id"])
+    }
+
+    /// As [`Store::mirror`], the rows found on the server by their `key` columns.
+    pub(crate) fn mirror_by(
+        &mut self,
+        table: &str,
+        rows: &str,
+        id: i64,
+        key: &[&str],
+    ) -> anyhow::Result<()> {
         if self.remote.is_none() {
             return Ok(());
         }
-        let changed = super::copy::read_rows_where(self.conn(), table, rows, "id", id)?;
+        let order = key.join(", ");
+        let changed = super::copy::read_rows_where(self.conn(), table, rows, &order, id)?;
         let server = self.server();
         let remote = self.remote.as_mut().context("no server")?;
         remote
-            .update(&changed)
+            .update(&changed, key)
             .with_context(|| format!("storing the change to experiment {id} ({table}) in {server}"))
+    }
+
+    /// After rows were added to the working copy: the rows of `table` that `rows` selects (a
+    /// WHERE clause of `?1` = experiment `id`, in `order`) inserted on the server, in one
+    /// transaction. Nothing without a server.
+    pub(crate) fn add_on_server(
+        &mut self,
+        id: i64,
+        table: &str,
+        rows: &str,
+        order: &str,
+    ) -> anyhow::Result<()> {
+        if self.remote.is_none() {
+            return Ok(());
+        }
+        let added = super::copy::read_rows_where(self.conn(), table, rows, order, id)?;
+        let server = self.server();
+        let mut ids = Ids::from([((Key::Experiment, id), id)]);
+        let remote = self.remote.as_mut().context("no server")?;
+        remote
+            .commit(&[added], &mut ids)
+            .with_context(|| format!("storing experiment {id}'s {table} in {server}"))
     }
 
     /// Whether writes go to a PostgreSQL server.
@@ -154,7 +189,7 @@ fn run_rows(conn: &rusqlite::Connection, id: i64) -> anyhow::Result<Vec<Rows>> {
     Ok(out)
 }
 
-fn new_id(ids: &Ids, key: Key, old: i64) -> anyhow::Result<i64> {
+pub(crate) fn new_id(ids: &Ids, key: Key, old: i64) -> anyhow::Result<i64> {
     ids.get(&(key, old))
         .copied()
         .with_context(|| format!("the server gave {key:?} {old} no id"))

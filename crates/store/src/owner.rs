@@ -129,7 +129,6 @@ impl Store {
         me: &Owner,
         alive: &dyn Fn(&Owner) -> bool,
     ) -> anyhow::Result<Result<(), Owner>> {
-        self.refuse_on_server("taking an experiment over (run --resume)")?;
         let tx = self.write_tx()?;
         if let Some(o) = live_owner(&tx, id, alive)?
             && o != *me
@@ -142,6 +141,8 @@ impl Store {
             params![Status::Running.as_str(), id],
         )?;
         tx.commit()?;
+        // On a PostgreSQL store the status is stored there too (the owner stays here).
+        self.mirror("experiment", "id = ?1", id)?;
         Ok(Ok(()))
     }
 

@@ -122,7 +122,7 @@ fn start(args: &FleetRunArgs, abperf: &RemoteAbperf) -> anyhow::Result<i32> {
         seed: Some(seed),
         environment: crate::doctor::environment_unsampled(),
     };
-    let mut store = Store::open_resolved(run.db.db.as_deref())?;
+    let mut store = Store::open_resolved_for_runs(run.db.db.as_deref())?;
     let owner = crate::measure::process::current_owner();
     let id = store
         .create_owned_experiment(&exp, &variants, &schedule, &owner, &|| false)?
@@ -147,7 +147,7 @@ fn start(args: &FleetRunArgs, abperf: &RemoteAbperf) -> anyhow::Result<i32> {
 
 /// Take stored fleet experiment `reference` over and dispatch what it is missing.
 fn resume(args: &FleetRunArgs, reference: &str, abperf: &RemoteAbperf) -> anyhow::Result<i32> {
-    let mut store = Store::open_resolved(args.run.db.db.as_deref())?;
+    let mut store = Store::open_resolved_for_taking_over(args.run.db.db.as_deref())?;
     let id = crate::commands::lookup::experiment_id(&store, reference)?;
     let exp = store.experiment(id)?;
     let fd: FleetDesign = match exp.design.get("fleet") {
@@ -198,7 +198,9 @@ fn dispatch(
     let states = match fleet::run_missing(store, &e, inventory, abperf, &version()) {
         Ok(s) => s,
         Err(err) => {
-            // A new experiment that got no run is not kept; a resumed one stays resumable.
+            // A new experiment that got no run is not kept; a resumed one stays resumable. (Runs
+            // hosts committed themselves into a shared store count.)
+            let _ = store.catch_up(id);
             if fresh && store.done_seqs(id).is_ok_and(|d| d.is_empty()) {
                 store.delete(id)?;
                 return Err(err.context(format!("experiment {id} is not kept")));

@@ -3,7 +3,7 @@
 //! (the same check and conversion as a VM guest's runs: `runner::boots::check_wire`); the
 //! host's hello (its abperf and machine snapshot) is kept with the host.
 
-use super::share::whole_lines;
+use super::lines_file::whole_lines;
 use crate::runner::boots::check_wire;
 use crate::runner::guest::Line;
 use abperf_model::Slot;
@@ -52,14 +52,29 @@ pub fn commit_lines(
                 };
                 let mut run = run.into_run(&slot, slot.variant);
                 run.labels.host = Some(host.name.clone());
-                store.commit_run(exp_id, &run)?;
+                if commit_once(store, exp_id, &run)? {
+                    committed += 1;
+                }
                 done.insert(slot.seq);
-                committed += 1;
             }
             Line::End { .. } => {}
         }
     }
     Ok((committed, None))
+}
+
+/// Commit `run` unless a run of its slot is stored already: the store holds one run per slot
+/// (UNIQUE), so a run the host committed itself meanwhile (into a shared store) is refused
+/// there and found after catching up. Returns whether this committed it.
+fn commit_once(store: &mut Store, exp_id: i64, run: &abperf_model::Run) -> anyhow::Result<bool> {
+    let Err(e) = store.commit_run(exp_id, run) else {
+        return Ok(true);
+    };
+    store.catch_up(exp_id)?;
+    if store.done_seqs(exp_id)?.contains(&run.seq) {
+        return Ok(false);
+    }
+    Err(e.context(format!("committing run {} of experiment {exp_id}", run.seq)))
 }
 
 #[cfg(test)]
@@ -113,6 +128,18 @@ mod tests {
         let (n, wrong) =
             commit_lines(&mut store, id, &hosts[0], &schedule, &path, &mut done).unwrap();
         assert_eq!((n, wrong), (1, None));
+        // A run stored by another process meanwhile (a host that commits its own runs): the
+        // store's one run per slot refuses it, and it is not counted.
+        let (n, wrong) = commit_lines(
+            &mut store,
+            id,
+            &hosts[0],
+            &schedule,
+            &path,
+            &mut BTreeSet::new(),
+        )
+        .unwrap();
+        assert_eq!((n, wrong), (0, None));
         let runs = store.runs(id).unwrap();
         assert_eq!(runs.len(), 2);
         assert!(runs.iter().all(|r| r.labels.host.as_deref() == Some("a")));

@@ -7,15 +7,20 @@
 //! coordinator's abperf (version checked) and its share ([`share`]), runs it with
 //! `abperf run --fleet-share`, and its lines file of finished runs is fetched back. The
 //! coordinator commits every fetched run it does not hold yet, labelled with the host's name
-//! ([`collect`]). A host that fails or cannot be reached is reported with Ansible's reason; the
-//! others' runs are kept, and a later dispatch (`--resume`) runs only what is missing.
+//! ([`collect`]). When the store is one the hosts reach (PostgreSQL), each host also commits its
+//! runs there itself as they end ([`shared_store`]), and the coordinator first catches up with
+//! what they committed. A host that fails or cannot be reached is reported with Ansible's
+//! reason; the others' runs are kept, and a later dispatch (`--resume`) runs only what is
+//! missing.
 
 pub mod collect;
 pub mod dispatch;
 pub mod inventory;
+pub mod lines_file;
 pub mod plan;
 pub mod playbook;
 pub mod share;
+pub mod shared_store;
 
 use crate::runner::experiment::RunConfig;
 use crate::runner::guest::ShareVariant;
@@ -98,7 +103,8 @@ pub fn run_missing(
     version: &str,
 ) -> anyhow::Result<Vec<HostState>> {
     let hosts = store.fleet_hosts(exp.id)?;
-    let mut done = store.done_seqs(exp.id)?;
+    store.catch_up(exp.id)?;
+    let before = store.done_seqs(exp.id)?;
     let variants: Vec<ShareVariant> = exp.variants.iter().map(ShareVariant::of).collect();
     let shares: Vec<FleetShare> = hosts
         .iter()
@@ -110,10 +116,11 @@ pub fn run_missing(
             variants: variants.clone(),
             cfg: exp.cfg.clone(),
             strict: exp.fleet.strict,
+            store: store.shared_location().map(String::from),
             slots: exp
                 .schedule
                 .iter()
-                .filter(|s| h.owns(s.seq) && !done.contains(&s.seq))
+                .filter(|s| h.owns(s.seq) && !before.contains(&s.seq))
                 .copied()
                 .collect(),
         })
@@ -133,16 +140,19 @@ pub fn run_missing(
         )));
     }
     let fetched = dispatch::dispatch(inventory, &exp.fleet.token, abperf, version, &shares)?;
+    // The runs the hosts committed themselves (into a shared store) are not committed again.
+    store.catch_up(exp.id)?;
+    let mut done = store.done_seqs(exp.id)?;
     let mut states = Vec::new();
     for h in &hosts {
         let mut s = state(h, &done);
         if let Some(path) = fetched.lines.get(&h.name) {
-            let (new, wrong) =
+            let (_, wrong) =
                 collect::commit_lines(store, exp.id, h, exp.schedule, path, &mut done)?;
             s = state(h, &done);
-            s.new = new;
             s.failure = wrong;
         }
+        s.new = s.committed.saturating_sub(state(h, &before).committed);
         if let Some(f) = fetched.failures.get(&h.name) {
             s.failure = Some(match s.failure {
                 Some(wrong) => format!("{}; {wrong}", f.words()),

@@ -1,7 +1,7 @@
 //! A PostgreSQL store, as far as it is built: experiments go in and out whole, as
 //! [`Content`](crate::copy::Content) (`abperf store copy`), and the reading commands load the
-//! whole store into an in-memory SQLite store (`load`); `abperf run` commits its experiment and
-//! each run straight into PostgreSQL (`runs`). Every other command that writes refuses a
+//! whole store into an in-memory SQLite store (`load`); `abperf run` and `abperf fleet run`
+//! commit their experiment and each run straight into PostgreSQL (`runs`). Every other command that writes refuses a
 //! PostgreSQL DSN (docs/store.md).
 //!
 //! The schema is generated from SQLite's (`columns`, `ddl`, `schema`); values keep their type

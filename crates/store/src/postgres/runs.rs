@@ -17,6 +17,8 @@ type NameKey = (String, String, String);
 /// An open connection to the PostgreSQL store a run commits into.
 pub(crate) struct Remote {
     pg: Pg,
+    /// The DSN as given (with its password): where fleet hosts commit their runs themselves.
+    dsn: String,
     statements: Statements,
     /// Metric names known to be stored there, with their ids (names are never deleted: a run
     /// that uses one again neither locks nor inserts it).
@@ -28,6 +30,7 @@ impl Remote {
     pub(crate) fn open(dsn: &str) -> anyhow::Result<Remote> {
         Ok(Remote {
             pg: Pg::open(dsn, Schema::Make)?,
+            dsn: dsn.to_string(),
             statements: Statements::default(),
             names: HashMap::new(),
         })
@@ -36,6 +39,26 @@ impl Remote {
     /// The DSN, password hidden.
     pub(crate) fn shown(&self) -> &str {
         self.pg.shown()
+    }
+
+    /// The DSN as given, password and all.
+    pub(crate) fn dsn(&self) -> &str {
+        &self.dsn
+    }
+
+    /// Everything the server holds of experiment `id`.
+    pub(crate) fn read_content(&mut self, id: i64) -> anyhow::Result<Content> {
+        self.pg.read_content(id)
+    }
+
+    /// Delete experiment `id` and everything under it (its tables cascade).
+    pub(crate) fn delete(&mut self, id: i64) -> anyhow::Result<()> {
+        let n = self
+            .pg
+            .client
+            .execute("DELETE FROM experiment WHERE id = $1", &[&id])?;
+        anyhow::ensure!(n == 1, "there is no experiment {id}");
+        Ok(())
     }
 
     /// Store a new experiment (its status kept: `running`) in one transaction; returns the ids
@@ -87,17 +110,21 @@ impl Remote {
         Ok(())
     }
 
-    /// Set every column of these rows (found by their `id`) to the values they hold, in one
-    /// transaction.
-    pub(crate) fn update(&mut self, rows: &Rows) -> anyhow::Result<()> {
+    /// Set every column of these rows (found by their `key` columns: `id`, or a table's
+    /// primary key) to the values they hold, in one transaction.
+    pub(crate) fn update(&mut self, rows: &Rows, key: &[&str]) -> anyhow::Result<()> {
         let table = super::columns::find(&self.pg.tables, &rows.table)?;
-        let id_at = rows
-            .column("id")
-            .with_context(|| format!("table {} has no id column", rows.table))?;
+        let mut keys = Vec::new();
+        for name in key {
+            let at = rows
+                .column(name)
+                .with_context(|| format!("table {} has no column {name}", rows.table))?;
+            keys.push(at);
+        }
         let mut set = Vec::new();
         let mut kinds = Vec::new();
         for (at, name) in rows.columns.iter().enumerate() {
-            if at == id_at {
+            if keys.contains(&at) {
                 continue;
             }
             let column = table
@@ -107,11 +134,19 @@ impl Remote {
             let mark = super::params::placeholder(kinds.len(), column.kind);
             set.push(format!("{} = {mark}", super::ddl::quoted(name)));
         }
+        let found: Vec<String> = key
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let at = kinds.len() + 1 + i;
+                format!("{} = ${at}::bigint", super::ddl::quoted(name))
+            })
+            .collect();
         let sql = format!(
-            "UPDATE \"{}\" SET {} WHERE id = ${}::bigint",
+            "UPDATE \"{}\" SET {} WHERE {}",
             rows.table,
             set.join(", "),
-            kinds.len() + 1
+            found.join(" AND ")
         );
         let mut tx = self.pg.client.transaction()?;
         let statement = tx.prepare(&sql)?;
@@ -122,16 +157,14 @@ impl Remote {
                     .map_err(|why| anyhow::anyhow!("{}.{name}: {why}", rows.table))?;
                 values.push(param);
             }
-            values.push(Box::new(crate::copy::id_of(&row[id_at])?));
+            for &at in &keys {
+                values.push(Box::new(crate::copy::id_of(&row[at])?));
+            }
             let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
                 values.iter().map(|v| v.as_ref()).collect();
             let n = tx.execute(&statement, &refs)?;
-            anyhow::ensure!(
-                n == 1,
-                "{} {:?} is not stored there",
-                rows.table,
-                row[id_at]
-            );
+            let found: Vec<&Value> = keys.iter().map(|&at| &row[at]).collect();
+            anyhow::ensure!(n == 1, "{} {found:?} is not stored there", rows.table);
         }
         tx.commit()?;
         Ok(())
