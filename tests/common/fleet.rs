@@ -233,12 +233,7 @@ impl Fleet {
         let Some(mut c) = self.hosts[i].child.take() else {
             return;
         };
-        let mut tree = Vec::new();
-        for _ in 0..3 {
-            tree = descendants(c.id());
-            signal(&tree, "STOP");
-        }
-        signal(&tree, "KILL");
+        kill_tree(c.id());
         let _ = c.wait();
     }
 
@@ -281,6 +276,17 @@ impl Fleet {
         std::fs::write(&path, ini).unwrap();
         path.display().to_string()
     }
+}
+
+/// Process `pid` and everything below it killed at once, as a machine dies: frozen with SIGSTOP
+/// while the tree is walked (so nothing forks away), then SIGKILL. The caller reaps `pid`.
+pub fn kill_tree(pid: u32) {
+    let mut tree = Vec::new();
+    for _ in 0..3 {
+        tree = descendants(pid);
+        signal(&tree, "STOP");
+    }
+    signal(&tree, "KILL");
 }
 
 /// `pid` and every process below it, from /proc.
