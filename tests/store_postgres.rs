@@ -466,3 +466,6 @@ fn a_command_that_writes_refuses_a_dsn_and_makes_nothing_on_disk() {
 /// `abperf run` into PostgreSQL (`run --db DSN`), each test with its own server.
 #[path = "store_postgres/runs.rs"]
 mod runs;
+
+#[path = "store_postgres/owner.rs"]
+mod owner;
