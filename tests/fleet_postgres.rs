@@ -283,7 +283,9 @@ fn the_coordinator_owns_its_experiment_in_postgres_and_of_two_take_overs_of_a_de
         return;
     };
     let t = Instant::now();
-    let args = fleet_run(&inv, &dsn, &["--seed", "17"], "sleep 0.3", "sleep 0.35");
+    // Runs long enough that the hosts are still at it when their coordinator dies, and that
+    // a take-over still dispatches when the other one tries.
+    let args = fleet_run(&inv, &dsn, &["--seed", "17"], "sleep 1", "sleep 1.05");
     let mut first = lab
         .cmd(&args)
         .stdout(std::process::Stdio::null())
@@ -321,6 +323,11 @@ fn the_coordinator_owns_its_experiment_in_postgres_and_of_two_take_overs_of_a_de
         "running"
     );
     assert_eq!(listed_status(&lab, &dsn), "interrupted");
+    let stored = runs_stored(&pg);
+    assert!(
+        stored < 24,
+        "{stored} of 30 runs were stored when the coordinator died"
+    );
     // Two take-overs at once: exactly one goes on, the other is refused naming the winner.
     let t = Instant::now();
     let (one, two) = std::thread::scope(|s| {
