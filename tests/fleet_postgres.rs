@@ -310,12 +310,17 @@ fn the_coordinator_owns_its_experiment_in_postgres_and_of_two_take_overs_of_a_de
         "experiment 1 cannot be resumed: it is still running in pid {} on {host}",
         first.id()
     ));
-    // The coordinator dies mid-run (kill -9 of it, its ansible-playbook and ssh), then so do
-    // the hosts (their abperf with it); they come back empty.
-    common::fleet::kill_tree(first.id());
-    let _ = first.wait();
+    // The coordinator dies mid-run (kill -9 of it, its ansible-playbook and ssh), and so do the
+    // hosts with the abperf running their shares. The coordinator is frozen first, so that it
+    // cannot see its hosts go, and its ssh sessions hold the hosts' abperf under their servers
+    // (an ended session would leave its abperf running on). The hosts come back empty.
+    let coordinator = common::fleet::freeze_tree(first.id());
     for h in ["lab-a", "lab-b", "lab-c"] {
         fleet.kill_host(h);
+    }
+    common::fleet::kill_frozen(&coordinator);
+    let _ = first.wait();
+    for h in ["lab-a", "lab-b", "lab-c"] {
         fleet.restart(h);
     }
     assert_eq!(

@@ -233,7 +233,7 @@ impl Fleet {
         let Some(mut c) = self.hosts[i].child.take() else {
             return;
         };
-        kill_tree(c.id());
+        kill_frozen(&freeze_tree(c.id()));
         let _ = c.wait();
     }
 
@@ -278,15 +278,21 @@ impl Fleet {
     }
 }
 
-/// Process `pid` and everything below it killed at once, as a machine dies: frozen with SIGSTOP
-/// while the tree is walked (so nothing forks away), then SIGKILL. The caller reaps `pid`.
-pub fn kill_tree(pid: u32) {
+/// Process `pid` and everything below it frozen with SIGSTOP (walked while freezing, so nothing
+/// forks away); returns them, for [`kill_frozen`].
+pub fn freeze_tree(pid: u32) -> Vec<u32> {
     let mut tree = Vec::new();
     for _ in 0..3 {
         tree = descendants(pid);
         signal(&tree, "STOP");
     }
-    signal(&tree, "KILL");
+    tree
+}
+
+/// Processes frozen by [`freeze_tree`] killed at once, as a machine dies (SIGKILL). The caller
+/// reaps its own child among them.
+pub fn kill_frozen(tree: &[u32]) {
+    signal(tree, "KILL");
 }
 
 /// `pid` and every process below it, from /proc.
