@@ -279,14 +279,20 @@ impl Fleet {
 }
 
 /// Process `pid` and everything below it frozen with SIGSTOP (walked while freezing, so nothing
-/// forks away); returns them, for [`kill_frozen`].
+/// forks away); returns every process frozen, for [`kill_frozen`], also one that left the tree
+/// meanwhile (its parent ended and it went to init): it must not be left stopped.
 pub fn freeze_tree(pid: u32) -> Vec<u32> {
-    let mut tree = Vec::new();
+    let mut frozen: Vec<u32> = Vec::new();
     for _ in 0..3 {
-        tree = descendants(pid);
+        let tree = descendants(pid);
         signal(&tree, "STOP");
+        for p in tree {
+            if !frozen.contains(&p) {
+                frozen.push(p);
+            }
+        }
     }
-    tree
+    frozen
 }
 
 /// Processes frozen by [`freeze_tree`] killed at once, as a machine dies (SIGKILL). The caller
