@@ -4,8 +4,10 @@
 //! host; the hosts commit their runs there themselves as they end (seen there before the
 //! dispatch ends, and those of a host lost mid-run seen there before anything was fetched);
 //! `compare`, `fleet status` and `fleet run --resume` work on the DSN; a new experiment no host
-//! ran anything of is deleted there. Skipped, never passed, without dropbear, Ansible or
-//! PostgreSQL.
+//! ran anything of is deleted there; the coordinator's ownership is kept there (a take-over of
+//! an experiment whose coordinator lives is refused, of one whose coordinator was killed goes
+//! on, and of two at once exactly one goes on); two experiments at once do not collide.
+//! Skipped, never passed, without dropbear, Ansible or PostgreSQL.
 
 #![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 mod common;
@@ -252,4 +254,157 @@ fn a_new_experiment_no_host_ran_anything_of_is_deleted_from_postgres() {
         let sql = format!("SELECT count(*) FROM {table}");
         assert_eq!(pg.psql("abperf", &sql), "0", "{table}");
     }
+}
+
+/// The recorded owner of experiment `id` in PostgreSQL: "pid|host" ("" when none).
+fn owner_there(pg: &Server, id: i64) -> String {
+    let sql = format!("SELECT pid, host FROM experiment_owner WHERE experiment_id = {id}");
+    pg.psql("abperf", &sql)
+}
+
+/// The status `list --db dsn` shows for experiment 1.
+fn listed_status(lab: &Lab, dsn: &str) -> String {
+    let out = lab.ok(&["list", "--db", dsn]);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "));
+    let line = line.unwrap_or_else(|| panic!("experiment 1 is not listed: {out}"));
+    ["running", "interrupted", "complete", "failed"]
+        .into_iter()
+        .find(|s| line.contains(s))
+        .unwrap_or_else(|| panic!("no status in {line}"))
+        .to_string()
+}
+
+#[test]
+fn the_coordinator_owns_its_experiment_in_postgres_and_of_two_take_overs_of_a_dead_one_one_wins() {
+    let Some((mut fleet, lab, inv, pg, dsn)) = setup() else {
+        return;
+    };
+    let t = Instant::now();
+    // Runs long enough that the hosts are still at it when their coordinator dies, and that
+    // a take-over still dispatches when the other one tries.
+    let args = fleet_run(&inv, &dsn, &["--seed", "17"], "sleep 1", "sleep 1.05");
+    let mut first = lab
+        .cmd(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    while runs_stored(&pg) < 3 {
+        assert!(
+            first.try_wait().unwrap().is_none(),
+            "the fleet run ended early"
+        );
+        assert!(t.elapsed() < Duration::from_secs(120), "no run landed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The owner was written with the experiment; while it lives, list shows it running and a
+    // take-over from here is refused, naming its pid and host.
+    let host = pg.psql("abperf", "SELECT host FROM experiment_owner");
+    assert_eq!(owner_there(&pg, 1), format!("{}|{host}", first.id()));
+    assert_eq!(listed_status(&lab, &dsn), "running");
+    let resume = ["fleet", "run", "-i", &inv, "--resume", "1", "--db", &dsn];
+    lab.fails(&resume, 1).err_has(&format!(
+        "experiment 1 cannot be resumed: it is still running in pid {} on {host}",
+        first.id()
+    ));
+    // The coordinator dies mid-run (kill -9 of it, its ansible-playbook and ssh), and so do the
+    // hosts with the abperf running their shares. The coordinator is frozen first, so that it
+    // cannot see its hosts go, and its ssh sessions hold the hosts' abperf under their servers
+    // (an ended session would leave its abperf running on). The hosts come back empty.
+    let coordinator = common::fleet::freeze_tree(first.id());
+    for h in ["lab-a", "lab-b", "lab-c"] {
+        fleet.kill_host(h);
+    }
+    common::fleet::kill_frozen(&coordinator);
+    let _ = first.wait();
+    for h in ["lab-a", "lab-b", "lab-c"] {
+        fleet.restart(h);
+    }
+    assert_eq!(
+        pg.psql("abperf", "SELECT status FROM experiment WHERE id = 1"),
+        "running"
+    );
+    assert_eq!(listed_status(&lab, &dsn), "interrupted");
+    let stored = runs_stored(&pg);
+    assert!(
+        stored < 24,
+        "{stored} of 30 runs were stored when the coordinator died"
+    );
+    // Two take-overs at once: exactly one goes on, the other is refused naming the winner.
+    let t = Instant::now();
+    let (one, two) = std::thread::scope(|s| {
+        let go = || {
+            let child = lab
+                .cmd(&resume)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let pid = child.id();
+            (
+                pid,
+                common::Out::from(child.wait_with_output().unwrap(), &resume),
+            )
+        };
+        let one = s.spawn(go);
+        let two = s.spawn(go);
+        (one.join().unwrap(), two.join().unwrap())
+    });
+    eprintln!("two take-overs at once: {:.1} s", t.elapsed().as_secs_f64());
+    let (won, lost) = match (one.1.code, two.1.code) {
+        (Some(0), Some(1)) => (one, two),
+        (Some(1), Some(0)) => (two, one),
+        _ => panic!("not exactly one take-over went on:\n{}\n{}", one.1, two.1),
+    };
+    won.1.has("experiment 1 complete");
+    lost.1.err_has(&format!(
+        "experiment 1 cannot be resumed: it is still running in pid {} on {host}",
+        won.0
+    ));
+    assert_eq!(owner_there(&pg, 1), format!("{}|{host}", won.0));
+    assert_eq!(runs_by_host(&pg, 1), three_hosts(10));
+    complete_with_hosts_as_blocks(&lab, &pg, &dsn);
+}
+
+#[test]
+fn two_fleet_experiments_at_once_into_one_postgres_do_not_collide() {
+    let Some((_fleet, lab, inv, pg, dsn)) = setup() else {
+        return;
+    };
+    let t = Instant::now();
+    let start = |seed: &str, title: &str| {
+        let extra = ["--seed", seed, "--title", title];
+        let args = fleet_run(&inv, &dsn, &extra, "sleep 0.05", "sleep 0.06");
+        let out = lab.cmd(&args).output().expect("abperf runs");
+        common::Out::from(out, &args)
+    };
+    let (one, two) = std::thread::scope(|s| {
+        let one = s.spawn(|| start("21", "one"));
+        let two = s.spawn(|| start("22", "two"));
+        (one.join().unwrap(), two.join().unwrap())
+    });
+    eprintln!(
+        "two fleet runs at once into PostgreSQL: {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let mut ids = Vec::new();
+    for (o, title) in [(&one, "one"), (&two, "two")] {
+        assert_eq!(o.code, Some(0), "{o}");
+        let line = o
+            .stdout
+            .lines()
+            .find(|l| l.contains(" complete, stored in "));
+        let line = line.unwrap_or_else(|| panic!("no completion line: {o}"));
+        let id: i64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let sql = format!("SELECT name, status FROM experiment WHERE id = {id}");
+        assert_eq!(pg.psql("abperf", &sql), format!("{title}|complete"));
+        assert_eq!(runs_by_host(&pg, id), three_hosts(10), "experiment {id}");
+        ids.push(id);
+    }
+    ids.sort();
+    assert_eq!(ids, [1, 2]);
+    assert_eq!(runs_stored(&pg), 60);
 }

@@ -83,23 +83,27 @@ fn an_older_postgres_schema_gains_what_it_lacks_and_a_newer_one_is_refused() {
     assert_eq!(pg.psql("abperf", absent), "t");
     lab.ok(&["store", "copy", &lab.p("abperf.db"), &dsn]);
     let version = pg.psql("abperf", "SELECT version FROM abperf_schema");
-    // As an older abperf would have left it: no run_label.host, no micro_finding.
+    // As an older abperf would have left it: no run_label.host, no micro_finding, no owner
+    // table (nor the revision that records it).
     let older = "ALTER TABLE run_label DROP COLUMN host; DROP TABLE micro_finding; \
+                 DROP TABLE experiment_owner; ALTER TABLE abperf_schema DROP COLUMN revision; \
                  UPDATE abperf_schema SET version = 3";
     let host = "SELECT count(*) FROM information_schema.columns \
                 WHERE table_name = 'run_label' AND column_name = 'host'";
     let finding = "SELECT to_regclass('micro_finding') IS NULL";
+    let owner = "SELECT to_regclass('experiment_owner') IS NULL";
     pg.psql("abperf", older);
     // A reading command brings it up to date, as it migrates an SQLite store; so does a copy.
     lab.ok(&["list", "--db", &dsn]);
     let got = |sql: &str| pg.psql("abperf", sql);
     assert_eq!(
         [
-            got("SELECT version FROM abperf_schema"),
+            got("SELECT version, revision FROM abperf_schema"),
             got(host),
-            got(finding)
+            got(finding),
+            got(owner)
         ],
-        [version.as_str(), "1", "f"]
+        [format!("{version}|1").as_str(), "1", "f", "f"]
     );
     pg.psql("abperf", older);
     lab.ok(&[
@@ -112,11 +116,12 @@ fn an_older_postgres_schema_gains_what_it_lacks_and_a_newer_one_is_refused() {
     assert!(out.contains("copied 1 experiment(s)"), "{out}");
     assert_eq!(
         [
-            got("SELECT version FROM abperf_schema"),
+            got("SELECT version, revision FROM abperf_schema"),
             got(host),
-            got(finding)
+            got(finding),
+            got(owner)
         ],
-        [version.as_str(), "1", "f"]
+        [format!("{version}|1").as_str(), "1", "f", "f"]
     );
     pg.psql("abperf", "UPDATE abperf_schema SET version = 999");
     for args in [
@@ -461,3 +466,6 @@ fn a_command_that_writes_refuses_a_dsn_and_makes_nothing_on_disk() {
 /// `abperf run` into PostgreSQL (`run --db DSN`), each test with its own server.
 #[path = "store_postgres/runs.rs"]
 mod runs;
+
+#[path = "store_postgres/owner.rs"]
+mod owner;

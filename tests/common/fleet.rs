@@ -233,12 +233,7 @@ impl Fleet {
         let Some(mut c) = self.hosts[i].child.take() else {
             return;
         };
-        let mut tree = Vec::new();
-        for _ in 0..3 {
-            tree = descendants(c.id());
-            signal(&tree, "STOP");
-        }
-        signal(&tree, "KILL");
+        kill_frozen(&freeze_tree(c.id()));
         let _ = c.wait();
     }
 
@@ -281,6 +276,29 @@ impl Fleet {
         std::fs::write(&path, ini).unwrap();
         path.display().to_string()
     }
+}
+
+/// Process `pid` and everything below it frozen with SIGSTOP (walked while freezing, so nothing
+/// forks away); returns every process frozen, for [`kill_frozen`], also one that left the tree
+/// meanwhile (its parent ended and it went to init): it must not be left stopped.
+pub fn freeze_tree(pid: u32) -> Vec<u32> {
+    let mut frozen: Vec<u32> = Vec::new();
+    for _ in 0..3 {
+        let tree = descendants(pid);
+        signal(&tree, "STOP");
+        for p in tree {
+            if !frozen.contains(&p) {
+                frozen.push(p);
+            }
+        }
+    }
+    frozen
+}
+
+/// Processes frozen by [`freeze_tree`] killed at once, as a machine dies (SIGKILL). The caller
+/// reaps its own child among them.
+pub fn kill_frozen(tree: &[u32]) {
+    signal(tree, "KILL");
 }
 
 /// `pid` and every process below it, from /proc.

@@ -1,8 +1,8 @@
 //! `abperf run --db postgres://...`: the experiment and every run land in PostgreSQL under the
 //! ids the run prints, and `list`, `show`, `compare`, `export` on the DSN say what the run said;
-//! a `kill -9` mid-run leaves only whole runs there (and its knob is put back by the next abperf
-//! that takes it); four runs at once all land; a server that goes away mid-run stops abperf
-//! promptly with an error naming it.
+//! a `kill -9` mid-run leaves only whole runs there, its owner recorded there read as dead (and
+//! its knob is put back by the next abperf that takes it); four runs at once all land; a server
+//! that goes away mid-run stops abperf promptly with an error naming it.
 
 use super::common::postgres::Server;
 use super::common::{Lab, Out};
@@ -157,6 +157,11 @@ fn a_kill_9_mid_run_leaves_only_whole_runs_in_postgres_and_its_knob_put_back_lat
     }
     let mut child = start(&lab, &args);
     wait_for_runs(&pg, &mut child, 6);
+    // Its owner is there, written with the experiment: it reads as running while it lives.
+    let owner = pg.psql("abperf", "SELECT experiment_id, pid FROM experiment_owner");
+    assert_eq!(owner, format!("1|{}", child.id()));
+    let list = lab.ok(&["list", "--db", &dsn]).stdout;
+    assert!(list.contains("running"), "{list}");
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let stored = runs_stored(&pg, "true");
@@ -178,7 +183,11 @@ fn a_kill_9_mid_run_leaves_only_whole_runs_in_postgres_and_its_knob_put_back_lat
         .ok(&["export", "1", "--db", &dsn, "--format", "json"])
         .json();
     assert_eq!(export["runs"].as_array().unwrap().len() as i64, stored);
-    lab.ok(&["compare", "1", "--db", &dsn]);
+    // Its owner is dead: the report says so.
+    lab.ok(&["compare", "1", "--db", &dsn]).has(&format!(
+        "its abperf (pid {} has exited) stopped",
+        child.id()
+    ));
     // The next abperf that takes the knob puts the original back at its end.
     let local = format!("{k}=5");
     lab.ok(&["run", "-r", "1", "--warmup", "0", "-k", &local, "true"]);

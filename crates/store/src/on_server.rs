@@ -13,7 +13,7 @@ use super::copy::{Content, Rows};
 use super::copy_tables::Key;
 use super::postgres::{Ids, Remote};
 use super::{Store, names_a_server, not_built_on_server, resolve_path};
-use abperf_model::Run;
+use abperf_model::{Owner, Run};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 
@@ -72,11 +72,13 @@ impl Store {
     }
 
     /// Experiment `local`, just made in the working copy, stored on the server (status
-    /// `running`) in one transaction; the working copy then holds it under the server's ids,
-    /// which are returned. None: `stop` said yes (nothing is stored on the server).
+    /// `running`) with its `owner` in one transaction; the working copy then holds it (and its
+    /// owner) under the server's ids, which are returned. None: `stop` said yes (nothing is
+    /// stored on the server).
     pub(crate) fn create_on_server(
         &mut self,
         local: i64,
+        owner: &Owner,
         stop: &dyn Fn() -> bool,
     ) -> anyhow::Result<Option<i64>> {
         let content = self.read_content(local)?;
@@ -85,7 +87,7 @@ impl Store {
             return Ok(Some(local));
         };
         let Some(ids) = remote
-            .create(&content, stop)
+            .create(&content, owner, stop)
             .with_context(|| format!("storing the experiment in {server}"))?
         else {
             return Ok(None);
@@ -97,6 +99,7 @@ impl Store {
         // A fresh working copy: the experiment under the server's ids, and nothing else.
         self.conn = Store::open(Path::new(":memory:"))?.conn;
         self.write_running_keeping_ids(&renumbered)?;
+        self.keep_owners(&[(renumbered.id, owner.clone())].into())?;
         Ok(Some(renumbered.id))
     }
 

@@ -3,7 +3,9 @@
 //! The owner row is written in the same transaction as the experiment (`create_owned_experiment`)
 //! and replaced when `run --resume` takes the experiment over (`claim_experiment`, which checks
 //! and writes under the write lock, so two resumes cannot both win). Whether an owner still lives
-//! is decided by the caller (`measure::process`): this module only stores the values.
+//! is decided by the caller (`measure::process`): this module only stores the values. On a
+//! PostgreSQL store the server holds the owner under the same rules (`postgres::owner`), and the
+//! working copy follows it.
 
 use super::Store;
 use super::insert::{insert_experiment, insert_slot, insert_variant};
@@ -94,8 +96,8 @@ impl Store {
         }
         put_owner(&tx, id, owner)?;
         tx.commit()?;
-        // On a PostgreSQL store: stored there, under the server's ids (the owner stays here).
-        self.create_on_server(id, stop)
+        // On a PostgreSQL store: stored there with its owner, under the server's ids.
+        self.create_on_server(id, owner, stop)
     }
 
     /// The recorded owner of experiment `id` (None: made by an abperf that did not record one,
@@ -122,15 +124,28 @@ impl Store {
 
     /// Take experiment `id` over for `me` (`run --resume`): under the write lock, refuse when it
     /// is `running` and its recorded owner is still alive (`alive` decides), else record `me` as
-    /// its owner and set it `running`. Returns the live owner on refusal.
+    /// its owner and set it `running`. Returns the live owner on refusal. On a PostgreSQL store
+    /// the server decides (its owner row, under a row lock), and the working copy follows.
     pub fn claim_experiment(
         &mut self,
         id: i64,
         me: &Owner,
         alive: &dyn Fn(&Owner) -> bool,
     ) -> anyhow::Result<Result<(), Owner>> {
+        let on_server = self.remote.is_some();
+        if on_server {
+            let server = self.server();
+            let remote = self.remote.as_mut().context("no server")?;
+            let claimed = remote
+                .claim(id, me, alive)
+                .with_context(|| format!("taking experiment {id} of {server} over"))?;
+            if let Err(o) = claimed {
+                return Ok(Err(o));
+            }
+        }
         let tx = self.write_tx()?;
-        if let Some(o) = live_owner(&tx, id, alive)?
+        if !on_server
+            && let Some(o) = live_owner(&tx, id, alive)?
             && o != *me
         {
             return Ok(Err(o));
@@ -141,9 +156,24 @@ impl Store {
             params![Status::Running.as_str(), id],
         )?;
         tx.commit()?;
-        // On a PostgreSQL store the status is stored there too (the owner stays here).
-        self.mirror("experiment", "id = ?1", id)?;
         Ok(Ok(()))
+    }
+
+    /// Record `owners` (read from a server) in the working copy, for the experiments it holds.
+    pub(crate) fn keep_owners(&mut self, owners: &BTreeMap<i64, Owner>) -> anyhow::Result<()> {
+        let tx = self.write_tx()?;
+        for (&id, o) in owners {
+            let held: bool = tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM experiment WHERE id = ?1)",
+                [id],
+                |r| r.get(0),
+            )?;
+            if held {
+                put_owner(&tx, id, o)?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     /// Delete experiment `id` (`abperf delete`) unless it is `running` and its recorded owner is

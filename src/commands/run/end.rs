@@ -21,8 +21,8 @@ pub(crate) fn claim(store: &mut Store, id: i64) -> anyhow::Result<()> {
         let how = match crate::measure::process::liveness(&o) {
             crate::model::Liveness::Unknown(why) => format!("it may still be running: {why}"),
             _ => format!(
-                "it is still running in pid {}; wait for it, or stop it with: kill -INT {}",
-                o.pid, o.pid
+                "it is still running in pid {} on {}; wait for it, or stop it with: kill -INT {}",
+                o.pid, o.host, o.pid
             ),
         };
         anyhow::bail!("experiment {id} cannot be resumed: {how}");

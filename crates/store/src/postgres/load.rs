@@ -7,8 +7,8 @@ use crate::Store;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 
-/// Every experiment of the PostgreSQL store `dsn`, in an in-memory SQLite store under the ids
-/// they have there; its path is the DSN with the password hidden. A database without abperf's
+/// Every experiment of the PostgreSQL store `dsn` (and its recorded owner), in an in-memory
+/// SQLite store under the ids they have there; its path is the DSN with the password hidden. A database without abperf's
 /// schema reads as an empty store and is left as it is; an older schema is brought up to date.
 ///
 /// This loads the whole store on every command: the first step, which is fine for the
@@ -21,11 +21,21 @@ pub fn load(dsn: &str) -> anyhow::Result<Store> {
     let experiments = pg
         .read_all()
         .with_context(|| format!("reading the experiments of {shown}"))?;
+    // Read after the experiments: each one's owner was committed with it.
+    let owners = pg
+        .owners()
+        .with_context(|| format!("reading the owners of the experiments of {shown}"))?;
     for content in experiments {
-        store
-            .write_content_keeping_ids(&content)
+        // A running experiment stays running where its owner is known (whether that owner
+        // lives is for the reader to judge, as on SQLite); one without is shown interrupted.
+        let loaded = match owners.contains_key(&content.id) {
+            true => store.write_running_keeping_ids(&content),
+            false => store.write_content_keeping_ids(&content).map(|_| ()),
+        };
+        loaded
             .with_context(|| format!("loading experiment {} of {shown} into memory", content.id))?;
     }
+    store.keep_owners(&owners)?;
     store.path = PathBuf::from(shown);
     Ok(store)
 }

@@ -1,8 +1,8 @@
 //! A PostgreSQL store, as far as it is built: experiments go in and out whole, as
 //! [`Content`](crate::copy::Content) (`abperf store copy`), and the reading commands load the
 //! whole store into an in-memory SQLite store (`load`); `abperf run` and `abperf fleet run`
-//! commit their experiment and each run straight into PostgreSQL (`runs`). Every other command that writes refuses a
-//! PostgreSQL DSN (docs/store.md).
+//! commit their experiment and each run straight into PostgreSQL (`runs`), with the owner of the experiment (`owner`). Every other command
+//! that writes refuses a PostgreSQL DSN (docs/store.md).
 //!
 //! The schema is generated from SQLite's (`columns`, `ddl`, `schema`); values keep their type
 //! through it (`numeric`, `params`).
@@ -12,6 +12,7 @@ mod ddl;
 mod dsn;
 mod load;
 mod numeric;
+mod owner;
 mod params;
 mod read;
 mod runs;
@@ -60,7 +61,9 @@ impl Pg {
         };
         let mut version = read(&mut client)?;
         schema::check_not_newer(version, &shown)?;
-        let older = version.is_some_and(|v| v < crate::current_version());
+        let older = version.is_some()
+            && !schema::is_current(&mut client)
+                .with_context(|| format!("reading the schema revision of {shown}"))?;
         if schema == Schema::Make || (schema == Schema::Upgrade && older) {
             schema::ensure(&mut client, &shown)?;
             version = read(&mut client)?;

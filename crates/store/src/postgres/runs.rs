@@ -8,6 +8,7 @@ use super::write::{Ids, Statements};
 use super::{Pg, Schema};
 use crate::copy::{Content, Rows, Value};
 use crate::copy_tables::Key;
+use abperf_model::Owner;
 use anyhow::Context;
 use std::collections::HashMap;
 
@@ -61,14 +62,25 @@ impl Remote {
         Ok(())
     }
 
-    /// Store a new experiment (its status kept: `running`) in one transaction; returns the ids
-    /// it was given (None: `stop` said yes, nothing is stored).
+    /// Store a new experiment (its status kept: `running`) with its `owner` in one
+    /// transaction; returns the ids it was given (None: `stop` said yes, nothing is stored).
     pub(crate) fn create(
         &mut self,
         content: &Content,
+        owner: &Owner,
         stop: &dyn Fn() -> bool,
     ) -> anyhow::Result<Option<Ids>> {
-        self.pg.write_experiment(content, stop, true)
+        self.pg.write_experiment(content, stop, Some(owner))
+    }
+
+    /// Take experiment `id` over for `me` unless its owner is alive (`Pg::claim`).
+    pub(crate) fn claim(
+        &mut self,
+        id: i64,
+        me: &Owner,
+        alive: &dyn Fn(&Owner) -> bool,
+    ) -> anyhow::Result<Result<(), Owner>> {
+        self.pg.claim(id, me, alive)
     }
 
     /// Insert the rows of one run in one transaction (`ids` maps the experiment's id to itself

@@ -8,7 +8,7 @@ use super::columns::{Column, Table};
 use super::params::{self, Param};
 use crate::copy::{Content, Rows, Value, id_of, renumbered};
 use crate::copy_tables::{self, Key, TableSpec};
-use abperf_model::Status;
+use abperf_model::{Owner, Status};
 use anyhow::Context;
 use postgres::{GenericClient, Statement, Transaction};
 use std::collections::BTreeMap;
@@ -33,19 +33,20 @@ impl Pg {
         content: &Content,
         stop: &dyn Fn() -> bool,
     ) -> anyhow::Result<Option<i64>> {
-        let Some(ids) = self.write_experiment(content, stop, false)? else {
+        let Some(ids) = self.write_experiment(content, stop, None)? else {
             return Ok(None);
         };
         Ok(ids.get(&(Key::Experiment, content.id)).copied())
     }
 
-    /// Store `content` as a new experiment in one transaction (a `running` one stays running
-    /// when `keep_running`); returns every id it was given here (None: `stop` said yes).
+    /// Store `content` as a new experiment in one transaction; returns every id it was given
+    /// here (None: `stop` said yes). With an `owner`, a `running` one stays running and the
+    /// owner is recorded in the same transaction (`abperf run`); without, it is `interrupted`.
     pub(crate) fn write_experiment(
         &mut self,
         content: &Content,
         stop: &dyn Fn() -> bool,
-        keep_running: bool,
+        owner: Option<&Owner>,
     ) -> anyhow::Result<Option<Ids>> {
         let mut tx = self.client.transaction()?;
         lock_names(&mut tx, content.table("metric_name"))?;
@@ -68,12 +69,16 @@ impl Pg {
             .get(&(Key::Experiment, content.id))
             .copied()
             .context("the content has no experiment row")?;
-        if content.status() == Status::Running && !keep_running {
-            let interrupted = Status::Interrupted.as_str();
-            tx.execute(
-                "UPDATE experiment SET status = $1 WHERE id = $2",
-                &[&interrupted, &new_id],
-            )?;
+        match owner {
+            Some(o) => super::owner::put_owner(&mut tx, new_id, o)?,
+            None if content.status() == Status::Running => {
+                let interrupted = Status::Interrupted.as_str();
+                tx.execute(
+                    "UPDATE experiment SET status = $1 WHERE id = $2",
+                    &[&interrupted, &new_id],
+                )?;
+            }
+            None => {}
         }
         tx.commit()
             .with_context(|| format!("committing experiment {}", content.id))?;
