@@ -96,15 +96,19 @@ fn an_older_postgres_schema_gains_what_it_lacks_and_a_newer_one_is_refused() {
     // A reading command brings it up to date, as it migrates an SQLite store; so does a copy.
     lab.ok(&["list", "--db", &dsn]);
     let got = |sql: &str| pg.psql("abperf", sql);
-    assert_eq!(
-        [
-            got("SELECT version, revision FROM abperf_schema"),
-            got(host),
-            got(finding),
-            got(owner)
-        ],
-        [format!("{version}|1").as_str(), "1", "f", "f"]
-    );
+    // Up to date again: version and revision, run_label.host, micro_finding, experiment_owner.
+    let current = || {
+        assert_eq!(
+            [
+                got("SELECT version, revision FROM abperf_schema"),
+                got(host),
+                got(finding),
+                got(owner)
+            ],
+            [format!("{version}|1").as_str(), "1", "f", "f"]
+        )
+    };
+    current();
     pg.psql("abperf", older);
     lab.ok(&[
         "import",
@@ -114,15 +118,7 @@ fn an_older_postgres_schema_gains_what_it_lacks_and_a_newer_one_is_refused() {
     ]);
     let out = lab.ok(&["store", "copy", &lab.p("abperf.db"), &dsn]).stdout;
     assert!(out.contains("copied 1 experiment(s)"), "{out}");
-    assert_eq!(
-        [
-            got("SELECT version, revision FROM abperf_schema"),
-            got(host),
-            got(finding),
-            got(owner)
-        ],
-        [format!("{version}|1").as_str(), "1", "f", "f"]
-    );
+    current();
     pg.psql("abperf", "UPDATE abperf_schema SET version = 999");
     for args in [
         vec!["list", "--db", &dsn],
