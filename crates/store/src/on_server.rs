@@ -81,11 +81,12 @@ impl Store {
         owner: &Owner,
         stop: &dyn Fn() -> bool,
     ) -> anyhow::Result<Option<i64>> {
+        if self.remote.is_none() {
+            return Ok(Some(local)); // an SQLite store: nothing to read back or send
+        }
         let content = self.read_content(local)?;
         let server = self.server();
-        let Some(remote) = self.remote.as_mut() else {
-            return Ok(Some(local));
-        };
+        let remote = self.remote.as_mut().context("no server")?;
         let Some(ids) = remote
             .create(&content, owner, stop)
             .with_context(|| format!("storing the experiment in {server}"))?
