@@ -4,9 +4,46 @@
 
 use serde_json::{Map, Value, json};
 use std::fs;
+use std::path::Path;
 
-fn read_trim(path: &str) -> Option<String> {
+/// Where the snapshot reads the kernel's files: [`Live`] reads them as they are now; the doctor's
+/// reader can also remember what it read, so that the snapshot and the doctor's settings checks
+/// taken together read each file once.
+pub trait KernelFiles {
+    /// Trimmed content of the file at the absolute kernel path `abs`; None when absent or
+    /// unreadable.
+    fn read(&self, abs: &str) -> Option<String>;
+    /// Names of the entries of the directory `abs`, sorted; None when it is absent.
+    fn list(&self, abs: &str) -> Option<Vec<String>>;
+}
+
+/// The running kernel's files, read directly.
+pub struct Live;
+
+impl KernelFiles for Live {
+    fn read(&self, abs: &str) -> Option<String> {
+        read_trimmed(Path::new(abs))
+    }
+
+    fn list(&self, abs: &str) -> Option<Vec<String>> {
+        list_dir(Path::new(abs))
+    }
+}
+
+/// Trimmed content of a file; None when absent or unreadable.
+pub fn read_trimmed(path: &Path) -> Option<String> {
     fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+/// Names of the entries of a directory, sorted; None when it is absent.
+pub fn list_dir(path: &Path) -> Option<Vec<String>> {
+    let mut v: Vec<String> = fs::read_dir(path)
+        .ok()?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    Some(v)
 }
 
 /// The bracketed choice of a sysfs multiple-choice file (`always [madvise] never` -> `madvise`),
@@ -28,11 +65,12 @@ fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
 
 /// `hypervisor` if the CPU reports running under one (cpuinfo flag), with the vendor where the
 /// kernel exposes it; `bare metal` otherwise.
-fn virtualization(cpuinfo: &str) -> Value {
+fn virtualization(files: &dyn KernelFiles, cpuinfo: &str) -> Value {
     let flags = cpuinfo_field(cpuinfo, "flags").unwrap_or_default();
     let under = flags.split_whitespace().any(|f| f == "hypervisor");
-    let vendor = read_trim("/sys/hypervisor/type")
-        .or_else(|| read_trim("/sys/class/dmi/id/sys_vendor"))
+    let vendor = files
+        .read("/sys/hypervisor/type")
+        .or_else(|| files.read("/sys/class/dmi/id/sys_vendor"))
         .filter(|s| !s.is_empty());
     if under {
         json!({"kind": "virtual machine", "vendor": vendor})
@@ -41,18 +79,12 @@ fn virtualization(cpuinfo: &str) -> Value {
     }
 }
 
-fn vulnerabilities() -> Value {
+fn vulnerabilities(files: &dyn KernelFiles) -> Value {
+    const DIR: &str = "/sys/devices/system/cpu/vulnerabilities";
     let mut m = Map::new();
-    if let Ok(dir) = fs::read_dir("/sys/devices/system/cpu/vulnerabilities") {
-        let mut entries: Vec<_> = dir.flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            if let Ok(v) = fs::read_to_string(e.path()) {
-                m.insert(
-                    e.file_name().to_string_lossy().into_owned(),
-                    Value::String(v.trim().into()),
-                );
-            }
+    for name in files.list(DIR).unwrap_or_default() {
+        if let Some(v) = files.read(&format!("{DIR}/{name}")) {
+            m.insert(name, Value::String(v));
         }
     }
     Value::Object(m)
@@ -69,15 +101,17 @@ fn hostname() -> Option<String> {
     Some(String::from_utf8_lossy(&buf[..end]).into_owned())
 }
 
-fn kernel_release() -> Option<String> {
-    read_trim("/proc/sys/kernel/osrelease")
-}
-
 /// The machine and kernel part of the snapshot (the doctor's findings are added by
 /// `doctor::environment`). Fields that cannot be read on this machine are `null`, never guessed.
 pub fn machine() -> Value {
-    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    machine_from(&Live)
+}
+
+/// [`machine`] read through `files`.
+pub fn machine_from(files: &dyn KernelFiles) -> Value {
+    let read_trim = |abs: &str| files.read(abs);
+    let cpuinfo = read_trim("/proc/cpuinfo").unwrap_or_default();
+    let meminfo = read_trim("/proc/meminfo").unwrap_or_default();
     let mem_kib = cpuinfo_field(&meminfo, "MemTotal").and_then(|v| {
         v.split_whitespace()
             .next()
@@ -85,7 +119,7 @@ pub fn machine() -> Value {
     });
     let governor = read_trim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
     json!({
-        "kernel": kernel_release(),
+        "kernel": read_trim("/proc/sys/kernel/osrelease"),
         "kernel_version": read_trim("/proc/sys/kernel/version"),
         "cmdline": read_trim("/proc/cmdline"),
         "arch": std::env::consts::ARCH,
@@ -101,8 +135,8 @@ pub fn machine() -> Value {
         "clocksource": read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
         "aslr": read_trim("/proc/sys/kernel/randomize_va_space"),
         "perf_event_paranoid": read_trim("/proc/sys/kernel/perf_event_paranoid"),
-        "vulnerabilities": vulnerabilities(),
-        "virtualization": virtualization(&cpuinfo),
+        "vulnerabilities": vulnerabilities(files),
+        "virtualization": virtualization(files, &cpuinfo),
         "hostname": hostname(),
         "abperf_version": env!("CARGO_PKG_VERSION"),
         "abperf": super::build::identity(),

@@ -32,9 +32,12 @@ pub fn environment() -> Value {
 /// process list) are left out: `abperf run` adds them from its samples over the runs
 /// ([`Sampling`]).
 pub fn environment_unsampled() -> Value {
-    let mut env = abperf_measure::env::machine();
+    // One moment's snapshot: the machine and the settings checks share what they read (about
+    // 30 files, /proc/cpuinfo among them, would otherwise be read twice).
+    let sys = sys::Sys::real().remembering();
+    let mut env = abperf_measure::env::machine_from(&sys);
     let mut m = Map::new();
-    for c in checks::settings(&sys::Sys::real()) {
+    for c in checks::settings(&sys) {
         m.insert(
             c.name.to_string(),
             Value::String(format!("{}: {}", c.status.as_str(), c.finding)),
@@ -199,6 +202,17 @@ mod tests {
         assert!(d["thp"].as_str().unwrap().contains("enabled: "));
         assert_eq!(d.len(), 19);
         assert!(s["doctor_sampled"]["load_average"].as_str().is_some());
+    }
+
+    #[test]
+    fn the_shared_snapshot_is_the_one_read_directly() {
+        // The machine part read through the doctor's remembering reader (as
+        // environment_unsampled does) equals the one read file by file.
+        let shared = abperf_measure::env::machine_from(&sys::Sys::real().remembering());
+        assert_eq!(shared, abperf_measure::env::machine());
+        let s = environment_unsampled();
+        assert_eq!(s["vulnerabilities"], shared["vulnerabilities"]);
+        assert_eq!(s["cpu_flags"], shared["cpu_flags"]);
     }
 
     #[test]
