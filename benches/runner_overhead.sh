@@ -14,7 +14,9 @@
 # same). CPU time per run is far less sensitive to the load of a shared machine than wall time;
 # printed as a second and third table. The floor is benches/spawn_floor.c (posix_spawn + wait4
 # of `true` in a C loop, nothing measured or stored; built with cc when there is one): every
-# tool's per-run cost is also printed as a multiple of it.
+# tool's per-run cost is also printed as a multiple of it. floor-fork is the same loop with fork +
+# execvp: what a harness pays that keeps the workload's max RSS its own, as abperf's spawn server
+# does (posix_spawn's child reports at least its spawner's resident set; see spawn_floor.c).
 #
 # Usage: benches/runner_overhead.sh [N] [ROUNDS]   (default 200 5; needs hyperfine, perf;
 #        builds abperf --release unless ABPERF is set to a binary)
@@ -47,8 +49,10 @@ fi
 TOOLS+=(abperf-e)
 CMD[abperf-e]="$ABPERF run --db DB -N -r RUNS --warmup 0 -e task-clock ${EXTRA[*]} true"
 if have cc && cc -O2 -o "$TMP/spawn_floor" benches/spawn_floor.c; then
-    TOOLS+=(floor)
+    TOOLS+=(floor floor-fork)
     CMD[floor]="$TMP/spawn_floor RUNS true"
+    # fork + exec + wait4: the floor of a harness that keeps the workload's max RSS its own
+    CMD[floor-fork]="$TMP/spawn_floor --fork RUNS true"
 fi
 if [ -n "${ABPERF_BASE:-}" ]; then
     TOOLS+=(abperf-base)
