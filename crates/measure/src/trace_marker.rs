@@ -42,18 +42,10 @@ pub struct Files<'a> {
 }
 
 fn real_read(p: &str) -> Option<String> {
-    std::fs::read_to_string(p)
-        .ok()
-        .map(|s| s.trim().to_string())
+    crate::env::read_trimmed(Path::new(p))
 }
 fn real_list(p: &str) -> Option<Vec<String>> {
-    let mut v: Vec<String> = std::fs::read_dir(p)
-        .ok()?
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    Some(v)
+    crate::env::list_dir(Path::new(p))
 }
 fn real_link(p: &str) -> Option<String> {
     std::fs::read_link(p)
