@@ -2,6 +2,7 @@
 //! it names, not the whole store: with experiment 2's rows made unloadable on the server, the
 //! commands that name experiment 1 print what they print on the SQLite store, `list` still counts
 //! every experiment as SQLite does, and only a command that reads experiment 2 fails, naming it.
+//! A running experiment without an owner still reads as interrupted.
 
 use super::common::Lab;
 use super::common::postgres::Server;
@@ -53,4 +54,18 @@ fn a_reading_command_loads_only_the_experiments_it_names() {
         out.err_has(&format!("loading experiment 2 of {dsn} into memory"));
         out.err_has("Variant id");
     }
+    // A running experiment without a recorded owner (a copy has none) reads as interrupted,
+    // in its row (list) and once its content is loaded (show).
+    pg.psql(
+        "abperf",
+        "UPDATE experiment SET status = 'running' WHERE id = 1",
+    );
+    let list = lab.ok(&["list", "--db", &dsn]).stdout;
+    let first = list
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap();
+    assert!(first.contains("interrupted"), "{list}");
+    lab.ok(&["show", "1", "--db", &dsn])
+        .has("status interrupted");
 }
