@@ -144,6 +144,8 @@ impl Store {
         me: &Owner,
         alive: &dyn Fn(&Owner) -> bool,
     ) -> anyhow::Result<Result<(), Owner>> {
+        // A working copy of a server holds the experiment whole before it writes to it.
+        self.fill(id)?;
         let on_server = self.remote.is_some();
         if on_server {
             let server = self.server();
