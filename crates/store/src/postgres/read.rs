@@ -31,12 +31,11 @@ impl Pg {
     /// The row of every experiment, oldest first, without the rest of their content (what a
     /// reading command loads before it knows which experiments it reads: `lazy`).
     pub(crate) fn experiment_rows(&mut self) -> anyhow::Result<Rows> {
-        let (spec, table) = (&TABLES[0], &self.tables[0]);
-        anyhow::ensure!(
-            spec.name == "experiment",
-            "the first table is {}",
-            spec.name
-        );
+        let (spec, table) = TABLES
+            .iter()
+            .zip(&self.tables)
+            .find(|(spec, _)| spec.name == "experiment")
+            .context("no experiment table")?;
         if !self.has_schema {
             let columns = table.columns.iter().map(|c| c.name.clone()).collect();
             return Ok(Rows {
