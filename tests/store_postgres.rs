@@ -465,3 +465,6 @@ mod runs;
 
 #[path = "store_postgres/owner.rs"]
 mod owner;
+
+#[path = "store_postgres/lazy.rs"]
+mod lazy;

@@ -129,6 +129,7 @@ impl Store {
 
     /// The planned boots of experiment `id` in boot order (empty for other experiments).
     pub fn boot_plans(&self, id: i64) -> anyhow::Result<Vec<BootPlan>> {
+        self.fill(id)?;
         let mut stmt = self.conn().prepare(
             "SELECT p.number, v.position, p.block, p.first_seq, p.last_seq
              FROM boot_plan p JOIN variant v ON v.id = p.variant_id
@@ -267,6 +268,7 @@ impl Store {
 
     /// Every boot of experiment `id` in the order they happened, with their runs.
     pub fn boots(&self, id: i64) -> anyhow::Result<Vec<Boot>> {
+        self.fill(id)?;
         let plans: BTreeMap<u32, BootPlan> = self
             .boot_plans(id)?
             .into_iter()
@@ -354,6 +356,7 @@ impl Store {
 
     /// The row id of boot `number` of experiment `id`.
     pub fn boot_id(&self, id: i64, number: u32) -> anyhow::Result<Option<i64>> {
+        self.fill(id)?;
         Ok(self
             .conn()
             .query_row(

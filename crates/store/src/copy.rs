@@ -196,6 +196,7 @@ impl Store {
     /// Everything stored about experiment `id`, read in one transaction (a consistent snapshot
     /// while another process may be committing runs to it).
     pub fn read_content(&self, id: i64) -> anyhow::Result<Content> {
+        self.fill(id)?;
         let conn = self.conn();
         let tx =
             rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Deferred)?;
@@ -281,6 +282,27 @@ impl Store {
         Ok(())
     }
 
+    /// Store `content` beside its experiment's row, which this store holds already (a reading
+    /// command's working copy of a PostgreSQL store, `postgres::lazy`), in one transaction: the
+    /// row takes the content's values, every other row goes in under the id it has, and the
+    /// experiment is settled as [`Store::write_content_keeping_ids`] would have stored it.
+    pub(crate) fn write_beside_row(&self, content: &Content) -> anyhow::Result<()> {
+        let (row, rest) = match content.tables.split_first() {
+            Some((row, rest)) if row.table == "experiment" => (row, rest),
+            _ => anyhow::bail!("the content has no experiment row"),
+        };
+        let tx = rusqlite::Transaction::new_unchecked(
+            self.conn(),
+            rusqlite::TransactionBehavior::Immediate,
+        )?;
+        update_row(&tx, row, content.id)?;
+        let mut ids = BTreeMap::from([((Key::Experiment, content.id), content.id)]);
+        write_tables(&tx, rest, &mut ids, Ids::Keep, &|| false)?;
+        super::owner::settle_ownerless(&tx)?;
+        tx.commit()?;
+        Ok(())
+    }
+
     fn write_content_as(
         &mut self,
         content: &Content,
@@ -331,6 +353,25 @@ fn write_tables(
         }
     }
     Ok(true)
+}
+
+/// Set experiment `id`'s row to the one row of `rows` (table experiment).
+fn update_row(tx: &rusqlite::Transaction, rows: &Rows, id: i64) -> anyhow::Result<()> {
+    let [row] = &rows.rows[..] else {
+        anyhow::bail!("experiment {id} has {} rows", rows.rows.len());
+    };
+    let sets: Vec<String> = (rows.columns.iter().enumerate())
+        .map(|(at, column)| format!("\"{column}\" = ?{}", at + 1))
+        .collect();
+    let sql = format!(
+        "UPDATE experiment SET {} WHERE id = ?{}",
+        sets.join(", "),
+        row.len() + 1
+    );
+    let id = Value::Integer(id);
+    let values = row.iter().chain([&id]);
+    tx.execute(&sql, rusqlite::params_from_iter(values))?;
+    Ok(())
 }
 
 /// Whether a write numbers the rows anew under this store's rules or keeps the content's ids.

@@ -224,3 +224,38 @@ fn a_write_that_keeps_ids_reads_back_the_same_content() {
     assert_eq!(memory.write_content_keeping_ids(&other).unwrap(), id + 100);
     assert_eq!(memory.list().unwrap().len(), 2);
 }
+
+#[test]
+fn content_written_beside_its_row_reads_back_whole_and_settled() {
+    let d = tempfile::tempdir().unwrap();
+    let mut a = Store::open(&d.path().join("a.db")).unwrap();
+    let id = sample(&mut a, "x");
+    let content = a.read_content(id).unwrap();
+    // The row first, as a reading command's working copy of a server holds it; the rest later.
+    let mut memory = Store::open(std::path::Path::new(":memory:")).unwrap();
+    let row = content.table("experiment").unwrap().clone();
+    memory
+        .write_rows_keeping_ids(&[row], &mut BTreeMap::new())
+        .unwrap();
+    assert!(memory.runs(id).unwrap().is_empty());
+    memory.write_beside_row(&content).unwrap();
+    assert_eq!(memory.read_content(id).unwrap(), content);
+    let (x, y) = (a.load(id).unwrap(), memory.load(id).unwrap());
+    assert_eq!(format!("{:?}", x.runs), format!("{:?}", y.runs));
+    // A row that changed since takes the content's values; running without an owner is
+    // settled as a copy stores it (interrupted), and content without its row is refused.
+    a.set_status(id, Status::Running).unwrap();
+    let mut memory = Store::open(std::path::Path::new(":memory:")).unwrap();
+    let row = content.table("experiment").unwrap().clone();
+    memory
+        .write_rows_keeping_ids(&[row], &mut BTreeMap::new())
+        .unwrap();
+    memory
+        .write_beside_row(&a.read_content(id).unwrap())
+        .unwrap();
+    assert_eq!(memory.experiment(id).unwrap().status, Status::Interrupted);
+    let mut headless = content.clone();
+    headless.tables.remove(0);
+    let e = memory.write_beside_row(&headless).unwrap_err().to_string();
+    assert!(e.contains("no experiment row"), "{e}");
+}

@@ -12,6 +12,15 @@ use rusqlite::{OptionalExtension, params};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
+/// What `abperf list` counts of experiment `e` (variants, runs done with the samples of micro
+/// rounds, runs planned), in SQL that SQLite and PostgreSQL both read the same way.
+pub(crate) const LIST_COUNTS: &str =
+    "(SELECT count(*) FROM variant v WHERE v.experiment_id = e.id),
+     (SELECT count(*) FROM run r WHERE r.experiment_id = e.id)
+     + (SELECT coalesce(sum(length(m.cycles) / 8), 0) FROM micro_round m
+        JOIN variant v ON v.id = m.variant_id WHERE v.experiment_id = e.id),
+     (SELECT count(*) FROM slot s WHERE s.experiment_id = e.id)";
+
 fn from_json<T: for<'de> Deserialize<'de>>(s: &str, what: &str) -> anyhow::Result<T> {
     serde_json::from_str(s).with_context(|| format!("stored {what} is not valid JSON"))
 }
@@ -195,6 +204,7 @@ impl Store {
 
     /// The variants of experiment `id` in position order, with their per-variant summaries.
     pub fn variants(&self, id: i64) -> anyhow::Result<Vec<Variant>> {
+        self.fill(id)?;
         let mut stmt = self.conn().prepare(
             "SELECT id, name, command, parameters, knobs, workload FROM variant
              WHERE experiment_id = ?1 ORDER BY position",
@@ -247,6 +257,7 @@ impl Store {
     }
 
     pub fn schedule(&self, id: i64) -> anyhow::Result<Vec<Slot>> {
+        self.fill(id)?;
         let mut stmt = self.conn().prepare(
             "SELECT s.seq, v.position, s.block, s.warmup FROM slot s JOIN variant v ON v.id = s.variant_id
              WHERE s.experiment_id = ?1 ORDER BY s.seq",
@@ -264,6 +275,7 @@ impl Store {
 
     /// Sequence numbers of the runs stored so far.
     pub fn done_seqs(&self, id: i64) -> anyhow::Result<std::collections::BTreeSet<u32>> {
+        self.fill(id)?;
         let mut stmt = self
             .conn()
             .prepare("SELECT seq FROM run WHERE experiment_id = ?1")?;
@@ -273,6 +285,7 @@ impl Store {
 
     /// Every stored run of an experiment in schedule order, with its metrics and provenance.
     pub fn runs(&self, id: i64) -> anyhow::Result<Vec<Run>> {
+        self.fill(id)?;
         use super::run_rows;
         let mut stmt = self.conn().prepare(&format!(
             "SELECT {}, i.format, i.file, i.line, i.summary, i.repeats, s.block
@@ -329,6 +342,7 @@ impl Store {
 
     /// Experiment `id` with its variants and every run: what every reader of results gets.
     pub fn load(&self, id: i64) -> anyhow::Result<Dataset> {
+        self.fill(id)?;
         let exp = self.experiment(id)?;
         let source = format!(
             "experiment {id} ({}) in {}",
@@ -354,15 +368,10 @@ impl Store {
     }
 
     pub fn list(&self) -> anyhow::Result<Vec<ExperimentSummary>> {
-        let mut stmt = self.conn().prepare(
-            "SELECT e.id, e.name, e.kind, e.created, e.status,
-                    (SELECT count(*) FROM variant v WHERE v.experiment_id = e.id),
-                    (SELECT count(*) FROM run r WHERE r.experiment_id = e.id)
-                    + (SELECT coalesce(sum(length(m.cycles) / 8), 0) FROM micro_round m
-                       JOIN variant v ON v.id = m.variant_id WHERE v.experiment_id = e.id),
-                    (SELECT count(*) FROM slot s WHERE s.experiment_id = e.id)
-             FROM experiment e ORDER BY e.id",
-        )?;
+        let mut stmt = self.conn().prepare(&format!(
+            "SELECT e.id, e.name, e.kind, e.created, e.status, {LIST_COUNTS}
+             FROM experiment e ORDER BY e.id"
+        ))?;
         let rows = stmt.query_map([], |r| {
             Ok(ExperimentSummary {
                 id: r.get(0)?,
@@ -375,7 +384,16 @@ impl Store {
                 runs_planned: r.get(7)?,
             })
         })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let mut list: Vec<ExperimentSummary> = rows.collect::<Result<_, _>>()?;
+        // A PostgreSQL store's working copy holds the content of the experiments read so far:
+        // the server counts the rest.
+        if let Some(counts) = self.server_list_counts()? {
+            for e in &mut list {
+                let [variants, done, planned] = counts.get(&e.id).copied().unwrap_or_default();
+                (e.variants, e.runs_done, e.runs_planned) = (variants, done, planned);
+            }
+        }
+        Ok(list)
     }
 
     /// Delete an experiment and everything under it.

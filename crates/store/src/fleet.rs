@@ -53,6 +53,7 @@ impl Store {
 
     /// The hosts of experiment `id` in plan order (none: not a fleet experiment).
     pub fn fleet_hosts(&self, id: i64) -> anyhow::Result<Vec<FleetHost>> {
+        self.fill(id)?;
         let mut stmt = self.conn().prepare(
             "SELECT name, first_seq, end_seq, abperf, environment FROM fleet_host \
              WHERE experiment_id = ?1 ORDER BY pos",

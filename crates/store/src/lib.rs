@@ -51,6 +51,9 @@ pub struct Store {
     /// The PostgreSQL store every write also goes to (`on_server`); `conn` is then an
     /// in-memory working copy holding what this process wrote there, under the server's ids.
     remote: Option<Box<postgres::Remote>>,
+    /// The PostgreSQL store a reading command reads (`postgres::load`): `conn` then holds every
+    /// experiment's row, and an experiment's content from the first time it is read (`fill`).
+    lazy: std::cell::RefCell<Option<postgres::Lazy>>,
 }
 
 /// The longest a committed run may stay unsynced (lost to a power cut or OS crash, never to a
@@ -163,6 +166,7 @@ impl Store {
             last_sync: std::time::Instant::now(),
             sync_full: None,
             remote: None,
+            lazy: Default::default(),
         })
     }
 
@@ -175,8 +179,8 @@ impl Store {
     /// report, compare): as [`Store::open`], but a store that cannot be written (read-only
     /// media, a directory or file without write permission) is opened read-only instead.
     ///
-    /// A PostgreSQL DSN is read whole into an in-memory store that keeps its ids
-    /// (`postgres::load`: the first step, it loads the whole store on every command).
+    /// A PostgreSQL DSN is read into an in-memory store that keeps its ids (`postgres::load`):
+    /// every experiment's row at once, an experiment's content when the command first reads it.
     pub fn open_resolved_for_reading(flag: Option<&Path>) -> anyhow::Result<Store> {
         let path = resolve_path(flag)?;
         if names_a_server(&path) {
@@ -194,7 +198,8 @@ impl Store {
     /// mode (which reads a WAL store when its -wal and -shm files exist), else, when there is no
     /// -wal file to miss, as an immutable file (no locks, nothing written next to it).
     ///
-    /// A PostgreSQL DSN is read whole into an in-memory store under its ids (`postgres::load`).
+    /// A PostgreSQL DSN is read into an in-memory store under its ids as the command reads it
+    /// (`postgres::load`).
     pub fn open_read_only(path: &Path) -> anyhow::Result<Store> {
         use rusqlite::OpenFlags;
         if let Some(dsn) = path.to_str().filter(|p| postgres::is_dsn(p)) {
@@ -238,6 +243,7 @@ impl Store {
             last_sync: std::time::Instant::now(),
             sync_full: None,
             remote: None,
+            lazy: Default::default(),
         })
     }
 

@@ -109,6 +109,7 @@ impl Store {
     /// The rounds stored for a micro experiment, configuration by configuration (variant
     /// position, then round); empty for experiments stored with one run per sample.
     pub fn micro_rounds(&self, experiment_id: i64) -> anyhow::Result<Vec<MicroRound>> {
+        self.fill(experiment_id)?;
         let mut stmt = self.conn().prepare(
             "SELECT v.position, m.round, m.started_ns, m.ticks_per_core_cycle, m.adds_per_cycle,
                     m.cycles, m.invocation
@@ -204,6 +205,7 @@ impl Store {
 
     /// The findings of a micro experiment, in the order they were stored (empty if none).
     pub fn micro_findings(&self, experiment_id: i64) -> anyhow::Result<Vec<MicroFinding>> {
+        self.fill(experiment_id)?;
         let mut stmt = self.conn().prepare(
             "SELECT bench, key, value, unit, text FROM micro_finding WHERE experiment_id = ?1 ORDER BY position",
         )?;

@@ -44,6 +44,18 @@ fn put_owner(tx: &rusqlite::Transaction, id: i64, o: &Owner) -> rusqlite::Result
     Ok(())
 }
 
+/// Set every `running` experiment without a recorded owner `interrupted`: a working copy of a
+/// PostgreSQL store shows one so, as a copy stores it (nothing is known to run it); one whose
+/// owner is known stays running, whether that owner lives being for the reader to judge.
+pub(crate) fn settle_ownerless(tx: &rusqlite::Transaction) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE experiment SET status = ?1 WHERE status = ?2
+         AND id NOT IN (SELECT experiment_id FROM experiment_owner)",
+        params![Status::Interrupted.as_str(), Status::Running.as_str()],
+    )?;
+    Ok(())
+}
+
 /// Under a write transaction: the owner of experiment `id` when it is `running` and its owner is
 /// alive (`alive` decides); an error when there is no such experiment.
 fn live_owner(
@@ -132,6 +144,8 @@ impl Store {
         me: &Owner,
         alive: &dyn Fn(&Owner) -> bool,
     ) -> anyhow::Result<Result<(), Owner>> {
+        // A working copy of a server holds the experiment whole before it writes to it.
+        self.fill(id)?;
         let on_server = self.remote.is_some();
         if on_server {
             let server = self.server();

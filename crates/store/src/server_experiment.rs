@@ -22,9 +22,10 @@ const RUN_ROWS: &[(&str, &str)] = &[
 
 impl Store {
     /// Open the store named by `--db` to take one of its experiments over and add runs to it
-    /// (`fleet run --resume`): an SQLite store as [`Store::open`]; a PostgreSQL DSN read whole
-    /// into an in-memory working copy under its ids (as the reading commands read it), every
-    /// write then going to the server first.
+    /// (`fleet run --resume`): an SQLite store as [`Store::open`]; a PostgreSQL DSN read into an
+    /// in-memory working copy under its ids as the reading commands read it (every experiment's
+    /// row, an experiment's content when first read or claimed), every write then going to the
+    /// server first.
     pub fn open_resolved_for_taking_over(flag: Option<&Path>) -> anyhow::Result<Store> {
         let path = resolve_path(flag)?;
         match path.to_str().filter(|_| names_a_server(&path)) {
@@ -69,6 +70,7 @@ impl Store {
     /// committed there since it was read (fleet hosts) are read into the working copy. Nothing
     /// to do on an SQLite store, which every process reads and writes in place.
     pub fn catch_up(&mut self, id: i64) -> anyhow::Result<()> {
+        self.fill(id)?;
         let server = self.server();
         let Some(remote) = self.remote.as_mut() else {
             return Ok(());

@@ -164,6 +164,7 @@ impl Store {
 
     /// Load a capture and its tables. A usage error when `id` is not a trace capture.
     pub fn load_capture(&self, id: i64) -> Result<(CaptureInfo, Tables)> {
+        self.fill(id)?;
         let conn = self.conn();
         let (info, mut t) = self.load_capture_row(id)?;
         let bad = |what: &str| anyhow!("capture {id}: stored {what} is not valid JSON");

@@ -1,41 +1,40 @@
-//! A PostgreSQL store read whole into an in-memory SQLite store, keeping its ids, so that the
-//! reading commands (list, show, compare, report, export) and `store copy` FROM work on it
-//! unchanged.
+//! A PostgreSQL store opened for a reading command (list, show, compare, report, export, ...) or
+//! `store copy` FROM: an in-memory SQLite store that keeps its ids, holding every experiment's
+//! row and filled with an experiment's content when the command first reads it (`lazy`), so the
+//! commands work on it unchanged and read from the server only what they need.
 
+use super::lazy::Lazy;
 use super::{Pg, Schema};
 use crate::Store;
 use anyhow::Context;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Every experiment of the PostgreSQL store `dsn` (and its recorded owner), in an in-memory
-/// SQLite store under the ids they have there; its path is the DSN with the password hidden. A database without abperf's
+/// The PostgreSQL store `dsn` as an in-memory SQLite store under the ids it has there: every
+/// experiment's row and recorded owner now, an experiment's content the first time it is read
+/// (`Store::fill`); its path is the DSN with the password hidden. A database without abperf's
 /// schema reads as an empty store and is left as it is; an older schema is brought up to date.
-///
-/// This loads the whole store on every command: the first step, which is fine for the
-/// experiments of a team but grows with them. Reading PostgreSQL where each command reads is
-/// the next step (docs/store.md).
 pub fn load(dsn: &str) -> anyhow::Result<Store> {
     let mut pg = Pg::open(dsn, Schema::Upgrade)?;
     let shown = pg.shown().to_string();
     let mut store = Store::open(Path::new(":memory:"))?;
-    let experiments = pg
-        .read_all()
+    let rows = pg
+        .experiment_rows()
         .with_context(|| format!("reading the experiments of {shown}"))?;
     // Read after the experiments: each one's owner was committed with it.
     let owners = pg
         .owners()
         .with_context(|| format!("reading the owners of the experiments of {shown}"))?;
-    for content in experiments {
-        // A running experiment stays running where its owner is known (whether that owner
-        // lives is for the reader to judge, as on SQLite); one without is shown interrupted.
-        let loaded = match owners.contains_key(&content.id) {
-            true => store.write_running_keeping_ids(&content),
-            false => store.write_content_keeping_ids(&content).map(|_| ()),
-        };
-        loaded
-            .with_context(|| format!("loading experiment {} of {shown} into memory", content.id))?;
-    }
+    store
+        .write_rows_keeping_ids(&[rows], &mut BTreeMap::new())
+        .with_context(|| format!("loading the experiments of {shown} into memory"))?;
     store.keep_owners(&owners)?;
+    // A running experiment stays running where its owner is known (whether that owner lives is
+    // for the reader to judge, as on SQLite); one without is shown interrupted.
+    let tx = store.write_tx()?;
+    crate::owner::settle_ownerless(&tx)?;
+    tx.commit()?;
+    store.lazy = Some(Lazy::new(pg)).into();
     store.path = PathBuf::from(shown);
     Ok(store)
 }

@@ -1,6 +1,7 @@
 //! A PostgreSQL store, as far as it is built: experiments go in and out whole, as
-//! [`Content`](crate::copy::Content) (`abperf store copy`), and the reading commands load the
-//! whole store into an in-memory SQLite store (`load`); `abperf run` and `abperf fleet run`
+//! [`Content`](crate::copy::Content) (`abperf store copy`), and the reading commands work on an
+//! in-memory SQLite store that holds every experiment's row and reads an experiment's content
+//! from the server when the command first reads it (`load`, `lazy`); `abperf run` and `abperf fleet run`
 //! commit their experiment and each run straight into PostgreSQL (`runs`), with the owner of the experiment (`owner`). Every other command
 //! that writes refuses a PostgreSQL DSN (docs/store.md).
 //!
@@ -10,6 +11,7 @@
 mod columns;
 mod ddl;
 mod dsn;
+mod lazy;
 mod load;
 mod numeric;
 mod owner;
@@ -20,6 +22,7 @@ mod schema;
 mod write;
 
 pub use dsn::{is_dsn, redacted};
+pub(crate) use lazy::Lazy;
 pub(crate) use load::load;
 pub(crate) use runs::Remote;
 pub(crate) use write::Ids;

@@ -1,53 +1,64 @@
 //! Experiments read from PostgreSQL as [`Content`], with the rows the table specs select
-//! (`copy_tables`, their `?1` written `$1`), in their order; and the identities of the stored
-//! experiments, for the duplicate check of `store copy`.
+//! (`copy_tables`, their `?1` written `$1`), in their order; the row of every experiment (what a
+//! reading command loads first); and the identities of the stored experiments, for the
+//! duplicate check of `store copy`.
 
 use super::Pg;
 use super::columns::Table;
 use super::params;
 use crate::copy::{Content, IDENTITY_COLUMNS, Identity, Rows, Value};
 use crate::copy_tables::{TABLES, TableSpec};
+use crate::experiments::LIST_COUNTS;
 use anyhow::Context;
 use postgres::GenericClient;
 use std::collections::BTreeMap;
 
 impl Pg {
-    /// Every experiment id, oldest first.
-    pub fn ids(&mut self) -> anyhow::Result<Vec<i64>> {
-        if !self.has_schema {
-            return Ok(Vec::new());
-        }
-        let rows = self
-            .client
-            .query("SELECT id FROM experiment ORDER BY id", &[])?;
-        Ok(rows
-            .iter()
-            .map(|r| r.try_get(0))
-            .collect::<Result<_, _>>()?)
-    }
-
-    /// Everything stored about experiment `id`.
+    /// Everything stored about experiment `id`, read in one snapshot (REPEATABLE READ) while
+    /// `abperf run` may be committing runs to it.
     pub fn read_content(&mut self, id: i64) -> anyhow::Result<Content> {
-        let mut tx = self.client.transaction()?;
-        let content = read(&mut tx, &self.tables, id)?;
-        tx.commit()?;
-        content.with_context(|| format!("no experiment {id} in the store {}", self.shown))
-    }
-
-    /// Every experiment, read in one snapshot (REPEATABLE READ).
-    pub fn read_all(&mut self) -> anyhow::Result<Vec<Content>> {
-        let ids = self.ids()?;
         let mut tx = self
             .client
             .build_transaction()
             .isolation_level(postgres::IsolationLevel::RepeatableRead)
             .read_only(true)
             .start()?;
-        let mut out = Vec::new();
-        for id in ids {
-            out.extend(read(&mut tx, &self.tables, id)?);
-        }
+        let content = read(&mut tx, &self.tables, id)?;
         tx.commit()?;
+        content.with_context(|| format!("no experiment {id} in the store {}", self.shown))
+    }
+
+    /// The row of every experiment, oldest first, without the rest of their content (what a
+    /// reading command loads before it knows which experiments it reads: `lazy`).
+    pub(crate) fn experiment_rows(&mut self) -> anyhow::Result<Rows> {
+        let (spec, table) = TABLES
+            .iter()
+            .zip(&self.tables)
+            .find(|(spec, _)| spec.name == "experiment")
+            .context("no experiment table")?;
+        if !self.has_schema {
+            let columns = table.columns.iter().map(|c| c.name.clone()).collect();
+            return Ok(Rows {
+                table: spec.name.to_string(),
+                columns,
+                rows: Vec::new(),
+            });
+        }
+        read_rows(&mut self.client, spec, table, "true", &[])
+    }
+
+    /// What `abperf list` counts of every experiment (variants, runs done, runs planned), by
+    /// id, counted here with the SQL SQLite counts with (`experiments::LIST_COUNTS`).
+    pub(crate) fn list_counts(&mut self) -> anyhow::Result<BTreeMap<i64, [i64; 3]>> {
+        let mut out = BTreeMap::new();
+        if !self.has_schema {
+            return Ok(out);
+        }
+        let sql = format!("SELECT e.id, {LIST_COUNTS} FROM experiment e");
+        for row in self.client.query(&sql, &[])? {
+            let count = |at: usize| row.try_get::<_, i64>(at);
+            out.insert(count(0)?, [count(1)?, count(2)?, count(3)?]);
+        }
         Ok(out)
     }
 
@@ -78,8 +89,9 @@ fn read(
     id: i64,
 ) -> anyhow::Result<Option<Content>> {
     let mut found = Vec::new();
+    let selected = |spec: &TableSpec| spec.rows.replace("?1", "$1");
     for (spec, table) in TABLES.iter().zip(tables) {
-        let rows = read_rows(client, spec, table, id)
+        let rows = read_rows(client, spec, table, &selected(spec), &[&id])
             .with_context(|| format!("experiment {id}: reading table {}", spec.name))?;
         if !rows.rows.is_empty() {
             found.push(rows);
@@ -89,11 +101,13 @@ fn read(
     Ok(exists.then_some(Content { id, tables: found }))
 }
 
+/// The rows of `table` that `rows` (a WHERE clause of `params`) selects, in the spec's order.
 fn read_rows(
     client: &mut impl GenericClient,
     spec: &TableSpec,
     table: &Table,
-    id: i64,
+    rows: &str,
+    params: &[&(dyn postgres::types::ToSql + Sync)],
 ) -> anyhow::Result<Rows> {
     let list: Vec<String> = table
         .columns
@@ -104,11 +118,11 @@ fn read_rows(
         "SELECT {} FROM \"{}\" WHERE {} ORDER BY {}",
         list.join(", "),
         spec.name,
-        spec.rows.replace("?1", "$1"),
+        rows,
         spec.order
     );
-    let mut rows = Vec::new();
-    for row in client.query(&sql, &[&id])? {
+    let mut found = Vec::new();
+    for row in client.query(&sql, params)? {
         let values = table
             .columns
             .iter()
@@ -117,11 +131,11 @@ fn read_rows(
                 params::value(&row, at, c.kind).with_context(|| format!("column {}", c.name))
             })
             .collect::<anyhow::Result<Vec<Value>>>()?;
-        rows.push(values);
+        found.push(values);
     }
     Ok(Rows {
         table: spec.name.to_string(),
         columns: table.columns.iter().map(|c| c.name.clone()).collect(),
-        rows,
+        rows: found,
     })
 }

@@ -1,0 +1,70 @@
+//! A reading command's working copy of a PostgreSQL store, filled as the command reads it: every
+//! experiment's row is there from the start (`load`), an experiment's content (variants, runs,
+//! metrics, trace bins, micro rounds, ...) is read from the server the first time the command
+//! reads that experiment (`Store::fill`, called by every reader of one experiment's content), and
+//! `abperf list` has the server count what it shows (`Store::server_list_counts`).
+
+use super::Pg;
+use crate::Store;
+use anyhow::Context;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The server behind a working copy, and the experiments whose content the copy holds.
+pub(crate) struct Lazy {
+    pg: Pg,
+    loaded: BTreeSet<i64>,
+}
+
+impl Lazy {
+    pub(crate) fn new(pg: Pg) -> Lazy {
+        Lazy {
+            pg,
+            loaded: BTreeSet::new(),
+        }
+    }
+}
+
+impl Store {
+    /// Make sure experiment `id`'s content is in this store: on a working copy of a PostgreSQL
+    /// store, read it from the server (in one snapshot) the first time; elsewhere, or for an id
+    /// this store holds no row of (the caller says so as on SQLite), nothing to do.
+    pub(crate) fn fill(&self, id: i64) -> anyhow::Result<()> {
+        let mut lazy = self.lazy.borrow_mut();
+        let Some(lazy) = lazy.as_mut() else {
+            return Ok(());
+        };
+        if lazy.loaded.contains(&id) || !self.holds(id)? {
+            return Ok(());
+        }
+        let shown = lazy.pg.shown().to_string();
+        let content = lazy.pg.read_content(id);
+        content
+            .and_then(|c| self.write_beside_row(&c))
+            .with_context(|| format!("loading experiment {id} of {shown} into memory"))?;
+        lazy.loaded.insert(id);
+        Ok(())
+    }
+
+    /// On a working copy of a PostgreSQL store, what `list` counts of every experiment, counted
+    /// by the server (None elsewhere: the store counts its own).
+    pub(crate) fn server_list_counts(&self) -> anyhow::Result<Option<BTreeMap<i64, [i64; 3]>>> {
+        let mut lazy = self.lazy.borrow_mut();
+        let Some(lazy) = lazy.as_mut() else {
+            return Ok(None);
+        };
+        let shown = lazy.pg.shown().to_string();
+        let counts = lazy.pg.list_counts();
+        Ok(Some(counts.with_context(|| {
+            format!("counting the runs of the experiments of {shown}")
+        })?))
+    }
+
+    /// Whether this store holds experiment `id`'s row.
+    fn holds(&self, id: i64) -> anyhow::Result<bool> {
+        Ok(self.conn().query_row(
+            "SELECT EXISTS (SELECT 1 FROM experiment WHERE id = ?1)",
+            [id],
+            |r| r.get(0),
+        )?)
+    }
+}
