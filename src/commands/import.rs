@@ -7,7 +7,7 @@
 use crate::error::usage;
 use crate::import::{self, Format, Imported};
 use crate::model::{Kind, NewExperiment};
-use crate::store::{ImportTarget, Store};
+use crate::store::{ImportOutcome, ImportTarget, Store};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 
@@ -158,6 +158,39 @@ pub fn parse_files(args: &ImportArgs) -> anyhow::Result<Vec<Imported>> {
     Ok(all)
 }
 
+/// Store the import: into an SQLite store in one transaction, or, on a PostgreSQL store, built
+/// in memory and written there whole in one transaction (`store::import_to_server`; appending to
+/// an experiment there is not built yet). Returns the target (an existing experiment resolved)
+/// and what was stored, under the store's ids.
+fn store_import(
+    args: &ImportArgs,
+    target: Option<ImportTarget>,
+    variants: &[crate::model::Variant],
+    runs: &[crate::model::Run],
+) -> anyhow::Result<(ImportTarget, ImportOutcome)> {
+    let path = crate::store::resolve_path(args.db.db.as_deref())?;
+    if crate::store::names_a_server(&path) {
+        // `--experiment` is not looked up there: adding runs to an experiment on a server is
+        // refused (not built yet) whichever it names.
+        let target = target.unwrap_or(ImportTarget::Existing(0));
+        let out = crate::store::import_to_server(&path, &target, variants, runs)
+            .context("import not stored")?;
+        return Ok((target, out));
+    }
+    let mut store = Store::open(&path)?;
+    let target = match target {
+        Some(t) => t,
+        None => ImportTarget::Existing(super::lookup::experiment_id(
+            &store,
+            args.experiment.as_deref().unwrap_or("latest"),
+        )?),
+    };
+    let out = store
+        .import_runs(&target, variants, runs)
+        .context("import not stored")?;
+    Ok((target, out))
+}
+
 pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
     let imports = parse_files(&args)?;
     let (variants, runs) = import::merge(&imports);
@@ -190,17 +223,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
             }))
         }
     };
-    let mut store = Store::open_resolved(args.db.db.as_deref())?;
-    let target = match target {
-        Some(t) => t,
-        None => ImportTarget::Existing(super::lookup::experiment_id(
-            &store,
-            args.experiment.as_deref().unwrap_or("latest"),
-        )?),
-    };
-    let out = store
-        .import_runs(&target, &variants, &runs)
-        .context("import not stored")?;
+    let (target, out) = store_import(&args, target, &variants, &runs)?;
     for imp in &imports {
         for note in &imp.notes {
             crate::error::stderr_line(&format!("abperf: note: {note}"));

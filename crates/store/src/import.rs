@@ -1,6 +1,7 @@
 //! Imported runs: written all at once in one transaction (a malformed file stores nothing), with
 //! where each run came from (format, file, line) and whether it is a tool's summary of several
-//! repeats (`perf stat -r N` prints only means).
+//! repeats (`perf stat -r N` prints only means). On a PostgreSQL store a new experiment is built
+//! here in memory and written there whole ([`import_to_server`]).
 //!
 //! Own tables, created by migration 3 (`SCHEMA`, listed in `schema.rs`):
 //! - `import_run`: run_id -> format, file, line, summary flag, repeats.
@@ -8,12 +9,15 @@
 //!   (hyperfine's user/system time), never copied onto runs.
 
 use super::Store;
+use super::copy_tables::Key;
 use super::insert::{
     insert_experiment, insert_run_row, insert_slot, insert_summaries, insert_variant,
 };
+use super::postgres::{Pg, Schema};
 use abperf_model::{NewExperiment, Run, Slot, Status, Variant};
 use anyhow::Context;
 use rusqlite::{OptionalExtension, params};
+use std::path::Path;
 
 /// Migration 3: where imported runs came from, and per-variant figures a tool reports only as
 /// means.
@@ -145,6 +149,48 @@ impl Store {
             run_ids,
         })
     }
+}
+
+/// Write an import into the PostgreSQL store `path` (a DSN) as a new experiment: built exactly
+/// as [`Store::import_runs`] builds it, in an in-memory SQLite store, then written to the server
+/// whole in one transaction by the writer `abperf store copy` uses (`Pg::write_experiment`),
+/// under the ids the server gives (returned). On any error nothing is stored there. Appending to
+/// an experiment stored there (`ImportTarget::Existing`) is refused: not built yet.
+pub fn import_to_server(
+    path: &Path,
+    target: &ImportTarget,
+    variants: &[Variant],
+    runs: &[Run],
+) -> anyhow::Result<ImportOutcome> {
+    let dsn = path
+        .to_str()
+        .filter(|_| super::names_a_server(path))
+        .with_context(|| format!("{} is not a PostgreSQL store", path.display()))?;
+    if let ImportTarget::Existing(_) = target {
+        return Err(super::not_built_on_server(
+            path,
+            "import --experiment (adding runs to an experiment stored there)",
+        ));
+    }
+    let mut local = Store::open(Path::new(":memory:"))?;
+    let built = local.import_runs(target, variants, runs)?;
+    let content = local.read_content(built.experiment_id)?;
+    let mut pg = Pg::open(dsn, Schema::Make)?;
+    let shown = pg.shown().to_string();
+    let ids = pg
+        .write_experiment(&content, &|| false, None)
+        .with_context(|| format!("storing the import in the PostgreSQL store {shown}"))?
+        .context("the import was stopped")?;
+    let id_of = |key: Key, old: i64| super::on_server::new_id(&ids, key, old);
+    Ok(ImportOutcome {
+        experiment_id: id_of(Key::Experiment, built.experiment_id)?,
+        new_variants: built.new_variants,
+        run_ids: built
+            .run_ids
+            .iter()
+            .map(|&r| id_of(Key::Run, r))
+            .collect::<anyhow::Result<_>>()?,
+    })
 }
 
 #[cfg(test)]
