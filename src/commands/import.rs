@@ -158,10 +158,11 @@ pub fn parse_files(args: &ImportArgs) -> anyhow::Result<Vec<Imported>> {
     Ok(all)
 }
 
-/// Store the import: into an SQLite store in one transaction, or, on a PostgreSQL store, built
-/// in memory and written there whole in one transaction (`store::import_to_server`; appending to
-/// an experiment there is not built yet). Returns the target (an existing experiment resolved)
-/// and what was stored, under the store's ids.
+/// Store the import: into an SQLite store in one transaction; on a PostgreSQL store, a new
+/// experiment built in memory and written there whole in one transaction
+/// (`store::import_to_server`), runs added to an experiment there through a working copy of it,
+/// in one transaction on the server. Returns the target (an existing experiment resolved) and
+/// what was stored, under the store's ids.
 fn store_import(
     args: &ImportArgs,
     target: Option<ImportTarget>,
@@ -169,15 +170,16 @@ fn store_import(
     runs: &[crate::model::Run],
 ) -> anyhow::Result<(ImportTarget, ImportOutcome)> {
     let path = crate::store::resolve_path(args.db.db.as_deref())?;
-    if crate::store::names_a_server(&path) {
-        // `--experiment` is not looked up there: adding runs to an experiment on a server is
-        // refused (not built yet) whichever it names.
-        let target = target.unwrap_or(ImportTarget::Existing(0));
-        let out = crate::store::import_to_server(&path, &target, variants, runs)
+    let on_server = crate::store::names_a_server(&path);
+    if on_server && let Some(ImportTarget::New(exp)) = &target {
+        let out = crate::store::import_to_server(&path, exp, variants, runs)
             .context("import not stored")?;
-        return Ok((target, out));
+        return Ok((ImportTarget::New(exp.clone()), out));
     }
-    let mut store = Store::open(&path)?;
+    let mut store = match on_server {
+        true => Store::open_resolved_for_taking_over(Some(&path))?,
+        false => Store::open(&path)?,
+    };
     let target = match target {
         Some(t) => t,
         None => ImportTarget::Existing(super::lookup::experiment_id(

@@ -1,6 +1,6 @@
 //! `abperf import` and `abperf delete` on a PostgreSQL store, driving the real binary: an import
 //! lands there as a new experiment that reads as the same import into SQLite reads, a file that
-//! does not parse stores nothing, appending to an experiment there is refused (not built yet);
+//! does not parse stores nothing, runs added to an experiment there read as on SQLite;
 //! a delete removes every row of its experiment and nothing of the others, and one whose owner
 //! is alive is refused naming its pid unless `--force`.
 
@@ -85,6 +85,7 @@ fn an_import_into_postgres_reads_as_the_same_import_into_sqlite() {
     // Importing the same file again makes another experiment, as on SQLite (no duplicate check).
     let again = ok(&lab, &dsn, imports[0]);
     again.has("into experiment 3");
+    assert_eq!(again.stdout, ok(&lab, &sqlite, imports[0]).stdout);
     // A file that does not parse stores nothing.
     let bad = data("hyperfine-bad.json");
     let before = row_counts(&pg);
@@ -93,14 +94,73 @@ fn an_import_into_postgres_reads_as_the_same_import_into_sqlite() {
     assert_eq!((o.code, &o.stderr), (local.code, &local.stderr), "{o}");
     assert_ne!(o.code, Some(0), "{o}");
     assert_eq!(row_counts(&pg), before);
-    // Appending to an experiment there is not built yet: refused, nothing stored.
-    let o = on(
-        &lab,
-        &dsn,
-        &["import", "--experiment", "1", "--format", "time", &time],
-    );
-    assert_eq!(o.code, Some(2), "{o}");
-    o.err_has("import --experiment (adding runs to an experiment stored there): not built yet on PostgreSQL");
+    // Runs added to experiments there, as on SQLite: the same variants again with other hosts
+    // (hyperfine's summaries replaced), a new variant; each store reads the same.
+    let one = data("time-default.txt");
+    let adds: [&[&str]; 3] = [
+        &[
+            "import",
+            "--experiment",
+            "2",
+            "--format",
+            "time",
+            "--host",
+            "h3",
+            &time,
+        ],
+        &[
+            "import",
+            "--experiment",
+            "1",
+            "--format",
+            "hyperfine",
+            "--host",
+            "h4",
+            &hyperfine,
+        ],
+        &[
+            "import",
+            "--experiment",
+            "latest",
+            "--format",
+            "time",
+            "--variant",
+            "x",
+            &one,
+        ],
+    ];
+    for args in adds {
+        let local = ok(&lab, &sqlite, args);
+        let there = ok(&lab, &dsn, args);
+        assert_eq!(there.all(), local.all(), "{args:?}");
+    }
+    for id in ["1", "2", "3"] {
+        for args in [vec!["show", id], vec!["export", id, "--format", "json"]] {
+            let local = ok(&lab, &sqlite, &args).stdout.replace(&sqlite, "STORE");
+            let there = ok(&lab, &dsn, &args).stdout.replace(&dsn, "STORE");
+            assert_eq!(there, local, "{args:?}");
+        }
+    }
+    // The same checks: an experiment that is not there, a file of two variants into --variant.
+    let before = row_counts(&pg);
+    for args in [
+        vec!["import", "--experiment", "9", "--format", "time", &time],
+        vec![
+            "import",
+            "--experiment",
+            "1",
+            "--format",
+            "hyperfine",
+            "--variant",
+            "z",
+            &hyperfine,
+        ],
+    ] {
+        let local = on(&lab, &sqlite, &args);
+        let there = on(&lab, &dsn, &args);
+        assert_eq!(there.code, local.code, "{there}");
+        assert_eq!(there.code, Some(2), "{there}");
+    }
     assert_eq!(row_counts(&pg), before);
 }
 
@@ -218,4 +278,55 @@ fn a_delete_on_postgres_of_a_live_experiment_is_refused_naming_its_pid_unless_fo
     bg.wait().unwrap();
     // Whatever it wrote of experiment 2 is gone; experiment 1 is untouched.
     assert_eq!(row_counts(&pg), other);
+}
+
+#[test]
+fn of_two_imports_into_one_experiment_on_postgres_at_once_the_second_is_refused_whole() {
+    use abperf::model::{Metric, Run, Variant};
+    use abperf::store::{ImportTarget, Store};
+    let Some(pg) = Server::start() else { return };
+    let lab = Lab::new();
+    let dsn = pg.create_db("abperf");
+    ok(
+        &lab,
+        &dsn,
+        &["import", "--format", "time", &data("seed000-time.txt")],
+    );
+    let at = Some(std::path::Path::new(&dsn));
+    // Two processes read the experiment, then each adds runs (and a variant) to it.
+    let mut first = Store::open_resolved_for_taking_over(at).unwrap();
+    let mut second = Store::open_resolved_for_taking_over(at).unwrap();
+    let read = second.runs(1).unwrap().len(); // its working copy holds the experiment now
+    let variants = [Variant::named("n"), Variant::named("new")];
+    let runs: Vec<Run> = (0..4)
+        .map(|i| Run::ok(0, i % 2, vec![Metric::new("wall_ns", 1e6 + i as f64, "ns")]))
+        .collect();
+    let target = ImportTarget::Existing(1);
+    let done = first.import_runs(&target, &variants, &runs).unwrap();
+    assert_eq!(done.new_variants, ["new"]);
+    assert_eq!(done.run_ids.len(), 4);
+    // Its working copy holds what the server holds.
+    let held = first.runs(1).unwrap();
+    let before = row_counts(&pg);
+    let refused = second.import_runs(&target, &variants, &runs).unwrap_err();
+    assert!(format!("{refused:#}").contains(&dsn), "{refused:#}");
+    assert_eq!(row_counts(&pg), before, "nothing of the second stored");
+    assert_eq!(
+        second.runs(1).unwrap().len(),
+        read,
+        "nor in its working copy"
+    );
+    let there = Store::open_read_only(std::path::Path::new(&dsn)).unwrap();
+    assert_eq!(there.runs(1).unwrap(), held);
+    // Read again, the second goes in after the first.
+    let mut again = Store::open_resolved_for_taking_over(at).unwrap();
+    again.import_runs(&target, &variants, &runs).unwrap();
+    let seqs: Vec<u32> = Store::open_read_only(std::path::Path::new(&dsn))
+        .unwrap()
+        .runs(1)
+        .unwrap()
+        .iter()
+        .map(|r| r.seq)
+        .collect();
+    assert_eq!(seqs, (0..seqs.len() as u32).collect::<Vec<_>>());
 }

@@ -2,8 +2,9 @@
 //! A PostgreSQL database can hold copies of experiments and be read (`postgres`), `abperf run`
 //! and `abperf fleet run` (its coordinator and its hosts) commit into one (`on_server`,
 //! `server_experiment`: an in-memory working copy beside the server), `abperf import` writes a
-//! new experiment there whole (`import`) and `abperf delete` deletes there (`owner`); every other
-//! command that writes refuses one.
+//! new experiment there whole (`import`) or adds runs to one through a working copy
+//! (`import_on_server`), and `abperf delete` deletes there (`owner`); every other command that
+//! writes refuses one.
 //!
 //! Every run is committed in its own transaction the moment it ends (`Store::commit_run`), in WAL
 //! mode, so a crash or `kill -9` of abperf loses at most the run in flight. The WAL is fsynced at
@@ -19,6 +20,7 @@ mod experiment_ids;
 mod experiments;
 mod fleet;
 mod import;
+mod import_on_server;
 mod insert;
 mod micro;
 mod on_server;
@@ -116,7 +118,7 @@ impl Store {
         if names_a_server(path) {
             return Err(not_built_on_server(
                 path,
-                "writing with this command (only `abperf run` of commands, without kernels, `abperf fleet run`, `abperf import` of a new experiment and `abperf delete` write to a PostgreSQL store)",
+                "writing with this command (only `abperf run` of commands, without kernels, `abperf fleet run`, `abperf import` and `abperf delete` write to a PostgreSQL store)",
             ));
         }
         let shown = path.display();

@@ -201,7 +201,7 @@ pub(crate) fn new_id(ids: &Ids, key: Key, old: i64) -> anyhow::Result<i64> {
 }
 
 /// `tables` with every id (own and referred to) replaced by the one `ids` maps it to.
-fn renumber(tables: &[Rows], ids: &Ids) -> anyhow::Result<Vec<Rows>> {
+pub(crate) fn renumber(tables: &[Rows], ids: &Ids) -> anyhow::Result<Vec<Rows>> {
     let mut out = Vec::with_capacity(tables.len());
     for rows in tables {
         let spec = super::copy_tables::spec(&rows.table).context("a table without a spec")?;
