@@ -1,7 +1,8 @@
 //! Imported runs: written all at once in one transaction (a malformed file stores nothing), with
 //! where each run came from (format, file, line) and whether it is a tool's summary of several
 //! repeats (`perf stat -r N` prints only means). On a PostgreSQL store a new experiment is built
-//! here in memory and written there whole ([`import_to_server`]).
+//! here in memory and written there whole ([`import_to_server`]); runs added to an experiment
+//! there go through a working copy (`import_on_server`).
 //!
 //! Own tables, created by migration 3 (`SCHEMA`, listed in `schema.rs`):
 //! - `import_run`: run_id -> format, file, line, summary flag, repeats.
@@ -61,7 +62,8 @@ impl Store {
     /// Write an import in a single transaction: the experiment (if new), variants with their
     /// per-variant summaries, schedule slots, runs, metrics and provenance. `Run::variant` indexes
     /// `variants`; `Run::seq` is replaced by the next free schedule number. On any error nothing
-    /// is stored.
+    /// is stored. On a working copy of a PostgreSQL store only `ImportTarget::Existing` is
+    /// taken: the rows go to the server in one transaction (`import_on_server`).
     pub fn import_runs(
         &mut self,
         target: &ImportTarget,
