@@ -3,7 +3,8 @@
 //! their type keep value and type, the reading commands print on the PostgreSQL store what they
 //! print on the SQLite one, two copies into one server at once both land; a bad DSN or a server
 //! that is not there is a clear error with the password hidden, and a command that writes
-//! (other than `run`: `runs`) refuses a DSN without making anything on disk.
+//! (other than `run`: `runs`, `import` and `delete`: `import_delete`) refuses a DSN without
+//! making anything on disk.
 
 mod common;
 use abperf::store::Store;
@@ -402,7 +403,7 @@ fn a_bad_dsn_or_a_server_not_there_is_a_clear_error_with_the_password_hidden() {
 }
 
 /// What a command that writes, other than `run`, is refused on a PostgreSQL store.
-const ONLY_RUN: &str = "writing with this command (only `abperf run` of commands, without kernels, and `abperf fleet run` write to a PostgreSQL store)";
+const ONLY_RUN: &str = "writing with this command (only `abperf run` of commands, without kernels, `abperf fleet run`, `abperf import` and `abperf delete` write to a PostgreSQL store)";
 
 #[test]
 fn a_command_that_writes_refuses_a_dsn_and_makes_nothing_on_disk() {
@@ -422,11 +423,7 @@ fn a_command_that_writes_refuses_a_dsn_and_makes_nothing_on_disk() {
         Out::from(o, args)
     };
     for (args, what) in [
-        (
-            vec!["import", "--format", "time", &time, "--db", dsn],
-            ONLY_RUN,
-        ),
-        (vec!["delete", "1"], ONLY_RUN),
+        (vec!["doctor", "--restore"], ONLY_RUN),
         (vec!["run", "--resume", "1"], "run --resume"),
     ] {
         let out = on_disk(&args);
@@ -437,10 +434,14 @@ fn a_command_that_writes_refuses_a_dsn_and_makes_nothing_on_disk() {
         ));
         assert!(!out.all().contains("hunter2"), "{out}");
     }
-    // `run` writes there: a server that is not there is an error naming it.
+    // `run`, `import` and `delete` write there: a server that is not there is an error naming
+    // it.
     for args in [
         vec!["run", "-r", "1", "true", "--db", dsn],
         vec!["run", "-r", "1", "true"],
+        vec!["import", "--format", "time", &time, "--db", dsn],
+        vec!["import", "--experiment", "1", "--format", "time", &time],
+        vec!["delete", "1"],
     ] {
         let out = on_disk(&args);
         assert_eq!(out.code, Some(1), "{out}");
@@ -468,3 +469,6 @@ mod owner;
 
 #[path = "store_postgres/lazy.rs"]
 mod lazy;
+
+#[path = "store_postgres/import_delete.rs"]
+mod import_delete;

@@ -7,7 +7,7 @@
 use crate::error::usage;
 use crate::import::{self, Format, Imported};
 use crate::model::{Kind, NewExperiment};
-use crate::store::{ImportTarget, Store};
+use crate::store::{ImportOutcome, ImportTarget, Store};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 
@@ -158,6 +158,41 @@ pub fn parse_files(args: &ImportArgs) -> anyhow::Result<Vec<Imported>> {
     Ok(all)
 }
 
+/// Store the import: into an SQLite store in one transaction; on a PostgreSQL store, a new
+/// experiment built in memory and written there whole in one transaction
+/// (`store::import_to_server`), runs added to an experiment there through a working copy of it,
+/// in one transaction on the server. Returns the target (an existing experiment resolved) and
+/// what was stored, under the store's ids.
+fn store_import(
+    args: &ImportArgs,
+    target: Option<ImportTarget>,
+    variants: &[crate::model::Variant],
+    runs: &[crate::model::Run],
+) -> anyhow::Result<(ImportTarget, ImportOutcome)> {
+    let path = crate::store::resolve_path(args.db.db.as_deref())?;
+    let on_server = crate::store::names_a_server(&path);
+    if on_server && let Some(ImportTarget::New(exp)) = &target {
+        let out = crate::store::import_to_server(&path, exp, variants, runs)
+            .context("import not stored")?;
+        return Ok((ImportTarget::New(exp.clone()), out));
+    }
+    let mut store = match on_server {
+        true => Store::open_resolved_for_taking_over(Some(&path))?,
+        false => Store::open(&path)?,
+    };
+    let target = match target {
+        Some(t) => t,
+        None => ImportTarget::Existing(super::lookup::experiment_id(
+            &store,
+            args.experiment.as_deref().unwrap_or("latest"),
+        )?),
+    };
+    let out = store
+        .import_runs(&target, variants, runs)
+        .context("import not stored")?;
+    Ok((target, out))
+}
+
 pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
     let imports = parse_files(&args)?;
     let (variants, runs) = import::merge(&imports);
@@ -190,17 +225,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
             }))
         }
     };
-    let mut store = Store::open_resolved(args.db.db.as_deref())?;
-    let target = match target {
-        Some(t) => t,
-        None => ImportTarget::Existing(super::lookup::experiment_id(
-            &store,
-            args.experiment.as_deref().unwrap_or("latest"),
-        )?),
-    };
-    let out = store
-        .import_runs(&target, &variants, &runs)
-        .context("import not stored")?;
+    let (target, out) = store_import(&args, target, &variants, &runs)?;
     for imp in &imports {
         for note in &imp.notes {
             crate::error::stderr_line(&format!("abperf: note: {note}"));

@@ -1,7 +1,9 @@
 //! The SQLite store: experiment -> variants -> runs -> metrics. The only module that speaks SQL.
-//! A PostgreSQL database can hold copies of experiments and be read (`postgres`), and `abperf run`
+//! A PostgreSQL database can hold copies of experiments and be read (`postgres`), `abperf run`
 //! and `abperf fleet run` (its coordinator and its hosts) commit into one (`on_server`,
-//! `server_experiment`: an in-memory working copy beside the server); every other command that
+//! `server_experiment`: an in-memory working copy beside the server), `abperf import` writes a
+//! new experiment there whole (`import`) or adds runs to one through a working copy
+//! (`import_on_server`), and `abperf delete` deletes there (`owner`); every other command that
 //! writes refuses one.
 //!
 //! Every run is committed in its own transaction the moment it ends (`Store::commit_run`), in WAL
@@ -18,6 +20,7 @@ mod experiment_ids;
 mod experiments;
 mod fleet;
 mod import;
+mod import_on_server;
 mod insert;
 mod micro;
 mod on_server;
@@ -109,12 +112,13 @@ pub(crate) fn not_built_on_server(path: &Path, what: &str) -> anyhow::Error {
 
 impl Store {
     /// Open (creating it and its directory if needed) and migrate the store at `path`. A
-    /// PostgreSQL DSN is refused (reading, `store copy` and `run` open one their own way).
+    /// PostgreSQL DSN is refused (reading, `store copy`, `run`, `import` and `delete` open one
+    /// their own way).
     pub fn open(path: &Path) -> anyhow::Result<Store> {
         if names_a_server(path) {
             return Err(not_built_on_server(
                 path,
-                "writing with this command (only `abperf run` of commands, without kernels, and `abperf fleet run` write to a PostgreSQL store)",
+                "writing with this command (only `abperf run` of commands, without kernels, `abperf fleet run`, `abperf import` and `abperf delete` write to a PostgreSQL store)",
             ));
         }
         let shown = path.display();

@@ -5,7 +5,8 @@
 //! back (its summary and verdicts see exactly what the server holds). The commands call the
 //! same `Store` methods as on an SQLite store; `fleet run`'s writes (its hosts, their hellos, a
 //! new experiment deleted) work the same way (`server_experiment` takes an experiment there up
-//! again); the other writes are refused ([`Store::refuse_on_server`]).
+//! again); `delete` checks and deletes on the server (`Store::delete_unless_running`); the other
+//! writes are refused ([`Store::refuse_on_server`]).
 //!
 //! A run is stored when the server's COMMIT returns (its own write-ahead log and fsync).
 
@@ -200,7 +201,7 @@ pub(crate) fn new_id(ids: &Ids, key: Key, old: i64) -> anyhow::Result<i64> {
 }
 
 /// `tables` with every id (own and referred to) replaced by the one `ids` maps it to.
-fn renumber(tables: &[Rows], ids: &Ids) -> anyhow::Result<Vec<Rows>> {
+pub(crate) fn renumber(tables: &[Rows], ids: &Ids) -> anyhow::Result<Vec<Rows>> {
     let mut out = Vec::with_capacity(tables.len());
     for rows in tables {
         let spec = super::copy_tables::spec(&rows.table).context("a table without a spec")?;

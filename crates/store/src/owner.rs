@@ -192,13 +192,24 @@ impl Store {
 
     /// Delete experiment `id` (`abperf delete`) unless it is `running` and its recorded owner is
     /// alive (`alive` decides), checked and deleted under one write lock. Returns the live owner
-    /// on refusal.
+    /// on refusal. On a PostgreSQL store the server decides and deletes, in one transaction
+    /// holding the experiment's row (`postgres::owner`); the working copy follows.
     pub fn delete_unless_running(
         &mut self,
         id: i64,
         alive: &dyn Fn(&Owner) -> bool,
     ) -> anyhow::Result<Result<(), Owner>> {
-        self.refuse_on_server("delete")?;
+        if let Some(remote) = self.remote.as_mut() {
+            let server = format!("the PostgreSQL store {}", self.path.display());
+            let deleted = remote
+                .delete_unless_running(id, alive)
+                .with_context(|| format!("deleting experiment {id} of {server}"))?;
+            if deleted.is_ok() {
+                self.conn()
+                    .execute("DELETE FROM experiment WHERE id = ?1", [id])?;
+            }
+            return Ok(deleted);
+        }
         let tx = self.write_tx()?;
         if let Some(o) = live_owner(&tx, id, alive)? {
             return Ok(Err(o));

@@ -22,7 +22,8 @@ const RUN_ROWS: &[(&str, &str)] = &[
 
 impl Store {
     /// Open the store named by `--db` to take one of its experiments over and add runs to it
-    /// (`fleet run --resume`): an SQLite store as [`Store::open`]; a PostgreSQL DSN read into an
+    /// (`fleet run --resume`), or to delete one (`delete`, [`Store::delete_unless_running`]):
+    /// an SQLite store as [`Store::open`]; a PostgreSQL DSN read into an
     /// in-memory working copy under its ids as the reading commands read it (every experiment's
     /// row, an experiment's content when first read or claimed), every write then going to the
     /// server first.

@@ -78,23 +78,7 @@ impl Pg {
         alive: &dyn Fn(&Owner) -> bool,
     ) -> anyhow::Result<Result<(), Owner>> {
         let mut tx = self.client.transaction()?;
-        let status: String = tx
-            .query_opt(
-                "SELECT status FROM experiment WHERE id = $1 FOR UPDATE",
-                &[&id],
-            )?
-            .with_context(|| format!("no experiment {id} in the store {}", self.shown))?
-            .try_get(0)?;
-        let sql = format!("SELECT {COLUMNS} FROM experiment_owner WHERE experiment_id = $1");
-        let current = match tx.query_opt(&sql, &[&id])? {
-            Some(r) => Some(owner_of(&r)?),
-            None => None,
-        };
-        if let Some(o) = current
-            && Status::parse(&status) == Status::Running
-            && o != *me
-            && alive(&o)
-        {
+        if let Some(o) = live_owner(&mut tx, id, &self.shown, &|o| o != me && alive(o))? {
             return Ok(Err(o)); // the transaction rolls back when dropped
         }
         put_owner(&mut tx, id, me)?;
@@ -106,4 +90,48 @@ impl Pg {
             .with_context(|| format!("taking experiment {id} of {} over", self.shown))?;
         Ok(Ok(()))
     }
+
+    /// Delete experiment `id` and everything under it (its tables cascade, its owner row too)
+    /// unless it is `running` and its recorded owner is alive (`alive` decides): checked and
+    /// deleted in one transaction holding the experiment's row, as SQLite's
+    /// `Store::delete_unless_running` does under its write lock. Returns the live owner on
+    /// refusal.
+    pub(crate) fn delete_unless_running(
+        &mut self,
+        id: i64,
+        alive: &dyn Fn(&Owner) -> bool,
+    ) -> anyhow::Result<Result<(), Owner>> {
+        let mut tx = self.client.transaction()?;
+        if let Some(o) = live_owner(&mut tx, id, &self.shown, alive)? {
+            return Ok(Err(o)); // the transaction rolls back when dropped
+        }
+        tx.execute("DELETE FROM experiment WHERE id = $1", &[&id])?;
+        tx.commit()
+            .with_context(|| format!("deleting experiment {id} of {}", self.shown))?;
+        Ok(Ok(()))
+    }
+}
+
+/// In the caller's transaction, holding experiment `id`'s row (`SELECT ... FOR UPDATE`, so a
+/// take-over or delete from another machine waits): its recorded owner when it is `running` and
+/// `alive` says that owner is alive; an error naming `shown` when there is no such experiment.
+fn live_owner(
+    tx: &mut impl GenericClient,
+    id: i64,
+    shown: &str,
+    alive: &dyn Fn(&Owner) -> bool,
+) -> anyhow::Result<Option<Owner>> {
+    let status: String = tx
+        .query_opt(
+            "SELECT status FROM experiment WHERE id = $1 FOR UPDATE",
+            &[&id],
+        )?
+        .with_context(|| format!("no experiment {id} in the store {shown}"))?
+        .try_get(0)?;
+    let sql = format!("SELECT {COLUMNS} FROM experiment_owner WHERE experiment_id = $1");
+    let current = match tx.query_opt(&sql, &[&id])? {
+        Some(r) => Some(owner_of(&r)?),
+        None => None,
+    };
+    Ok(current.filter(|o| Status::parse(&status) == Status::Running && alive(o)))
 }

@@ -62,6 +62,15 @@ impl Remote {
         Ok(())
     }
 
+    /// Delete experiment `id` unless its owner is alive (`Pg::delete_unless_running`).
+    pub(crate) fn delete_unless_running(
+        &mut self,
+        id: i64,
+        alive: &dyn Fn(&Owner) -> bool,
+    ) -> anyhow::Result<Result<(), Owner>> {
+        self.pg.delete_unless_running(id, alive)
+    }
+
     /// Store a new experiment (its status kept: `running`) with its `owner` in one
     /// transaction; returns the ids it was given (None: `stop` said yes, nothing is stored).
     pub(crate) fn create(

@@ -218,6 +218,12 @@ fn prepare<'a>(
             sql.push_str(" ON CONFLICT (name, unit, direction) DO NOTHING RETURNING id")
         }
         Some((own, _)) => sql.push_str(&format!(" RETURNING \"{own}\"")),
+        // An import into an experiment stored here may replace a variant's summary (SQLite's
+        // INSERT OR REPLACE); a new experiment's never meets one.
+        None if rows.table == "import_variant_summary" => sql.push_str(
+            " ON CONFLICT (variant_id, name) DO UPDATE SET value = EXCLUDED.value, \
+             unit = EXCLUDED.unit",
+        ),
         None => {}
     }
     Ok(Insert {
