@@ -1,6 +1,6 @@
 //! `abperf run --resume ID --db postgres://...`: an experiment whose abperf was killed with
 //! SIGKILL is taken over on the server and completed there (only its missing slots run, the runs
-//! stored before unchanged), one whose abperf lives is refused naming its pid, a complete one
+//! stored before unchanged, its knob put back), one whose abperf lives is refused naming its pid, a complete one
 //! says so and exits 0, as on SQLite; what the server cannot keep (`--tune`) is refused before
 //! anything is taken over.
 
@@ -35,20 +35,25 @@ fn status_and_slots(pg: &Server) -> (String, i64) {
 #[test]
 fn a_run_killed_with_sigkill_is_resumed_on_the_server_and_completed_there() {
     let Some(pg) = Server::start() else { return };
-    let lab = Lab::new();
+    let lab = Lab::with_own_locks();
     let dsn = pg.create_db("abperf");
+    // Two variants by a knob (its journal is the claim beside its lock, its original in the
+    // variants on the server): the killed run leaves it changed, the resume puts it back.
+    let k = lab.write("knob", "2000\n");
+    let spec = format!("{k}=111,222");
     let args = [
         "run",
         "--db",
         &dsn,
         "-r",
         "8",
+        "-k",
+        &spec,
         "-n",
         "short",
         "-n",
         "long",
         "sleep 0.1",
-        "sleep 0.12",
     ];
     let mut child = start(&lab, &args);
     wait_for_runs(&pg, &mut child, 2);
@@ -62,7 +67,9 @@ fn a_run_killed_with_sigkill_is_resumed_on_the_server_and_completed_there() {
         "{} of {planned} runs stored",
         before.len()
     );
+    assert_ne!(std::fs::read_to_string(&k).unwrap().trim(), "2000");
     let out = lab.ok(&["run", "--resume", "latest", "--db", &dsn]);
+    assert_eq!(std::fs::read_to_string(&k).unwrap().trim(), "2000");
     out.err_has(&format!(
         "abperf: resuming experiment 1 at run {}",
         before.len()
