@@ -1,8 +1,8 @@
 //! `abperf run --resume ID --db postgres://...`: an experiment whose abperf was killed with
 //! SIGKILL is taken over on the server and completed there (only its missing slots run, the runs
-//! stored before unchanged, its knob put back), one whose abperf lives is refused naming its pid, a complete one
-//! says so and exits 0, as on SQLite; what the server cannot keep (`--tune`) is refused before
-//! anything is taken over.
+//! stored before unchanged, its knob put back), one whose abperf lives is refused naming its pid,
+//! a complete one says so and exits 0, as on SQLite; what the server cannot keep (`--tune`,
+//! kernels) is refused before anything is taken over.
 
 use super::common::postgres::Server;
 use super::common::{Lab, Out};
@@ -142,11 +142,11 @@ fn a_complete_experiment_on_the_server_is_left_as_it_is_with_the_note_sqlite_pri
     assert_eq!(status_and_slots(&pg).0, "complete");
 }
 
-/// A run's experiment whose stored design says `--tune` was given (as one copied from an SQLite
-/// store holds it): its journal cannot be kept on the server, so the resume is refused before
-/// the experiment is taken over.
+/// A run's experiment whose stored design says `--tune` was given, or kernels (as one copied
+/// from an SQLite store holds it): its tune journal or boots cannot be kept on the server, so
+/// the resume is refused before the experiment is taken over.
 #[test]
-fn a_resume_of_a_tune_experiment_on_the_server_is_refused_naming_tune() {
+fn a_resume_of_a_tune_or_kernel_experiment_on_the_server_is_refused_naming_it() {
     let Some(pg) = Server::start() else { return };
     let lab = Lab::new();
     let dsn = pg.create_db("abperf");
@@ -154,20 +154,32 @@ fn a_resume_of_a_tune_experiment_on_the_server_is_refused_naming_tune() {
     wait_for_runs(&pg, &mut child, 1);
     child.kill().unwrap();
     child.wait().unwrap();
-    let design = pg.psql("abperf", "SELECT design FROM experiment WHERE id = 1");
-    let mut design: serde_json::Value = serde_json::from_str(&design).unwrap();
-    design["noise"]["tune"] = serde_json::json!([]);
-    let text = design.to_string().replace('\'', "''");
-    pg.psql(
-        "abperf",
-        &format!("UPDATE experiment SET design = '{text}' WHERE id = 1"),
-    );
+    let original = pg.psql("abperf", "SELECT design FROM experiment WHERE id = 1");
     let stored = runs_stored(&pg, "true");
-    let out: Out = lab.fails(&["run", "--resume", "1", "--db", &dsn], 2);
-    out.err_has("experiment 1 was made with --tune (its journal")
-        .err_has("resuming it is not built yet on PostgreSQL");
-    // Not taken over: the killed abperf is still its owner, and nothing ran.
-    let owner = pg.psql("abperf", "SELECT pid FROM experiment_owner");
-    assert_eq!(owner, child.id().to_string());
-    assert_eq!(runs_stored(&pg, "true"), stored);
+    for (key, value, what) in [
+        (
+            "noise",
+            serde_json::json!({"tune": []}),
+            "--tune (its journal",
+        ),
+        ("vm", serde_json::json!({}), "kernels (--kernel, --append"),
+    ] {
+        let mut design: serde_json::Value = serde_json::from_str(&original).unwrap();
+        match key {
+            "noise" => design["noise"]["tune"] = value["tune"].clone(),
+            _ => design[key] = value,
+        }
+        let text = design.to_string().replace('\'', "''");
+        pg.psql(
+            "abperf",
+            &format!("UPDATE experiment SET design = '{text}' WHERE id = 1"),
+        );
+        let out: Out = lab.fails(&["run", "--resume", "1", "--db", &dsn], 2);
+        out.err_has(&format!("experiment 1 was made with {what}"))
+            .err_has("resuming it is not built yet on PostgreSQL");
+        // Not taken over: the killed abperf is still its owner, and nothing ran.
+        let owner = pg.psql("abperf", "SELECT pid FROM experiment_owner");
+        assert_eq!(owner, child.id().to_string());
+        assert_eq!(runs_stored(&pg, "true"), stored);
+    }
 }
