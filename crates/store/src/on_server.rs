@@ -5,8 +5,9 @@
 //! back (its summary and verdicts see exactly what the server holds). The commands call the
 //! same `Store` methods as on an SQLite store; `fleet run`'s writes (its hosts, their hellos, a
 //! new experiment deleted) work the same way (`server_experiment` takes an experiment there up
-//! again, for `run --resume` and `fleet run --resume`); `delete` checks and deletes on the server (`Store::delete_unless_running`); the other
-//! writes are refused ([`Store::refuse_on_server`]).
+//! again, for `run --resume` and `fleet run --resume`); `delete` checks and deletes on the
+//! server (`Store::delete_unless_running`); the other writes are refused
+//! ([`Store::refuse_on_server`]).
 //!
 //! A run is stored when the server's COMMIT returns (its own write-ahead log and fsync).
 
