@@ -422,26 +422,22 @@ fn a_command_that_writes_refuses_a_dsn_and_makes_nothing_on_disk() {
             .unwrap();
         Out::from(o, args)
     };
-    for (args, what) in [
-        (vec!["doctor", "--restore"], ONLY_RUN),
-        (vec!["run", "--resume", "1"], "run --resume"),
-    ] {
-        let out = on_disk(&args);
-        assert_eq!(out.code, Some(2), "{out}");
-        out.err_has(&format!(
-            "{what}: not built yet on PostgreSQL: run into a local store and `abperf store \
-             copy` it to {shown}"
-        ));
-        assert!(!out.all().contains("hunter2"), "{out}");
-    }
-    // `run`, `import` and `delete` write there: a server that is not there is an error naming
-    // it.
+    let out = on_disk(&["doctor", "--restore"]);
+    assert_eq!(out.code, Some(2), "{out}");
+    out.err_has(&format!(
+        "{ONLY_RUN}: not built yet on PostgreSQL: run into a local store and `abperf store \
+         copy` it to {shown}"
+    ));
+    assert!(!out.all().contains("hunter2"), "{out}");
+    // `run` (and `run --resume`), `import` and `delete` write there: a server that is not
+    // there is an error naming it.
     for args in [
         vec!["run", "-r", "1", "true", "--db", dsn],
         vec!["run", "-r", "1", "true"],
         vec!["import", "--format", "time", &time, "--db", dsn],
         vec!["import", "--experiment", "1", "--format", "time", &time],
         vec!["delete", "1"],
+        vec!["run", "--resume", "1"],
     ] {
         let out = on_disk(&args);
         assert_eq!(out.code, Some(1), "{out}");
@@ -472,3 +468,6 @@ mod lazy;
 
 #[path = "store_postgres/import_delete.rs"]
 mod import_delete;
+
+#[path = "store_postgres/resume.rs"]
+mod resume;

@@ -349,7 +349,9 @@ fn lock_options(wait: bool) -> LockOptions {
 }
 
 fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
-    let mut store = Store::open_resolved_for_resume(db.db.as_deref())?;
+    // On a PostgreSQL store: every experiment's row read into a working copy (for `latest`),
+    // the experiment's content when it is claimed, each run then committed there first.
+    let mut store = Store::open_resolved_for_taking_over(db.db.as_deref())?;
     let id = super::lookup::experiment_id(&store, reference)?;
     let exp = store.experiment(id)?;
     if exp.kind != Kind::Run {
@@ -368,18 +370,7 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
     let cfg: RunConfig = serde_json::from_value(exp.design.clone()).with_context(|| {
         format!("experiment {id}: its stored design cannot be read by this abperf")
     })?;
-    if exp.design.get("fleet").is_some() {
-        return Err(usage(format!(
-            "experiment {id} is a fleet experiment: resume it with abperf fleet run -i INVENTORY \
-             --resume {id}"
-        )));
-    }
-    if exp.design.get("boot_loop").is_some() {
-        return Err(usage(format!(
-            "experiment {id} is a boot loop on this machine: it goes on at boot through its \
-             systemd unit, or with `abperf boot-loop resume`"
-        )));
-    }
+    check_resumable(&store, id, &cfg, &exp.design)?;
     // Take the experiment over before anything is touched; refused while its owner lives.
     claim(&mut store, id)?;
     if exp.design.get("vm").is_some() {
@@ -463,6 +454,45 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
     );
     drop(guard);
     settle_tune(&mut store, id, &cfg, result)
+}
+
+/// What `run --resume` does not take up here: a fleet experiment, a boot loop on this machine,
+/// and on a PostgreSQL store what the store cannot keep there (docs/store.md): the journal of
+/// `--tune`, the boots of a kernel experiment. Refused before the experiment is claimed.
+fn check_resumable(
+    store: &Store,
+    id: i64,
+    cfg: &RunConfig,
+    design: &serde_json::Value,
+) -> anyhow::Result<()> {
+    if design.get("fleet").is_some() {
+        return Err(usage(format!(
+            "experiment {id} is a fleet experiment: resume it with abperf fleet run -i INVENTORY \
+             --resume {id}"
+        )));
+    }
+    if design.get("boot_loop").is_some() {
+        return Err(usage(format!(
+            "experiment {id} is a boot loop on this machine: it goes on at boot through its \
+             systemd unit, or with `abperf boot-loop resume`"
+        )));
+    }
+    if store.shared_location().is_none() {
+        return Ok(()); // an SQLite store keeps everything a resume writes
+    }
+    let what = if cfg.noise.tune.is_some() {
+        "--tune (its journal, which puts the settings back after a crash, is kept in the store)"
+    } else if design.get("vm").is_some() {
+        "kernels (--kernel, --append: their boots are kept in the store)"
+    } else {
+        return Ok(());
+    };
+    let shown = store.path().display();
+    Err(usage(format!(
+        "experiment {id} was made with {what}: resuming it is not built yet on PostgreSQL; \
+         copy it into an SQLite store (abperf store copy {shown} FILE) and resume it there \
+         with --db FILE"
+    )))
 }
 
 fn finish(

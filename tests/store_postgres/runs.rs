@@ -20,7 +20,7 @@ fn completed_id(out: &Out) -> i64 {
 }
 
 /// How many runs PostgreSQL holds (0 before the first run made the schema).
-fn runs_stored(pg: &Server, where_: &str) -> i64 {
+pub(super) fn runs_stored(pg: &Server, where_: &str) -> i64 {
     let made = pg.psql(
         "abperf",
         "SELECT count(*) FROM information_schema.tables WHERE table_name = 'run'",
@@ -48,7 +48,7 @@ fn counters_count(lab: &Lab) -> bool {
 }
 
 /// `abperf run ARGS` started, its output into files of the lab.
-fn start(lab: &Lab, args: &[&str]) -> Child {
+pub(super) fn start(lab: &Lab, args: &[&str]) -> Child {
     let file = |name: &str| std::fs::File::create(lab.path(name)).unwrap();
     lab.cmd(args)
         .stdout(Stdio::from(file("run.out")))
@@ -58,7 +58,7 @@ fn start(lab: &Lab, args: &[&str]) -> Child {
 }
 
 /// Wait until PostgreSQL holds `n` runs (or the child exits, or a minute passes: a failure).
-fn wait_for_runs(pg: &Server, child: &mut Child, n: i64) {
+pub(super) fn wait_for_runs(pg: &Server, child: &mut Child, n: i64) {
     let t = Instant::now();
     while runs_stored(pg, "true") < n {
         if let Some(status) = child.try_wait().unwrap() {

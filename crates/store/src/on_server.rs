@@ -5,8 +5,9 @@
 //! back (its summary and verdicts see exactly what the server holds). The commands call the
 //! same `Store` methods as on an SQLite store; `fleet run`'s writes (its hosts, their hellos, a
 //! new experiment deleted) work the same way (`server_experiment` takes an experiment there up
-//! again); `delete` checks and deletes on the server (`Store::delete_unless_running`); the other
-//! writes are refused ([`Store::refuse_on_server`]).
+//! again, for `run --resume` and `fleet run --resume`); `delete` checks and deletes on the
+//! server (`Store::delete_unless_running`); the other writes are refused
+//! ([`Store::refuse_on_server`]).
 //!
 //! A run is stored when the server's COMMIT returns (its own write-ahead log and fsync).
 
@@ -47,16 +48,6 @@ impl Store {
             }
             None => Store::open(&path),
         }
-    }
-
-    /// Open the store named by `--db` for `run --resume`: as [`Store::open_resolved`], with
-    /// its own refusal of a PostgreSQL DSN.
-    pub fn open_resolved_for_resume(flag: Option<&Path>) -> anyhow::Result<Store> {
-        let path = resolve_path(flag)?;
-        if names_a_server(&path) {
-            return Err(not_built_on_server(&path, "run --resume"));
-        }
-        Store::open(&path)
     }
 
     /// Refuse `what` (a write no `abperf run` makes) on a store on a server.

@@ -1,8 +1,9 @@
 //! An experiment already stored on a PostgreSQL server, written to again: taken over by
-//! `fleet run --resume` (the server read into the working copy under its ids), added to by a
-//! fleet host that commits its own runs there (only that experiment read), and brought up to
-//! date with the runs other processes committed there meanwhile ([`Store::catch_up`]). Every
-//! write then goes to the server first, as `abperf run`'s do (`on_server`).
+//! `run --resume` or `fleet run --resume` (the server read into the working copy under its ids),
+//! added to by a fleet host that commits its own runs there (only that experiment read), and
+//! brought up to date with the runs other processes committed there meanwhile
+//! ([`Store::catch_up`]). Every write then goes to the server first, as `abperf run`'s do
+//! (`on_server`).
 
 use super::copy::{Content, Rows};
 use super::copy_tables::Key;
@@ -22,7 +23,7 @@ const RUN_ROWS: &[(&str, &str)] = &[
 
 impl Store {
     /// Open the store named by `--db` to take one of its experiments over and add runs to it
-    /// (`fleet run --resume`), or to delete one (`delete`, [`Store::delete_unless_running`]):
+    /// (`run --resume`, `fleet run --resume`), or to delete one (`delete`, [`Store::delete_unless_running`]):
     /// an SQLite store as [`Store::open`]; a PostgreSQL DSN read into an
     /// in-memory working copy under its ids as the reading commands read it (every experiment's
     /// row, an experiment's content when first read or claimed), every write then going to the

@@ -2,7 +2,8 @@
 //! [`Content`](crate::copy::Content) (`abperf store copy`), and the reading commands work on an
 //! in-memory SQLite store that holds every experiment's row and reads an experiment's content
 //! from the server when the command first reads it (`load`, `lazy`); `abperf run` and `abperf fleet run`
-//! commit their experiment and each run straight into PostgreSQL (`runs`), with the owner of the experiment (`owner`); `import` writes
+//! commit their experiment and each run straight into PostgreSQL (`runs`), with the owner of the experiment (`owner`),
+//! which their `--resume` takes over; `import` writes
 //! a new experiment as a copy does (`write`), `delete` deletes one unless its owner is alive
 //! (`owner`). Every other command that writes refuses a PostgreSQL DSN (docs/store.md).
 //!
