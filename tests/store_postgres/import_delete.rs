@@ -76,9 +76,10 @@ fn an_import_into_postgres_reads_as_the_same_import_into_sqlite() {
             vec!["export", id, "--format", "csv"],
             vec!["export", id, "--format", "json"],
         ] {
-            // The same but for where the data is (the store named in `compare`'s footer).
-            let local = ok(&lab, &sqlite, &args).stdout.replace(&sqlite, "STORE");
-            let there = ok(&lab, &dsn, &args).stdout.replace(&dsn, "STORE");
+            // The same but for where the data is (the store named in `compare`'s footer) and
+            // when it was imported (the two imports may fall either side of a second).
+            let local = untimed(&ok(&lab, &sqlite, &args).stdout.replace(&sqlite, "STORE"));
+            let there = untimed(&ok(&lab, &dsn, &args).stdout.replace(&dsn, "STORE"));
             assert_eq!(there, local, "{args:?}");
         }
     }
@@ -136,8 +137,8 @@ fn an_import_into_postgres_reads_as_the_same_import_into_sqlite() {
     }
     for id in ["1", "2", "3"] {
         for args in [vec!["show", id], vec!["export", id, "--format", "json"]] {
-            let local = ok(&lab, &sqlite, &args).stdout.replace(&sqlite, "STORE");
-            let there = ok(&lab, &dsn, &args).stdout.replace(&dsn, "STORE");
+            let local = untimed(&ok(&lab, &sqlite, &args).stdout.replace(&sqlite, "STORE"));
+            let there = untimed(&ok(&lab, &dsn, &args).stdout.replace(&dsn, "STORE"));
             assert_eq!(there, local, "{args:?}");
         }
     }
@@ -329,4 +330,37 @@ fn of_two_imports_into_one_experiment_on_postgres_at_once_the_second_is_refused_
         .map(|r| r.seq)
         .collect();
     assert_eq!(seqs, (0..seqs.len() as u32).collect::<Vec<_>>());
+}
+
+/// `text` with every UTC time stamp (`2026-11-27T01:52:05Z`) written `[created]`.
+fn untimed(text: &str) -> String {
+    const SHAPE: &[u8; 20] = b"dddd-dd-ddTdd:dd:ddZ";
+    let fits = |w: &[u8]| {
+        w.iter().zip(SHAPE).all(|(c, s)| {
+            if *s == b'd' {
+                c.is_ascii_digit()
+            } else {
+                c == s
+            }
+        })
+    };
+    let (b, mut out, mut i) = (text.as_bytes(), Vec::new(), 0);
+    while i < b.len() {
+        if b.len() - i >= SHAPE.len() && fits(&b[i..i + SHAPE.len()]) {
+            out.extend_from_slice(b"[created]");
+            i += SHAPE.len();
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).expect("only ASCII was replaced")
+}
+
+#[test]
+fn a_time_stamp_is_written_created() {
+    assert_eq!(
+        untimed("made 2026-11-27T01:52:05Z, ok 2026-11-27"),
+        "made [created], ok 2026-11-27"
+    );
 }
