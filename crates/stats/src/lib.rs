@@ -6,6 +6,7 @@
 //! `tests/data/stats_reference.json`); the product itself never calls Python.
 
 pub mod analysis;
+pub mod bisect;
 pub mod bootstrap;
 pub mod compare;
 pub mod counts;

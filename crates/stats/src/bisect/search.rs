@@ -1,0 +1,333 @@
+//! The bisection as a state machine: the caller asks [`Bisection::next`] what to measure,
+//! measures it (in the order given: every round interleaves the probe with both ends), feeds each
+//! run back with [`Bisection::record`] (or [`Bisection::unbuildable`]), and asks again, until it
+//! gets an [`Outcome`]. The same machine drives `abperf bisect` and the seeded simulation
+//! ([`super::simulate`]) whose figures docs/bisect.md quotes.
+//!
+//! Phases: (1) an A/B of the two ends, `ends_runs` rounds; no difference at alpha (Welch) ends
+//! the search with no culprit. (2) Probabilistic bisection: each round measures the revision at
+//! the posterior median of the change's location ([`super::posterior`]) once or more, with both
+//! ends in the same round (ABC then CBA), so drift and a changing machine enter every estimate;
+//! the median stays on a probe until its side is settled, so runs are added to a probe
+//! sequentially. It stops when one commit holds 1 - delta of the posterior, or the round budget
+//! is spent, or the interval holding 1 - delta cannot be split (unbuildable revisions). (3) A
+//! confirmation: a fresh A/B of the candidate against its parent, judged by Welch at alpha in
+//! the ends' direction; only a confirmed candidate is a culprit.
+
+use super::posterior::{Runs, cumulative, shortest_interval};
+use crate::welch::welch;
+use std::collections::BTreeSet;
+
+/// How a bisection is run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// The posterior mass one commit must hold to be a candidate (1 - delta).
+    pub delta: f64,
+    /// The level of the ends' A/B and of the confirmation.
+    pub alpha: f64,
+    /// Rounds (one run of each end per round) of the ends' A/B.
+    pub ends_runs: usize,
+    /// Runs of the probe per round (each end runs as often).
+    pub probe_runs: usize,
+    /// The most search rounds.
+    pub max_rounds: usize,
+    /// Rounds (one run of the candidate and one of its parent) of the confirmation.
+    pub confirm_runs: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            delta: 0.05,
+            alpha: 0.05,
+            ends_runs: 10,
+            probe_runs: 1,
+            max_rounds: 200,
+            confirm_runs: 20,
+        }
+    }
+}
+
+/// What to do next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Measure these revisions, one run each, in this order.
+    Measure(Vec<usize>),
+    /// The bisection is over.
+    Done(Outcome),
+}
+
+/// How a bisection ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The ends' A/B found no difference at alpha: no culprit.
+    NoChange { p: f64 },
+    /// One commit holds at least 1 - delta of the posterior; `confirmed` when its A/B against
+    /// its parent found the ends' difference at alpha (`p`).
+    Candidate {
+        commit: usize,
+        mass: f64,
+        confirmed: bool,
+        p: f64,
+    },
+    /// The change lies in commits `first..=last` with posterior `mass`; no single commit could
+    /// be named (the budget was spent, or revisions in it do not build).
+    Interval { first: usize, last: usize, mass: f64 },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Phase {
+    Ends,
+    Search,
+    Confirm { commit: usize, mass: f64 },
+    Over(Outcome),
+}
+
+/// One bisection of revisions 0 (good) ..= n (bad).
+#[derive(Debug, Clone)]
+pub struct Bisection {
+    settings: Settings,
+    runs: Runs,
+    unbuildable: BTreeSet<usize>,
+    phase: Phase,
+    rounds: usize,
+    confirm: (Vec<f64>, Vec<f64>),
+}
+
+impl Bisection {
+    pub fn new(n: usize, settings: Settings) -> Bisection {
+        Bisection {
+            settings,
+            runs: Runs::new(n),
+            unbuildable: BTreeSet::new(),
+            phase: Phase::Ends,
+            rounds: 0,
+            confirm: (Vec::new(), Vec::new()),
+        }
+    }
+
+    /// Every run of the search so far (the confirmation's are apart).
+    pub fn runs(&self) -> &Runs {
+        &self.runs
+    }
+
+    /// The posterior over the first bad commit (index k - 1), once defined.
+    pub fn posterior(&self) -> Option<Vec<f64>> {
+        self.runs.posterior()
+    }
+
+    /// Search rounds done.
+    pub fn rounds(&self) -> usize {
+        self.rounds
+    }
+
+    /// Record one run of `revision`.
+    pub fn record(&mut self, revision: usize, y: f64) {
+        match self.phase {
+            Phase::Confirm { commit, .. } if revision == commit => self.confirm.1.push(y),
+            Phase::Confirm { commit, .. } if revision + 1 == commit => self.confirm.0.push(y),
+            _ => self.runs.push(revision, y),
+        }
+    }
+
+    /// `revision` cannot be built or run: it is never probed again, and its commit keeps its
+    /// share of the posterior (like `git bisect skip`).
+    pub fn unbuildable(&mut self, revision: usize) {
+        self.unbuildable.insert(revision);
+    }
+
+    /// What to measure next, or how it ended. Call after recording every run of the last step.
+    pub fn next(&mut self) -> Step {
+        loop {
+            let step = match self.phase.clone() {
+                Phase::Over(outcome) => return Step::Done(outcome),
+                Phase::Ends => self.ends(),
+                Phase::Search => self.search(),
+                Phase::Confirm { commit, mass } => self.confirmation(commit, mass),
+            };
+            if let Some(step) = step {
+                return step;
+            }
+        }
+    }
+
+    /// The ends' rounds, then their A/B.
+    fn ends(&mut self) -> Option<Step> {
+        let n = self.runs.commits();
+        let (good, bad) = (self.runs.of(0), self.runs.of(n));
+        if good.len() < self.settings.ends_runs || bad.len() < self.settings.ends_runs {
+            let round = good.len().min(bad.len());
+            return Some(Step::Measure(abba(round, &[0, n])));
+        }
+        let p = welch(&good, &bad).map_or(1.0, |w| w.p);
+        self.phase = if p < self.settings.alpha {
+            Phase::Search
+        } else {
+            Phase::Over(Outcome::NoChange { p })
+        };
+        None
+    }
+
+    fn search(&mut self) -> Option<Step> {
+        let post = self.runs.posterior()?;
+        let (first, last, mass) = shortest_interval(&post, 1.0 - self.settings.delta);
+        if first == last {
+            self.phase = Phase::Confirm {
+                commit: first,
+                mass,
+            };
+            return None;
+        }
+        let probe = self.probe(&post, first, last);
+        match probe {
+            Some(r) if self.rounds < self.settings.max_rounds => {
+                self.rounds += 1;
+                let mut round = Vec::new();
+                for i in 0..self.settings.probe_runs {
+                    round.extend(abba(self.rounds + i, &[0, r, self.runs.commits()]));
+                }
+                Some(Step::Measure(round))
+            }
+            _ => {
+                self.phase = Phase::Over(Outcome::Interval { first, last, mass });
+                None
+            }
+        }
+    }
+
+    /// The buildable revision closest to the posterior median that splits `first..=last` (a
+    /// probe r tells k <= r from k > r, so r must lie in first..last).
+    fn probe(&self, post: &[f64], first: usize, last: usize) -> Option<usize> {
+        let cum = cumulative(post);
+        (first..last)
+            .filter(|r| !self.unbuildable.contains(r))
+            .min_by(|&a, &b| (cum[a] - 0.5).abs().total_cmp(&(cum[b] - 0.5).abs()))
+    }
+
+    fn confirmation(&mut self, commit: usize, mass: f64) -> Option<Step> {
+        let (parent, child) = &self.confirm;
+        let done = parent.len().min(child.len());
+        if done < self.settings.confirm_runs {
+            return Some(Step::Measure(abba(done, &[commit - 1, commit])));
+        }
+        let n = self.runs.commits();
+        let ends = mean(&self.runs.of(n)) - mean(&self.runs.of(0));
+        let (p, same_way) = match welch(parent, child) {
+            Ok(w) => (w.p, (mean(child) - mean(parent)) * ends > 0.0),
+            Err(_) => (1.0, false),
+        };
+        self.phase = Phase::Over(Outcome::Candidate {
+            commit,
+            mass,
+            confirmed: p < self.settings.alpha && same_way,
+            p,
+        });
+        None
+    }
+}
+
+/// Round `i` of an ABBA-style order: `revs` as given in even rounds, reversed in odd ones.
+fn abba(i: usize, revs: &[usize]) -> Vec<usize> {
+    let mut out = revs.to_vec();
+    if i % 2 == 1 {
+        out.reverse();
+    }
+    out
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Drive a bisection with a noise-free-ish measurement function.
+    fn drive(n: usize, f: impl Fn(usize, usize) -> f64) -> (Outcome, usize) {
+        let mut b = Bisection::new(n, Settings::default());
+        let mut count = 0;
+        loop {
+            match b.next() {
+                Step::Measure(revs) => {
+                    for r in revs {
+                        b.record(r, f(r, count));
+                        count += 1;
+                    }
+                }
+                Step::Done(o) => return (o, count),
+            }
+        }
+    }
+
+    /// A small deterministic "noise": a fixed pattern of +-0.5.
+    fn wobble(i: usize) -> f64 {
+        [0.5, -0.3, 0.1, -0.5, 0.3, -0.1][i % 6]
+    }
+
+    #[test]
+    fn a_clear_step_is_found_and_confirmed() {
+        let (o, runs) = drive(100, |r, i| wobble(i) + if r >= 37 { 5.0 } else { 0.0 });
+        match o {
+            Outcome::Candidate {
+                commit, confirmed, ..
+            } => {
+                assert_eq!(commit, 37);
+                assert!(confirmed);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(runs < 150, "{runs} runs");
+    }
+
+    #[test]
+    fn no_step_between_the_ends_names_no_culprit() {
+        let (o, _) = drive(50, |_, i| wobble(i));
+        assert!(matches!(o, Outcome::NoChange { .. }), "{o:?}");
+    }
+
+    #[test]
+    fn an_unbuildable_culprit_leaves_an_interval() {
+        let mut b = Bisection::new(20, Settings::default());
+        let mut i = 0;
+        let o = loop {
+            match b.next() {
+                Step::Measure(revs) => {
+                    for r in revs {
+                        if r == 9 || r == 10 {
+                            b.unbuildable(r);
+                            continue;
+                        }
+                        b.record(r, wobble(i) + if r >= 10 { 5.0 } else { 0.0 });
+                        i += 1;
+                    }
+                }
+                Step::Done(o) => break o,
+            }
+        };
+        match o {
+            Outcome::Interval { first, last, .. } => {
+                assert!(first <= 10 && last >= 10 && last <= 11, "{first}..{last}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn rounds_interleave_the_probe_with_both_ends() {
+        let mut b = Bisection::new(8, Settings::default());
+        let first = b.next();
+        assert_eq!(first, Step::Measure(vec![0, 8]));
+        for i in 0..10 {
+            b.record(0, wobble(i));
+            b.record(8, 3.0 + wobble(i + 1));
+        }
+        match b.next() {
+            Step::Measure(revs) => {
+                assert_eq!(revs.len(), 3);
+                assert!(revs.contains(&0) && revs.contains(&8), "{revs:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
