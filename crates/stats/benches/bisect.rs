@@ -9,9 +9,10 @@ use abperf_stats::bisect::simulate::{Tally, bisection, plain, ranges};
 
 fn row(name: &str, changed: &Tally, flat: &Tally) {
     println!(
-        "{name:<28} {:>7.1}% {:>8.2}% {:>9.2}% {:>10.1} {:>8.1}",
+        "{name:<28} {:>7.1}% {:>8.2}% {:>9.2}% {:>9.2}% {:>10.1} {:>8.1}",
         100.0 * changed.named_rate(),
         100.0 * changed.wrong_rate(),
+        100.0 * changed.candidate_wrong_rate(),
         100.0 * flat.named_rate(),
         changed.mean_runs(),
         changed.mean_probes(),
@@ -28,8 +29,8 @@ fn main() {
          normal runs of SD 1"
     );
     println!(
-        "{:<28} {:>8} {:>9} {:>10} {:>10} {:>8}",
-        "method", "named", "wrong", "named A/A", "runs", "probes"
+        "{:<28} {:>8} {:>9} {:>10} {:>10} {:>10} {:>8}",
+        "method", "named", "wrong", "unconf.wrong", "named A/A", "runs", "probes"
     );
     let s = Settings::default();
     row(

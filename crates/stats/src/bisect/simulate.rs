@@ -40,6 +40,10 @@ pub struct Tally {
     pub named: usize,
     /// ... and it was the planted one.
     pub right: usize,
+    /// Ranges where the search stopped at one commit, confirmed or not (plain bisection: named).
+    pub candidates: usize,
+    /// ... and it was the planted one.
+    pub candidates_right: usize,
     pub runs: usize,
     /// Distinct revisions measured besides the two ends.
     pub probes: usize,
@@ -49,6 +53,11 @@ impl Tally {
     /// Share of named culprits that were wrong.
     pub fn wrong_rate(&self) -> f64 {
         (self.named - self.right) as f64 / self.named.max(1) as f64
+    }
+
+    /// Share of candidates (before the confirmation) that were wrong: the posterior's own error.
+    pub fn candidate_wrong_rate(&self) -> f64 {
+        (self.candidates - self.candidates_right) as f64 / self.candidates.max(1) as f64
     }
 
     pub fn named_rate(&self) -> f64 {
@@ -97,13 +106,16 @@ pub fn bisection(settings: Settings, ranges: &[Range], seed: u64) -> Tally {
         t.ranges += 1;
         t.probes += probed.len();
         if let Outcome::Candidate {
-            commit,
-            confirmed: true,
-            ..
+            commit, confirmed, ..
         } = outcome
         {
-            t.named += 1;
-            t.right += range.change.is_some_and(|(k, _)| k == commit) as usize;
+            let right = range.change.is_some_and(|(k, _)| k == commit) as usize;
+            t.candidates += 1;
+            t.candidates_right += right;
+            if confirmed {
+                t.named += 1;
+                t.right += right;
+            }
         }
     }
     t
@@ -138,8 +150,11 @@ pub fn plain(per_step: usize, ends_runs: usize, alpha: f64, ranges: &[Range], se
                 lo = mid;
             }
         }
+        let right = range.change.is_some_and(|(k, _)| k == hi) as usize;
         t.named += 1;
-        t.right += range.change.is_some_and(|(k, _)| k == hi) as usize;
+        t.right += right;
+        t.candidates += 1;
+        t.candidates_right += right;
     }
     t
 }
@@ -159,6 +174,7 @@ mod tests {
         let t = bisection(Settings::default(), &changed, 8);
         assert!(t.named_rate() > 0.8, "{t:?}");
         assert!(t.wrong_rate() <= 0.05, "{t:?}");
+        assert!(t.candidate_wrong_rate() <= 0.1, "{t:?}");
     }
 
     #[test]
