@@ -60,7 +60,11 @@ impl Runs {
 
     /// Record one run of `revision` (0..=n).
     pub fn push(&mut self, revision: usize, y: f64) {
-        assert!(revision <= self.n, "revision {revision} outside 0..={}", self.n);
+        assert!(
+            revision <= self.n,
+            "revision {revision} outside 0..={}",
+            self.n
+        );
         assert!(y.is_finite(), "a run's value must be finite");
         let sums = self.by_revision.entry(revision).or_default();
         sums.n += 1.0;
@@ -264,7 +268,10 @@ mod tests {
             c[4]
         };
         let (few, many) = (mk(2), mk(20));
-        assert!(few < many && many > 0.9, "P(k <= 4): {few} with 2 runs per end, {many} with 20");
+        assert!(
+            few < many && many > 0.9,
+            "P(k <= 4): {few} with 2 runs per end, {many} with 20"
+        );
     }
 
     #[test]

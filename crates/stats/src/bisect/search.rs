@@ -1,4 +1,4 @@
-//! The bisection as a state machine: the caller asks [`Bisection::next`] what to measure,
+//! The bisection as a state machine: the caller asks [`Bisection::step`] what to measure,
 //! measures it (in the order given: every round interleaves the probe with both ends), feeds each
 //! run back with [`Bisection::record`] (or [`Bisection::unbuildable`]), and asks again, until it
 //! gets an [`Outcome`]. The same machine drives `abperf bisect` and the seeded simulation
@@ -72,7 +72,11 @@ pub enum Outcome {
     },
     /// The change lies in commits `first..=last` with posterior `mass`; no single commit could
     /// be named (the budget was spent, or revisions in it do not build).
-    Interval { first: usize, last: usize, mass: f64 },
+    Interval {
+        first: usize,
+        last: usize,
+        mass: f64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -137,7 +141,7 @@ impl Bisection {
     }
 
     /// What to measure next, or how it ended. Call after recording every run of the last step.
-    pub fn next(&mut self) -> Step {
+    pub fn step(&mut self) -> Step {
         loop {
             let step = match self.phase.clone() {
                 Phase::Over(outcome) => return Step::Done(outcome),
@@ -248,7 +252,7 @@ mod tests {
         let mut b = Bisection::new(n, Settings::default());
         let mut count = 0;
         loop {
-            match b.next() {
+            match b.step() {
                 Step::Measure(revs) => {
                     for r in revs {
                         b.record(r, f(r, count));
@@ -291,7 +295,7 @@ mod tests {
         let mut b = Bisection::new(20, Settings::default());
         let mut i = 0;
         let o = loop {
-            match b.next() {
+            match b.step() {
                 Step::Measure(revs) => {
                     for r in revs {
                         if r == 9 || r == 10 {
@@ -307,7 +311,7 @@ mod tests {
         };
         match o {
             Outcome::Interval { first, last, .. } => {
-                assert!(first <= 10 && last >= 10 && last <= 11, "{first}..{last}");
+                assert!(first <= 10 && (10..=11).contains(&last), "{first}..{last}");
             }
             other => panic!("{other:?}"),
         }
@@ -316,13 +320,13 @@ mod tests {
     #[test]
     fn rounds_interleave_the_probe_with_both_ends() {
         let mut b = Bisection::new(8, Settings::default());
-        let first = b.next();
+        let first = b.step();
         assert_eq!(first, Step::Measure(vec![0, 8]));
         for i in 0..10 {
             b.record(0, wobble(i));
             b.record(8, 3.0 + wobble(i + 1));
         }
-        match b.next() {
+        match b.step() {
             Step::Measure(revs) => {
                 assert_eq!(revs.len(), 3);
                 assert!(revs.contains(&0) && revs.contains(&8), "{revs:?}");

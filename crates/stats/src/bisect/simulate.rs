@@ -90,7 +90,7 @@ pub fn bisection(settings: Settings, ranges: &[Range], seed: u64) -> Tally {
         let mut b = Bisection::new(range.n, settings);
         let mut probed = std::collections::BTreeSet::new();
         let outcome = loop {
-            match b.next() {
+            match b.step() {
                 Step::Measure(revs) => {
                     for r in revs {
                         if r != 0 && r != range.n {
