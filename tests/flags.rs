@@ -169,7 +169,7 @@ fn every_flag_fleet_run_lists_is_taken() {
             inventory.clone(),
         ];
         argv.push(format!("--{flag}"));
-        argv.extend(sample_value(&flag, &kind, &lab, &knob));
+        argv.extend(sample_value(&flag, kind, &lab, &knob));
         // --resume takes the experiment's own commands; the others need one.
         if flag != "resume" {
             argv.push("true".into());

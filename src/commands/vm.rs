@@ -68,6 +68,7 @@ impl VmSettings {
 }
 
 #[derive(Debug, clap::Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 pub enum VmCommand {
     /// Download Debian kernel packages (apt-get download, no install), unpack them into the
     /// cache ($ABPERF_KERNEL_CACHE, else $XDG_CACHE_HOME/abperf/kernels, else
