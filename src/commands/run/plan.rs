@@ -525,3 +525,142 @@ pub(crate) fn check_schedule_size(variants: usize, runs: u32, warmup: u32) -> an
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn plan(argv: &[&str]) -> anyhow::Result<Plan> {
+        let mut v = vec!["abperf", "run"];
+        v.extend(argv);
+        match Cli::try_parse_from(v).expect("the options parse").command {
+            Command::Run(a) => Plan::of(a),
+            _ => unreachable!("abperf run"),
+        }
+    }
+
+    fn refusal(argv: &[&str]) -> String {
+        format!("{:#}", plan(argv).err().expect("refused"))
+    }
+
+    /// A file that exists, as a `--kernel` (the plan does not read kernels).
+    fn kernel() -> String {
+        std::env::current_exe().unwrap().display().to_string()
+    }
+
+    #[test]
+    fn a_host_run_holds_its_checked_design() {
+        let Ok(Plan::Host(r)) = plan(&[
+            "-r", "3", "--warmup", "0", "--seed", "7", "-L", "n=1,2", "echo {n}",
+        ]) else {
+            panic!("a host run")
+        };
+        assert_eq!((r.cfg.runs, r.cfg.warmup, r.cfg.seed), (3, 0, 7));
+        assert_eq!(r.params.len(), 1);
+        assert!(r.cfg.sequential.is_none() && !r.wait);
+        assert_eq!(r.title(["a", "b"].into_iter()), "a vs b");
+    }
+
+    #[test]
+    fn until_decided_is_the_sequential_plan() {
+        let Ok(Plan::Host(r)) = plan(&["--until-decided", "-r", "16", "--looks", "4", "a", "b"])
+        else {
+            panic!("a host run")
+        };
+        let s = r.cfg.sequential.expect("a sequential plan");
+        assert_eq!((s.looks, s.max_runs), (4, 16));
+        assert!(
+            refusal(&["--until-decided", "-r", "15", "--looks", "4", "a", "b"])
+                .contains("expected at least 4 runs per variant per look (-r 16 or more)")
+        );
+    }
+
+    #[test]
+    fn resume_takes_no_command_and_no_kernel_option() {
+        let Ok(Plan::Resume {
+            reference, wait, ..
+        }) = plan(&["--resume", "3", "--wait"])
+        else {
+            panic!("a resume")
+        };
+        assert_eq!((reference.as_str(), wait), ("3", true));
+        assert!(refusal(&["--resume", "3", "true"]).contains("--resume takes no COMMAND"));
+        assert!(
+            refusal(&["--resume", "3", "--vm-cpus", "4"])
+                .contains("--resume takes no kernel options")
+        );
+    }
+
+    #[test]
+    fn no_store_is_the_in_memory_store() {
+        let Ok(Plan::Host(r)) = plan(&["--no-store", "true"]) else {
+            panic!("a host run")
+        };
+        assert_eq!(r.args.db.db, Some(PathBuf::from(hints::IN_MEMORY)));
+    }
+
+    #[test]
+    fn the_vm_settings_take_their_defaults_and_are_checked() {
+        let k = kernel();
+        let Ok(Plan::Kernels(_, ks)) = plan(&["--kernel", &k, "true"]) else {
+            panic!("a kernel experiment")
+        };
+        assert_eq!(
+            (ks.boots, ks.boot_timeout),
+            (DEFAULT_BOOTS, DEFAULT_BOOT_TIMEOUT_S)
+        );
+        let BootOn::Vm(vm) = ks.on else {
+            panic!("in VMs")
+        };
+        assert_eq!((vm.accel, vm.cpus, vm.memory), (AccelArg::Auto, 2, 1024));
+        assert!(refusal(&["--vm-cpus", "4", "true"]).starts_with("--vm-cpus needs --kernel"));
+        assert!(
+            refusal(&["--kernel", &k, "--vm-cpus", "0", "true"])
+                .contains("--vm-cpus 0: expected 1 to 255")
+        );
+        assert!(refusal(&["--kernel", &k, "--tune", "true"]).starts_with("--tune with --kernel"));
+    }
+
+    #[test]
+    fn boot_on_host_takes_no_vm_setting() {
+        let k = kernel();
+        assert!(
+            refusal(&[
+                "--kernel",
+                &k,
+                "--boot-on-host",
+                "kexec",
+                "--vm-memory",
+                "512",
+                "true"
+            ])
+            .starts_with("--vm-memory is for kernels booted in VMs")
+        );
+        let Ok(Plan::Kernels(_, ks)) = plan(&[
+            "--kernel",
+            &k,
+            "--boot-on-host",
+            "reboot",
+            "--boot-hook",
+            "manual",
+            "true",
+        ]) else {
+            panic!("a kernel experiment")
+        };
+        let BootOn::ThisMachine {
+            how,
+            systemd_unit,
+            go_ahead,
+        } = ks.on
+        else {
+            panic!("on this machine")
+        };
+        assert_eq!(
+            (how, systemd_unit, go_ahead),
+            (BootOnHost::Reboot, false, false)
+        );
+        assert!(refusal(&["--reboot-this-machine", "true"]).contains("go with --boot-on-host"));
+    }
+}
