@@ -78,6 +78,10 @@ pub fn main() -> i32 {
     {
         Ok(c) => c,
         Err(e) => {
+            if let Some(msg) = renamed(&e) {
+                crate::error::stderr_line(&msg);
+                return 2;
+            }
             let code = if e.use_stderr() { 2 } else { 0 };
             let _ = e.print();
             return code;
@@ -98,6 +102,32 @@ pub fn main() -> i32 {
         },
     }
 }
+/// Flags renamed where the old name cannot stay as an alias because it means something else in
+/// another subcommand: (subcommand, old name, the new name and why).
+const RENAMED: &[(&str, &str, &str)] = &[(
+    "abperf vm run",
+    "--cpu",
+    "--cpu-model MODEL (the QEMU CPU model; --cpu is a CPU number, as in abperf micro)",
+)];
+
+/// For an unknown flag that is a renamed one, the line that names its new name (clap's own
+/// suggestion could be another flag).
+fn renamed(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let arg = e.get(ContextKind::InvalidArg)?.to_string();
+    let usage = e.get(ContextKind::Usage)?.to_string();
+    RENAMED
+        .iter()
+        .find(|(cmd, old, _)| {
+            (arg == *old || arg.starts_with(&format!("{old}=")))
+                && usage.contains(&format!("{cmd} "))
+        })
+        .map(|(cmd, old, new)| format!("abperf: error: {cmd} {old} is now {new}"))
+}
+
 /// The parser, with every subcommand taking negative numbers as values: `-r -1` is then refused
 /// by the flag's own value parser, which names the flag ("invalid value '-1' for '--runs <RUNS>'"),
 /// instead of clap's "unexpected argument '-1'" that names none.

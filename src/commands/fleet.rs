@@ -4,7 +4,7 @@
 pub(crate) mod start;
 
 use crate::commands::DbArgs;
-use crate::commands::run::RunArgs;
+use crate::commands::run::ExperimentArgs;
 use crate::fleet::{self, HostState};
 use crate::store::Store;
 use std::path::PathBuf;
@@ -25,8 +25,9 @@ pub enum FleetCommand {
     Status(FleetStatusArgs),
 }
 
-/// `abperf fleet run`: `abperf run`'s options, with `-i` the inventory (as in Ansible;
-/// --ignore-failure has no short form here).
+/// `abperf fleet run`: the options of an experiment `abperf run` also takes (not those of
+/// `run` that act on this machine only, nor the kernel ones), with `-i` the inventory (as in
+/// Ansible; --ignore-failure has no short form here).
 #[derive(Debug, clap::Args)]
 #[command(mut_arg("ignore_failure", |a| a.short(None)))]
 pub struct FleetRunArgs {
@@ -41,7 +42,7 @@ pub struct FleetRunArgs {
     #[arg(long, value_name = "PATH")]
     pub remote_abperf: Option<String>,
     #[command(flatten)]
-    pub run: RunArgs,
+    pub run: ExperimentArgs,
 }
 
 #[derive(Debug, clap::Args)]

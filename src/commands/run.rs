@@ -6,17 +6,15 @@ pub(super) mod args;
 pub(crate) mod boot_loop;
 pub mod boots;
 pub(super) mod end;
+pub(crate) mod plan;
 pub(super) mod progress;
 
-pub use args::RunArgs;
-use args::{
-    check_run_counts, check_schedule_size, check_timeout, noise_config, parse_lists, random_seed,
-    run_config, title,
-};
+pub use args::{ExperimentArgs, RunArgs};
 use end::{claim, conclude};
+use plan::{BootOn, NewRun, Plan, check_schedule_size};
 use progress::{Bar, Sequential};
 
-use crate::commands::{DbArgs, hints};
+use crate::commands::DbArgs;
 use crate::design::{self, Order};
 use crate::doctor::{self, Setting};
 use crate::error::usage;
@@ -33,7 +31,6 @@ use crate::runner::{KnobGuard, execute, preflight};
 use crate::store::Store;
 use anyhow::Context;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 fn check_events(names: &[String], strict: bool) -> anyhow::Result<Vec<String>> {
     let mut specs = Vec::new();
@@ -55,7 +52,7 @@ fn check_events(names: &[String], strict: bool) -> anyhow::Result<Vec<String>> {
 /// What can be told wrong before anything runs: `{NAME}` placeholders against `-L` names, knob
 /// values against the choices their files list.
 fn check_design(
-    args: &RunArgs,
+    args: &ExperimentArgs,
     commands: &[String],
     params: &[design::ParamList],
     knobs: &[design::KnobSpec],
@@ -77,11 +74,11 @@ fn check_design(
 }
 
 /// kbuild variants without seed 003's noise controls: say which flags give Ingo Molnar's recipe.
-fn kbuild_hint(args: &RunArgs, plans: &[design::VariantPlan]) {
+fn kbuild_hint(noise: &NoiseConfig, plans: &[design::VariantPlan]) {
     let kbuild = plans
         .iter()
         .any(|p| p.command == "@kbuild" || p.command.starts_with("@kbuild:"));
-    if kbuild && !args.drop_caches && args.perturb_layout.is_none() {
+    if kbuild && !noise.drop_caches && noise.perturb_layout_mib.is_none() {
         crate::error::stderr_line(
             "abperf: note: kbuild runs its prepare step (configure, make clean, make prepare) \
              untimed before every run; for seed 003's recipe add --drop-caches --perturb-layout \
@@ -90,78 +87,46 @@ fn kbuild_hint(args: &RunArgs, plans: &[design::VariantPlan]) {
     }
 }
 
-pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
-    if let Some(share) = &args.kernel.guest_share {
-        return crate::runner::guest::run_share(share);
+pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+    match Plan::of(args)? {
+        Plan::GuestShare(share) => crate::runner::guest::run_share(&share),
+        Plan::FleetShare { share, lines } => crate::fleet::share::run(&share, &lines),
+        Plan::Resume {
+            reference,
+            db,
+            wait,
+        } => resume(&reference, &db, wait),
+        Plan::Kernels(run, kernels) => match &kernels.on {
+            BootOn::ThisMachine { .. } => boot_loop::start(&run, &kernels),
+            BootOn::Vm(_) => boots::run(&run, &kernels),
+        },
+        Plan::Host(run) => start(&run),
     }
-    if let (Some(share), Some(lines)) = (&args.fleet_share, &args.lines) {
-        return crate::fleet::share::run(share, lines);
-    }
-    if args.no_store {
-        args.db.db = Some(PathBuf::from(hints::IN_MEMORY));
-    }
-    if args.kernel.any() && args.until_decided {
-        return Err(usage(
-            "--until-decided with kernels: not supported (boots, not runs, are the unit there); \
-             use --boots and abperf plan --from ID",
-        ));
-    }
-    if args.kernel.any() && args.commands.iter().any(|c| workload::is_workload(c)) {
-        return Err(usage(
-            "built-in workloads (@NAME) as variants of kernel experiments (--kernel/--append) \
-             are not supported yet: their prepare steps, data sets and cgroups are not set up \
-             inside the VM; give the guest a command instead",
-        ));
-    }
-    if args.kernel.boot_on_host.is_none()
-        && (args.kernel.reboot_this_machine || args.kernel.boot_hook.is_some())
-    {
-        return Err(usage(
-            "--reboot-this-machine and --boot-hook go with --boot-on-host (the boot loop on this \
-             machine)",
-        ));
-    }
-    if args.kernel.boot_on_host.is_some() && args.resume.is_none() {
-        return boot_loop::start(args);
-    }
-    if args.kernel.any() && args.resume.is_none() {
-        return boots::run(args);
-    }
-    if let Some(id) = &args.resume {
-        if !args.commands.is_empty() {
-            return Err(usage(
-                "--resume takes no COMMAND: the experiment's own commands are resumed",
-            ));
-        }
-        if args.kernel.any() {
-            return Err(usage(
-                "--resume takes no kernel options: the experiment's own kernels and VM design are resumed",
-            ));
-        }
-        return resume(id, &args.db, args.wait);
-    }
-    check_counts(&args)?;
-    let (params, knob_specs) = parse_lists(&args)?;
-    let plans = plan_variants(&args, &params, &knob_specs)?;
-    check_schedule_size(plans.len(), args.runs, args.warmup)?;
-    let seed = args.seed.unwrap_or_else(random_seed);
+}
+
+/// A new experiment on this machine: its variants and every command checked, the plan stored,
+/// the runs executed.
+fn start(plan: &NewRun) -> anyhow::Result<i32> {
+    let plans = plan_variants(plan)?;
+    let mut cfg = plan.cfg.clone();
+    check_schedule_size(plans.len(), cfg.runs, cfg.warmup)?;
+    let seed = cfg.seed;
+    let args = &plan.args;
     let mut store = Store::open_resolved_for_runs(args.db.db.as_deref())?;
-    let counted = check_events(&args.events, args.strict)?;
-    let mut cfg = run_config(&args, seed, counted, NoiseConfig::default());
+    cfg.counted_events = check_events(&args.events, args.strict)?;
     let variants = new_variants(&plans)?;
     // Everything is checked before the experiment is stored: commands, CPU list, knobs.
     let ways_line = settle_ways(&mut cfg, &variants)?;
-    let knob_paths: Vec<String> = knob_specs.iter().map(|k| k.path.clone()).collect();
-    cfg.noise = noise_config(&args, &knob_paths)?;
+    let knob_paths = plan.knob_paths();
     let tune: Vec<Setting> = cfg.noise.tune.clone().unwrap_or_default();
     // Signals are watched before anything is changed, so Ctrl-C from here on restores.
     signals::install()?;
     let mut paths = knob_paths.clone();
     paths.extend(tune.iter().map(|t| t.path.clone()));
-    let guard = KnobGuard::prepare_with(&paths, &BTreeMap::new(), &lock_options(args.wait))?;
+    let guard = KnobGuard::prepare_with(&paths, &BTreeMap::new(), &lock_options(plan.wait))?;
     let (mut guard, session) = start_tune(&mut store, guard, &cfg, &tune)?;
     let schedule = design::build_schedule(cfg.order, plans.len(), cfg.runs, cfg.warmup, seed);
-    let title = title(&args, plans.iter().map(|p| p.name.as_str()));
+    let title = plan.title(plans.iter().map(|p| p.name.as_str()));
     // Other processes' CPU use, load and pressure are sampled over the runs, not before them.
     let sampling = doctor::Sampling::start();
     let exp = NewExperiment {
@@ -203,31 +168,11 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     settle_tune(&mut store, id, &cfg, result)
 }
 
-/// `-r`, `--looks` and `--timeout` of a new experiment.
-pub(crate) fn check_counts(args: &RunArgs) -> anyhow::Result<()> {
-    check_run_counts(args)?;
-    if args.until_decided && !(1..=20).contains(&args.looks) {
-        return Err(usage(format!("--looks {}: expected 1 to 20", args.looks)));
-    }
-    if args.until_decided && (args.runs as usize) < 4 * args.looks {
-        return Err(usage(format!(
-            "--until-decided with -r {} and --looks {}: expected at least 4 runs per variant per look (-r {} or more)",
-            args.runs,
-            args.looks,
-            4 * args.looks
-        )));
-    }
-    check_timeout(args)
-}
-
 /// The variants of a new experiment: the commands (`@NAME` expanded) with the `-L` and `-k`
 /// lists, each checked (placeholders, knob values, workloads), with the hints and warnings the
 /// design calls for.
-pub(crate) fn plan_variants(
-    args: &RunArgs,
-    params: &[design::ParamList],
-    knob_specs: &[design::KnobSpec],
-) -> anyhow::Result<Vec<design::VariantPlan>> {
+pub(crate) fn plan_variants(plan: &NewRun) -> anyhow::Result<Vec<design::VariantPlan>> {
+    let (args, params, knob_specs) = (&plan.args, &plan.params, &plan.knobs);
     // `@NAME` takes the -L lists named after its parameters (see runner::workload).
     let others: Vec<&str> = [&args.pre, &args.post, &args.setup, &args.cleanup]
         .into_iter()
@@ -239,8 +184,8 @@ pub(crate) fn plan_variants(
     check_design(args, &commands, params, knob_specs)?;
     let plans = design::build_variants(&commands, &args.names, params, knob_specs)?;
     workload::check(plans.iter().map(|p| (p.name.as_str(), p.command.as_str())))?;
-    kbuild_hint(args, &plans);
-    if args.until_decided && plans.len() < 2 {
+    kbuild_hint(&plan.cfg.noise, &plans);
+    if plan.cfg.sequential.is_some() && plans.len() < 2 {
         return Err(usage(
             "--until-decided: expected at least two variants (it stops when they differ)",
         ));

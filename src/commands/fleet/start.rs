@@ -3,16 +3,13 @@
 //! comes back, and tell per host how it went.
 
 use super::{FleetRunArgs, host_lines};
-use crate::commands::run::args::{
-    check_schedule_size, noise_config, parse_lists, random_seed, run_config, title,
-};
 use crate::commands::run::end::conclude;
-use crate::commands::run::{RunArgs, check_counts, new_variants, plan_variants};
+use crate::commands::run::plan::{NewRun, check_schedule_size};
+use crate::commands::run::{new_variants, plan_variants};
 use crate::commands::{LONG_VERSION, hints};
 use crate::error::usage;
 use crate::fleet::playbook::RemoteAbperf;
 use crate::fleet::{self, Experiment, FleetDesign, HostState};
-use crate::measure::counters;
 use crate::model::{Kind, NewExperiment, Status};
 use crate::runner::experiment::{Ending, RunConfig};
 use crate::store::Store;
@@ -20,7 +17,6 @@ use anyhow::Context;
 use std::path::Path;
 
 pub fn run(args: FleetRunArgs) -> anyhow::Result<i32> {
-    refuse(&args.run)?;
     let abperf = remote_abperf(&args)?;
     match &args.run.resume {
         Some(id) => {
@@ -31,26 +27,7 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<i32> {
             }
             resume(&args, id, &abperf)
         }
-        None => start(&args, &abperf),
-    }
-}
-
-/// The options of `abperf run` a fleet experiment does not take (yet), refused by name.
-fn refuse(run: &RunArgs) -> anyhow::Result<()> {
-    let unsupported = [
-        ("--kernel and the other kernel options", run.kernel.any()),
-        ("--until-decided", run.until_decided),
-        ("--tune", run.tune),
-        ("--tmpfs-copy", run.tmpfs_copy.is_some()),
-        ("--pre-read", run.pre_read.is_some()),
-        ("--no-store", run.no_store),
-        ("--fleet-share", run.fleet_share.is_some()),
-    ];
-    match unsupported.iter().find(|(_, given)| *given) {
-        Some((name, _)) => Err(usage(format!(
-            "{name}: not supported by abperf fleet run (run on one host with abperf run)"
-        ))),
-        None => Ok(()),
+        None => start(args, &abperf),
     }
 }
 
@@ -72,31 +49,21 @@ fn version() -> String {
     format!("abperf {LONG_VERSION}")
 }
 
-/// The run design of a new fleet experiment: `abperf run`'s, with the events checked for
-/// spelling only (each host finds which it can count).
-fn design(args: &RunArgs, seed: u64) -> anyhow::Result<RunConfig> {
-    for n in &args.events {
-        counters::parse_event(n).map_err(|e| usage(format!("-e/--event: {e}")))?;
-    }
-    let (_, knobs) = parse_lists(args)?;
-    let paths: Vec<String> = knobs.iter().map(|k| k.path.clone()).collect();
-    let noise = noise_config(args, &paths)?;
-    Ok(run_config(args, seed, args.events.clone(), noise))
-}
-
 /// Plan the experiment, store it with its hosts, dispatch.
-fn start(args: &FleetRunArgs, abperf: &RemoteAbperf) -> anyhow::Result<i32> {
-    let run = &args.run;
-    if run.commands.is_empty() {
-        return Err(usage("expected at least one COMMAND (a variant)"));
-    }
-    check_counts(run)?;
-    let hosts = fleet::inventory::hosts(&args.inventory, args.limit.as_deref())?;
-    let (params, knobs) = parse_lists(run)?;
-    let plans = plan_variants(run, &params, &knobs)?;
-    check_schedule_size(plans.len() * hosts.len(), run.runs, run.warmup)?;
-    let seed = run.seed.unwrap_or_else(random_seed);
-    let cfg = design(run, seed)?;
+fn start(args: FleetRunArgs, abperf: &RemoteAbperf) -> anyhow::Result<i32> {
+    let FleetRunArgs {
+        inventory,
+        limit,
+        run,
+        ..
+    } = args;
+    let plan = NewRun::fleet(run)?;
+    let hosts = fleet::inventory::hosts(&inventory, limit.as_deref())?;
+    let plans = plan_variants(&plan)?;
+    let cfg = plan.cfg.clone();
+    check_schedule_size(plans.len() * hosts.len(), cfg.runs, cfg.warmup)?;
+    let seed = cfg.seed;
+    let run = &plan.args;
     let variants = new_variants(&plans)?;
     let (schedule, owners) = fleet::plan::plan(
         &hosts,
@@ -106,16 +73,16 @@ fn start(args: &FleetRunArgs, abperf: &RemoteAbperf) -> anyhow::Result<i32> {
         cfg.warmup,
         seed,
     );
-    let inventory = std::path::absolute(&args.inventory).unwrap_or(args.inventory.clone());
+    let absolute = std::path::absolute(&inventory).unwrap_or(inventory.clone());
     let fd = FleetDesign {
         token: fleet::new_token(),
         strict: run.strict,
-        inventory: inventory.display().to_string(),
+        inventory: absolute.display().to_string(),
     };
     let mut design = serde_json::to_value(&cfg)?;
     design["fleet"] = serde_json::to_value(&fd)?;
     let exp = NewExperiment {
-        name: title(run, plans.iter().map(|p| p.name.as_str())),
+        name: plan.title(plans.iter().map(|p| p.name.as_str())),
         kind: Kind::Run,
         command_line: std::env::args().collect(),
         design,
@@ -142,7 +109,7 @@ fn start(args: &FleetRunArgs, abperf: &RemoteAbperf) -> anyhow::Result<i32> {
         cfg.order.as_str()
     ));
     let stored = Stored { id, cfg, fleet: fd };
-    dispatch(&mut store, &stored, &args.inventory, abperf, true)
+    dispatch(&mut store, &stored, &inventory, abperf, true)
 }
 
 /// Take stored fleet experiment `reference` over and dispatch what it is missing.

@@ -1,25 +1,21 @@
-//! The options of `abperf run` ([`RunArgs`], with the kernel-variant ones in [`KernelArgs`]) and
-//! what they make: the seed, the title, the `-L`/`-k` lists, the stored run design and the
-//! noise controls, each checked. Shared by host experiments (`run`) and kernel experiments
-//! (`run::boots`).
+//! The options of `abperf run`, in the groups the commands compose: [`ExperimentArgs`] (also
+//! `abperf fleet run`'s), [`LocalArgs`] (this machine only) and [`KernelArgs`] (kernel variants,
+//! with the VM settings of `crate::commands::vm::VmSettings`). What they mean is decided once,
+//! in `run::plan`.
 
 use crate::commands::DbArgs;
-use crate::commands::vm::AccelArg;
-use crate::design::{self, Order};
-use crate::doctor;
-use crate::error::usage;
-use crate::model::SequentialPlan;
-use crate::runner::experiment::RunConfig;
-use crate::runner::noise::NoiseConfig;
+use crate::commands::vm::VmSettings;
+use crate::design::Order;
 use crate::runner::shell::ShellMode;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+/// The options of an experiment that `abperf run` and `abperf fleet run` both take: its
+/// variants, schedule, per-run commands, what is counted, and the store.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "The ( +- x% ) figure is the standard error of the mean relative to the mean, as perf stat prints it."
 )]
-pub struct RunArgs {
+pub struct ExperimentArgs {
     /// Commands to compare: each one is a variant (exec'd directly, or through `sh -c` when it has
     /// shell syntax: see --shell); `@NAME` or
     /// `@NAME:K=V,...` runs built-in workload NAME (abperf workload list), taking the -L lists
@@ -104,22 +100,34 @@ pub struct RunArgs {
     /// Name of the experiment (default: the commands)
     #[arg(long, value_name = "TEXT")]
     pub title: Option<String>,
+    /// Before each run (untimed): sync, then drop the page cache, dentries and inodes
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// Before each run (untimed): page-cache ballast of a random, seeded size up to MIB, so
+    /// physical memory layout changes from run to run (Ingo Molnar's recipe); freed at the end
+    #[arg(long, value_name = "MIB")]
+    pub perturb_layout: Option<u64>,
+    /// Continue a stopped experiment exactly where its schedule stands
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// The options of `abperf run` that act on this machine only (`fleet run` has none of them):
+/// --tune, the page-cache controls that name local directories, the sequential stop, the
+/// throwaway store, waiting for a knob, and the internal fleet share.
+#[derive(Debug, clap::Args)]
+pub struct LocalArgs {
     /// Apply the safe settings of `abperf doctor --fix` (governor, boost, THP, NUMA balancing,
     /// NMI watchdog, ...) for this experiment; originals are stored and restored at the end, on
     /// errors and on signals
     #[arg(long)]
     pub tune: bool,
-    /// Before each run (untimed): sync, then drop the page cache, dentries and inodes
-    #[arg(long)]
-    pub drop_caches: bool,
     /// Before each run (untimed, after --drop-caches): read every file under DIR (relative to
     /// the copy with --tmpfs-copy)
     #[arg(long, value_name = "DIR")]
     pub pre_read: Option<PathBuf>,
-    /// Before each run (untimed): page-cache ballast of a random, seeded size up to MIB, so
-    /// physical memory layout changes from run to run (Ingo Molnar's recipe); freed at the end
-    #[arg(long, value_name = "MIB")]
-    pub perturb_layout: Option<u64>,
     /// Copy DIR once to a private tmpfs and run everything there (working directory);
     /// unmounted and removed at the end
     #[arg(long, value_name = "DIR")]
@@ -137,9 +145,6 @@ pub struct RunArgs {
         requires = "until_decided"
     )]
     pub looks: usize,
-    /// Continue a stopped experiment exactly where its schedule stands
-    #[arg(long, value_name = "ID")]
-    pub resume: Option<String>,
     /// Keep nothing: the experiment lives in memory and is gone when abperf exits (a throwaway
     /// run; the same as --db :memory:)
     #[arg(long, conflicts_with_all = ["db", "resume"])]
@@ -153,10 +158,17 @@ pub struct RunArgs {
     /// (internal) with --fleet-share: the file every finished run is appended to
     #[arg(long, hide = true, value_name = "FILE", requires = "fleet_share")]
     pub lines: Option<PathBuf>,
+}
+
+/// `abperf run`: an experiment's options, this machine's, and the kernel-variant ones.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub exp: ExperimentArgs,
+    #[command(flatten)]
+    pub local: LocalArgs,
     #[command(flatten)]
     pub kernel: KernelArgs,
-    #[command(flatten)]
-    pub db: DbArgs,
 }
 
 /// The kernel-variant options of `abperf run`.
@@ -179,22 +191,8 @@ pub struct KernelArgs {
     /// [default: 6]
     #[arg(long, value_name = "N")]
     pub boots: Option<u32>,
-    /// How the guests run: kvm, tcg (QEMU's emulator: timings say nothing about hardware
-    /// costs), or auto (KVM when the probe finds it usable, else TCG) [default: auto]
-    #[arg(long, value_enum, value_name = "ACCEL")]
-    pub accel: Option<AccelArg>,
-    /// vCPUs of each guest [default: 2]
-    #[arg(long, value_name = "N")]
-    pub vm_cpus: Option<u32>,
-    /// Memory of each guest in MiB [default: 1024]
-    #[arg(long, value_name = "MIB")]
-    pub vm_memory: Option<u64>,
-    /// Host CPUs the VM (every QEMU thread) runs on, e.g. 1 or 0-1
-    #[arg(long, value_name = "CPUS")]
-    pub vm_pin: Option<String>,
-    /// Seconds a boot may take until abperf runs in the guest [default: 300]
-    #[arg(long, value_name = "S")]
-    pub boot_timeout: Option<f64>,
+    #[command(flatten)]
+    pub vm: VmSettings,
     /// Keep each boot's console (kernel log; the workload's output with --show-output) in DIR
     #[arg(long, value_name = "DIR")]
     pub vm_console: Option<PathBuf>,
@@ -244,11 +242,11 @@ impl KernelArgs {
             ("--append", !self.appends.is_empty()),
             ("--modules", !self.modules.is_empty()),
             ("--boots", self.boots.is_some()),
-            ("--accel", self.accel.is_some()),
-            ("--vm-cpus", self.vm_cpus.is_some()),
-            ("--vm-memory", self.vm_memory.is_some()),
-            ("--vm-pin", self.vm_pin.is_some()),
-            ("--boot-timeout", self.boot_timeout.is_some()),
+            ("--accel", self.vm.accel.is_some()),
+            ("--vm-cpus", self.vm.vm_cpus.is_some()),
+            ("--vm-memory", self.vm.vm_memory.is_some()),
+            ("--vm-pin", self.vm.vm_pin.is_some()),
+            ("--boot-timeout", self.vm.boot_timeout.is_some()),
             ("--vm-console", self.vm_console.is_some()),
             ("--boot-on-host", self.boot_on_host.is_some()),
             ("--reboot-this-machine", self.reboot_this_machine),
@@ -258,170 +256,4 @@ impl KernelArgs {
         .filter_map(|(name, given)| given.then_some(name))
         .collect()
     }
-}
-
-pub(crate) fn random_seed() -> u64 {
-    // 48 bits: short enough to type back with --seed.
-    rand::random::<u64>() >> 16
-}
-
-/// The experiment's name: --title, else "A vs B vs ...".
-pub(crate) fn title<'a>(args: &RunArgs, names: impl Iterator<Item = &'a str>) -> String {
-    args.title
-        .clone()
-        .unwrap_or_else(|| names.collect::<Vec<_>>().join(" vs "))
-}
-
-/// `-L` lists and `-k` knobs as given.
-pub(crate) fn parse_lists(
-    args: &RunArgs,
-) -> anyhow::Result<(Vec<design::ParamList>, Vec<design::KnobSpec>)> {
-    let params = args
-        .params
-        .iter()
-        .map(|p| design::parse_param_list(p))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let knobs = args
-        .knobs
-        .iter()
-        .map(|k| design::parse_knob(k))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    Ok((params, knobs))
-}
-
-pub(crate) fn check_timeout(args: &RunArgs) -> anyhow::Result<()> {
-    if let Some(t) = args.timeout {
-        crate::commands::positive_seconds("--timeout", t)?;
-    }
-    Ok(())
-}
-
-/// The stored design of a run experiment from its options.
-pub(crate) fn run_config(
-    args: &RunArgs,
-    seed: u64,
-    counted_events: Vec<String>,
-    noise: NoiseConfig,
-) -> RunConfig {
-    RunConfig {
-        order: args.order,
-        runs: args.runs,
-        warmup: args.warmup,
-        seed,
-        pre: args.pre.clone(),
-        rewarm: args.rewarm.clone(),
-        post: args.post.clone(),
-        setup: args.setup.clone(),
-        cleanup: args.cleanup.clone(),
-        shell: if args.no_shell {
-            ShellMode::None
-        } else {
-            args.shell.unwrap_or_default()
-        },
-        exec: BTreeMap::new(),
-        pin: args.pin.clone(),
-        timeout_s: args.timeout,
-        events: args.events.clone(),
-        counted_events,
-        ignore_failure: args.ignore_failure,
-        show_output: args.show_output,
-        noise,
-        sequential: args.until_decided.then_some(SequentialPlan {
-            looks: args.looks,
-            max_runs: args.runs,
-            alpha: 0.05,
-        }),
-    }
-}
-
-/// The noise-control options, checked; --tune's settings exclude files that are variant knobs.
-pub(crate) fn noise_config(args: &RunArgs, knob_paths: &[String]) -> anyhow::Result<NoiseConfig> {
-    let tune = if args.tune {
-        let mut settings = Vec::new();
-        for s in doctor::recommended(&doctor::sys::Sys::real()) {
-            if knob_paths.contains(&s.path) {
-                crate::error::stderr_line(&format!(
-                    "abperf: --tune: leaving {} alone: it is a variant knob (-k)",
-                    s.path
-                ));
-            } else {
-                settings.push(s);
-            }
-        }
-        if settings.is_empty() {
-            crate::error::stderr_line(
-                "abperf: --tune: nothing to change on this machine (see abperf doctor)",
-            );
-        }
-        Some(settings)
-    } else {
-        None
-    };
-    if args.perturb_layout == Some(0) {
-        return Err(usage(
-            "--perturb-layout 0: expected a number of MiB of at least 1",
-        ));
-    }
-    Ok(NoiseConfig {
-        tune,
-        drop_caches: args.drop_caches,
-        pre_read: match (&args.pre_read, &args.tmpfs_copy) {
-            // Relative to the copy, where the workload runs: checked against the original.
-            (Some(p), Some(src)) if p.is_relative() => {
-                absolute_dir(&src.join(p), "--pre-read (inside --tmpfs-copy)")?;
-                Some(p.clone())
-            }
-            (Some(p), _) => Some(absolute_dir(p, "--pre-read")?),
-            (None, _) => None,
-        },
-        perturb_layout_mib: args.perturb_layout,
-        tmpfs_copy: args
-            .tmpfs_copy
-            .as_deref()
-            .map(|p| absolute_dir(p, "--tmpfs-copy"))
-            .transpose()?,
-    })
-}
-
-fn absolute_dir(p: &Path, flag: &str) -> anyhow::Result<PathBuf> {
-    let abs =
-        std::fs::canonicalize(p).map_err(|e| usage(format!("{flag} {}: {e}", p.display())))?;
-    if !abs.is_dir() {
-        return Err(usage(format!("{flag} {}: not a directory", p.display())));
-    }
-    Ok(abs)
-}
-
-/// The most runs (or warm-ups) per variant, and the most planned runs in one experiment: the
-/// whole schedule is planned and stored before the first run, so its size is bounded (-r
-/// 1000000000 used to plan until the machine ran out of memory, deaf to SIGTERM).
-const MAX_RUNS_PER_VARIANT: u32 = 1_000_000;
-const MAX_PLANNED_RUNS: u64 = 10_000_000;
-
-/// -r and --warmup within their bounds (-r at least 1), for runs in one process and per boot.
-pub(crate) fn check_run_counts(args: &RunArgs) -> anyhow::Result<()> {
-    if args.runs == 0 {
-        return Err(usage("-r/--runs must be at least 1"));
-    }
-    for (flag, n) in [("-r/--runs", args.runs), ("--warmup", args.warmup)] {
-        if n > MAX_RUNS_PER_VARIANT {
-            return Err(usage(format!(
-                "{flag} {n}: expected at most {MAX_RUNS_PER_VARIANT} per variant"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Refuses a schedule of more than [`MAX_PLANNED_RUNS`] runs (variants x (runs + warm-ups)).
-pub(crate) fn check_schedule_size(variants: usize, runs: u32, warmup: u32) -> anyhow::Result<()> {
-    let planned = variants as u64 * (u64::from(runs) + u64::from(warmup));
-    if planned > MAX_PLANNED_RUNS {
-        return Err(usage(format!(
-            "{variants} variants x ({runs} runs + {warmup} warm-ups) = {planned} planned runs: \
-             expected at most {MAX_PLANNED_RUNS} in one experiment (fewer -r, or fewer -L/-k \
-             values)"
-        )));
-    }
-    Ok(())
 }

@@ -6,9 +6,10 @@
 //! every boot (`abperf boot-loop resume`), and at the end it concludes the experiment, removes
 //! the unit (and the entry files, and abperf's one-shot) and reboots into the default kernel.
 
-use super::args::{BootHook, BootOnHost, RunArgs, noise_config, random_seed, run_config, title};
-use super::boots::{boot_variants, check_options, resolve_kernels};
+use super::args::BootOnHost;
+use super::boots::{boot_variants, resolve_kernels};
 use super::end::{claim, conclude};
+use super::plan::{BootOn, Kernels, NewRun};
 use crate::boot_loop::bli::{self, RebootDesign};
 use crate::boot_loop::design::{HOST_ACCEL, Loop, LoopDesign, active_loop, mark_ended};
 use crate::boot_loop::efivar::{self, Efivars};
@@ -19,7 +20,7 @@ use crate::design::{self, KernelChoice};
 use crate::error::usage;
 use crate::model::{BootPlan, Kind, NewExperiment, Variant};
 use crate::runner::boots::VmDesign;
-use crate::runner::experiment::{Ending, NoProgress, RunConfig};
+use crate::runner::experiment::{Ending, NoProgress};
 use crate::runner::signals;
 use crate::store::Store;
 use std::collections::BTreeMap;
@@ -27,34 +28,6 @@ use std::path::Path;
 
 /// Lost boots of one plan (power cuts, crashes) after which the loop gives up.
 const MAX_LOST: u32 = 2;
-
-/// The VM-only options, refused by name.
-fn refuse_vm_options(args: &RunArgs) -> anyhow::Result<()> {
-    let k = &args.kernel;
-    for (flag, given) in [
-        ("--accel", k.accel.is_some()),
-        ("--vm-cpus", k.vm_cpus.is_some()),
-        ("--vm-memory", k.vm_memory.is_some()),
-        ("--vm-pin", k.vm_pin.is_some()),
-        ("--vm-console", k.vm_console.is_some()),
-        ("--modules", !k.modules.is_empty()),
-    ] {
-        if given {
-            return Err(usage(format!(
-                "{flag} is for kernels booted in VMs; --boot-on-host boots them on this machine"
-            )));
-        }
-    }
-    for a in &k.kernels {
-        if !Path::new(a).is_file() {
-            return Err(usage(format!(
-                "--kernel {a}: with --boot-on-host, an installed kernel image such as \
-                 /boot/vmlinuz-RELEASE (packages fetched into the cache are for VMs)"
-            )));
-        }
-    }
-    Ok(())
-}
 
 /// Each kernel's initramfs, found beside it.
 fn initrds(kernels: &[KernelChoice]) -> anyhow::Result<BTreeMap<String, Option<String>>> {
@@ -241,15 +214,19 @@ fn say_what_reboot_mode_writes(r: &RebootDesign, variants: usize) {
 }
 
 /// `abperf run --kernel ... --boot-on-host kexec|reboot [--reboot-this-machine]`.
-pub(crate) fn start(args: RunArgs) -> anyhow::Result<i32> {
-    refuse_vm_options(&args)?;
-    let o = check_options(&args)?;
-    let k = &args.kernel;
-    let how = k.boot_on_host.unwrap_or(BootOnHost::Kexec);
+pub(crate) fn start(plan: &NewRun, k: &Kernels) -> anyhow::Result<i32> {
+    let BootOn::ThisMachine {
+        how,
+        systemd_unit,
+        go_ahead,
+    } = k.on
+    else {
+        unreachable!("run::boot_loop::start is given the plan of kernels booted on this machine")
+    };
     let kernels = resolve_kernels(k)?;
     let initrds = initrds(&kernels)?;
-    let (variants, knob_paths) = boot_variants(&args, &kernels)?;
-    let systemd_unit = k.boot_hook.unwrap_or(BootHook::Systemd) == BootHook::Systemd;
+    let variants = boot_variants(plan, k, &kernels)?;
+    let args = &plan.args;
     let mut store = Store::open_resolved(args.db.db.as_deref())?;
     check_machine(how, systemd_unit, &store)?;
     let home = ThisBoot::read()?;
@@ -257,9 +234,8 @@ pub(crate) fn start(args: RunArgs) -> anyhow::Result<i32> {
         BootOnHost::Kexec => None,
         BootOnHost::Reboot => Some(reboot_design(&initrds, &home)?),
     };
-    let seed = args.seed.unwrap_or_else(random_seed);
-    let noise = noise_config(&args, &knob_paths)?;
-    let cfg = run_config(&args, seed, args.events.clone(), noise);
+    let cfg = &plan.cfg;
+    let seed = cfg.seed;
     let d = LoopDesign {
         mode: if reboot.is_some() { "reboot" } else { "kexec" }.into(),
         base_cmdline: machine::base_cmdline(&home.cmdline),
@@ -267,15 +243,15 @@ pub(crate) fn start(args: RunArgs) -> anyhow::Result<i32> {
         home_cmdline: home.cmdline.clone(),
         initrds,
         systemd_unit,
-        boot_timeout_s: o.boot_timeout,
+        boot_timeout_s: k.boot_timeout,
         max_lost: MAX_LOST,
         reboot,
     };
-    let vmd = host_design(&d, o.boots, args.strict);
+    let vmd = host_design(&d, k.boots, args.strict);
     let (boot_plans, schedule) = design::build_boot_schedule(
         cfg.order,
         variants.len(),
-        o.boots,
+        k.boots,
         cfg.runs,
         cfg.warmup,
         seed,
@@ -289,14 +265,14 @@ pub(crate) fn start(args: RunArgs) -> anyhow::Result<i32> {
         cfg.warmup,
         &store_path,
     );
-    if !k.reboot_this_machine {
+    if !go_ahead {
         return Err(usage(format!(
             "--boot-on-host reboots this machine {} times (the plan is above): add \
              --reboot-this-machine to go ahead",
             boot_plans.len()
         )));
     }
-    let exp = new_experiment(&args, &variants, &cfg, &vmd, &d, &home)?;
+    let exp = new_experiment(plan, &variants, &vmd, &d, &home)?;
     signals::install()?;
     let id = store.create_boot_experiment(&exp, &variants, &schedule, &boot_plans)?;
     claim(&mut store, id)?;
@@ -326,20 +302,20 @@ fn host_design(d: &LoopDesign, boots: u32, strict: bool) -> VmDesign {
 
 /// The experiment to commit: the run's design with the boots' (`vm`) and the loop's.
 fn new_experiment(
-    args: &RunArgs,
+    plan: &NewRun,
     variants: &[Variant],
-    cfg: &RunConfig,
     vmd: &VmDesign,
     d: &LoopDesign,
     home: &ThisBoot,
 ) -> anyhow::Result<NewExperiment> {
+    let cfg = &plan.cfg;
     let mut design_json = serde_json::to_value(cfg)?;
     design_json["vm"] = serde_json::to_value(vmd)?;
     design_json["boot_loop"] = serde_json::to_value(d)?;
     let mut environment = crate::doctor::environment_unsampled();
     environment["boot_loop"] = serde_json::json!({ "home": home });
     Ok(NewExperiment {
-        name: title(args, variants.iter().map(|v| v.name.as_str())),
+        name: plan.title(variants.iter().map(|v| v.name.as_str())),
         kind: Kind::Run,
         command_line: std::env::args().collect(),
         design: design_json,

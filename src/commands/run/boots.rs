@@ -3,29 +3,20 @@
 //! runs `-r` timed runs (after `--warmup` warm-ups) per boot inside it; the host commits every run
 //! as it arrives (`runner::boots`), and `--resume` continues with the next boot.
 
-use super::args::{
-    KernelArgs, RunArgs, check_run_counts, check_timeout, noise_config, parse_lists, random_seed,
-    run_config, title,
-};
 use super::end::{claim, conclude};
+use super::plan::{BootOn, Kernels, NewRun};
 use super::progress::Bar;
 use crate::commands::vm::AccelArg;
 use crate::design::{self, KernelChoice, Order};
 use crate::error::usage;
-use crate::measure::counters;
 use crate::model::{Kind, NewExperiment, Variant};
 use crate::runner::boots::{Boots, VmDesign, execute_boots};
-use crate::runner::cpuset::CpuSet;
 use crate::runner::experiment::RunConfig;
 use crate::runner::signals;
 use crate::store::Store;
 use crate::vm::{self, kernel::ImageKind};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// Boots per variant when `--boots` is not given: enough boot means for a test (at least the
-/// 6 runs per variant `compare` recommends, counted at the boot level).
-pub const DEFAULT_BOOTS: u32 = 6;
 
 /// A `--kernel` argument: an image file, or a Debian package fetched into the cache.
 pub(crate) fn resolve_kernel(arg: &str, modules: &[PathBuf]) -> anyhow::Result<KernelChoice> {
@@ -94,42 +85,36 @@ pub(crate) fn choose_accel(arg: AccelArg, kernel: &Path) -> (String, String) {
 }
 
 /// `abperf run --kernel ... [--append ...] COMMAND...`
-pub fn run(args: RunArgs) -> anyhow::Result<i32> {
-    let o = check_options(&args)?;
-    let k = &args.kernel;
+pub(super) fn run(plan: &NewRun, k: &Kernels) -> anyhow::Result<i32> {
+    let BootOn::Vm(o) = &k.on else {
+        unreachable!("run::boots::run is given the plan of kernels booted in VMs")
+    };
     let kernels = resolve_kernels(k)?;
-    let (variants, knob_paths) = boot_variants(&args, &kernels)?;
-    let seed = args.seed.unwrap_or_else(random_seed);
-    let noise = noise_config(&args, &knob_paths)?;
+    let variants = boot_variants(plan, k, &kernels)?;
     // The guest's kernel decides what it can count (each boot probes again).
-    let cfg = run_config(&args, seed, args.events.clone(), noise);
-    let (accel, accel_reason) = choose_accel(
-        k.accel.unwrap_or(AccelArg::Auto),
-        Path::new(&kernels[0].path),
-    );
+    let cfg = &plan.cfg;
+    let seed = cfg.seed;
+    let (accel, accel_reason) = choose_accel(o.accel, Path::new(&kernels[0].path));
     let vmd = VmDesign {
-        boots: o.boots,
+        boots: k.boots,
         accel: accel.clone(),
         accel_reason: accel_reason.clone(),
         cpus: o.cpus,
         memory_mib: o.memory,
         host_cpus: o.host_cpus.clone(),
-        boot_timeout_s: o.boot_timeout,
-        console_dir: k
-            .vm_console
-            .as_ref()
-            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone())),
-        strict: args.strict,
+        boot_timeout_s: k.boot_timeout,
+        console_dir: o.console_dir.clone(),
+        strict: plan.args.strict,
     };
     let (boot_plans, schedule) = design::build_boot_schedule(
         cfg.order,
         variants.len(),
-        o.boots,
+        k.boots,
         cfg.runs,
         cfg.warmup,
         seed,
     );
-    let mut design_json = serde_json::to_value(&cfg)?;
+    let mut design_json = serde_json::to_value(cfg)?;
     design_json["vm"] = serde_json::to_value(&vmd)?;
     // Other processes' CPU use, load and pressure are sampled over the boots (`execute`), not
     // before them.
@@ -142,7 +127,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         "host_cpus": o.host_cpus,
         "qemu": vm::engine::find_qemu().ok().map(|q| q.display().to_string()),
     });
-    let title = title(&args, variants.iter().map(|v| v.name.as_str()));
+    let title = plan.title(variants.iter().map(|v| v.name.as_str()));
     let exp = NewExperiment {
         name: title,
         kind: Kind::Run,
@@ -151,6 +136,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         seed: Some(seed),
         environment,
     };
+    let args = &plan.args;
     let mut store = Store::open_resolved(args.db.db.as_deref())?;
     signals::install()?;
     let id = store.create_boot_experiment(&exp, &variants, &schedule, &boot_plans)?;
@@ -162,7 +148,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         "abperf: experiment {id}: {} kernel variant(s) x {} boots x {} runs (+{} warm-up per boot), \
          boot order {}, seed {seed}, {} guests of {} vCPU(s) and {} MiB",
         variants.len(),
-        o.boots,
+        k.boots,
         cfg.runs,
         cfg.warmup,
         cfg.order.as_str(),
@@ -171,84 +157,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         o.memory
     ));
     let variants = store.variants(id)?;
-    execute(&mut store, id, &cfg, &vmd, &variants)
-}
-
-/// The VM options of a kernel experiment, checked (with defaults filled in).
-pub(super) struct VmOptions {
-    pub(super) boots: u32,
-    pub(super) boot_timeout: f64,
-    cpus: u32,
-    memory: u64,
-    host_cpus: Option<Vec<usize>>,
-}
-
-/// Everything about the options that can be told wrong before a kernel is looked at: --kernel
-/// given, counts, --tune (not for kernels), timeouts, the VM's size and CPUs, the events.
-pub(super) fn check_options(args: &RunArgs) -> anyhow::Result<VmOptions> {
-    let k = &args.kernel;
-    if k.kernels.is_empty() {
-        return Err(usage(format!(
-            "{} {} --kernel: the kernel to boot (a bzImage/vmlinuz, or a Debian package such as \
-             linux-image-amd64)",
-            k.given().join(", "),
-            if k.given().len() == 1 {
-                "needs"
-            } else {
-                "need"
-            }
-        )));
-    }
-    check_run_counts(args)?;
-    let boots = k.boots.unwrap_or(DEFAULT_BOOTS);
-    if boots == 0 {
-        return Err(usage("--boots must be at least 1"));
-    }
-    if args.tune {
-        return Err(usage(
-            "--tune with --kernel: the guests' settings are their own and the host's are not \
-             changed for kernel variants yet; tune the host with `abperf doctor --fix` first",
-        ));
-    }
-    check_timeout(args)?;
-    let boot_timeout =
-        crate::commands::positive_seconds("--boot-timeout", k.boot_timeout.unwrap_or(300.0))?
-            .as_secs_f64();
-    let cpus = k.vm_cpus.unwrap_or(2);
-    if cpus == 0 || cpus > 255 {
-        return Err(usage(format!("--vm-cpus {cpus}: expected 1 to 255")));
-    }
-    let memory = k.vm_memory.unwrap_or(1024);
-    if memory < 128 {
-        return Err(usage(format!(
-            "--vm-memory {memory}: expected at least 128 (MiB)"
-        )));
-    }
-    let host_cpus = k
-        .vm_pin
-        .as_deref()
-        .map(|l| {
-            CpuSet::parse(l)
-                .map(|c| c.cpus)
-                .map_err(|e| usage(format!("--vm-pin: {e:#}")))
-        })
-        .transpose()?;
-    for e in &args.events {
-        counters::parse_event(e).map_err(|e| usage(format!("-e/--event: {e}")))?;
-    }
-    Ok(VmOptions {
-        boots,
-        boot_timeout,
-        cpus,
-        memory,
-        host_cpus,
-    })
+    execute(&mut store, id, cfg, &vmd, &variants)
 }
 
 /// The `--kernel`s, resolved (packages fetched), and every `--modules` matched to one of them.
-pub(super) fn resolve_kernels(k: &KernelArgs) -> anyhow::Result<Vec<KernelChoice>> {
+pub(super) fn resolve_kernels(k: &Kernels) -> anyhow::Result<Vec<KernelChoice>> {
     let mut kernels = Vec::new();
-    for a in &k.kernels {
+    for a in &k.images {
         kernels.push(resolve_kernel(a, &k.modules)?);
     }
     for m in &k.modules {
@@ -269,20 +184,20 @@ pub(super) fn resolve_kernels(k: &KernelArgs) -> anyhow::Result<Vec<KernelChoice
 }
 
 /// The variants: every kernel x command line x (command, `-L`, `-k`) combination, named by `-n`
-/// (every variant, or the commands as without kernels); and the paths of the variant knobs.
+/// (every variant, or the commands as without kernels).
 pub(super) fn boot_variants(
-    args: &RunArgs,
+    plan: &NewRun,
+    k: &Kernels,
     kernels: &[KernelChoice],
-) -> anyhow::Result<(Vec<Variant>, Vec<String>)> {
-    let k = &args.kernel;
-    let (params, knob_specs) = parse_lists(args)?;
+) -> anyhow::Result<Vec<Variant>> {
+    let (args, params, knob_specs) = (&plan.args, &plan.params, &plan.knobs);
     // -n names every variant, or the commands (as without kernels).
     let total_plans = {
         let mut n = args.commands.len().max(1);
-        for p in &params {
+        for p in params {
             n *= p.values.len();
         }
-        for k in &knob_specs {
+        for k in knob_specs {
             n *= k.values.len();
         }
         n
@@ -295,15 +210,14 @@ pub(super) fn boot_variants(
         } else {
             (&args.names, &[])
         };
-    let plans = design::build_variants(&args.commands, plan_names, &params, &knob_specs)?;
+    let plans = design::build_variants(&args.commands, plan_names, params, knob_specs)?;
     let bvs = design::build_boot_variants(kernels, &k.appends, &plans, all_names)?;
-    if args.order == Order::Sequential {
+    if plan.cfg.order == Order::Sequential {
         crate::error::stderr_line(
             "abperf: warning: --order sequential boots every boot of one variant before the next: a slow \
              drift becomes a false difference; the default abba cancels it",
         );
     }
-    let knob_paths: Vec<String> = knob_specs.iter().map(|k| k.path.clone()).collect();
     let variants: Vec<Variant> = bvs
         .iter()
         .map(|b| Variant {
@@ -314,7 +228,7 @@ pub(super) fn boot_variants(
             ..Variant::named(&b.plan.name)
         })
         .collect();
-    Ok((variants, knob_paths))
+    Ok(variants)
 }
 
 fn execute(
