@@ -160,11 +160,11 @@ unsafe fn chase(p: *const usize, steps: usize) -> *const usize {
 /// The 4 KiB chase's region of `n` pages, each backed by a 4 KiB page that is not the physical
 /// neighbour of its virtual neighbour's: MADV_NOHUGEPAGE (no huge page, no multi-size THP folio,
 /// no khugepaged collapse), and the pages first touched in a random order, which is the order the
-/// kernel hands out physical pages in. Touched in address order, the pages of one process came
-/// out ~70% physically consecutive and another's ~0% (here, /proc/self/pagemap); a CPU that
-/// coalesces consecutive 4 KiB pages into one TLB entry (AMD Zen's PTE coalescing) then reaches
-/// several times more pages in the first process than in the second: two modes between
-/// invocations, as family 25 showed (L1 DTLB "reach" 57..68 and 1405..1600 pages).
+/// kernel hands out physical pages in. Touched in address order, 0% to 45% of neighbouring pages
+/// came out physically consecutive, process by process (/proc/self/pagemap; docs/micro.md); a CPU
+/// that coalesces consecutive 4 KiB pages into one TLB entry (AMD Zen's PTE coalescing) then
+/// reaches more pages in one process than in another: modes between invocations, as family 25
+/// showed (L1 DTLB "reach" 57..68 and 1405..1600 pages). Touched at random: 0% in every one.
 fn scattered_4k(n: usize, rng: &mut ChaCha8Rng) -> Result<Mapping> {
     let m = Mapping::anon(n * PAGE, PAGE, Some(false))?;
     let mut order: Vec<usize> = (0..n).collect();
