@@ -192,6 +192,40 @@ fn power_cut_during_a_boot_then_the_loop_resumes_with_nothing_lost() {
     assert!(again.number > lost[0].number, "{s:#?}");
 }
 
+/// The machine's software is the host's root, /tmp included: an abperf in a clone under /tmp
+/// (the suite run from there) is found and runs in the guest. The test's own abperf is linked
+/// (or copied) under the host's /tmp, wherever the clone is, and the machine runs that one.
+#[test]
+fn machine_runs_an_abperf_that_lives_under_the_hosts_tmp() {
+    let ks = match common::machine::kernels(PROGRAMS) {
+        Ok(k) => k,
+        Err(why) => return common::skip(&why),
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("abperf-under-tmp")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let bin = dir.path().join("abperf");
+    if std::fs::hard_link(BIN, &bin).is_err() {
+        std::fs::copy(BIN, &bin).unwrap();
+    }
+    let m = Machine::new(
+        ks,
+        &format!(
+            "{} --version; echo \"abperf under /tmp: $?\"\n",
+            bin.display()
+        ),
+    );
+    let q = m.power_on(0);
+    m.wait_off(0, q, Duration::from_secs(180));
+    let console = m.console(0);
+    assert!(console.contains("abperf under /tmp: 0"), "{console}");
+    assert!(
+        console.contains(&format!("abperf {}", env!("CARGO_PKG_VERSION"))),
+        "{console}"
+    );
+}
+
 /// The unit abperf installs on a machine with systemd (the QEMU machine above has no systemd:
 /// its init runs the same `abperf boot-loop resume`): systemd's own checker finds nothing to
 /// say about it (it warns on stderr, and still exits 0, for a bad setting).

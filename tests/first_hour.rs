@@ -79,6 +79,13 @@ fn placeholders_and_parameter_lists_must_match() {
         2,
     );
     assert!(o.stderr.contains("--pre 'echo {z}': {z}"), "{o}");
+    // Without any -L a placeholder is an error too (docs/run.md).
+    let o = lab.fails(&["run", "-r", "2", "echo {foo}"], 2);
+    assert!(
+        o.stderr
+            .contains("COMMAND 'echo {foo}': {foo} is not defined by any -L (no -L given)"),
+        "{o}"
+    );
     assert_eq!(experiment_count(&lab), 0, "nothing stored");
     // Used in --setup only, and shell expansions are not placeholders: accepted.
     lab.ok(&[
@@ -92,6 +99,15 @@ fn placeholders_and_parameter_lists_must_match() {
         "--setup",
         "true {x}",
         "echo ${HOME}",
+    ]);
+    // Shell and awk braces without -L: no placeholders, accepted.
+    lab.ok(&[
+        "run",
+        "-r",
+        "1",
+        "--warmup",
+        "0",
+        "echo a b | awk '{print $1}'; echo {} {a,b} ${HOME}",
     ]);
 }
 

@@ -81,6 +81,13 @@ abtest!(seed_000_markdown_row, |lab| {
         .has("| user\\_ns (s) | 880.438 ± 0.02% | 875.347 ± 0.01% | -0.58% |");
 });
 
+abtest!(seed_000_markdown_is_md, |lab| {
+    seed000(&lab);
+    let md = lab.ok(&["report", "latest", "--format", "md"]).stdout;
+    let markdown = lab.ok(&["report", "latest", "--format", "markdown"]).stdout;
+    assert_eq!(markdown, md);
+});
+
 abtest!(seed_000_every_metric_constant_and_zero_ones_apart, |lab| {
     seed000(&lab);
     let all = lab

@@ -36,7 +36,9 @@ mount -t tmpfs -o mode=0755 run /newroot/run
 mkdir -p /newroot/dev/pts /newroot/dev/shm
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /newroot/dev/pts
 mount -t tmpfs -o mode=1777 shm /newroot/dev/shm
-mount -t tmpfs -o mode=1777 tmp /newroot/tmp
+# No tmpfs over /tmp: the overlay's upper (a tmpfs) already takes the guest's writes there, and a
+# tmpfs would hide the host's /tmp, where the abperf of a clone under /tmp lives (tests/boot_loop.rs
+# machine_runs_an_abperf_that_lives_under_the_hosts_tmp). abperf's own guest init does the same.
 mount -t tracefs tracefs /newroot/sys/kernel/tracing 2>/dev/null
 i=0
 while [ ! -b /newroot/dev/vda ] && [ $i -lt 100 ]; do

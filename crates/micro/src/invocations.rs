@@ -82,9 +82,14 @@ fn once(into: &mut Vec<Skip>, more: Vec<Skip>) {
     }
 }
 
+/// How far from the median (a factor) an invocation's value of a reach may lie and still agree.
+const DISAGREE: f64 = 2.0;
+
 /// The invocations' values of one finding as one: the invocation holding the median (the lower
 /// of the middle two for an even count), its value and its own text, so that the words ("knee
 /// after 32 pages") and the value a plot or a ceiling reads agree; every value listed after it.
+/// A reach (key `*-reach`) gets no value unless most of the invocations lie within [`DISAGREE`]
+/// times of the median: its text then says the invocations disagree, with every value.
 fn finding(mut g: Vec<Finding>, n: usize) -> Finding {
     if g.len() == 1 && n == 1 {
         return g.remove(0);
@@ -100,6 +105,24 @@ fn finding(mut g: Vec<Finding>, n: usize) -> Finding {
     let listed: Vec<String> = valued.iter().map(|(v, _)| format!("{v:.4}")).collect();
     valued.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mid = (valued.len() - 1) / 2;
+    let near = |v: f64| v <= DISAGREE * valued[mid].0 && valued[mid].0 <= DISAGREE * v;
+    let agreeing = valued.iter().filter(|(v, _)| near(*v)).count();
+    if g[0].key.ends_with("-reach") && 2 * agreeing <= valued.len() {
+        // A reach names a level (a TLB's size): when no majority of the invocations lies near
+        // their median, they measured different things, and the median would name a level
+        // that half of them did not see.
+        let mut f = g.swap_remove(valued[0].1);
+        f.text = format!(
+            "{}: the {} invocations disagree, no majority within {DISAGREE:.0}x of the median \
+             ({} {}): no level named",
+            f.key,
+            valued.len(),
+            listed.join(", "),
+            f.unit
+        );
+        f.value = None;
+        return f;
+    }
     let lower = valued.len().is_multiple_of(2) && valued[mid].0 != valued[mid + 1].0;
     let mut f = g.swap_remove(valued[mid].1);
     f.text = format!(
@@ -227,6 +250,38 @@ mod tests {
             "knee after 32 pages [median of 4 invocations (the lower middle one): 33.0000, \
              32.0000, 34.0000, 32.0000]"
         );
+        // A reach whose invocations fall into two modes names no level; one that most of them
+        // agree on (within 2x of the median) does, every value listed.
+        let reach = |values: &[f64]| {
+            let reports: Vec<SuiteReport> = values
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| {
+                    let mut r = report(i as u32, v);
+                    r.findings[0].key = "4k-l1-reach".into();
+                    r.findings[0].text = format!("L1 DTLB reach ~{v} pages");
+                    r
+                })
+                .collect();
+            merge(reports, 1.0).unwrap().findings.remove(0)
+        };
+        let f = reach(&[57.0, 1405.0, 1600.0, 68.0]);
+        assert_eq!(f.value, None);
+        assert_eq!(
+            f.text,
+            "4k-l1-reach: the 4 invocations disagree, no majority within 2x of the median \
+             (57.0000, 1405.0000, 1600.0000, 68.0000 pages): no level named"
+        );
+        assert_eq!(reach(&[1533.0, 1405.0, 1405.0, 1745.0]).value, Some(1405.0));
+        let f = reach(&[96.0, 96.0, 1988.0, 104.0]);
+        assert_eq!(f.value, Some(96.0));
+        assert!(
+            f.text.contains("96.0000, 96.0000, 1988.0000, 104.0000"),
+            "{}",
+            f.text
+        );
+        assert_eq!(reach(&[60.0, 1500.0, 64.0]).value, Some(64.0));
+        assert_eq!(reach(&[60.0, 1500.0]).value, None);
         assert_eq!(m.notes.iter().filter(|n| *n == "n").count(), 1);
         assert!(m.notes.last().unwrap().contains("3 invocations"));
         assert_eq!(m.adds_per_cycle.min, 2.0);

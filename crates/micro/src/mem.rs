@@ -125,6 +125,35 @@ impl Mapping {
         acc
     }
 
+    /// Write one byte in each page of the usable region named by `pages` (page indices), in
+    /// that order: the order of the first touches is the order the kernel hands out physical
+    /// pages in, so a shuffled order keeps virtual neighbours off physically consecutive pages.
+    #[inline(never)]
+    pub fn touch_write_order(&self, pages: &[usize]) {
+        self.check(pages.iter().max().map_or(0, |&p| p + 1));
+        for &i in pages {
+            // SAFETY: inside the mapping (checked above).
+            unsafe { std::ptr::write_volatile(self.base.add(i * PAGE), 1) };
+        }
+    }
+
+    /// The share (0..1) of the first `n` pages of the usable region whose next page is backed by
+    /// the next physical page (/proc/self/pagemap), or None when the page frame numbers cannot be
+    /// read (they read as 0 without CAP_SYS_ADMIN) or a page is not present.
+    pub fn physically_adjacent_share(&self, n: usize) -> Option<f64> {
+        use std::os::unix::fs::FileExt;
+        self.check(n);
+        let f = std::fs::File::open("/proc/self/pagemap").ok()?;
+        let mut raw = vec![0u8; n * 8];
+        f.read_exact_at(&mut raw, (self.base as usize / PAGE * 8) as u64)
+            .ok()?;
+        let entries: Vec<u64> = raw
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect();
+        adjacent_share(&entries)
+    }
+
     fn check(&self, n: usize) {
         let end = self.base as usize - self.ptr as usize + n * PAGE;
         assert!(
@@ -181,6 +210,21 @@ pub fn anon_huge_kib_in(smaps: &str, addr: usize) -> Option<u64> {
     None
 }
 
+/// Of pagemap entries of consecutive virtual pages: the share of neighbours whose page frame
+/// numbers are consecutive too; None when a page is not present or the numbers are hidden (0).
+pub fn adjacent_share(entries: &[u64]) -> Option<f64> {
+    const PRESENT: u64 = 1 << 63;
+    const PFN: u64 = (1 << 55) - 1;
+    if entries.len() < 2 || entries.iter().any(|e| e & PRESENT == 0 || e & PFN == 0) {
+        return None;
+    }
+    let adjacent = entries
+        .windows(2)
+        .filter(|w| w[1] & PFN == (w[0] & PFN) + 1)
+        .count();
+    Some(adjacent as f64 / (entries.len() - 1) as f64)
+}
+
 /// Minor faults of the calling thread so far.
 pub fn minor_faults() -> u64 {
     // SAFETY: getrusage fills the struct.
@@ -201,6 +245,20 @@ mod tests {
         assert_eq!(anon_huge_kib_in(smaps, 0x7f0000001000), Some(2048));
         assert_eq!(anon_huge_kib_in(smaps, 0x7f0000400000), Some(0));
         assert_eq!(anon_huge_kib_in(smaps, 0x1000), None);
+    }
+
+    #[test]
+    fn adjacent_share_counts_consecutive_frames() {
+        let p = |pfn: u64| (1u64 << 63) | pfn;
+        assert_eq!(
+            adjacent_share(&[p(10), p(11), p(12), p(40), p(41)]),
+            Some(0.75)
+        );
+        assert_eq!(adjacent_share(&[p(12), p(11), p(10)]), Some(0.0));
+        // Hidden frame numbers (no CAP_SYS_ADMIN) or a page not present: unknown.
+        assert_eq!(adjacent_share(&[1 << 63, 1 << 63]), None);
+        assert_eq!(adjacent_share(&[p(10), 11]), None);
+        assert_eq!(adjacent_share(&[p(10)]), None);
     }
 
     #[test]

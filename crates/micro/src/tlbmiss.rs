@@ -2,7 +2,8 @@
 //! cache effects.
 //!
 //! Every chase is a random cyclic pointer chain, one node per cache line, timed per access:
-//! - `4k`: one node in each of N consecutive 4 KiB pages (no THP), at a random line of its page;
+//! - `4k`: one node in each of N consecutive 4 KiB pages (no THP, physically scattered: see
+//!   [`scattered_4k`]), at a random line of its page;
 //! - `2m`: the same layout in memory backed by transparent huge pages;
 //! - `2m-sparse`: one node in each of H 2 MiB huge pages, at a random line of one of its 4 KiB
 //!   pages (see [`build_chase`]);
@@ -28,7 +29,7 @@
 use super::caches::{P2M, P4K, Topology};
 use super::harness::{Rounds, median};
 use super::mem::{HUGE, Mapping, PAGE, anon_huge_kib, madvise, thp_mode};
-use super::staircase::{fit_staircase, grid};
+use super::staircase::{Step, fit_staircase, grid};
 use super::timer::{start, stop};
 use super::{Options, Sink};
 use anyhow::Result;
@@ -156,6 +157,22 @@ unsafe fn chase(p: *const usize, steps: usize) -> *const usize {
     }
 }
 
+/// The 4 KiB chase's region of `n` pages, each backed by a 4 KiB page that is not the physical
+/// neighbour of its virtual neighbour's: MADV_NOHUGEPAGE (no huge page, no multi-size THP folio,
+/// no khugepaged collapse), and the pages first touched in a random order, which is the order the
+/// kernel hands out physical pages in. Touched in address order, 0% to 45% of neighbouring pages
+/// came out physically consecutive, process by process (/proc/self/pagemap; docs/micro.md); a CPU
+/// that coalesces consecutive 4 KiB pages into one TLB entry (AMD Zen's PTE coalescing) then
+/// reaches more pages in one process than in another: modes between invocations, as family 25
+/// showed (L1 DTLB "reach" 57..68 and 1405..1600 pages). Touched at random: 0% in every one.
+fn scattered_4k(n: usize, rng: &mut ChaCha8Rng) -> Result<Mapping> {
+    let m = Mapping::anon(n * PAGE, PAGE, Some(false))?;
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(rng);
+    m.touch_write_order(&order);
+    Ok(m)
+}
+
 /// A region for one kind of chase.
 struct Region {
     kind: &'static str,
@@ -264,8 +281,17 @@ fn regions(sink: &mut Sink, sizes: &Sizes) -> Result<Vec<Region>> {
         map: dense,
         stride: LINE,
     });
-    let small = Mapping::anon(n_top * PAGE, PAGE, Some(false))?;
-    small.touch_write(n_top);
+    let small = scattered_4k(n_top, &mut ChaCha8Rng::seed_from_u64(0x4b1d))?;
+    sink.notes.push(match small.physically_adjacent_share(n_top) {
+        Some(s) => format!(
+            "tlb-miss: 4k chase region (no THP, pages first touched in a random order): {:.0}% of \
+             neighbouring pages physically adjacent (/proc/self/pagemap)",
+            100.0 * s
+        ),
+        None => "tlb-miss: 4k chase region (no THP, pages first touched in a random order): \
+                 physical adjacency unknown (/proc/self/pagemap hides frame numbers)"
+            .into(),
+    });
     regions.push(Region {
         kind: "4k",
         map: small,
@@ -368,9 +394,7 @@ fn measure(
             // and the miss cost near the STLB reach moved by 25% between runs here. (The huge
             // page regions stay: allocating them again can fail on fragmented memory.)
             for r in regions.iter_mut().filter(|r| r.kind == "4k") {
-                let fresh = Mapping::anon(n_top * PAGE, PAGE, Some(false))?;
-                fresh.touch_write(n_top);
-                r.map = fresh;
+                r.map = scattered_4k(n_top, &mut rng)?;
             }
         }
         for &(ri, n) in &configs {
@@ -499,6 +523,28 @@ fn dense_finding(sink: &mut Sink, topo: &Topology, sizes: &Sizes, m: &Medians) {
     }
 }
 
+/// Which of the 4 KiB chase's steps are the L1 DTLB's and the second-level TLB's: each step
+/// belongs to the level whose CPUID-reported entries lie nearer (in log); without CPUID, a step
+/// below 256 pages is the L1 DTLB's (x86 and Arm L1 DTLBs hold 32-128 entries for 4 KiB pages,
+/// second-level TLBs 512-4096). The L1 step is the first one, when it is L1-like; the
+/// second-level step the first that is not. So a first step at the STLB's size (the L1 DTLB's
+/// small step lost in the noise of a loaded host: here 1600-2263 pages in most invocations at
+/// load 15 on 2 vCPUs) is not named the L1 DTLB's reach, and a step beyond the STLB (the L2
+/// cache, the host) is named nothing.
+fn levels_4k(
+    steps: &[Step],
+    l1_4k: Option<u32>,
+    l2_4k: Option<u32>,
+) -> (Option<Step>, Option<Step>) {
+    let l1_like = |at: f64| match (l1_4k, l2_4k) {
+        (Some(a), Some(b)) => (at / a as f64).ln().abs() < (at / b as f64).ln().abs(),
+        _ => at < 256.0,
+    };
+    let l1 = steps.first().copied().filter(|s| l1_like(s.at));
+    let l2 = steps.iter().copied().find(|s| !l1_like(s.at));
+    (l1, l2)
+}
+
 /// 4 KiB pages: the miss cost at the largest N and the reaches of the L1 DTLB and the
 /// second-level TLB. Returns the first step's N (the reach of the TLB for 4 KiB pages).
 fn findings_4k(sink: &mut Sink, topo: &Topology, sizes: &Sizes, m: &Medians) -> Option<f64> {
@@ -507,7 +553,7 @@ fn findings_4k(sink: &mut Sink, topo: &Topology, sizes: &Sizes, m: &Medians) -> 
     let cyc = |t: f64| m.cyc(t);
     let m4 = m.miss_of("4k", &sizes.ns);
     let f4 = fit_staircase(&m4, 2, 1.0);
-    let m4_first = f4.steps.first().map(|s| s.at);
+    let m4_first = levels_4k(&f4.steps, l1_4k, l2_4k).0.map(|s| s.at);
     if let Some(&(_, top)) = m4.last() {
         sink.finding(
             "tlb-miss",
@@ -519,27 +565,7 @@ fn findings_4k(sink: &mut Sink, topo: &Topology, sizes: &Sizes, m: &Medians) -> 
                 cyc(top)
             ),
         );
-        let (l1, l2s) = match f4.steps.len() {
-            2 => (Some(f4.steps[0]), Some(f4.steps[1])),
-            // One step: the level whose CPUID-reported entries lie nearer (in log); without
-            // CPUID, below 256 pages it is the L1 DTLB's (x86 and Arm L1 DTLBs hold 32-128
-            // entries for 4 KiB pages, second-level TLBs 512-4096).
-            1 => {
-                let s = f4.steps[0];
-                let l1_like = match (l1_4k, l2_4k) {
-                    (Some(a), Some(b)) => {
-                        (s.at / a as f64).ln().abs() < (s.at / b as f64).ln().abs()
-                    }
-                    _ => s.at < 256.0,
-                };
-                if l1_like {
-                    (Some(s), None)
-                } else {
-                    (None, Some(s))
-                }
-            }
-            _ => (None, None),
-        };
+        let (l1, l2s) = levels_4k(&f4.steps, l1_4k, l2_4k);
         let l1t = level_text(l1_4k, "L1 DTLB for 4 KiB pages");
         match l1 {
             Some(s) => sink.finding(
@@ -561,7 +587,16 @@ fn findings_4k(sink: &mut Sink, topo: &Topology, sizes: &Sizes, m: &Medians) -> 
                 "4k-l1-reach",
                 None,
                 "pages",
-                format!("4k pages: no L1 DTLB step found in 8..{n_top} pages ({l1t})"),
+                format!(
+                    "4k pages: no L1 DTLB step found in 8..{n_top} pages ({l1t}){}",
+                    match f4.steps.first() {
+                        Some(s) => format!(
+                            "; the first step, at ~{:.0} pages, lies nearer the second-level TLB's size",
+                            s.at
+                        ),
+                        None => String::new(),
+                    }
+                ),
             ),
         }
         let l2t = level_text(l2_4k, "second-level TLB for 4 KiB pages");
@@ -674,6 +709,35 @@ fn finding_2m_sparse(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steps_are_named_by_the_level_they_lie_nearest() {
+        let step = |at: f64| Step {
+            at,
+            height: 5.0,
+            width: 0.1,
+        };
+        let at = |(a, b): (Option<Step>, Option<Step>)| (a.map(|s| s.at), b.map(|s| s.at));
+        let cpuid = (Some(64), Some(2048));
+        let two = [step(64.0), step(1988.0)];
+        assert_eq!(
+            at(levels_4k(&two, cpuid.0, cpuid.1)),
+            (Some(64.0), Some(1988.0))
+        );
+        assert_eq!(at(levels_4k(&two, None, None)), (Some(64.0), Some(1988.0)));
+        // The L1 step lost: the STLB's is not named the L1's, and the step beyond it nothing.
+        let lost = [step(1405.0), step(3645.0)];
+        assert_eq!(at(levels_4k(&lost, cpuid.0, cpuid.1)), (None, Some(1405.0)));
+        assert_eq!(
+            at(levels_4k(&[step(1823.0), step(7290.0)], None, None)),
+            (None, Some(1823.0))
+        );
+        assert_eq!(
+            at(levels_4k(&[step(104.0)], None, None)),
+            (Some(104.0), None)
+        );
+        assert_eq!(at(levels_4k(&[], cpuid.0, cpuid.1)), (None, None));
+    }
 
     #[test]
     fn chase_visits_every_node_with_balanced_sets() {

@@ -75,7 +75,8 @@ pub enum Format {
     Text,
     /// plain text for a mailing-list reply, at most 72 columns
     Mail,
-    /// GitHub-flavoured Markdown tables
+    /// GitHub-flavoured Markdown tables (also `markdown`)
+    #[value(alias = "markdown")]
     Md,
     /// everything, raw runs included (versioned schema, docs/report-json.md)
     Json,

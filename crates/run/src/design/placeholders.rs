@@ -31,23 +31,24 @@ pub fn placeholders(text: &str) -> Vec<String> {
 }
 
 /// Check `texts` (what, text): the commands and --pre/--post/--setup/--cleanup, against the
-/// `-L` lists. With no `-L` at all nothing is substituted and nothing is checked (`awk '{print}'`
-/// stays what it is).
+/// `-L` lists, with or without any `-L`: a placeholder no `-L` defines is an error either way
+/// (awk's `{print}` is one; `{print $1}`, `{ print }`, `{}`, `${HOME}` and `{a,b}` are not).
 pub fn check(texts: &[(&str, &str)], params: &[ParamList]) -> anyhow::Result<()> {
-    if params.is_empty() {
-        return Ok(());
-    }
     let defined: BTreeSet<&str> = params.iter().map(|p| p.name.as_str()).collect();
     let mut used = BTreeSet::new();
     for (what, text) in texts {
         for name in placeholders(text) {
             if !defined.contains(name.as_str()) {
                 let list: Vec<String> = defined.iter().map(|d| format!("{{{d}}}")).collect();
+                let defined = if list.is_empty() {
+                    "no -L given".to_string()
+                } else {
+                    format!("defined: {}", list.join(", "))
+                };
                 return Err(usage(format!(
-                    "{what} '{text}': {{{name}}} is not defined by any -L (defined: {}); add \
+                    "{what} '{text}': {{{name}}} is not defined by any -L ({defined}); add \
                      -L {name}=V1,V2 or correct the name (for literal braces, as in awk, write \
-                     '{{ {name} }}')",
-                    list.join(", ")
+                     '{{ {name} }}')"
                 )));
             }
             used.insert(name);
@@ -96,7 +97,23 @@ mod tests {
         );
         // Used only in --pre: fine.
         check(&[("COMMAND", "true"), ("--pre", "echo {x}")], &[x]).unwrap();
-        // Without -L nothing is a placeholder.
-        check(&[("COMMAND", "awk '{print}'")], &[]).unwrap();
+        // Without -L a placeholder is an error too; shell and awk syntax is none.
+        let e = check(&[("COMMAND", "echo {foo}")], &[]).unwrap_err();
+        assert_eq!(abperf_model::error::exit_code(&e), 2);
+        assert!(
+            e.to_string()
+                .contains("{foo} is not defined by any -L (no -L given)"),
+            "{e}"
+        );
+        assert!(check(&[("--pre", "awk '{print}'")], &[]).is_err());
+        check(
+            &[
+                ("COMMAND", "awk '{print $1}' f; awk '{ print }' f"),
+                ("COMMAND", "find . -exec ls {} +; echo ${HOME} {a,b} {1..3}"),
+                ("--setup", "{ true; }"),
+            ],
+            &[],
+        )
+        .unwrap();
     }
 }
