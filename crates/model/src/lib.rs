@@ -17,6 +17,9 @@
 //!   alive?) and [`KnobClaim`] (who holds a knob and what it held before)
 //! - [`micro`], [`trace`] and [`tune`] hold the stored results of `abperf micro`, `abperf trace` and the
 //!   settings `doctor --fix` / `run --tune` change
+//! - [`doctor`], [`vm`] and [`workload`] hold the results of `abperf doctor` (a check), `abperf vm`
+//!   (a cached kernel, the KVM probe) and `abperf workload` (a workload's description), made by
+//!   the crates that find them and printed by `abperf-report`, which depends on none of those
 //!
 //! - [`error`] holds the errors callers branch on ([`error::UsageError`]: exit code 2) and the one
 //!   way a message reaches the terminal; [`escape`] makes user text harmless there
@@ -28,6 +31,7 @@ pub mod boot_level;
 pub mod ceiling;
 pub mod dataset;
 pub mod describe;
+pub mod doctor;
 pub mod error;
 pub mod escape;
 pub mod experiment;
@@ -41,6 +45,8 @@ pub mod time;
 pub mod trace;
 pub mod tune;
 pub mod variant;
+pub mod vm;
+pub mod workload;
 
 pub use boot::{Boot, BootConfig, BootPlan};
 pub use dataset::Dataset;

@@ -3,7 +3,8 @@
 //! change.
 
 use super::plain::Plain;
-use abperf_run::doctor::{Check, Setting, Status};
+use abperf_model::Setting;
+use abperf_model::doctor::{Check, Status};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 

@@ -2,7 +2,7 @@
 //! ([`Fetched`], printed as each package is unpacked) and the KVM probe ([`Probe`]).
 
 use super::plain::Plain;
-use abperf_vm::{KernelImage, KvmProbe};
+use abperf_model::vm::{KernelImage, KvmProbe};
 use std::fmt::Write;
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! and what this machine offers it).
 
 use super::plain::Plain;
-use abperf_workload::Description;
+use abperf_model::workload::{Description, direction_word};
 use std::fmt::Write;
 
 /// `workload list`: name, version and summary of every workload.
@@ -61,7 +61,7 @@ impl Plain for Show<'_> {
                 "  {:<nw$}  {:<uw$}  {:<16}  {}",
                 m.name,
                 m.unit,
-                abperf_workload::metrics::direction_word(m.direction),
+                direction_word(m.direction),
                 m.help
             );
         }

@@ -133,7 +133,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded> {
     let cmd = if opts.command.is_empty() {
         None
     } else {
-        Some(abperf_run::runner::Prepared::from_argv(&opts.command)?)
+        Some(abperf_measure::command::Prepared::from_argv(&opts.command)?)
     };
     let cgroup = match &opts.scope {
         ScopeRequest::Cgroup(c) => Some(workload::cgroup_dir(c)?),
@@ -321,7 +321,7 @@ fn wait_for_end(
     opts: &RecordOptions,
     inst: &instance::Instance,
     mut child: Option<&mut workload::Gated>,
-    cmd: Option<&abperf_run::runner::Prepared>,
+    cmd: Option<&abperf_measure::command::Prepared>,
     cgroup: Option<&std::path::Path>,
     t0: Instant,
 ) -> Result<Ending> {

@@ -9,7 +9,7 @@
 //! - [`tasks_of_pids`], [`tasks_of_cgroup`]: the thread ids to put in scope for `--pid` and
 //!   `--cgroup`.
 
-use abperf_run::runner::command::Prepared;
+use abperf_measure::command::Prepared;
 use anyhow::{Context, Result, anyhow, bail};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -78,7 +78,7 @@ impl Stop {
 
 /// The conventional name of a signal number.
 pub fn signal_name(sig: i32) -> String {
-    abperf_run::runner::signals::name(sig)
+    abperf_measure::signals::name(sig)
 }
 
 /// How the workload ended.

@@ -2,29 +2,12 @@
 //! `depmod -b`; nothing is installed), the release string of a bzImage, the modules directory that
 //! belongs to a kernel, and the modules a guest needs, in load order, from `modules.dep`.
 
+use abperf_model::vm::KernelImage;
 use anyhow::{Context, Result, bail};
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// A kernel unpacked in the cache, ready to boot.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct KernelImage {
-    /// Debian package it came from.
-    pub package: String,
-    /// Debian version of that package.
-    pub version: String,
-    /// Kernel release (`uname -r` inside the guest).
-    pub release: String,
-    /// The unpacked package.
-    pub root: PathBuf,
-    /// `ROOT/boot/vmlinuz-RELEASE`.
-    pub vmlinuz: PathBuf,
-    /// `ROOT/lib/modules/RELEASE`, with `modules.dep`.
-    pub modules: PathBuf,
-}
 
 /// File in a cached package's directory describing it (paths relative to the directory).
 const READY: &str = "abperf-kernel.json";

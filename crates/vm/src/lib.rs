@@ -23,6 +23,7 @@ pub mod initramfs;
 pub mod kernel;
 pub mod probe;
 
+pub use abperf_model::vm::{KernelImage, KvmProbe, Verdict};
 pub use engine::{Accel, BootInfo, Event, Exit, INPUT_DIR, Outcome, RESULTS_PORT, Vm, VmSpec};
-pub use kernel::{KernelImage, cache_dir, fetch_kernel};
-pub use probe::{KvmProbe, Verdict, kvm_usable, kvm_usable_cached};
+pub use kernel::{cache_dir, fetch_kernel};
+pub use probe::{kvm_usable, kvm_usable_cached};

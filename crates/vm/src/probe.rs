@@ -4,50 +4,11 @@
 
 use super::engine::{Accel, Event, Exit, Vm, VmSpec};
 use super::kernel::{cache_dir, cached_kernels};
+use abperf_model::vm::{KvmProbe, Verdict, WHY};
 use serde::{Deserialize, Serialize};
 use std::os::unix::io::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    /// A Linux guest booted under KVM.
-    Usable,
-    /// KVM is missing, inaccessible, or a guest does not boot under it.
-    Unusable,
-    /// The ioctls work but no boot could be tried (no kernel at hand, or the test kernel could
-    /// not set up its guest for another reason).
-    Untested,
-}
-
-/// The probe's answer, in the shape of a doctor check.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct KvmProbe {
-    pub verdict: Verdict,
-    pub finding: String,
-    #[serde(skip_deserializing, default = "why")]
-    pub why: &'static str,
-    pub fix: Option<String>,
-    /// The kernel the test boot used.
-    pub kernel: Option<PathBuf>,
-    /// Seconds from QEMU's start to the test command's start under KVM.
-    pub boot_seconds: Option<f64>,
-}
-
-impl KvmProbe {
-    pub fn usable(&self) -> bool {
-        self.verdict == Verdict::Usable
-    }
-}
-
-fn why() -> &'static str {
-    WHY
-}
-
-pub const WHY: &str = "kernel variants boot in virtual machines: under KVM their timings reflect \
-                       the hardware; under TCG (QEMU's binary translator, the fallback) the TLB, \
-                       caches and MSRs are emulated, so timings test the machinery, not the kernel";
 
 const FIX_TCG: &str = "use --accel tcg here (correct results, meaningless timings), and measure \
                        kernels with KVM on bare metal or on a host whose nested virtualisation \

@@ -34,11 +34,12 @@ pub mod pagefault;
 pub mod params;
 pub mod sys;
 
+pub use abperf_model::workload::{Description, ParamDescription};
+
 use abperf_model::error::usage;
 use anyhow::Result;
 use metrics::{Metric, MetricSpec};
 use params::{ParamSpec, Params};
-use serde::Serialize;
 use std::ffi::OsString;
 use std::path::Path;
 use thiserror::Error;
@@ -155,29 +156,6 @@ impl Workload {
             metrics: self.metrics,
         }
     }
-}
-
-/// A workload as `workload show --format json` prints it.
-#[derive(Debug, Serialize)]
-pub struct Description {
-    pub name: &'static str,
-    pub version: u32,
-    pub summary: &'static str,
-    pub stresses: &'static str,
-    pub kernel_paths: &'static [&'static str],
-    pub modelled_on: &'static str,
-    pub runtime: &'static str,
-    pub prepare: Option<&'static str>,
-    pub params: Vec<ParamDescription>,
-    pub metrics: &'static [MetricSpec],
-}
-
-#[derive(Debug, Serialize)]
-pub struct ParamDescription {
-    pub name: &'static str,
-    pub default: &'static str,
-    pub allowed: String,
-    pub help: &'static str,
 }
 
 /// The argv of a timed run: `EXE workload exec NAME k=v ...` (pass `seed=N` among the words;

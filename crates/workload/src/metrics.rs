@@ -26,14 +26,10 @@ pub const METRICS_ENV: &str = "ABPERF_METRICS_FILE";
 /// reports write kebab-case ([`Direction::as_str`]).
 pub use abperf_model::Direction;
 
-/// The protocol's word for `d`: `higher_is_better`, `lower_is_better` or `count`.
-pub fn direction_word(d: Direction) -> &'static str {
-    match d {
-        Direction::HigherIsBetter => "higher_is_better",
-        Direction::LowerIsBetter => "lower_is_better",
-        Direction::Count => "count",
-    }
-}
+use abperf_model::workload::direction_words;
+/// The declarations and the protocol's words live in the model, where `abperf-report` reads
+/// them too.
+pub use abperf_model::workload::{MetricSpec, direction_word};
 
 fn readable(d: Direction) -> &'static str {
     match d {
@@ -41,43 +37,6 @@ fn readable(d: Direction) -> &'static str {
         Direction::LowerIsBetter => "lower is better",
         Direction::Count => "count",
     }
-}
-
-/// Serde of a [`Direction`] in the protocol's words ([`direction_word`]).
-mod direction_words {
-    use super::{Direction, direction_word};
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(d: &Direction, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(direction_word(*d))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Direction, D::Error> {
-        let word = String::deserialize(d)?;
-        [
-            Direction::HigherIsBetter,
-            Direction::LowerIsBetter,
-            Direction::Count,
-        ]
-        .into_iter()
-        .find(|&x| direction_word(x) == word)
-        .ok_or_else(|| {
-            serde::de::Error::unknown_variant(
-                &word,
-                &["higher_is_better", "lower_is_better", "count"],
-            )
-        })
-    }
-}
-
-/// What a workload declares it may report (shown by `workload show`, known before any run).
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct MetricSpec {
-    pub name: &'static str,
-    pub unit: &'static str,
-    #[serde(with = "direction_words")]
-    pub direction: Direction,
-    pub help: &'static str,
 }
 
 /// One reported value.

@@ -2,53 +2,9 @@
 //! does not have gives the status "not available" and says which file was missing.
 
 use super::sys::Sys;
-use serde::Serialize;
+use abperf_model::doctor::{Check, Status};
 use std::collections::BTreeMap;
 use std::time::Duration;
-
-/// How a finding bears on measurements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Status {
-    /// Nothing to worry about.
-    #[serde(rename = "ok")]
-    Ok,
-    /// Adds noise or bias; fix it for sub-1% work.
-    #[serde(rename = "warn")]
-    Warn,
-    /// Makes small effects unmeasurable until fixed.
-    #[serde(rename = "bad")]
-    Bad,
-    /// Worth recording; nothing to fix.
-    #[serde(rename = "info")]
-    Info,
-    /// This kernel or machine does not expose it.
-    #[serde(rename = "not available")]
-    NotAvailable,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::Warn => "warn",
-            Status::Bad => "bad",
-            Status::Info => "info",
-            Status::NotAvailable => "not available",
-        }
-    }
-}
-
-/// One check's result.
-#[derive(Debug, Clone, Serialize)]
-pub struct Check {
-    pub name: &'static str,
-    pub status: Status,
-    pub finding: String,
-    /// Why it matters for measurements.
-    pub why: &'static str,
-    /// What to do about it (None when nothing is to be done).
-    pub fix: Option<String>,
-}
 
 fn check(name: &'static str, status: Status, finding: String, why: &'static str) -> Check {
     Check {
@@ -57,13 +13,6 @@ fn check(name: &'static str, status: Status, finding: String, why: &'static str)
         finding,
         why,
         fix: None,
-    }
-}
-
-impl Check {
-    fn fix(mut self, f: impl Into<String>) -> Check {
-        self.fix = Some(f.into());
-        self
     }
 }
 

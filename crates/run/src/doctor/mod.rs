@@ -8,7 +8,8 @@ pub mod sys;
 pub mod tune;
 
 pub use abperf_model::Setting;
-pub use checks::{Check, Status, run_all};
+pub use abperf_model::doctor::{Check, Status};
+pub use checks::run_all;
 pub use tune::recommended;
 
 use serde_json::{Map, Value};
@@ -135,7 +136,7 @@ impl Sampling {
                      processes are scanned (abperf doctor samples them)",
                     SCAN_AFTER.as_millis()
                 );
-                (checks::Status::Info, not)
+                (Status::Info, not)
             } else {
                 (c.status, c.finding)
             };

@@ -3,7 +3,6 @@
 //! commits every run the moment it ends.
 
 pub mod boots;
-pub mod command;
 pub mod cpuset;
 pub mod experiment;
 pub mod guest;
@@ -12,7 +11,6 @@ pub mod knob_lock;
 pub mod knobs;
 pub mod noise;
 pub mod preflight;
-pub mod shell;
 pub mod signals;
 pub mod spawn;
 pub mod spawn_fork;
@@ -21,6 +19,9 @@ mod spawn_posix;
 pub mod spawn_server;
 pub mod workload;
 
-pub use command::Prepared;
+pub use abperf_measure::command::Prepared;
+/// How a command is resolved (a program in PATH, or `sh -c`) lives below the runner, where
+/// `abperf-trace` starts its command too.
+pub use abperf_measure::{command, shell};
 pub use experiment::{RunConfig, execute};
 pub use knobs::KnobGuard;

@@ -7,6 +7,7 @@
 //! abperf with every knob still changed. Writes to the closed pipe fail with EPIPE and are dropped
 //! (`error::stderr_line`).
 
+pub use abperf_measure::signals::name;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGPIPE, SIGTERM};
 use signal_hook::iterator::Signals;
 use std::sync::Once;
@@ -58,18 +59,4 @@ pub fn set_child(pgid: libc::pid_t) {
 
 pub fn clear_child() {
     CHILD_PGID.store(0, Ordering::SeqCst);
-}
-
-/// The conventional name of a signal number.
-pub fn name(sig: i32) -> String {
-    match sig {
-        libc::SIGINT => "SIGINT".into(),
-        libc::SIGTERM => "SIGTERM".into(),
-        libc::SIGHUP => "SIGHUP".into(),
-        libc::SIGPIPE => "SIGPIPE".into(),
-        libc::SIGKILL => "SIGKILL".into(),
-        libc::SIGSEGV => "SIGSEGV".into(),
-        libc::SIGABRT => "SIGABRT".into(),
-        other => format!("signal {other}"),
-    }
 }
