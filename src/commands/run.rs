@@ -30,10 +30,9 @@ use crate::runner::shell::ShellMode;
 use crate::runner::signals;
 use crate::runner::workload;
 use crate::runner::{KnobGuard, execute, preflight};
-use crate::store::Store;
+use crate::store::{Location, Operation, Store};
 use anyhow::Context;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 fn check_events(names: &[String], strict: bool) -> anyhow::Result<Vec<String>> {
     let mut specs = Vec::new();
@@ -98,7 +97,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         return crate::fleet::share::run(share, lines);
     }
     if args.no_store {
-        args.db.db = Some(PathBuf::from(hints::IN_MEMORY));
+        args.db.db = Some(Location::parse(hints::IN_MEMORY));
     }
     if args.kernel.any() && args.until_decided {
         return Err(usage(
@@ -145,7 +144,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     let plans = plan_variants(&args, &params, &knob_specs)?;
     check_schedule_size(plans.len(), args.runs, args.warmup)?;
     let seed = args.seed.unwrap_or_else(random_seed);
-    let mut store = Store::open_resolved_for_runs(args.db.db.as_deref())?;
+    let mut store = Store::open_to_run(&args.db.location()?)?;
     let counted = check_events(&args.events, args.strict)?;
     let mut cfg = run_config(&args, seed, counted, NoiseConfig::default());
     let variants = new_variants(&plans)?;
@@ -351,7 +350,7 @@ fn lock_options(wait: bool) -> LockOptions {
 fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
     // On a PostgreSQL store: every experiment's row read into a working copy (for `latest`),
     // the experiment's content when it is claimed, each run then committed there first.
-    let mut store = Store::open_resolved_for_taking_over(db.db.as_deref())?;
+    let mut store = Store::open_to_take_over(&db.location()?)?;
     let id = super::lookup::experiment_id(&store, reference)?;
     let exp = store.experiment(id)?;
     if exp.kind != Kind::Run {
@@ -477,12 +476,9 @@ fn check_resumable(
              systemd unit, or with `abperf boot-loop resume`"
         )));
     }
-    if store.shared_location().is_none() {
-        return Ok(()); // an SQLite store keeps everything a resume writes
-    }
-    let what = if cfg.noise.tune.is_some() {
+    let what = if cfg.noise.tune.is_some() && !store.supports(Operation::Tune) {
         "--tune (its journal, which puts the settings back after a crash, is kept in the store)"
-    } else if design.get("vm").is_some() {
+    } else if design.get("vm").is_some() && !store.supports(Operation::Boots) {
         "kernels (--kernel, --append: their boots are kept in the store)"
     } else {
         return Ok(());

@@ -250,7 +250,7 @@ pub(crate) fn start(args: RunArgs) -> anyhow::Result<i32> {
     let initrds = initrds(&kernels)?;
     let (variants, knob_paths) = boot_variants(&args, &kernels)?;
     let systemd_unit = k.boot_hook.unwrap_or(BootHook::Systemd) == BootHook::Systemd;
-    let mut store = Store::open_resolved(args.db.db.as_deref())?;
+    let mut store = Store::open_to_write(&args.db.location()?)?;
     check_machine(how, systemd_unit, &store)?;
     let home = ThisBoot::read()?;
     let reboot = match how {

@@ -151,7 +151,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         seed: Some(seed),
         environment,
     };
-    let mut store = Store::open_resolved(args.db.db.as_deref())?;
+    let mut store = Store::open_to_write(&args.db.location()?)?;
     signals::install()?;
     let id = store.create_boot_experiment(&exp, &variants, &schedule, &boot_plans)?;
     // Its owner, so that `list`/`show` call it interrupted if this process dies and
