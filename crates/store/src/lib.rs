@@ -70,7 +70,7 @@ pub(crate) enum Backend {
     /// A PostgreSQL store: `conn` is an in-memory working copy of what the command reads or
     /// writes there, under the server's ids.
     #[cfg(feature = "postgres")]
-    Postgres(postgres::Server),
+    Postgres(Box<postgres::Server>),
 }
 
 /// The longest a committed run may stay unsynced (lost to a power cut or OS crash, never to a

@@ -89,7 +89,7 @@ pub(crate) fn open(dsn: &str, purpose: Purpose) -> anyhow::Result<Store> {
 
 /// `store` (a working copy) backed by `server`.
 fn with(mut store: Store, server: Server) -> Store {
-    store.backend = Backend::Postgres(server);
+    store.backend = Backend::Postgres(Box::new(server));
     store
 }
 
