@@ -117,6 +117,11 @@ mkdir -p target
 : >"$ABPERF_TEST_SKIP_LOG"
 status=0
 cargo test --locked --workspace --all-targets --no-fail-fast || status=$?
+# The SQLite-only build (no PostgreSQL backend): the store's tests, and the binary refusing a
+# postgres:// store with how to get the backend (tests/store_backends.rs).
+cargo clippy --locked --no-default-features -p abperf-store -p abperf --lib -- -D warnings || status=$?
+cargo test --locked --no-default-features -p abperf-store || status=$?
+cargo test --locked --no-default-features --test store_backends || status=$?
 skipped=$(sort -u "$ABPERF_TEST_SKIP_LOG" | wc -l)
 echo
 echo "test.sh: $skipped test(s) skipped (shown as ok above), each on a probe of this machine:"

@@ -15,7 +15,6 @@ use common::Lab;
 use common::fleet::Fleet;
 use common::postgres::Server;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// A fleet, a lab whose Ansible opens a connection per task, the inventory, and a server with
@@ -172,7 +171,8 @@ fn three_hosts_commit_into_postgres_as_they_run_and_compare_on_the_dsn_uses_host
         .has(&format!("stored in {dsn}"));
     assert_eq!(runs_by_host(&pg, 1), three_hosts(10));
     // The hosts and their hello are there too.
-    let store = abperf::store::Store::open_read_only(Path::new(&dsn)).unwrap();
+    let store =
+        abperf::store::Store::open_read_only(&abperf::store::Location::parse(&dsn)).unwrap();
     let hosts = store.fleet_hosts(1).unwrap();
     assert_eq!(hosts.len(), 3);
     assert!(

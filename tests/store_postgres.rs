@@ -13,10 +13,9 @@ use abperf::store::copy_target::Target;
 use common::postgres::Server;
 use common::seeded::{seeded, views};
 use common::{Lab, Out};
-use std::path::Path;
 
 fn content(db: &str, id: i64) -> Content {
-    Store::open_read_only(Path::new(db))
+    Store::open_read_only(&abperf::store::Location::parse(db))
         .unwrap()
         .read_content(id)
         .unwrap()
@@ -200,7 +199,9 @@ fn edge_values_keep_value_and_type_and_what_does_not_fit_stores_nothing() {
     let lab = Lab::new();
     lab.ok(&["run", "-r", "3", "true"]);
     let dsn = pg.create_db("abperf");
-    let mut target = Target::open(Path::new(&dsn), false).unwrap().unwrap();
+    let mut target = Target::open(&abperf::store::Location::parse(&dsn), false)
+        .unwrap()
+        .unwrap();
     let sent = edges(&lab);
     let id = target.write_content(&sent, &|| false).unwrap().unwrap();
     // A fresh server numbers as the fresh store did: the content is the same, ids and all.
@@ -333,7 +334,7 @@ fn two_copies_into_one_postgres_at_once_both_land() {
         .filter_map(|l| l.split_whitespace().next())
         .collect();
     assert_eq!(ids, ["1", "2", "3", "4"], "{list}");
-    let store = Store::open_read_only(Path::new(&dsn)).unwrap();
+    let store = Store::open_read_only(&abperf::store::Location::parse(&dsn)).unwrap();
     for id in 1..=4 {
         assert!(
             !store.load(id).unwrap().runs.is_empty(),
@@ -349,7 +350,7 @@ fn two_copies_into_one_postgres_at_once_both_land() {
         .collect();
     for round in 0..3 {
         let fresh = pg.create_db(&format!("race{round}"));
-        Target::open(Path::new(&fresh), false).unwrap();
+        Target::open(&abperf::store::Location::parse(&fresh), false).unwrap();
         let gate = std::sync::Barrier::new(2);
         std::thread::scope(|s| {
             let writers: Vec<_> = contents
@@ -357,7 +358,9 @@ fn two_copies_into_one_postgres_at_once_both_land() {
                 .map(|c| {
                     let (gate, fresh) = (&gate, &fresh);
                     s.spawn(move || {
-                        let mut t = Target::open(Path::new(fresh), false).unwrap().unwrap();
+                        let mut t = Target::open(&abperf::store::Location::parse(fresh), false)
+                            .unwrap()
+                            .unwrap();
                         gate.wait();
                         t.write_content(c, &|| false).map_err(|e| format!("{e:#}"))
                     })

@@ -37,7 +37,7 @@ pub fn run(args: BootLoopArgs) -> anyhow::Result<i32> {
         BootLoopCommand::Stop(db) => stop(&db),
         BootLoopCommand::Resume(db) => resume(&db),
         BootLoopCommand::Unit(db) => {
-            let store = Store::open_resolved(db.db.as_deref())?;
+            let store = Store::open_to_write(&db.location()?)?;
             let id = active_loop(&store)?.map(|l| l.id);
             let exe = std::env::current_exe()?;
             let path = std::path::absolute(store.path())?;
@@ -52,7 +52,7 @@ fn say(s: &str) {
 }
 
 fn status(db: &DbArgs) -> anyhow::Result<i32> {
-    let store = Store::open_resolved_for_reading(db.db.as_deref())?;
+    let store = Store::open_to_read(&db.location()?)?;
     let unit = unit::installed().map(|(p, _)| p);
     let Some(lp) = loops(&store)?.into_iter().next() else {
         say(&format!(
@@ -154,7 +154,7 @@ fn describe_reboot(id: i64, r: &crate::boot_loop::bli::RebootDesign) {
 }
 
 fn stop(db: &DbArgs) -> anyhow::Result<i32> {
-    let mut store = Store::open_resolved(db.db.as_deref())?;
+    let mut store = Store::open_to_write(&db.location()?)?;
     let removed = remove_unit_of(&store)?;
     // The newest loop's boot-loader state goes whether or not it still runs (a stop after a
     // crash of abperf between writing an entry and ending the loop leaves nothing behind).
@@ -210,7 +210,7 @@ fn remove_unit_of(store: &Store) -> anyhow::Result<bool> {
 }
 
 fn resume(db: &DbArgs) -> anyhow::Result<i32> {
-    let mut store = Store::open_resolved(db.db.as_deref())?;
+    let mut store = Store::open_to_write(&db.location()?)?;
     match active_loop(&store)? {
         Some(lp) => super::run::boot_loop::continue_loop(&mut store, lp.id),
         None => {

@@ -101,7 +101,7 @@ fn ceiling_cmd(a: CeilingArgs) -> Result<i32> {
             "--working-set 0: expected a number of pages, at least 1",
         ));
     }
-    let store = Store::open_resolved_for_reading(a.db.db.as_deref())?;
+    let store = Store::open_to_read(&a.db.location()?)?;
     let tid = store.resolve_id(&a.trace)?;
     let mid = store.resolve_id(&a.micro)?;
     let (info, tables) = store
@@ -171,7 +171,7 @@ fn validate(
                 }
             }
         }
-        let db = crate::store::resolve_path(a.db.db.as_deref())?;
+        let db = a.db.location()?;
         v::run_ab(&v::RunPlan {
             db: &db,
             values: &v::ceilings(current, advice.best),

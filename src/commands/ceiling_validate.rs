@@ -12,7 +12,6 @@ use crate::stats::bootstrap::bootstrap;
 use crate::store::Store;
 use crate::trace::ceiling::KNOB;
 use anyhow::{Context, Result};
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// Bootstrap resamples and seed of the measured intervals.
@@ -57,7 +56,7 @@ pub fn knob_here() -> Result<u64, String> {
 
 /// What `run` is given for the A/B: the knob's values, runs, the kernel options, the workload.
 pub struct RunPlan<'a> {
-    pub db: &'a Path,
+    pub db: &'a crate::store::Location,
     pub values: &'a [u64],
     pub runs: u32,
     pub kernel: &'a [String],
@@ -82,7 +81,9 @@ pub fn run_ab(plan: &RunPlan) -> Result<i64> {
         .arg(shell_words::join(plan.workload))
         .stdin(Stdio::null())
         .stdout(std::io::stderr());
-    let before = Store::open(plan.db)?.resolve_id("latest").unwrap_or(0);
+    let before = Store::open_to_write(plan.db)?
+        .resolve_id("latest")
+        .unwrap_or(0);
     let status = cmd.status().context("running the A/B of the ceiling")?;
     if !status.success() {
         anyhow::bail!(
@@ -90,7 +91,7 @@ pub fn run_ab(plan: &RunPlan) -> Result<i64> {
             values.join(", ")
         );
     }
-    let store = Store::open(plan.db)?;
+    let store = Store::open_to_write(plan.db)?;
     let after = store.resolve_id("latest")?;
     if after <= before {
         anyhow::bail!("the A/B of the ceiling stored no experiment");

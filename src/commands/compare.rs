@@ -126,19 +126,19 @@ enum Loaded {
 /// Load the inputs: files, one experiment, or one variant of each of two experiments (two
 /// micro experiments: their comparison).
 fn load(args: &CompareArgs) -> anyhow::Result<Loaded> {
-    let db = args.db.db.as_deref();
+    let db = &args.db.location()?;
     match Inputs::of(&args.inputs)? {
         Inputs::Files => Ok(Loaded::ToJudge(Report::new(
             from_files(&args.inputs, args.column, args.summary)?,
             View::Compare,
         ))),
         Inputs::One(reference) => {
-            let store = Store::open_resolved_for_reading(db)?;
+            let store = Store::open_to_read(db)?;
             let id = lookup::experiment_id(&store, reference)?;
             one_experiment(&store, id, args)
         }
         Inputs::Two(a, b) => {
-            let store = Store::open_resolved_for_reading(db)?;
+            let store = Store::open_to_read(db)?;
             let ids = [
                 lookup::experiment_id(&store, a)?,
                 lookup::experiment_id(&store, b)?,
@@ -152,7 +152,7 @@ fn load(args: &CompareArgs) -> anyhow::Result<Loaded> {
             Ok(Loaded::ToJudge(r))
         }
         Inputs::Many(n) => {
-            Store::open_resolved_for_reading(db)?;
+            Store::open_to_read(db)?;
             Err(usage(format!(
                 "{n} experiment ids: give one experiment, or two to compare with each other"
             )))

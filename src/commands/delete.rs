@@ -20,7 +20,7 @@ pub struct DeleteArgs {
 pub fn run(args: DeleteArgs) -> anyhow::Result<i32> {
     // On a PostgreSQL store: every experiment's row read into a working copy (for `latest` and
     // the name), the check and the delete made on the server in one transaction.
-    let mut store = Store::open_resolved_for_taking_over(args.db.db.as_deref())?;
+    let mut store = Store::open_to_take_over(&args.db.location()?)?;
     let id = super::lookup::experiment_id(&store, &args.id)?;
     let name = store.experiment(id)?.name;
     let force = args.force;

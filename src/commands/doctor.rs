@@ -64,14 +64,14 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
     // Knobs left changed by an abperf that died (kill -9): put back from their claims.
     settle_claims();
     // Settings abperf changed and has not put back: say so (only if a store exists already).
-    let path = crate::store::resolve_path(args.db.db.as_deref())?;
-    if path.exists() {
-        match Store::open(&path).and_then(|s| dead_experiment_knobs(&s)) {
+    let path = args.db.location()?;
+    if path.is_existing_file() {
+        match Store::open_to_write(&path).and_then(|s| dead_experiment_knobs(&s)) {
             Ok(left) if !left.is_empty() => {
                 crate::error::stderr_line(&format!(
                     "abperf: {} knob(s) left changed by experiments whose abperf died (store {}):",
                     left.len(),
-                    path.display()
+                    path
                 ));
                 for k in &left {
                     crate::error::stderr_line(&format!(
@@ -86,7 +86,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
                 "abperf: warning: cannot look for knobs left changed: {e:#}"
             )),
         }
-        let out = Store::open(&path)
+        let out = Store::open_to_write(&path)
             .and_then(|s| s.tune_outstanding(None, None))
             .unwrap_or_else(|e| {
                 crate::error::stderr_line(&format!(
@@ -98,7 +98,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
             crate::error::stderr_line(&format!(
                 "abperf: {} setting(s) changed by abperf are not restored yet (store {}):",
                 out.len(),
-                path.display()
+                path
             ));
             for r in &out {
                 crate::error::stderr_line(&format!(
@@ -122,7 +122,7 @@ fn fix(db: &DbArgs) -> anyhow::Result<i32> {
         println!("nothing to change: every setting abperf tunes is already as recommended");
         return Ok(0);
     }
-    let mut store = Store::open_resolved(db.db.as_deref())?;
+    let mut store = Store::open_to_write(&db.location()?)?;
     crate::runner::signals::install()?;
     let session = store.tune_session(SOURCE_FIX, None)?;
     let mut failed = 0;
@@ -248,7 +248,7 @@ fn dead_experiment_knobs(store: &Store) -> anyhow::Result<Vec<DeadKnob>> {
 }
 
 fn restore(db: &DbArgs) -> anyhow::Result<i32> {
-    let mut store = Store::open_resolved(db.db.as_deref())?;
+    let mut store = Store::open_to_write(&db.location()?)?;
     let (mut done, mut failed) = settle_claims();
     // Knobs of experiments killed mid-run (their stored originals), then the experiment is
     // marked interrupted: it stopped, and its knobs are settled.

@@ -27,7 +27,7 @@ pub struct ExportArgs {
 }
 
 pub fn run(args: ExportArgs) -> anyhow::Result<i32> {
-    let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
+    let store = Store::open_to_read(&args.db.location()?)?;
     let id = super::lookup::experiment_id(&store, &args.id)?;
     let r = output::load(&store, id, View::Export)?;
     let format = match args.format {

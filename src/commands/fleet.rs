@@ -90,7 +90,7 @@ pub(crate) fn host_lines(states: &[HostState]) -> Vec<String> {
 }
 
 fn status(args: FleetStatusArgs) -> anyhow::Result<i32> {
-    let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
+    let store = Store::open_to_read(&args.db.location()?)?;
     let id = super::lookup::experiment_id(&store, &args.id)?;
     let states = fleet::status(&store, id)?;
     if states.is_empty() {

@@ -35,18 +35,9 @@ pub fn program() -> String {
 /// `abperf SUBCOMMAND ARGS` for the store at `db`, with `--db` unless it is the default store.
 pub fn command(db: &Path, subcommand: &str) -> String {
     let mut s = format!("{} {subcommand}", program());
-    let default = store::resolve_path(None).ok();
-    let same = default.as_deref() == Some(db)
-        || matches!((std::fs::canonicalize(db), default.map(std::fs::canonicalize)),
-                    (Ok(a), Some(Ok(b))) if a == b);
-    if !same {
-        // A server's DSN is no file: named as it is (its password already hidden).
-        let abs = match store::names_a_server(db) {
-            true => db.to_path_buf(),
-            false => std::path::absolute(db).unwrap_or_else(|_| db.to_path_buf()),
-        };
+    if let Some(named) = store::Location::from(db).as_flag_value() {
         s.push_str(" --db ");
-        s.push_str(&shell_words::quote(&abs.display().to_string()));
+        s.push_str(&shell_words::quote(&named));
     }
     s
 }

@@ -169,17 +169,12 @@ fn store_import(
     variants: &[crate::model::Variant],
     runs: &[crate::model::Run],
 ) -> anyhow::Result<(ImportTarget, ImportOutcome)> {
-    let path = crate::store::resolve_path(args.db.db.as_deref())?;
-    let on_server = crate::store::names_a_server(&path);
-    if on_server && let Some(ImportTarget::New(exp)) = &target {
-        let out = crate::store::import_to_server(&path, exp, variants, runs)
-            .context("import not stored")?;
+    let at = args.db.location()?;
+    if let Some(ImportTarget::New(exp)) = &target {
+        let out = crate::store::import_new(&at, exp, variants, runs)?;
         return Ok((ImportTarget::New(exp.clone()), out));
     }
-    let mut store = match on_server {
-        true => Store::open_resolved_for_taking_over(Some(&path))?,
-        false => Store::open(&path)?,
-    };
+    let mut store = Store::open_to_take_over(&at)?;
     let target = match target {
         Some(t) => t,
         None => ImportTarget::Existing(super::lookup::experiment_id(

@@ -10,7 +10,7 @@ pub struct ListArgs {
 }
 
 pub fn run(args: ListArgs) -> anyhow::Result<i32> {
-    let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
+    let store = Store::open_to_read(&args.db.location()?)?;
     let mut list = store.list()?;
     if !list.is_empty() {
         let owners = store.owners()?;

@@ -40,7 +40,7 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
     let mut store = if args.no_store {
         None
     } else {
-        Some(Store::open_resolved(args.db.db.as_deref())?)
+        Some(Store::open_to_write(&args.db.location()?)?)
     };
     if !args.kernel.is_empty() {
         if !knob_specs.is_empty() || invocations > 1 {

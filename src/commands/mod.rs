@@ -32,7 +32,8 @@ pub mod trace;
 pub mod vm;
 pub mod workload;
 
-use std::path::PathBuf;
+use crate::store::Location;
+use clap::builder::{OsStringValueParser, TypedValueParser};
 
 /// The longest span a seconds flag takes (`--timeout`, `--duration`, `--boot-timeout`, ...):
 /// 10,000,000 s, about 115 days. Beyond it a `Duration` from the value could overflow.
@@ -70,10 +71,17 @@ pub const LONG_VERSION: &str = concat!(
 /// `--db PATH`, shared by every subcommand that reads or writes the store.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DbArgs {
-    /// SQLite store, or a postgres:// URL to read (default: $ABPERF_DB, else
-    /// $XDG_DATA_HOME/abperf/abperf.db, else ~/.local/share/abperf/abperf.db)
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// The store: an SQLite file, or a PostgreSQL database as a postgres:// URL (default:
+    /// $ABPERF_DB, else $XDG_DATA_HOME/abperf/abperf.db, else ~/.local/share/abperf/abperf.db)
+    #[arg(long, value_name = "PATH", value_parser = OsStringValueParser::new().map(Location::parse))]
+    pub db: Option<Location>,
+}
+
+impl DbArgs {
+    /// The store's location: `--db`, else the default (`Location::resolve`).
+    pub fn location(&self) -> anyhow::Result<Location> {
+        Location::resolve(self.db.as_ref())
+    }
 }
 
 /// The exit code for a panic that is only a failed print to standard output or error: 141

@@ -73,7 +73,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
              --from latest) or --cv PCT (the coefficient of variation in percent, e.g. --cv 0.3)",
         ));
     };
-    let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
+    let store = Store::open_to_read(&args.db.location()?)?;
     let id = super::lookup::experiment_id(&store, reference)?;
     let ds = store.load(id)?;
     let metric = match &args.metric {

@@ -26,7 +26,7 @@ pub struct ReportArgs {
 
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     args.analysis.check()?;
-    let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
+    let store = Store::open_to_read(&args.db.location()?)?;
     let id = super::lookup::experiment_id(&store, &args.id)?;
     let mut r = output::load(&store, id, View::Report)?;
     if r.data.runs.is_empty() {

@@ -28,7 +28,7 @@ use crate::runner::shell::ShellMode;
 use crate::runner::signals;
 use crate::runner::workload;
 use crate::runner::{KnobGuard, execute, preflight};
-use crate::store::Store;
+use crate::store::{Location, Operation, Store};
 use anyhow::Context;
 use std::collections::BTreeMap;
 
@@ -112,7 +112,7 @@ fn start(plan: &NewRun) -> anyhow::Result<i32> {
     check_schedule_size(plans.len(), cfg.runs, cfg.warmup)?;
     let seed = cfg.seed;
     let args = &plan.args;
-    let mut store = Store::open_resolved_for_runs(args.db.db.as_deref())?;
+    let mut store = Store::open_to_run(&args.db.location()?)?;
     cfg.counted_events = check_events(&args.events, args.strict)?;
     let variants = new_variants(&plans)?;
     // Everything is checked before the experiment is stored: commands, CPU list, knobs.
@@ -296,7 +296,7 @@ fn lock_options(wait: bool) -> LockOptions {
 fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
     // On a PostgreSQL store: every experiment's row read into a working copy (for `latest`),
     // the experiment's content when it is claimed, each run then committed there first.
-    let mut store = Store::open_resolved_for_taking_over(db.db.as_deref())?;
+    let mut store = Store::open_to_take_over(&db.location()?)?;
     let id = super::lookup::experiment_id(&store, reference)?;
     let exp = store.experiment(id)?;
     if exp.kind != Kind::Run {
@@ -422,12 +422,9 @@ fn check_resumable(
              systemd unit, or with `abperf boot-loop resume`"
         )));
     }
-    if store.shared_location().is_none() {
-        return Ok(()); // an SQLite store keeps everything a resume writes
-    }
-    let what = if cfg.noise.tune.is_some() {
+    let what = if cfg.noise.tune.is_some() && !store.supports(Operation::Tune) {
         "--tune (its journal, which puts the settings back after a crash, is kept in the store)"
-    } else if design.get("vm").is_some() {
+    } else if design.get("vm").is_some() && !store.supports(Operation::Boots) {
         "kernels (--kernel, --append: their boots are kept in the store)"
     } else {
         return Ok(());

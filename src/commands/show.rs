@@ -20,7 +20,7 @@ pub struct ShowArgs {
 }
 
 pub fn run(args: ShowArgs) -> anyhow::Result<i32> {
-    let store = Store::open_resolved_for_reading(args.db.db.as_deref())?;
+    let store = Store::open_to_read(&args.db.location()?)?;
     let id = super::lookup::experiment_id(&store, &args.id)?;
     let mut r = output::load(&store, id, View::Show { runs: args.runs })?;
     output::escape_for_people(&mut r, args.format);

@@ -3,19 +3,19 @@
 //! transaction in TO under a new id. FROM is opened read-only. An experiment already in TO
 //! (the same identity: created, kind, name, command line, design, seed) is skipped with a note;
 //! one still running in FROM is refused unless `--force`. SIGINT/SIGTERM stop between
-//! experiments. Either store may be a server's DSN (`store::names_a_server`), shown with its
-//! password hidden. docs/store.md has the rest.
+//! experiments. Either store may be a server's URL (`store::Location`), shown with its password
+//! hidden. docs/store.md has the rest.
 
-use crate::error::{stdout_line, usage};
+use crate::error::stdout_line;
 use crate::model::escape::control;
 use crate::model::{Liveness, Status};
 use crate::runner::signals;
 use crate::store::copy::{Content, Identity};
 use crate::store::copy_target::Target;
-use crate::store::{Store, names_a_server, shown};
+use crate::store::{Location, Store};
 use anyhow::Context;
+use clap::builder::{OsStringValueParser, TypedValueParser};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
 pub struct StoreArgs {
@@ -32,9 +32,11 @@ pub enum StoreCommand {
 #[derive(Debug, clap::Args)]
 pub struct CopyArgs {
     /// The store to copy from: opened read-only, never changed (a file, or a postgres:// URL)
-    pub from: PathBuf,
+    #[arg(value_parser = OsStringValueParser::new().map(Location::parse))]
+    pub from: Location,
     /// The store to copy into: created when missing (a file, or a postgres:// URL)
-    pub to: PathBuf,
+    #[arg(value_parser = OsStringValueParser::new().map(Location::parse))]
+    pub to: Location,
     /// Experiment ids in FROM, or `latest` (default: every experiment)
     pub ids: Vec<String>,
     /// List what would be copied and skipped; change nothing
@@ -72,7 +74,7 @@ struct Tally {
 }
 
 fn copy(a: CopyArgs) -> anyhow::Result<i32> {
-    check_paths(&a.from, &a.to)?;
+    crate::store::copy_target::check_locations(&a.from, &a.to)?;
     let from = Store::open_read_only(&a.from).context("FROM")?;
     let ids = chosen(&from, &a.ids)?;
     let mut to = Target::open(&a.to, a.dry_run).context("TO")?;
@@ -97,47 +99,6 @@ fn copy(a: CopyArgs) -> anyhow::Result<i32> {
     }
     summary(&a, &tally, None);
     Ok(if tally.running > 0 { 1 } else { 0 })
-}
-
-/// FROM must be an existing file, and TO another file than FROM (or other servers' DSNs).
-fn check_paths(from: &Path, to: &Path) -> anyhow::Result<()> {
-    if names_a_server(from) || names_a_server(to) {
-        if from == to {
-            return Err(usage(format!(
-                "FROM and TO are the same store ({}); copy into another one",
-                shown(to)
-            )));
-        }
-        return Ok(());
-    }
-    let meta = std::fs::metadata(from).map_err(|e| {
-        usage(format!(
-            "FROM {}: cannot read it ({e}); FROM is the store file to copy from",
-            from.display()
-        ))
-    })?;
-    if !meta.is_file() {
-        return Err(usage(format!(
-            "FROM {} is not a file; FROM is the store file to copy from",
-            from.display()
-        )));
-    }
-    if let Ok(t) = std::fs::metadata(to) {
-        use std::os::unix::fs::MetadataExt;
-        if !t.is_file() {
-            return Err(usage(format!(
-                "TO {} is not a file; TO is the store file to copy into",
-                to.display()
-            )));
-        }
-        if (t.dev(), t.ino()) == (meta.dev(), meta.ino()) {
-            return Err(usage(format!(
-                "FROM and TO are the same store ({}); copy into another file",
-                to.display()
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// The experiments to copy: the ids given, else every experiment of FROM (oldest first).
@@ -181,9 +142,7 @@ fn copy_one(
             let id = to.write_content(content, &stop).with_context(|| {
                 format!(
                     "copying {}#{} into {} (nothing of it was stored there)",
-                    shown(&a.from),
-                    content.id,
-                    shown(&a.to)
+                    a.from, content.id, a.to
                 )
             })?;
             Ok(id.map_or(Outcome::Stopped, Outcome::Copied))
@@ -223,7 +182,7 @@ fn report(a: &CopyArgs, content: &Content, outcome: &Outcome, tally: &mut Tally)
         Some(crate::store::copy::Value::Text(t)) => control(t).into_owned(),
         _ => String::new(),
     };
-    let (source, to) = (format!("{}#{}", shown(&a.from), content.id), shown(&a.to));
+    let (source, to) = (format!("{}#{}", a.from, content.id), a.to.to_string());
     let what = match outcome {
         Outcome::Copied(id) => format!("-> {to}#{id}"),
         Outcome::WouldCopy => format!("-> {to} (dry run: not copied)"),
@@ -248,11 +207,7 @@ fn summary(a: &CopyArgs, t: &Tally, signal: Option<i32>) {
     let verb = if a.dry_run { "would copy" } else { "copied" };
     let mut line = format!(
         "{verb} {} experiment(s) from {} into {}; {} already there, {} still running",
-        t.copied,
-        shown(&a.from),
-        shown(&a.to),
-        t.present,
-        t.running
+        t.copied, a.from, a.to, t.present, t.running
     );
     if let Some(sig) = signal {
         line.push_str(&format!(

@@ -198,7 +198,7 @@ fn lost_from_raw(meta: &trace::record::RawMeta, dec: &trace::record::Decoded) ->
 fn record(a: RecordArgs) -> Result<i32> {
     let opts = record_options(&a)?;
     // Open the store first: a bad --db fails before anything is traced.
-    let mut store = Store::open_resolved(a.db.db.as_deref())?;
+    let mut store = Store::open_to_write(&a.db.location()?)?;
     // The TSC is calibrated (0.1 s, mostly asleep) on a thread while the recording runs.
     let calibration = std::thread::spawn(|| trace::tsc::calibrate(Duration::from_millis(100)));
     let until_ctrl_c = a.command.is_empty() && opts.duration.is_none();
@@ -409,7 +409,7 @@ fn analyze_text(path: &Path, lenient: bool, specs: &[Spec]) -> Result<(text::Tex
 }
 
 fn import(a: ImportArgs) -> Result<i32> {
-    let mut store = Store::open_resolved(a.db.db.as_deref())?;
+    let mut store = Store::open_to_write(&a.db.location()?)?;
     if let Some(m) = a.tsc_mhz
         && !(m.is_finite() && m > 0.0)
     {
@@ -567,7 +567,7 @@ fn tsc_note(a: &ImportArgs, info: &CaptureInfo, raw: bool, this_boot: bool) -> S
 }
 
 fn report(a: ReportArgs) -> Result<i32> {
-    let store = Store::open_resolved_for_reading(a.db.db.as_deref())?;
+    let store = Store::open_to_read(&a.db.location()?)?;
     let id = super::lookup::experiment_id(&store, &a.id)?;
     let (info, stored) = store.load_capture(id)?;
     let custom = match (a.table, &a.begin, &a.end, &a.event) {
@@ -644,7 +644,7 @@ fn print_tables(store: &Store, id: i64) -> Result<()> {
 }
 
 fn compare(a: CompareArgs) -> Result<i32> {
-    let store = Store::open_resolved_for_reading(a.db.db.as_deref())?;
+    let store = Store::open_to_read(&a.db.location()?)?;
     let ia = super::lookup::experiment_id(&store, &a.id_a)?;
     let ib = super::lookup::experiment_id(&store, &a.id_b)?;
     let (ca, ta) = store.load_capture(ia)?;

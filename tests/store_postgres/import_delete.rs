@@ -293,10 +293,10 @@ fn of_two_imports_into_one_experiment_on_postgres_at_once_the_second_is_refused_
         &dsn,
         &["import", "--format", "time", &data("seed000-time.txt")],
     );
-    let at = Some(std::path::Path::new(&dsn));
+    let at = &abperf::store::Location::parse(&dsn);
     // Two processes read the experiment, then each adds runs (and a variant) to it.
-    let mut first = Store::open_resolved_for_taking_over(at).unwrap();
-    let mut second = Store::open_resolved_for_taking_over(at).unwrap();
+    let mut first = Store::open_to_take_over(at).unwrap();
+    let mut second = Store::open_to_take_over(at).unwrap();
     let read = second.runs(1).unwrap().len(); // its working copy holds the experiment now
     let variants = [Variant::named("n"), Variant::named("new")];
     let runs: Vec<Run> = (0..4)
@@ -317,12 +317,12 @@ fn of_two_imports_into_one_experiment_on_postgres_at_once_the_second_is_refused_
         read,
         "nor in its working copy"
     );
-    let there = Store::open_read_only(std::path::Path::new(&dsn)).unwrap();
+    let there = Store::open_read_only(&abperf::store::Location::parse(&dsn)).unwrap();
     assert_eq!(there.runs(1).unwrap(), held);
     // Read again, the second goes in after the first.
-    let mut again = Store::open_resolved_for_taking_over(at).unwrap();
+    let mut again = Store::open_to_take_over(at).unwrap();
     again.import_runs(&target, &variants, &runs).unwrap();
-    let seqs: Vec<u32> = Store::open_read_only(std::path::Path::new(&dsn))
+    let seqs: Vec<u32> = Store::open_read_only(&abperf::store::Location::parse(&dsn))
         .unwrap()
         .runs(1)
         .unwrap()

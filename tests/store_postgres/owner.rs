@@ -5,7 +5,6 @@
 use super::common::postgres::Server;
 use abperf::model::{Kind, NewExperiment, Owner, Status, Variant};
 use abperf::store::Store;
-use std::path::Path;
 
 fn owner(pid: i32) -> Owner {
     Owner {
@@ -20,7 +19,7 @@ fn owner(pid: i32) -> Owner {
 fn the_owner_is_stored_with_the_experiment_and_a_take_over_respects_the_living() {
     let Some(pg) = Server::start() else { return };
     let dsn = pg.create_db("abperf");
-    let at = Some(Path::new(&dsn));
+    let at = &abperf::store::Location::parse(&dsn);
     let exp = NewExperiment {
         name: "o".into(),
         kind: Kind::Run,
@@ -29,7 +28,7 @@ fn the_owner_is_stored_with_the_experiment_and_a_take_over_respects_the_living()
         seed: None,
         environment: serde_json::json!({}),
     };
-    let mut first = Store::open_resolved_for_runs(at).unwrap();
+    let mut first = Store::open_to_run(at).unwrap();
     let variants = [Variant::named("a")];
     let id = first
         .create_owned_experiment(&exp, &variants, &[], &owner(1), &|| false)
@@ -39,7 +38,7 @@ fn the_owner_is_stored_with_the_experiment_and_a_take_over_respects_the_living()
     let there = || pg.psql("abperf", "SELECT pid, start_time FROM experiment_owner");
     assert_eq!(there(), format!("1|{}", u64::MAX >> 1));
     // Another process reads it, and may take the experiment over only from a dead owner.
-    let mut second = Store::open_resolved_for_taking_over(at).unwrap();
+    let mut second = Store::open_to_take_over(at).unwrap();
     assert_eq!(second.owners().unwrap()[&id], owner(1));
     let refused = second.claim_experiment(id, &owner(2), &|_| true).unwrap();
     assert_eq!(refused, Err(owner(1)));

@@ -15,41 +15,6 @@ use anyhow::Context;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::BTreeMap;
 
-pub(super) const SCHEMA: &str = "
-        ALTER TABLE variant ADD COLUMN boot TEXT;     -- JSON BootConfig of a kernel variant
-        CREATE TABLE boot_plan (
-            experiment_id INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,
-            number        INTEGER NOT NULL,         -- position in the boot order, from 0
-            variant_id    INTEGER NOT NULL REFERENCES variant(id) ON DELETE CASCADE,
-            block         INTEGER NOT NULL,         -- ABBA block of boots
-            first_seq     INTEGER NOT NULL,         -- its schedule slots, warm-ups first
-            last_seq      INTEGER NOT NULL,
-            PRIMARY KEY (experiment_id, number)
-        );
-        CREATE TABLE boot (
-            id            INTEGER PRIMARY KEY,
-            experiment_id INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,
-            number        INTEGER NOT NULL,         -- order the boots happened in, from 0
-            plan          INTEGER NOT NULL,         -- boot_plan.number it ran
-            started       TEXT NOT NULL,            -- UTC, RFC 3339
-            status        TEXT NOT NULL,            -- starting | running | complete | failed | interrupted | lost
-            accel         TEXT NOT NULL,            -- kvm | tcg
-            release       TEXT,                     -- uname -r inside
-            cmdline       TEXT,                     -- /proc/cmdline inside
-            boot_seconds  REAL,                     -- QEMU start to the guest's command
-            seconds       REAL,                     -- QEMU start to QEMU end
-            run_seconds   REAL,                     -- host seconds of its timed runs
-            extra_warmups INTEGER NOT NULL DEFAULT 0,
-            environment   TEXT NOT NULL,            -- JSON: boot record and guest snapshot
-            outcome       TEXT,                     -- how the VM ended, in words
-            UNIQUE (experiment_id, number)
-        );
-        CREATE TABLE boot_run (
-            run_id        INTEGER PRIMARY KEY REFERENCES run(id) ON DELETE CASCADE,
-            boot_id       INTEGER NOT NULL REFERENCES boot(id) ON DELETE CASCADE
-        );
-        CREATE INDEX boot_run_boot ON boot_run(boot_id);";
-
 fn to_json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).expect("serialising plain data cannot fail")
 }
@@ -87,7 +52,7 @@ impl Store {
         schedule: &[Slot],
         plans: &[BootPlan],
     ) -> anyhow::Result<i64> {
-        self.refuse_on_server("boots (kernel experiments)")?;
+        self.require(crate::Operation::Boots)?;
         let tx = self.write_tx()?;
         let id = insert_experiment(&tx, exp, Status::Running)?;
         let mut ids = Vec::with_capacity(variants.len());
@@ -156,7 +121,7 @@ impl Store {
         accel: &str,
         environment: &serde_json::Value,
     ) -> anyhow::Result<(i64, u32)> {
-        self.refuse_on_server("boots (kernel experiments)")?;
+        self.require(crate::Operation::Boots)?;
         self.pace_sync(true)?;
         let tx = self.write_tx()?;
         let number: u32 = tx.query_row(
@@ -183,7 +148,7 @@ impl Store {
         boot_seconds: f64,
         environment: &serde_json::Value,
     ) -> anyhow::Result<()> {
-        self.refuse_on_server("boots (kernel experiments)")?;
+        self.require(crate::Operation::Boots)?;
         self.pace_sync(true)?;
         self.conn().execute(
             "UPDATE boot SET status = 'running', release = ?1, cmdline = ?2, boot_seconds = ?3,
@@ -205,7 +170,7 @@ impl Store {
         boot_id: i64,
         environment: &serde_json::Value,
     ) -> anyhow::Result<()> {
-        self.refuse_on_server("boots (kernel experiments)")?;
+        self.require(crate::Operation::Boots)?;
         self.conn().execute(
             "UPDATE boot SET environment = ?1 WHERE id = ?2",
             params![to_json(environment), boot_id],
@@ -216,7 +181,7 @@ impl Store {
     /// Commit one finished run made in boot `boot_id`, with its link to the boot, in its own
     /// transaction.
     pub fn commit_boot_run(&mut self, exp_id: i64, boot_id: i64, run: &Run) -> anyhow::Result<i64> {
-        self.refuse_on_server("boots (kernel experiments)")?;
+        self.require(crate::Operation::Boots)?;
         self.pace_sync(false)?;
         let tx = self.write_tx()?;
         let run_id = insert_run_row(&tx, exp_id, run)?;
@@ -237,7 +202,7 @@ impl Store {
         run_seconds: Option<f64>,
         extra_warmups: u32,
     ) -> anyhow::Result<()> {
-        self.refuse_on_server("boots (kernel experiments)")?;
+        self.require(crate::Operation::Boots)?;
         self.pace_sync(true)?;
         self.conn().execute(
             "UPDATE boot SET status = ?1, outcome = ?2, seconds = ?3, run_seconds = ?4,
@@ -257,7 +222,7 @@ impl Store {
     /// Mark the boots of experiment `id` that were still starting or running as lost (their
     /// abperf died); returns how many.
     pub fn mark_lost_boots(&mut self, id: i64) -> anyhow::Result<usize> {
-        self.refuse_on_server("boots (kernel experiments)")?;
+        self.require(crate::Operation::Boots)?;
         Ok(self.conn().execute(
             "UPDATE boot SET status = ?1,
                     outcome = 'the host abperf ended while this boot ran (killed or crashed)'

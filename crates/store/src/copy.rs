@@ -247,9 +247,7 @@ impl Store {
         content: &Content,
         stop: &dyn Fn() -> bool,
     ) -> anyhow::Result<Option<i64>> {
-        self.refuse_on_server(
-            "a copy into it (abperf store copy writes through its own connection)",
-        )?;
+        self.require(crate::Operation::CopyInto)?;
         self.write_content_as(content, stop, Ids::Renumber, false)
     }
 
@@ -264,6 +262,7 @@ impl Store {
 
     /// As [`Store::write_content_keeping_ids`], a `running` experiment staying running (the
     /// working copy of an experiment `abperf run` is writing into PostgreSQL).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL backend's
     pub(crate) fn write_running_keeping_ids(&mut self, content: &Content) -> anyhow::Result<()> {
         self.write_content_as(content, &|| false, Ids::Keep, true)?;
         Ok(())
@@ -271,6 +270,7 @@ impl Store {
 
     /// Insert `tables` under the ids they have, in one transaction (rows of one run: `ids`
     /// maps the ids they refer to and are not among them, the experiment's, to themselves).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL backend's
     pub(crate) fn write_rows_keeping_ids(
         &mut self,
         tables: &[Rows],
@@ -286,6 +286,7 @@ impl Store {
     /// command's working copy of a PostgreSQL store, `postgres::lazy`), in one transaction: the
     /// row takes the content's values, every other row goes in under the id it has, and the
     /// experiment is settled as [`Store::write_content_keeping_ids`] would have stored it.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL backend's
     pub(crate) fn write_beside_row(&self, content: &Content) -> anyhow::Result<()> {
         let (row, rest) = match content.tables.split_first() {
             Some((row, rest)) if row.table == "experiment" => (row, rest),
@@ -356,6 +357,7 @@ fn write_tables(
 }
 
 /// Set experiment `id`'s row to the one row of `rows` (table experiment).
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL backend's
 fn update_row(tx: &rusqlite::Transaction, rows: &Rows, id: i64) -> anyhow::Result<()> {
     let [row] = &rows.rows[..] else {
         anyhow::bail!("experiment {id} has {} rows", rows.rows.len());

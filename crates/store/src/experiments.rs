@@ -39,7 +39,7 @@ impl Store {
         variants: &[Variant],
         schedule: &[Slot],
     ) -> anyhow::Result<i64> {
-        self.refuse_on_server("an experiment made without an owner")?;
+        self.require(crate::Operation::ExperimentWithoutOwner)?;
         let tx = self.write_tx()?;
         let id = insert_experiment(&tx, exp, Status::Running)?;
         let mut ids = Vec::with_capacity(variants.len());
@@ -62,11 +62,8 @@ impl Store {
     }
 
     /// Commit one finished run of experiment `exp_id` and its metrics in their own transaction.
-    /// On a PostgreSQL store the run is committed there first (`on_server`).
-    pub fn commit_run(&mut self, exp_id: i64, run: &Run) -> anyhow::Result<i64> {
-        if self.on_server() {
-            return self.commit_run_on_server(exp_id, run);
-        }
+    /// On SQLite (`backend` dispatches [`Store::commit_run`]).
+    pub(crate) fn commit_run_here(&mut self, exp_id: i64, run: &Run) -> anyhow::Result<i64> {
         self.pace_sync(false)?;
         // BEGIN IMMEDIATE and COMMIT as cached statements: parsing them anew for every run
         // (what rusqlite's Transaction does) was ~7% of abperf's own CPU per run (issue 13).
@@ -87,7 +84,7 @@ impl Store {
     /// Commit many finished runs in a single transaction, all or none (micro benchmarks store
     /// thousands of samples at once, where a transaction per sample would dominate).
     pub fn commit_runs(&mut self, exp_id: i64, runs: &[Run]) -> anyhow::Result<()> {
-        self.refuse_on_server("storing many runs at once (micro benchmarks)")?;
+        self.require(crate::Operation::ManyRuns)?;
         let tx = self.write_tx()?;
         for run in runs {
             insert_run(&tx, exp_id, run)?;
@@ -396,11 +393,9 @@ impl Store {
         Ok(list)
     }
 
-    /// Delete an experiment and everything under it.
-    pub fn delete(&mut self, id: i64) -> anyhow::Result<()> {
-        if self.on_server() {
-            return self.delete_on_server(id);
-        }
+    /// Delete an experiment and everything under it, on SQLite (`backend` dispatches
+    /// [`Store::delete`]).
+    pub(crate) fn delete_here(&mut self, id: i64) -> anyhow::Result<()> {
         let n = self
             .conn()
             .execute("DELETE FROM experiment WHERE id = ?1", [id])?;

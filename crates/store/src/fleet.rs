@@ -6,20 +6,6 @@ use super::Store;
 use anyhow::Context;
 use rusqlite::params;
 
-/// Migration 15.
-pub(super) const SCHEMA: &str = "
-    CREATE TABLE fleet_host (
-        experiment_id INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,
-        pos           INTEGER NOT NULL,         -- the host's place in the plan
-        name          TEXT NOT NULL,            -- its name in the inventory
-        first_seq     INTEGER NOT NULL,         -- its slots: first_seq <= seq < end_seq
-        end_seq       INTEGER NOT NULL,
-        abperf        TEXT,                     -- the version its abperf said hello with
-        environment   TEXT,                     -- JSON: its machine snapshot (from its hello)
-        PRIMARY KEY (experiment_id, pos),
-        UNIQUE (experiment_id, name)
-    );";
-
 /// One host of a fleet experiment and its slots.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FleetHost {
@@ -48,7 +34,7 @@ impl Store {
             )?;
         }
         tx.commit()?;
-        self.add_on_server(id, "fleet_host", "experiment_id = ?1", "pos")
+        self.mirror_added(id, "fleet_host", "experiment_id = ?1", "pos")
     }
 
     /// The hosts of experiment `id` in plan order (none: not a fleet experiment).

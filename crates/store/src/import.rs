@@ -1,8 +1,8 @@
 //! Imported runs: written all at once in one transaction (a malformed file stores nothing), with
 //! where each run came from (format, file, line) and whether it is a tool's summary of several
 //! repeats (`perf stat -r N` prints only means). On a PostgreSQL store a new experiment is built
-//! here in memory and written there whole ([`import_to_server`]); runs added to an experiment
-//! there go through a working copy (`import_on_server`).
+//! in memory and written there whole, runs added to an experiment there go through a working
+//! copy (`postgres::import_new`, `postgres::import_runs`).
 //!
 //! Own tables, created by migration 3 (`SCHEMA`, listed in `schema.rs`):
 //! - `import_run`: run_id -> format, file, line, summary flag, repeats.
@@ -10,34 +10,12 @@
 //!   (hyperfine's user/system time), never copied onto runs.
 
 use super::Store;
-use super::copy_tables::Key;
 use super::insert::{
     insert_experiment, insert_run_row, insert_slot, insert_summaries, insert_variant,
 };
-use super::postgres::{Pg, Schema};
 use abperf_model::{NewExperiment, Run, Slot, Status, Variant};
 use anyhow::Context;
 use rusqlite::{OptionalExtension, params};
-use std::path::Path;
-
-/// Migration 3: where imported runs came from, and per-variant figures a tool reports only as
-/// means.
-pub(super) const SCHEMA: &str = "
-        CREATE TABLE IF NOT EXISTS import_run (
-            run_id     INTEGER PRIMARY KEY REFERENCES run(id) ON DELETE CASCADE,
-            format     TEXT NOT NULL,           -- time | perf-stat | hyperfine
-            file       TEXT NOT NULL,
-            line       INTEGER NOT NULL,        -- 1-based line where the run's record starts
-            summary    INTEGER NOT NULL,        -- 1: the row is a mean over repeats
-            repeats    INTEGER                  -- how many, when the input says
-        );
-        CREATE TABLE IF NOT EXISTS import_variant_summary (
-            variant_id INTEGER NOT NULL REFERENCES variant(id) ON DELETE CASCADE,
-            name       TEXT NOT NULL,           -- user_ns_mean, sys_ns_mean
-            value      REAL NOT NULL,
-            unit       TEXT NOT NULL,
-            PRIMARY KEY (variant_id, name)
-        );";
 
 /// Where the imported runs go.
 #[derive(Debug, Clone)]
@@ -59,27 +37,13 @@ pub struct ImportOutcome {
 }
 
 impl Store {
-    /// Write an import in a single transaction: the experiment (if new), variants with their
-    /// per-variant summaries, schedule slots, runs, metrics and provenance. `Run::variant` indexes
-    /// `variants`; `Run::seq` is replaced by the next free schedule number. On any error nothing
-    /// is stored. On a working copy of a PostgreSQL store only `ImportTarget::Existing` is
-    /// taken: the rows go to the server in one transaction (`import_on_server`).
-    pub fn import_runs(
+    /// [`Store::import_runs`] on SQLite (`backend` dispatches it), in one transaction.
+    pub(crate) fn import_here(
         &mut self,
         target: &ImportTarget,
         variants: &[Variant],
         runs: &[Run],
     ) -> anyhow::Result<ImportOutcome> {
-        if self.on_server() {
-            return match target {
-                ImportTarget::Existing(id) => self.import_on_server(*id, variants, runs),
-                // A new experiment goes to a server whole, without a working copy.
-                ImportTarget::New(_) => Err(super::not_built_on_server(
-                    self.path(),
-                    "import into a new experiment through a working copy (`import_to_server` writes one)",
-                )),
-            };
-        }
         let tx = self.write_tx()?;
         let out = import_in(&tx, target, variants, runs)?;
         tx.commit()?;
@@ -170,43 +134,6 @@ pub(crate) fn import_in(
         experiment_id: exp_id,
         new_variants,
         run_ids,
-    })
-}
-
-/// Write an import into the PostgreSQL store `path` (a DSN) as a new experiment: built exactly
-/// as [`Store::import_runs`] builds it, in an in-memory SQLite store, then written to the server
-/// whole in one transaction by the writer `abperf store copy` uses (`Pg::write_experiment`),
-/// under the ids the server gives (returned). On any error nothing is stored there. Runs added to
-/// an experiment stored there go through a working copy ([`Store::import_runs`] on a store
-/// opened with `Store::open_resolved_for_taking_over`).
-pub fn import_to_server(
-    path: &Path,
-    exp: &NewExperiment,
-    variants: &[Variant],
-    runs: &[Run],
-) -> anyhow::Result<ImportOutcome> {
-    let dsn = path
-        .to_str()
-        .filter(|_| super::names_a_server(path))
-        .with_context(|| format!("{} is not a PostgreSQL store", path.display()))?;
-    let mut local = Store::open(Path::new(":memory:"))?;
-    let built = local.import_runs(&ImportTarget::New(exp.clone()), variants, runs)?;
-    let content = local.read_content(built.experiment_id)?;
-    let mut pg = Pg::open(dsn, Schema::Make)?;
-    let shown = pg.shown().to_string();
-    let ids = pg
-        .write_experiment(&content, &|| false, None)
-        .with_context(|| format!("storing the import in the PostgreSQL store {shown}"))?
-        .context("the import was stopped")?;
-    let id_of = |key: Key, old: i64| super::on_server::new_id(&ids, key, old);
-    Ok(ImportOutcome {
-        experiment_id: id_of(Key::Experiment, built.experiment_id)?,
-        new_variants: built.new_variants,
-        run_ids: built
-            .run_ids
-            .iter()
-            .map(|&r| id_of(Key::Run, r))
-            .collect::<anyhow::Result<_>>()?,
     })
 }
 

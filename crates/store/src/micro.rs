@@ -9,43 +9,6 @@ use abperf_model::micro::{MicroRound, RoundProbe};
 use abperf_model::{MicroFinding, Run, Variant};
 use rusqlite::params;
 
-/// Migration 4: what `abperf micro` concluded (knee, implied ceiling, skipped benchmarks).
-pub(super) const SCHEMA: &str = "
-    CREATE TABLE IF NOT EXISTS micro_finding (
-        experiment_id INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,
-        position      INTEGER NOT NULL,
-        bench         TEXT NOT NULL,
-        key           TEXT NOT NULL,
-        value         REAL,
-        unit          TEXT NOT NULL,
-        text          TEXT NOT NULL,
-        PRIMARY KEY (experiment_id, position)
-    );
-";
-
-/// Migration `micro_round`: a micro configuration's samples, one row per round. `cycles` holds
-/// the round's samples (counter ticks per operation, timer overhead subtracted) as
-/// little-endian IEEE 754 doubles, 8 bytes each; the probe of the core at the round's start is
-/// kept beside them. A `--quick` suite stores about 15,000 rows (1.2 MB) here instead of 46,000
-/// runs with 170,000 metric rows (34-40 MB).
-pub(super) const SCHEMA_ROUNDS: &str = "
-    CREATE TABLE IF NOT EXISTS micro_round (
-        variant_id           INTEGER NOT NULL REFERENCES variant(id) ON DELETE CASCADE,
-        round                INTEGER NOT NULL,
-        started_ns           INTEGER NOT NULL,
-        ticks_per_core_cycle REAL NOT NULL,
-        adds_per_cycle       REAL,
-        cycles               BLOB NOT NULL,
-        PRIMARY KEY (variant_id, round)
-    ) WITHOUT ROWID;
-";
-
-/// Migration `micro_round.invocation`: the process each round was measured in (`abperf micro
-/// --invocations N`); 0 for every round stored before, all measured in one process.
-pub(super) const SCHEMA_INVOCATION: &str = "
-    ALTER TABLE micro_round ADD COLUMN invocation INTEGER NOT NULL DEFAULT 0;
-";
-
 /// Samples as the blob of `micro_round.cycles`.
 fn pack(xs: &[f64]) -> Vec<u8> {
     xs.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -68,7 +31,7 @@ impl Store {
         experiment_id: i64,
         rounds: &[MicroRound],
     ) -> anyhow::Result<()> {
-        self.refuse_on_server("micro")?;
+        self.require(crate::Operation::Micro)?;
         let ids: Vec<i64> = {
             let mut stmt = self
                 .conn()
@@ -178,7 +141,7 @@ impl Store {
         experiment_id: i64,
         findings: &[MicroFinding],
     ) -> anyhow::Result<()> {
-        self.refuse_on_server("micro")?;
+        self.require(crate::Operation::Micro)?;
         let tx = self.write_tx()?;
         tx.execute(
             "DELETE FROM micro_finding WHERE experiment_id = ?1",

@@ -14,18 +14,6 @@ use anyhow::Context;
 use rusqlite::{OptionalExtension, params};
 use std::collections::BTreeMap;
 
-/// Migration 10: the process that runs (or ran) each `abperf run` experiment.
-pub(super) const OWNER_SCHEMA: &str = "
-    CREATE TABLE IF NOT EXISTS experiment_owner (
-        experiment_id INTEGER PRIMARY KEY REFERENCES experiment(id) ON DELETE CASCADE,
-        pid           INTEGER NOT NULL,
-        start_time    INTEGER NOT NULL,     -- clock ticks after boot (/proc/PID/stat field 22)
-        boot_id       TEXT NOT NULL,        -- /proc/sys/kernel/random/boot_id
-        host          TEXT NOT NULL,
-        since         TEXT NOT NULL         -- UTC, RFC 3339
-    );
-";
-
 fn owner_row(r: &rusqlite::Row) -> rusqlite::Result<Owner> {
     Ok(Owner {
         pid: r.get(0)?,
@@ -47,6 +35,7 @@ fn put_owner(tx: &rusqlite::Transaction, id: i64, o: &Owner) -> rusqlite::Result
 /// Set every `running` experiment without a recorded owner `interrupted`: a working copy of a
 /// PostgreSQL store shows one so, as a copy stores it (nothing is known to run it); one whose
 /// owner is known stays running, whether that owner lives being for the reader to judge.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL backend's
 pub(crate) fn settle_ownerless(tx: &rusqlite::Transaction) -> rusqlite::Result<()> {
     tx.execute(
         "UPDATE experiment SET status = ?1 WHERE status = ?2
@@ -109,7 +98,7 @@ impl Store {
         put_owner(&tx, id, owner)?;
         tx.commit()?;
         // On a PostgreSQL store: stored there with its owner, under the server's ids.
-        self.create_on_server(id, owner, stop)
+        self.created(id, owner, stop)
     }
 
     /// The recorded owner of experiment `id` (None: made by an abperf that did not record one,
@@ -134,32 +123,19 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Take experiment `id` over for `me` (`run --resume`): under the write lock, refuse when it
-    /// is `running` and its recorded owner is still alive (`alive` decides), else record `me` as
-    /// its owner and set it `running`. Returns the live owner on refusal. On a PostgreSQL store
-    /// the server decides (its owner row, under a row lock), and the working copy follows.
-    pub fn claim_experiment(
+    /// [`Store::claim_experiment`] in this database (`backend` dispatches it): under the write
+    /// lock, refuse when it is `running` and its recorded owner is still alive (`alive`
+    /// decides), else record `me` as its owner and set it `running`. Returns the live owner on
+    /// refusal. A working copy of a server asks with an `alive` that says no: the server
+    /// decided.
+    pub(crate) fn claim_here(
         &mut self,
         id: i64,
         me: &Owner,
         alive: &dyn Fn(&Owner) -> bool,
     ) -> anyhow::Result<Result<(), Owner>> {
-        // A working copy of a server holds the experiment whole before it writes to it.
-        self.fill(id)?;
-        let on_server = self.remote.is_some();
-        if on_server {
-            let server = self.server();
-            let remote = self.remote.as_mut().context("no server")?;
-            let claimed = remote
-                .claim(id, me, alive)
-                .with_context(|| format!("taking experiment {id} of {server} over"))?;
-            if let Err(o) = claimed {
-                return Ok(Err(o));
-            }
-        }
         let tx = self.write_tx()?;
-        if !on_server
-            && let Some(o) = live_owner(&tx, id, alive)?
+        if let Some(o) = live_owner(&tx, id, alive)?
             && o != *me
         {
             return Ok(Err(o));
@@ -174,6 +150,7 @@ impl Store {
     }
 
     /// Record `owners` (read from a server) in the working copy, for the experiments it holds.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL backend's
     pub(crate) fn keep_owners(&mut self, owners: &BTreeMap<i64, Owner>) -> anyhow::Result<()> {
         let tx = self.write_tx()?;
         for (&id, o) in owners {
@@ -190,26 +167,13 @@ impl Store {
         Ok(())
     }
 
-    /// Delete experiment `id` (`abperf delete`) unless it is `running` and its recorded owner is
-    /// alive (`alive` decides), checked and deleted under one write lock. Returns the live owner
-    /// on refusal. On a PostgreSQL store the server decides and deletes, in one transaction
-    /// holding the experiment's row (`postgres::owner`); the working copy follows.
-    pub fn delete_unless_running(
+    /// [`Store::delete_unless_running`] on SQLite (`backend` dispatches it): checked and
+    /// deleted under one write lock.
+    pub(crate) fn delete_unless_running_here(
         &mut self,
         id: i64,
         alive: &dyn Fn(&Owner) -> bool,
     ) -> anyhow::Result<Result<(), Owner>> {
-        if let Some(remote) = self.remote.as_mut() {
-            let server = format!("the PostgreSQL store {}", self.path.display());
-            let deleted = remote
-                .delete_unless_running(id, alive)
-                .with_context(|| format!("deleting experiment {id} of {server}"))?;
-            if deleted.is_ok() {
-                self.conn()
-                    .execute("DELETE FROM experiment WHERE id = ?1", [id])?;
-            }
-            return Ok(deleted);
-        }
         let tx = self.write_tx()?;
         if let Some(o) = live_owner(&tx, id, alive)? {
             return Ok(Err(o));

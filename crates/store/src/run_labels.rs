@@ -6,15 +6,6 @@ use abperf_model::{Labels, Run};
 use rusqlite::{Connection, params};
 use std::collections::BTreeMap;
 
-/// Migration 13.
-pub(super) const SCHEMA: &str = "
-    CREATE TABLE run_label (
-        run_id        INTEGER PRIMARY KEY REFERENCES run(id) ON DELETE CASCADE,
-        invocation    TEXT,                     -- the process that made the run
-        boot          TEXT,                     -- the boot it ran in
-        host          TEXT                      -- the machine
-    );";
-
 /// Store the labels of run `run_id` (nothing when it names none).
 pub(super) fn insert(conn: &Connection, run_id: i64, labels: &Labels) -> anyhow::Result<()> {
     if labels.is_empty() {

@@ -17,68 +17,6 @@ use abperf_model::{Kind, Metric, NewExperiment, Run, RunStatus, Slot, Variant};
 use anyhow::{Result, anyhow};
 use rusqlite::{OptionalExtension, params};
 
-/// Migration 2: the trace tables.
-pub(super) const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS trace_capture (
-    experiment_id INTEGER PRIMARY KEY REFERENCES experiment(id) ON DELETE CASCADE,
-    source        TEXT NOT NULL,            -- record | import
-    events        TEXT NOT NULL,            -- JSON list of event names
-    clock         TEXT NOT NULL,            -- x86-tsc, mono, ... (ticks are cycles or ns)
-    tsc_hz        REAL,
-    wall_ns       INTEGER,
-    span_ticks    INTEGER NOT NULL,
-    event_count   INTEGER NOT NULL,
-    lost_total    INTEGER NOT NULL,
-    lost          TEXT NOT NULL,            -- JSON list of {cpu, stats, counted, flagged}
-    command       TEXT NOT NULL,            -- JSON argv
-    raw_path      TEXT,                     -- --keep-raw file, for re-analysis
-    text_path     TEXT,                     -- imported text file
-    skipped_lines INTEGER NOT NULL,
-    exit_code     INTEGER,
-    bias_ticks    INTEGER,
-    event_counts  TEXT NOT NULL             -- JSON list of [name, count]
-);
-CREATE TABLE IF NOT EXISTS trace_table (
-    experiment_id INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,
-    seq           INTEGER NOT NULL,
-    kind          TEXT NOT NULL,            -- tlb | pair | count
-    name          TEXT NOT NULL,
-    meta          TEXT NOT NULL,            -- JSON: reasons / begin, end, key, unmatched / names
-    PRIMARY KEY (experiment_id, seq)
-);
-CREATE TABLE IF NOT EXISTS trace_bin (
-    experiment_id INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,
-    table_seq     INTEGER NOT NULL,
-    grp           INTEGER NOT NULL,         -- tlb: reason; else 0
-    key           INTEGER NOT NULL,         -- tlb: pages (-1 full); pair/count: key value
-    count         INTEGER NOT NULL,
-    timed         INTEGER NOT NULL,
-    sum_ticks     INTEGER NOT NULL,
-    min_ticks     INTEGER NOT NULL,
-    max_ticks     INTEGER NOT NULL,
-    inner         TEXT                      -- pair: JSON [[pages, count]] of flushes inside
-);
-CREATE INDEX IF NOT EXISTS trace_bin_table ON trace_bin(experiment_id, table_seq);
-";
-
-/// Migration 6: every duration of a bin (so medians and percentiles can be shown), whose
-/// events a capture holds, what stopped it, the per-event tracing cost, and that cost as
-/// measured once per machine.
-pub(super) const SCHEMA_ROBUST: &str = "
-ALTER TABLE trace_bin ADD COLUMN dist BLOB;     -- Dist::encode: sorted durations or a sketch
-ALTER TABLE trace_capture ADD COLUMN scope TEXT;        -- JSON Scope
-ALTER TABLE trace_capture ADD COLUMN stop TEXT;         -- what ended the recording
-ALTER TABLE trace_capture ADD COLUMN event_cost TEXT;   -- JSON EventCost used in the header
-ALTER TABLE trace_capture ADD COLUMN cpu_ns INTEGER;    -- the workload's user + system time
-CREATE TABLE IF NOT EXISTS trace_event_cost (
-    machine       TEXT PRIMARY KEY,         -- host, kernel release, CPU model
-    ns_per_event  REAL NOT NULL,
-    low           REAL NOT NULL,
-    high          REAL NOT NULL,
-    how           TEXT NOT NULL
-);
-";
-
 fn u(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
@@ -101,7 +39,7 @@ impl Store {
         info: &CaptureInfo,
         t: &Tables,
     ) -> Result<i64> {
-        self.refuse_on_server("trace")?;
+        self.require(crate::Operation::Trace)?;
         let exp = NewExperiment {
             name: name.to_string(),
             kind: Kind::Trace,
@@ -154,7 +92,7 @@ impl Store {
 
     /// Store (replace) the per-event tracing cost of `machine`.
     pub fn set_event_cost(&mut self, machine: &str, c: &EventCost) -> Result<()> {
-        self.refuse_on_server("trace")?;
+        self.require(crate::Operation::Trace)?;
         self.conn_mut().execute(
             "INSERT OR REPLACE INTO trace_event_cost (machine, ns_per_event, low, high, how) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![machine, c.ns_per_event, c.low, c.high, c.how],

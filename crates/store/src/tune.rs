@@ -9,35 +9,10 @@ use super::Store;
 use abperf_model::TuneRecord;
 use rusqlite::params;
 
-/// Migration 5: the tune tables.
-pub(super) const SCHEMA: &str = "
-        CREATE TABLE IF NOT EXISTS tune_session (
-            id            INTEGER PRIMARY KEY,
-            source        TEXT NOT NULL,        -- 'doctor --fix' | 'run --tune'
-            experiment_id INTEGER,              -- the experiment of a run --tune (no FK: rows
-                                                -- must outlive a deleted experiment until restored)
-            created       TEXT NOT NULL
-        );
-        CREATE TABLE IF NOT EXISTS tune_setting (
-            id            INTEGER PRIMARY KEY,
-            session_id    INTEGER NOT NULL REFERENCES tune_session(id),
-            path          TEXT NOT NULL,
-            original      TEXT NOT NULL,        -- what the file selected before abperf wrote it
-            value         TEXT NOT NULL,        -- what abperf wrote
-            state         TEXT NOT NULL,        -- pending | applied | failed | restored
-            changed       TEXT NOT NULL,
-            restored      TEXT
-        );
-        ";
-
-/// What a PostgreSQL store cannot keep yet.
-const TUNE: &str = "--tune (its journal, which puts the settings back after a crash, is kept in \
-                    the store)";
-
 impl Store {
     /// Start a session (one `doctor --fix`, or the settings of one experiment).
     pub fn tune_session(&mut self, source: &str, experiment: Option<i64>) -> anyhow::Result<i64> {
-        self.refuse_on_server(TUNE)?;
+        self.require(crate::Operation::Tune)?;
         self.conn().execute(
             "INSERT INTO tune_session (source, experiment_id, created)
              VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
@@ -48,7 +23,7 @@ impl Store {
 
     /// Attach a session to the experiment it was made for (created after the settings were).
     pub fn tune_link(&mut self, session: i64, experiment: i64) -> anyhow::Result<()> {
-        self.refuse_on_server(TUNE)?;
+        self.require(crate::Operation::Tune)?;
         self.conn().execute(
             "UPDATE tune_session SET experiment_id = ?1 WHERE id = ?2",
             params![experiment, session],
@@ -64,7 +39,7 @@ impl Store {
         original: &str,
         value: &str,
     ) -> anyhow::Result<i64> {
-        self.refuse_on_server(TUNE)?;
+        self.require(crate::Operation::Tune)?;
         self.conn().execute(
             "INSERT INTO tune_setting (session_id, path, original, value, state, changed)
              VALUES (?1, ?2, ?3, ?4, 'pending', strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
@@ -75,7 +50,7 @@ impl Store {
 
     /// Move a setting to `applied`, `failed` or `restored`.
     pub fn tune_set_state(&mut self, row: i64, state: &str) -> anyhow::Result<()> {
-        self.refuse_on_server(TUNE)?;
+        self.require(crate::Operation::Tune)?;
         anyhow::ensure!(
             ["pending", "applied", "failed", "restored"].contains(&state),
             "internal: unknown tune state '{state}'"

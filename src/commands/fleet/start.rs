@@ -89,7 +89,7 @@ fn start(args: FleetRunArgs, abperf: &RemoteAbperf) -> anyhow::Result<i32> {
         seed: Some(seed),
         environment: crate::doctor::environment_unsampled(),
     };
-    let mut store = Store::open_resolved_for_runs(run.db.db.as_deref())?;
+    let mut store = Store::open_to_run(&run.db.location()?)?;
     let owner = crate::measure::process::current_owner();
     let id = store
         .create_owned_experiment(&exp, &variants, &schedule, &owner, &|| false)?
@@ -114,7 +114,7 @@ fn start(args: FleetRunArgs, abperf: &RemoteAbperf) -> anyhow::Result<i32> {
 
 /// Take stored fleet experiment `reference` over and dispatch what it is missing.
 fn resume(args: &FleetRunArgs, reference: &str, abperf: &RemoteAbperf) -> anyhow::Result<i32> {
-    let mut store = Store::open_resolved_for_taking_over(args.run.db.db.as_deref())?;
+    let mut store = Store::open_to_take_over(&args.run.db.location()?)?;
     let id = crate::commands::lookup::experiment_id(&store, reference)?;
     let exp = store.experiment(id)?;
     let fd: FleetDesign = match exp.design.get("fleet") {

@@ -227,7 +227,7 @@ pub(crate) fn start(plan: &NewRun, k: &Kernels) -> anyhow::Result<i32> {
     let initrds = initrds(&kernels)?;
     let variants = boot_variants(plan, k, &kernels)?;
     let args = &plan.args;
-    let mut store = Store::open_resolved(args.db.db.as_deref())?;
+    let mut store = Store::open_to_write(&args.db.location()?)?;
     check_machine(how, systemd_unit, &store)?;
     let home = ThisBoot::read()?;
     let reboot = match how {

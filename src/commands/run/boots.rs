@@ -137,7 +137,7 @@ pub(super) fn run(plan: &NewRun, k: &Kernels) -> anyhow::Result<i32> {
         environment,
     };
     let args = &plan.args;
-    let mut store = Store::open_resolved(args.db.db.as_deref())?;
+    let mut store = Store::open_to_write(&args.db.location()?)?;
     signals::install()?;
     let id = store.create_boot_experiment(&exp, &variants, &schedule, &boot_plans)?;
     // Its owner, so that `list`/`show` call it interrupted if this process dies and

@@ -10,6 +10,7 @@ use crate::commands::vm::{
     AccelArg, DEFAULT_BOOT_TIMEOUT_S, DEFAULT_VM_CPUS, DEFAULT_VM_MEMORY_MIB, VmSettings,
 };
 use crate::commands::{DbArgs, hints};
+use crate::store::Location;
 use crate::design;
 use crate::doctor;
 use crate::error::usage;
@@ -106,7 +107,7 @@ impl Plan {
             return Ok(Plan::FleetShare { share, lines });
         }
         if local.no_store {
-            exp.db.db = Some(PathBuf::from(hints::IN_MEMORY));
+            exp.db.db = Some(Location::parse(hints::IN_MEMORY));
         }
         refuse_combinations(&exp, &local, &kernel)?;
         if let Some(reference) = exp.resume.clone() {
@@ -601,7 +602,7 @@ mod tests {
         let Ok(Plan::Host(r)) = plan(&["--no-store", "true"]) else {
             panic!("a host run")
         };
-        assert_eq!(r.args.db.db, Some(PathBuf::from(hints::IN_MEMORY)));
+        assert_eq!(r.args.db.db, Some(Location::parse(hints::IN_MEMORY)));
     }
 
     #[test]

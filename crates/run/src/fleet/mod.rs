@@ -116,7 +116,7 @@ pub fn run_missing(
             variants: variants.clone(),
             cfg: exp.cfg.clone(),
             strict: exp.fleet.strict,
-            store: store.shared_location().map(String::from),
+            store: store.location_for_hosts(),
             slots: exp
                 .schedule
                 .iter()

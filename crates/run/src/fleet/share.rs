@@ -26,9 +26,9 @@ pub struct FleetShare {
     /// `--strict`: an event the host cannot count is an error.
     pub strict: bool,
     /// The store the host commits each finished run into itself, the moment it ends
-    /// (`Store::shared_location`: a PostgreSQL DSN); None: only the lines file.
+    /// (`Store::location_for_hosts`: a PostgreSQL store); None: only the lines file.
     #[serde(default)]
-    pub store: Option<String>,
+    pub store: Option<abperf_store::Location>,
     /// The slots still to run, in schedule order (seqs of the whole experiment).
     pub slots: Vec<Slot>,
 }
@@ -45,7 +45,7 @@ pub fn run(share: &Path, lines: &Path) -> anyhow::Result<i32> {
     let (lines, done) = LinesFile::open(lines)?;
     let mut out = super::shared_store::Committing::new(
         lines,
-        share.store.as_deref(),
+        share.store.as_ref(),
         share.experiment,
         &share.host,
         &share.slots,

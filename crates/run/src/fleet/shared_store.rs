@@ -28,7 +28,7 @@ impl Committing {
     /// then said on stderr).
     pub fn new(
         lines: LinesFile,
-        location: Option<&str>,
+        location: Option<&abperf_store::Location>,
         experiment: i64,
         host: &str,
         slots: &[Slot],
@@ -95,8 +95,8 @@ mod tests {
             warmup: false,
         };
         // Nothing listens on port 1: the host says so and runs on.
-        let nowhere = "postgres://abperf@127.0.0.1:1/abperf";
-        let mut out = Committing::new(lines, Some(nowhere), 1, "lab-a", &[slot]);
+        let nowhere = abperf_store::Location::parse("postgres://abperf@127.0.0.1:1/abperf");
+        let mut out = Committing::new(lines, Some(&nowhere), 1, "lab-a", &[slot]);
         assert!(out.store.is_none());
         let run = WireRun {
             seq: 4,

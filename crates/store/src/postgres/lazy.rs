@@ -25,14 +25,15 @@ impl Lazy {
 }
 
 impl Store {
-    /// Make sure experiment `id`'s content is in this store: on a working copy of a PostgreSQL
-    /// store, read it from the server (in one snapshot) the first time; elsewhere, or for an id
-    /// this store holds no row of (the caller says so as on SQLite), nothing to do.
-    pub(crate) fn fill(&self, id: i64) -> anyhow::Result<()> {
-        let mut lazy = self.lazy.borrow_mut();
-        let Some(lazy) = lazy.as_mut() else {
+    /// [`Store::fill`] on a working copy of a PostgreSQL store: read experiment `id` from the
+    /// server (in one snapshot) the first time; on a copy not read as the command reads (a new
+    /// experiment's), or for an id it holds no row of (the caller says so as on SQLite),
+    /// nothing to do.
+    pub(crate) fn fill_from_server(&self, id: i64) -> anyhow::Result<()> {
+        let Some(lazy) = self.server_backend().and_then(|s| s.lazy()) else {
             return Ok(());
         };
+        let mut lazy = lazy.borrow_mut();
         if lazy.loaded.contains(&id) || !self.holds(id)? {
             return Ok(());
         }
@@ -45,13 +46,13 @@ impl Store {
         Ok(())
     }
 
-    /// On a working copy of a PostgreSQL store, what `list` counts of every experiment, counted
-    /// by the server (None elsewhere: the store counts its own).
-    pub(crate) fn server_list_counts(&self) -> anyhow::Result<Option<BTreeMap<i64, [i64; 3]>>> {
-        let mut lazy = self.lazy.borrow_mut();
-        let Some(lazy) = lazy.as_mut() else {
+    /// On a working copy of a PostgreSQL store read as the command reads, what `list` counts of
+    /// every experiment, counted by the server (None elsewhere: the store counts its own).
+    pub(crate) fn list_counts_on_server(&self) -> anyhow::Result<Option<BTreeMap<i64, [i64; 3]>>> {
+        let Some(lazy) = self.server_backend().and_then(|s| s.lazy()) else {
             return Ok(None);
         };
+        let mut lazy = lazy.borrow_mut();
         let shown = lazy.pg.shown().to_string();
         let counts = lazy.pg.list_counts();
         Ok(Some(counts.with_context(|| {

@@ -12,12 +12,13 @@ use std::path::{Path, PathBuf};
 
 /// The PostgreSQL store `dsn` as an in-memory SQLite store under the ids it has there: every
 /// experiment's row and recorded owner now, an experiment's content the first time it is read
-/// (`Store::fill`); its path is the DSN with the password hidden. A database without abperf's
-/// schema reads as an empty store and is left as it is; an older schema is brought up to date.
-pub fn load(dsn: &str) -> anyhow::Result<Store> {
+/// (`Store::fill`, through the [`Lazy`] returned beside it); its path is the DSN with the
+/// password hidden. A database without abperf's schema reads as an empty store and is left as
+/// it is; an older schema is brought up to date.
+pub(crate) fn load(dsn: &str) -> anyhow::Result<(Store, Lazy)> {
     let mut pg = Pg::open(dsn, Schema::Upgrade)?;
     let shown = pg.shown().to_string();
-    let mut store = Store::open(Path::new(":memory:"))?;
+    let mut store = Store::open_file(Path::new(":memory:"))?;
     let rows = pg
         .experiment_rows()
         .with_context(|| format!("reading the experiments of {shown}"))?;
@@ -34,7 +35,6 @@ pub fn load(dsn: &str) -> anyhow::Result<Store> {
     let tx = store.write_tx()?;
     crate::owner::settle_ownerless(&tx)?;
     tx.commit()?;
-    store.lazy = Some(Lazy::new(pg)).into();
     store.path = PathBuf::from(shown);
-    Ok(store)
+    Ok((store, Lazy::new(pg)))
 }

@@ -1,32 +1,37 @@
-//! A PostgreSQL store, as far as it is built: experiments go in and out whole, as
-//! [`Content`](crate::copy::Content) (`abperf store copy`), and the reading commands work on an
-//! in-memory SQLite store that holds every experiment's row and reads an experiment's content
-//! from the server when the command first reads it (`load`, `lazy`); `abperf run` and `abperf fleet run`
-//! commit their experiment and each run straight into PostgreSQL (`runs`), with the owner of the experiment (`owner`),
-//! which their `--resume` takes over; `import` writes
-//! a new experiment as a copy does (`write`), `delete` deletes one unless its owner is alive
-//! (`owner`). Every other command that writes refuses a PostgreSQL DSN (docs/store.md).
+//! The PostgreSQL backend (cargo feature `postgres`), above the SQLite store it works through.
+//! A store opened on a server (`open`, one [`Server`] mode per purpose) is an in-memory SQLite
+//! working copy under the server's ids: the reading commands read every experiment's row and an
+//! experiment's content when they first read it (`load`, `lazy`); `abperf run` and `abperf fleet
+//! run` commit their experiment and each run straight into PostgreSQL (`commit`, `runs`), with
+//! the owner of the experiment (`owner`), which their `--resume` takes over (`take_over`);
+//! `import` writes a new experiment as a copy does (`import_new`, `write`) or adds runs to one
+//! (`import_runs`); `delete` deletes one unless its owner is alive (`owner`). Experiments go in
+//! and out whole as [`Content`](crate::copy::Content) (`abperf store copy`). What it does not
+//! support is refused by `backend` (docs/store.md).
 //!
 //! The schema is generated from SQLite's (`columns`, `ddl`, `schema`); values keep their type
 //! through it (`numeric`, `params`).
 
 mod columns;
+mod commit;
 mod ddl;
 mod dsn;
+mod import_new;
+mod import_runs;
 mod lazy;
 mod load;
 mod numeric;
+mod open;
 mod owner;
 mod params;
 mod read;
 mod runs;
 mod schema;
+mod take_over;
 mod write;
 
-pub use dsn::{is_dsn, redacted};
-pub(crate) use lazy::Lazy;
-pub(crate) use load::load;
-pub(crate) use runs::Remote;
+pub(crate) use import_new::import_to_server;
+pub(crate) use open::{Server, open};
 pub(crate) use write::Ids;
 
 use anyhow::Context;
@@ -58,7 +63,7 @@ impl Pg {
     /// Connect to `dsn`, and make or upgrade abperf's schema there as `schema` allows. A schema
     /// of a newer abperf is refused.
     pub fn open(dsn: &str, schema: Schema) -> anyhow::Result<Pg> {
-        let shown = redacted(dsn);
+        let shown = crate::location::redacted(dsn);
         let mut client = dsn::connect(dsn)?;
         let read = |client: &mut postgres::Client| {
             schema::version(client)

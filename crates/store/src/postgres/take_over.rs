@@ -3,15 +3,16 @@
 //! added to by a fleet host that commits its own runs there (only that experiment read), and
 //! brought up to date with the runs other processes committed there meanwhile
 //! ([`Store::catch_up`]). Every write then goes to the server first, as `abperf run`'s do
-//! (`on_server`).
+//! (`commit`). The server decides a take-over and a deletion (`owner`); the working copy
+//! follows.
 
-use super::copy::{Content, Rows};
-use super::copy_tables::Key;
-use super::postgres::{Ids, Remote};
-use super::{Store, names_a_server, resolve_path};
+use super::Ids;
+use crate::Store;
+use crate::copy::{Content, Rows};
+use crate::copy_tables::Key;
+use abperf_model::Owner;
 use anyhow::Context;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
 /// The tables of a run's rows in a [`Content`], and the column that names the run.
 const RUN_ROWS: &[(&str, &str)] = &[
@@ -22,59 +23,12 @@ const RUN_ROWS: &[(&str, &str)] = &[
 ];
 
 impl Store {
-    /// Open the store named by `--db` to take one of its experiments over and add runs to it
-    /// (`run --resume`, `fleet run --resume`), or to delete one (`delete`, [`Store::delete_unless_running`]):
-    /// an SQLite store as [`Store::open`]; a PostgreSQL DSN read into an
-    /// in-memory working copy under its ids as the reading commands read it (every experiment's
-    /// row, an experiment's content when first read or claimed), every write then going to the
-    /// server first.
-    pub fn open_resolved_for_taking_over(flag: Option<&Path>) -> anyhow::Result<Store> {
-        let path = resolve_path(flag)?;
-        match path.to_str().filter(|_| names_a_server(&path)) {
-            Some(dsn) => {
-                let remote = Remote::open(dsn)?;
-                let mut store = super::postgres::load(dsn)?;
-                store.remote = Some(Box::new(remote));
-                Ok(store)
-            }
-            None => Store::open(&path),
-        }
-    }
-
-    /// Open the store at `location` (as [`Store::shared_location`] gives it) to add runs to its
-    /// experiment `id`: a fleet host committing its runs itself. On a server only that
-    /// experiment is read into the working copy.
-    pub fn open_to_add_runs(location: &str, id: i64) -> anyhow::Result<Store> {
-        let path = Path::new(location);
-        if !names_a_server(path) {
-            let store = Store::open(path)?;
-            store.experiment(id)?;
-            return Ok(store);
-        }
-        let mut remote = Remote::open(location)?;
-        let content = remote
-            .read_content(id)
-            .with_context(|| format!("reading experiment {id} of {}", remote.shown()))?;
-        let mut store = Store::open(Path::new(":memory:"))?;
-        store.write_running_keeping_ids(&content)?;
-        store.path = PathBuf::from(remote.shown());
-        store.remote = Some(Box::new(remote));
-        Ok(store)
-    }
-
-    /// Where other machines can commit runs into this store themselves: a server's DSN as it
-    /// was given, password and all (None: a file of this machine).
-    pub fn shared_location(&self) -> Option<&str> {
-        self.remote.as_ref().map(|r| r.dsn())
-    }
-
-    /// Bring experiment `id` up to what the store holds: on a server, the runs other processes
-    /// committed there since it was read (fleet hosts) are read into the working copy. Nothing
-    /// to do on an SQLite store, which every process reads and writes in place.
-    pub fn catch_up(&mut self, id: i64) -> anyhow::Result<()> {
+    /// [`Store::catch_up`] on a working copy of a server: the runs other processes committed
+    /// there since it was read (fleet hosts) read into it.
+    pub(crate) fn catch_up_on_server(&mut self, id: i64) -> anyhow::Result<()> {
         self.fill(id)?;
         let server = self.server();
-        let Some(remote) = self.remote.as_mut() else {
+        let Some(remote) = self.remote() else {
             return Ok(());
         };
         let content = remote
@@ -96,13 +50,55 @@ impl Store {
     /// Delete experiment `id` on the server, then in the working copy.
     pub(crate) fn delete_on_server(&mut self, id: i64) -> anyhow::Result<()> {
         let server = self.server();
-        let remote = self.remote.as_mut().context("no server")?;
+        let remote = self.remote().context("no server written")?;
         remote
             .delete(id)
             .with_context(|| format!("deleting experiment {id} of {server}"))?;
         self.conn()
             .execute("DELETE FROM experiment WHERE id = ?1", [id])?;
         Ok(())
+    }
+
+    /// [`Store::claim_experiment`] on a working copy of a server: the server decides (its owner
+    /// row, under a row lock), and the working copy follows.
+    pub(crate) fn claim_on_server(
+        &mut self,
+        id: i64,
+        me: &Owner,
+        alive: &dyn Fn(&Owner) -> bool,
+    ) -> anyhow::Result<Result<(), Owner>> {
+        // A working copy of a server holds the experiment whole before it writes to it.
+        self.fill(id)?;
+        let server = self.server();
+        let remote = self.remote().context("no server written")?;
+        let claimed = remote
+            .claim(id, me, alive)
+            .with_context(|| format!("taking experiment {id} of {server} over"))?;
+        if let Err(o) = claimed {
+            return Ok(Err(o));
+        }
+        // The server decided: the working copy records the claim without judging its owner.
+        self.claim_here(id, me, &|_| false)
+    }
+
+    /// [`Store::delete_unless_running`] on a working copy of a server: the server decides and
+    /// deletes, in one transaction holding the experiment's row (`owner`); the working copy
+    /// follows.
+    pub(crate) fn delete_unless_running_on_server(
+        &mut self,
+        id: i64,
+        alive: &dyn Fn(&Owner) -> bool,
+    ) -> anyhow::Result<Result<(), Owner>> {
+        let server = self.server();
+        let remote = self.remote().context("no server written")?;
+        let deleted = remote
+            .delete_unless_running(id, alive)
+            .with_context(|| format!("deleting experiment {id} of {server}"))?;
+        if deleted.is_ok() {
+            self.conn()
+                .execute("DELETE FROM experiment WHERE id = ?1", [id])?;
+        }
+        Ok(deleted)
     }
 }
 
@@ -121,7 +117,7 @@ fn new_runs(content: &Content, held: &BTreeSet<i64>) -> anyhow::Result<Vec<Rows>
         let at = rows.column(run_column);
         for row in &rows.rows {
             let new = match at {
-                Some(at) => !held.contains(&super::copy::id_of(&row[at])?),
+                Some(at) => !held.contains(&crate::copy::id_of(&row[at])?),
                 None => true,
             };
             if new {

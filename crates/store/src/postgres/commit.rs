@@ -1,23 +1,23 @@
 //! A store on a PostgreSQL server that `abperf run` commits into: an in-memory SQLite working
-//! copy (the prepared schema) beside a connection to the server (`postgres::Remote`). Every write
+//! copy (the prepared schema) beside a connection to the server (`runs::Remote`). Every write
 //! `run` makes goes to the server first, in one transaction, under the ids the server gives;
 //! then the same rows, under those ids, into the working copy, which the end of the run reads
 //! back (its summary and verdicts see exactly what the server holds). The commands call the
-//! same `Store` methods as on an SQLite store; `fleet run`'s writes (its hosts, their hellos, a
-//! new experiment deleted) work the same way (`server_experiment` takes an experiment there up
-//! again, for `run --resume` and `fleet run --resume`); `delete` checks and deletes on the
-//! server (`Store::delete_unless_running`); the other writes are refused
-//! ([`Store::refuse_on_server`]).
+//! same `Store` methods as on an SQLite store (`backend` dispatches them here); `fleet run`'s
+//! writes (its hosts, their hellos, a new experiment deleted) work the same way (`take_over`
+//! takes an experiment there up again, for `run --resume` and `fleet run --resume`); `delete`
+//! checks and deletes on the server (`Store::delete_unless_running`); the other writes are
+//! refused (`backend::Operation`).
 //!
 //! A run is stored when the server's COMMIT returns (its own write-ahead log and fsync).
 
-use super::copy::{Content, Rows};
-use super::copy_tables::Key;
-use super::postgres::{Ids, Remote};
-use super::{Store, names_a_server, not_built_on_server, resolve_path};
+use super::Ids;
+use crate::Store;
+use crate::copy::{Content, Rows};
+use crate::copy_tables::Key;
 use abperf_model::{Owner, Run};
 use anyhow::Context;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The tables a run's rows are in, in the order they are inserted, with the WHERE clause
 /// (of the run's id) that selects them.
@@ -33,36 +33,6 @@ const RUN_TABLES: &[(&str, &str, &str)] = &[
 ];
 
 impl Store {
-    /// Open the store named by `--db` (or the default resolution) for `abperf run`: as
-    /// [`Store::open_resolved`], but a PostgreSQL DSN opens a store whose writes go to that
-    /// server (its schema made there when missing).
-    pub fn open_resolved_for_runs(flag: Option<&Path>) -> anyhow::Result<Store> {
-        let path = resolve_path(flag)?;
-        match path.to_str().filter(|_| names_a_server(&path)) {
-            Some(dsn) => {
-                let remote = Remote::open(dsn)?;
-                let mut store = Store::open(Path::new(":memory:"))?;
-                store.path = PathBuf::from(remote.shown());
-                store.remote = Some(Box::new(remote));
-                Ok(store)
-            }
-            None => Store::open(&path),
-        }
-    }
-
-    /// Refuse `what` (a write no `abperf run` makes) on a store on a server.
-    pub(crate) fn refuse_on_server(&self, what: &str) -> anyhow::Result<()> {
-        match self.remote {
-            Some(_) => Err(not_built_on_server(&self.path, what)),
-            None => Ok(()),
-        }
-    }
-
-    /// The server's name for messages: "the PostgreSQL store DSN".
-    pub(crate) fn server(&self) -> String {
-        format!("the PostgreSQL store {}", self.path.display())
-    }
-
     /// Experiment `local`, just made in the working copy, stored on the server (status
     /// `running`) with its `owner` in one transaction; the working copy then holds it (and its
     /// owner) under the server's ids, which are returned. None: `stop` said yes (nothing is
@@ -73,12 +43,9 @@ impl Store {
         owner: &Owner,
         stop: &dyn Fn() -> bool,
     ) -> anyhow::Result<Option<i64>> {
-        if self.remote.is_none() {
-            return Ok(Some(local)); // an SQLite store: nothing to read back or send
-        }
         let content = self.read_content(local)?;
         let server = self.server();
-        let remote = self.remote.as_mut().context("no server")?;
+        let remote = self.remote().context("no server written")?;
         let Some(ids) = remote
             .create(&content, owner, stop)
             .with_context(|| format!("storing the experiment in {server}"))?
@@ -90,7 +57,7 @@ impl Store {
             tables: renumber(&content.tables, &ids)?,
         };
         // A fresh working copy: the experiment under the server's ids, and nothing else.
-        self.conn = Store::open(Path::new(":memory:"))?.conn;
+        self.conn = Store::open_file(Path::new(":memory:"))?.conn;
         self.write_running_keeping_ids(&renumbered)?;
         self.keep_owners(&[(renumbered.id, owner.clone())].into())?;
         Ok(Some(renumbered.id))
@@ -102,13 +69,13 @@ impl Store {
     pub(crate) fn commit_run_on_server(&mut self, exp_id: i64, run: &Run) -> anyhow::Result<i64> {
         let conn = self.conn();
         conn.prepare_cached("BEGIN")?.execute([])?;
-        let made = super::experiments::insert_run(conn, exp_id, run)
+        let made = crate::experiments::insert_run(conn, exp_id, run)
             .and_then(|id| Ok((id, run_rows(conn, id)?)));
         conn.prepare_cached("ROLLBACK")?.execute([])?;
         let (local, tables) = made?;
         let server = self.server();
         let mut ids = Ids::from([((Key::Experiment, exp_id), exp_id)]);
-        let remote = self.remote.as_mut().context("no server")?;
+        let remote = self.remote().context("no server written")?;
         remote
             .commit(&tables, &mut ids)
             .with_context(|| format!("committing run {} to {server}", run.seq))?;
@@ -119,35 +86,31 @@ impl Store {
         Ok(id)
     }
 
-    /// After a change in the working copy: the rows of `table` that `rows` selects (a WHERE
-    /// clause of `?1` = `id`) written over theirs on the server. Nothing without a server.
-    pub(crate) fn mirror(&mut self, table: &str, rows: &str, id: i64) -> anyhow::Result<()> {
-        self.mirror_by(table, rows, id, &["id"])
-    }
-
-    /// As [`Store::mirror`], the rows found on the server by their `key` columns.
-    pub(crate) fn mirror_by(
+    /// [`Store::mirror_by`] on a working copy of a server: the rows of `table` that `rows`
+    /// selects (a WHERE clause of `?1` = `id`) written over theirs on the server, found by their
+    /// `key` columns. Nothing when the server is not written.
+    pub(crate) fn mirror_on_server(
         &mut self,
         table: &str,
         rows: &str,
         id: i64,
         key: &[&str],
     ) -> anyhow::Result<()> {
-        if self.remote.is_none() {
+        if self.remote().is_none() {
             return Ok(());
         }
         let order = key.join(", ");
-        let changed = super::copy::read_rows_where(self.conn(), table, rows, &order, id)?;
+        let changed = crate::copy::read_rows_where(self.conn(), table, rows, &order, id)?;
         let server = self.server();
-        let remote = self.remote.as_mut().context("no server")?;
+        let remote = self.remote().context("no server written")?;
         remote
             .update(&changed, key)
             .with_context(|| format!("storing the change to experiment {id} ({table}) in {server}"))
     }
 
-    /// After rows were added to the working copy: the rows of `table` that `rows` selects (a
-    /// WHERE clause of `?1` = experiment `id`, in `order`) inserted on the server, in one
-    /// transaction. Nothing without a server.
+    /// [`Store::mirror_added`] on a working copy of a server: the rows of `table` that `rows`
+    /// selects (a WHERE clause of `?1` = experiment `id`, in `order`) inserted on the server, in
+    /// one transaction. Nothing when the server is not written.
     pub(crate) fn add_on_server(
         &mut self,
         id: i64,
@@ -155,21 +118,16 @@ impl Store {
         rows: &str,
         order: &str,
     ) -> anyhow::Result<()> {
-        if self.remote.is_none() {
+        if self.remote().is_none() {
             return Ok(());
         }
-        let added = super::copy::read_rows_where(self.conn(), table, rows, order, id)?;
+        let added = crate::copy::read_rows_where(self.conn(), table, rows, order, id)?;
         let server = self.server();
         let mut ids = Ids::from([((Key::Experiment, id), id)]);
-        let remote = self.remote.as_mut().context("no server")?;
+        let remote = self.remote().context("no server written")?;
         remote
             .commit(&[added], &mut ids)
             .with_context(|| format!("storing experiment {id}'s {table} in {server}"))
-    }
-
-    /// Whether writes go to a PostgreSQL server.
-    pub(crate) fn on_server(&self) -> bool {
-        self.remote.is_some()
     }
 }
 
@@ -177,7 +135,7 @@ impl Store {
 fn run_rows(conn: &rusqlite::Connection, id: i64) -> anyhow::Result<Vec<Rows>> {
     let mut out = Vec::new();
     for (table, rows, order) in RUN_TABLES {
-        let found = super::copy::read_rows_where(conn, table, rows, order, id)?;
+        let found = crate::copy::read_rows_where(conn, table, rows, order, id)?;
         if !found.rows.is_empty() {
             out.push(found);
         }
@@ -195,7 +153,7 @@ pub(crate) fn new_id(ids: &Ids, key: Key, old: i64) -> anyhow::Result<i64> {
 pub(crate) fn renumber(tables: &[Rows], ids: &Ids) -> anyhow::Result<Vec<Rows>> {
     let mut out = Vec::with_capacity(tables.len());
     for rows in tables {
-        let spec = super::copy_tables::spec(&rows.table).context("a table without a spec")?;
+        let spec = crate::copy_tables::spec(&rows.table).context("a table without a spec")?;
         let mut keyed: Vec<(usize, Key)> = Vec::new();
         for (at, column) in rows.columns.iter().enumerate() {
             let own = spec.own.filter(|(c, _)| c == column).map(|(_, k)| k);
@@ -207,8 +165,8 @@ pub(crate) fn renumber(tables: &[Rows], ids: &Ids) -> anyhow::Result<Vec<Rows>> 
         let mut renumbered = rows.clone();
         for row in &mut renumbered.rows {
             for &(at, key) in &keyed {
-                let old = super::copy::id_of(&row[at])?;
-                row[at] = super::copy::Value::Integer(new_id(ids, key, old)?);
+                let old = crate::copy::id_of(&row[at])?;
+                row[at] = crate::copy::Value::Integer(new_id(ids, key, old)?);
             }
         }
         out.push(renumbered);
@@ -224,7 +182,7 @@ mod tests {
 
     #[test]
     fn a_runs_rows_are_renumbered_to_the_ids_the_server_gave() {
-        let mut store = Store::open(Path::new(":memory:")).unwrap();
+        let mut store = Store::open_file(Path::new(":memory:")).unwrap();
         let exp = NewExperiment {
             name: "t".into(),
             kind: Kind::Run,

@@ -2,6 +2,9 @@
 //! database one version up inside a transaction, so a store is never left half-migrated.
 //! To change the schema, append a migration: never edit one that has shipped.
 
+mod convert_runs;
+pub(crate) mod ddl;
+
 use rusqlite::Connection;
 
 /// Migrations in order; migration `i` moves the store from version `i` to `i + 1`.
@@ -65,17 +68,17 @@ pub const MIGRATIONS: &[&str] = &[
     CREATE INDEX run_variant ON run(variant_id);
     ",
     // 2: trace captures and their aggregated tables.
-    super::trace::SCHEMA,
+    ddl::TRACE,
     // 3: provenance of imported runs.
-    super::import::SCHEMA,
+    ddl::IMPORT,
     // 4: micro benchmark findings.
-    super::micro::SCHEMA,
+    ddl::MICRO,
     // 5: originals of settings changed by doctor --fix and run --tune.
-    super::tune::SCHEMA,
+    ddl::TUNE,
     // 6: trace bins keep their durations; capture scope, stop and tracing cost.
-    super::trace::SCHEMA_ROBUST,
+    ddl::TRACE_ROBUST,
     // 7: kernel variants: what a variant boots, the boot order, the boots, run -> boot.
-    super::boots::SCHEMA,
+    ddl::BOOTS,
     // 8: built-in workloads: a metric's declared direction, the workload a variant runs.
     "
     -- NULL: derived from the metric's name and unit (everything before workloads).
@@ -84,20 +87,20 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE variant ADD COLUMN workload TEXT;
     ",
     // 9: micro samples packed one row per round and configuration.
-    super::micro::SCHEMA_ROUNDS,
+    ddl::MICRO_ROUNDS,
     // 10: the process that runs each experiment (pid, start time, boot id, host).
-    super::owner::OWNER_SCHEMA,
+    ddl::OWNER,
     // 11: experiment ids are never reused.
-    super::experiment_ids::ID_SCHEMA,
+    ddl::EXPERIMENT_IDS,
     // 12: runs stored compactly: fixed columns for wall and rusage, other metrics' names interned
     // (the data converted in Rust: see `post_step`).
-    super::run_rows::SCHEMA,
+    ddl::RUNS_COMPACT,
     // 13: the invocation, boot and host an imported run names.
-    super::run_labels::SCHEMA,
+    ddl::RUN_LABELS,
     // 14: the invocation (process) each micro round was measured in.
-    super::micro::SCHEMA_INVOCATION,
+    ddl::MICRO_INVOCATION,
     // 15: the hosts of a fleet experiment and the slots each owns.
-    super::fleet::SCHEMA,
+    ddl::FLEET,
 ];
 
 /// The schema every migration together builds, as one script (`schema_prepared.sql`): a new
@@ -105,7 +108,7 @@ pub const MIGRATIONS: &[&str] = &[
 /// twelve migrations with their table rebuilds and data conversions. A test checks that it
 /// equals what the migrations build; after adding a migration, regenerate it with
 /// `ABPERF_WRITE_PREPARED_SCHEMA=1 cargo test -p abperf-store prepared_schema`.
-const PREPARED: &str = include_str!("schema_prepared.sql");
+const PREPARED: &str = include_str!("../schema_prepared.sql");
 
 /// Whether the database holds no table, index, view or trigger at all.
 fn is_empty(tx: &rusqlite::Transaction) -> rusqlite::Result<bool> {
@@ -136,8 +139,8 @@ pub fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
 /// The data step of a migration that SQL alone cannot express, run after its SQL in its
 /// transaction.
 fn post_step(sql: &str, tx: &rusqlite::Transaction) -> anyhow::Result<()> {
-    if sql == super::run_rows::SCHEMA {
-        super::run_rows::convert(tx)?;
+    if sql == ddl::RUNS_COMPACT {
+        convert_runs::convert(tx)?;
     }
     Ok(())
 }

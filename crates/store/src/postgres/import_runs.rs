@@ -7,12 +7,12 @@
 //! meanwhile makes the server refuse the whole import (its unique schedule numbers, variant
 //! names and positions): nothing is stored, and the import can be made again.
 
-use super::Store;
-use super::copy::{Rows, read_rows_where};
-use super::copy_tables::Key;
-use super::import::{ImportOutcome, ImportTarget, import_in};
-use super::on_server::{new_id, renumber};
-use super::postgres::Ids;
+use super::Ids;
+use super::commit::{new_id, renumber};
+use crate::Store;
+use crate::copy::{Rows, read_rows_where};
+use crate::copy_tables::Key;
+use crate::import::{ImportOutcome, ImportTarget, import_in};
 use abperf_model::{Run, Variant};
 use anyhow::Context;
 
@@ -48,7 +48,7 @@ impl Store {
             ids
         };
         let mut ids = kept();
-        let remote = self.remote.as_mut().context("no server")?;
+        let remote = self.remote().context("no server written")?;
         remote
             .commit(&tables, &mut ids)
             .with_context(|| format!("adding the import to experiment {id} of {server}"))?;
