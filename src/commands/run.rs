@@ -28,7 +28,7 @@ use crate::runner::shell::ShellMode;
 use crate::runner::signals;
 use crate::runner::workload;
 use crate::runner::{KnobGuard, execute, preflight};
-use crate::store::{Location, Operation, Store};
+use crate::store::{Operation, Store};
 use anyhow::Context;
 use std::collections::BTreeMap;
 
