@@ -26,6 +26,8 @@ pub mod replicated;
 pub mod selfcheck;
 mod sen;
 pub mod sequential;
+mod sequential_cache;
+mod sequential_table;
 pub mod summary;
 pub mod trimmed;
 pub mod variance;

@@ -315,9 +315,15 @@ impl Selection<'_> {
                 // i before j in `first` when the test does not say slope < a; j before i in
                 // `second` when it says slope <= b.
                 let mut first: Vec<u32> = (0..n).collect();
-                first.sort_by(|&i, &j| ka[i as usize].total_cmp(&ka[j as usize]).then(i.cmp(&j)));
+                // Keys equal by `==` (-0.0 and 0.0 too) tie, as in `below`.
+                let by = |k: &[f64], i: u32, j: u32| {
+                    k[i as usize]
+                        .partial_cmp(&k[j as usize])
+                        .unwrap_or(std::cmp::Ordering::Equal)
+                };
+                first.sort_by(|&i, &j| by(&ka, i, j).then(i.cmp(&j)));
                 let mut second: Vec<u32> = (0..n).collect();
-                second.sort_by(|&i, &j| kb[i as usize].total_cmp(&kb[j as usize]).then(j.cmp(&i)));
+                second.sort_by(|&i, &j| by(&kb, i, j).then(j.cmp(&i)));
                 visit_discordant(&first, &second, |i, j| {
                     let (i, j) = (i as usize, j as usize);
                     if i < j && s.t[i] != s.t[j] {
