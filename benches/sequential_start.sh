@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What `abperf run --until-decided` adds to an invocation (issue 46): wall and CPU time of
-# `abperf run --no-store -r 16 --until-decided true true` against the same without
-# --until-decided (the same 2 x 16 runs of `true`: an A/A pair runs to its last look),
+# `abperf run --no-store -r 20 --until-decided -n a -n b true true` against the same without
+# --until-decided (the same 2 x 20 runs of `true`: an A/A pair runs to its last look),
 # interleaved in ROUNDS rounds; medians and their difference. Before issue 46 the Welch boundary
 # constant was simulated from 400,000 experiments in every process (1.7 s CPU, 5 s wall under
 # load); now the common plans' constants are a committed table, others cached in
@@ -27,14 +27,14 @@ one() { # label args... -> "label wall cpu"
     echo "$label $wall $(echo "$user + $sys" | bc)" >>"$TMP/rows"
 }
 # A plan outside the table, first with an empty cache.
-/usr/bin/time -f '%e %U %S' -o "$TMP/time" "$ABPERF" run --no-store -r 17 --until-decided true true \
+/usr/bin/time -f '%e %U %S' -o "$TMP/time" "$ABPERF" run --no-store -r 17 --until-decided -n a -n b true true \
     >/dev/null 2>&1
 read -r wall user sys <"$TMP/time"
 echo "first invocation of an untabulated plan (-r 17, simulated, then cached): wall $wall s, CPU $(echo "$user + $sys" | bc) s"
 for r in $(seq "$ROUNDS"); do
-    one plain -r 16 true true
-    one until-decided -r 16 --until-decided true true
-    one "until-decided(-r17,cached)" -r 17 --until-decided true true
+    one plain -r 20 -n a -n b true true
+    one until-decided -r 20 --until-decided -n a -n b true true
+    one "until-decided(-r17,cached)" -r 17 --until-decided -n a -n b true true
 done
 python3 - "$TMP/rows" <<'PY'
 import statistics, sys

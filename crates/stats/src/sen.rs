@@ -231,7 +231,7 @@ impl Selection<'_> {
     /// than ks[last] below hi: from the quantiles of a seeded sample of pairs where they
     /// qualify, else the slopes' bounds.
     fn first_interval(&self, ks: &[u64]) -> (f64, f64) {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x5e4_51_0be);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x5e45_10be);
         let weights: Vec<u64> = self.s.iter().map(|s| s.pairs).collect();
         let total = self.pairs();
         let mut sample = Vec::with_capacity(SAMPLE);
