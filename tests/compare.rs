@@ -898,3 +898,68 @@ abtest!(the_same_value_in_every_run_is_said_once, |lab| {
         .has("gave the same value (5) in every run")
         .lacks("NO DIFFERENCE: No difference");
 });
+
+/// Runs per variant of [`ordered_runs_compare_within_two_gib`].
+const ORDERED_RUNS: usize = 200_000;
+
+/// Two variants of `n` runs each, alternating in run order (`seq`), with a slow drift and B 1%
+/// slower: the CSV `abperf import --format csv` reads.
+fn ordered_csv(n: usize) -> String {
+    let mut rng = ChaCha8Rng::seed_from_u64(46);
+    let mut csv = String::from("variant,seq,wall_ns [ns]\n");
+    for i in 0..2 * n {
+        let (v, shift) = if i % 2 == 0 { ("A", 0.0) } else { ("B", 1e4) };
+        let drift = 2e4 * i as f64 / (2 * n) as f64;
+        let noise = 2e4 * norm_ppf(rng.random_range(1e-12..1.0 - 1e-12));
+        csv += &format!("{v},{i},{:.1}\n", 1e6 + shift + drift + noise);
+    }
+    csv
+}
+
+/// Issue 46: `compare` of an experiment with a run order kept every pairwise slope of the drift
+/// check (10,000 runs per variant: 2 GB; 50,000: killed). 2 x 200,000 ordered runs now compare
+/// under a 2 GiB address-space limit, with the verdict and the drift line of 2 x 5,000.
+#[test]
+fn ordered_runs_compare_within_two_gib() {
+    use std::os::unix::process::CommandExt;
+    let lab = Lab::new();
+    let small = ordered_csv(5_000);
+    lab.ok(&["import", "--format", "csv", &lab.write("small.csv", &small)]);
+    let big = ordered_csv(ORDERED_RUNS);
+    lab.ok(&["import", "--format", "csv", &lab.write("big.csv", &big)]);
+    let compare = |id: &str| {
+        let mut c = lab.cmd(&["compare", id]);
+        // SAFETY: between fork and exec: setrlimit only, on a value on the stack.
+        unsafe {
+            c.pre_exec(|| {
+                let two_gib = 2 << 30;
+                let lim = libc::rlimit {
+                    rlim_cur: two_gib,
+                    rlim_max: two_gib,
+                };
+                if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let o = common::run_within(c, std::time::Duration::from_secs(600), "compare");
+        assert_eq!(o.code, Some(0), "{o}");
+        o.stdout
+    };
+    let (small, big) = (compare("1"), compare("2"));
+    let shape = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.contains("slower") || l.contains("faster") || l.contains("drift"))
+            .map(|l| {
+                l.split_whitespace()
+                    .filter(|w| !w.chars().any(|c| c.is_ascii_digit()))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    };
+    assert!(small.contains("drift"), "{small}");
+    assert!(!shape(&small).is_empty(), "{small}");
+    assert_eq!(shape(&big), shape(&small), "{big}\n---\n{small}");
+}

@@ -6,7 +6,9 @@
 
 use super::StatsError;
 use super::dist::{norm_sf, t_ppf, t_two_sided_p};
-use abperf_model::describe::{mean, median_sorted, sorted};
+use super::inversions::{Fenwick, dense_ranks};
+use super::sen::sen_slope_of;
+use abperf_model::describe::{mean, sorted};
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -24,20 +26,7 @@ pub struct MannKendall {
 /// S, Var(S) (tie-corrected), number of pairs and of tied pairs of one series.
 fn mk_parts(x: &[f64]) -> (f64, f64, f64, f64) {
     let n = x.len();
-    let mut s = 0.0;
-    for i in 0..n {
-        for j in i + 1..n {
-            // Not total_cmp: -0.0 and 0.0 are a tie.
-            let d = x[j] - x[i];
-            s += if d > 0.0 {
-                1.0
-            } else if d < 0.0 {
-                -1.0
-            } else {
-                0.0
-            };
-        }
-    }
+    let s = kendall_s(x);
     let xs = sorted(x);
     let (mut tie_var, mut tie_pairs) = (0.0, 0.0);
     let mut i = 0;
@@ -101,17 +90,27 @@ pub fn mann_kendall_stratified(groups: &[&[f64]]) -> Result<MannKendall, StatsEr
     })
 }
 
-/// Sen's slope: median of (x_j - x_i) / (t_j - t_i) over pairs with t_j != t_i.
+/// Sen's slope: median of (x_j - x_i) / (t_j - t_i) over pairs with t_j != t_i, exactly as
+/// sorting every slope gives it, in O(n) memory ([`super::sen`]).
 pub fn sen_slope(t: &[f64], x: &[f64]) -> Option<f64> {
-    let mut slopes = Vec::new();
-    for i in 0..x.len() {
-        for j in i + 1..x.len() {
-            if t[j] != t[i] {
-                slopes.push((x[j] - x[i]) / (t[j] - t[i]));
-            }
-        }
+    sen_slope_of(&[(t, x)])
+}
+
+/// Concordant minus discordant pairs of a series against its order: pairs i < j with x_j > x_i
+/// less those with x_j < x_i (equal values, -0.0 and 0.0 too, and NaN count neither), counted
+/// with a Fenwick tree over the values' ranks in O(n log n).
+fn kendall_s(x: &[f64]) -> f64 {
+    let (ranks, distinct) = dense_ranks(x);
+    let mut tree = Fenwick::new(distinct);
+    let (mut inserted, mut s) = (0u64, 0i64);
+    for r in ranks.into_iter().flatten() {
+        let less = tree.below(r);
+        let greater = inserted - tree.below(r + 1);
+        s += less as i64 - greater as i64;
+        tree.add(r);
+        inserted += 1;
     }
-    (!slopes.is_empty()).then(|| median_sorted(&sorted(&slopes)))
+    s as f64
 }
 
 /// Lag-1 autocorrelation of a series; `None` for fewer than 3 values or zero variance.
@@ -165,17 +164,7 @@ pub fn drift(a: &[f64], ia: &[f64], b: &[f64], ib: &[f64]) -> Result<Drift, Stat
     let (ta, xa) = in_order(a, ia);
     let (tb, xb) = in_order(b, ib);
     let mk = mann_kendall_stratified(&[&xa, &xb])?;
-    let mut slopes = Vec::new();
-    for (t, x) in [(&ta, &xa), (&tb, &xb)] {
-        for i in 0..x.len() {
-            for j in i + 1..x.len() {
-                if t[j] != t[i] {
-                    slopes.push((x[j] - x[i]) / (t[j] - t[i]));
-                }
-            }
-        }
-    }
-    let sen = (!slopes.is_empty()).then(|| median_sorted(&sorted(&slopes)));
+    let sen = sen_slope_of(&[(&ta, &xa), (&tb, &xb)]);
     let (_, r) = residual_series(a, ia, b, ib);
     Ok(Drift {
         mann_kendall: mk,
@@ -317,6 +306,38 @@ mod tests {
             assert_rel(an.slope, c.num("slope"), 1e-9, "slope");
             assert_rel(an.se, c.num("se"), 1e-9, "se");
             assert_rel(an.p, c.num("p"), 1e-9, "p");
+        }
+    }
+
+    #[test]
+    fn kendall_s_equals_comparing_every_pair() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(46);
+        for case in 0..300 {
+            let n = rng.random_range(0..60);
+            let x: Vec<f64> = (0..n)
+                .map(|_| match rng.random_range(0..6) {
+                    0 => 0.0,
+                    1 => -0.0,
+                    2 => f64::NAN,
+                    3 => rng.random_range(-3..4) as f64,
+                    _ => rng.random_range(-1e3..1e3),
+                })
+                .collect();
+            let mut want = 0.0;
+            for i in 0..n {
+                for j in i + 1..n {
+                    let d = x[j] - x[i];
+                    want += if d > 0.0 {
+                        1.0
+                    } else if d < 0.0 {
+                        -1.0
+                    } else {
+                        0.0
+                    };
+                }
+            }
+            assert_eq!(kendall_s(&x), want, "case {case}: {x:?}");
         }
     }
 
