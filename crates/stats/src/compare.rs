@@ -13,7 +13,9 @@ use super::power::{MIN_RUNS, detectable_effect, runs_needed_cv};
 use super::rank::{self, HodgesLehmann, MannWhitney};
 use super::trimmed;
 use super::variance::{BrownForsythe, brown_forsythe};
-use super::verdict::{Counted, Evidence, Verdict, fmt_effect, fmt_p, fmt_signed_pct, fmt_times};
+use super::verdict::{
+    Counted, Evidence, Verdict, fmt_effect, fmt_p, fmt_signed_pct, fmt_times, level_label,
+};
 use super::welch::{self, RatioCi, Welch};
 use super::{StatsError, check_finite};
 use abperf_model::describe::{Description, describe, variance};
@@ -151,7 +153,7 @@ pub struct Comparison {
     pub mean_variant: f64,
     /// mean(variant) / mean(baseline).
     pub ratio: f64,
-    /// Fieller 95% interval of the ratio (Welch df).
+    /// Fieller interval of the ratio (Welch df) at 1 - alpha (`details.fieller95.level`).
     pub ratio_ci: Option<[f64; 2]>,
     /// (ratio - 1) * 100.
     pub change_pct: f64,
@@ -164,7 +166,7 @@ pub struct Comparison {
     /// Brown-Forsythe's p after the correction, when variability is one of the tests reported
     /// (`--test variability`): then a significant difference is part of the verdict's sentence.
     pub p_variability_adjusted: Option<f64>,
-    /// SD(variant) / SD(baseline) and its bootstrap BCa 95% interval.
+    /// SD(variant) / SD(baseline) and its bootstrap BCa interval (at `sd_ratio_level()`, 95%).
     pub sd_ratio: Option<f64>,
     pub sd_ratio_ci: Option<[f64; 2]>,
     /// Mann-Kendall p of the run-order residuals; null without run order.
@@ -571,7 +573,8 @@ impl<'a> Judging<'a> {
         let w = welch::welch(a, b).ok();
         c.p_welch = w.as_ref().map(|w| w.p);
         c.details.welch = w;
-        match welch::fieller(a, b, 1.0 - self.opts.alpha) {
+        let (level, equivalence) = (c.evidence.ci_level(), c.evidence.equivalence_level());
+        match welch::fieller(a, b, level) {
             Ok(ci) => {
                 c.details.fieller95 = Some(ci);
                 c.ratio_ci = Some([ci.low, ci.high]);
@@ -581,7 +584,7 @@ impl<'a> Judging<'a> {
                 c.notes.push(format!("Fieller interval: {e}"));
             }
         }
-        c.details.fieller90 = welch::fieller(a, b, 1.0 - 2.0 * self.opts.alpha).ok();
+        c.details.fieller90 = welch::fieller(a, b, equivalence).ok();
         c.evidence.ci95 = c.details.fieller95.map(|ci| (ci.low, ci.high));
         c.evidence.ci90 = c.details.fieller90.map(|ci| (ci.low, ci.high));
         c.evidence.p = c.p_welch;
@@ -655,7 +658,8 @@ impl<'a> Judging<'a> {
     fn ancova_primary(&mut self, ia: &[f64], ib: &[f64], mk_p: f64) {
         let (a, b, c) = (self.base.values, self.var.values, &mut self.c);
         let at = |level| drift::ancova(a, ia, b, ib, level);
-        match (at(1.0 - self.opts.alpha), at(1.0 - 2.0 * self.opts.alpha)) {
+        let ev = &c.evidence;
+        match (at(ev.ci_level()), at(ev.equivalence_level())) {
             (Ok(an95), Ok(an90)) => {
                 c.notes.push(format!(
                     "drift over the run order (Mann-Kendall {}): the ANCOVA estimate with run index is primary",
@@ -710,8 +714,10 @@ impl<'a> Judging<'a> {
             && ci.high >= 1.0
         {
             dissent.push(format!(
-                "the bootstrap 95% CI of the ratio {:.4}..{:.4} includes 1",
-                ci.low, ci.high
+                "the bootstrap {} CI of the ratio {:.4}..{:.4} includes 1",
+                level_label(ci.level),
+                ci.low,
+                ci.high
             ));
         }
         if !dissent.is_empty() {
@@ -835,6 +841,12 @@ fn finish(c: &mut Comparison) {
 }
 
 impl Comparison {
+    /// The level of `sd_ratio_ci`: the bootstrap's, which computed it.
+    pub fn sd_ratio_level(&self) -> Option<f64> {
+        let bs = self.details.bootstrap.as_ref()?;
+        bs.sd_ratio.as_ref().ok().map(|ci| ci.level)
+    }
+
     /// Recompute verdict and sentence after the evidence changed.
     pub(crate) fn refresh(&mut self) {
         finish(self);
@@ -850,7 +862,15 @@ impl Comparison {
         }
         let ci = self
             .sd_ratio_ci
-            .map(|[l, h]| format!("95% CI {}..{}, ", fmt_times(l), fmt_times(h)))
+            .zip(self.sd_ratio_level())
+            .map(|([l, h], level)| {
+                format!(
+                    "{} CI {}..{}, ",
+                    level_label(level),
+                    fmt_times(l),
+                    fmt_times(h)
+                )
+            })
             .unwrap_or_default();
         let corr = if self.evidence.correction.is_empty() {
             String::new()
