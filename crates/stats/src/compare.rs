@@ -755,38 +755,58 @@ impl<'a> Judging<'a> {
         }
     }
 
-    /// The verdict and its line from the evidence (no correction yet), then the outlier check's
-    /// sentence against that verdict.
+    /// The verdict and its line from the evidence (no correction yet), and the outlier check's
+    /// sentence against that verdict (`finish` words it again after a correction).
     fn verdict(mut self) -> Comparison {
         let c = &mut self.c;
         c.p_adjusted = c.evidence.p;
         finish(c);
-        // Both conclusions before any correction for many comparisons.
-        let significant = matches!(c.verdict, Verdict::Faster | Verdict::Slower);
-        let direction = c.ratio > 1.0;
-        let alpha = self.opts.alpha;
-        if let Some(r) = c.details.without_severe_outliers.as_mut() {
-            r.changed =
-                r.significant != significant || (significant && (r.yuen.ratio > 1.0) != direction);
-            let y = &r.yuen;
-            r.line = format!(
-                "trimmed means ({:.0}% of each tail of both samples cut): ratio {:.5}, {}: {}",
-                y.trim * 100.0,
-                y.ratio,
-                fmt_p(y.p),
-                match (r.changed, r.significant) {
-                    (false, _) => "the same conclusion".to_string(),
-                    (true, true) => format!(
-                        "a difference at alpha {alpha} that all runs together do not show; the verdict stands on all runs"
-                    ),
-                    (true, false) => format!(
-                        "no difference at alpha {alpha}: the verdict rests on a few extreme runs; look at them"
-                    ),
-                }
-            );
-        }
+        recheck_words(c);
         self.c
     }
+}
+
+/// The outlier check's sentence against the verdict as it stands. Yuen's p is compared with
+/// alpha; inside a family of m tests with alpha / m (Bonferroni, which no Holm or BH adjusted p
+/// is below), so the check never claims a difference the correction would not let stand.
+fn recheck_words(c: &mut Comparison) {
+    let significant = matches!(c.verdict, Verdict::Faster | Verdict::Slower);
+    let direction = c.ratio > 1.0;
+    let alpha = c.options.alpha;
+    let family = !c.evidence.correction.is_empty() && c.m > 1;
+    let Some(r) = c.details.without_severe_outliers.as_mut() else {
+        return;
+    };
+    let y = &r.yuen;
+    let trimmed_significant = if family {
+        y.p * (c.m as f64) < alpha
+    } else {
+        r.significant
+    };
+    r.changed = trimmed_significant != significant || (significant && (y.ratio > 1.0) != direction);
+    let at = if family {
+        format!("at alpha {alpha} after the correction for m={} tests", c.m)
+    } else {
+        format!("at alpha {alpha}")
+    };
+    let p = if family {
+        format!("{} uncorrected", fmt_p(y.p))
+    } else {
+        fmt_p(y.p)
+    };
+    r.line = format!(
+        "trimmed means ({:.0}% of each tail of both samples cut): ratio {:.5}, {p}: {}",
+        y.trim * 100.0,
+        y.ratio,
+        match (r.changed, trimmed_significant) {
+            (false, _) => "the same conclusion".to_string(),
+            (true, true) => format!(
+                "a difference {at} that all runs together do not show; the verdict stands on all runs"
+            ),
+            (true, false) =>
+                format!("no difference {at}: the verdict rests on a few extreme runs; look at them"),
+        }
+    );
 }
 
 /// The primary analysis in a DISAGREE sentence: its p and whether its 95% interval of the ratio
@@ -823,6 +843,12 @@ fn finish(c: &mut Comparison) {
     c.runs_needed = (c.verdict == Verdict::Inconclusive)
         .then_some(c.evidence.runs_needed)
         .flatten();
+    // DISAGREE qualifies a call: once a correction has taken the call away, the robust checks'
+    // uncorrected dissent has nothing to qualify and would read as a finding of its own.
+    if !matches!(c.verdict, Verdict::Faster | Verdict::Slower) {
+        c.disagree = None;
+    }
+    recheck_words(c);
     c.line = c.evidence.line(c.verdict);
     if let Some(v) = c.variability_text() {
         c.line += &format!("; {v}");
@@ -1286,6 +1312,72 @@ mod tests {
                 "n={n}: {changed} of 100 A/A pairs changed ({called} called)"
             );
         }
+    }
+
+    #[test]
+    fn aa_family_tables_print_no_claim_the_correction_does_not_make() {
+        // Seed 001's design on A/A data: 6 families of 3 variants of 31 lognormal runs, every
+        // pair on the mean and the variability, Holm over m=36 at alpha 0.01. A DISAGREE line
+        // only beside a call the corrected verdict made, no variability sentence but from the
+        // corrected p, no trimmed-means "difference" the correction would not let stand; and
+        // at most about 1% of tables with any claim (before: 7 of 200 had a DISAGREE line on
+        // an INCONCLUSIVE verdict).
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(45);
+        let mut draw = || -> Vec<f64> {
+            (0..31)
+                .map(|_| (0.3 * crate::dist::norm_ppf(rng.random_range(1e-12..1.0 - 1e-12))).exp())
+                .collect()
+        };
+        let o = Options {
+            alpha: 0.01,
+            resamples: 100,
+            ..Options::default()
+        };
+        let (tables, mut with_claims, mut disagree) = (200, 0, 0);
+        for _ in 0..tables {
+            let mut comps = Vec::new();
+            for _family in 0..6 {
+                let v = [draw(), draw(), draw()];
+                for (i, j) in [(0, 1), (0, 2), (1, 2)] {
+                    let (a, b) = (Sample::new("A", &v[i]), Sample::new("B", &v[j]));
+                    comps.push(compare("t", a, b, &o).unwrap());
+                }
+            }
+            apply_correction(&mut comps, Correction::Holm, true);
+            let mut claims = 0;
+            for c in &comps {
+                assert_eq!(c.m, 36);
+                let called = matches!(c.verdict, Verdict::Faster | Verdict::Slower);
+                assert!(c.disagree.is_none() || called, "{}", c.line);
+                assert_eq!(
+                    c.line.contains("DISAGREE"),
+                    c.disagree.is_some(),
+                    "{}",
+                    c.line
+                );
+                disagree += usize::from(c.disagree.is_some());
+                let varies = c.p_variability_adjusted.is_some_and(|p| p < o.alpha);
+                assert_eq!(c.variability_text().is_some(), varies, "{}", c.line);
+                let recheck = c.details.without_severe_outliers.as_ref();
+                let trimmed_claim = recheck.is_some_and(|r| r.changed && !called);
+                if let Some(r) = recheck.filter(|_| trimmed_claim) {
+                    assert!(r.yuen.p * 36.0 < o.alpha, "{}", r.line);
+                    assert!(
+                        r.line.contains("after the correction for m=36"),
+                        "{}",
+                        r.line
+                    );
+                }
+                claims += usize::from(called || varies || trimmed_claim);
+            }
+            with_claims += usize::from(claims > 0);
+        }
+        // 1% of 200 is 2; 7 or more has a probability below 0.5%.
+        assert!(
+            with_claims <= 6,
+            "{with_claims} of {tables} A/A tables print a claim ({disagree} DISAGREE)"
+        );
     }
 
     #[test]
