@@ -574,7 +574,8 @@ impl<'a> Judging<'a> {
         c.p_welch = w.as_ref().map(|w| w.p);
         c.details.welch = w;
         let (level, equivalence) = (c.evidence.ci_level(), c.evidence.equivalence_level());
-        match welch::fieller(a, b, level) {
+        let fieller = |level| welch::fieller(a, b, level).map(|ci| positive_ratio(a, b, ci));
+        match fieller(level) {
             Ok(ci) => {
                 c.details.fieller95 = Some(ci);
                 c.ratio_ci = Some([ci.low, ci.high]);
@@ -584,7 +585,7 @@ impl<'a> Judging<'a> {
                 c.notes.push(format!("Fieller interval: {e}"));
             }
         }
-        c.details.fieller90 = welch::fieller(a, b, equivalence).ok();
+        c.details.fieller90 = fieller(equivalence).ok();
         c.evidence.ci95 = c.details.fieller95.map(|ci| (ci.low, ci.high));
         c.evidence.ci90 = c.details.fieller90.map(|ci| (ci.low, ci.high));
         c.evidence.p = c.p_welch;
@@ -660,7 +661,11 @@ impl<'a> Judging<'a> {
         let at = |level| drift::ancova(a, ia, b, ib, level);
         let ev = &c.evidence;
         match (at(ev.ci_level()), at(ev.equivalence_level())) {
-            (Ok(an95), Ok(an90)) => {
+            (Ok(mut an95), Ok(mut an90)) => {
+                if a.iter().chain(b).all(|&x| x > 0.0) {
+                    an95.ratio_ci.0 = an95.ratio_ci.0.max(0.0);
+                    an90.ratio_ci.0 = an90.ratio_ci.0.max(0.0);
+                }
                 c.notes.push(format!(
                     "drift over the run order (Mann-Kendall {}): the ANCOVA estimate with run index is primary",
                     fmt_p(mk_p)
@@ -807,6 +812,15 @@ fn recheck_words(c: &mut Comparison) {
                 format!("no difference {at}: the verdict rests on a few extreme runs; look at them"),
         }
     );
+}
+
+/// A ratio of two means of positive values is positive: Fieller's set, which can reach below 0
+/// when the variant's mean is noisy ("-110.08%..+257.14%" of a throughput), is cut at 0.
+fn positive_ratio(a: &[f64], b: &[f64], mut ci: RatioCi) -> RatioCi {
+    if a.iter().chain(b).all(|&x| x > 0.0) {
+        ci.low = ci.low.max(0.0);
+    }
+    ci
 }
 
 /// The primary analysis in a DISAGREE sentence: its p and whether its 95% interval of the ratio
@@ -1312,6 +1326,33 @@ mod tests {
                 "n={n}: {changed} of 100 A/A pairs changed ({called} called)"
             );
         }
+    }
+
+    #[test]
+    fn ratio_intervals_of_positive_values_stay_above_zero() {
+        // A noisy variant mean: Fieller's bounded set reached -110% (a ratio below 0).
+        let a = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2];
+        let b = [1.0, 250.0, 3.0, 180.0, 2.0, 1.5];
+        let o = Options {
+            alpha: 0.01,
+            resamples: 0,
+            ..Options::default()
+        };
+        let raw = welch::fieller(&a, &b, 0.99).unwrap();
+        assert!(raw.low < 0.0, "{raw:?}");
+        let c = compare("t", Sample::new("A", &a), Sample::new("B", &b), &o).unwrap();
+        let (lo, hi) = c.evidence.ci95.unwrap();
+        assert!(
+            lo == 0.0 && lo <= c.ratio && c.ratio <= hi,
+            "{lo} {hi} {}",
+            c.ratio
+        );
+        assert!(c.details.fieller90.unwrap().low >= 0.0);
+        assert!(c.line.contains("(99% CI -100.00%.."), "{}", c.line);
+        // Values that can be negative keep the whole set.
+        let bn: Vec<f64> = b.iter().map(|x| x - 1.2).collect();
+        let c = compare("t", Sample::new("A", &a), Sample::new("B", &bn), &o).unwrap();
+        assert!(c.evidence.ci95.unwrap().0 < 0.0);
     }
 
     #[test]
