@@ -148,6 +148,18 @@ fn mix(cnt: &Counts, rates0: &Rates, seconds: f64) -> FlushMix {
     }
 }
 
+/// Where 95% of the replicates put their best ceiling (`best` without replicates).
+fn band_of(reps: &mut [f64], best: u64) -> (u64, u64) {
+    if reps.is_empty() {
+        (best, best)
+    } else {
+        (
+            pct(reps, 0.025).floor() as u64,
+            pct(reps, 0.975).ceil() as u64,
+        )
+    }
+}
+
 /// Predict the flush cost per second of every ceiling for the workload of `capture` on the
 /// machine of `micro`.
 pub fn advise(
@@ -193,14 +205,7 @@ pub fn advise(
         best,
     };
     let mut reps = Replicates::draw(&setup, opts, |c| best_of(c).0);
-    let band = if reps.best.is_empty() {
-        (best, best)
-    } else {
-        (
-            pct(&mut reps.best, 0.025).floor() as u64,
-            pct(&mut reps.best, 0.975).ceil() as u64,
-        )
-    };
+    let band = band_of(&mut reps.best, best);
     let change = change(&curve0, &reps.cost, c0, best);
     let changes = opts
         .changes_to
