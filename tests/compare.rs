@@ -146,6 +146,12 @@ fn ministat_mode_errors_name_file_and_line() {
 /// An experiment with variants A (baseline), B (1% slower) and C (A's values reshuffled), ABBA-like
 /// order, wall_ns and user_ns metrics, 20 runs per variant plus one warm-up each.
 fn make_experiment(store: &mut Store, kernel: &str, seed: u64) -> i64 {
+    make_drifting_experiment(store, kernel, seed, 0.0)
+}
+
+/// [`make_experiment`] with every timed value multiplied by 1 + `drift` x its position in the
+/// run order.
+fn make_drifting_experiment(store: &mut Store, kernel: &str, seed: u64, drift: f64) -> i64 {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let names = ["A", "B", "C"];
     let variants: Vec<Variant> = names
@@ -201,11 +207,12 @@ fn make_experiment(store: &mut Store, kernel: &str, seed: u64) -> i64 {
         } else {
             let i = k[v];
             k[v] += 1;
-            match v {
+            let x = match v {
                 0 => base[i],
                 1 => 1.01e9 * (1.0 + 0.002 * norm_ppf(rng.random_range(1e-9..1.0))),
                 _ => c_vals[i],
-            }
+            };
+            x * (1.0 + drift * f64::from(s.seq))
         };
         let user = wall * 0.9;
         store
@@ -963,3 +970,162 @@ fn ordered_runs_compare_within_two_gib() {
     assert!(!shape(&small).is_empty(), "{small}");
     assert_eq!(shape(&big), shape(&small), "{big}\n---\n{small}");
 }
+
+/// Every interval level written in `text` ("99% CI", "95% BCa", "98% CI", "99% Fieller CI",
+/// "95% confidence", "95% prediction"), each with the text before it back to the previous level
+/// word or the start of its clause (clauses end at ';', '|', a tag or a blank line), and the
+/// sentence it is in up to it.
+fn level_words(text: &str) -> Vec<(f64, String, String, String)> {
+    let flat = text
+        .replace("\\n", " ")
+        .replace("&#39;", "'")
+        .replace("&quot;", "'")
+        .replace("&amp;", "&")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let chars: Vec<char> = flat.chars().collect();
+    let mut out = Vec::new();
+    let (mut clause, mut sentence) = (0usize, 0usize);
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if matches!(c, ';' | '|' | '<' | '>' | '"') {
+            clause = i + 1;
+        }
+        if c == '.' && chars.get(i + 1) == Some(&' ') && i > 0 && chars[i - 1] == ')' {
+            (clause, sentence) = (i + 1, i + 1);
+        }
+        if c.is_ascii_digit() && (i == 0 || !chars[i - 1].is_ascii_digit() && chars[i - 1] != '.') {
+            let mut j = i;
+            while j < chars.len() && (chars[j].is_ascii_digit() || chars[j] == '.') {
+                j += 1;
+            }
+            let after: String = chars[j..(j + 16).min(chars.len())].iter().collect();
+            let word = [
+                "% CI",
+                "% BCa",
+                "% Fieller CI",
+                "% confidence",
+                "% prediction",
+            ]
+            .iter()
+            .any(|w| after.starts_with(w));
+            if word {
+                let level: f64 = chars[i..j].iter().collect::<String>().parse().unwrap();
+                let before: String = chars[clause..i].iter().collect();
+                let sent: String = chars[sentence..i].iter().collect();
+                out.push((level, before, sent, after));
+                clause = j;
+            }
+            i = j;
+            continue;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The level each interval is computed at, as the JSON document says: the verdict's (1 - alpha),
+/// the equivalence test's (1 - 2 alpha), and the robust checks' (bootstrap, Hodges-Lehmann).
+fn levels_of(j: &serde_json::Value) -> (f64, f64, f64) {
+    let c = &j["analysis"]["comparisons"][0];
+    let pct = |v: &serde_json::Value| (v.as_f64().unwrap() * 1e4).round() / 1e2;
+    (
+        pct(&c["evidence"]["ci95_level"]),
+        pct(&c["evidence"]["ci90_level"]),
+        pct(&c["hodges_lehmann_ci_level"]),
+    )
+}
+
+/// Fails on a level word in `text` that is not the level of the interval it labels.
+fn assert_levels_are_the_intervals(text: &str, levels: (f64, f64, f64), what: &str) {
+    let (primary, equivalence, robust) = levels;
+    let words = level_words(text);
+    assert!(!words.is_empty(), "{what}: no level words in\n{text}");
+    for (level, before, sentence, after) in words {
+        let robust_here = after.starts_with("% BCa")
+            || [
+                "Hodges-Lehmann",
+                "bootstrap",
+                "SD ratio",
+                "run-to-run SD",
+                "BCa",
+            ]
+            .iter()
+            .any(|w| before.contains(w));
+        let want = if robust_here {
+            robust
+        } else if sentence.contains("Equivalent within the margin") {
+            equivalence
+        } else {
+            primary
+        };
+        let tail: String = sentence
+            .chars()
+            .rev()
+            .take(160)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        assert_eq!(
+            level, want,
+            "{what}: \"{level}{after}\" after \"{tail}\" labels a {want}% interval"
+        );
+    }
+}
+
+// Every interval printed beside a verdict (lines, table headings, method lines, the details of
+// each test, the paragraph) is labelled with the level it was computed at, in every format, at
+// alpha 0.05 and 0.01: the verdict's at 1 - alpha, the equivalence interval at 1 - 2 alpha, the
+// robust checks' at their own 95%.
+abtest!(every_interval_is_labelled_with_its_own_level, |lab| {
+    common::planted::import(&lab);
+    let db = lab.path("drift.db");
+    let mut store = Store::open(&db).unwrap();
+    // A drift of 0.05% per run: the run-order check makes ANCOVA primary.
+    let drifting = make_drifting_experiment(&mut store, "6.18.0", 11, 5e-4).to_string();
+    drop(store);
+    let db = lab.p("drift.db");
+    for alpha in ["0.05", "0.01"] {
+        let planted: Vec<&str> = common::planted::COMPARE
+            .iter()
+            .map(|a| if *a == "0.01" { alpha } else { a })
+            .collect();
+        let drift: Vec<&str> = vec![
+            "compare",
+            &drifting,
+            "--db",
+            &db,
+            "--pairs",
+            "all",
+            "--test",
+            "mean,variability",
+            "--margin",
+            "5",
+            "--resamples",
+            "1000",
+            "--alpha",
+            alpha,
+        ];
+        for (name, args) in [("planted", &planted), ("drift", &drift)] {
+            let json = lab.ok(&[&args[..], &["--format", "json"]].concat());
+            let j = json.json();
+            let levels = levels_of(&j);
+            let a: f64 = alpha.parse().unwrap();
+            assert_eq!(levels.0, 100.0 - 100.0 * a, "{name}");
+            assert_eq!(levels.1, 100.0 - 200.0 * a, "{name}");
+            assert_levels_are_the_intervals(&json.stdout, levels, &format!("{name} json {alpha}"));
+            for f in ["text", "mail", "md", "html"] {
+                let out = lab.ok(&[&args[..], &["--format", f]].concat()).stdout;
+                assert_levels_are_the_intervals(&out, levels, &format!("{name} {f} {alpha}"));
+            }
+            let details = lab.ok(&[&args[..], &["--details"]].concat()).stdout;
+            assert_levels_are_the_intervals(&details, levels, &format!("{name} details {alpha}"));
+            if name == "drift" {
+                assert!(details.contains("primary (drift): ANCOVA"), "{details}");
+            }
+        }
+    }
+});

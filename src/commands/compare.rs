@@ -18,8 +18,9 @@ Text: the verdict lines first; with --pairs all, --by or --test variability, a s
 (per family: the fastest, significant differences in run-to-run variation, pairs that cannot be told apart and why; \
 a conclusion) and a table of every pair; --details adds every test's figures per pair.\n\
 The '(+- x%)' after each variant is perf stat's figure: the standard error of the mean relative to the mean.\n\
-Verdicts: FASTER/SLOWER when the 95% CI of the ratio excludes 1 and p < alpha; NO DIFFERENCE when the 90% CI \
-lies within +-margin; otherwise INCONCLUSIVE, with the runs per variant needed.\n\n\
+Verdicts: FASTER/SLOWER when the 1 - alpha CI of the ratio excludes 1 and p < alpha; NO DIFFERENCE when the \
+1 - 2 alpha CI lies within +-margin; otherwise INCONCLUSIVE, with the runs per variant needed. Every interval is \
+labelled with its own level (--alpha 0.01: 99% and 98%).\n\n\
 Two micro experiments: every configuration in both is compared with the rounds as the unit (each round's median \
 is one observation), metric core_cycles, margin 2%, no bootstrap unless --metric/--margin/--resamples say \
 otherwise, Holm over all configurations; --variant PREFIX picks configurations (e.g. tlb-flush). One micro \

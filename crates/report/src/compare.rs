@@ -8,7 +8,7 @@ use super::section::Section;
 use abperf_model::describe::Description;
 use abperf_stats::compare::Comparison;
 use abperf_stats::outliers::{Outliers, Severity};
-use abperf_stats::verdict::{fmt_p, fmt_pct};
+use abperf_stats::verdict::{fmt_p, fmt_pct, level_label};
 use std::fmt::Write;
 
 /// `v` with `sig` significant digits, no exponent for ordinary magnitudes.
@@ -148,9 +148,15 @@ pub fn comparison_text(c: &Comparison, unit: &str) -> String {
 fn primary(out: &mut String, c: &Comparison, unit: &str) {
     let d = &c.details;
     if let Some(w) = &d.welch {
-        let ci = c
-            .ratio_ci
-            .map(|[l, h]| format!(", ratio {:.5} (95% Fieller CI {:.5}..{:.5})", c.ratio, l, h));
+        let ci = d.fieller95.map(|f| {
+            format!(
+                ", ratio {:.5} ({} Fieller CI {:.5}..{:.5})",
+                c.ratio,
+                level_label(f.level),
+                f.low,
+                f.high
+            )
+        });
         let _ = writeln!(
             out,
             "  primary: Welch t={:.3} df={:.1} {}{}",
@@ -163,10 +169,11 @@ fn primary(out: &mut String, c: &Comparison, unit: &str) {
     if let Some(an) = &d.ancova {
         let _ = writeln!(
             out,
-            "  primary (drift): ANCOVA with run index, effect {} ({}), ratio {:.5} (95% CI {:.5}..{:.5}), drift {} per run",
+            "  primary (drift): ANCOVA with run index, effect {} ({}), ratio {:.5} ({} CI {:.5}..{:.5}), drift {} per run",
             fmt_value(an.effect, unit),
             fmt_p(an.p),
             an.ratio,
+            level_label(an.level),
             an.ratio_ci.0,
             an.ratio_ci.1,
             fmt_value(an.slope, unit)
@@ -191,10 +198,17 @@ fn robust(out: &mut String, c: &Comparison, unit: &str) {
         ));
     }
     if let Some(hl) = &d.hodges_lehmann {
+        let level = level_label(hl.level);
         let ci = hl
             .ci
-            .map(|(l, h)| format!(" (95% CI {}..{})", fmt_value(l, unit), fmt_value(h, unit)))
-            .unwrap_or_else(|| " (too few runs for a 95% CI)".into());
+            .map(|(l, h)| {
+                format!(
+                    " ({level} CI {}..{})",
+                    fmt_value(l, unit),
+                    fmt_value(h, unit)
+                )
+            })
+            .unwrap_or_else(|| format!(" (too few runs for a {level} CI)"));
         robust.push(format!(
             "Hodges-Lehmann shift {}{ci}",
             fmt_value(hl.shift, unit)
@@ -205,7 +219,13 @@ fn robust(out: &mut String, c: &Comparison, unit: &str) {
     }
     if let Some(bs) = &d.bootstrap {
         let show = |r: &Result<abperf_stats::bootstrap::BcaCi, String>| match r {
-            Ok(ci) => format!("{:.5} (95% BCa {:.5}..{:.5})", ci.estimate, ci.low, ci.high),
+            Ok(ci) => format!(
+                "{:.5} ({} BCa {:.5}..{:.5})",
+                ci.estimate,
+                level_label(ci.level),
+                ci.low,
+                ci.high
+            ),
             Err(e) => format!("n/a ({e})"),
         };
         let _ = writeln!(
@@ -225,16 +245,18 @@ fn robust(out: &mut String, c: &Comparison, unit: &str) {
 /// The SD ratio and Brown-Forsythe, the drift within variants, and the equivalence test.
 fn variability_and_drift(out: &mut String, c: &Comparison, unit: &str) {
     let d = &c.details;
-    let sd = match (c.sd_ratio, c.sd_ratio_ci) {
-        (Some(r), Some([l, h])) => format!("SD ratio {r:.3} (95% BCa {l:.3}..{h:.3})"),
+    let sd = match (c.sd_ratio, c.sd_ratio_ci.zip(c.sd_ratio_level())) {
+        (Some(r), Some(([l, h], level))) => {
+            format!(
+                "SD ratio {r:.3} ({} BCa {l:.3}..{h:.3})",
+                level_label(level)
+            )
+        }
         (Some(r), None) => format!("SD ratio {r:.3}"),
         _ => "SD ratio n/a (baseline SD is 0)".into(),
     };
     let bf = match c.p_brown_forsythe {
-        Some(p) if p < c.options.alpha => {
-            format!("Brown-Forsythe {}: the variability differs", fmt_p(p))
-        }
-        Some(p) => format!("Brown-Forsythe {}: no difference in variability", fmt_p(p)),
+        Some(p) => format!("Brown-Forsythe {}", variability_p(c, p)),
         None => "Brown-Forsythe n/a".into(),
     };
     let _ = writeln!(out, "  variability: {sd}; {bf}");
@@ -264,6 +286,26 @@ fn variability_and_drift(out: &mut String, c: &Comparison, unit: &str) {
             fmt_p(t.p)
         );
     }
+}
+
+/// Brown-Forsythe's p (`raw`) and what it says, decided as the verdicts are: by the corrected p
+/// when the variability is one of the tests corrected ("p=0.0031 (p=0.11 Holm m=36): no
+/// difference in variability"); by the raw p labelled "uncorrected" when only the means were
+/// corrected; by the raw p when nothing was.
+fn variability_p(c: &Comparison, raw: f64) -> String {
+    let corr = &c.evidence.correction;
+    let (p, shown) = match c.p_variability_adjusted {
+        Some(adj) if !corr.is_empty() => (adj, format!("{} ({} {corr})", fmt_p(raw), fmt_p(adj))),
+        Some(adj) => (adj, fmt_p(adj)),
+        None if !corr.is_empty() => (raw, format!("{} uncorrected", fmt_p(raw))),
+        None => (raw, fmt_p(raw)),
+    };
+    let what = if p < c.options.alpha {
+        "the variability differs"
+    } else {
+        "no difference in variability"
+    };
+    format!("{shown}: {what}")
 }
 
 /// The outliers flagged (and kept) in each variant, and the verdict without the severe ones.
@@ -394,6 +436,11 @@ fn ci_text(c: Option<[f64; 2]>, dec: usize) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+/// A column's heading from the levels of the intervals under it: "(99% CI)".
+fn ci_head(levels: impl Iterator<Item = f64>) -> String {
+    format!("({})", super::fmt::ci_words(levels))
+}
+
 /// A p value without its "p=" ("-" without one).
 fn p_short(x: Option<f64>) -> String {
     x.map(|v| {
@@ -494,10 +541,15 @@ impl<'a> FamilyTable<'a> {
         };
         let mut head = format!(
             "{fam_head}{:<pair_w$}  {:<8} {:>8} {:<17} {:>8}",
-            "pair", "metric", "ratio", "(95% CI)", "p"
+            "pair",
+            "metric",
+            "ratio",
+            ci_head(a.comparisons.iter().map(|c| c.evidence.ci_level())),
+            "p"
         );
         if self.variability {
-            head += &format!("   {:>8} {:<17} {:>8}", "SD ratio", "(95% CI)", "p");
+            let sd = ci_head(a.comparisons.iter().filter_map(|c| c.sd_ratio_level()));
+            head += &format!("   {:>8} {:<17} {:>8}", "SD ratio", sd, "p");
         }
         let _ = writeln!(out, "{}", head.trim_end());
     }

@@ -209,6 +209,18 @@ pub fn wrap(text: &str, width: usize, indent: &str) -> Vec<String> {
         .collect()
 }
 
+/// "99% CI" for intervals that are all at 99%; "CI" when there are none or (never by
+/// construction) intervals of different levels. A heading or method line over many intervals
+/// takes its level from them.
+pub fn ci_words(levels: impl Iterator<Item = f64>) -> String {
+    let labels: std::collections::BTreeSet<String> =
+        levels.map(abperf_stats::verdict::level_label).collect();
+    match labels.iter().next() {
+        Some(l) if labels.len() == 1 => format!("{l} CI"),
+        _ => "CI".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -100,6 +100,25 @@ impl serde::Serialize for Streamed<'_> {
     }
 }
 
+/// Each comparison's intervals with their levels beside them: `ratio_ci_level`,
+/// `hodges_lehmann_ci_level`, `sd_ratio_ci_level`, and in `evidence` `ci95_level` and
+/// `ci90_level` (those names are the default alpha's; the levels are the intervals' own).
+fn with_levels(a: &abperf_stats::analysis::Analysis, mut v: Value) -> Value {
+    let Some(cs) = v.get_mut("comparisons").and_then(Value::as_array_mut) else {
+        return v;
+    };
+    for (c, x) in a.comparisons.iter().zip(cs) {
+        let d = &c.details;
+        x["ratio_ci_level"] = json!(d.fieller95.map(|f| f.level));
+        x["hodges_lehmann_ci_level"] = json!(d.hodges_lehmann.as_ref().map(|h| h.level));
+        x["sd_ratio_ci_level"] = json!(c.sd_ratio_level());
+        x["evidence"]["ci95_level"] = json!(c.evidence.ci95.map(|_| c.evidence.ci_level()));
+        x["evidence"]["ci90_level"] =
+            json!(c.evidence.ci90.map(|_| c.evidence.equivalence_level()));
+    }
+    v
+}
+
 /// The document without its runs.
 fn document(d: &Report) -> anyhow::Result<Value> {
     let variants: Vec<Value> = d
@@ -114,7 +133,7 @@ fn document(d: &Report) -> anyhow::Result<Value> {
         })
         .collect::<anyhow::Result<_>>()?;
     let analysis = match (&d.analysis, d.view) {
-        (Some(a), v) if v != View::Export => serde_json::to_value(a)?,
+        (Some(a), v) if v != View::Export => with_levels(a, serde_json::to_value(a)?),
         _ => Value::Null,
     };
     let mut doc = json!({

@@ -199,10 +199,11 @@ pub(crate) fn comparisons(
                 };
                 let _ = writeln!(
                     s,
-                    "  {} vs {}: ratio of {level} means {:.4} (95% CI {:.4}..{:.4}, Welch {}, {n}){naive}",
+                    "  {} vs {}: ratio of {level} means {:.4} ({} CI {:.4}..{:.4}, Welch {}, {n}){naive}",
                     one_line(&c.variant),
                     one_line(&c.baseline),
                     ci.ratio,
+                    abperf_stats::verdict::level_label(ci.level),
                     ci.low,
                     ci.high,
                     fmt_p(w.p)

@@ -283,7 +283,8 @@ impl Report {
     }
 
     /// The tests behind the verdicts, short, for method lines ("Welch t, Fieller 95% CI, Holm
-    /// m=1"; "" when none ran). The full list is in the analysis (and compare's footer).
+    /// m=1", the level the intervals' own; "" when none ran). The full list is in the analysis
+    /// (and compare's footer).
     pub fn tests(&self) -> String {
         match &self.analysis {
             Some(a) if !a.comparisons.is_empty() => {
@@ -297,9 +298,15 @@ impl Report {
                 } else if hosts > 0 {
                     "random effects over hosts / Welch t on host means, Fieller CI"
                 } else if a.comparisons.iter().any(|c| c.primary == "ancova") {
-                    "Welch t / ANCOVA (drift), Fieller 95% CI"
+                    &format!(
+                        "Welch t / ANCOVA (drift), Fieller {}",
+                        fmt::ci_words(a.comparisons.iter().map(|c| c.evidence.ci_level()))
+                    )
                 } else {
-                    "Welch t, Fieller 95% CI"
+                    &format!(
+                        "Welch t, Fieller {}",
+                        fmt::ci_words(a.comparisons.iter().map(|c| c.evidence.ci_level()))
+                    )
                 };
                 format!("{primary}, {} m={}", a.correction, a.m.max(1))
             }

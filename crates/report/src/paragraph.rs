@@ -11,7 +11,9 @@ use super::fmt::one_line;
 use super::labels::in_family as short_name;
 use abperf_stats::analysis::{Analysis, Pairs, Test, by_params};
 use abperf_stats::compare::Comparison;
-use abperf_stats::verdict::{Evidence, Verdict, fmt_p, fmt_pct, fmt_signed_pct, fmt_times};
+use abperf_stats::verdict::{
+    Evidence, Verdict, fmt_p, fmt_pct, fmt_signed_pct, fmt_times, level_label,
+};
 
 /// One block of the summary: a heading ("pattern=seq op=read:") and its sentences.
 #[derive(Debug, Clone, PartialEq)]
@@ -177,7 +179,8 @@ impl<'a> Said<'a> {
         let ci = self
             .c
             .sd_ratio_ci
-            .map(|[l, h]| format!(", 95% BCa CI {l:.2}..{h:.2}"))
+            .zip(self.c.sd_ratio_level())
+            .map(|([l, h], level)| format!(", {} BCa CI {l:.2}..{h:.2}", level_label(level)))
             .unwrap_or_default();
         Some(format!(
             "{how} ({cv}SD ratio {r:.2}{ci}, Brown-Forsythe {}{})",
@@ -207,7 +210,10 @@ impl<'a> Said<'a> {
         match self.c.verdict {
             Verdict::NoDifference => Some((
                 Why::Equivalent,
-                format!("{b} and {a} ({change}{})", ci(e.ci90, "90%")),
+                format!(
+                    "{b} and {a} ({change}{})",
+                    ci(e.ci90, &e.equivalence_label())
+                ),
             )),
             Verdict::Inconclusive => {
                 let more = match e.runs_needed_observed {
@@ -243,10 +249,10 @@ impl<'a> Said<'a> {
 enum Why {
     /// Inconclusive: the interval is too wide.
     Precision,
-    /// Inconclusive although the uncorrected 95% CI excludes no change: the corrected p is not
+    /// Inconclusive although the uncorrected 1 - alpha CI excludes no change: the corrected p is not
     /// below alpha.
     Correction,
-    /// NO DIFFERENCE: the 90% CI lies within the margin.
+    /// NO DIFFERENCE: the 1 - 2 alpha CI lies within the margin.
     Equivalent,
 }
 
@@ -358,9 +364,9 @@ impl Group<'_> {
                 Why::Correction,
                 format!(
                     "Not significant after the correction for m={} tests, although the \
-                     uncorrected {} CI does not contain 0",
+                     uncorrected {} does not contain 0",
                     a.m,
-                    abperf_stats::verdict::level_label(1.0 - a.options.alpha)
+                    super::fmt::ci_words(a.comparisons.iter().map(|c| c.evidence.ci_level()))
                 ),
             ),
             (

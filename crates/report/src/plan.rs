@@ -18,16 +18,24 @@ fn duration_ns(ns: f64) -> String {
 /// with the power they reach and the rule of thumb.
 fn runs_text(cv: f64, t: &Target) -> (Option<usize>, String) {
     let n = runs_needed_cv(cv, t.effect_pct, t.alpha, t.power);
-    let thumb = 15.7 * (cv / t.effect_pct).powi(2);
+    let k = thumb_factor(t.alpha, t.power);
+    let thumb = k * (cv / t.effect_pct).powi(2);
     let text = match n {
         Some(n) => format!(
-            "{n} runs per variant (power {:.2} at n={n}; rule of thumb 15.7 (CV/effect)^2 = {:.1})",
+            "{n} runs per variant (power {:.2} at n={n}; rule of thumb {k:.1} (CV/effect)^2 = {:.1})",
             power_two_sample(t.effect_pct / cv.max(f64::MIN_POSITIVE), n, t.alpha),
             thumb
         ),
         None => format!("more than {MAX_RUNS} runs per variant"),
     };
     (n, text)
+}
+
+/// The normal approximation's factor of (CV/effect)^2 at this alpha and power:
+/// 2 (z_{1-alpha/2} + z_power)^2, 15.7 at 0.05 and 0.8, 29.8 at 0.01 and 0.9.
+fn thumb_factor(alpha: f64, power: f64) -> f64 {
+    use abperf_stats::dist::norm_ppf;
+    2.0 * (norm_ppf(1.0 - alpha / 2.0) + norm_ppf(power)).powi(2)
 }
 
 /// "To resolve a 0.5% change with 80% power (two-sided Welch, alpha 0.05):".
@@ -223,5 +231,17 @@ fn pct(var: Option<f64>, mean: f64) -> String {
     match var {
         Some(v) if mean != 0.0 => format!("{:.3}%", 100.0 * v.sqrt() / mean.abs()),
         _ => "n/a".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_of_thumb_is_at_the_requested_alpha_and_power() {
+        // 2 (1.95996 + 0.84162)^2 and 2 (2.57583 + 1.28155)^2.
+        assert_eq!(format!("{:.1}", thumb_factor(0.05, 0.8)), "15.7");
+        assert_eq!(format!("{:.1}", thumb_factor(0.01, 0.9)), "29.8");
     }
 }

@@ -385,7 +385,7 @@ pub fn run_order(d: &Report, metric: &str) -> Option<String> {
     Some(s)
 }
 
-/// Forest plot: each verdict's change (ratio - 1, %) with its 95% CI; the line at 0 is "same".
+/// Forest plot: each verdict's change (ratio - 1, %) with its Fieller CI (at 1 - alpha); the line at 0 is "same".
 pub fn forest(d: &Report) -> Option<String> {
     let rows: Vec<_> = d
         .comparisons()
@@ -418,13 +418,20 @@ pub fn forest(d: &Report) -> Option<String> {
         Some(b) if baselines.len() == 1 => format!("against {}", label_of(b)),
         _ => "against the baseline".to_string(),
     };
+    // Each row's interval is its Fieller interval, at the verdict's level.
+    let level = super::fmt::ci_words(
+        rows.iter()
+            .filter(|r| r.ratio_ci.is_some())
+            .filter_map(|r| r.details.fieller95.map(|f| f.level)),
+    );
     let (w, left, right, top, row_h) = (760.0, 260.0, 20.0, 10.0, 30.0);
     let h = top + row_h * rows.len() as f64 + 40.0;
     let x = |v: f64| left + (v - lo) / (hi - lo) * (w - left - right);
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="plot forest" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="ratio of means with 95% confidence intervals">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="plot forest" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="ratio of means with {} confidence intervals">"#,
+        level.trim_end_matches(" CI")
     );
     let y_axis = top + row_h * rows.len() as f64;
     let t = nice_ticks(lo, hi, 6);
@@ -433,7 +440,7 @@ pub fn forest(d: &Report) -> Option<String> {
     axis_x(&mut s, &ticks, x, top, y_axis);
     let _ = write!(
         s,
-        r##"<line x1="{z:.1}" y1="{top}" x2="{z:.1}" y2="{y_axis:.1}" stroke="#000" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#333">change of the mean {}, 95% CI</text>"##,
+        r##"<line x1="{z:.1}" y1="{top}" x2="{z:.1}" y2="{y_axis:.1}" stroke="#000" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#333">change of the mean {}, {level}</text>"##,
         left + (w - left - right) / 2.0,
         h - 4.0,
         esc(&against),

@@ -13,7 +13,9 @@ use super::power::{MIN_RUNS, detectable_effect, runs_needed_cv};
 use super::rank::{self, HodgesLehmann, MannWhitney};
 use super::trimmed;
 use super::variance::{BrownForsythe, brown_forsythe};
-use super::verdict::{Counted, Evidence, Verdict, fmt_effect, fmt_p, fmt_signed_pct, fmt_times};
+use super::verdict::{
+    Counted, Evidence, Verdict, fmt_effect, fmt_p, fmt_signed_pct, fmt_times, level_label,
+};
 use super::welch::{self, RatioCi, Welch};
 use super::{StatsError, check_finite};
 use abperf_model::describe::{Description, describe, variance};
@@ -151,7 +153,7 @@ pub struct Comparison {
     pub mean_variant: f64,
     /// mean(variant) / mean(baseline).
     pub ratio: f64,
-    /// Fieller 95% interval of the ratio (Welch df).
+    /// Fieller interval of the ratio (Welch df) at 1 - alpha (`details.fieller95.level`).
     pub ratio_ci: Option<[f64; 2]>,
     /// (ratio - 1) * 100.
     pub change_pct: f64,
@@ -164,7 +166,7 @@ pub struct Comparison {
     /// Brown-Forsythe's p after the correction, when variability is one of the tests reported
     /// (`--test variability`): then a significant difference is part of the verdict's sentence.
     pub p_variability_adjusted: Option<f64>,
-    /// SD(variant) / SD(baseline) and its bootstrap BCa 95% interval.
+    /// SD(variant) / SD(baseline) and its bootstrap BCa interval (at `sd_ratio_level()`, 95%).
     pub sd_ratio: Option<f64>,
     pub sd_ratio_ci: Option<[f64; 2]>,
     /// Mann-Kendall p of the run-order residuals; null without run order.
@@ -571,7 +573,9 @@ impl<'a> Judging<'a> {
         let w = welch::welch(a, b).ok();
         c.p_welch = w.as_ref().map(|w| w.p);
         c.details.welch = w;
-        match welch::fieller(a, b, 1.0 - self.opts.alpha) {
+        let (level, equivalence) = (c.evidence.ci_level(), c.evidence.equivalence_level());
+        let fieller = |level| welch::fieller(a, b, level).map(|ci| positive_ratio(a, b, ci));
+        match fieller(level) {
             Ok(ci) => {
                 c.details.fieller95 = Some(ci);
                 c.ratio_ci = Some([ci.low, ci.high]);
@@ -581,7 +585,7 @@ impl<'a> Judging<'a> {
                 c.notes.push(format!("Fieller interval: {e}"));
             }
         }
-        c.details.fieller90 = welch::fieller(a, b, 1.0 - 2.0 * self.opts.alpha).ok();
+        c.details.fieller90 = fieller(equivalence).ok();
         c.evidence.ci95 = c.details.fieller95.map(|ci| (ci.low, ci.high));
         c.evidence.ci90 = c.details.fieller90.map(|ci| (ci.low, ci.high));
         c.evidence.p = c.p_welch;
@@ -655,8 +659,13 @@ impl<'a> Judging<'a> {
     fn ancova_primary(&mut self, ia: &[f64], ib: &[f64], mk_p: f64) {
         let (a, b, c) = (self.base.values, self.var.values, &mut self.c);
         let at = |level| drift::ancova(a, ia, b, ib, level);
-        match (at(1.0 - self.opts.alpha), at(1.0 - 2.0 * self.opts.alpha)) {
-            (Ok(an95), Ok(an90)) => {
+        let ev = &c.evidence;
+        match (at(ev.ci_level()), at(ev.equivalence_level())) {
+            (Ok(mut an95), Ok(mut an90)) => {
+                if a.iter().chain(b).all(|&x| x > 0.0) {
+                    an95.ratio_ci.0 = an95.ratio_ci.0.max(0.0);
+                    an90.ratio_ci.0 = an90.ratio_ci.0.max(0.0);
+                }
                 c.notes.push(format!(
                     "drift over the run order (Mann-Kendall {}): the ANCOVA estimate with run index is primary",
                     fmt_p(mk_p)
@@ -710,8 +719,10 @@ impl<'a> Judging<'a> {
             && ci.high >= 1.0
         {
             dissent.push(format!(
-                "the bootstrap 95% CI of the ratio {:.4}..{:.4} includes 1",
-                ci.low, ci.high
+                "the bootstrap {} CI of the ratio {:.4}..{:.4} includes 1",
+                level_label(ci.level),
+                ci.low,
+                ci.high
             ));
         }
         if !dissent.is_empty() {
@@ -749,38 +760,67 @@ impl<'a> Judging<'a> {
         }
     }
 
-    /// The verdict and its line from the evidence (no correction yet), then the outlier check's
-    /// sentence against that verdict.
+    /// The verdict and its line from the evidence (no correction yet), and the outlier check's
+    /// sentence against that verdict (`finish` words it again after a correction).
     fn verdict(mut self) -> Comparison {
         let c = &mut self.c;
         c.p_adjusted = c.evidence.p;
         finish(c);
-        // Both conclusions before any correction for many comparisons.
-        let significant = matches!(c.verdict, Verdict::Faster | Verdict::Slower);
-        let direction = c.ratio > 1.0;
-        let alpha = self.opts.alpha;
-        if let Some(r) = c.details.without_severe_outliers.as_mut() {
-            r.changed =
-                r.significant != significant || (significant && (r.yuen.ratio > 1.0) != direction);
-            let y = &r.yuen;
-            r.line = format!(
-                "trimmed means ({:.0}% of each tail of both samples cut): ratio {:.5}, {}: {}",
-                y.trim * 100.0,
-                y.ratio,
-                fmt_p(y.p),
-                match (r.changed, r.significant) {
-                    (false, _) => "the same conclusion".to_string(),
-                    (true, true) => format!(
-                        "a difference at alpha {alpha} that all runs together do not show; the verdict stands on all runs"
-                    ),
-                    (true, false) => format!(
-                        "no difference at alpha {alpha}: the verdict rests on a few extreme runs; look at them"
-                    ),
-                }
-            );
-        }
+        recheck_words(c);
         self.c
     }
+}
+
+/// The outlier check's sentence against the verdict as it stands. Yuen's p is compared with
+/// alpha; inside a family of m tests with alpha / m (Bonferroni, which no Holm or BH adjusted p
+/// is below), so the check never claims a difference the correction would not let stand.
+fn recheck_words(c: &mut Comparison) {
+    let significant = matches!(c.verdict, Verdict::Faster | Verdict::Slower);
+    let direction = c.ratio > 1.0;
+    let alpha = c.options.alpha;
+    let family = !c.evidence.correction.is_empty() && c.m > 1;
+    let Some(r) = c.details.without_severe_outliers.as_mut() else {
+        return;
+    };
+    let y = &r.yuen;
+    let trimmed_significant = if family {
+        y.p * (c.m as f64) < alpha
+    } else {
+        r.significant
+    };
+    r.changed = trimmed_significant != significant || (significant && (y.ratio > 1.0) != direction);
+    let at = if family {
+        format!("at alpha {alpha} after the correction for m={} tests", c.m)
+    } else {
+        format!("at alpha {alpha}")
+    };
+    let p = if family {
+        format!("{} uncorrected", fmt_p(y.p))
+    } else {
+        fmt_p(y.p)
+    };
+    r.line = format!(
+        "trimmed means ({:.0}% of each tail of both samples cut): ratio {:.5}, {p}: {}",
+        y.trim * 100.0,
+        y.ratio,
+        match (r.changed, trimmed_significant) {
+            (false, _) => "the same conclusion".to_string(),
+            (true, true) => format!(
+                "a difference {at} that all runs together do not show; the verdict stands on all runs"
+            ),
+            (true, false) =>
+                format!("no difference {at}: the verdict rests on a few extreme runs; look at them"),
+        }
+    );
+}
+
+/// A ratio of two means of positive values is positive: Fieller's set, which can reach below 0
+/// when the variant's mean is noisy ("-110.08%..+257.14%" of a throughput), is cut at 0.
+fn positive_ratio(a: &[f64], b: &[f64], mut ci: RatioCi) -> RatioCi {
+    if a.iter().chain(b).all(|&x| x > 0.0) {
+        ci.low = ci.low.max(0.0);
+    }
+    ci
 }
 
 /// The primary analysis in a DISAGREE sentence: its p and whether its 95% interval of the ratio
@@ -817,6 +857,12 @@ fn finish(c: &mut Comparison) {
     c.runs_needed = (c.verdict == Verdict::Inconclusive)
         .then_some(c.evidence.runs_needed)
         .flatten();
+    // DISAGREE qualifies a call: once a correction has taken the call away, the robust checks'
+    // uncorrected dissent has nothing to qualify and would read as a finding of its own.
+    if !matches!(c.verdict, Verdict::Faster | Verdict::Slower) {
+        c.disagree = None;
+    }
+    recheck_words(c);
     c.line = c.evidence.line(c.verdict);
     if let Some(v) = c.variability_text() {
         c.line += &format!("; {v}");
@@ -835,6 +881,12 @@ fn finish(c: &mut Comparison) {
 }
 
 impl Comparison {
+    /// The level of `sd_ratio_ci`: the bootstrap's, which computed it.
+    pub fn sd_ratio_level(&self) -> Option<f64> {
+        let bs = self.details.bootstrap.as_ref()?;
+        bs.sd_ratio.as_ref().ok().map(|ci| ci.level)
+    }
+
     /// Recompute verdict and sentence after the evidence changed.
     pub(crate) fn refresh(&mut self) {
         finish(self);
@@ -850,7 +902,15 @@ impl Comparison {
         }
         let ci = self
             .sd_ratio_ci
-            .map(|[l, h]| format!("95% CI {}..{}, ", fmt_times(l), fmt_times(h)))
+            .zip(self.sd_ratio_level())
+            .map(|([l, h], level)| {
+                format!(
+                    "{} CI {}..{}, ",
+                    level_label(level),
+                    fmt_times(l),
+                    fmt_times(h)
+                )
+            })
             .unwrap_or_default();
         let corr = if self.evidence.correction.is_empty() {
             String::new()
@@ -1266,6 +1326,99 @@ mod tests {
                 "n={n}: {changed} of 100 A/A pairs changed ({called} called)"
             );
         }
+    }
+
+    #[test]
+    fn ratio_intervals_of_positive_values_stay_above_zero() {
+        // A noisy variant mean: Fieller's bounded set reached -110% (a ratio below 0).
+        let a = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2];
+        let b = [1.0, 250.0, 3.0, 180.0, 2.0, 1.5];
+        let o = Options {
+            alpha: 0.01,
+            resamples: 0,
+            ..Options::default()
+        };
+        let raw = welch::fieller(&a, &b, 0.99).unwrap();
+        assert!(raw.low < 0.0, "{raw:?}");
+        let c = compare("t", Sample::new("A", &a), Sample::new("B", &b), &o).unwrap();
+        let (lo, hi) = c.evidence.ci95.unwrap();
+        assert!(
+            lo == 0.0 && lo <= c.ratio && c.ratio <= hi,
+            "{lo} {hi} {}",
+            c.ratio
+        );
+        assert!(c.details.fieller90.unwrap().low >= 0.0);
+        assert!(c.line.contains("(99% CI -100.00%.."), "{}", c.line);
+        // Values that can be negative keep the whole set.
+        let bn: Vec<f64> = b.iter().map(|x| x - 1.2).collect();
+        let c = compare("t", Sample::new("A", &a), Sample::new("B", &bn), &o).unwrap();
+        assert!(c.evidence.ci95.unwrap().0 < 0.0);
+    }
+
+    #[test]
+    fn aa_family_tables_print_no_claim_the_correction_does_not_make() {
+        // Seed 001's design on A/A data: 6 families of 3 variants of 31 lognormal runs, every
+        // pair on the mean and the variability, Holm over m=36 at alpha 0.01. A DISAGREE line
+        // only beside a call the corrected verdict made, no variability sentence but from the
+        // corrected p, no trimmed-means "difference" the correction would not let stand; and
+        // at most about 1% of tables with any claim (before: 7 of 200 had a DISAGREE line on
+        // an INCONCLUSIVE verdict).
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(45);
+        let mut draw = || -> Vec<f64> {
+            (0..31)
+                .map(|_| (0.3 * crate::dist::norm_ppf(rng.random_range(1e-12..1.0 - 1e-12))).exp())
+                .collect()
+        };
+        let o = Options {
+            alpha: 0.01,
+            resamples: 100,
+            ..Options::default()
+        };
+        let (tables, mut with_claims, mut disagree) = (200, 0, 0);
+        for _ in 0..tables {
+            let mut comps = Vec::new();
+            for _family in 0..6 {
+                let v = [draw(), draw(), draw()];
+                for (i, j) in [(0, 1), (0, 2), (1, 2)] {
+                    let (a, b) = (Sample::new("A", &v[i]), Sample::new("B", &v[j]));
+                    comps.push(compare("t", a, b, &o).unwrap());
+                }
+            }
+            apply_correction(&mut comps, Correction::Holm, true);
+            let mut claims = 0;
+            for c in &comps {
+                assert_eq!(c.m, 36);
+                let called = matches!(c.verdict, Verdict::Faster | Verdict::Slower);
+                assert!(c.disagree.is_none() || called, "{}", c.line);
+                assert_eq!(
+                    c.line.contains("DISAGREE"),
+                    c.disagree.is_some(),
+                    "{}",
+                    c.line
+                );
+                disagree += usize::from(c.disagree.is_some());
+                let varies = c.p_variability_adjusted.is_some_and(|p| p < o.alpha);
+                assert_eq!(c.variability_text().is_some(), varies, "{}", c.line);
+                let recheck = c.details.without_severe_outliers.as_ref();
+                let trimmed_claim = recheck.is_some_and(|r| r.changed && !called);
+                if let Some(r) = recheck.filter(|_| trimmed_claim) {
+                    assert!(r.yuen.p * 36.0 < o.alpha, "{}", r.line);
+                    assert!(
+                        r.line.contains("after the correction for m=36"),
+                        "{}",
+                        r.line
+                    );
+                }
+                claims += usize::from(called || varies || trimmed_claim);
+            }
+            with_claims += usize::from(claims > 0);
+        }
+        // 1% of 200 is 2; 7 or more has a probability below 0.5%.
+        assert!(
+            with_claims <= 6,
+            "{with_claims} of {tables} A/A tables print a claim ({disagree} DISAGREE)"
+        );
     }
 
     #[test]

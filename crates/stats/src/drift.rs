@@ -188,8 +188,10 @@ pub struct Ancova {
     pub baseline_adjusted: f64,
     /// effect / baseline_adjusted + 1.
     pub ratio: f64,
-    /// 95% interval of the ratio (the adjusted baseline mean treated as known).
+    /// The `level` interval of the ratio (the adjusted baseline mean treated as known).
     pub ratio_ci: (f64, f64),
+    /// The confidence level of `ratio_ci` (1 - alpha when it is the verdict's).
+    pub level: f64,
 }
 
 /// Least-squares ANCOVA of B against A with a linear run-index term.
@@ -256,6 +258,7 @@ pub fn ancova(
             1.0 + (effect - tc * se) / baseline_adjusted,
             1.0 + (effect + tc * se) / baseline_adjusted,
         ),
+        level,
     })
 }
 

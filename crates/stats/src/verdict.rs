@@ -232,9 +232,24 @@ impl Evidence {
         }
     }
 
+    /// The level of `ci95`, the primary interval: 1 - alpha (the name is the default's).
+    pub fn ci_level(&self) -> f64 {
+        1.0 - self.alpha
+    }
+
+    /// The level of `ci90`, the equivalence interval: 1 - 2 alpha (90% at the default alpha).
+    pub fn equivalence_level(&self) -> f64 {
+        1.0 - 2.0 * self.alpha
+    }
+
     /// The label of the primary interval's level: "95%", "99%", "99.9%".
     pub fn ci_label(&self) -> String {
-        level_label(1.0 - self.alpha)
+        level_label(self.ci_level())
+    }
+
+    /// The label of the equivalence interval's level: "90%", "98%".
+    pub fn equivalence_label(&self) -> String {
+        level_label(self.equivalence_level())
     }
 
     /// Whether the 1 - alpha confidence set of the ratio excludes 1: a bounded interval on one
@@ -246,8 +261,8 @@ impl Evidence {
         }
     }
 
-    /// FASTER/SLOWER when the 1 - alpha CI excludes 1 and p < alpha; NO DIFFERENCE when the 90% CI
-    /// lies inside 1 +- D; otherwise INCONCLUSIVE.
+    /// FASTER/SLOWER when the 1 - alpha CI excludes 1 and p < alpha; NO DIFFERENCE when the
+    /// 1 - 2 alpha CI lies inside 1 +- D; otherwise INCONCLUSIVE.
     pub fn decide(&self) -> Verdict {
         if let Some(p) = self.p
             && p < self.alpha

@@ -25,7 +25,7 @@
 //! 95% of the replicates put their best ceiling. A term whose unconstrained band holds 0 is
 //! reported as not resolvable, with the measurement that would resolve it (`ceiling_words`).
 
-use crate::ceiling_boot::{Replicates, Setup, estimate};
+use crate::ceiling_boot::{Replicates, Setup, estimate, median_estimate};
 use crate::ceiling_counts::{Counts, counts};
 use crate::ceiling_inputs::{
     Rates, capture_seconds, fit, measured_ceiling, miss_per_page, net_medians, pct, refill_source,
@@ -148,6 +148,18 @@ fn mix(cnt: &Counts, rates0: &Rates, seconds: f64) -> FlushMix {
     }
 }
 
+/// Where 95% of the replicates put their best ceiling (`best` without replicates).
+fn band_of(reps: &mut [f64], best: u64) -> (u64, u64) {
+    if reps.is_empty() {
+        (best, best)
+    } else {
+        (
+            pct(reps, 0.025).floor() as u64,
+            pct(reps, 0.975).ceil() as u64,
+        )
+    }
+}
+
 /// Predict the flush cost per second of every ceiling for the workload of `capture` on the
 /// machine of `micro`.
 pub fn advise(
@@ -190,16 +202,10 @@ pub fn advise(
         c0,
         ws,
         seconds,
+        best,
     };
     let mut reps = Replicates::draw(&setup, opts, |c| best_of(c).0);
-    let band = if reps.best.is_empty() {
-        (best, best)
-    } else {
-        (
-            pct(&mut reps.best, 0.025).floor() as u64,
-            pct(&mut reps.best, 0.975).ceil() as u64,
-        )
-    };
+    let band = band_of(&mut reps.best, best);
     let change = change(&curve0, &reps.cost, c0, best);
     let changes = opts
         .changes_to
@@ -212,7 +218,7 @@ pub fn advise(
         .map(|(i, (c, v))| CeilingPoint {
             ceiling: *c,
             cycles_per_s: estimate(*v, &mut reps.cost[i]),
-            above_best: estimate(v - min0, &mut reps.above[i]),
+            above_best: median_estimate(v - min0, &mut reps.above[i]),
         })
         .collect();
     let terms = terms(
@@ -444,6 +450,21 @@ mod tests {
         assert!(at(a.best) < at(1) && at(a.best) < at(64));
         assert!(a.at(a.best).unwrap().above_best.value.abs() < 1e-6);
         assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+        above_best_inside_its_band(&a);
+    }
+
+    /// Every ceiling's cost above the recommended one is inside its own band (issue 45: "33 is
+    /// predicted to cost 1,214 cycles/s more (95% 9,723 .. 2,194,372)", the value from the point
+    /// curve, the band from each replicate's own best).
+    fn above_best_inside_its_band(a: &CeilingAdvice) {
+        for p in &a.curve {
+            let e = p.above_best;
+            assert!(
+                e.low <= e.value && e.value <= e.high,
+                "{}: {e:?}",
+                p.ceiling
+            );
+        }
     }
 
     #[test]
@@ -461,6 +482,7 @@ mod tests {
         assert_eq!(a.best_range, (1, 199));
         // the 200-page flushes: partial would cost 60,000 per flush against 9,000 full
         assert!(a.at(200).unwrap().above_best.value > 10.0 * 51_000.0 * 0.9);
+        above_best_inside_its_band(&a);
         // no knee finding: the refill configuration's ceiling, else the default
         assert_eq!(a.costs.measured_ceiling, 33);
     }

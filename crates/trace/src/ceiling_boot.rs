@@ -55,6 +55,16 @@ fn poisson_sized(s: &mut Sized, rng: &mut ChaCha8Rng) {
 
 /// An estimate with the 2.5% and 97.5% percentiles of its replicates (the value alone
 /// without replicates).
+/// The median of the replicates with their 2.5% and 97.5% percentiles: the headline and its band
+/// from one distribution, so the value is always inside its band (`value` without replicates).
+pub(crate) fn median_estimate(value: f64, reps: &mut [f64]) -> Estimate {
+    let mut e = estimate(value, reps);
+    if !reps.is_empty() {
+        e.value = pct(reps, 0.5);
+    }
+    e
+}
+
 pub(crate) fn estimate(value: f64, reps: &mut [f64]) -> Estimate {
     if reps.is_empty() {
         return Estimate {
@@ -111,6 +121,10 @@ pub(crate) struct Setup<'a> {
     pub c0: u64,
     pub ws: u64,
     pub seconds: f64,
+    /// The recommended ceiling (the point estimate's best): the cost "above the best" of each
+    /// replicate is its cost at a ceiling minus its cost at this one, the contrast the headline
+    /// states.
+    pub best: u64,
 }
 
 impl Replicates {
@@ -148,10 +162,13 @@ impl Replicates {
             }
             let rates = Rates::new(&c, x.seconds);
             let curve: Vec<(u64, f64)> = x.cs.iter().map(|v| (*v, p.cost(&rates, *v))).collect();
-            let min = curve.iter().map(|v| v.1).fold(f64::INFINITY, f64::min);
+            let at_best = curve
+                .iter()
+                .find(|v| v.0 == x.best)
+                .map_or(f64::NAN, |v| v.1);
             for (i, (_, v)) in curve.iter().enumerate() {
                 r.cost[i].push(*v);
-                r.above[i].push(v - min);
+                r.above[i].push(v - at_best);
             }
             r.best.push(best_of(&curve) as f64);
             r.crossover.push(p.crossover());
