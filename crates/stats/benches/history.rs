@@ -7,7 +7,7 @@
 //!
 //! `-- --write FILE` also writes every series and abperf's changes as JSON for
 //! benches/history_peers.py (Apache Otava and MongoDB's signal-processing-algorithms on the same
-//! series). `cargo test --all-targets` runs this once as a smoke test with fewer series.
+//! series); `-- --divide N` runs a N-th of the series. `cargo test --all-targets` runs this once as a smoke test with fewer series.
 
 use std::time::Instant;
 
@@ -69,7 +69,11 @@ fn main() {
         .iter()
         .position(|a| a == "--write")
         .and_then(|i| args.get(i + 1));
-    let scale = if timed { 1 } else { 50 };
+    let scale: u64 = match args.iter().position(|a| a == "--divide") {
+        Some(i) => args.get(i + 1).and_then(|v| v.parse().ok()).unwrap_or(1),
+        None if timed => 1,
+        None => 50,
+    };
     let cfg = Config {
         simulations: if timed { 1999 } else { 199 },
         ..Config::default()
@@ -85,6 +89,7 @@ fn main() {
     };
     let rows = [
         row("change-free", 0.0, 0.3, 1000),
+        row("change-free, no outlier", 0.0, 0.0, 500),
         row("change-free, outlier in each", 0.0, 1.0, 500),
         row("step 1 SE", 1.0, 0.3, 500),
         row("step 2 SE", 2.0, 0.3, 500),
@@ -99,6 +104,7 @@ fn main() {
         "series", "count", "any change", "location covers truth", "exact index", "seconds"
     );
     let mut sets = Vec::new();
+    let mut failed = Vec::new();
     for (r, spec_row) in rows.iter().enumerate() {
         let start = Instant::now();
         let results: Vec<(Generated, History)> = (0..spec_row.count)
@@ -124,13 +130,21 @@ fn main() {
             spec_row.name,
             results.len(),
             share(t.any, n),
-            if planted { share(t.covered, t.any as f64) } else { "-".into() },
-            if planted { share(t.exact, t.any as f64) } else { "-".into() },
+            if planted {
+                share(t.covered, t.any as f64)
+            } else {
+                "-".into()
+            },
+            if planted {
+                share(t.exact, t.any as f64)
+            } else {
+                "-".into()
+            },
             secs
         );
-        if timed && !planted {
+        if timed && !planted && t.any as f64 / n >= 0.08 {
             // 1000 (500) series at 5%: the binomial SD is 0.7 (1.0) points.
-            assert!(t.any as f64 / n < 0.08, "{}: false alarms {}", spec_row.name, t.any);
+            failed.push(format!("{}: {} false alarms", spec_row.name, t.any));
         }
         sets.push(json!({
             "name": spec_row.name,
@@ -144,4 +158,5 @@ fn main() {
             .unwrap_or_else(|e| panic!("cannot write {path}: {e}"));
         println!("series written to {path}");
     }
+    assert!(failed.is_empty(), "false alarms above alpha: {failed:?}");
 }

@@ -60,7 +60,7 @@ impl Default for Config {
             alpha: 0.05,
             simulations: 1999,
             seed: 43,
-            outlier_z: 4.0,
+            outlier_z: 3.5,
             scale: Scale::Estimated,
         }
     }

@@ -3,8 +3,8 @@
 //! A change moves every point after it, so the point after a change is near its right-hand
 //! neighbours and is kept.
 
-/// The two nearest points on each side; at an end only the side that exists is asked.
-const NEIGHBOURS: usize = 2;
+/// The three nearest points on each side; at an end only the side that exists is asked.
+const NEIGHBOURS: usize = 3;
 
 /// Which points are outliers: further than `z` standard errors of the difference from the
 /// weighted mean of their neighbours on every side, in the same direction. The most extreme
