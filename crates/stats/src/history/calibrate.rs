@@ -16,9 +16,24 @@ pub(super) fn normal(rng: &mut ChaCha8Rng) -> f64 {
     norm_ppf(rng.random_range(1e-15..1.0 - 1e-15))
 }
 
+/// The simulations' seed: the configured one mixed with the series (FNV-1a over the bits of its
+/// values and standard errors). The same series always gets the same simulations, and different
+/// series get independent ones, so the Monte Carlo's own error in the threshold does not repeat
+/// across every series of a store (with one shared set of simulations, a threshold that came out
+/// low by chance would raise the false-alarm rate of all of them at once).
+pub(super) fn series_seed(x: &[f64], se: &[f64], seed: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
+    for v in x.iter().chain(se) {
+        for b in v.to_bits().to_le_bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
 /// The simulated maxima, largest first.
-pub(super) fn null_maxima(se: &[f64], cfg: &Config) -> Result<Vec<f64>, StatsError> {
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+pub(super) fn null_maxima(se: &[f64], seed: u64, cfg: &Config) -> Result<Vec<f64>, StatsError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut x = vec![0.0; se.len()];
     let mut out = Vec::with_capacity(cfg.simulations);
     for _ in 0..cfg.simulations {

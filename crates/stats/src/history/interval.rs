@@ -14,7 +14,7 @@ use super::{Change, Config};
 use crate::dist::norm_ppf;
 
 /// The changes at `splits` (indices into the kept points, in order), with their intervals.
-pub(super) fn changes(fit: &Fit, splits: &[usize], cfg: &Config) -> Vec<Change> {
+pub(super) fn changes(fit: &Fit, splits: &[usize], cfg: &Config, seed: u64) -> Vec<Change> {
     let z = norm_ppf(1.0 - cfg.alpha / 2.0);
     splits
         .iter()
@@ -26,7 +26,7 @@ pub(super) fn changes(fit: &Fit, splits: &[usize], cfg: &Config) -> Vec<Change> 
             let (wr, mr) = fit.prefix.level(k, b);
             let size = mr - ml;
             let half = z * (1.0 / wl + 1.0 / wr).sqrt();
-            let (lo, hi) = location(fit, (a, k, b), (ml, mr), cfg, j as u64);
+            let (lo, hi) = location(fit, (a, k, b), (ml, mr), (cfg, seed), j as u64);
             Change {
                 index: fit.kept[k],
                 location: (fit.kept[lo - 1] + 1, fit.kept[hi]),
@@ -43,10 +43,10 @@ fn location(
     fit: &Fit,
     (a, k, b): (usize, usize, usize),
     levels: (f64, f64),
-    cfg: &Config,
+    (cfg, seed): (&Config, u64),
     stream: u64,
 ) -> (usize, usize) {
-    let c = profile_quantile(&fit.se[a..b], k - a, levels, cfg, stream);
+    let c = profile_quantile(&fit.se[a..b], k - a, levels, (cfg, seed), stream);
     let top = fit.prefix.split(a, k, b);
     let set: Vec<usize> = Prefix::candidates(a, b)
         .filter(|&m| top - fit.prefix.split(a, m, b) <= c)
@@ -57,8 +57,14 @@ fn location(
 
 /// The 1 - alpha quantile of the profile drop at the true split, over series simulated with
 /// levels `ml` before `k` and `mr` from it, and the points' standard errors.
-fn profile_quantile(se: &[f64], k: usize, (ml, mr): (f64, f64), cfg: &Config, stream: u64) -> f64 {
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+fn profile_quantile(
+    se: &[f64],
+    k: usize,
+    (ml, mr): (f64, f64),
+    (cfg, seed): (&Config, u64),
+    stream: u64,
+) -> f64 {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(stream + 1);
     let n = se.len();
     let mut x = vec![0.0; n];

@@ -46,7 +46,8 @@ pub struct Config {
     pub alpha: f64,
     /// Monte Carlo series of the null (and bootstrap series per location interval).
     pub simulations: usize,
-    /// Seed of every simulation: the same input gives the same answer.
+    /// Seed of every simulation, mixed with the series' own values: the same input gives the
+    /// same answer.
     pub seed: u64,
     /// A point further than this many standard errors from the points on each side of it is an
     /// outlier, not a change.
@@ -104,7 +105,8 @@ pub fn detect(points: &[Point], cfg: &Config) -> Result<History, StatsError> {
     check(points, cfg)?;
     let x: Vec<f64> = points.iter().map(|p| p.estimate).collect();
     let se: Vec<f64> = points.iter().map(|p| p.se).collect();
-    let null = calibrate::null_maxima(&se, cfg)?;
+    let seed = calibrate::series_seed(&x, &se, cfg.seed);
+    let null = calibrate::null_maxima(&se, seed, cfg)?;
     let threshold = calibrate::threshold(&null, cfg.alpha);
     let fit = segment::Fit::new(&x, &se, cfg);
     let whole = fit.whole_statistic();
@@ -114,7 +116,7 @@ pub fn detect(points: &[Point], cfg: &Config) -> Result<History, StatsError> {
     } else {
         Vec::new()
     };
-    let changes = interval::changes(&fit, &splits, cfg);
+    let changes = interval::changes(&fit, &splits, cfg, seed);
     Ok(History {
         changes,
         outliers: fit.outliers(),

@@ -5,11 +5,15 @@
 
 /// The three nearest points on each side; at an end only the side that exists is asked.
 const NEIGHBOURS: usize = 3;
+/// Each side on its own must see the point at least this far off (a point after a step is far
+/// from one side only).
+const SIDE_Z: f64 = 2.5;
 
 /// Which points are outliers: further than `z` standard errors of the difference from the
-/// weighted mean of their neighbours on every side, in the same direction. The most extreme
-/// such point is taken out first and the others are judged again without it, so an outlier
-/// does not make its neighbours look like outliers; at most a quarter of the points go.
+/// weighted mean of their neighbours on both sides, and at least [`SIDE_Z`] from each side on
+/// its own, in the same direction (at an end, from the side that exists). The most extreme such
+/// point is taken out first and the others are judged again without it, so an outlier does not
+/// make its neighbours look like outliers; at most a quarter of the points go.
 pub(super) fn outliers(x: &[f64], se: &[f64], z: f64) -> Vec<bool> {
     let n = x.len();
     let mut out = vec![false; n];
@@ -29,22 +33,26 @@ pub(super) fn outliers(x: &[f64], se: &[f64], z: f64) -> Vec<bool> {
     out
 }
 
-/// How far the kept point at position `p` is from its kept neighbours: the smallest |deviation|
-/// over the sides, or 0 when the sides disagree in direction.
+/// How far the kept point at position `p` is from its kept neighbours on both sides together,
+/// or 0 when a side disagrees in direction or is nearer than [`SIDE_Z`].
 fn score(x: &[f64], se: &[f64], kept: &[usize], p: usize) -> f64 {
-    let left = &kept[p.saturating_sub(NEIGHBOURS)..p];
-    let right = &kept[(p + 1).min(kept.len())..(p + 1 + NEIGHBOURS).min(kept.len())];
-    let mut smallest = f64::INFINITY;
+    let from = p.saturating_sub(NEIGHBOURS);
+    let to = (p + 1 + NEIGHBOURS).min(kept.len());
+    let left = &kept[from..p];
+    let right = &kept[(p + 1).min(to)..to];
     let mut sign = 0.0;
     for side in [left, right].into_iter().filter(|s| !s.is_empty()) {
         let d = deviation(x, se, kept[p], side);
-        if sign != 0.0 && d.signum() != sign {
+        if d.abs() < SIDE_Z || (sign != 0.0 && d.signum() != sign) {
             return 0.0;
         }
         sign = d.signum();
-        smallest = smallest.min(d.abs());
     }
-    if smallest.is_finite() { smallest } else { 0.0 }
+    let both: Vec<usize> = left.iter().chain(right).copied().collect();
+    if both.is_empty() {
+        return 0.0;
+    }
+    deviation(x, se, kept[p], &both).abs()
 }
 
 /// (x_i - weighted mean of the side) in standard errors of that difference.
