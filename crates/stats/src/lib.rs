@@ -13,6 +13,7 @@ pub mod counts;
 pub mod dist;
 pub mod drift;
 pub mod equivalence;
+pub mod history;
 pub mod host_effects;
 pub mod hosts;
 mod inversions;
