@@ -10,7 +10,6 @@ use crate::commands::vm::{
     AccelArg, DEFAULT_BOOT_TIMEOUT_S, DEFAULT_VM_CPUS, DEFAULT_VM_MEMORY_MIB, VmSettings,
 };
 use crate::commands::{DbArgs, hints};
-use crate::store::Location;
 use crate::design;
 use crate::doctor;
 use crate::error::usage;
@@ -20,6 +19,7 @@ use crate::runner::experiment::RunConfig;
 use crate::runner::noise::NoiseConfig;
 use crate::runner::shell::ShellMode;
 use crate::runner::workload;
+use crate::store::Location;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
