@@ -3,7 +3,7 @@
 //! This crate is the command line (`cli`, `commands`); the work is done by the workspace's
 //! crates, re-exported here under the names the commands use (docs/architecture.md has the map):
 //! `cli` -> `design` (variants, schedule) -> `runner` (timed child, wait4, counters, knobs) ->
-//! `store` (SQLite) -> `stats` -> `report`.
+//! `store` (SQLite or PostgreSQL) -> `stats` -> `report`.
 
 pub mod cli;
 pub mod commands;

@@ -34,6 +34,7 @@ fn kind(arg: &clap::Arg) -> &'static str {
         TypeId::of::<String>(),
         TypeId::of::<std::path::PathBuf>(),
         TypeId::of::<std::ffi::OsString>(),
+        TypeId::of::<abperf::store::Location>(),
     ]) {
         "text"
     } else {
@@ -46,20 +47,30 @@ fn kind(arg: &clap::Arg) -> &'static str {
 
 /// Every long name and alias (hidden ones too) -> (subcommand path, kind) wherever it appears.
 fn long_names() -> BTreeMap<String, Vec<(String, &'static str)>> {
+    long_uses()
+        .into_iter()
+        .map(|(n, uses)| (n, uses.into_iter().map(|(p, k, _)| (p, k)).collect()))
+        .collect()
+}
+
+/// Every long name and alias -> (subcommand path, kind, whether it is an alias there).
+fn long_uses() -> BTreeMap<String, Vec<(String, &'static str, bool)>> {
     fn walk(
         c: &clap::Command,
         path: &str,
-        out: &mut BTreeMap<String, Vec<(String, &'static str)>>,
+        out: &mut BTreeMap<String, Vec<(String, &'static str, bool)>>,
     ) {
         for a in c.get_arguments() {
-            let names = a
-                .get_long()
-                .into_iter()
-                .chain(a.get_all_aliases().unwrap_or_default());
-            for n in names {
+            let names = a.get_long().into_iter().map(|n| (n, false)).chain(
+                a.get_all_aliases()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|n| (n, true)),
+            );
+            for (n, alias) in names {
                 out.entry(n.to_string())
                     .or_default()
-                    .push((path.to_string(), kind(a)));
+                    .push((path.to_string(), kind(a), alias));
             }
         }
         for s in c.get_subcommands() {
@@ -71,24 +82,31 @@ fn long_names() -> BTreeMap<String, Vec<(String, &'static str)>> {
     out
 }
 
-/// Names that are a switch in one command and take a value in another, each with its reason.
-const SWITCH_AND_VALUE: &[(&str, &str)] = &[(
-    "runs",
-    "`show --runs` lists the runs, `run --runs N` counts them; both predate issue 39 and are in \
-     every script (README, docs/run.md)",
-)];
+/// Old spellings kept as hidden aliases for one release after a rename, each with the flag that
+/// replaced it: the only names that may take another kind of value, and only as such an alias.
+const OLD_SPELLINGS: &[(&str, &str)] = &[("runs", "show --each-run (run --runs N counts runs)")];
 
 #[test]
 fn no_long_flag_takes_two_kinds_of_value() {
     let mut clashes = Vec::new();
-    for (name, uses) in long_names() {
-        let mut kinds: Vec<&str> = uses.iter().map(|(_, k)| *k).collect();
-        kinds.sort();
-        kinds.dedup();
-        let allowed = kinds.len() == 2
-            && kinds.contains(&"switch")
-            && SWITCH_AND_VALUE.iter().any(|(n, _)| *n == name);
-        if kinds.len() > 1 && !allowed {
+    for (name, uses) in long_uses() {
+        let kinds_of = |aliases: bool| {
+            let mut k: Vec<&str> = uses
+                .iter()
+                .filter(|u| aliases || !u.2)
+                .map(|u| u.1)
+                .collect();
+            k.sort();
+            k.dedup();
+            k
+        };
+        let old_spelling = OLD_SPELLINGS.iter().any(|(n, _)| *n == name);
+        let limit = if old_spelling {
+            kinds_of(false)
+        } else {
+            kinds_of(true)
+        };
+        if limit.len() > 1 {
             clashes.push(format!("--{name}: {uses:?}"));
         }
     }

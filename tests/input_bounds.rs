@@ -211,7 +211,7 @@ fn escape_sequences_in_names_never_reach_the_terminal() {
     lab.ok(&["import", "--format", "time", "--new", evil, &f]);
     for args in [
         &["list"][..],
-        &["show", "1", "--runs"],
+        &["show", "1", "--each-run"],
         &["compare", "1", "--resamples", "0"],
         &["report", "1", "--resamples", "0"],
         &["report", "1", "--resamples", "0", "--format", "mail"],

@@ -105,7 +105,7 @@ fn order_is_abba_balanced_and_reproducible_and_export_has_the_fields() {
     assert_eq!(csv.lines().count(), 1 + 6);
     let list = lab.run(&["list"]).all();
     assert_eq!(list.lines().count(), 4, "{list}");
-    let show = lab.run(&["show", "latest", "--runs"]);
+    let show = lab.run(&["show", "latest", "--each-run"]);
     assert!(show.code == Some(0));
     assert!(show.all().contains("wall"));
     lab.ok(&["delete", "1"]);

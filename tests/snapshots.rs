@@ -71,7 +71,7 @@ fn seed_000_in_every_format() {
     snapshot("seed000-compare-details-text", &details.stdout);
     snapshot(
         "seed000-show-text",
-        &lab.ok(&["show", "1", "--runs"]).stdout,
+        &lab.ok(&["show", "1", "--each-run"]).stdout,
     );
     snapshot(
         "seed000-export-csv",

@@ -22,7 +22,7 @@ fn eight_processes_share_one_store() {
         // ...and three readers.
         vec!["report", "1", "--resamples", "0"],
         vec!["list"],
-        vec!["show", "1", "--runs"],
+        vec!["show", "1", "--each-run"],
     ]
     .into_iter()
     .map(|v| v.into_iter().map(String::from).collect())

@@ -1,4 +1,4 @@
-//! `abperf show ID`: design, environment and per-variant summary; `--runs` lists every run.
+//! `abperf show ID`: design, environment and per-variant summary; `--each-run` lists every run.
 
 use super::DbArgs;
 use super::output;
@@ -9,8 +9,9 @@ use crate::store::Store;
 pub struct ShowArgs {
     /// Experiment id, or `latest`
     pub id: String,
-    /// Also list every run in schedule order
-    #[arg(long)]
+    /// Also list every run in schedule order (`--runs` until the next release: the name counts
+    /// runs in `abperf run`)
+    #[arg(long = "each-run", alias = "runs")]
     pub runs: bool,
     /// Output format (text: the listing; the others as `abperf report`, without verdicts)
     #[arg(long, value_enum, default_value_t = Format::Text)]
