@@ -790,7 +790,13 @@ fn non_root_is_told_about_the_permission() {
     std::fs::set_permissions(&mnt, std::fs::Permissions::from_mode(0o700)).unwrap();
     let store = tempfile::tempdir().unwrap();
     std::fs::set_permissions(store.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let o = Command::new(common::BIN)
+    // The checkout may lie under a directory nobody may enter (a clone in `mktemp -d`, a 0700
+    // home): nobody runs a copy of the binary from a directory anyone may read.
+    let bin_dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(bin_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = bin_dir.path().join("abperf");
+    std::fs::copy(common::BIN, &bin).unwrap();
+    let o = Command::new(&bin)
         .args(["trace", "record", "-q", "--db"])
         .arg(store.path().join("t.db"))
         .args(["--", "true"])
