@@ -6,7 +6,6 @@
 
 mod common;
 use common::{Lab, run_within};
-use std::any::TypeId;
 use std::time::Duration;
 
 const EXTREMES: &[&str] = &[
@@ -20,20 +19,7 @@ const EXTREMES: &[&str] = &[
 ];
 
 fn numeric(arg: &clap::Arg) -> bool {
-    let t = arg.get_value_parser().type_id();
-    [
-        TypeId::of::<u8>(),
-        TypeId::of::<u16>(),
-        TypeId::of::<u32>(),
-        TypeId::of::<u64>(),
-        TypeId::of::<usize>(),
-        TypeId::of::<i32>(),
-        TypeId::of::<i64>(),
-        TypeId::of::<f32>(),
-        TypeId::of::<f64>(),
-    ]
-    .iter()
-    .any(|id| t == *id)
+    matches!(common::value_kind(arg), "whole number" | "number")
 }
 
 /// Every (subcommand path, numeric flag's long name) of the command line.

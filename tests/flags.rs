@@ -5,45 +5,7 @@
 
 mod common;
 use common::Lab;
-use std::any::TypeId;
 use std::collections::BTreeMap;
-
-/// What a flag's value is, as a user would tell kinds apart.
-fn kind(arg: &clap::Arg) -> &'static str {
-    if !arg.get_action().takes_values() {
-        return "switch";
-    }
-    if !arg.get_possible_values().is_empty() {
-        return "one of a list";
-    }
-    let t = arg.get_value_parser().type_id();
-    let is = |ids: &[TypeId]| ids.iter().any(|id| t == *id);
-    if is(&[
-        TypeId::of::<u8>(),
-        TypeId::of::<u16>(),
-        TypeId::of::<u32>(),
-        TypeId::of::<u64>(),
-        TypeId::of::<usize>(),
-        TypeId::of::<i32>(),
-        TypeId::of::<i64>(),
-    ]) {
-        "whole number"
-    } else if is(&[TypeId::of::<f32>(), TypeId::of::<f64>()]) {
-        "number"
-    } else if is(&[
-        TypeId::of::<String>(),
-        TypeId::of::<std::path::PathBuf>(),
-        TypeId::of::<std::ffi::OsString>(),
-        TypeId::of::<abperf::store::Location>(),
-    ]) {
-        "text"
-    } else {
-        panic!(
-            "--{:?}: a value parser this test does not know",
-            arg.get_long()
-        )
-    }
-}
 
 /// Every long name and alias (hidden ones too) -> (subcommand path, kind) wherever it appears.
 fn long_names() -> BTreeMap<String, Vec<(String, &'static str)>> {
@@ -68,9 +30,11 @@ fn long_uses() -> BTreeMap<String, Vec<(String, &'static str, bool)>> {
                     .map(|n| (n, true)),
             );
             for (n, alias) in names {
-                out.entry(n.to_string())
-                    .or_default()
-                    .push((path.to_string(), kind(a), alias));
+                out.entry(n.to_string()).or_default().push((
+                    path.to_string(),
+                    common::value_kind(a),
+                    alias,
+                ));
             }
         }
         for s in c.get_subcommands() {
@@ -138,7 +102,7 @@ fn visible_longs(path: &[&str]) -> Vec<(String, &'static str)> {
     subcommand(path)
         .get_arguments()
         .filter(|a| !a.is_hide_set())
-        .filter_map(|a| a.get_long().map(|l| (l.to_string(), kind(a))))
+        .filter_map(|a| a.get_long().map(|l| (l.to_string(), common::value_kind(a))))
         .collect()
 }
 

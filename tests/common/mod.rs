@@ -395,3 +395,42 @@ pub fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
+
+/// What a flag's value is, as a user would tell kinds apart (tests/flags.rs, tests/flag_extremes.rs):
+/// "switch", "one of a list", "whole number", "number" or "text"; panics on a value parser it
+/// does not know, so a new kind is a decision made here.
+pub fn value_kind(arg: &clap::Arg) -> &'static str {
+    if !arg.get_action().takes_values() {
+        return "switch";
+    }
+    if !arg.get_possible_values().is_empty() {
+        return "one of a list";
+    }
+    let t = arg.get_value_parser().type_id();
+    let is = |ids: &[std::any::TypeId]| ids.iter().any(|id| t == *id);
+    if is(&[
+        std::any::TypeId::of::<u8>(),
+        std::any::TypeId::of::<u16>(),
+        std::any::TypeId::of::<u32>(),
+        std::any::TypeId::of::<u64>(),
+        std::any::TypeId::of::<usize>(),
+        std::any::TypeId::of::<i32>(),
+        std::any::TypeId::of::<i64>(),
+    ]) {
+        "whole number"
+    } else if is(&[std::any::TypeId::of::<f32>(), std::any::TypeId::of::<f64>()]) {
+        "number"
+    } else if is(&[
+        std::any::TypeId::of::<String>(),
+        std::any::TypeId::of::<std::path::PathBuf>(),
+        std::any::TypeId::of::<std::ffi::OsString>(),
+        std::any::TypeId::of::<abperf::store::Location>(),
+    ]) {
+        "text"
+    } else {
+        panic!(
+            "--{:?}: a value parser this test does not know",
+            arg.get_long()
+        )
+    }
+}
