@@ -258,6 +258,9 @@ pub struct Vm {
     boot: Option<BootInfo>,
     exit_code: Option<i32>,
     exit_uptime: Option<f64>,
+    /// When the guest's `exit` (or `error`) control line arrived: the guest powers off next,
+    /// and one that halts instead (no ACPI power-off) is killed [`POWER_OFF_GRACE`] later.
+    ended_at: Option<Instant>,
     guest_error: Option<String>,
     lines: u64,
     partial: Option<String>,
@@ -267,6 +270,11 @@ pub struct Vm {
 }
 
 const TAIL: usize = 60;
+
+/// How long a guest has to power off after its `exit` line was acknowledged before abperf
+/// stops QEMU itself: a kernel without ACPI power-off (or booted with `acpi=off`) halts and
+/// would otherwise sit until the caller's timeout. The exit line means nothing is in flight.
+const POWER_OFF_GRACE: Duration = Duration::from_secs(3);
 
 fn check_spec(spec: &VmSpec) -> Result<()> {
     let usage = |m: String| abperf_model::error::usage(m);
@@ -721,6 +729,7 @@ impl Vm {
             boot: None,
             exit_code: None,
             exit_uptime: None,
+            ended_at: None,
             guest_error: None,
             lines: 0,
             partial: None,
@@ -800,6 +809,17 @@ impl Vm {
                 && now - at > Duration::from_secs(2)
             {
                 self.finish(None);
+                continue;
+            }
+            if let Some(at) = self.ended_at
+                && now - at >= POWER_OFF_GRACE
+            {
+                // An exit code, when known, is what `finish` reports whatever the cause.
+                let cause = self
+                    .guest_error
+                    .clone()
+                    .map_or(Exit::Killed, Exit::GuestError);
+                self.finish(Some(cause));
                 continue;
             }
             if let Some(l) = limit
@@ -897,8 +917,12 @@ impl Vm {
                 let mut w = rest.split_whitespace();
                 self.exit_code = w.next().and_then(|s| s.parse().ok());
                 self.exit_uptime = w.next().and_then(num);
+                self.ended_at = Some(Instant::now());
             }
-            "error" => self.guest_error = Some(rest.trim().to_string()),
+            "error" => {
+                self.guest_error = Some(rest.trim().to_string());
+                self.ended_at = Some(Instant::now());
+            }
             _ => {
                 if self.console_tail.len() == TAIL {
                     self.console_tail.pop_front();
