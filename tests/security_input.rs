@@ -209,3 +209,110 @@ fn importers_refuse_what_no_tool_prints_naming_file_line_and_field() {
     }
     assert!(lab.store().resolve_id("latest").is_err(), "nothing stored");
 }
+
+#[test]
+fn csv_export_to_a_terminal_escapes_control_characters_and_to_a_pipe_keeps_them() {
+    if !common::on_path("script") {
+        common::skip("needs script (util-linux) for a terminal");
+        return;
+    }
+    let lab = Lab::new();
+    let title = "a\u{1b}]0;pwned\u{7}";
+    let file = lab.write(
+        "esc.csv",
+        format!("variant,wall_ns [ns]\n\"{title}\",5\n\"{title}\",6\n"),
+    );
+    lab.ok(&["import", "--format", "csv", &file]);
+    // To a pipe (a file, an import): the stored bytes, so an export imports back the same.
+    let piped = lab.ok(&["export", "1", "--format", "csv"]);
+    assert!(piped.stdout.contains(title), "{piped}");
+    // To a terminal: escaped, as abperf's own messages are.
+    let out = std::process::Command::new("script")
+        .args([
+            "-qec",
+            &format!("'{}' export 1 --format csv", common::BIN),
+            "/dev/null",
+        ])
+        .env("ABPERF_DB", lab.db())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("a\\e]0;pwned\\x07,"), "{shown:?}");
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
+        "{shown:?}"
+    );
+}
+
+#[test]
+fn a_store_locked_longer_than_abperf_waits_stops_the_experiment_as_interrupted() {
+    if !common::on_path("sqlite3") || !common::on_path("setsid") {
+        common::skip("needs sqlite3 and setsid to hold the store's write lock");
+        return;
+    }
+    let lab = Lab::new();
+    // The first run of variant a takes the store's write lock for 33 s (abperf waits 30 s for
+    // it) from a process of its own session, which outlives the run.
+    let hold = lab.write(
+        "hold.sh",
+        format!(
+            "#!/bin/sh\n[ -e {flag} ] && exit 0\n: > {flag}\n\
+             setsid sqlite3 {db} 'BEGIN IMMEDIATE;' '.shell sleep 33' 'COMMIT;' \
+             </dev/null >/dev/null 2>&1 &\nsleep 0.5\n",
+            flag = lab.p("held"),
+            db = lab.db().display()
+        ),
+    );
+    std::fs::set_permissions(&hold, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = lab.run(&[
+        "run", "-r", "2", "--warmup", "0", "-n", "a", "-n", "b", &hold, "true",
+    ]);
+    assert_eq!(out.code, Some(1), "{out}");
+    out.err_has("another process held its write lock")
+        .err_has("run --resume 1");
+    let exp = lab.store().experiment(1).unwrap();
+    assert_eq!(exp.status, abperf::model::Status::Interrupted, "{out}");
+}
+
+#[test]
+fn a_closed_stderr_pipe_stops_the_run_with_141() {
+    use std::io::Read;
+    let lab = Lab::new();
+    let args = [
+        "run",
+        "-r",
+        "10",
+        "--warmup",
+        "0",
+        "-n",
+        "a",
+        "-n",
+        "b",
+        "sleep 0.3",
+        "sleep 0.3",
+    ];
+    let mut child = lab
+        .cmd(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read what abperf says first, then go away: nothing reads its stderr any more.
+    let mut err = child.stderr.take().unwrap();
+    let mut first = [0u8; 16];
+    err.read_exact(&mut first).unwrap();
+    drop(err);
+    let t = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(141), "{status:?}");
+    assert!(
+        t.elapsed().as_secs_f64() < 4.0,
+        "stopped after {:?}",
+        t.elapsed()
+    );
+    let exp = lab.store().experiment(1).unwrap();
+    assert_eq!(exp.status, abperf::model::Status::Interrupted);
+    assert!(lab.store().runs(1).unwrap().len() < 20);
+}
