@@ -278,7 +278,7 @@ fn a_store_locked_longer_than_abperf_waits_stops_the_experiment_as_interrupted()
 
 #[test]
 fn a_closed_stderr_pipe_stops_the_run_with_141() {
-    use std::io::Read;
+    use std::io::BufRead;
     let lab = Lab::new();
     let args = [
         "run",
@@ -299,10 +299,17 @@ fn a_closed_stderr_pipe_stops_the_run_with_141() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Read what abperf says first, then go away: nothing reads its stderr any more.
-    let mut err = child.stderr.take().unwrap();
-    let mut first = [0u8; 16];
-    err.read_exact(&mut first).unwrap();
+    // Read what abperf says before the runs (its plan, how commands are run), then go away while
+    // the runs go on: nothing reads its stderr any more, and abperf writes nothing there until
+    // it ends.
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("exec'd") {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "{said}");
+        said.push_str(&line);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
     drop(err);
     let t = std::time::Instant::now();
     let status = child.wait().unwrap();
