@@ -88,14 +88,14 @@ fn three_hosts_two_variants_land_labelled_and_compare_uses_hosts_as_blocks() {
     lab.ok(&["compare", "1", "--by", "host"]).has("lab-b");
     lab.ok(&["fleet", "status", "1"])
         .has("lab-c       10         10        0");
-    // On the hosts, only the share and the runs are left.
+    // On the hosts, only the runs are left (the share may name the store: removed).
     let dir = lines_file(&fleet, 0).unwrap();
     let mut left: Vec<String> = std::fs::read_dir(dir.parent().unwrap())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     left.sort();
-    assert_eq!(left, ["lines.jsonl", "share.json"]);
+    assert_eq!(left, ["lines.jsonl"]);
     // Copied into another store, the experiment keeps its hosts and their slots.
     let copy = lab.p("copy.db");
     lab.ok(&["store", "copy", &lab.db().display().to_string(), &copy]);

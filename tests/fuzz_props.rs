@@ -1,8 +1,8 @@
 //! Property tests of the parsers (issue 12, item 10), and a short run of the mutation fuzzer of
 //! `benches/fuzz.sh` on every parser read from files (importers, ministat, ftrace text, raw
 //! captures): generated valid inputs parse back to the values they were made from, generated
-//! out-of-range values are refused naming FILE:LINE, and mutated inputs never panic, hang or
-//! fail without naming the file.
+//! out-of-range values and values no tool prints (issue 40) are refused naming FILE:LINE and
+//! the field, and mutated inputs never panic, hang or fail without naming the file.
 
 #[path = "../examples/fuzz/engine.rs"]
 mod engine;
@@ -41,8 +41,15 @@ fn generated_time_records_parse_back() {
             } else {
                 ("", "", "")
             };
+            // GNU time's %CPU: (user + system) / elapsed, "?" when elapsed is 0.
+            let elapsed = mins as f64 * 60.0 + secs;
+            let cpu = if elapsed > 0.0 {
+                format!("{}", ((user + sys) / elapsed * 100.0).floor())
+            } else {
+                "?".to_string()
+            };
             text.push_str(&format!(
-                "{label}{user:.2}{u} {sys:.2}{s} {mins}:{secs:05.2}{e} 99%CPU (0avgtext+0avgdata {rss}maxresident)k\n\
+                "{label}{user:.2}{u} {sys:.2}{s} {mins}:{secs:05.2}{e} {cpu}%CPU (0avgtext+0avgdata {rss}maxresident)k\n\
                  0inputs+0outputs ({major}major+{minor}minor)pagefaults 0swaps\n"
             ));
             want.push((
@@ -140,6 +147,121 @@ fn generated_hyperfine_exports_parse_back() {
         v["results"][k - 1]["times"][0] = serde_json::json!(2e9);
         let e = import::parse(Format::Hyperfine, "h.json", &v.to_string(), "x").unwrap_err();
         assert!(e.to_string().starts_with("h.json:1:"), "case {case}: {e}");
+    }
+}
+
+/// One generated input of `n` records in which record `bad` holds a value no tool prints
+/// (issue 40): its format, its text, the line of the bad record, and a word of the error.
+fn impossible_input(
+    rng: &mut ChaCha8Rng,
+    kind: usize,
+    n: usize,
+    bad: usize,
+) -> (Format, String, usize, &'static str) {
+    let tail =
+        "(0avgtext+0avgdata 1000maxresident)k\n0inputs+0outputs (0major+1minor)pagefaults 0swaps\n";
+    let mut text = String::new();
+    match kind {
+        0 | 1 => {
+            text.push_str("variant,started_ns,ended_ns,wall_ns [ns]\n");
+            for i in 0..n {
+                let start = rng.random_range(1_000..1_000_000_000i64);
+                let wall = rng.random_range(0..1_000_000_000i64);
+                let (end, wall) = match (i == bad, kind) {
+                    (true, 0) => (start + wall, -wall - 1),
+                    (true, _) => (start - rng.random_range(1..start), wall),
+                    _ => (start + wall, wall),
+                };
+                text.push_str(&format!("v{},{start},{end},{wall}\n", i % 3));
+            }
+            let word = if kind == 0 {
+                "wall_ns (ns): -"
+            } else {
+                "ended_ns:"
+            };
+            (Format::Csv, text, bad + 2, word)
+        }
+        2 => {
+            for i in 0..n {
+                let v = rng.random_range(0..1_000_000);
+                let dup = if i == bad {
+                    [",\"variant\":\"z\"", ",\"wall_ns [ns]\":1"][rng.random_range(0..2)]
+                } else {
+                    ""
+                };
+                text.push_str(&format!(
+                    "{{\"variant\":\"a\",\"wall_ns [ns]\":{v}{dup}}}\n"
+                ));
+            }
+            (Format::Jsonl, text, bad + 1, "twice in one object")
+        }
+        3..=5 => {
+            for i in 0..n {
+                let (u, s) = (rng.random_range(0..10_000), rng.random_range(0..1_000));
+                let (m, sec) = (rng.random_range(1..600), rng.random_range(0..60));
+                let elapsed = (m * 60 + sec) as f64;
+                let mut cpu = ((u + s) as f64 / elapsed * 100.0).floor() as u64;
+                let mut e = format!("{m}:{sec:02}.00");
+                if i == bad {
+                    match kind {
+                        3 => {
+                            e = format!(
+                                "{m}:{}.{:02}",
+                                rng.random_range(60..100),
+                                rng.random_range(0..100)
+                            )
+                        }
+                        4 => {
+                            e = format!(
+                                "{}:{}:{sec:02}",
+                                rng.random_range(0..100),
+                                rng.random_range(60..100)
+                            )
+                        }
+                        _ => cpu += rng.random_range(5..99_999),
+                    }
+                }
+                text.push_str(&format!(
+                    "{u}.00user {s}.00system {e}elapsed {cpu}%CPU {tail}"
+                ));
+            }
+            let word = if kind == 5 { "%CPU" } else { "elapsed time" };
+            (Format::Time, text, 2 * bad + 1, word)
+        }
+        _ => {
+            let mut line = 0;
+            for i in 0..n {
+                if i == bad {
+                    // The bad block's header line.
+                    line = text.lines().count() + 1;
+                }
+                text.push_str(" Performance counter stats for 'true':\n\n");
+                if i != bad {
+                    let c = rng.random_range(1..1_000_000);
+                    text.push_str(&format!(
+                        "  {c}      page-faults\n\n 0.{c} seconds time elapsed\n\n"
+                    ));
+                }
+            }
+            (Format::PerfStat, text, line, "counters:")
+        }
+    }
+}
+
+#[test]
+fn generated_impossible_values_are_refused_naming_file_line_and_field() {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    for case in 0..CASES {
+        let n = rng.random_range(1..15);
+        let bad = rng.random_range(0..n);
+        let (format, text, line, word) = impossible_input(&mut rng, case % 7, n, bad);
+        let e = import::parse(format, "g.in", &text, "x")
+            .map(|_| "imported".to_string())
+            .unwrap_or_else(|e| e.to_string());
+        assert!(
+            e.starts_with(&format!("g.in:{line}:")) && e.contains(word),
+            "case {case} ({format}, record {bad} of {n}): {e}\n{text}"
+        );
     }
 }
 

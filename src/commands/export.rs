@@ -1,10 +1,12 @@
 //! `abperf export ID --format json|csv`: every run and metric, raw. JSON is the report schema
-//! (docs/report-json.md) without an analysis; CSV has one row per run and one column per metric.
+//! (docs/report-json.md) without an analysis; CSV has one row per run and one column per metric
+//! (to a terminal, with control characters written as escapes).
 
 use super::DbArgs;
 use super::output;
 use crate::report::{Format, View};
 use crate::store::Store;
+use std::io::IsTerminal;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum ExportFormat {
@@ -34,6 +36,16 @@ pub fn run(args: ExportArgs) -> anyhow::Result<i32> {
         ExportFormat::Json => Format::Json,
         ExportFormat::Csv => Format::Csv,
     };
-    output::write(&format.render(&r)?, args.output.as_ref())?;
+    let text = format.render(&r)?;
+    // CSV holds stored strings as they are (an import reads them back byte for byte); on a
+    // terminal, a person reads it: control characters are written as escapes (as in every
+    // message of abperf's), so a stored escape sequence cannot drive the terminal. JSON escapes
+    // them itself.
+    let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
+    let text = match args.format {
+        ExportFormat::Csv if to_terminal => crate::model::escape::message(&text).into_owned(),
+        _ => text,
+    };
+    output::write(&text, args.output.as_ref())?;
     Ok(0)
 }

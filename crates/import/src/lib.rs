@@ -319,7 +319,46 @@ pub fn out_of_range(value: f64) -> Option<String> {
     None
 }
 
-/// Check every value of an import against [`out_of_range`], naming FILE:LINE, and the number of
+/// Metrics that time or count something (GNU time's and getrusage's, perf stat's spreads):
+/// no tool prints a negative one, so a negative value is a mangled input, not a measurement.
+pub fn never_negative(name: &str) -> bool {
+    const NAMES: [&str; 12] = [
+        "wall_ns",
+        "user_ns",
+        "sys_ns",
+        "cpu_pct",
+        "maxrss_kib",
+        "minflt",
+        "majflt",
+        "nvcsw",
+        "nivcsw",
+        "inblock",
+        "oublock",
+        "nswap",
+    ];
+    NAMES.contains(&name) || name.ends_with(".stderr_pct") || name.ends_with(".running_pct")
+}
+
+/// Why a run's `started_ns`/`ended_ns` (0: not given) cannot be a run's: negative, or an end
+/// before the start.
+fn impossible_times(started: i64, ended: i64) -> Option<String> {
+    if started < 0 || ended < 0 {
+        let (field, v) = if started < 0 {
+            ("started_ns", started)
+        } else {
+            ("ended_ns", ended)
+        };
+        return Some(format!(
+            "{field}: {v} is negative (nanoseconds since the epoch)"
+        ));
+    }
+    (started != 0 && ended != 0 && ended < started).then(|| {
+        format!("ended_ns: {ended} is before started_ns {started} (a run ends after it starts)")
+    })
+}
+
+/// Check every value of an import against [`out_of_range`] and [`never_negative`], every run's
+/// start and end against each other, naming FILE:LINE and the field, and the number of
 /// variants against [`MAX_VARIANTS`].
 pub fn check_bounds(imp: &Imported) -> Result<(), ParseError> {
     if imp.variants.len() > MAX_VARIANTS {
@@ -342,13 +381,20 @@ pub fn check_bounds(imp: &Imported) -> Result<(), ParseError> {
     for r in &imp.runs {
         let line = r.source.as_ref().map(|s| s.line as usize).unwrap_or(1);
         for m in &r.metrics {
-            if let Some(why) = out_of_range(m.value) {
+            let why = out_of_range(m.value).or_else(|| {
+                (m.value < 0.0 && never_negative(&m.name))
+                    .then(|| format!("{} is negative: no tool measures a negative one", m.value))
+            });
+            if let Some(why) = why {
                 return Err(ParseError::new(
                     &imp.file,
                     line,
                     format!("{} ({}): {why}", m.name, m.unit),
                 ));
             }
+        }
+        if let Some(why) = impossible_times(r.started_ns, r.ended_ns) {
+            return Err(ParseError::new(&imp.file, line, why));
         }
     }
     for v in &imp.variants {

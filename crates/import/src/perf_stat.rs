@@ -54,7 +54,22 @@ impl Block {
     }
 }
 
-fn finish(out: &mut Imported, variant: &str, b: Block) {
+/// A block that counted nothing (a header and no counter, no elapsed time, or only
+/// `<not supported>` ones) is no run: perf stat prints at least one figure of every run.
+fn counted(out: &Imported, b: &Block) -> Result<(), ParseError> {
+    if b.metrics.is_empty() {
+        return Err(ParseError::new(
+            &out.file,
+            b.line,
+            "counters: this perf stat block has no counted event and no elapsed time \
+             (perf stat prints at least one for every run)",
+        ));
+    }
+    Ok(())
+}
+
+fn finish(out: &mut Imported, variant: &str, b: Block) -> Result<(), ParseError> {
+    counted(out, &b)?;
     let kind = match b.repeats {
         Some(n) => RunKind::Summary { repeats: Some(n) },
         None => RunKind::Single,
@@ -77,6 +92,7 @@ fn finish(out: &mut Imported, variant: &str, b: Block) {
         out.notes.push(note);
     }
     out.push_run(variant, b.line, b.metrics, None, kind);
+    Ok(())
 }
 
 /// `Performance counter stats for 'CMD' (N runs):` -> (command, repeats).
@@ -181,7 +197,7 @@ fn parse_human(file: &str, text: &str, variant: &str) -> Result<Imported, ParseE
         let err = |msg: String| ParseError::new(file, lineno, msg);
         if t.starts_with("Performance counter stats for") {
             if let Some(b) = block.take() {
-                finish(&mut out, variant, b);
+                finish(&mut out, variant, b)?;
             }
             let (command, repeats) = parse_header(t).map_err(err)?;
             block = Some(Block {
@@ -236,13 +252,13 @@ fn parse_human(file: &str, text: &str, variant: &str) -> Result<Imported, ParseE
         if b.elapsed_seen {
             // perf's hints after the block ("Some events weren't counted...") and program output.
             let b = block.take().expect("block");
-            finish(&mut out, variant, b);
+            finish(&mut out, variant, b)?;
             continue;
         }
         parse_counter_line(t, b, &mut out.notes, file, lineno)?;
     }
     if let Some(b) = block.take() {
-        finish(&mut out, variant, b);
+        finish(&mut out, variant, b)?;
     }
     Ok(out)
 }
@@ -305,6 +321,7 @@ fn parse_csv(file: &str, text: &str, variant: &str) -> Result<Imported, ParseErr
     let mut block: Option<(Block, bool)> = None;
     let close = |out: &mut Imported, block: &mut Option<(Block, bool)>| {
         if let Some((mut b, summary)) = block.take() {
+            counted(out, &b)?;
             b.repeats = None;
             let kind = if summary {
                 RunKind::Summary { repeats: None }
@@ -313,6 +330,7 @@ fn parse_csv(file: &str, text: &str, variant: &str) -> Result<Imported, ParseErr
             };
             out.push_run(variant, b.line, b.metrics, None, kind);
         }
+        Ok::<(), ParseError>(())
     };
     for (i, raw) in text.lines().enumerate() {
         let lineno = i + 1;
@@ -322,7 +340,7 @@ fn parse_csv(file: &str, text: &str, variant: &str) -> Result<Imported, ParseErr
             continue;
         }
         if t.starts_with('#') {
-            close(&mut out, &mut block);
+            close(&mut out, &mut block)?;
             continue;
         }
         let f: Vec<&str> = t.split(',').collect();
@@ -348,7 +366,7 @@ fn parse_csv(file: &str, text: &str, variant: &str) -> Result<Imported, ParseErr
             .as_ref()
             .is_some_and(|(b, _)| b.metrics.iter().any(|m| m.name == event))
         {
-            close(&mut out, &mut block);
+            close(&mut out, &mut block)?;
         }
         let (b, summary) = block.get_or_insert_with(|| {
             (
@@ -408,7 +426,7 @@ fn parse_csv(file: &str, text: &str, variant: &str) -> Result<Imported, ParseErr
             }
         }
     }
-    close(&mut out, &mut block);
+    close(&mut out, &mut block)?;
     Ok(out)
 }
 
@@ -563,6 +581,20 @@ Some events weren't counted. Try disabling the NMI watchdog:
                 .msg
                 .contains("running%")
         );
+    }
+
+    #[test]
+    fn a_block_that_counted_nothing_is_refused() {
+        let empty = "\n Performance counter stats for 'true':\n\n\
+                     Performance counter stats for 'true':\n\n 1.0 seconds time elapsed\n";
+        let e = parse("p.txt", empty, "b").unwrap_err();
+        assert_eq!((e.line, e.msg.starts_with("counters:")), (2, true), "{e}");
+        let last = " Performance counter stats for 'true':\n\n 1.0 seconds time elapsed\n\n\
+                    Performance counter stats for 'true':\n";
+        assert_eq!(parse("p.txt", last, "b").unwrap_err().line, 5);
+        let unsupported = "<not supported>,,cycles,0.00%,0,100.00,,\n";
+        let e = parse("p.csv", unsupported, "b").unwrap_err();
+        assert!(e.to_string().starts_with("p.csv:1: counters:"), "{e}");
     }
 
     #[test]

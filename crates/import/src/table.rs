@@ -78,6 +78,42 @@ fn column(name: &str) -> Result<Column, String> {
     })
 }
 
+/// Whether two columns hold the same field: a metric once, whatever the units its columns name
+/// (`wall_ns [KiB]` beside `wall_ns [ns]` would give a run two values of one metric).
+fn same_field(a: &Column, b: &Column) -> bool {
+    match (a, b) {
+        (Column::Metric { name: x, .. }, Column::Metric { name: y, .. }) => x == y,
+        _ => a == b,
+    }
+}
+
+/// A JSON object's members in input order, a key given twice kept twice (serde_json's own map
+/// keeps the last one silently).
+struct Members(Vec<(String, serde_json::Value)>);
+
+impl<'de> serde::Deserialize<'de> for Members {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Members;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Members, A::Error> {
+                let mut out = Vec::new();
+                while let Some(member) = a.next_entry::<String, serde_json::Value>()? {
+                    out.push(member);
+                }
+                Ok(Members(out))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
 /// One row being read: its cells by column, and where it is (for errors).
 struct Row<'a> {
     file: &'a str,
@@ -233,11 +269,15 @@ pub fn parse_csv(file: &str, text: &str) -> Result<Imported, ParseError> {
                 let c = column(name).map_err(|m| {
                     ParseError::new(file, line, format!("column {} ({name:?}): {m}", i + 1))
                 })?;
-                if cols.iter().any(|(x, _)| *x == c) {
+                if let Some((_, first)) = cols.iter().find(|(x, _)| same_field(x, &c)) {
                     return Err(ParseError::new(
                         file,
                         line,
-                        format!("column {name:?} twice"),
+                        format!(
+                            "column {} ({name:?}): the same field as column {first:?} (a field \
+                             is given once)",
+                            i + 1
+                        ),
                     ));
                 }
                 cols.push((c, name.to_string()));
@@ -283,19 +323,35 @@ pub fn parse_jsonl(file: &str, text: &str) -> Result<Imported, ParseError> {
         if text.trim().is_empty() {
             continue;
         }
-        let obj: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(text).map_err(|e| {
-                ParseError::new(
-                    file,
-                    line,
-                    format!("column {}: not a JSON object: {e}", e.column()),
-                )
-            })?;
+        let Members(obj) = serde_json::from_str(text).map_err(|e| {
+            ParseError::new(
+                file,
+                line,
+                format!("column {}: not a JSON object: {e}", e.column()),
+            )
+        })?;
+        let mut seen = std::collections::HashSet::new();
         let mut cells = Vec::new();
         for (k, v) in &obj {
+            if !seen.insert(k.as_str()) {
+                return Err(ParseError::new(
+                    file,
+                    line,
+                    format!("key {k:?} twice in one object (a field is given once)"),
+                ));
+            }
             if !columns.iter().any(|(n, _)| n == k) {
                 let c = column(k)
                     .map_err(|m| ParseError::new(file, line, format!("key {k:?}: {m}")))?;
+                if let Some((first, _)) = columns.iter().find(|(_, x)| same_field(x, &c)) {
+                    return Err(ParseError::new(
+                        file,
+                        line,
+                        format!(
+                            "key {k:?}: the same field as key {first:?} (a field is given once)"
+                        ),
+                    ));
+                }
                 columns.push((k.clone(), c));
             }
             let Some(v) = cell(v) else {
@@ -399,7 +455,14 @@ mod tests {
                 "variant,param.k\na,1\na,2\n",
                 "t.csv:3: column 2 (param.k): variant \"a\" has k=\"1\"",
             ),
-            ("variant,host,host\na,1,2\n", "column \"host\" twice"),
+            (
+                "variant,host,host\na,1,2\n",
+                "t.csv:1: column 3 (\"host\"): the same field as column \"host\"",
+            ),
+            (
+                "variant,wall_ns [ns],wall_ns [KiB]\na,1,2\n",
+                "t.csv:1: column 3 (\"wall_ns [KiB]\"): the same field as column \"wall_ns [ns]\"",
+            ),
         ];
         for (text, want) in cases {
             let e = parse_csv("t.csv", text).unwrap_err().to_string();
@@ -436,9 +499,44 @@ mod tests {
                 "{\"variant\":\"a\",\"x [ns]\":\"z\"}\n",
                 "column \"x [ns]\": \"z\" is not a number",
             ),
+            (
+                "{\"variant\":\"a\",\"x [ns]\":1,\"x [ns]\":2}\n",
+                "t.jsonl:1: key \"x [ns]\" twice in one object",
+            ),
+            (
+                "{\"variant\":\"a\",\"x [ns]\":1}\n{\"variant\":\"a\",\"x [KiB]\":2}\n",
+                "t.jsonl:2: key \"x [KiB]\": the same field as key \"x [ns]\"",
+            ),
         ] {
             let e = parse_jsonl("t.jsonl", text).unwrap_err().to_string();
             assert!(e.contains(want), "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn values_no_run_can_have_are_refused_with_line_and_field() {
+        for (text, want) in [
+            (
+                "variant,wall_ns [ns]\na,1\na,-5\n",
+                "t.csv:3: wall_ns (ns): -5 is negative",
+            ),
+            (
+                "variant,started_ns,ended_ns\na,10,20\na,30,20\n",
+                "t.csv:3: ended_ns: 20 is before started_ns 30",
+            ),
+            (
+                "variant,started_ns\na,-3\n",
+                "t.csv:2: started_ns: -3 is negative",
+            ),
+        ] {
+            let e = crate::parse(Format::Csv, "t.csv", text, "x")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+        // What a tool can print stays accepted: a negative value of a metric of a workload's
+        // own, an end without a start.
+        let ok = "variant,delta [ns],ended_ns\na,-5,20\n";
+        crate::parse(Format::Csv, "t.csv", ok, "x").unwrap();
     }
 }

@@ -127,7 +127,9 @@ fn shorten(s: &str) -> String {
     }
 }
 
-/// `[h:]mm:ss[.ff]` (GNU time's `%E`) or plain seconds, to seconds.
+/// `[h:]mm:ss[.ff]` (GNU time's `%E`) or plain seconds, to seconds. Minutes and seconds after
+/// the first part are below 60, as GNU time prints them (`0:99.44` and `99:99:99` are no
+/// elapsed times it can print).
 fn parse_elapsed(s: &str) -> Option<f64> {
     let parts: Vec<&str> = s.split(':').collect();
     if parts.len() > 3 {
@@ -140,9 +142,43 @@ fn parse_elapsed(s: &str) -> Option<f64> {
             return None;
         }
         let v = parse_num(p)?;
+        if k > 0 && v >= 60.0 {
+            return None;
+        }
         secs = secs * 60.0 + v;
     }
     Some(secs)
+}
+
+/// Why GNU time cannot have printed `cpu_pct` for these user, system and elapsed times: it
+/// prints (user + system) / elapsed as a whole percentage, from times it prints truncated to
+/// hundredths, so the percentage is at most what those hundredths allow (any, when elapsed is
+/// below a hundredth). Only a percentage above that is refused: one below it is as impossible
+/// but harmless (`cpu_pct` is not what a verdict is made from), and hand-written records have it.
+fn cpu_pct_impossible(metrics: &[Metric]) -> Option<String> {
+    let get = |n: &str| metrics.iter().find(|m| m.name == n).map(|m| m.value / 1e9);
+    let (Some(u), Some(s), Some(e), Some(pct)) = (
+        get("user_ns"),
+        get("sys_ns"),
+        get("wall_ns"),
+        metrics
+            .iter()
+            .find(|m| m.name == "cpu_pct")
+            .map(|m| m.value),
+    ) else {
+        return None;
+    };
+    let slack = 0.011;
+    if e <= slack {
+        return None;
+    }
+    let high = ((u + s + 2.0 * slack) / (e - slack) * 100.0 + 1.0).ceil();
+    (pct > high).then(|| {
+        format!(
+            "%CPU: {pct}% cannot come with {u:.2} s user + {s:.2} s system in {e:.2} s elapsed \
+             (GNU time prints (user+system)/elapsed: at most {high}% here)"
+        )
+    })
 }
 
 fn num_field(tok: &str, suffix: &str, what: &str) -> Result<f64, String> {
@@ -206,7 +242,9 @@ fn parse_record(record: &str) -> Result<(Option<&str>, Vec<Metric>), String> {
                 e.strip_suffix("elapsed")
                     .ok_or(format!("expected 'Eelapsed', found {e:?}"))?,
             )
-            .ok_or(format!("bad elapsed time {e:?} (expected [h:]m:ss.ff)"))?,
+            .ok_or(format!(
+                "bad elapsed time {e:?} (expected [h:]m:ss.ff, minutes and seconds below 60)"
+            ))?,
         )
     } else {
         (
@@ -214,8 +252,9 @@ fn parse_record(record: &str) -> Result<(Option<&str>, Vec<Metric>), String> {
                 .ok_or(format!("bad user time {u:?} (expected seconds)"))?,
             parse_num(opt_suffix(s, "system"))
                 .ok_or(format!("bad system time {s:?} (expected seconds)"))?,
-            parse_elapsed(opt_suffix(e, "elapsed"))
-                .ok_or(format!("bad elapsed time {e:?} (expected [h:]m:ss.ff)"))?,
+            parse_elapsed(opt_suffix(e, "elapsed")).ok_or(format!(
+                "bad elapsed time {e:?} (expected [h:]m:ss.ff, minutes and seconds below 60)"
+            ))?,
         )
     };
     if tail.len() != 6 {
@@ -261,6 +300,9 @@ fn parse_record(record: &str) -> Result<(Option<&str>, Vec<Metric>), String> {
         num_field(tail[5], "swaps", "swaps")?,
         unit::COUNT,
     ));
+    if let Some(why) = cpu_pct_impossible(&m) {
+        return Err(why);
+    }
     Ok((label, m))
 }
 
@@ -403,6 +445,9 @@ impl Verbose {
                 ));
             }
         }
+        if let Some(why) = cpu_pct_impossible(&self.metrics) {
+            return Err(ParseError::new(file, self.line, why));
+        }
         // A signal death prints "Command terminated by signal N" and then "Exit status: 0".
         let exit = match exit {
             Some(Exit::Signal(s)) => Some(Exit::Signal(s)),
@@ -454,7 +499,7 @@ mod tests {
         let text = "0.01user 0.02system 0:00.03elapsed 100%CPU (0avgtext+0avgdata 1008maxresident)k\n\
 80inputs+8outputs (1major+73minor)pagefaults 0swaps\n\
 Command exited with non-zero status 3\n\
-1.50user 0.25system 1:02:03elapsed 99%CPU (0avgtext+0avgdata 1628maxresident)k\n\
+1.50user 0.25system 1:02:03elapsed 0%CPU (0avgtext+0avgdata 1628maxresident)k\n\
 0inputs+0outputs (0major+88minor)pagefaults 0swaps\n\
 Command terminated by signal 9\n\
 0.00user 0.00system 0:00.00elapsed ?%CPU (0avgtext+0avgdata 1428maxresident)k\n\
@@ -476,7 +521,7 @@ Command terminated by signal 9\n\
     #[test]
     fn verbose_records() {
         let text = "\tCommand being timed: \"sh -c exit 3\"\n\tUser time (seconds): 0.12\n\tSystem time (seconds): 0.03\n\
-\tPercent of CPU this job got: 98%\n\tElapsed (wall clock) time (h:mm:ss or m:ss): 0:01.50\n\
+\tPercent of CPU this job got: 10%\n\tElapsed (wall clock) time (h:mm:ss or m:ss): 0:01.50\n\
 \tAverage shared text size (kbytes): 0\n\tMaximum resident set size (kbytes): 1792\n\
 \tMajor (requiring I/O) page faults: 2\n\tMinor (reclaiming a frame) page faults: 76\n\
 \tVoluntary context switches: 5\n\tInvoluntary context switches: 7\n\tSwaps: 0\n\
@@ -540,5 +585,43 @@ n 879.79 77.5x 4:15.25 375%CPU (0avgtext+0avgdata 799840maxresident)k 0inputs+44
         assert_eq!(parse_elapsed("0:00.00"), Some(0.0));
         assert_eq!(parse_elapsed("x:00"), None);
         assert_eq!(parse_elapsed("1:2:3:4"), None);
+        assert_eq!(parse_elapsed("0:99.44"), None);
+        assert_eq!(parse_elapsed("99:99:99"), None);
+        assert_eq!(parse_elapsed("1:59:59.99"), Some(7199.99));
+        assert_eq!(parse_elapsed("600:00.00"), Some(36000.0));
+    }
+
+    #[test]
+    fn what_gnu_time_cannot_print_is_refused_naming_the_line_and_field() {
+        let rec = |t: &str, cpu: &str| {
+            format!(
+                "# a comment\n{t} {cpu}%CPU (0avgtext+0avgdata 1maxresident)k\n\
+                 0inputs+0outputs (0major+5minor)pagefaults 0swaps\n"
+            )
+        };
+        for (t, cpu, field) in [
+            ("0.00user 0.00system 0:99.44elapsed", "0", "elapsed"),
+            ("0.00user 0.00system 99:99:99elapsed", "0", "elapsed"),
+            ("1.00user 0.00system 0:01.00elapsed", "99999", "%CPU"),
+            ("0.10user 0.00system 0:10.00elapsed", "100", "%CPU"),
+        ] {
+            let e = parse("t.txt", &rec(t, cpu), "x").unwrap_err();
+            assert_eq!(e.line, 2, "{e}");
+            assert!(e.msg.contains(field), "{t}: {e}");
+        }
+        // Rounding to hundredths allows some spread; a tiny elapsed time allows any percentage.
+        for (t, cpu) in [
+            ("1.00user 0.00system 0:01.00elapsed", "99"),
+            ("0.50user 0.50system 0:01.00elapsed", "100"),
+            ("0.00user 0.00system 0:00.00elapsed", "100"),
+            ("0.01user 0.00system 0:00.01elapsed", "66"),
+        ] {
+            parse("t.txt", &rec(t, cpu), "x").unwrap_or_else(|e| panic!("{t} {cpu}: {e}"));
+        }
+        let v = "\tUser time (seconds): 1.00\n\tSystem time (seconds): 0.00\n\
+                 \tPercent of CPU this job got: 99999%\n\
+                 \tElapsed (wall clock) time (h:mm:ss or m:ss): 0:01.00\n\tExit status: 0\n";
+        let e = parse("v.txt", v, "x").unwrap_err();
+        assert!(e.msg.contains("%CPU"), "{e}");
     }
 }

@@ -121,6 +121,19 @@ impl Store {
     }
 }
 
+/// Whether `e` says another process held the store's write lock longer than abperf waits for
+/// it ([`BUSY_TIMEOUT`]: SQLite's busy or locked).
+pub fn is_lock_timeout(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<rusqlite::Error>().is_some_and(|sql| {
+            matches!(
+                sql.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            )
+        })
+    })
+}
+
 /// Whether `e` says the store's disk (or quota) is full.
 pub fn is_disk_full(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {

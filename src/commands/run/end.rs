@@ -37,21 +37,21 @@ pub(crate) fn conclude(
     variants: usize,
     result: anyhow::Result<Ending>,
 ) -> anyhow::Result<i32> {
+    let stopped = result.as_ref().err().and_then(store_stopped);
     let (mut status, mut code) = match &result {
         Ok(Ending::Complete | Ending::Decided(_)) => (Status::Complete, 0),
-        // A full disk stops the experiment; nothing about it failed: free space and resume.
-        Err(e) if crate::store::is_disk_full(e) => (Status::Interrupted, 1),
+        // A full disk or a store locked too long stops the experiment; nothing about it failed:
+        // free space (or let the other writer finish) and resume.
+        Err(_) if stopped.is_some() => (Status::Interrupted, 1),
         Ok(Ending::Failed(_)) | Err(_) => (Status::Failed, 1),
         Ok(Ending::Interrupted(sig)) => (Status::Interrupted, 128 + sig),
     };
-    if let Err(e) = result.as_ref()
-        && crate::store::is_disk_full(e)
-    {
-        // The status may not fit on the disk either; then the dead owner shows it interrupted.
+    if let (Err(e), Some((what, then))) = (result.as_ref(), stopped) {
+        // The status may not be written either; then the dead owner shows it interrupted.
         let _ = store.set_status(id, status);
         return Err(anyhow::anyhow!(
-            "store {}: the disk is full ({e:#}); experiment {id} stopped with every completed run \
-             stored; free some space, then continue it with: {}",
+            "store {}: {what} ({e:#}); experiment {id} stopped with every completed run \
+             stored; {then}, then continue it with: {}",
             store.path().display(),
             hints::command(store.path(), &format!("run --resume {id}"))
         ));
@@ -98,6 +98,21 @@ pub(crate) fn conclude(
     }
     tell_ending(store, id, result, all_failed, &starved)?;
     Ok(code)
+}
+
+/// When error `e` stopped the runs because of the store's machine, not the experiment: what
+/// happened and what to do before resuming.
+fn store_stopped(e: &anyhow::Error) -> Option<(&'static str, &'static str)> {
+    if crate::store::is_disk_full(e) {
+        Some(("the disk is full", "free some space"))
+    } else if crate::store::is_lock_timeout(e) {
+        Some((
+            "another process held its write lock longer than abperf waits for it",
+            "let that writer finish",
+        ))
+    } else {
+        None
+    }
 }
 
 /// Say how the experiment ended and how to go on: where it is stored and the commands that

@@ -1,15 +1,19 @@
-//! One dispatch: the playbook, the hosts' shares and the callback plugin written into a
-//! temporary directory, `ansible-playbook` run once for all hosts (its output goes to abperf's
-//! stderr), and what went wrong on which host, in Ansible's words.
+//! One dispatch: the playbook, the hosts' shares, the limit file and the callback plugin
+//! written into a temporary directory (0700, every file in it 0600: a share may name the store
+//! with its credentials; removed when the dispatch ends, also on an error or a signal),
+//! `ansible-playbook` run once for all hosts (its output relayed line by line to abperf's stderr
+//! through the escaping of abperf's own messages), and what went wrong on which host, in
+//! Ansible's words.
 
-use super::inventory::STRICT_INVENTORY;
-use super::playbook::{CALLBACK, CALLBACK_PLUGIN, Dispatch, RemoteAbperf, playbook};
+use super::inventory::{STRICT_INVENTORY, bad_name};
+use super::playbook::{CALLBACK, CALLBACK_PLUGIN, Dispatch, RemoteAbperf, limit_file, playbook};
 use super::share::FleetShare;
 use crate::runner::signals;
 use anyhow::Context;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::os::fd::AsFd;
+use std::io::{BufRead, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
@@ -78,6 +82,43 @@ fn wait_passing_signals(mut child: Child) -> anyhow::Result<ExitStatus> {
     }
 }
 
+/// Write `bytes` to a new file `path` that only its owner may read (0600).
+fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes))
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Make directory `path` that only its owner may enter (0700).
+fn private_dir(path: &Path) -> anyhow::Result<()> {
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(path)
+        .with_context(|| format!("cannot make {}", path.display()))
+}
+
+/// The lines ansible-playbook writes (stdout and stderr, one pipe), relayed to abperf's stderr
+/// as abperf's own messages are (`stderr_line`: no raw escape byte reaches the terminal).
+/// Returns a receiver that gets one message once the pipe is at its end.
+fn relay(from: std::io::PipeReader) -> std::sync::mpsc::Receiver<()> {
+    let (done, ended) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut r = std::io::BufReader::new(from);
+        let mut line = Vec::new();
+        while matches!(r.read_until(b'\n', &mut line), Ok(n) if n > 0) {
+            let text = String::from_utf8_lossy(&line);
+            abperf_model::error::stderr_line(text.strip_suffix('\n').unwrap_or(&text));
+            line.clear();
+        }
+        let _ = done.send(());
+    });
+    ended
+}
+
 /// `value` put in front of the colon-separated list in environment variable `key`.
 fn prepend(key: &str, value: &str, sep: &str) -> String {
     match std::env::var(key) {
@@ -99,12 +140,14 @@ pub fn dispatch(
         .tempdir()
         .context("cannot make a temporary directory for the playbook")?;
     let d = dir.path();
-    std::fs::create_dir_all(d.join("callbacks"))?;
-    std::fs::create_dir_all(d.join("fetched"))?;
-    std::fs::create_dir_all(d.join("local"))?;
-    std::fs::write(
-        d.join("callbacks").join(format!("{CALLBACK}.py")),
-        CALLBACK_PLUGIN,
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("cannot make {} private", d.display()))?;
+    for sub in ["callbacks", "fetched", "local"] {
+        private_dir(&d.join(sub))?;
+    }
+    write_private(
+        &d.join("callbacks").join(format!("{CALLBACK}.py")),
+        CALLBACK_PLUGIN.as_bytes(),
     )?;
     let mut disp = Dispatch {
         token,
@@ -116,8 +159,16 @@ pub fn dispatch(
     };
     let mut hosts = Vec::new();
     for (i, s) in shares.iter().enumerate() {
+        // The names reach Ansible (its limit file, its variables): checked where they are used
+        // (`inventory::refuse_bad_names` said where first).
+        if let Some(why) = bad_name(&s.host) {
+            anyhow::bail!(
+                "host {:?} is refused: {why}",
+                abperf_model::escape::shorten(&s.host, 80)
+            );
+        }
         let file = d.join(format!("share-{i}.json"));
-        std::fs::write(&file, serde_json::to_vec(s)?)?;
+        write_private(&file, &serde_json::to_vec(s)?)?;
         disp.shares.insert(s.host.clone(), file);
         disp.places.insert(s.host.clone(), s.place);
         disp.fetched
@@ -125,15 +176,21 @@ pub fn dispatch(
         hosts.push(s.host.clone());
     }
     let book = d.join("playbook.yml");
-    std::fs::write(&book, serde_json::to_vec_pretty(&playbook(&disp, &hosts))?)?;
+    write_private(&book, &serde_json::to_vec_pretty(&playbook(&disp))?)?;
+    let limit = d.join("hosts.limit");
+    write_private(&limit, limit_file(&hosts).as_bytes())?;
+    let mut at = std::ffi::OsString::from("@");
+    at.push(&limit);
     let events = d.join("events.jsonl");
-    let out = std::io::stderr()
-        .as_fd()
-        .try_clone_to_owned()
-        .context("cannot pass stderr on to ansible-playbook")?;
-    let child = Command::new("ansible-playbook")
-        .arg("-i")
+    let (from, to) = std::io::pipe().context("cannot make a pipe for ansible-playbook")?;
+    let to_err = to
+        .try_clone()
+        .context("cannot make a pipe for ansible-playbook")?;
+    let mut cmd = Command::new("ansible-playbook");
+    cmd.arg("-i")
         .arg(inventory)
+        .arg("--limit")
+        .arg(&at)
         .arg(&book)
         .envs(STRICT_INVENTORY.iter().copied())
         .env(
@@ -152,10 +209,18 @@ pub fn dispatch(
         .env("ANSIBLE_RETRY_FILES_ENABLED", "false")
         .env("ABPERF_FLEET_EVENTS", &events)
         .stdin(Stdio::null())
-        .stdout(Stdio::from(out))
-        .spawn()
+        .stdout(Stdio::from(to))
+        .stderr(Stdio::from(to_err));
+    let child = cmd.spawn();
+    // The pipe's writing ends go with the command: the relay ends when ansible-playbook's do.
+    drop(cmd);
+    let child = child
         .context("cannot run ansible-playbook (is Ansible installed? Debian: ansible-core)")?;
+    let relayed = relay(from);
     let status = wait_passing_signals(child)?;
+    // A process ansible-playbook left behind (an ssh control master) may hold the pipe open:
+    // its last lines are waited for briefly, not forever.
+    let _ = relayed.recv_timeout(Duration::from_secs(2));
     let failures = failures(&events)?;
     // 0: all went well; 2: a host failed; 4: a host was unreachable. Anything else is Ansible's
     // own trouble (the playbook, the inventory, an option), said on stderr above; or (99) it was

@@ -28,8 +28,16 @@ pub fn ansible_words(stderr: &[u8]) -> String {
 }
 
 /// The hosts of `inventory` (sorted by name), only those `limit` names (hosts or groups,
-/// comma-separated) when given.
+/// comma-separated) when given; a name abperf does not dispatch to ([`bad_name`]) among them is
+/// an error naming the inventory's file and line.
 pub fn hosts(inventory: &Path, limit: Option<&str>) -> anyhow::Result<Vec<String>> {
+    let picked = listed(inventory, limit)?;
+    refuse_bad_names(inventory, &picked)?;
+    Ok(picked)
+}
+
+/// [`hosts`] without the check of their names (a resume checks those it dispatches to).
+pub fn listed(inventory: &Path, limit: Option<&str>) -> anyhow::Result<Vec<String>> {
     if !inventory.exists() {
         return Err(usage(format!(
             "-i/--inventory {}: no such file",
@@ -71,6 +79,60 @@ pub fn hosts(inventory: &Path, limit: Option<&str>) -> anyhow::Result<Vec<String
         )));
     }
     Ok(picked.into_iter().collect())
+}
+
+/// Why abperf does not dispatch to a host called `name` (None: it does). A name is what
+/// Ansible's patterns and templates take literally: letters, digits, `.`, `-` and `_`, starting
+/// with a letter or digit, at most 253 bytes (a DNS name's length). Anything else could be a
+/// template (`{{ lookup('pipe', ...) }}` runs a command on the coordinator), a pattern (`*`,
+/// `!`, `~`, `&`, `:`, `,`) or an escape sequence on a terminal.
+pub fn bad_name(name: &str) -> Option<&'static str> {
+    let first_ok = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric());
+    if name.is_empty() || name.len() > 253 {
+        Some("a host name has 1 to 253 characters")
+    } else if !first_ok {
+        Some("a host name starts with a letter or a digit")
+    } else if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+    {
+        Some(
+            "a host name is letters, digits, '.', '-' and '_' (Ansible would read other \
+             characters as a template or a pattern)",
+        )
+    } else {
+        None
+    }
+}
+
+/// The first line of the inventory file that holds `name` (None: a directory, a script's
+/// output, or the name written otherwise, e.g. with YAML escapes).
+fn line_of(inventory: &Path, name: &str) -> Option<usize> {
+    let text = std::fs::read(inventory).ok()?;
+    let text = String::from_utf8_lossy(&text);
+    text.lines().position(|l| l.contains(name)).map(|i| i + 1)
+}
+
+/// A usage error for the first of `names` abperf does not dispatch to ([`bad_name`]), naming
+/// the inventory's file and line where it is, the name (escaped) and why.
+pub fn refuse_bad_names<'a>(
+    inventory: &Path,
+    names: impl IntoIterator<Item = &'a String>,
+) -> anyhow::Result<()> {
+    for name in names {
+        if let Some(why) = bad_name(name) {
+            let at = line_of(inventory, name).map_or(String::new(), |l| format!(":{l}"));
+            return Err(usage(format!(
+                "inventory {}{at}: host {:?} is refused: {why}",
+                inventory.display(),
+                abperf_model::escape::shorten(name, 80)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The hosts of group `name` and of its children, into `out`.
@@ -141,5 +203,33 @@ mod tests {
         let some = pick(&list(), Some("a, c")).unwrap();
         assert_eq!(some.into_iter().collect::<Vec<_>>(), ["a", "c"]);
         assert!(pick(&list(), Some("nope")).unwrap_err().contains("'nope'"));
+    }
+
+    #[test]
+    fn only_plain_host_names_are_dispatched_to() {
+        for good in ["lab-a", "epyc_1.lab.example", "10.0.0.11", "x"] {
+            assert_eq!(bad_name(good), None, "{good}");
+        }
+        for bad in [
+            "h1{{ lookup('pipe','touch X') }}",
+            "{% raw %}",
+            "a,b",
+            "!a",
+            "~a.*",
+            "-a",
+            "a b",
+            "a\u{1b}[2J",
+            "",
+            "web*",
+            "fe80::1",
+        ] {
+            assert!(bad_name(bad).is_some(), "{bad}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let inv = dir.path().join("inv.yml");
+        std::fs::write(&inv, "all:\n  hosts:\n    ok:\n    \"h{{ x }}\":\n").unwrap();
+        let names = ["ok".to_string(), "h{{ x }}".to_string()];
+        let e = refuse_bad_names(&inv, &names).unwrap_err().to_string();
+        assert!(e.contains("inv.yml:4: host \"h{{ x }}\" is refused"), "{e}");
     }
 }

@@ -130,15 +130,17 @@ pub fn run_missing(
         return status(store, exp.id);
     }
     // A resume may be given another inventory: every host to dispatch must be in it.
-    let known = inventory::hosts(inventory, None)?;
+    let known = inventory::listed(inventory, None)?;
     if let Some(s) = shares.iter().find(|s| !known.contains(&s.host)) {
         return Err(abperf_model::error::usage(format!(
             "host {} of experiment {} is not in the inventory {}",
-            s.host,
+            abperf_model::escape::shorten(&s.host, 80),
             exp.id,
             inventory.display()
         )));
     }
+    // The names come from the store's rows: checked as the inventory's are before a first run.
+    inventory::refuse_bad_names(inventory, shares.iter().map(|s| &s.host))?;
     let fetched = dispatch::dispatch(inventory, &exp.fleet.token, abperf, version, &shares)?;
     // The runs the hosts committed themselves (into a shared store) are not committed again.
     store.catch_up(exp.id)?;

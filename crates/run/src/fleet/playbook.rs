@@ -2,13 +2,18 @@
 //! reads), and the callback plugin that tells abperf which host failed and why.
 //!
 //! On every host, in one play: make the experiment's directory (`~/.abperf-fleet/TOKEN/POS`,
-//! TOKEN random per experiment, so that experiments of other coordinators and stores never share
-//! one, and POS the host's place in the plan, so that hosts sharing a home directory over NFS
-//! do not either), copy the coordinator's abperf there (and the spawn helper beside it) unless the host's
-//! installed abperf is used (`--remote-abperf`), check that `abperf --version` there prints the
-//! coordinator's, copy the host's share, run it (`abperf run --fleet-share share.json --lines
-//! lines.jsonl`), fetch lines.jsonl back, also when the run failed, and, when it did not,
-//! remove the copied binaries.
+//! mode 0700 like the directories above it, TOKEN random per experiment, so that experiments of
+//! other coordinators and stores never share one, and POS the host's place in the plan, so that
+//! hosts sharing a home directory over NFS do not either), copy the coordinator's abperf there
+//! (and the spawn helper beside it) unless the host's installed abperf is used
+//! (`--remote-abperf`), check that `abperf --version` there prints the coordinator's, copy the
+//! host's share (0600: it may name the store with its credentials), run it (`abperf run
+//! --fleet-share share.json --lines lines.jsonl`), fetch lines.jsonl back and remove the share,
+//! also when the run failed, and, when it did not, remove the copied binaries.
+//!
+//! No host name is ever put where Ansible templates (`hosts:` is `all`; the hosts are picked by
+//! a `--limit @FILE` file): a name is the inventory's text, and a template in it would run on
+//! the coordinator.
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -82,8 +87,15 @@ fn abperf_tasks(d: &Dispatch) -> Vec<Value> {
     tasks
 }
 
-/// The playbook of dispatch `d` to `hosts`.
-pub fn playbook(d: &Dispatch, hosts: &[String]) -> Value {
+/// The text of the file `ansible-playbook --limit @FILE` reads: one host a line (each one
+/// checked by `inventory::bad_name`, so a line is a host's name, never a pattern).
+pub fn limit_file(hosts: &[String]) -> String {
+    hosts.iter().map(|h| format!("{h}\n")).collect()
+}
+
+/// The playbook of dispatch `d` (to every host of the inventory: the hosts are picked by
+/// [`limit_file`]).
+pub fn playbook(d: &Dispatch) -> Value {
     let bin = match d.abperf {
         RemoteAbperf::Copy { .. } => "{{ abperf_dir.stdout }}/abperf".to_string(),
         RemoteAbperf::Installed(p) => p.clone(),
@@ -91,7 +103,9 @@ pub fn playbook(d: &Dispatch, hosts: &[String]) -> Value {
     let mut tasks = vec![json!({
         "name": "the experiment's directory",
         "ansible.builtin.shell": format!(
-            "mkdir -p \"$HOME/.abperf-fleet/{t}/$POS\" && cd \"$HOME/.abperf-fleet/{t}/$POS\" && pwd",
+            "umask 077 && mkdir -p \"$HOME/.abperf-fleet/{t}/$POS\" && \
+             chmod 700 \"$HOME/.abperf-fleet\" \"$HOME/.abperf-fleet/{t}\" \"$HOME/.abperf-fleet/{t}/$POS\" && \
+             cd \"$HOME/.abperf-fleet/{t}/$POS\" && pwd",
             t = d.token
         ),
         "environment": {"POS": "{{ abperf_places[inventory_hostname] }}"},
@@ -103,7 +117,8 @@ pub fn playbook(d: &Dispatch, hosts: &[String]) -> Value {
         "name": "copy the host's share",
         "ansible.builtin.copy": {
             "src": "{{ abperf_shares[inventory_hostname] }}",
-            "dest": "{{ abperf_dir.stdout }}/share.json"
+            "dest": "{{ abperf_dir.stdout }}/share.json",
+            "mode": "0600"
         }
     }));
     tasks.push(json!({
@@ -125,6 +140,13 @@ pub fn playbook(d: &Dispatch, hosts: &[String]) -> Value {
                 "flat": true,
                 "fail_on_missing": false
             }
+        }, {
+            // The share may name the store with its credentials: it does not outlive the run.
+            "name": "remove the share",
+            "ansible.builtin.file": {
+                "path": "{{ abperf_dir.stdout }}/share.json",
+                "state": "absent"
+            }
         }]
     }));
     if matches!(d.abperf, RemoteAbperf::Copy { .. }) {
@@ -141,7 +163,9 @@ pub fn playbook(d: &Dispatch, hosts: &[String]) -> Value {
     }
     json!([{
         "name": format!("abperf fleet {}", d.token),
-        "hosts": hosts.join(","),
+        // Never a host's name here: Ansible templates `hosts:`, and a name is the inventory's
+        // text. The hosts are picked by `--limit @FILE` ([`limit_file`]), which is not.
+        "hosts": "all",
         "gather_facts": false,
         "vars": {
             "abperf_bin": bin,
@@ -211,8 +235,10 @@ mod tests {
             shares,
             fetched,
         };
-        let p = playbook(&d, &["a".to_string()]);
+        let p = playbook(&d);
         let text = p.to_string();
+        assert_eq!(p[0]["hosts"], "all");
+        assert_eq!(limit_file(&["a".into(), "b".into()]), "a\nb\n");
         assert!(!text.contains("copy abperf"));
         assert_eq!(p[0]["vars"]["abperf_bin"], "/usr/local/bin/abperf");
         assert_eq!(p[0]["vars"]["abperf_shares"]["a"], "/t/0.json");

@@ -34,14 +34,21 @@ pub struct FleetShare {
 }
 
 /// `abperf run --fleet-share FILE --lines OUT` on a fleet host: run the share's slots that OUT
-/// does not hold yet, append a line per finished run (and commit it into the share's store, if
+/// does not hold yet (the share file is removed once read when it names a store), append a line
+/// per finished run (and commit it into the share's store, if
 /// it names one: `shared_store`), end with an end line. Exit status as
 /// a guest's (`runner::guest::end_line`).
 pub fn run(share: &Path, lines: &Path) -> anyhow::Result<i32> {
+    let share_path = share;
     let text = std::fs::read_to_string(share)
         .with_context(|| format!("cannot read the share {}", share.display()))?;
     let share: FleetShare = serde_json::from_str(&text)
         .with_context(|| format!("{}: not a fleet share of this abperf", share.display()))?;
+    if share.store.is_some() {
+        // It names the store, perhaps with a password: read, it is not left on the host (the
+        // playbook removes it too, but a dispatch stopped by a signal may not get that far).
+        let _ = std::fs::remove_file(share_path);
+    }
     let (lines, done) = LinesFile::open(lines)?;
     let mut out = super::shared_store::Committing::new(
         lines,

@@ -5,7 +5,8 @@
 //! SIGPIPE is caught rather than left to kill abperf: a closed output pipe (`abperf run ... | head
 //! -1`) then stops the experiment like Ctrl-C, after its knobs are put back, instead of killing
 //! abperf with every knob still changed. Writes to the closed pipe fail with EPIPE and are dropped
-//! (`error::stderr_line`).
+//! (`error::stderr_line`). A closed pipe is noticed when it closes, not at abperf's next write
+//! to it (`watch_output_pipes`).
 
 pub use abperf_measure::signals::name;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGPIPE, SIGTERM};
@@ -42,7 +43,59 @@ pub fn install() -> anyhow::Result<()> {
         }
         Err(e) => result = Err(anyhow::anyhow!("cannot install signal handlers: {e}")),
     });
+    if result.is_ok() {
+        WATCH_PIPES.call_once(watch_output_pipes);
+    }
     result
+}
+
+static WATCH_PIPES: Once = Once::new();
+
+/// Standard output and error, those of them that are pipes or sockets, watched for their reader
+/// going away: the first one that does raises SIGPIPE, which stops the experiment as above. A
+/// closed pipe raises SIGPIPE by itself only when abperf next writes to it, and an experiment
+/// writes nothing until it ends: `abperf run ... 2>&1 | head -1` would otherwise run every run
+/// and only then stop. `poll` with no events reports just the error and hang-up of a pipe whose
+/// reader is gone; the thread sleeps in it and costs nothing.
+fn watch_output_pipes() {
+    let mut fds: Vec<libc::pollfd> = [libc::STDOUT_FILENO, libc::STDERR_FILENO]
+        .into_iter()
+        .filter(|&fd| {
+            // SAFETY: fstat into a zeroed stat buffer of our own.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            let ok = unsafe { libc::fstat(fd, &mut st) } == 0;
+            let kind = st.st_mode & libc::S_IFMT;
+            ok && (kind == libc::S_IFIFO || kind == libc::S_IFSOCK)
+        })
+        .map(|fd| libc::pollfd {
+            fd,
+            events: 0,
+            revents: 0,
+        })
+        .collect();
+    if fds.is_empty() {
+        return;
+    }
+    std::thread::spawn(move || {
+        loop {
+            // SAFETY: poll on descriptors of this process, with a buffer of the right length.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            if n <= 0 || fds.iter().any(|f| f.revents & libc::POLLNVAL != 0) {
+                return;
+            }
+            if fds
+                .iter()
+                .any(|f| f.revents & (libc::POLLERR | libc::POLLHUP) != 0)
+            {
+                // SAFETY: plain syscall, a signal to this process.
+                unsafe { libc::kill(libc::getpid(), libc::SIGPIPE) };
+                return;
+            }
+        }
+    });
 }
 
 /// The signal received since `install`, if any.
