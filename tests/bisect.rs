@@ -132,7 +132,9 @@ fn the_culprit_is_found_through_a_broken_commit_and_a_resume_without_repeating_a
     assert_eq!(listed, after.keys().copied().collect::<Vec<_>>(), "{out}");
 
     // The stored bisection reads back the same, and reads like a reply in the mail format.
-    let status = lab.ok(&["bisect", "status", "1", "--format", "json"]).json();
+    let status = lab
+        .ok(&["bisect", "status", "1", "--format", "json"])
+        .json();
     assert_eq!(status, doc);
     let mail = lab.ok(&["bisect", "status", "1", "--format", "mail"]);
     let short = doc["candidate"]["short"].as_str().unwrap();
@@ -177,7 +179,9 @@ fn resume_refuses_a_command_other_than_the_stored_one() {
     other
         .current_dir(&dir)
         .env("ABPERF_DB", lab.db())
-        .args(["bisect", "--good", "HEAD~64", "--bad", "HEAD", "--resume", "1"])
+        .args([
+            "bisect", "--good", "HEAD~64", "--bad", "HEAD", "--resume", "1",
+        ])
         .args(["--build", "touch /tmp/never", "--metric", "user_ns"])
         .args(["--ends-runs", "2", "--", "./prog"]);
     let o = run_within(other, Duration::from_secs(60), "bisect --resume");
