@@ -188,3 +188,38 @@ fn resume_refuses_a_command_other_than_the_stored_one() {
     assert_eq!(o.code, Some(2), "{o}");
     o.err_has("--build differ");
 }
+
+#[test]
+fn a_bisection_in_postgresql_reads_back_and_resumes_from_the_server() {
+    if let Err(why) = tools() {
+        return skip(&why);
+    }
+    let Some(pg) = common::postgres::Server::start() else {
+        return;
+    };
+    let lab = Lab::new();
+    let dsn = pg.create_db("bisect");
+    let dir = repo(&lab, 20, 0);
+    let args = ["--seed", "5", "--format", "json", "--db", &dsn];
+    let out = run_within(
+        bisect(&lab, &dir, &args),
+        Duration::from_secs(300),
+        "bisect",
+    );
+    assert_eq!(out.code, Some(0), "{out}");
+    let doc = out.json();
+    assert_eq!(doc["result"], "culprit", "{out}");
+    assert_eq!(doc["candidate"]["index"], 20, "{out}");
+    let status = lab.ok(&["bisect", "status", "1", "--format", "json", "--db", &dsn]);
+    assert_eq!(status.json(), doc);
+    // A finished bisection resumed: every step replayed from the server, nothing run again.
+    let again = [&args[..], &["--resume", "1"]].concat();
+    let out = run_within(
+        bisect(&lab, &dir, &again),
+        Duration::from_secs(120),
+        "resume",
+    );
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.json(), doc);
+    assert!(!lab.db().exists(), "nothing went to the SQLite store");
+}

@@ -28,8 +28,9 @@ fn distinct(revs: &[usize]) -> Vec<usize> {
 }
 
 /// Replay the stored steps of a bisection into a new machine (their runs recorded, their
-/// unbuildable revisions marked); a step that is not what the machine asks is an error.
-fn replay(store: &Store, s: &Stored) -> anyhow::Result<Replayed> {
+/// unbuildable revisions marked); a step that is not what the machine asks is an error. On a
+/// PostgreSQL store each step's runs are read from the server into the working copy first.
+fn replay(store: &mut Store, s: &Stored) -> anyhow::Result<Replayed> {
     let n = s.head.commits.len() - 1;
     let mut r = Replayed {
         machine: Bisection::new(n, s.settings),
@@ -56,6 +57,7 @@ fn replay(store: &Store, s: &Stored) -> anyhow::Result<Replayed> {
                 asked
             );
         }
+        store.catch_up(st.experiment)?;
         for (rev, v) in step::values(store, st.experiment, &st.mark, &s.head.metric)? {
             r.machine.record(rev, v);
         }
@@ -126,7 +128,7 @@ pub fn bisect(plan: &Plan) -> anyhow::Result<i32> {
         },
     };
     let mut state = match &stored {
-        Some(s) => replay(&store, s)?,
+        Some(s) => replay(&mut store, s)?,
         None => Replayed {
             machine: Bisection::new(asked.commits.len() - 1, plan.settings),
             unbuildable: Vec::new(),
@@ -329,7 +331,7 @@ impl Walk {
 
 /// `bisect status [ID]`: one bisection's report, or a line per bisection.
 pub fn status(args: &StatusArgs) -> anyhow::Result<i32> {
-    let store = Store::open_to_read(&args.db.location()?)?;
+    let mut store = Store::open_to_read(&args.db.location()?)?;
     let Some(reference) = &args.id else {
         for (id, head) in stored::heads(&store)? {
             let n = head.commits.len().saturating_sub(1);
@@ -346,7 +348,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<i32> {
     };
     let id = lookup::experiment_id(&store, reference)?;
     let s = stored::load(&store, id)?;
-    let mut r = replay(&store, &s)?;
+    let mut r = replay(&mut store, &s)?;
     let outcome = match r.machine.step() {
         Step::Done(o) => Some(o),
         Step::Measure(_) => None,
