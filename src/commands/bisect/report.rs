@@ -216,7 +216,11 @@ fn ab_line(a: &Ab) -> String {
         signed(a.change_pct),
         signed(a.ci_low_pct),
         signed(a.ci_high_pct),
-        a.p.map_or("?".into(), |p| format!("{p:.4}")),
+        a.p.map_or("?".into(), |p| if p < 1e-4 {
+            "< 0.0001".into()
+        } else {
+            format!("{p:.4}")
+        }),
         a.runs_a,
         a.runs_b
     )
@@ -306,7 +310,7 @@ fn mail(r: &Report) -> String {
     let mut out = vec![
         "Hi,".to_string(),
         String::new(),
-        format!(
+        wrap(&format!(
             "I bisected the change in {} between {} (good) and {} (bad), {} commits in \
              first-parent order, with abperf's statistical bisection: every probe ran \
              interleaved with both ends, and a commit is named only when it holds {:.0}% of the \
@@ -316,9 +320,9 @@ fn mail(r: &Report) -> String {
             r.bad.short,
             r.commits,
             100.0 * (1.0 - r.delta)
-        ),
+        )),
         String::new(),
-        format!("Between the ends: {}.", ab_line(&r.ends)),
+        wrap(&format!("Between the ends: {}.", ab_line(&r.ends))),
         String::new(),
     ];
     outcome_lines(r, &mut out);
@@ -326,10 +330,130 @@ fn mail(r: &Report) -> String {
     out.push("Each probe, with its runs and where its mean lies (good 0, bad 1):".into());
     probe_lines(r, &mut out);
     out.push(String::new());
-    out.push(format!(
+    out.push(wrap(&format!(
         "The runs are experiments {} of the store (abperf bisect status {}).",
         ids(&r.experiments),
         r.bisection
-    ));
+    )));
     out.join("\n") + "\n"
+}
+
+/// `text` wrapped at 72 columns, as a mail's paragraph.
+fn wrap(text: &str) -> String {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().expect("one line at least");
+        if !line.is_empty() && line.len() + 1 + word.len() > 72 {
+            lines.push(word.to_string());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::bisect::stored::StoredSettings;
+    use crate::stats::bisect::{Settings, Step};
+
+    fn head(n: usize) -> Head {
+        Head {
+            repo: "/r".into(),
+            commits: (0..=n)
+                .map(|i| Commit {
+                    hash: format!("{:x}", i + 1).repeat(40)[..40].to_string(),
+                    subject: format!("commit {i}"),
+                })
+                .collect(),
+            build: "make".into(),
+            command: "./prog".into(),
+            metric: "wall_ns".into(),
+            settings: StoredSettings::from(Settings::default()),
+            seed: 1,
+        }
+    }
+
+    /// A machine driven to its end over a clean step at commit 5 of 12.
+    fn driven() -> (Bisection, Outcome) {
+        let mut b = Bisection::new(12, Settings::default());
+        let wobble = [0.5, -0.3, 0.1, -0.5, 0.3, -0.1];
+        let mut i = 0;
+        loop {
+            match b.step() {
+                Step::Measure(revs) => {
+                    for r in revs {
+                        let step = if r >= 5 { 10.0 } else { 0.0 };
+                        b.record(r, 100.0 + step + wobble[i % 6]);
+                        i += 1;
+                    }
+                }
+                Step::Done(o) => return (b, o),
+            }
+        }
+    }
+
+    #[test]
+    fn a_confirmed_culprit_is_named_on_a_line_that_says_so() {
+        let (b, o) = driven();
+        let h = head(12);
+        let r = build(&Source {
+            id: 3,
+            head: &h,
+            machine: &b,
+            outcome: Some(&o),
+            unbuildable: &[7],
+            experiments: vec![3, 4],
+        });
+        assert_eq!(r.result, "culprit");
+        let short = &h.commits[5].hash[..12];
+        for format in [Format::Text, Format::Mail] {
+            let t = render(&r, format).unwrap();
+            assert!(
+                t.contains(&format!("first bad commit: {short} (\"commit 5\")")),
+                "{t}"
+            );
+            assert!(t.contains("confirmed against its parent: +9.99%"), "{t}");
+            assert!(
+                t.contains("skipped (does not build or run)  commit 7"),
+                "{t}"
+            );
+        }
+        let j: serde_json::Value =
+            serde_json::from_str(&render(&r, Format::Json).unwrap()).unwrap();
+        assert_eq!(j["candidate"]["index"], 5);
+        assert_eq!(j["confirmation"]["runs_a"], 20);
+    }
+
+    #[test]
+    fn a_search_in_progress_names_nothing() {
+        let b = Bisection::new(12, Settings::default());
+        let h = head(12);
+        let r = build(&Source {
+            id: 1,
+            head: &h,
+            machine: &b,
+            outcome: None,
+            unbuildable: &[],
+            experiments: vec![],
+        });
+        let t = render(&r, Format::Text).unwrap();
+        assert!(
+            t.contains("in progress") && !t.contains("first bad commit"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn mail_paragraphs_are_wrapped_at_72_columns() {
+        let w = wrap(&"word ".repeat(40));
+        assert!(
+            w.lines().all(|l| l.len() <= 72) && w.lines().count() > 1,
+            "{w}"
+        );
+    }
 }

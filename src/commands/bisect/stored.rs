@@ -183,3 +183,47 @@ pub fn load(store: &Store, id: i64) -> anyhow::Result<Stored> {
 fn is_hash(s: &str) -> bool {
     (40..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_settings_out_of_range_are_refused() {
+        let good = StoredSettings::from(Settings::default());
+        assert_eq!(good.checked(), Some(Settings::default()));
+        for bad in [
+            StoredSettings { delta: 0.0, ..good },
+            StoredSettings {
+                alpha: f64::NAN,
+                ..good
+            },
+            StoredSettings {
+                ends_runs: 0,
+                ..good
+            },
+            StoredSettings {
+                max_rounds: 1 << 40,
+                ..good
+            },
+        ] {
+            assert_eq!(bad.checked(), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_mark_reads_back_and_a_foreign_one_is_an_error() {
+        let m = Mark {
+            of: Some(4),
+            step: 2,
+            revisions: vec![0, 7, 12],
+            unbuildable: vec![6],
+            head: None,
+        };
+        let v = serde_json::to_value(&m).unwrap();
+        assert_eq!(serde_json::from_value::<Mark>(v).unwrap(), m);
+        let foreign = serde_json::json!({"step": "two", "revisions": []});
+        assert!(serde_json::from_value::<Mark>(foreign).is_err());
+        assert!(is_hash(&"a".repeat(40)) && !is_hash("../../etc") && !is_hash("abc"));
+    }
+}
