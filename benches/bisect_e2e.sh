@@ -4,7 +4,8 @@
 # commit, at a seeded place, adds PERCENT% CPU work, and one commit does not compile; then
 # NOCHANGE ranges without the change. Default settings (delta 0.05, alpha 0.05), metric user_ns.
 # Prints one line per bisection: seed, planted commit, result, named commit, runs, seconds.
-# Usage: benches/bisect_e2e.sh [REPS [PERCENT [NOCHANGE]]]   (ABPERF: the binary to use)
+# Usage: benches/bisect_e2e.sh [REPS [PERCENT [NOCHANGE]]]   (ABPERF: the binary to use;
+# BISECT_ARGS: more options for every bisection, e.g. --confirm-runs 60)
 set -eu
 reps=${1:-5} percent=${2:-5} nochange=${3:-2}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,7 +18,7 @@ one() { # $1 seed, $2 planted (0: none), $3 broken
     "$here/bisect_repo.sh" "$repo" 64 "$2" "$3" "$percent"
     start=$(date +%s.%N)
     (cd "$repo" && "$abperf" bisect --db "$work/abperf.db" --good HEAD~64 --bad HEAD \
-        --build 'cc -O2 -o prog prog.c' --metric user_ns --seed "$1" --format json \
+        --build 'cc -O2 -o prog prog.c' --metric user_ns --seed "$1" --format json ${BISECT_ARGS:-} \
         -- ./prog >"$work/out.json" 2>"$work/err.txt")
     end=$(date +%s.%N)
     named=$(sed -n '/"candidate"/,/}/s/^    "index": \([0-9]*\).*/\1/p' "$work/out.json")

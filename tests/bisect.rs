@@ -142,6 +142,11 @@ fn the_culprit_is_found_through_a_broken_commit_and_a_resume_without_repeating_a
         "first bad commit: {short} (\"loop: 20% more work per call\")"
     ))
     .has("confirmed against its parent: +");
+    lab.ok(&["bisect", "status"]).has("1  64 commits");
+    // A step is not resumed as a plain run (its worktree is gone; bisect --resume goes on).
+    let step = listed[1].to_string();
+    lab.fails(&["run", "--resume", &step], 2)
+        .err_has("continue it with abperf bisect --resume 1");
 }
 
 #[test]
@@ -201,6 +206,7 @@ fn a_bisection_in_postgresql_reads_back_and_resumes_from_the_server() {
     let dsn = pg.create_db("bisect");
     let dir = repo(&lab, 20, 0);
     let args = ["--seed", "5", "--format", "json", "--db", &dsn];
+    let args = [&args[..], &["--ends-runs", "6", "--confirm-runs", "6"]].concat();
     let out = run_within(
         bisect(&lab, &dir, &args),
         Duration::from_secs(300),
