@@ -44,6 +44,9 @@ pub enum Command {
     Compare(crate::commands::compare::CompareArgs),
     /// Runs per variant needed to resolve an effect, and their wall-clock cost
     Plan(crate::commands::plan::PlanArgs),
+    /// Which commit of a git range changed a measured command: statistical bisection, every
+    /// probe interleaved with both ends, the culprit confirmed by an A/B (`bisect status [ID]`)
+    Bisect(crate::commands::bisect::BisectArgs),
     /// Tracepoint captures (tracefs) into TLB-flush, pair-duration and count tables
     Trace(crate::commands::trace::TraceArgs),
     /// Kernels as virtual machines: fetch kernel packages, probe KVM, run a command in a kernel
@@ -153,6 +156,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Micro(a) => commands::micro::run(a),
         Command::Compare(args) => commands::compare::run(args),
         Command::Plan(args) => commands::plan::run(args),
+        Command::Bisect(a) => commands::bisect::run(a),
         Command::Trace(a) => commands::trace::run(a),
         Command::Vm(a) => commands::vm::run(a),
         Command::Model(a) => commands::ceiling::run(a),

@@ -1,5 +1,6 @@
 //! One file per subcommand: glue from parsed options to the library.
 
+pub mod bisect;
 pub mod boot_loop;
 pub mod ceiling;
 pub mod ceiling_validate;

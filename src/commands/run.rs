@@ -305,6 +305,14 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
             exp.kind.as_str()
         );
     }
+    if let Some(b) = exp.design.get("bisect") {
+        // Its command enters a worktree that is gone; the bisection replays it and goes on.
+        let of = b.get("of").and_then(|v| v.as_i64()).unwrap_or(id);
+        return Err(usage(format!(
+            "experiment {id} is a step of bisection {of}: continue it with abperf bisect \
+             --resume {of} and the options it was started with"
+        )));
+    }
     if exp.status == Status::Complete {
         // Nothing failed: a script that resumes until done may call this once more.
         crate::error::stderr_line(&format!(

@@ -125,6 +125,29 @@ impl Bisection {
         self.rounds
     }
 
+    /// How many times the last [`Step::Measure`] may be repeated before the next decision: the
+    /// rounds still missing from the ends' A/B or the confirmation, 1 in the search (each round
+    /// may move the probe). A caller may run that many rounds as one batch.
+    pub fn batch(&self) -> usize {
+        let n = self.runs.commits();
+        match &self.phase {
+            Phase::Ends => {
+                let done = self.runs.of(0).len().min(self.runs.of(n).len());
+                self.settings.ends_runs.saturating_sub(done).max(1)
+            }
+            Phase::Confirm { .. } => {
+                let done = self.confirm.0.len().min(self.confirm.1.len());
+                self.settings.confirm_runs.saturating_sub(done).max(1)
+            }
+            Phase::Search | Phase::Over(_) => 1,
+        }
+    }
+
+    /// The runs of the confirmation so far: (the candidate's parent, the candidate).
+    pub fn confirmation_runs(&self) -> (&[f64], &[f64]) {
+        (&self.confirm.0, &self.confirm.1)
+    }
+
     /// Record one run of `revision`.
     pub fn record(&mut self, revision: usize, y: f64) {
         match self.phase {
@@ -315,6 +338,24 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_batch_covers_the_rounds_left_of_the_ends_and_the_confirmation() {
+        let mut b = Bisection::new(8, Settings::default());
+        assert_eq!(b.batch(), 10);
+        b.step();
+        for i in 0..4 {
+            b.record(0, wobble(i));
+            b.record(8, 3.0 + wobble(i + 1));
+        }
+        assert_eq!(b.batch(), 6);
+        for i in 4..10 {
+            b.record(0, wobble(i));
+            b.record(8, 3.0 + wobble(i + 1));
+        }
+        assert!(matches!(b.step(), Step::Measure(_)));
+        assert_eq!(b.batch(), 1);
     }
 
     #[test]
