@@ -37,6 +37,16 @@ pub struct Profile {
     pub other_self: f64,
 }
 
+/// A profiled run as stored: which variant, its place among the experiment's profiled runs, what
+/// it cost (wall time under perf, perf's own work included) and its shares.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProfiledRun {
+    pub variant: usize,
+    pub seq: u32,
+    pub wall_ns: i64,
+    pub profile: Profile,
+}
+
 /// Sample counts per symbol while a run's samples are read.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Counts {
@@ -65,8 +75,11 @@ impl Counts {
     /// (ties broken by name, so the same counts always keep the same symbols).
     pub fn profile(&self, event: &str, top: usize) -> Profile {
         let n = self.samples.max(1) as f64;
-        let mut all: Vec<(&String, u64, u64)> =
-            self.by_symbol.iter().map(|(s, &(a, b))| (s, a, b)).collect();
+        let mut all: Vec<(&String, u64, u64)> = self
+            .by_symbol
+            .iter()
+            .map(|(s, &(a, b))| (s, a, b))
+            .collect();
         let mut keep: HashSet<&String> = HashSet::new();
         all.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(y.0)));
         keep.extend(all.iter().take(top).map(|x| x.0));
@@ -74,11 +87,7 @@ impl Counts {
         keep.extend(all.iter().take(top).map(|x| x.0));
         let (mut kept, dropped): (Vec<_>, Vec<_>) =
             all.into_iter().partition(|x| keep.contains(x.0));
-        kept.sort_by(|x, y| {
-            y.2.cmp(&x.2)
-                .then(y.1.cmp(&x.1))
-                .then_with(|| x.0.cmp(y.0))
-        });
+        kept.sort_by(|x, y| y.2.cmp(&x.2).then(y.1.cmp(&x.1)).then_with(|| x.0.cmp(y.0)));
         let other: u64 = dropped.iter().map(|x| x.1).sum();
         Profile {
             event: event.to_string(),
