@@ -61,6 +61,16 @@ fn bounded(symbol: &str) -> String {
     format!("{}...", &symbol[..end])
 }
 
+/// `SECONDS.FRACTION:`, the timestamp word of a sample header.
+fn is_time(w: &str) -> bool {
+    w.strip_suffix(':')
+        .is_some_and(|t| t.contains('.') && t.parse::<f64>().is_ok())
+}
+
+fn has_time(line: &str) -> bool {
+    line.split_whitespace().any(is_time)
+}
+
 /// A sample header's event name and whatever follows it (the frame of a recording without call
 /// chains). `comm pid[/tid] [cpu] time: [period] event: [frame]`; the command name may hold
 /// spaces, so the event is found after the timestamp (`SECONDS.FRACTION:`), or, for output
@@ -70,11 +80,10 @@ fn header(line: &str) -> Option<(&str, &str)> {
         .split_whitespace()
         .map(|w| (w.as_ptr() as usize - line.as_ptr() as usize, w))
         .collect();
-    let is_time = |w: &str| {
-        w.strip_suffix(':')
-            .is_some_and(|t| t.contains('.') && t.parse::<f64>().is_ok())
-    };
-    let start = words.iter().position(|(_, w)| is_time(w)).map_or(1, |i| i + 1);
+    let start = words
+        .iter()
+        .position(|(_, w)| is_time(w))
+        .map_or(1, |i| i + 1);
     let (at, event) = words.iter().skip(start).find(|(_, w)| {
         w.len() > 1 && w.ends_with(':') && !is_time(w) && w[..w.len() - 1].parse::<f64>().is_err()
     })?;
@@ -107,7 +116,9 @@ pub fn parse(text: &str, file: &str) -> Result<Recording, ParseError> {
         if line.starts_with('#') {
             continue;
         }
-        if line.starts_with([' ', '\t']) {
+        // Frames are indented (perf prints a tab); a header may be too, when perf pads the
+        // command name, but only a header has a timestamp word.
+        if line.starts_with('\t') || (line.starts_with(' ') && !has_time(line)) {
             if !open {
                 return Err(ParseError::new(
                     file,
@@ -148,7 +159,11 @@ pub fn parse(text: &str, file: &str) -> Result<Recording, ParseError> {
     flush(&mut stack, &mut open);
     match event {
         Some((event, _)) => Ok(Recording { event, counts }),
-        None => Err(ParseError::new(file, 1, "no samples (is this `perf script` output?)")),
+        None => Err(ParseError::new(
+            file,
+            1,
+            "no samples (is this `perf script` output?)",
+        )),
     }
 }
 
@@ -193,7 +208,10 @@ t 13189/13189 [001] 11381.862186:     500000 cpu-clock:u:
     fn two_events_are_refused_with_both_lines() {
         let e = parse(TWO, "rec.txt").unwrap_err();
         assert_eq!(e.line, 8);
-        assert!(e.msg.contains("'cpu-clock:u'") && e.msg.contains("line 3"), "{e}");
+        assert!(
+            e.msg.contains("'cpu-clock:u'") && e.msg.contains("line 3"),
+            "{e}"
+        );
         assert_eq!(e.file, "rec.txt");
     }
 
@@ -215,6 +233,14 @@ my prog 7 1.000004:  1 cycles:P:
             (1, 1)
         );
         assert_eq!(r.counts.by_symbol["[unknown]"], (1, 1));
+    }
+
+    #[test]
+    fn a_padded_header_is_a_header() {
+        let text = "         swapper     0 [000] 12.500000:  1 cpu-clock:\n\tffffffff81000000 default_idle ([kernel.kallsyms])\n";
+        let r = parse(text, "x").unwrap();
+        assert_eq!(r.counts.samples, 1);
+        assert_eq!(r.counts.by_symbol["default_idle"], (1, 1));
     }
 
     #[test]
