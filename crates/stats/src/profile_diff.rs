@@ -89,7 +89,12 @@ fn matrix(profiles: &[Profile], symbols: &[&str], kind: ShareKind) -> Vec<Vec<f6
     let per_run: Vec<_> = profiles.iter().map(|p| p.shares(kind)).collect();
     symbols
         .iter()
-        .map(|s| per_run.iter().map(|m| m.get(s).copied().unwrap_or(0.0)).collect())
+        .map(|s| {
+            per_run
+                .iter()
+                .map(|m| m.get(s).copied().unwrap_or(0.0))
+                .collect()
+        })
         .collect()
 }
 
@@ -117,8 +122,8 @@ pub fn differential(
     let (ma, mb) = (matrix(a, &all, opts.kind), matrix(b, &all, opts.kind));
     let mut rows = Vec::new();
     for (i, s) in all.iter().enumerate() {
-        let pooled = (ma[i].iter().sum::<f64>() + mb[i].iter().sum::<f64>())
-            / (a.len() + b.len()) as f64;
+        let pooled =
+            (ma[i].iter().sum::<f64>() + mb[i].iter().sum::<f64>()) / (a.len() + b.len()) as f64;
         if pooled < opts.min_share {
             continue;
         }
@@ -130,7 +135,12 @@ pub fn differential(
     }
     let ps: Vec<f64> = rows.iter().map(|r| r.2).collect();
     let qs = benjamini_hochberg(&ps);
-    let boots = resample(&ma, &mb, &rows.iter().map(|r| r.1).collect::<Vec<_>>(), opts);
+    let boots = resample(
+        &ma,
+        &mb,
+        &rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+        opts,
+    );
     let tail = (1.0 - opts.level) / 2.0;
     let mut symbols: Vec<SymbolDiff> = rows
         .iter()
