@@ -119,6 +119,54 @@ fn a_a_once() {
     let a = argv(&prog, &["300", "100000", "100000"]);
     let (pa, pb, event) = profile(&a, &a, dir.path());
     let d = differential(&pa, &pb, Options::default()).unwrap();
-    eprint!("{}", show(&d, &event));
+    print!("{}", show(&d, &event));
     println!("named {}", d.named().count());
+}
+
+/// `compare` prints the differential of the stored profiled runs under its verdicts (text only;
+/// the other formats are unchanged). The profiles are stored through the library, as the
+/// runner is to store them; the timed runs come from an imported table.
+#[test]
+fn compare_prints_the_stored_differential_under_the_verdicts() {
+    use abperf::model::profile::{Counts, ProfiledRun};
+    let lab = common::Lab::new();
+    let table = lab.write(
+        "t.csv",
+        "variant,wall_ns [ns]\nA,100\nA,101\nA,99\nB,100\nB,102\nB,98\n",
+    );
+    lab.ok(&["import", "--format", "csv", &table]);
+    let json_before = lab.ok(&["compare", "1", "--format", "json"]).stdout;
+    let mut store = abperf::store::Store::open(&lab.db()).unwrap();
+    for seq in 0..8u32 {
+        let variant = (seq % 2) as usize;
+        let mut c = Counts::default();
+        let hot = 300 + 150 * variant as u32 + 7 * seq;
+        for i in 0..1000 {
+            c.add_stack(if i < hot {
+                ["hot", "main"]
+            } else {
+                ["cold", "main"]
+            });
+        }
+        let run = ProfiledRun {
+            variant,
+            seq,
+            wall_ns: 1_000_000,
+            profile: c.profile("cpu-clock", TOP_SYMBOLS),
+        };
+        store.save_profile(1, &run).unwrap();
+    }
+    drop(store);
+    let out = lab.ok(&["compare", "1"]).stdout;
+    assert!(
+        out.contains("8 profiled runs (not timed; 0.0 s under perf in all)"),
+        "{out}"
+    );
+    assert!(out.contains("B spends +"), "{out}");
+    assert!(out.contains("of its samples in hot (95% CI +"), "{out}");
+    assert!(out.contains("of its samples in cold (95% CI -"), "{out}");
+    assert_eq!(
+        lab.ok(&["compare", "1", "--format", "json"]).stdout,
+        json_before
+    );
 }
