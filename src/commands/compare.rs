@@ -3,7 +3,7 @@
 
 use super::compare_input::{from_files, two_experiments};
 use super::output::{self, AnalysisArgs};
-use super::{compare_micro, lookup};
+use super::{compare_micro, compare_profile, lookup};
 use crate::error::usage;
 use crate::report::{Format, Report, View};
 use crate::store::Store;
@@ -125,18 +125,23 @@ enum Loaded {
 }
 
 /// Load the inputs: files, one experiment, or one variant of each of two experiments (two
-/// micro experiments: their comparison).
-fn load(args: &CompareArgs) -> anyhow::Result<Loaded> {
+/// micro experiments: their comparison); with one experiment, also the text of its profile
+/// differential (empty without profiled runs).
+fn load(args: &CompareArgs) -> anyhow::Result<(Loaded, String)> {
     let db = &args.db.location()?;
     match Inputs::of(&args.inputs)? {
-        Inputs::Files => Ok(Loaded::ToJudge(Report::new(
-            from_files(&args.inputs, args.column, args.summary)?,
-            View::Compare,
-        ))),
+        Inputs::Files => Ok((
+            Loaded::ToJudge(Report::new(
+                from_files(&args.inputs, args.column, args.summary)?,
+                View::Compare,
+            )),
+            String::new(),
+        )),
         Inputs::One(reference) => {
             let store = Store::open_to_read(db)?;
             let id = lookup::experiment_id(&store, reference)?;
-            one_experiment(&store, id, args)
+            let profiles = compare_profile::block(&store, id, &args.analysis)?;
+            Ok((one_experiment(&store, id, args)?, profiles))
         }
         Inputs::Two(a, b) => {
             let store = Store::open_to_read(db)?;
@@ -145,12 +150,12 @@ fn load(args: &CompareArgs) -> anyhow::Result<Loaded> {
                 lookup::experiment_id(&store, b)?,
             ];
             if let Some(r) = micro_report(&store, ids, args)? {
-                return Ok(Loaded::Ready(r));
+                return Ok((Loaded::Ready(r), String::new()));
             }
             let (ds, diffs) = two_experiments(&store, ids, args.variant.as_deref())?;
             let mut r = Report::new(ds, View::Compare);
             r.env_diffs = diffs;
-            Ok(Loaded::ToJudge(r))
+            Ok((Loaded::ToJudge(r), String::new()))
         }
         Inputs::Many(n) => {
             Store::open_to_read(db)?;
@@ -199,12 +204,17 @@ fn one_experiment(store: &Store, id: i64, args: &CompareArgs) -> anyhow::Result<
 /// Load the inputs, judge their variants unless the report is ready as it is, and print it.
 pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     args.analysis.check()?;
-    let mut r = match load(&args)? {
+    let (loaded, profiles) = load(&args)?;
+    let mut r = match loaded {
         Loaded::Ready(r) => r,
         Loaded::ToJudge(r) => judge(r, &args)?,
     };
     r.details = args.details;
-    output::write(&args.format.render(&r)?, args.output.as_ref())?;
+    let mut text = args.format.render(&r)?;
+    if args.format == Format::Text {
+        text.push_str(&profiles);
+    }
+    output::write(&text, args.output.as_ref())?;
     let same = r
         .notes
         .iter()

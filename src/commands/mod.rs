@@ -7,6 +7,7 @@ pub mod ceiling_validate;
 pub mod compare;
 pub mod compare_input;
 pub mod compare_micro;
+pub mod compare_profile;
 pub mod completions;
 pub mod delete;
 pub mod doctor;

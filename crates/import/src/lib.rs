@@ -14,6 +14,7 @@
 //! events under their perf name (`task-clock`, `page-faults`, `cycles`).
 
 pub mod hyperfine;
+pub mod perf_script;
 pub mod perf_stat;
 pub mod table;
 pub mod time;

@@ -9,6 +9,7 @@ pub mod command;
 pub mod counters;
 pub mod env;
 pub mod kmsg;
+pub mod perf_record;
 pub mod process;
 pub mod rusage;
 pub mod shell;

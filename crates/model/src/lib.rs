@@ -39,6 +39,7 @@ pub mod metric;
 pub mod micro;
 pub mod number_text;
 pub mod owner;
+pub mod profile;
 pub mod replication;
 pub mod run;
 pub mod time;

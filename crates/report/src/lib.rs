@@ -49,6 +49,7 @@ pub mod paragraph;
 pub mod perfstat;
 pub mod plain;
 pub mod plan;
+pub mod profile;
 pub mod replication;
 pub mod same_config;
 pub mod section;

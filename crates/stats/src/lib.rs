@@ -23,6 +23,7 @@ pub mod multiple;
 pub mod nested;
 pub mod outliers;
 pub mod power;
+pub mod profile_diff;
 pub mod rank;
 pub mod replicated;
 pub mod selfcheck;

@@ -39,6 +39,8 @@ pub enum Operation {
     ManyRuns,
     /// Trace captures and their tables.
     Trace,
+    /// Profiled runs (`run --profile`).
+    Profile,
     /// The journal of `--tune` and `doctor --fix`.
     Tune,
     /// A kernel experiment's boots.
@@ -64,6 +66,7 @@ impl Operation {
             Operation::ExperimentWithoutOwner => "an experiment made without an owner",
             Operation::ManyRuns => "storing many runs at once (micro benchmarks)",
             Operation::Trace => "trace",
+            Operation::Profile => "storing profiled runs",
             Operation::Tune => {
                 "--tune (its journal, which puts the settings back after a crash, is kept in \
                  the store)"

@@ -160,6 +160,16 @@ pub const TABLES: &[TableSpec] = &[
         refs: &[("experiment_id", Key::Experiment)],
     },
     TableSpec {
+        name: "profile",
+        rows: "experiment_id = ?1",
+        order: "seq",
+        own: None,
+        refs: &[
+            ("experiment_id", Key::Experiment),
+            ("variant_id", Key::Variant),
+        ],
+    },
+    TableSpec {
         name: "fleet_host",
         rows: "experiment_id = ?1",
         order: "pos",

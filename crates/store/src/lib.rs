@@ -30,6 +30,7 @@ mod open;
 mod owner;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod profile;
 mod run_codec;
 mod run_labels;
 mod run_rows;

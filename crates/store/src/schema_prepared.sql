@@ -219,6 +219,17 @@ CREATE TABLE fleet_host (
         PRIMARY KEY (experiment_id, pos),
         UNIQUE (experiment_id, name)
     );
+CREATE TABLE profile (
+        experiment_id INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,
+        variant_id    INTEGER NOT NULL REFERENCES variant(id) ON DELETE CASCADE,
+        seq           INTEGER NOT NULL,         -- from 0, in the order they ran
+        event         TEXT NOT NULL,            -- cpu-clock | cycles | ...
+        samples       INTEGER NOT NULL,
+        wall_ns       INTEGER NOT NULL,         -- the profiled run under perf, perf included
+        other_self    REAL NOT NULL,
+        symbols       TEXT NOT NULL,            -- JSON [[symbol, self, inclusive], ...]
+        PRIMARY KEY (experiment_id, seq)
+    );
 CREATE INDEX trace_bin_table ON trace_bin(experiment_id, table_seq);
 CREATE INDEX boot_run_boot ON boot_run(boot_id);
 CREATE TRIGGER experiment_id_high_water AFTER INSERT ON experiment BEGIN

@@ -273,3 +273,21 @@ pub(crate) const FLEET: &str = "
         PRIMARY KEY (experiment_id, pos),
         UNIQUE (experiment_id, name)
     );";
+
+/// Migration 16: profiled runs (issue 44), one row per run sampled under `perf record`: its
+/// variant, its place among the experiment's profiled runs, the event, the sample count, the
+/// wall time the profiled run took with perf (its cost), and the kept symbols' shares as a JSON
+/// array of `[symbol, self share, inclusive share]` (the top symbols; `other_self` is the self
+/// share of the rest). Never read as timed runs.
+pub(crate) const PROFILE: &str = "
+    CREATE TABLE profile (
+        experiment_id INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,
+        variant_id    INTEGER NOT NULL REFERENCES variant(id) ON DELETE CASCADE,
+        seq           INTEGER NOT NULL,         -- from 0, in the order they ran
+        event         TEXT NOT NULL,            -- cpu-clock | cycles | ...
+        samples       INTEGER NOT NULL,
+        wall_ns       INTEGER NOT NULL,         -- the profiled run under perf, perf included
+        other_self    REAL NOT NULL,
+        symbols       TEXT NOT NULL,            -- JSON [[symbol, self, inclusive], ...]
+        PRIMARY KEY (experiment_id, seq)
+    );";

@@ -101,6 +101,8 @@ pub const MIGRATIONS: &[&str] = &[
     ddl::MICRO_INVOCATION,
     // 15: the hosts of a fleet experiment and the slots each owns.
     ddl::FLEET,
+    // 16: profiled runs and their symbols' shares of samples.
+    ddl::PROFILE,
 ];
 
 /// The schema every migration together builds, as one script (`schema_prepared.sql`): a new

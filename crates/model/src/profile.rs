@@ -1,0 +1,196 @@
+//! A profile of one profiled run: each symbol's self and inclusive share of the run's samples,
+//! kept compactly (the top symbols plus "other").
+//!
+//! *Self* is the share of samples whose innermost frame is the symbol; *inclusive* is the share
+//! of samples with the symbol anywhere on the stack (a recursive symbol counts once per sample).
+//! Shares are fractions of the run's samples, in 0..=1 (docs/profile.md).
+
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+
+/// How many symbols a stored profile keeps (by self share and by inclusive share, the union).
+pub const TOP_SYMBOLS: usize = 200;
+
+/// The name of the self share of everything not kept.
+pub const OTHER: &str = "[other]";
+
+/// One symbol's shares of one run's samples.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SymbolShare {
+    pub symbol: String,
+    /// Fraction of samples whose innermost frame is this symbol.
+    pub self_share: f64,
+    /// Fraction of samples with this symbol anywhere on the stack.
+    pub inclusive_share: f64,
+}
+
+/// The shares of one profiled run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Profile {
+    /// The sampled event, as perf names it (`cpu-clock`, `cycles`).
+    pub event: String,
+    /// Samples in the run.
+    pub samples: u64,
+    /// Kept symbols, by inclusive share then self share (largest first), then name.
+    pub symbols: Vec<SymbolShare>,
+    /// Self share of the symbols not kept.
+    pub other_self: f64,
+}
+
+/// A profiled run as stored: which variant, its place among the experiment's profiled runs, what
+/// it cost (wall time under perf, perf's own work included) and its shares.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProfiledRun {
+    pub variant: usize,
+    pub seq: u32,
+    pub wall_ns: i64,
+    pub profile: Profile,
+}
+
+/// Sample counts per symbol while a run's samples are read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counts {
+    pub samples: u64,
+    /// symbol -> (self samples, inclusive samples)
+    pub by_symbol: HashMap<String, (u64, u64)>,
+}
+
+impl Counts {
+    /// Count one sample whose stack is `frames`, innermost first.
+    pub fn add_stack<'a>(&mut self, frames: impl IntoIterator<Item = &'a str>) {
+        let mut seen: Vec<&str> = Vec::new();
+        for (i, f) in frames.into_iter().enumerate() {
+            if i == 0 {
+                self.by_symbol.entry(f.to_string()).or_default().0 += 1;
+            }
+            if !seen.contains(&f) {
+                seen.push(f);
+                self.by_symbol.entry(f.to_string()).or_default().1 += 1;
+            }
+        }
+        self.samples += 1;
+    }
+
+    /// The shares, keeping the `top` symbols by self share and the `top` by inclusive share
+    /// (ties broken by name, so the same counts always keep the same symbols).
+    pub fn profile(&self, event: &str, top: usize) -> Profile {
+        let n = self.samples.max(1) as f64;
+        let mut all: Vec<(&String, u64, u64)> = self
+            .by_symbol
+            .iter()
+            .map(|(s, &(a, b))| (s, a, b))
+            .collect();
+        let mut keep: HashSet<&String> = HashSet::new();
+        all.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(y.0)));
+        keep.extend(all.iter().take(top).map(|x| x.0));
+        all.sort_by(|x, y| y.2.cmp(&x.2).then_with(|| x.0.cmp(y.0)));
+        keep.extend(all.iter().take(top).map(|x| x.0));
+        let (mut kept, dropped): (Vec<_>, Vec<_>) =
+            all.into_iter().partition(|x| keep.contains(x.0));
+        kept.sort_by(|x, y| y.2.cmp(&x.2).then(y.1.cmp(&x.1)).then_with(|| x.0.cmp(y.0)));
+        let other: u64 = dropped.iter().map(|x| x.1).sum();
+        Profile {
+            event: event.to_string(),
+            samples: self.samples,
+            symbols: kept
+                .into_iter()
+                .map(|(s, a, b)| SymbolShare {
+                    symbol: s.clone(),
+                    self_share: a as f64 / n,
+                    inclusive_share: b as f64 / n,
+                })
+                .collect(),
+            other_self: other as f64 / n,
+        }
+    }
+}
+
+/// Which share a differential compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShareKind {
+    /// Samples in the symbol itself.
+    #[serde(rename = "self")]
+    SelfShare,
+    /// Samples with the symbol on the stack.
+    Inclusive,
+}
+
+impl ShareKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ShareKind::SelfShare => "self",
+            ShareKind::Inclusive => "inclusive",
+        }
+    }
+}
+
+impl Profile {
+    /// The share of `kind` per kept symbol (self shares also name [`OTHER`]).
+    pub fn shares(&self, kind: ShareKind) -> HashMap<&str, f64> {
+        let mut out: HashMap<&str, f64> = self
+            .symbols
+            .iter()
+            .map(|s| {
+                let v = match kind {
+                    ShareKind::SelfShare => s.self_share,
+                    ShareKind::Inclusive => s.inclusive_share,
+                };
+                (s.symbol.as_str(), v)
+            })
+            .collect();
+        if kind == ShareKind::SelfShare && self.other_self > 0.0 {
+            out.insert(OTHER, self.other_self);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts() -> Counts {
+        let mut c = Counts::default();
+        for _ in 0..6 {
+            c.add_stack(["hot", "main", "_start"]);
+        }
+        for _ in 0..3 {
+            c.add_stack(["cold", "main", "_start"]);
+        }
+        c.add_stack(["rec", "rec", "rec", "main", "_start"]);
+        c
+    }
+
+    #[test]
+    fn self_and_inclusive_shares() {
+        let p = counts().profile("cpu-clock", 100);
+        assert_eq!(p.samples, 10);
+        let s = p.shares(ShareKind::SelfShare);
+        let i = p.shares(ShareKind::Inclusive);
+        assert_eq!(s["hot"], 0.6);
+        assert_eq!(s["cold"], 0.3);
+        assert_eq!(s["main"], 0.0);
+        assert_eq!(i["main"], 1.0);
+        // A recursive symbol counts once per sample.
+        assert_eq!(i["rec"], 0.1);
+        assert_eq!(s["rec"], 0.1);
+        assert_eq!(p.other_self, 0.0);
+        assert!(!s.contains_key(OTHER));
+        let self_sum: f64 = p.symbols.iter().map(|x| x.self_share).sum();
+        assert!((self_sum - 1.0).abs() < 1e-12);
+        // Largest inclusive first.
+        assert_eq!(p.symbols[0].inclusive_share, 1.0);
+    }
+
+    #[test]
+    fn the_rest_goes_to_other() {
+        // Keep 1 by self (hot) and 1 by inclusive (main or _start: a tie, by name: _start).
+        let p = counts().profile("cpu-clock", 1);
+        let names: Vec<&str> = p.symbols.iter().map(|s| s.symbol.as_str()).collect();
+        assert_eq!(names, ["_start", "hot"]);
+        assert!((p.other_self - 0.4).abs() < 1e-12);
+        let s = p.shares(ShareKind::SelfShare);
+        assert!((s[OTHER] - 0.4).abs() < 1e-12);
+    }
+}

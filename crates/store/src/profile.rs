@@ -1,0 +1,192 @@
+//! Profiled runs (issue 44, migration 16: `profile`): one row per run sampled under
+//! `perf record`, with its symbols' shares as a JSON array of `[symbol, self, inclusive]`
+//! (docs/profile.md). Written on SQLite; read from either backend (a PostgreSQL experiment is
+//! first filled into the local copy, as every read is).
+
+use super::Store;
+use abperf_model::profile::{Profile, ProfiledRun, SymbolShare};
+use anyhow::{Context, bail};
+use rusqlite::params;
+
+/// The stored symbols of `p`: `[[symbol, self, inclusive], ...]`.
+fn symbols_json(p: &Profile) -> String {
+    let rows: Vec<(&str, f64, f64)> = p
+        .symbols
+        .iter()
+        .map(|s| (s.symbol.as_str(), s.self_share, s.inclusive_share))
+        .collect();
+    serde_json::to_string(&rows).expect("serialising plain data cannot fail")
+}
+
+/// A share read back: a finite fraction of samples.
+fn share(x: f64, what: &str) -> anyhow::Result<f64> {
+    if !(0.0..=1.0).contains(&x) {
+        bail!("{what} is {x}, not a share of samples in 0..=1");
+    }
+    Ok(x)
+}
+
+/// The symbols stored as `text` (untrusted: every field checked).
+fn parse_symbols(text: &str) -> anyhow::Result<Vec<SymbolShare>> {
+    let rows: Vec<(String, f64, f64)> = serde_json::from_str(text)
+        .context("symbols are not a JSON array of [name, self, inclusive]")?;
+    rows.into_iter()
+        .map(|(symbol, s, i)| {
+            Ok(SymbolShare {
+                self_share: share(s, &format!("{symbol}'s self share"))?,
+                inclusive_share: share(i, &format!("{symbol}'s inclusive share"))?,
+                symbol,
+            })
+        })
+        .collect()
+}
+
+impl Store {
+    /// Store profiled run `seq` of variant `variant` (by position) of experiment `id`.
+    pub fn save_profile(&mut self, id: i64, run: &ProfiledRun) -> anyhow::Result<()> {
+        self.require(crate::Operation::Profile)?;
+        let tx = self.write_tx()?;
+        let vid: i64 = tx
+            .query_row(
+                "SELECT id FROM variant WHERE experiment_id = ?1 AND position = ?2",
+                params![id, run.variant as i64],
+                |r| r.get(0),
+            )
+            .with_context(|| format!("experiment {id} has no variant {}", run.variant))?;
+        let p = &run.profile;
+        tx.execute(
+            "INSERT INTO profile (experiment_id, variant_id, seq, event, samples, wall_ns, other_self, symbols)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                id,
+                vid,
+                run.seq,
+                p.event,
+                p.samples as i64,
+                run.wall_ns,
+                p.other_self,
+                symbols_json(p)
+            ],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The profiled runs of experiment `id` in the order they ran (empty when it has none).
+    pub fn profiles(&self, id: i64) -> anyhow::Result<Vec<ProfiledRun>> {
+        self.fill(id)?;
+        let mut stmt = self.conn().prepare(
+            "SELECT v.position, p.seq, p.wall_ns, p.event, p.samples, p.other_self, p.symbols
+             FROM profile p JOIN variant v ON v.id = p.variant_id
+             WHERE p.experiment_id = ?1 ORDER BY p.seq",
+        )?;
+        let rows = stmt.query_map([id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, i64>(4)?,
+                r.get::<_, f64>(5)?,
+                r.get::<_, String>(6)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (variant, seq, wall_ns, event, samples, other, symbols) = row?;
+            let at = || format!("experiment {id}, profiled run {seq}");
+            let symbols = parse_symbols(&symbols).with_context(at)?;
+            out.push(ProfiledRun {
+                variant: usize::try_from(variant).with_context(at)?,
+                seq: u32::try_from(seq).with_context(at)?,
+                wall_ns,
+                profile: Profile {
+                    event,
+                    samples: u64::try_from(samples).with_context(at)?,
+                    symbols,
+                    other_self: share(other, "the other symbols' self share").with_context(at)?,
+                },
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use abperf_model::profile::Counts;
+    use abperf_model::{Kind, NewExperiment, Slot, Variant};
+
+    fn experiment(st: &mut Store) -> i64 {
+        let exp = NewExperiment {
+            name: "p".into(),
+            kind: Kind::Run,
+            command_line: vec!["abperf".into()],
+            design: serde_json::json!({}),
+            seed: Some(1),
+            environment: serde_json::json!({}),
+        };
+        let slot = Slot {
+            seq: 0,
+            variant: 1,
+            block: 0,
+            warmup: false,
+        };
+        st.create_experiment(&exp, &[Variant::named("a"), Variant::named("b")], &[slot])
+            .unwrap()
+    }
+
+    fn run(seq: u32) -> ProfiledRun {
+        let mut c = Counts::default();
+        c.add_stack(["hot", "main"]);
+        c.add_stack(["cold\u{1b}", "main"]);
+        c.add_stack(["rare", "main"]);
+        ProfiledRun {
+            variant: 1,
+            seq,
+            wall_ns: 123,
+            profile: c.profile("cpu-clock", 1),
+        }
+    }
+
+    #[test]
+    fn profiles_round_trip_and_go_with_their_experiment() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("p.db")).unwrap();
+        let id = experiment(&mut st);
+        assert!(st.profiles(id).unwrap().is_empty());
+        st.save_profile(id, &run(0)).unwrap();
+        st.save_profile(id, &run(1)).unwrap();
+        let got = st.profiles(id).unwrap();
+        assert_eq!(got, vec![run(0), run(1)]);
+        assert!(got[0].profile.other_self > 0.0);
+        // The same place twice, or a variant the experiment lacks, is refused.
+        assert!(st.save_profile(id, &run(1)).is_err());
+        let bad = ProfiledRun {
+            variant: 5,
+            ..run(2)
+        };
+        assert!(st.save_profile(id, &bad).is_err());
+        st.delete(id).unwrap();
+        assert!(st.profiles(id).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_tampered_row_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("p.db")).unwrap();
+        let id = experiment(&mut st);
+        st.save_profile(id, &run(0)).unwrap();
+        for bad in ["[[\"x\", 2.0, 0.5]]", "{\"x\": 1}", "[[\"x\", 0.1]]"] {
+            st.conn()
+                .execute("UPDATE profile SET symbols = ?1", [bad])
+                .unwrap();
+            let e = format!("{:#}", st.profiles(id).unwrap_err());
+            assert!(
+                e.contains(&format!("experiment {id}, profiled run 0")),
+                "{e}"
+            );
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! Profiles on this machine's real `perf`: recordings of a C program sampled with call graphs
+//! (`abperf::measure::perf_record`), parsed from `perf script` text (`import::perf_script`) and
+//! compared run by run (`stats::profile_diff`), as `run --profile` is to do once it is wired
+//! into the runner (docs/profile.md#status).
+//!
+//! The variants' profiled runs alternate A B B A ..., as an ABBA schedule would. Each test is a
+//! few seconds: short runs at a high sampling frequency.
+
+mod common;
+use abperf::import::perf_script;
+use abperf::measure::perf_record::Sampler;
+use abperf::model::profile::{Profile, TOP_SYMBOLS};
+use abperf::stats::profile_diff::{Options, ProfileDiff, differential};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// How many profiled runs each variant gets.
+const RUNS: usize = 5;
+
+fn build(dir: &Path, name: &str) -> Option<PathBuf> {
+    if !common::on_path("cc") || !common::on_path("perf") {
+        common::skip("profiles need cc and perf in PATH");
+        return None;
+    }
+    let out = dir.join(name);
+    let src = format!("{}/tests/programs/{name}.c", env!("CARGO_MANIFEST_DIR"));
+    let st = Command::new("cc")
+        .args(["-O1", "-fno-omit-frame-pointer", "-o"])
+        .arg(&out)
+        .arg(src)
+        .status()
+        .expect("cc runs");
+    assert!(st.success());
+    Some(out)
+}
+
+/// `RUNS` profiled runs of each argv, alternating A B B A.
+fn profile(a: &[String], b: &[String], dir: &Path) -> (Vec<Profile>, Vec<Profile>, String) {
+    let sampler = Sampler::new(None, 4000).unwrap();
+    let (mut pa, mut pb) = (Vec::new(), Vec::new());
+    for i in 0..2 * RUNS {
+        let first_b = matches!(i % 4, 1 | 2);
+        let argv = if first_b { b } else { a };
+        let text = sampler.record(argv, dir).unwrap();
+        let rec = perf_script::parse(&text, "perf script").unwrap();
+        assert_eq!(rec.event, sampler.event);
+        assert!(rec.counts.samples > 50, "{} samples", rec.counts.samples);
+        let p = rec.counts.profile(&rec.event, TOP_SYMBOLS);
+        if first_b { pb.push(p) } else { pa.push(p) }
+    }
+    (pa, pb, sampler.event)
+}
+
+fn show(d: &ProfileDiff, event: &str) -> String {
+    abperf::report::profile::text(d, event, "A", "B")
+}
+
+fn argv(prog: &Path, args: &[&str]) -> Vec<String> {
+    let mut v = vec![prog.to_string_lossy().into_owned()];
+    v.extend(args.iter().map(|s| s.to_string()));
+    v
+}
+
+#[test]
+fn a_function_called_more_tops_the_differential() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(prog) = build(dir.path(), "hot_cold") else {
+        return;
+    };
+    // A: hot and cold equal; B: hot does twice the work.
+    let a = argv(&prog, &["300", "100000", "100000"]);
+    let b = argv(&prog, &["300", "200000", "100000"]);
+    let (pa, pb, event) = profile(&a, &b, dir.path());
+    let d = differential(&pa, &pb, Options::default()).unwrap();
+    let text = show(&d, &event);
+    let top = &d.symbols[0];
+    assert_eq!(top.symbol, "hot", "{text}");
+    assert!(top.named && top.low > 0.0, "{text}");
+    // hot's self share goes from about 1/2 to about 2/3.
+    assert!(top.diff > 0.08 && top.diff < 0.25, "{text}");
+    assert!(text.contains("B spends +"), "{text}");
+}
+
+#[test]
+fn more_pages_per_madvise_names_kernel_fault_and_flush_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(prog) = build(dir.path(), "madvise_loop") else {
+        return;
+    };
+    // The same pages touched in all: one page per madvise (a TLB flush per page) against 64.
+    let a = argv(&prog, &["15000", "1"]);
+    let b = argv(&prog, &["470", "64"]);
+    let (pa, pb, event) = profile(&a, &b, dir.path());
+    let d = differential(&pa, &pb, Options::default()).unwrap();
+    let text = show(&d, &event);
+    let kernel_named: Vec<_> = d
+        .named()
+        .filter(|s| {
+            ["fault", "flush", "zap", "tlb"]
+                .iter()
+                .any(|k| s.symbol.contains(k))
+        })
+        .collect();
+    assert!(!kernel_named.is_empty(), "{text}");
+    for s in kernel_named {
+        assert!(s.low > 0.0 || s.high < 0.0, "{text}");
+    }
+}
+
+/// One A/A repetition (benches/profile_aa.sh runs it many times and counts how often a symbol
+/// is named): prints `named N` for the script.
+#[test]
+#[ignore]
+fn a_a_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(prog) = build(dir.path(), "hot_cold") else {
+        return;
+    };
+    let a = argv(&prog, &["300", "100000", "100000"]);
+    let (pa, pb, event) = profile(&a, &a, dir.path());
+    let d = differential(&pa, &pb, Options::default()).unwrap();
+    print!("{}", show(&d, &event));
+    println!("named {}", d.named().count());
+}
+
+/// `compare` prints the differential of the stored profiled runs under its verdicts (text only;
+/// the other formats are unchanged). The profiles are stored through the library, as the
+/// runner is to store them; the timed runs come from an imported table.
+#[test]
+fn compare_prints_the_stored_differential_under_the_verdicts() {
+    use abperf::model::profile::{Counts, ProfiledRun};
+    let lab = common::Lab::new();
+    let table = lab.write(
+        "t.csv",
+        "variant,wall_ns [ns]\nA,100\nA,101\nA,99\nB,100\nB,102\nB,98\n",
+    );
+    lab.ok(&["import", "--format", "csv", &table]);
+    let json_before = lab.ok(&["compare", "1", "--format", "json"]).stdout;
+    let mut store = abperf::store::Store::open(&lab.db()).unwrap();
+    for seq in 0..8u32 {
+        let variant = (seq % 2) as usize;
+        let mut c = Counts::default();
+        let hot = 300 + 150 * variant as u32 + 7 * seq;
+        for i in 0..1000 {
+            c.add_stack(if i < hot {
+                ["hot", "main"]
+            } else {
+                ["cold", "main"]
+            });
+        }
+        let run = ProfiledRun {
+            variant,
+            seq,
+            wall_ns: 1_000_000,
+            profile: c.profile("cpu-clock", TOP_SYMBOLS),
+        };
+        store.save_profile(1, &run).unwrap();
+    }
+    drop(store);
+    let out = lab.ok(&["compare", "1"]).stdout;
+    assert!(
+        out.contains("8 profiled runs (not timed; 0.0 s under perf in all)"),
+        "{out}"
+    );
+    assert!(out.contains("B spends +"), "{out}");
+    assert!(out.contains("of its samples in hot (95% CI +"), "{out}");
+    assert!(out.contains("of its samples in cold (95% CI -"), "{out}");
+    assert_eq!(
+        lab.ok(&["compare", "1", "--format", "json"]).stdout,
+        json_before
+    );
+}
