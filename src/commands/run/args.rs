@@ -110,6 +110,10 @@ pub struct ExperimentArgs {
     /// Continue a stopped experiment exactly where its schedule stands
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
+    /// With --resume: run the stored design although this machine did not approve it (changed
+    /// in the store, or made by another user or machine); refused resumes print it: read it first
+    #[arg(long, requires = "resume")]
+    pub trust_stored_design: bool,
     #[command(flatten)]
     pub db: DbArgs,
 }

@@ -38,6 +38,8 @@ pub(crate) enum Plan {
         reference: String,
         db: DbArgs,
         wait: bool,
+        /// `--trust-stored-design`: run a design this machine did not approve
+        trust: bool,
     },
     /// A new experiment on this machine
     Host(NewRun),
@@ -125,6 +127,7 @@ impl Plan {
                 reference,
                 db: exp.db,
                 wait: local.wait,
+                trust: exp.trust_stored_design,
             });
         }
         if kernel.any() {

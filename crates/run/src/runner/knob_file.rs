@@ -165,3 +165,20 @@ pub fn write_verified(path: &str, value: &str) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// Put knob `path` back to its original: its whole text `raw` byte for byte (a trailing newline
+/// kept), or, for a choice list such as `always [madvise] never`, the `selected` choice (the
+/// only thing such a file takes). Verified: it must read back as `selected`.
+pub fn restore_verified(path: &str, selected: &str, raw: &str) -> anyhow::Result<()> {
+    let bytes = if selected_choice(raw) == raw.trim() {
+        raw
+    } else {
+        selected
+    };
+    write_raw(path, bytes)?;
+    let back = read_value(path)?;
+    if back != selected {
+        anyhow::bail!("knob {path}: restored '{selected}' but it reads back '{back}'");
+    }
+    Ok(())
+}

@@ -1,0 +1,206 @@
+//! What root acts on (issue 40, docs/security.md): a store row cannot make a resume run a
+//! command or write a knob value the user on this machine did not approve, and a knob is put
+//! back only from this machine's record, only while it holds a value abperf wrote. Every test
+//! drives the real binary on an SQLite store; each failed on the abperf before these checks.
+
+mod common;
+use common::Lab;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// A lab with its own knob locks and its own config directory (where approvals live).
+fn lab() -> Lab {
+    let lab = Lab::with_own_locks();
+    let config = lab.p("config");
+    lab.env("XDG_CONFIG_HOME", &config)
+}
+
+fn start(lab: &Lab, args: &[&str]) -> Child {
+    lab.cmd(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("abperf starts")
+}
+
+/// Wait until the latest experiment has at least `n` runs stored; its id.
+fn wait_for_runs(lab: &Lab, n: i64) -> i64 {
+    let t = Instant::now();
+    loop {
+        if lab.db().exists()
+            && let Ok(list) = abperf::store::Store::open(&lab.db()).and_then(|s| s.list())
+            && let Some(e) = list.last()
+            && e.runs_done >= n
+        {
+            return e.id;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "no run stored in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// An experiment on a file knob holding "2000\n" (values 111, 222), killed by SIGKILL after two
+/// runs: returns (knob, id). The knob holds a value the dead run wrote.
+fn killed_knob_experiment(lab: &Lab) -> (String, i64) {
+    let k = lab.write("knob", "2000\n");
+    let spec = format!("{k}=111,222");
+    let args = [
+        "run",
+        "-r",
+        "100",
+        "--warmup",
+        "0",
+        "-k",
+        &spec,
+        "sleep 0.05",
+    ];
+    let mut bg = start(lab, &args);
+    let id = wait_for_runs(lab, 2);
+    // SAFETY: plain syscall on our own child.
+    unsafe { libc::kill(bg.id() as i32, libc::SIGKILL) };
+    bg.wait().unwrap();
+    let left = read(&k);
+    assert!(
+        left == "111" || left == "222",
+        "a variant value is left: {left:?}"
+    );
+    (k, id)
+}
+
+fn sql(lab: &Lab, statement: &str) {
+    let c = rusqlite::Connection::open(lab.db()).unwrap();
+    assert!(c.execute(statement, []).unwrap() >= 1, "{statement}");
+}
+
+#[test]
+fn an_edited_command_is_not_run_by_a_resume() {
+    let lab = lab();
+    let mut bg = start(&lab, &["run", "-r", "100", "--warmup", "0", "sleep 0.05"]);
+    let id = wait_for_runs(&lab, 2);
+    // SAFETY: plain syscall on our own child.
+    unsafe { libc::kill(bg.id() as i32, libc::SIGKILL) };
+    bg.wait().unwrap();
+    let pwned = lab.p("PWNED");
+    sql(
+        &lab,
+        &format!("UPDATE variant SET command = 'touch {pwned}'"),
+    );
+    let o = lab.fails(&["run", "--resume", &id.to_string()], 1);
+    assert!(
+        o.stderr.contains(&format!("command: touch {pwned}"))
+            && o.stderr.contains("not approved on this machine")
+            && o.stderr.contains("--trust-stored-design"),
+        "{o}"
+    );
+    assert!(
+        !std::path::Path::new(&pwned).exists(),
+        "the edited command ran"
+    );
+    // Read and trusted: it runs (and the approval is kept for the next resume).
+    let o = lab.ok(&["run", "--resume", &id.to_string(), "--trust-stored-design"]);
+    assert!(o.stderr.contains("as --trust-stored-design says"), "{o}");
+    assert!(std::path::Path::new(&pwned).exists(), "{o}");
+}
+
+#[test]
+fn a_design_without_an_approval_here_is_shown_and_refused_until_trusted() {
+    // Made by another user (another config directory): the design is shown, nothing runs.
+    let lab = lab();
+    let mark = lab.p("ran");
+    let cmd = format!("sleep 0.05; echo x >> {mark}");
+    let mut bg = start(&lab, &["run", "-r", "100", "--warmup", "0", &cmd]);
+    let id = wait_for_runs(&lab, 2).to_string();
+    // SAFETY: plain syscall on our own child.
+    unsafe { libc::kill(bg.id() as i32, libc::SIGKILL) };
+    bg.wait().unwrap();
+    let before = read(&mark);
+    let other = lab.p("other-config");
+    let mut c = lab.cmd(&["run", "--resume", &id]);
+    c.env("XDG_CONFIG_HOME", &other);
+    let o = common::Out::from(c.output().unwrap(), &["run", "--resume", &id]);
+    assert_eq!(o.code, Some(1), "{o}");
+    assert!(o.stderr.contains(&format!("command: {cmd}")), "{o}");
+    assert_eq!(read(&mark), before, "nothing ran");
+    // The user who made it resumes it without a question.
+    lab.ok(&["run", "--resume", &id]);
+    assert!(read(&mark).len() > before.len());
+}
+
+#[test]
+fn an_edited_knob_original_is_never_written_back() {
+    let lab = lab();
+    let (k, id) = killed_knob_experiment(&lab);
+    sql(
+        &lab,
+        &format!(
+            "UPDATE variant SET knobs = '[{{\"path\":\"{k}\",\"value\":\"111\",\"original\":\"evil\"}}]' \
+             WHERE experiment_id = {id} AND position = 0"
+        ),
+    );
+    // The resume verifies the design (knob originals are not part of it: they are not trusted
+    // either) and restores the original recorded on this machine, byte for byte.
+    let o = lab.ok(&["run", "--resume", &id.to_string()]);
+    assert!(o.stderr.contains("restored its original '2000'"), "{o}");
+    assert_eq!(read(&k), "2000\n", "{o}");
+
+    // The claim lost (a lock directory removed): doctor --restore does not write the store's
+    // "original" either; it names it and says how to put it back by hand.
+    let lab = self::lab();
+    let (k, id) = killed_knob_experiment(&lab);
+    for e in std::fs::read_dir(lab.path("locks")).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+    }
+    sql(
+        &lab,
+        &format!(
+            "UPDATE variant SET knobs = json_set(knobs, '$[0].original', 'evil') \
+             WHERE experiment_id = {id}"
+        ),
+    );
+    let left = read(&k);
+    let o = lab.run(&["doctor", "--restore"]);
+    assert!(o.stderr.contains("which is not trusted"), "{o}");
+    assert_eq!(read(&k), left, "{o}");
+}
+
+#[test]
+fn the_admins_value_set_after_a_kill_survives() {
+    let lab = lab();
+    let (k, _) = killed_knob_experiment(&lab);
+    std::fs::write(&k, "32005\n").unwrap();
+    let o = lab.run(&["doctor", "--restore"]);
+    assert!(
+        o.stderr.contains("holds '32005'")
+            && o.stderr.contains("not restored to the original '2000'"),
+        "{o}"
+    );
+    assert_eq!(read(&k), "32005\n", "{o}");
+    // The record is dropped: the next experiment on the knob takes 32005 as its original.
+    let spec = format!("{k}=5,6");
+    lab.ok(&["run", "-r", "2", "--warmup", "0", "-k", &spec, "true"]);
+    assert_eq!(read(&k), "32005\n");
+}
+
+#[test]
+fn stale_claim_temp_files_are_removed_by_the_next_abperf() {
+    let lab = lab();
+    let (k, _) = killed_knob_experiment(&lab);
+    let claim = std::fs::read_dir(lab.path("locks"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("the dead run's claim");
+    let stale = claim.with_extension("tmp99999");
+    std::fs::write(&stale, "{").unwrap();
+    let spec = format!("{k}=5,6");
+    lab.ok(&["run", "-r", "2", "--warmup", "0", "-k", &spec, "true"]);
+    assert!(!stale.exists(), "the stale temp file is left");
+    assert_eq!(read(&k), "2000\n");
+}
