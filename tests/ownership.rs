@@ -232,8 +232,9 @@ fn doctor_restores_from_the_claim_and_warns_from_the_store() {
     let o = lab.ok(&["doctor", "--sample", "0.1"]);
     assert!(o.stderr.contains("restored its original '2000'"), "{o}");
     assert_eq!(read(&k), "2000");
-    // Without a claim (lock directory lost), the store still knows: doctor warns, --restore
-    // restores and marks the experiment interrupted.
+    // Without a claim (lock directory lost), the store still knows: doctor warns; --restore
+    // does not write the store's original (a row is not trusted), names it, and marks the
+    // experiment interrupted.
     let (k, id2) = killed_knob_experiment(&lab);
     assert!(id2 > id);
     for e in std::fs::read_dir(lab.path("locks")).unwrap() {
@@ -247,13 +248,14 @@ fn doctor_restores_from_the_claim_and_warns_from_the_store() {
             && o.stderr.contains("abperf doctor --restore"),
         "{o}"
     );
-    let o = lab.ok(&["doctor", "--restore"]);
+    let left = read(&k);
+    let o = lab.fails(&["doctor", "--restore"], 1);
     assert!(
-        o.stdout
-            .contains(&format!("restored {k}: '2000' (verified; left as")),
+        o.stderr.contains(&format!("knob {k} holds '{left}'"))
+            && o.stderr.contains("(the store says '2000', which is not trusted)"),
         "{o}"
     );
-    assert_eq!(read(&k), "2000", "{o}");
+    assert_eq!(read(&k), left, "{o}");
     assert_eq!(
         lab.store().experiment(id2).unwrap().status,
         abperf::model::Status::Interrupted
