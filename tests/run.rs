@@ -704,6 +704,8 @@ fn sigterm_and_sighup_restore_a_file_knob_and_mark_the_experiment_interrupted() 
     let k = format!("{}=always,never", knob.display());
     for (nth, sig) in [(1, libc::SIGTERM), (2, libc::SIGHUP)] {
         let child = Command::new(BIN)
+            // An ordinary file as the knob: accepted only through this test variable.
+            .env("ABPERF_TEST_KNOB_DIR", std::env::temp_dir())
             .args([
                 "run",
                 "--db",

@@ -114,12 +114,14 @@ fn a_design_without_an_approval_here_is_shown_and_refused_until_trusted() {
     // Made by another user (another config directory): the design is shown, nothing runs.
     let lab = lab();
     let mark = lab.p("ran");
-    let cmd = format!("sleep 0.05; echo x >> {mark}");
+    let cmd = format!("echo x >> {mark}; sleep 0.05");
     let mut bg = start(&lab, &["run", "-r", "100", "--warmup", "0", &cmd]);
     let id = wait_for_runs(&lab, 2).to_string();
     // SAFETY: plain syscall on our own child.
     unsafe { libc::kill(bg.id() as i32, libc::SIGKILL) };
     bg.wait().unwrap();
+    // The killed abperf's last command may still be finishing.
+    std::thread::sleep(Duration::from_millis(300));
     let before = read(&mark);
     let other = lab.p("other-config");
     let mut c = lab.cmd(&["run", "--resume", &id]);
@@ -203,4 +205,141 @@ fn stale_claim_temp_files_are_removed_by_the_next_abperf() {
     lab.ok(&["run", "-r", "2", "--warmup", "0", "-k", &spec, "true"]);
     assert!(!stale.exists(), "the stale temp file is left");
     assert_eq!(read(&k), "2000\n");
+}
+
+#[test]
+fn a_symlink_planted_in_the_temporary_directory_deletes_nothing() {
+    let lab = lab();
+    let tmp = lab.path("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let victim = lab.path("victim");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::write(victim.join("metrics.jsonl"), "keep").unwrap();
+    // The name of a dead abperf's metrics directory, planted as a symlink to the victim.
+    std::os::unix::fs::symlink(&victim, tmp.join("abperf-metrics.999999999.1")).unwrap();
+    let args = [
+        "run",
+        "-r",
+        "1",
+        "--warmup",
+        "0",
+        "@flush-storm:ops=300,threads=1",
+    ];
+    let mut c = lab.cmd(&args);
+    c.env("TMPDIR", &tmp);
+    let o = common::Out::from(c.output().unwrap(), &args);
+    assert_eq!(o.code, Some(0), "{o}");
+    assert_eq!(
+        read(&victim.join("metrics.jsonl").to_string_lossy()),
+        "keep"
+    );
+}
+
+#[test]
+fn an_ordinary_file_is_no_knob_whatever_tmpdir_says() {
+    let lab = lab();
+    let k = lab.write("knob", "1\n");
+    let spec = format!("{k}=2,3");
+    let args = ["run", "-r", "1", "--warmup", "0", "-k", &spec, "true"];
+    let mut c = lab.cmd(&args);
+    c.env("TMPDIR", "/").env_remove("ABPERF_TEST_KNOB_DIR");
+    let o = common::Out::from(c.output().unwrap(), &args);
+    assert_ne!(o.code, Some(0), "{o}");
+    assert!(o.stderr.contains("not a kernel knob"), "{o}");
+    assert_eq!(read(&k), "1\n");
+}
+
+/// A real, harmless kernel knob (System V message size limit), put back when the test ends.
+const MSGMAX: &str = "/proc/sys/kernel/msgmax";
+
+struct PutBack(String);
+impl Drop for PutBack {
+    fn drop(&mut self) {
+        let _ = std::fs::write(MSGMAX, &self.0);
+    }
+}
+
+#[test]
+fn a_knob_moved_during_a_run_leaves_that_run_out_and_stops_the_experiment() {
+    let Ok(before) = std::fs::read_to_string(MSGMAX) else {
+        return common::skip("this kernel has no /proc/sys/kernel/msgmax");
+    };
+    if std::fs::write(MSGMAX, &before).is_err() {
+        return common::skip("/proc/sys/kernel/msgmax cannot be written here");
+    }
+    let _put_back = PutBack(before.clone());
+    let lab = lab();
+    let count = lab.p("count");
+    // The third run's command is the other process: it writes the knob while it runs.
+    let cmd = format!(
+        "n=$(($(cat {count} 2>/dev/null || echo 0) + 1)); echo $n > {count}; \
+         if [ $n = 3 ]; then echo 9000 > {MSGMAX}; fi"
+    );
+    let spec = format!("{MSGMAX}=8193,8194");
+    let o = lab.run(&["run", "-r", "3", "--warmup", "0", "-k", &spec, &cmd]);
+    assert_eq!(o.code, Some(1), "{o}");
+    assert!(
+        o.stderr
+            .contains(&format!("knob {MSGMAX} read '9000' after it"))
+            && o.stderr.contains("excluded from every verdict"),
+        "{o}"
+    );
+    let id = lab.store().resolve_id("latest").unwrap();
+    let runs = lab.store().runs(id).unwrap();
+    assert_eq!(runs.len(), 3, "it stopped at the third run: {o}");
+    let out: Vec<_> = runs.iter().filter(|r| r.excluded.is_some()).collect();
+    assert_eq!(out.len(), 1, "{runs:?}");
+    assert!(!out[0].counts());
+    assert!(
+        o.stderr.contains(&format!("run {} of variant", out[0].seq)),
+        "{o}"
+    );
+    // The other process's value is left to it.
+    assert_eq!(std::fs::read_to_string(MSGMAX).unwrap().trim(), "9000");
+}
+
+#[test]
+fn an_edited_command_is_not_sent_to_the_hosts_by_a_fleet_resume() {
+    if let Some(why) = common::fleet::missing() {
+        return common::skip(&why);
+    }
+    let mut fleet = common::fleet::Fleet::start();
+    let inv = fleet.inventory("inventory.ini");
+    let lab = lab()
+        .env("ANSIBLE_SSH_ARGS", "-o ControlMaster=no")
+        .env("ANSIBLE_NOCOLOR", "1");
+    fleet.stop("lab-b");
+    let args = [
+        "fleet",
+        "run",
+        "-i",
+        &inv,
+        "-r",
+        "2",
+        "--warmup",
+        "0",
+        "-n",
+        "a",
+        "-n",
+        "b",
+        "true",
+        "sleep 0.002",
+    ];
+    lab.fails(&args, 1).err_has("--resume 1");
+    let pwned = lab.p("PWNED");
+    sql(
+        &lab,
+        &format!("UPDATE variant SET command = 'touch {pwned}'"),
+    );
+    fleet.restart("lab-b");
+    let o = lab.fails(&["fleet", "run", "-i", &inv, "--resume", "1"], 1);
+    assert!(
+        o.stderr.contains(&format!("command: touch {pwned}"))
+            && o.stderr.contains("--trust-stored-design"),
+        "{o}"
+    );
+    assert!(
+        !std::path::Path::new(&pwned).exists(),
+        "the edited command ran"
+    );
 }

@@ -112,7 +112,8 @@ pub struct ExperimentArgs {
     pub resume: Option<String>,
     /// With --resume: run the stored design although this machine did not approve it (changed
     /// in the store, or made by another user or machine); refused resumes print it: read it first
-    #[arg(long, requires = "resume")]
+    /// (without --resume it has nothing to do)
+    #[arg(long)]
     pub trust_stored_design: bool,
     #[command(flatten)]
     pub db: DbArgs,

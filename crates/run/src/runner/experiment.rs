@@ -384,6 +384,7 @@ pub fn execute_into(
         timed_done,
         last_variant: None,
         tail_shown: BTreeSet::new(),
+        knob_moved: None,
     };
     progress.start(todo.len() as u64);
     let (mut ending, mut error) = walk.slots(sink, progress, &todo);
@@ -439,6 +440,8 @@ struct Walk<'a> {
     last_variant: Option<usize>,
     /// Variants whose first failure showed the workload's stderr.
     tail_shown: BTreeSet<usize>,
+    /// A knob another process changed during the last run, in words: the experiment stops.
+    knob_moved: Option<String>,
 }
 
 impl Walk<'_> {
@@ -455,6 +458,11 @@ impl Walk<'_> {
                 return (Ending::Interrupted(sig), None);
             }
             let step = self.run_slot(sink, progress, slot);
+            if step.is_ok()
+                && let Some(m) = self.knob_moved.take()
+            {
+                return (Ending::Failed(m), None);
+            }
             if let Some(stop) = self.after_run(sink, progress, slot, step) {
                 return stop;
             }
@@ -564,6 +572,8 @@ impl Walk<'_> {
         let counters = std::mem::take(&mut out.counters);
         let (metrics, unmeasured) = run_metrics(cmds, metrics_file, &out, counters);
         let (status, exit_code, signal) = run_status(out.exit, unmeasured.is_some());
+        // Every knob read back: a run during which one moved is out of every verdict.
+        let excluded = self.knobs_moved(slot, &v.name);
         sink.commit(&Run {
             variant: slot.variant,
             seq: slot.seq,
@@ -574,7 +584,7 @@ impl Walk<'_> {
             signal,
             started_ns,
             ended_ns,
-            excluded: None,
+            excluded,
             metrics,
             source: None,
             labels: Default::default(),
@@ -589,6 +599,29 @@ impl Walk<'_> {
             out.wall_ns,
         );
         Ok(self.failure(slot, main, &out, unmeasured))
+    }
+
+    /// After a run: read every held knob back; when one moved (another process wrote it), the
+    /// reason the run is excluded, and the experiment's stop in words (`knob_moved`).
+    fn knobs_moved(&mut self, slot: &Slot, variant: &str) -> Option<String> {
+        let moved = self.knobs.moved();
+        if moved.is_empty() {
+            return None;
+        }
+        let what: Vec<String> = moved
+            .iter()
+            .map(|(path, set, seen)| {
+                format!("knob {path} read '{seen}' after it, not the '{set}' abperf set")
+            })
+            .collect();
+        let what = what.join("; ");
+        self.knob_moved = Some(format!(
+            "run {} of variant '{variant}': {what}: another process changed it during the run; \
+             the run is stored excluded from every verdict, the knob is left as that process \
+             set it, and the experiment stops here (resume it once the knob is yours again)",
+            slot.seq
+        ));
+        Some(format!("knob moved during the run: {what}"))
     }
 
     /// When the variant changes: write its knobs and run --setup.

@@ -3,9 +3,9 @@
 //! and drops the guard) and on panic (`Drop`).
 //!
 //! A knob must be a regular file in a kernel filesystem (sysfs, procfs, debugfs, tracefs, cgroup,
-//! configfs, securityfs), in a tmpfs or under the temporary directory: never a FIFO (opening one
-//! blocks), a device (`/dev/zero` reads forever; opening some devices acts) or an ordinary file
-//! elsewhere. Reads are bounded ([`MAX_KNOB_BYTES`]).
+//! configfs, securityfs), whatever `TMPDIR` says: never a FIFO (opening one blocks), a device
+//! (`/dev/zero` reads forever; opening some devices acts), a tmpfs file or an ordinary file (the
+//! tests' own directory aside, see `knob_file`). Reads are bounded ([`MAX_KNOB_BYTES`]).
 //!
 //! Every knob is locked for as long as the guard lives (`knob_lock`): a second experiment on the
 //! same knob waits or fails naming the holder, and a claim recorded before the first write lets
@@ -37,6 +37,9 @@ pub struct KnobGuard {
     raw_originals: BTreeMap<String, String>,
     /// path -> value the file selects now
     current: BTreeMap<String, String>,
+    /// Knobs another process changed while held ([`KnobGuard::moved`]): left to it, not
+    /// restored.
+    foreign: BTreeMap<String, String>,
     restored: bool,
     /// path -> its lock (and claim), held while the guard lives.
     locks: BTreeMap<String, KnobLock>,
@@ -85,6 +88,7 @@ impl KnobGuard {
             originals,
             raw_originals,
             current,
+            foreign: BTreeMap::new(),
             restored: false,
             locks,
             claim,
@@ -120,6 +124,7 @@ impl KnobGuard {
             return Ok(());
         }
         self.restored = false;
+        self.foreign.remove(path);
         // Record the original and the value beside the lock before the change: if abperf dies
         // from here on, the next abperf that locks this knob (or doctor) puts it back while it
         // still holds a value written here.
@@ -173,11 +178,31 @@ impl KnobGuard {
         Ok(())
     }
 
+    /// Read every held knob back (one read each, after a run): the knobs that no longer hold
+    /// the value abperf set, as (path, value set, value seen). Another process changed them:
+    /// they are left to it from now on (not restored at the end; the caller says so).
+    pub fn moved(&mut self) -> Vec<(String, String, String)> {
+        let mut out = Vec::new();
+        for (path, set) in self.current.iter_mut() {
+            if set.is_empty() || self.foreign.contains_key(path) {
+                continue;
+            }
+            if let Ok(seen) = read_value(path)
+                && seen != *set
+            {
+                out.push((path.clone(), set.clone(), seen.clone()));
+                self.foreign.insert(path.clone(), seen.clone());
+                *set = seen;
+            }
+        }
+        out
+    }
+
     /// Put every original back and verify it; returns one message per knob that failed.
     pub fn restore(&mut self) -> Vec<String> {
         let mut errors = Vec::new();
         for (path, orig) in &self.originals {
-            if self.current.get(path) == Some(orig) {
+            if self.current.get(path) == Some(orig) || self.foreign.contains_key(path) {
                 if let Some(l) = self.locks.get_mut(path) {
                     l.release_claim();
                 }
