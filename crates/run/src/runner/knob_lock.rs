@@ -433,7 +433,7 @@ pub fn restore_from_claim(claim: &KnobClaim) -> anyhow::Result<Option<String>> {
     if now == claim.original {
         return Ok(None);
     }
-    if !claim.written.iter().any(|w| *w == now) {
+    if !claim.written.contains(&now) {
         let wrote = if claim.written.is_empty() {
             "nothing on record".to_string()
         } else {
