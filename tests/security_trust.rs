@@ -249,23 +249,24 @@ fn an_ordinary_file_is_no_knob_whatever_tmpdir_says() {
     assert_eq!(read(&k), "1\n");
 }
 
-/// A real, harmless kernel knob (System V message size limit), put back when the test ends.
-const MSGMAX: &str = "/proc/sys/kernel/msgmax";
+/// A real, harmless kernel knob (the System V message queue size limit; tests/micro_compare.rs
+/// uses msgmax, not this one), put back when the test ends.
+const MSGMNB: &str = "/proc/sys/kernel/msgmnb";
 
 struct PutBack(String);
 impl Drop for PutBack {
     fn drop(&mut self) {
-        let _ = std::fs::write(MSGMAX, &self.0);
+        let _ = std::fs::write(MSGMNB, &self.0);
     }
 }
 
 #[test]
 fn a_knob_moved_during_a_run_leaves_that_run_out_and_stops_the_experiment() {
-    let Ok(before) = std::fs::read_to_string(MSGMAX) else {
-        return common::skip("this kernel has no /proc/sys/kernel/msgmax");
+    let Ok(before) = std::fs::read_to_string(MSGMNB) else {
+        return common::skip("this kernel has no /proc/sys/kernel/msgmnb");
     };
-    if std::fs::write(MSGMAX, &before).is_err() {
-        return common::skip("/proc/sys/kernel/msgmax cannot be written here");
+    if std::fs::write(MSGMNB, &before).is_err() {
+        return common::skip("/proc/sys/kernel/msgmnb cannot be written here");
     }
     let _put_back = PutBack(before.clone());
     let lab = lab();
@@ -273,14 +274,14 @@ fn a_knob_moved_during_a_run_leaves_that_run_out_and_stops_the_experiment() {
     // The third run's command is the other process: it writes the knob while it runs.
     let cmd = format!(
         "n=$(($(cat {count} 2>/dev/null || echo 0) + 1)); echo $n > {count}; \
-         if [ $n = 3 ]; then echo 9000 > {MSGMAX}; fi"
+         if [ $n = 3 ]; then echo 20000 > {MSGMNB}; fi"
     );
-    let spec = format!("{MSGMAX}=8193,8194");
+    let spec = format!("{MSGMNB}=16385,16386");
     let o = lab.run(&["run", "-r", "3", "--warmup", "0", "-k", &spec, &cmd]);
     assert_eq!(o.code, Some(1), "{o}");
     assert!(
         o.stderr
-            .contains(&format!("knob {MSGMAX} read '9000' after it"))
+            .contains(&format!("knob {MSGMNB} read '20000' after it"))
             && o.stderr.contains("excluded from every verdict"),
         "{o}"
     );
@@ -295,7 +296,7 @@ fn a_knob_moved_during_a_run_leaves_that_run_out_and_stops_the_experiment() {
         "{o}"
     );
     // The other process's value is left to it.
-    assert_eq!(std::fs::read_to_string(MSGMAX).unwrap().trim(), "9000");
+    assert_eq!(std::fs::read_to_string(MSGMNB).unwrap().trim(), "20000");
 }
 
 #[test]
