@@ -253,6 +253,9 @@ fn an_ordinary_file_is_no_knob_whatever_tmpdir_says() {
 /// uses msgmax, not this one), put back when the test ends.
 const MSGMNB: &str = "/proc/sys/kernel/msgmnb";
 
+/// The tests that write MSGMNB must not overlap (each lab has its own lock directory).
+static MSGMNB_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 struct PutBack(String);
 impl Drop for PutBack {
     fn drop(&mut self) {
@@ -268,6 +271,7 @@ fn a_knob_moved_during_a_run_leaves_that_run_out_and_stops_the_experiment() {
     if std::fs::write(MSGMNB, &before).is_err() {
         return common::skip("/proc/sys/kernel/msgmnb cannot be written here");
     }
+    let _one = MSGMNB_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     let _put_back = PutBack(before.clone());
     let lab = lab();
     let count = lab.p("count");
@@ -343,4 +347,53 @@ fn an_edited_command_is_not_sent_to_the_hosts_by_a_fleet_resume() {
         !std::path::Path::new(&pwned).exists(),
         "the edited command ran"
     );
+}
+
+#[test]
+fn with_wait_moved_knob_the_experiment_waits_for_the_knob_and_goes_on() {
+    let Ok(before) = std::fs::read_to_string(MSGMNB) else {
+        return common::skip("this kernel has no /proc/sys/kernel/msgmnb");
+    };
+    if std::fs::write(MSGMNB, &before).is_err() {
+        return common::skip("/proc/sys/kernel/msgmnb cannot be written here");
+    }
+    let _one = MSGMNB_TESTS.lock().unwrap_or_else(|p| p.into_inner());
+    let _put_back = PutBack(before.clone());
+    let lab = lab();
+    let count = lab.p("count");
+    // The third run's command moves the knob and has it given back half a second later.
+    let cmd = format!(
+        "n=$(($(cat {count} 2>/dev/null || echo 0) + 1)); echo $n > {count}; \
+         if [ $n = 3 ]; then v=$(cat {MSGMNB}); echo 20000 > {MSGMNB}; \
+         (sleep 0.5; echo $v > {MSGMNB}) >/dev/null 2>&1 & fi"
+    );
+    let spec = format!("{MSGMNB}=16385,16386");
+    let args = [
+        "run",
+        "-r",
+        "3",
+        "--warmup",
+        "0",
+        "--wait-moved-knob",
+        "-k",
+        &spec,
+        &cmd,
+    ];
+    let o = lab.ok(&args);
+    assert!(
+        o.stderr
+            .contains("waiting for the knob to hold abperf's value again")
+            && o.stderr.contains("going on"),
+        "{o}"
+    );
+    let id = lab.store().resolve_id("latest").unwrap();
+    let runs = lab.store().runs(id).unwrap();
+    assert_eq!(runs.len(), 6, "{o}");
+    assert_eq!(
+        runs.iter().filter(|r| r.excluded.is_some()).count(),
+        1,
+        "{o}"
+    );
+    // abperf's knob again: its original is back at the end.
+    assert_eq!(std::fs::read_to_string(MSGMNB).unwrap(), before);
 }

@@ -82,6 +82,10 @@ pub struct ExperimentArgs {
     /// Record failing runs and go on instead of stopping
     #[arg(short = 'i', long = "ignore-failure")]
     pub ignore_failure: bool,
+    /// When another process changes a knob during a run (that run is stored excluded): wait for
+    /// the knob to hold abperf's value again, then go on, instead of stopping the experiment
+    #[arg(long)]
+    pub wait_moved_knob: bool,
     /// Count events per run: task-clock, page-faults, context-switches, cpu-migrations, cycles,
     /// instructions, dTLB-load-misses, ..., or tracepoints subsys:event (e.g. tlb:tlb_flush)
     #[arg(

@@ -417,6 +417,7 @@ fn run_config(
         events: args.events.clone(),
         counted_events: args.events.clone(),
         ignore_failure: args.ignore_failure,
+        wait_moved_knob: args.wait_moved_knob,
         show_output: args.show_output,
         noise,
         sequential: local.filter(|l| l.until_decided).map(|l| SequentialPlan {

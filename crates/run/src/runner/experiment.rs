@@ -50,6 +50,10 @@ pub struct RunConfig {
     /// Events that this machine can count (the rest were reported and skipped).
     pub counted_events: Vec<String>,
     pub ignore_failure: bool,
+    /// `--wait-moved-knob`: after a run during which another process changed a knob, wait for
+    /// the knob to hold abperf's value again instead of stopping (stored only when set).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub wait_moved_knob: bool,
     pub show_output: bool,
     /// Noise control: --tune, --drop-caches, --pre-read, --perturb-layout, --tmpfs-copy.
     #[serde(default)]
@@ -58,6 +62,10 @@ pub struct RunConfig {
     /// at an earlier look (the caller's [`Progress::decided`] says when).
     #[serde(default)]
     pub sequential: Option<abperf_model::SequentialPlan>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// How an execution ended.
@@ -460,8 +468,9 @@ impl Walk<'_> {
             let step = self.run_slot(sink, progress, slot);
             if step.is_ok()
                 && let Some(m) = self.knob_moved.take()
+                && let Some(stop) = self.knob_moved_stop(progress, m)
             {
-                return (Ending::Failed(m), None);
+                return stop;
             }
             if let Some(stop) = self.after_run(sink, progress, slot, step) {
                 return stop;
@@ -617,11 +626,39 @@ impl Walk<'_> {
         let what = what.join("; ");
         self.knob_moved = Some(format!(
             "run {} of variant '{variant}': {what}: another process changed it during the run; \
-             the run is stored excluded from every verdict, the knob is left as that process \
-             set it, and the experiment stops here (resume it once the knob is yours again)",
+             the run is stored excluded from every verdict",
             slot.seq
         ));
         Some(format!("knob moved during the run: {what}"))
+    }
+
+    /// After a run during which a knob moved (`what`, in words): stop the experiment, leaving
+    /// the knob as the other process set it, or with `--wait-moved-knob` wait until the knob
+    /// holds abperf's value again (`None`: go on).
+    fn knob_moved_stop(&mut self, progress: &mut dyn Progress, what: String) -> Option<Stop> {
+        if !self.cfg.wait_moved_knob {
+            return Some((
+                Ending::Failed(format!(
+                    "{what}; the knob is left as that process set it, and the experiment stops \
+                     here (resume it once the knob is yours again, or run with \
+                     --wait-moved-knob to wait for it)"
+                )),
+                None,
+            ));
+        }
+        progress.note(&format!(
+            "abperf: {what}; waiting for the knob to hold abperf's value again (--wait-moved-knob)"
+        ));
+        loop {
+            if let Some(sig) = signals::received() {
+                return Some((Ending::Interrupted(sig), None));
+            }
+            if self.knobs.held_again() {
+                progress.note("abperf: the knob holds abperf's value again; going on");
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// When the variant changes: write its knobs and run --setup.

@@ -37,8 +37,8 @@ pub struct KnobGuard {
     raw_originals: BTreeMap<String, String>,
     /// path -> value the file selects now
     current: BTreeMap<String, String>,
-    /// Knobs another process changed while held ([`KnobGuard::moved`]): left to it, not
-    /// restored.
+    /// Knobs another process changed while held ([`KnobGuard::moved`]), path -> the value
+    /// abperf had set: left to that process, not restored, until they hold it again.
     foreign: BTreeMap<String, String>,
     restored: bool,
     /// path -> its lock (and claim), held while the guard lives.
@@ -191,11 +191,28 @@ impl KnobGuard {
                 && seen != *set
             {
                 out.push((path.clone(), set.clone(), seen.clone()));
-                self.foreign.insert(path.clone(), seen.clone());
+                self.foreign.insert(path.clone(), set.clone());
                 *set = seen;
             }
         }
         out
+    }
+
+    /// Whether every knob another process changed ([`KnobGuard::moved`]) holds abperf's value
+    /// again (one read each); those that do are abperf's again.
+    pub fn held_again(&mut self) -> bool {
+        let back: Vec<String> = self
+            .foreign
+            .iter()
+            .filter(|(path, want)| read_value(path).is_ok_and(|v| v == **want))
+            .map(|(path, _)| path.clone())
+            .collect();
+        for path in back {
+            if let Some(want) = self.foreign.remove(&path) {
+                self.current.insert(path, want);
+            }
+        }
+        self.foreign.is_empty()
     }
 
     /// Put every original back and verify it; returns one message per knob that failed.
