@@ -319,13 +319,14 @@ fn resume(reference: &str, db: &DbArgs, wait: bool, trust: bool) -> anyhow::Resu
     check_resumable(&store, id, &cfg, &exp.design)?;
     // Nothing a store row says is run unless this machine's user approved it.
     let variants = store.variants(id)?;
+    // A workload of another version is refused first (it names the version; nothing runs).
+    workload::check_versions(&variants).with_context(|| format!("experiment {id}"))?;
     crate::design::trust::verify(id, &exp.design, &variants, trust)?;
     // Take the experiment over before anything is touched; refused while its owner lives.
     claim(&mut store, id)?;
     if exp.design.get("vm").is_some() {
         return boots::resume(&mut store, id, &cfg, &exp.design);
     }
-    workload::check_versions(&variants).with_context(|| format!("experiment {id}"))?;
     let schedule = store.schedule(id)?;
     // The knobs' originals come from this machine only: taking each lock puts back what the
     // interrupted session left (from its claim under the lock directory), never a store's value.
