@@ -123,7 +123,7 @@ fn knob_on_a_file_is_verified_and_restored_after_success_and_failure() {
     let cmd = format!("cat {} >> {}", knob.display(), seen.display());
     let o = lab.run(&["run", "-r", "2", "--warmup", "0", "-k", &k, &cmd]);
     assert!(o.code == Some(0), "{}", o.all());
-    assert_eq!(std::fs::read_to_string(&knob).unwrap(), "orig");
+    assert_eq!(std::fs::read_to_string(&knob).unwrap(), "orig\n");
     let seen_text = std::fs::read_to_string(&seen).unwrap();
     assert_eq!(seen_text.matches('x').count(), 2, "{seen_text}");
     assert_eq!(seen_text.matches('y').count(), 2, "{seen_text}");
@@ -134,7 +134,7 @@ fn knob_on_a_file_is_verified_and_restored_after_success_and_failure() {
     let o = lab.run(&["run", "-r", "3", "-k", &k, "exit 3"]);
     assert_eq!(o.code, Some(1), "{}", o.all());
     assert!(o.all().contains("exited with status 3"), "{}", o.all());
-    assert_eq!(std::fs::read_to_string(&knob).unwrap(), "orig");
+    assert_eq!(std::fs::read_to_string(&knob).unwrap(), "orig\n");
     assert_eq!(export(&lab, "latest")["experiments"][0]["status"], "failed");
 
     // A knob that does not exist is an error before any run.
@@ -704,6 +704,8 @@ fn sigterm_and_sighup_restore_a_file_knob_and_mark_the_experiment_interrupted() 
     let k = format!("{}=always,never", knob.display());
     for (nth, sig) in [(1, libc::SIGTERM), (2, libc::SIGHUP)] {
         let child = Command::new(BIN)
+            // An ordinary file as the knob: accepted only through this test variable.
+            .env("ABPERF_TEST_KNOB_DIR", std::env::temp_dir())
             .args([
                 "run",
                 "--db",

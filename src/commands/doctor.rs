@@ -8,7 +8,6 @@ use crate::model::tune::SOURCE_FIX;
 use crate::report::plain::PlainFormat as Format;
 use crate::runner::{KnobGuard, knob_lock, knobs};
 use crate::store::Store;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
@@ -79,7 +78,10 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
                         k.path, k.now, k.original, k.experiment, k.why
                     ));
                 }
-                crate::error::stderr_line("  put them back with: abperf doctor --restore");
+                crate::error::stderr_line(
+                    "  this machine has no record of their originals (a store's is not trusted): \
+                     abperf doctor --restore says how to put them back by hand",
+                );
             }
             Ok(_) => {}
             Err(e) => crate::error::stderr_line(&format!(
@@ -133,7 +135,7 @@ fn fix(db: &DbArgs) -> anyhow::Result<i32> {
         }
         // One guard per file: a refused write restores that file alone (on drop).
         let one = std::slice::from_ref(&s.path);
-        let mut guard = match KnobGuard::prepare(one, &BTreeMap::new()) {
+        let mut guard = match KnobGuard::prepare(one) {
             Ok(g) => g,
             Err(e) => {
                 crate::error::stderr_line(&format!("abperf: error: {e:#}"));
@@ -145,7 +147,7 @@ fn fix(db: &DbArgs) -> anyhow::Result<i32> {
         let row = store.tune_record(session, &s.path, &original, &s.value)?;
         match guard.apply(&s.path, &s.value) {
             Ok(()) => {
-                guard.keep_current();
+                guard.keep_current_on_record()?;
                 store.tune_set_state(row, "applied")?;
                 println!("changed {}: '{original}' -> '{}'", s.path, s.value);
             }
@@ -247,40 +249,25 @@ fn dead_experiment_knobs(store: &Store) -> anyhow::Result<Vec<DeadKnob>> {
     Ok(out)
 }
 
+/// `doctor --restore`: settle the claims dead holders left (their originals, from this
+/// machine), mark the experiments whose abperf died interrupted, and put back each setting
+/// `doctor --fix` (or a killed `run --tune`) left outstanding, from its record on this machine.
+/// A store's "original" is never written: a row is not trusted (docs/security.md).
 fn restore(db: &DbArgs) -> anyhow::Result<i32> {
     let mut store = Store::open_to_write(&db.location()?)?;
-    let (mut done, mut failed) = settle_claims();
-    // Knobs of experiments killed mid-run (their stored originals), then the experiment is
-    // marked interrupted: it stopped, and its knobs are settled.
+    let (done, mut failed) = settle_claims();
     let dead = dead_experiment_knobs(&store)?;
     let mut experiments = std::collections::BTreeSet::new();
     for k in &dead {
-        let mut stored = BTreeMap::new();
-        stored.insert(k.path.clone(), k.original.clone());
-        let mut guard = match KnobGuard::prepare(std::slice::from_ref(&k.path), &stored) {
-            Ok(g) => g,
-            Err(e) => {
-                crate::error::stderr_line(&format!("abperf: error: {e:#}"));
-                failed += 1;
-                continue;
-            }
-        };
-        let errors = guard.restore();
-        if errors.is_empty() {
-            println!(
-                "restored {}: '{}' (verified; left as '{}' by experiment {}, whose abperf died)",
-                k.path, k.original, k.now, k.experiment
-            );
-            done += 1;
-            experiments.insert(k.experiment);
-            experiments.extend(&k.also);
-        } else {
-            for e in errors {
-                crate::error::stderr_line(&format!("abperf: error: {e}"));
-            }
-            guard.keep_current();
-            failed += 1;
-        }
+        crate::error::stderr_line(&format!(
+            "abperf: warning: knob {} holds '{}', left by experiment {} whose abperf died; this \
+             machine has no record of its original (the store says '{}', which is not trusted): \
+             not restored; if that is right: echo '{}' > {}",
+            k.path, k.now, k.experiment, k.original, k.original, k.path
+        ));
+        failed += 1;
+        experiments.insert(k.experiment);
+        experiments.extend(&k.also);
     }
     for id in experiments {
         store.set_status(id, crate::model::Status::Interrupted)?;
@@ -292,38 +279,62 @@ fn restore(db: &DbArgs) -> anyhow::Result<i32> {
     }
     // Newest first: a file changed twice ends with its oldest original.
     for r in rows {
-        let mut stored = BTreeMap::new();
-        stored.insert(r.path.clone(), r.original.clone());
-        let mut guard = match KnobGuard::prepare(std::slice::from_ref(&r.path), &stored) {
-            Ok(g) => g,
+        match restore_tune_row(&r) {
+            Ok(Some(m)) => {
+                store.tune_set_state(r.id, "restored")?;
+                println!("{m}");
+            }
+            Ok(None) => store.tune_set_state(r.id, "restored")?,
             Err(e) => {
                 crate::error::stderr_line(&format!("abperf: error: {e:#}"));
                 failed += 1;
-                continue;
             }
-        };
-        if let Some((_, now, _)) = guard.drifted().first()
-            && *now != r.value
-        {
-            crate::error::stderr_line(&format!(
-                "abperf: warning: {} holds '{now}', not the '{}' abperf wrote: someone changed it since; \
-                 restoring the recorded original '{}' anyway",
-                r.path, r.value, r.original
-            ));
-        }
-        let errors = guard.restore();
-        if errors.is_empty() {
-            store.tune_set_state(r.id, "restored")?;
-            println!("restored {}: '{}' (verified)", r.path, r.original);
-        } else {
-            for e in errors {
-                crate::error::stderr_line(&format!("abperf: error: {e}"));
-            }
-            guard.keep_current(); // reported once; the row stays outstanding
-            failed += 1;
         }
     }
     Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// Put back one outstanding tune setting from this machine's record of it (`doctor --fix`'s
+/// `<key>.fix` beside the knob locks): `Ok(None)` when the knob holds its original already,
+/// `Ok(Some(message))` once restored and verified, `Err` naming both values when it cannot be.
+fn restore_tune_row(r: &crate::model::tune::TuneRecord) -> anyhow::Result<Option<String>> {
+    let now = knobs::read_value(&r.path)?;
+    let Some((rec, file)) = knob_lock::fix_record(&r.path)? else {
+        if now == r.original {
+            return Ok(None);
+        }
+        anyhow::bail!(
+            "{} holds '{now}'; this machine has no record of what it held before (the store says \
+             '{}', which is not trusted): not restored; if that is right: echo '{}' > {}",
+            r.path,
+            r.original,
+            r.original,
+            r.path
+        );
+    };
+    // Locked while it is written: no experiment changes it meanwhile.
+    let mut guard = KnobGuard::prepare(std::slice::from_ref(&r.path))?;
+    guard.keep_current();
+    let result = if now == rec.original {
+        Ok(None)
+    } else if !rec.written.contains(&now) {
+        Err(anyhow::anyhow!(
+            "{} holds '{now}', not the '{}' abperf wrote: someone set it since; left as it is, \
+             not restored to the original '{}' (the record is dropped)",
+            r.path,
+            rec.written.join("', '"),
+            rec.original
+        ))
+    } else {
+        let raw = rec.original_raw.as_deref().unwrap_or(&rec.original);
+        knobs::restore_verified(&r.path, &rec.original, raw)?;
+        Ok(Some(format!(
+            "restored {}: '{}' (verified)",
+            r.path, rec.original
+        )))
+    };
+    let _ = std::fs::remove_file(&file);
+    result
 }
 
 /// KVM for kernel variants (`run --kernel`): the VM engine's probe (the KVM ioctls, then a short

@@ -99,7 +99,6 @@ pub fn run(
     let paths: Vec<String> = specs.iter().map(|k| k.path.clone()).collect();
     let guard = KnobGuard::prepare_with(
         &paths,
-        &BTreeMap::new(),
         &LockOptions {
             wait: args.wait,
             purpose: "micro".into(),

@@ -30,7 +30,6 @@ use crate::runner::workload;
 use crate::runner::{KnobGuard, execute, preflight};
 use crate::store::{Operation, Store};
 use anyhow::Context;
-use std::collections::BTreeMap;
 
 fn check_events(names: &[String], strict: bool) -> anyhow::Result<Vec<String>> {
     let mut specs = Vec::new();
@@ -95,7 +94,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             reference,
             db,
             wait,
-        } => resume(&reference, &db, wait),
+            trust,
+        } => resume(&reference, &db, wait, trust),
         Plan::Kernels(run, kernels) => match &kernels.on {
             BootOn::ThisMachine { .. } => boot_loop::start(&run, &kernels),
             BootOn::Vm(_) => boots::run(&run, &kernels),
@@ -123,7 +123,7 @@ fn start(plan: &NewRun) -> anyhow::Result<i32> {
     signals::install()?;
     let mut paths = knob_paths.clone();
     paths.extend(tune.iter().map(|t| t.path.clone()));
-    let guard = KnobGuard::prepare_with(&paths, &BTreeMap::new(), &lock_options(plan.wait))?;
+    let guard = KnobGuard::prepare_with(&paths, &lock_options(plan.wait))?;
     let (mut guard, session) = start_tune(&mut store, guard, &cfg, &tune)?;
     let schedule = design::build_schedule(cfg.order, plans.len(), cfg.runs, cfg.warmup, seed);
     let title = plan.title(plans.iter().map(|p| p.name.as_str()));
@@ -139,6 +139,7 @@ fn start(plan: &NewRun) -> anyhow::Result<i32> {
     };
     let owner = crate::measure::process::current_owner();
     let stop = || signals::received().is_some();
+    crate::design::trust::approve(&exp.design, &variants)?;
     let Some(id) = store.create_owned_experiment(&exp, &variants, &schedule, &owner, &stop)? else {
         let sig = signals::received().unwrap_or(libc::SIGINT);
         crate::error::stderr_line(&format!(
@@ -293,7 +294,7 @@ fn lock_options(wait: bool) -> LockOptions {
     }
 }
 
-fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
+fn resume(reference: &str, db: &DbArgs, wait: bool, trust: bool) -> anyhow::Result<i32> {
     // On a PostgreSQL store: every experiment's row read into a working copy (for `latest`),
     // the experiment's content when it is claimed, each run then committed there first.
     let mut store = Store::open_to_take_over(&db.location()?)?;
@@ -324,37 +325,35 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
         format!("experiment {id}: its stored design cannot be read by this abperf")
     })?;
     check_resumable(&store, id, &cfg, &exp.design)?;
+    // Nothing a store row says is run unless this machine's user approved it.
+    let variants = store.variants(id)?;
+    // A workload of another version is refused first (it names the version; nothing runs).
+    workload::check_versions(&variants).with_context(|| format!("experiment {id}"))?;
+    crate::design::trust::verify(id, &exp.design, &variants, trust)?;
     // Take the experiment over before anything is touched; refused while its owner lives.
     claim(&mut store, id)?;
     if exp.design.get("vm").is_some() {
         return boots::resume(&mut store, id, &cfg, &exp.design);
     }
-    let variants = store.variants(id)?;
-    workload::check_versions(&variants).with_context(|| format!("experiment {id}"))?;
     let schedule = store.schedule(id)?;
-    let mut stored = BTreeMap::new();
+    // The knobs' originals come from this machine only: taking each lock puts back what the
+    // interrupted session left (from its claim under the lock directory), never a store's value.
     let mut paths = Vec::new();
     for v in &variants {
         for k in &v.knobs {
             if !paths.contains(&k.path) {
                 paths.push(k.path.clone());
             }
-            if let Some(o) = &k.original {
-                stored.insert(k.path.clone(), o.clone());
-            }
         }
     }
     let tune: Vec<Setting> = cfg.noise.tune.clone().unwrap_or_default();
-    for (p, o) in noise::stored_tune_originals(&store, id)? {
-        stored.entry(p).or_insert(o);
-    }
     for t in &tune {
         if !paths.contains(&t.path) {
             paths.push(t.path.clone());
         }
     }
     signals::install()?;
-    let mut guard = match KnobGuard::prepare_with(&paths, &stored, &lock_options(wait)) {
+    let mut guard = match KnobGuard::prepare_with(&paths, &lock_options(wait)) {
         Ok(g) => g,
         Err(e) => {
             // Nothing ran: the experiment is as stopped as before.
@@ -367,11 +366,6 @@ fn resume(reference: &str, db: &DbArgs, wait: bool) -> anyhow::Result<i32> {
         }
     };
     guard.set_experiment(id, store.path())?;
-    for (path, now, orig) in guard.drifted() {
-        crate::error::stderr_line(&format!(
-            "abperf: knob {path} holds '{now}', left by the interrupted session; '{orig}' will be restored at the end"
-        ));
-    }
     let done = store.done_seqs(id)?.len();
     crate::error::stderr_line(&format!(
         "abperf: resuming experiment {id} at run {done} of {} (order {}, seed {})",

@@ -198,6 +198,9 @@ impl Lab {
             .env("ABPERF_DB", self.db())
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env_remove("ABPERF_METRICS_FILE")
+            // The tests' knobs are ordinary files in the temporary directory: accepted only
+            // through this variable (a tmpfs or TMPDIR is never a kernel filesystem).
+            .env("ABPERF_TEST_KNOB_DIR", std::env::temp_dir())
             .stdin(Stdio::null());
         c
     }

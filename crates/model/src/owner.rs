@@ -67,6 +67,14 @@ pub struct KnobClaim {
     pub path: String,
     /// What the knob selected before the holder changed it.
     pub original: String,
+    /// The knob's whole text before the holder changed it, restored byte for byte (trailing
+    /// newline kept) unless it is a choice list such as `always [madvise] never`.
+    #[serde(default)]
+    pub original_raw: Option<String>,
+    /// Every value the holder wrote (recorded before each write). The original is put back only
+    /// while the knob holds one of them: any other value was set by someone else, on purpose.
+    #[serde(default)]
+    pub written: Vec<String>,
     pub owner: Owner,
     /// The experiment, when the holder is `abperf run`.
     pub experiment: Option<i64>,
@@ -134,6 +142,8 @@ mod tests {
         let c = KnobClaim {
             path: "/sys/x".into(),
             original: "a".into(),
+            original_raw: Some("a\n".into()),
+            written: vec!["b".into()],
             owner: me(),
             experiment: Some(3),
             store: Some("/s.db".into()),

@@ -90,7 +90,7 @@ pub struct Run {
     /// CLOCK_REALTIME, ns since the epoch (0 when unknown, as for imported runs).
     pub started_ns: i64,
     pub ended_ns: i64,
-    /// Why a user excluded the run, when they did.
+    /// Why the run is excluded, when it is (a user excluded it, or a knob moved during it).
     pub excluded: Option<String>,
     /// Measured values (one per name), written in JSON as an object NAME -> value; their units
     /// are listed once per experiment.
@@ -138,7 +138,8 @@ impl Run {
     }
 
     /// The one rule for which runs count in descriptions, tests and plots: the run finished
-    /// normally, is not a warm-up and was not excluded by a user.
+    /// normally, is not a warm-up and was not excluded (by a user, or by abperf: a knob moved
+    /// during it).
     pub fn counts(&self) -> bool {
         self.status == RunStatus::Ok && !self.warmup && self.excluded.is_none()
     }

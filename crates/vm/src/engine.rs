@@ -374,7 +374,15 @@ fn remove_stale_dirs(base: &Path) {
         else {
             continue;
         };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
+        // Only a real directory of this user's (a symlink or another user's directory planted
+        // in the shared temporary directory is left alone; remove_dir_all follows no symlink).
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        let ours = std::fs::symlink_metadata(e.path()).is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.is_dir() && m.uid() == me
+        });
+        if ours && !Path::new(&format!("/proc/{pid}")).exists() {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }

@@ -91,6 +91,7 @@ fn start(args: FleetRunArgs, abperf: &RemoteAbperf) -> anyhow::Result<i32> {
     };
     let mut store = Store::open_to_run(&run.db.location()?)?;
     let owner = crate::measure::process::current_owner();
+    crate::design::trust::approve(&exp.design, &variants)?;
     let id = store
         .create_owned_experiment(&exp, &variants, &schedule, &owner, &|| false)?
         .context("storing the plan was stopped")?;
@@ -129,6 +130,9 @@ fn resume(args: &FleetRunArgs, reference: &str, abperf: &RemoteAbperf) -> anyhow
     let cfg: RunConfig = serde_json::from_value(exp.design.clone()).with_context(|| {
         format!("experiment {id}: its stored design cannot be read by this abperf")
     })?;
+    // Nothing a store row says is sent to the hosts unless this machine's user approved it.
+    let variants = store.variants(id)?;
+    crate::design::trust::verify(id, &exp.design, &variants, args.run.trust_stored_design)?;
     crate::commands::run::end::claim(&mut store, id)?;
     let stored = Stored { id, cfg, fleet: fd };
     dispatch(&mut store, &stored, &args.inventory, abperf, false)

@@ -82,6 +82,10 @@ pub struct ExperimentArgs {
     /// Record failing runs and go on instead of stopping
     #[arg(short = 'i', long = "ignore-failure")]
     pub ignore_failure: bool,
+    /// When another process changes a knob during a run (that run is stored excluded): wait for
+    /// the knob to hold abperf's value again, then go on, instead of stopping the experiment
+    #[arg(long)]
+    pub wait_moved_knob: bool,
     /// Count events per run: task-clock, page-faults, context-switches, cpu-migrations, cycles,
     /// instructions, dTLB-load-misses, ..., or tracepoints subsys:event (e.g. tlb:tlb_flush)
     #[arg(
@@ -110,6 +114,11 @@ pub struct ExperimentArgs {
     /// Continue a stopped experiment exactly where its schedule stands
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
+    /// With --resume: run the stored design although this machine did not approve it (changed
+    /// in the store, or made by another user or machine); refused resumes print it: read it first
+    /// (without --resume it has nothing to do)
+    #[arg(long)]
+    pub trust_stored_design: bool,
     #[command(flatten)]
     pub db: DbArgs,
 }

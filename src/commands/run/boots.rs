@@ -139,6 +139,7 @@ pub(super) fn run(plan: &NewRun, k: &Kernels) -> anyhow::Result<i32> {
     let args = &plan.args;
     let mut store = Store::open_to_write(&args.db.location()?)?;
     signals::install()?;
+    crate::design::trust::approve(&exp.design, &variants)?;
     let id = store.create_boot_experiment(&exp, &variants, &schedule, &boot_plans)?;
     // Its owner, so that `list`/`show` call it interrupted if this process dies and
     // `run --resume` refuses while it lives (a moment after creation: a kill -9 in between

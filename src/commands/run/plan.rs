@@ -38,6 +38,8 @@ pub(crate) enum Plan {
         reference: String,
         db: DbArgs,
         wait: bool,
+        /// `--trust-stored-design`: run a design this machine did not approve
+        trust: bool,
     },
     /// A new experiment on this machine
     Host(NewRun),
@@ -125,6 +127,7 @@ impl Plan {
                 reference,
                 db: exp.db,
                 wait: local.wait,
+                trust: exp.trust_stored_design,
             });
         }
         if kernel.any() {
@@ -414,6 +417,7 @@ fn run_config(
         events: args.events.clone(),
         counted_events: args.events.clone(),
         ignore_failure: args.ignore_failure,
+        wait_moved_knob: args.wait_moved_knob,
         show_output: args.show_output,
         noise,
         sequential: local.filter(|l| l.until_decided).map(|l| SequentialPlan {

@@ -4,6 +4,7 @@
 pub mod boots;
 pub mod placeholders;
 pub mod schedule;
+pub mod trust;
 pub mod variants;
 
 pub use boots::{BootVariant, KernelChoice, build_boot_schedule, build_boot_variants};

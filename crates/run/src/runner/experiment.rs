@@ -50,6 +50,10 @@ pub struct RunConfig {
     /// Events that this machine can count (the rest were reported and skipped).
     pub counted_events: Vec<String>,
     pub ignore_failure: bool,
+    /// `--wait-moved-knob`: after a run during which another process changed a knob, wait for
+    /// the knob to hold abperf's value again instead of stopping (stored only when set).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub wait_moved_knob: bool,
     pub show_output: bool,
     /// Noise control: --tune, --drop-caches, --pre-read, --perturb-layout, --tmpfs-copy.
     #[serde(default)]
@@ -58,6 +62,10 @@ pub struct RunConfig {
     /// at an earlier look (the caller's [`Progress::decided`] says when).
     #[serde(default)]
     pub sequential: Option<abperf_model::SequentialPlan>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// How an execution ended.
@@ -384,6 +392,7 @@ pub fn execute_into(
         timed_done,
         last_variant: None,
         tail_shown: BTreeSet::new(),
+        knob_moved: None,
     };
     progress.start(todo.len() as u64);
     let (mut ending, mut error) = walk.slots(sink, progress, &todo);
@@ -439,6 +448,8 @@ struct Walk<'a> {
     last_variant: Option<usize>,
     /// Variants whose first failure showed the workload's stderr.
     tail_shown: BTreeSet<usize>,
+    /// A knob another process changed during the last run, in words: the experiment stops.
+    knob_moved: Option<String>,
 }
 
 impl Walk<'_> {
@@ -455,6 +466,12 @@ impl Walk<'_> {
                 return (Ending::Interrupted(sig), None);
             }
             let step = self.run_slot(sink, progress, slot);
+            if step.is_ok()
+                && let Some(m) = self.knob_moved.take()
+                && let Some(stop) = self.knob_moved_stop(progress, m)
+            {
+                return stop;
+            }
             if let Some(stop) = self.after_run(sink, progress, slot, step) {
                 return stop;
             }
@@ -564,6 +581,8 @@ impl Walk<'_> {
         let counters = std::mem::take(&mut out.counters);
         let (metrics, unmeasured) = run_metrics(cmds, metrics_file, &out, counters);
         let (status, exit_code, signal) = run_status(out.exit, unmeasured.is_some());
+        // Every knob read back: a run during which one moved is out of every verdict.
+        let excluded = self.knobs_moved(slot, &v.name);
         sink.commit(&Run {
             variant: slot.variant,
             seq: slot.seq,
@@ -574,7 +593,7 @@ impl Walk<'_> {
             signal,
             started_ns,
             ended_ns,
-            excluded: None,
+            excluded,
             metrics,
             source: None,
             labels: Default::default(),
@@ -589,6 +608,57 @@ impl Walk<'_> {
             out.wall_ns,
         );
         Ok(self.failure(slot, main, &out, unmeasured))
+    }
+
+    /// After a run: read every held knob back; when one moved (another process wrote it), the
+    /// reason the run is excluded, and the experiment's stop in words (`knob_moved`).
+    fn knobs_moved(&mut self, slot: &Slot, variant: &str) -> Option<String> {
+        let moved = self.knobs.moved();
+        if moved.is_empty() {
+            return None;
+        }
+        let what: Vec<String> = moved
+            .iter()
+            .map(|(path, set, seen)| {
+                format!("knob {path} read '{seen}' after it, not the '{set}' abperf set")
+            })
+            .collect();
+        let what = what.join("; ");
+        self.knob_moved = Some(format!(
+            "run {} of variant '{variant}': {what}: another process changed it during the run; \
+             the run is stored excluded from every verdict",
+            slot.seq
+        ));
+        Some(format!("knob moved during the run: {what}"))
+    }
+
+    /// After a run during which a knob moved (`what`, in words): stop the experiment, leaving
+    /// the knob as the other process set it, or with `--wait-moved-knob` wait until the knob
+    /// holds abperf's value again (`None`: go on).
+    fn knob_moved_stop(&mut self, progress: &mut dyn Progress, what: String) -> Option<Stop> {
+        if !self.cfg.wait_moved_knob {
+            return Some((
+                Ending::Failed(format!(
+                    "{what}; the knob is left as that process set it, and the experiment stops \
+                     here (resume it once the knob is yours again, or run with \
+                     --wait-moved-knob to wait for it)"
+                )),
+                None,
+            ));
+        }
+        progress.note(&format!(
+            "abperf: {what}; waiting for the knob to hold abperf's value again (--wait-moved-knob)"
+        ));
+        loop {
+            if let Some(sig) = signals::received() {
+                return Some((Ending::Interrupted(sig), None));
+            }
+            if self.knobs.held_again() {
+                progress.note("abperf: the knob holds abperf's value again; going on");
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// When the variant changes: write its knobs and run --setup.

@@ -278,7 +278,7 @@ pub fn run_slots_into(
             paths.push(k.path.clone());
         }
     }
-    let mut guard = KnobGuard::prepare(&paths, &BTreeMap::new())?;
+    let mut guard = KnobGuard::prepare(&paths)?;
     let mut sink = GuestSink {
         results,
         done: s.done.clone(),

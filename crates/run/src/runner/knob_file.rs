@@ -1,5 +1,5 @@
-//! Knob files: what may be a knob (a regular file in a kernel filesystem, a tmpfs or the
-//! temporary directory; never a FIFO or a device), opening one without blocking, bounded reads
+//! Knob files: what may be a knob (a regular file in a kernel filesystem, whatever `TMPDIR`
+//! says; never a FIFO, a device or an ordinary file), opening one without blocking, bounded reads
 //! ([`MAX_KNOB_BYTES`]) and verified writes. The plain file I/O under [`super::knobs`] (the guard
 //! that restores originals) and [`super::knob_lock`] (which puts a dead holder's original back).
 
@@ -25,9 +25,12 @@ const KNOB_FILESYSTEMS: &[(i64, &str)] = &[
     (0x6367_7270, "cgroup2"),
     (0x6265_6570, "configfs"),
     (0x7363_6673, "securityfs"),
-    (0x0102_1994, "tmpfs"),
-    (0x8584_58f6, "ramfs"),
 ];
+
+/// The variable naming the directory whose ordinary files the integration tests use as knobs
+/// (set by tests/common's labs only). A file there is accepted only when it is this user's and
+/// closed to others' writes. Unit tests accept the temporary directory instead.
+const TEST_KNOB_DIR: &str = "ABPERF_TEST_KNOB_DIR";
 
 fn kind_of(ft: &std::fs::FileType) -> &'static str {
     if ft.is_dir() {
@@ -45,25 +48,36 @@ fn kind_of(ft: &std::fs::FileType) -> &'static str {
     }
 }
 
-fn under_temp_dir(path: &Path) -> bool {
-    let (Ok(p), Ok(t)) = (
-        std::fs::canonicalize(path),
-        std::fs::canonicalize(std::env::temp_dir()),
-    ) else {
+/// An ordinary file tests may use as a knob (see [`TEST_KNOB_DIR`]); never one in production.
+fn test_knob(path: &Path, meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let dir = if cfg!(test) {
+        Some(std::env::temp_dir())
+    } else {
+        std::env::var_os(TEST_KNOB_DIR)
+            .filter(|d| !d.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    let Some(dir) = dir else {
         return false;
     };
-    p.starts_with(t)
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let (Ok(p), Ok(t)) = (std::fs::canonicalize(path), std::fs::canonicalize(dir)) else {
+        return false;
+    };
+    p.starts_with(t) && meta.uid() == me && meta.mode() & 0o022 == 0
 }
 
-/// Check that `path` may be a knob: a regular file in a kernel filesystem, a tmpfs or the
-/// temporary directory. Looked at before anything opens it (opening a FIFO blocks, opening some
+/// Check that `path` may be a knob: a regular file (the filesystem is checked on the open file
+/// by [`open_knob`]). Looked at before anything opens it (opening a FIFO blocks, opening some
 /// devices acts), and again on the open file by [`open_knob`].
 pub fn check_knob_path(path: &str) -> anyhow::Result<()> {
     let meta = std::fs::metadata(path).with_context(|| format!("knob {path}: does not exist"))?;
     if !meta.file_type().is_file() {
         anyhow::bail!(
             "knob {path}: is {}; a knob is a regular file in sysfs, procfs, debugfs, cgroup, \
-             configfs, a tmpfs or the temporary directory",
+             configfs, tracefs or securityfs",
             kind_of(&meta.file_type())
         );
     }
@@ -81,7 +95,7 @@ pub(super) enum Access {
 }
 
 /// Open knob `path` never blocking, and check the open file: a regular file, on a knob
-/// filesystem or under the temporary directory.
+/// filesystem (by statfs magic on the open file, whatever `TMPDIR` says).
 pub(super) fn open_knob(path: &str, access: Access) -> anyhow::Result<File> {
     check_knob_path(path)?;
     let write = access != Access::Read;
@@ -109,12 +123,10 @@ pub(super) fn open_knob(path: &str, access: Access) -> anyhow::Result<File> {
             .with_context(|| format!("knob {path}: statfs failed"));
     }
     let magic = st.f_type as i64;
-    if !KNOB_FILESYSTEMS.iter().any(|&(m, _)| m == magic) && !under_temp_dir(Path::new(path)) {
+    if !KNOB_FILESYSTEMS.iter().any(|&(m, _)| m == magic) && !test_knob(Path::new(path), &meta) {
         anyhow::bail!(
             "knob {path}: is an ordinary file (filesystem 0x{magic:x}), not a kernel knob; a knob \
-             is a file in sysfs, procfs, debugfs, tracefs, cgroup, configfs or securityfs, or a \
-             test file in a tmpfs or under {}",
-            std::env::temp_dir().display()
+             is a file in sysfs, procfs, debugfs, tracefs, cgroup, configfs or securityfs"
         );
     }
     Ok(f)
@@ -162,6 +174,23 @@ pub fn write_verified(path: &str, value: &str) -> anyhow::Result<()> {
             reason: format!("wrote '{value}' but it reads back '{back}'"),
         }
         .into());
+    }
+    Ok(())
+}
+
+/// Put knob `path` back to its original: its whole text `raw` byte for byte (a trailing newline
+/// kept), or, for a choice list such as `always [madvise] never`, the `selected` choice (the
+/// only thing such a file takes). Verified: it must read back as `selected`.
+pub fn restore_verified(path: &str, selected: &str, raw: &str) -> anyhow::Result<()> {
+    let bytes = if selected_choice(raw) == raw.trim() {
+        raw
+    } else {
+        selected
+    };
+    write_raw(path, bytes)?;
+    let back = read_value(path)?;
+    if back != selected {
+        anyhow::bail!("knob {path}: restored '{selected}' but it reads back '{back}'");
     }
     Ok(())
 }

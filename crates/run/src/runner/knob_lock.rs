@@ -5,10 +5,13 @@
 //!   path, so `/sys/...` and a symlink to it are one knob. The kernel drops it when the holder
 //!   dies, even by `kill -9`.
 //! - The claim is `DIR/<key>.json` (a [`KnobClaim`]: path, original, owner, experiment, store),
-//!   written before the knob is first changed and removed once the original is back and
+//!   written before the knob is first changed, updated before each new value is written (the
+//!   claim lists every value the holder wrote), and removed once the original is back and
 //!   verified. A claim found by the next holder is therefore a knob left changed by a process that
 //!   died: the next abperf that locks that knob (any experiment, any store, `doctor`) puts the
-//!   original back first and says so.
+//!   original back first and says so, but only while the knob holds a value the dead holder
+//!   wrote; another value was set by someone else since and stays (both are named). The values
+//!   to restore come only from these claims on this machine, never from a store.
 //! - `DIR` is `/run/abperf/knobs` (root's; `/run` is cleared at boot, as are sysfs values), or,
 //!   when that cannot be written, `$XDG_RUNTIME_DIR/abperf/knobs` or `/tmp/abperf-UID/knobs`;
 //!   `$ABPERF_LOCK_DIR` overrides it. A directory or claim owned by another user is not trusted
@@ -113,7 +116,8 @@ pub struct KnobLock {
     lock: File,
     lock_path: PathBuf,
     claim_path: PathBuf,
-    claimed: bool,
+    /// The claim this holder wrote beside the lock (None: none on disk).
+    record: Option<KnobClaim>,
 }
 
 fn flock(f: &File, op: i32) -> std::io::Result<()> {
@@ -258,8 +262,9 @@ impl KnobLock {
             lock,
             lock_path,
             claim_path,
-            claimed: false,
+            record: None,
         };
+        l.remove_stale_temp_files();
         l.settle_leftover()?;
         Ok(l)
     }
@@ -286,33 +291,76 @@ impl KnobLock {
         Ok(())
     }
 
-    /// Record, before the knob is first changed, what it holds now (`original`) and who is
-    /// changing it. Written atomically (a new file renamed over the old).
+    /// A claim's temporary file left by a holder killed while writing it (`<key>.tmp<pid>`):
+    /// only the lock holder writes them, so with the lock held any is stale. Removed by name
+    /// (a symlink is removed itself, never followed).
+    fn remove_stale_temp_files(&self) {
+        let (Some(dir), Some(stem)) = (self.claim_path.parent(), self.claim_path.file_stem())
+        else {
+            return;
+        };
+        let prefix = format!("{}.tmp", stem.to_string_lossy());
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+
+    /// Record, before the knob is first changed, what it holds now (`original`, and its whole
+    /// text `original_raw`) and who is changing it. Written atomically (a new file renamed over
+    /// the old). The values this holder writes are added by [`KnobLock::note_written`].
     pub fn claim(
         &mut self,
-        original: &str,
+        original: (&str, &str),
         owner: &Owner,
         purpose: &str,
         experiment: Option<i64>,
         store: Option<&Path>,
     ) -> anyhow::Result<()> {
+        let written = self.record.take().map(|r| r.written).unwrap_or_default();
         let c = KnobClaim {
             path: self.path.clone(),
-            original: original.to_string(),
+            original: original.0.to_string(),
+            original_raw: Some(original.1.to_string()),
+            written,
             owner: owner.clone(),
             experiment,
             store: store.map(|s| s.display().to_string()),
             purpose: purpose.to_string(),
             since: now_rfc3339(),
         };
+        self.write_record(c)
+    }
+
+    /// Add `value` to the values this holder wrote, before it is written: the next abperf puts
+    /// the original back only while the knob holds one of them.
+    pub fn note_written(&mut self, value: &str) -> anyhow::Result<()> {
+        let Some(mut c) = self.record.clone() else {
+            anyhow::bail!(
+                "internal: knob {} is changed before it is claimed",
+                self.path
+            );
+        };
+        let value = value.trim();
+        if c.written.iter().any(|w| w == value) {
+            return Ok(());
+        }
+        c.written.push(value.to_string());
+        self.write_record(c)
+    }
+
+    fn write_record(&mut self, c: KnobClaim) -> anyhow::Result<()> {
         let tmp = self
             .claim_path
             .with_extension(format!("tmp{}", std::process::id()));
         let write = || -> std::io::Result<()> {
             let mut f = std::fs::OpenOptions::new()
                 .write(true)
-                .create(true)
-                .truncate(true)
+                .create_new(true)
                 .mode(0o644)
                 .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
                 .open(&tmp)?;
@@ -320,6 +368,7 @@ impl KnobLock {
             f.sync_all()?;
             std::fs::rename(&tmp, &self.claim_path)
         };
+        let _ = std::fs::remove_file(&tmp);
         write().with_context(|| {
             format!(
                 "knob {}: cannot record its original in {}",
@@ -327,21 +376,31 @@ impl KnobLock {
                 self.claim_path.display()
             )
         })?;
-        self.claimed = true;
+        self.record = Some(c);
         Ok(())
     }
 
     /// The knob holds its original again (verified): remove the claim.
     pub fn release_claim(&mut self) {
-        if self.claimed {
+        if self.record.take().is_some() {
             let _ = std::fs::remove_file(&self.claim_path);
-            self.claimed = false;
         }
+    }
+
+    /// Keep this holder's claim as the record of a change left on purpose (`doctor --fix`):
+    /// renamed to `<key>.fix`, which no lock holder settles; `doctor --restore` reads it with
+    /// [`fix_record`] and puts the original back while the knob holds the value written.
+    pub fn keep_as_fix(&mut self) -> anyhow::Result<()> {
+        if self.record.take().is_some() {
+            std::fs::rename(&self.claim_path, self.claim_path.with_extension("fix"))
+                .with_context(|| format!("knob {}: cannot keep its record", self.path))?;
+        }
+        Ok(())
     }
 
     /// Whether a claim is on record for this knob (it may have been changed).
     pub fn is_claimed(&self) -> bool {
-        self.claimed
+        self.record.is_some()
     }
 }
 
@@ -356,8 +415,10 @@ impl Drop for KnobLock {
     }
 }
 
-/// Put `claim`'s original back if the knob holds something else; returns what was done, in
-/// words (None: nothing to do). Caller holds the knob's lock.
+/// Put `claim`'s original back if the knob holds a value the holder wrote; returns what was
+/// done, in words (None: nothing to do). A knob holding anything else was set by someone else
+/// since (an administrator, on purpose): it is left as it is and both values are named. Caller
+/// holds the knob's lock and removes the claim after.
 pub fn restore_from_claim(claim: &KnobClaim) -> anyhow::Result<Option<String>> {
     let boot = abperf_measure::process::boot_id();
     if claim.owner.boot_id != boot {
@@ -372,7 +433,23 @@ pub fn restore_from_claim(claim: &KnobClaim) -> anyhow::Result<Option<String>> {
     if now == claim.original {
         return Ok(None);
     }
-    knob_file::write_verified(&claim.path, &claim.original)?;
+    if !claim.written.contains(&now) {
+        let wrote = if claim.written.is_empty() {
+            "nothing on record".to_string()
+        } else {
+            format!("'{}'", claim.written.join("', '"))
+        };
+        return Ok(Some(format!(
+            "knob {} holds '{now}', which {} did not write there (it wrote {wrote}): someone \
+             set it since; left as it is, not restored to the original '{}' (the record is \
+             dropped)",
+            claim.path,
+            claim.holder(),
+            claim.original
+        )));
+    }
+    let raw = claim.original_raw.as_deref().unwrap_or(&claim.original);
+    knob_file::restore_verified(&claim.path, &claim.original, raw)?;
     Ok(Some(format!(
         "knob {} held '{now}', left changed by {} which died without restoring it; \
          restored its original '{}' (verified)",
@@ -380,6 +457,15 @@ pub fn restore_from_claim(claim: &KnobClaim) -> anyhow::Result<Option<String>> {
         claim.holder(),
         claim.original
     )))
+}
+
+/// The record `doctor --fix` left of knob `path` on this machine (see
+/// [`KnobLock::keep_as_fix`]), and the file holding it; `None` when there is none.
+pub fn fix_record(path: &str) -> anyhow::Result<Option<(KnobClaim, PathBuf)>> {
+    let canonical =
+        std::fs::canonicalize(path).with_context(|| format!("knob {path}: does not exist"))?;
+    let file = lock_dir()?.join(format!("{}.fix", key(&canonical)));
+    Ok(read_claim(&file)?.map(|c| (c, file)))
 }
 
 /// A claim on disk, as `doctor` sees it.
@@ -496,7 +582,7 @@ impl KnobLock {
             lock,
             lock_path,
             claim_path: dir.join(format!("{k}.json")),
-            claimed: false,
+            record: None,
         })
     }
 }

@@ -96,19 +96,6 @@ pub fn settle(store: &mut Store, rows: Vec<TuneRecord>) -> anyhow::Result<Vec<St
     Ok(left)
 }
 
-/// The originals of a resumed experiment's tune settings still outstanding (oldest wins).
-pub fn stored_tune_originals(
-    store: &Store,
-    experiment: i64,
-) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
-    let mut m = std::collections::BTreeMap::new();
-    // Newest first: inserting in that order leaves the oldest original per path.
-    for r in store.tune_outstanding(None, Some(experiment))? {
-        m.insert(r.path, r.original);
-    }
-    Ok(m)
-}
-
 /// The per-run noise controls of one execution; everything is undone on drop.
 pub struct Noise {
     drop_caches: bool,
@@ -548,11 +535,7 @@ mod tests {
             value: "never".into(),
             current: "madvise".into(),
         }];
-        let mut guard = KnobGuard::prepare(
-            std::slice::from_ref(&path),
-            &std::collections::BTreeMap::new(),
-        )
-        .unwrap();
+        let mut guard = KnobGuard::prepare(std::slice::from_ref(&path)).unwrap();
         let session = store
             .tune_session(abperf_model::tune::SOURCE_RUN, Some(9))
             .unwrap();
@@ -572,7 +555,6 @@ mod tests {
         let rows = store.tune_outstanding(None, Some(9)).unwrap();
         assert!(settle(&mut store, rows).unwrap().is_empty());
         assert!(store.tune_outstanding(None, None).unwrap().is_empty());
-        assert_eq!(stored_tune_originals(&store, 9).unwrap().len(), 0);
     }
 
     #[test]

@@ -481,10 +481,45 @@ fn sweep(base: &Path) {
             continue;
         };
         if workload::sys::process_start(pid) != Some(start) {
-            let _ = std::fs::remove_file(e.path().join("metrics.jsonl"));
-            let _ = std::fs::remove_dir(e.path());
+            remove_dead_dir(&e.path());
         }
     }
+}
+
+/// Remove a dead process's metrics directory in the shared temporary directory, which anyone
+/// may have planted: only a real directory (never followed if it is a symlink) owned by this
+/// user, and its `metrics.jsonl` is unlinked inside the directory opened (`unlinkat`), so a
+/// directory swapped for a symlink in between deletes nothing elsewhere.
+fn remove_dead_dir(dir: &Path) {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let Ok(m) = std::fs::symlink_metadata(dir) else {
+        return;
+    };
+    if !m.is_dir() || m.uid() != me {
+        return;
+    }
+    let Ok(d) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir)
+    else {
+        return;
+    };
+    let Ok(opened) = d.metadata() else {
+        return;
+    };
+    if opened.dev() != m.dev() || opened.ino() != m.ino() || opened.uid() != me {
+        return;
+    }
+    let name = c"metrics.jsonl";
+    // SAFETY: unlinkat on an open directory fd and a NUL-terminated name; not a directory.
+    unsafe { libc::unlinkat(d.as_raw_fd(), name.as_ptr(), 0) };
+    drop(d);
+    // rmdir never follows a symlink and fails on a directory that is not empty.
+    let _ = std::fs::remove_dir(dir);
 }
 
 #[cfg(test)]
