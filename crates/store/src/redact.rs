@@ -105,7 +105,7 @@ fn redacted_pairs(text: &str) -> String {
         let value = &text[value_at..];
         let blank = value.len() - value.trim_start().len();
         let end = value_at + blank + value_len(&value[blank..]);
-        out.push_str(&text[from..value_at]);
+        out.push_str(&text[from..value_at + blank]);
         out.push_str("***");
         from = end;
     }
