@@ -48,7 +48,7 @@ pub use open::import_new;
 pub use redact::redacted_args;
 pub use run_rows::FIXED;
 pub use schema::{MIGRATIONS, current_version};
-pub use wait_limit::{DEFAULT_WAIT_LIMIT, set_wait_limit};
+pub use wait_limit::{DEFAULT_WAIT_LIMIT, set_wait_limit, wait_limit};
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};

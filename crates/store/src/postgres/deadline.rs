@@ -166,8 +166,7 @@ fn tcp_info(fd: &OwnedFd) -> Option<libc::tcp_info> {
 
 /// A line on stderr (nothing when stderr is closed).
 fn say(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
+    abperf_model::error::stderr_line(line);
 }
 
 /// The inodes of this process's open sockets.

@@ -71,10 +71,10 @@ pub fn connect(dsn: &str) -> anyhow::Result<(postgres::Client, Watch)> {
     let (tls, used) = tls::connector(mode, root.as_deref()).map_err(|e| bad(format!("{e:#}")))?;
     let (client, fd) = deadline::connect_bounded(&shown, move || config.connect(tls))?;
     if mode == Mode::Prefer && !used.load(Ordering::SeqCst) {
-        eprintln!(
+        abperf_model::error::stderr_line(&format!(
             "abperf: warning: the PostgreSQL store {shown} does not offer TLS: connected without \
              encryption (sslmode=prefer; sslmode=verify-full refuses that)"
-        );
+        ));
     }
     Ok((client, deadline::watch(fd, &shown)))
 }
@@ -101,7 +101,7 @@ fn split(dsn: &str) -> Result<(String, Vec<(String, String)>), String> {
                 rest.push((k, v));
             }
         }
-        return Ok((crate::conninfo::joined(&rest), ours));
+        return Ok((joined(&rest), ours));
     }
     let Some((base, query)) = dsn.split_once('?') else {
         return Ok((dsn.to_string(), ours));
@@ -117,6 +117,15 @@ fn split(dsn: &str) -> Result<(String, Vec<(String, String)>), String> {
         true => (base.to_string(), ours),
         false => (format!("{base}?{}", kept.join("&")), ours),
     })
+}
+
+/// `pairs` written back as a connection string (every value quoted).
+fn joined(pairs: &[(String, String)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{k}='{}'", v.replace('\\', "\\\\").replace('\'', "\\'")))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A %-encoded URL value decoded.

@@ -29,11 +29,11 @@ pub(crate) fn password(
         return None;
     }
     if meta.permissions().mode() & 0o077 != 0 {
-        eprintln!(
+        abperf_model::error::stderr_line(&format!(
             "abperf: warning: password file {} is readable by group or others: ignored (chmod \
              0600 it)",
             file.display()
-        );
+        ));
         return None;
     }
     let text = std::fs::read_to_string(&file).ok()?;
