@@ -272,3 +272,86 @@ fn a_stalled_server_is_said_within_seconds_and_given_up_at_the_limit() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(std::fs::read_to_string(&knob).unwrap().trim(), "2000");
 }
+
+/// The block of docs/store.md after `<!-- team-setup:NAME -->`, with the docs' server name and
+/// port replaced by this test's.
+fn team_setup(name: &str, port: u16) -> String {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/store.md")).unwrap();
+    let marker = format!("<!-- team-setup:{name} -->");
+    let after = &doc[doc.find(&marker).unwrap_or_else(|| panic!("{marker}")) + marker.len()..];
+    let body = after.split_once("\n```").unwrap().1;
+    let body = body.split_once('\n').unwrap().1;
+    let body = &body[..body.find("```").unwrap()];
+    body.replace("db.lab.example/", &format!("localhost:{port}/"))
+        .replace("db.lab.example:5432:", &format!("localhost:{port}:"))
+        .replace("db.lab.example", "localhost")
+        .replace("10.0.0.0/8", "127.0.0.1/32")
+}
+
+#[test]
+fn the_team_setup_of_the_docs_works_as_written() {
+    let certs = tempfile::tempdir().unwrap();
+    if !common::on_path("openssl") {
+        return common::skip("no openssl program here to make certificates");
+    }
+    let Some(pg) = Server::start() else { return };
+    let port = pg.port;
+    let sh = std::process::Command::new("sh")
+        .args(["-ec", &team_setup("certs", port)])
+        .current_dir(certs.path())
+        .output()
+        .unwrap();
+    assert!(
+        sh.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sh.stderr)
+    );
+    pg.enable_tls(
+        &certs.path().join("server.crt"),
+        &certs.path().join("server.key"),
+    );
+    pg.psql_script("postgres", &team_setup("sql", port));
+    // The test's own superuser login over TCP (the docs' admin uses the local socket).
+    let hba = team_setup("hba", port);
+    pg.set_hba(&format!("host all postgres 127.0.0.1/32 trust\n{hba}"));
+    // Each user's home: the CA, the password file, the URL.
+    let user = |name: &str| {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join(".postgresql")).unwrap();
+        std::fs::copy(
+            certs.path().join("ca.crt"),
+            home.path().join(".postgresql/root.crt"),
+        )
+        .unwrap();
+        let pgpass = home.path().join(".pgpass");
+        let line = team_setup("pgpass", port).replace("ann", name);
+        std::fs::write(
+            &pgpass,
+            line.replace("change-me-ann", &format!("change-me-{name}")),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let url = team_setup("url", port);
+        let url = url
+            .trim()
+            .trim_start_matches("export ABPERF_DB=")
+            .trim_matches('\'');
+        (home, url.replace("ann", name))
+    };
+    let (ann_home, ann_url) = user("ann");
+    let (bob_home, bob_url) = user("bob");
+    let ann = Lab::new().env("HOME", ann_home.path().to_str().unwrap());
+    let bob = Lab::new().env("HOME", bob_home.path().to_str().unwrap());
+    assert!(ann_url.contains("sslmode=verify-full") && !ann_url.contains("change-me"));
+    ann.ok(&["run", "--db", &ann_url, "-r", "2", "true"]);
+    bob.ok(&["list", "--db", &bob_url]).has("complete");
+    bob.ok(&["show", "1", "--db", &bob_url]);
+    let o = bob.run(&["run", "--db", &bob_url, "-r", "1", "true"]);
+    assert_eq!(o.code, Some(1), "{o}");
+    o.err_has("permission denied");
+    let plain = ann_url.replace("verify-full", "disable");
+    ann.fails(&["list", "--db", &plain], 1)
+        .err_has("rejects connection");
+}

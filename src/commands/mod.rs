@@ -77,25 +77,15 @@ pub struct DbArgs {
     pub db: Option<Location>,
     /// How long to wait for a PostgreSQL store's server (connection, login, any statement)
     /// before giving up as a failed commit does
-    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = db_timeout)]
-    pub db_timeout: std::time::Duration,
-}
-
-/// `--db-timeout SECONDS`: above 0, at most an hour.
-fn db_timeout(text: &str) -> Result<std::time::Duration, String> {
-    match text.parse::<f64>() {
-        Ok(s) if s > 0.0 && s <= 3600.0 => Ok(std::time::Duration::from_secs_f64(s)),
-        _ => Err(format!(
-            "expected a number of seconds above 0 and at most 3600, not '{text}'"
-        )),
-    }
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    pub db_timeout: f64,
 }
 
 impl DbArgs {
     /// The store's location: `--db`, else the default (`Location::resolve`); how long its
     /// server is waited for is set here, once.
     pub fn location(&self) -> anyhow::Result<Location> {
-        crate::store::set_wait_limit(self.db_timeout);
+        crate::store::set_wait_limit(positive_seconds("--db-timeout", self.db_timeout)?);
         Location::resolve(self.db.as_ref())
     }
 }

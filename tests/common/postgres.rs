@@ -194,6 +194,40 @@ impl Server {
         String::from_utf8_lossy(&o.stdout).trim().to_string()
     }
 
+    /// Run `script` (SQL and psql's meta-commands) with psql as the superuser in `db`; psql's
+    /// output.
+    pub fn psql_script(&self, db: &str, script: &str) -> String {
+        use std::io::Write;
+        let mut c = Command::new(self.bin.join("psql"));
+        c.args([
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-d",
+            &self.dsn(db),
+            "-f",
+            "-",
+        ]);
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().expect("psql runs");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(script.as_bytes())
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert!(
+            o.status.success(),
+            "psql {script}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).to_string()
+    }
+
     /// Where the server keeps its files (removed when it is dropped).
     pub fn dir(&self) -> &Path {
         self.dir.path()

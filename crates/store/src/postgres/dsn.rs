@@ -222,7 +222,8 @@ fn fill_defaults(config: &mut postgres::Config, passfile: Option<&str>) {
             config.password(pw);
         }
     }
-    let limit = crate::wait_limit::wait_limit();
+    // What the server's statement_timeout and the socket's option take: at most i32::MAX ms.
+    let limit = crate::wait_limit::wait_limit().min(Duration::from_millis(i32::MAX as u64));
     let connect = config
         .get_connect_timeout()
         .copied()
