@@ -212,7 +212,8 @@ fn a_stalled_server_is_said_within_seconds_and_given_up_at_the_limit() {
     // A new connection to a stopped server: the kernel accepts it, nobody answers.
     let paused = pg.pause();
     let t = Instant::now();
-    let o = lab.run(&["list", "--db", &dsn, "--db-timeout", "4"]);
+    let list = lab.cmd(&["list", "--db", &dsn, "--db-timeout", "4"]);
+    let o = common::run_within(list, Duration::from_secs(10), "list on a stopped server");
     let took = t.elapsed();
     assert_eq!(o.code, Some(1), "{o}");
     o.err_has("waiting for the PostgreSQL store")

@@ -48,7 +48,7 @@ pub fn connect(dsn: &str) -> anyhow::Result<(postgres::Client, Watch)> {
     let shown = redacted(dsn);
     let bad = |why: String| {
         usage(format!(
-            "store {shown} is not a PostgreSQL location that can be used ({why}); write \
+            "store {shown} is not a PostgreSQL URL that can be used ({why}); write \
              postgres://USER@HOST[:PORT]/DATABASE?sslmode=verify-full&sslrootcert=FILE (the \
              password in ~/.pgpass)"
         ))
