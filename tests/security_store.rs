@@ -269,6 +269,7 @@ fn a_stalled_server_is_said_within_seconds_and_given_up_at_the_limit() {
     let err = std::fs::read_to_string(lab.path("run.err")).unwrap();
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains("has not answered for"), "{err}");
+    eprintln!("STALLED RUN STDERR:\n{err}");
     assert!(err.contains("--resume"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(std::fs::read_to_string(&knob).unwrap().trim(), "2000");

@@ -147,7 +147,7 @@ fn lost_connection(e: &anyhow::Error) -> bool {
 
 /// `e` with what the server says, on a new connection, of run `seq` of experiment `exp_id`:
 /// stored (the commit landed before the connection was lost), not stored, or unknown.
-fn checked(e: anyhow::Error, remote: &Remote, exp_id: i64, seq: u32) -> anyhow::Error {
+fn checked(e: anyhow::Error, remote: &super::runs::Remote, exp_id: i64, seq: u32) -> anyhow::Error {
     let found = match remote.run_landed(exp_id, seq) {
         Ok(true) => format!("checked on the server: run {seq} is stored there"),
         Ok(false) => format!("checked on the server: run {seq} is not stored there"),
