@@ -75,6 +75,7 @@ pub fn main() -> i32 {
     // (exit 141); elsewhere a print to the closed pipe panics, and that panic is turned into the
     // same quiet exit 141 below after every guard on the way has run (`abperf show 3 | head`).
     commands::quiet_print_failures();
+    crate::store::Location::adopt_environment();
     let cli = match parser()
         .try_get_matches()
         .and_then(|m| Cli::from_arg_matches(&m))

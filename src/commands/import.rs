@@ -205,7 +205,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
             Some(ImportTarget::New(NewExperiment {
                 name,
                 kind: Kind::Import,
-                command_line: std::env::args().collect(),
+                command_line: crate::store::redacted_args(std::env::args()),
                 design: serde_json::json!({
                     // A table with `seq` on every row gives the run order (drift tests apply).
                     "order": if imports.len() == 1 && imports[0].run_order { "seq" } else { "imported" },

@@ -77,11 +77,17 @@ pub struct DbArgs {
     /// $ABPERF_DB, else $XDG_DATA_HOME/abperf/abperf.db, else ~/.local/share/abperf/abperf.db)
     #[arg(long, value_name = "PATH", value_parser = OsStringValueParser::new().map(Location::parse))]
     pub db: Option<Location>,
+    /// How long to wait for a PostgreSQL store's server (connection, login, any statement)
+    /// before giving up as a failed commit does
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    pub db_timeout: f64,
 }
 
 impl DbArgs {
-    /// The store's location: `--db`, else the default (`Location::resolve`).
+    /// The store's location: `--db`, else the default (`Location::resolve`); how long its
+    /// server is waited for is set here, once.
     pub fn location(&self) -> anyhow::Result<Location> {
+        crate::store::set_wait_limit(positive_seconds("--db-timeout", self.db_timeout)?);
         Location::resolve(self.db.as_ref())
     }
 }

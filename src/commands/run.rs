@@ -132,7 +132,7 @@ fn start(plan: &NewRun) -> anyhow::Result<i32> {
     let exp = NewExperiment {
         name: title,
         kind: Kind::Run,
-        command_line: std::env::args().collect(),
+        command_line: crate::store::redacted_args(std::env::args()),
         design: serde_json::to_value(&cfg)?,
         seed: Some(seed),
         environment: doctor::environment_unsampled(),

@@ -194,6 +194,40 @@ impl Server {
         String::from_utf8_lossy(&o.stdout).trim().to_string()
     }
 
+    /// Run `script` (SQL and psql's meta-commands) with psql as the superuser in `db`; psql's
+    /// output.
+    pub fn psql_script(&self, db: &str, script: &str) -> String {
+        use std::io::Write;
+        let mut c = Command::new(self.bin.join("psql"));
+        c.args([
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-d",
+            &self.dsn(db),
+            "-f",
+            "-",
+        ]);
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().expect("psql runs");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(script.as_bytes())
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert!(
+            o.status.success(),
+            "psql {script}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).to_string()
+    }
+
     /// Where the server keeps its files (removed when it is dropped).
     pub fn dir(&self) -> &Path {
         self.dir.path()
@@ -210,6 +244,172 @@ impl Server {
             .args(["-m", "immediate", "-w", "stop"]);
         let _ = c.output(); // the directory goes with the TempDir either way
     }
+}
+
+impl Server {
+    /// Replace pg_hba.conf with `lines` and have the server read it again.
+    pub fn set_hba(&self, lines: &str) {
+        std::fs::write(self.data().join("pg_hba.conf"), lines).unwrap();
+        self.reload();
+    }
+
+    /// Serve TLS with this certificate and key (PEM files, copied into the cluster).
+    pub fn enable_tls(&self, cert: &Path, key: &Path) {
+        for (from, name) in [(cert, "server.crt"), (key, "server.key")] {
+            let to = self.data().join(name);
+            std::fs::copy(from, &to).unwrap();
+            if self.as_postgres {
+                let mut chown = Command::new("chown");
+                chown.arg("postgres:").arg(&to);
+                self.must(chown, "chown a certificate file to postgres");
+            }
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        self.psql("postgres", "ALTER SYSTEM SET ssl = on");
+        self.reload();
+        for _ in 0..100 {
+            if self.psql("postgres", "SHOW ssl") == "on" {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("the server did not turn TLS on");
+    }
+
+    fn reload(&self) {
+        let mut c = self.tool("pg_ctl");
+        c.arg("-D").arg(self.data()).arg("reload");
+        self.must(c, "pg_ctl reload");
+        // The postmaster reads its files on SIGHUP, a moment later.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+
+    /// The server's processes: the postmaster and its children.
+    pub fn pids(&self) -> Vec<i32> {
+        let head = std::fs::read_to_string(self.data().join("postmaster.pid")).unwrap();
+        let main: i32 = head.lines().next().unwrap().trim().parse().unwrap();
+        let mut pids = vec![main];
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<i32>().ok()) else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            // pid (comm) state ppid ...: the comm may hold spaces, so read after its ')'.
+            let after = stat.rsplit_once(')').map(|(_, a)| a).unwrap_or("");
+            if after.split_whitespace().nth(1) == Some(&main.to_string()) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+
+    /// Stop every process of the server (SIGSTOP) until the guard is dropped (SIGCONT).
+    pub fn pause(&self) -> Paused {
+        let pids = self.pids();
+        for &p in &pids {
+            // SAFETY: kill has no memory preconditions; these are this test's server's pids.
+            unsafe { libc::kill(p, libc::SIGSTOP) };
+        }
+        Paused(pids)
+    }
+}
+
+/// A paused server's processes, continued when dropped.
+pub struct Paused(Vec<i32>);
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        for &p in &self.0 {
+            // SAFETY: as in `Server::pause`.
+            unsafe { libc::kill(p, libc::SIGCONT) };
+        }
+    }
+}
+
+/// A certificate authority and a server certificate for `names` (DNS names) it signed, made
+/// with the openssl program in `dir`: (ca.crt, server.crt, server.key); None (the test
+/// reported skipped) without openssl.
+pub fn certificates(dir: &Path, names: &[&str]) -> Option<(PathBuf, PathBuf, PathBuf)> {
+    if !super::on_path("openssl") {
+        skip("no openssl program here to make certificates");
+        return None;
+    }
+    let run = |args: &[&str]| {
+        let o = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    let subject_alt = names
+        .iter()
+        .map(|n| format!("DNS:{n}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=test CA",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-subj",
+        &format!("/CN={}", names[0]),
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+    ]);
+    std::fs::write(
+        dir.join("san.ext"),
+        format!("subjectAltName={subject_alt}\n"),
+    )
+    .unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+        "-out",
+        "server.crt",
+    ]);
+    Some((
+        dir.join("ca.crt"),
+        dir.join("server.crt"),
+        dir.join("server.key"),
+    ))
 }
 
 impl Drop for Server {

@@ -158,6 +158,25 @@ fn columns(conn: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<Str
     names.collect()
 }
 
+/// An experiment row's command line with any password hidden (a row stored by an older abperf
+/// may hold one): no copy or export carries it on.
+fn hide_passwords(rows: &mut Rows) {
+    let Some(at) = rows
+        .column("command_line")
+        .filter(|_| rows.table == "experiment")
+    else {
+        return;
+    };
+    for row in &mut rows.rows {
+        if let Value::Text(json) = &row[at]
+            && let Ok(args) = serde_json::from_str::<Vec<String>>(json)
+        {
+            let hidden = crate::redact::redacted_args(args);
+            row[at] = Value::Text(serde_json::to_string(&hidden).unwrap_or_default());
+        }
+    }
+}
+
 fn read_rows(conn: &rusqlite::Connection, spec: &TableSpec, id: i64) -> rusqlite::Result<Rows> {
     read_rows_where(conn, spec.name, spec.rows, spec.order, id)
 }
@@ -202,8 +221,9 @@ impl Store {
             rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Deferred)?;
         let mut tables = Vec::new();
         for spec in TABLES {
-            let rows = read_rows(&tx, spec, id)
+            let mut rows = read_rows(&tx, spec, id)
                 .with_context(|| format!("experiment {id}: reading table {}", spec.name))?;
+            hide_passwords(&mut rows);
             if !rows.rows.is_empty() {
                 tables.push(rows);
             }

@@ -191,7 +191,11 @@ impl Store {
                 format!("experiment {id} has kind '{kind}', unknown to this abperf")
             })?,
             created,
-            command_line: from_json(&cmd, "command line")?,
+            // A row of an older abperf may hold a password: never shown.
+            command_line: crate::redact::redacted_args(from_json::<Vec<String>>(
+                &cmd,
+                "command line",
+            )?),
             design: from_json(&design, "design")?,
             seed: seed.and_then(|s| s.parse().ok()),
             environment: from_json(&env, "environment")?,

@@ -15,6 +15,7 @@
 
 mod backend;
 pub mod boots;
+mod conninfo;
 pub mod copy;
 mod copy_tables;
 pub mod copy_target;
@@ -31,20 +32,24 @@ mod owner;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod profile;
+mod redact;
 mod run_codec;
 mod run_labels;
 mod run_rows;
 mod schema;
 pub mod trace;
 mod tune;
+mod wait_limit;
 
 pub use backend::Operation;
 pub use fleet::FleetHost;
 pub use import::*;
 pub use location::Location;
 pub use open::import_new;
+pub use redact::redacted_args;
 pub use run_rows::FIXED;
 pub use schema::{MIGRATIONS, current_version};
+pub use wait_limit::{DEFAULT_WAIT_LIMIT, set_wait_limit, wait_limit};
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};

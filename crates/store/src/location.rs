@@ -2,6 +2,7 @@
 //! `postgresql://` URL. A `--db` value, `$ABPERF_DB` or a `store copy` argument is recognised
 //! once, here; the store chooses its backend from it when it is opened (`open`).
 
+use crate::redact::redacted;
 use anyhow::Context;
 use std::ffi::OsString;
 use std::fmt;
@@ -16,7 +17,25 @@ pub enum Location {
     Server(String),
 }
 
+/// `$ABPERF_DB` as this process was given it (see [`Location::adopt_environment`]).
+static ABPERF_DB: std::sync::OnceLock<Option<OsString>> = std::sync::OnceLock::new();
+
 impl Location {
+    /// Called once at start, before any thread: keep `$ABPERF_DB` for this process and, when it
+    /// names a server with a password, leave only its redacted form in the environment, so no
+    /// workload, hook or other child inherits the password (a child abperf is given `--db`).
+    pub fn adopt_environment() {
+        let given = std::env::var_os("ABPERF_DB");
+        if let Some(text) = given.as_ref().and_then(|g| g.to_str()) {
+            let shown = redacted(text);
+            if shown != text && is_dsn(text) {
+                // SAFETY: called by `main` before any other thread exists.
+                unsafe { std::env::set_var("ABPERF_DB", shown) };
+            }
+        }
+        let _ = ABPERF_DB.set(given);
+    }
+
     /// The location `name` names: a PostgreSQL URL, else a file.
     pub fn parse(name: impl Into<OsString>) -> Location {
         let name: OsString = name.into();
@@ -32,7 +51,11 @@ impl Location {
         if let Some(at) = flag {
             return Ok(at.clone());
         }
-        if let Some(p) = std::env::var_os("ABPERF_DB").filter(|p| !p.is_empty()) {
+        let from_env = ABPERF_DB
+            .get()
+            .cloned()
+            .unwrap_or_else(|| std::env::var_os("ABPERF_DB"));
+        if let Some(p) = from_env.filter(|p| !p.is_empty()) {
             return Ok(Location::parse(p));
         }
         let base = match std::env::var_os("XDG_DATA_HOME").filter(|p| !p.is_empty()) {
@@ -133,60 +156,12 @@ fn is_dsn(name: &str) -> bool {
     ["postgres://", "postgresql://"]
         .iter()
         .any(|scheme| name.starts_with(scheme))
-}
-
-/// `dsn` with any password replaced by `***` (in the user part and in `password=` parameters).
-pub(crate) fn redacted(dsn: &str) -> String {
-    let Some(start) = dsn.find("://").map(|i| i + 3) else {
-        return dsn.to_string();
-    };
-    let rest = &dsn[start..];
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let mut out = dsn[..start].to_string();
-    let authority = &rest[..end];
-    match authority.rfind('@') {
-        Some(at) => {
-            let user = &authority[..at];
-            match user.find(':') {
-                Some(colon) => out.push_str(&format!("{}:***", &user[..colon])),
-                None => out.push_str(user),
-            }
-            out.push_str(&authority[at..]);
-        }
-        None => out.push_str(authority),
-    }
-    out.push_str(&redacted_params(&rest[end..]));
-    out
-}
-
-/// The path and query of a URL with the value of every `password=` parameter replaced.
-fn redacted_params(tail: &str) -> String {
-    let Some(q) = tail.find('?') else {
-        return tail.to_string();
-    };
-    let params: Vec<String> = tail[q + 1..]
-        .split('&')
-        .map(|p| match p.split_once('=') {
-            Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-            _ => p.to_string(),
-        })
-        .collect();
-    format!("{}?{}", &tail[..q], params.join("&"))
+        || crate::conninfo::pairs(name).is_some()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_are_hidden() {
-        assert_eq!(
-            redacted("postgres://ann:s3cr@t@db.lab:5433/abperf?sslmode=disable&password=x"),
-            "postgres://ann:***@db.lab:5433/abperf?sslmode=disable&password=***"
-        );
-        assert_eq!(redacted("postgresql://ann@db/x"), "postgresql://ann@db/x");
-        assert_eq!(redacted("postgres://db"), "postgres://db");
-    }
 
     #[test]
     fn a_url_names_a_server_and_anything_else_a_file() {

@@ -154,7 +154,7 @@ fn without_postgres(dsn: &str) -> anyhow::Error {
     abperf_model::error::usage(format!(
         "store {}: this abperf was built without PostgreSQL support; build it with its \
          default features (`cargo install --path .`) or with `--features postgres`",
-        super::location::redacted(dsn)
+        super::redact::redacted(dsn)
     ))
 }
 

@@ -84,7 +84,7 @@ fn start(args: FleetRunArgs, abperf: &RemoteAbperf) -> anyhow::Result<i32> {
     let exp = NewExperiment {
         name: plan.title(plans.iter().map(|p| p.name.as_str())),
         kind: Kind::Run,
-        command_line: std::env::args().collect(),
+        command_line: crate::store::redacted_args(std::env::args()),
         design,
         seed: Some(seed),
         environment: crate::doctor::environment_unsampled(),

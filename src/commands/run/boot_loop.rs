@@ -317,7 +317,7 @@ fn new_experiment(
     Ok(NewExperiment {
         name: plan.title(variants.iter().map(|v| v.name.as_str())),
         kind: Kind::Run,
-        command_line: std::env::args().collect(),
+        command_line: crate::store::redacted_args(std::env::args()),
         design: design_json,
         seed: Some(cfg.seed),
         environment,

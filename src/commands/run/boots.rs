@@ -131,7 +131,7 @@ pub(super) fn run(plan: &NewRun, k: &Kernels) -> anyhow::Result<i32> {
     let exp = NewExperiment {
         name: title,
         kind: Kind::Run,
-        command_line: std::env::args().collect(),
+        command_line: crate::store::redacted_args(std::env::args()),
         design: design_json,
         seed: Some(seed),
         environment,

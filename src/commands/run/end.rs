@@ -63,6 +63,11 @@ pub(crate) fn conclude(
             "abperf: warning: experiment {id} is not marked {}: {stored:#}",
             status.as_str()
         ));
+        crate::error::stderr_line(&format!(
+            "abperf: experiment {id} stopped with every completed run stored; when the store \
+             answers again, continue it with: {}",
+            hints::command(store.path(), &format!("run --resume {id}"))
+        ));
         return Err(e);
     }
     let mut report = output::load(store, id, View::RunEnd)?;

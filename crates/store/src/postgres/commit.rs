@@ -76,9 +76,13 @@ impl Store {
         let server = self.server();
         let mut ids = Ids::from([((Key::Experiment, exp_id), exp_id)]);
         let remote = self.remote().context("no server written")?;
-        remote
-            .commit(&tables, &mut ids)
-            .with_context(|| format!("committing run {} to {server}", run.seq))?;
+        if let Err(e) = remote.commit(&tables, &mut ids) {
+            let e = match lost_connection(&e) {
+                true => checked(e, remote, exp_id, run.seq),
+                false => e,
+            };
+            return Err(e.context(format!("committing run {} to {server}", run.seq)));
+        }
         let id = new_id(&ids, Key::Run, local)?;
         let mut kept = Ids::from([((Key::Experiment, exp_id), exp_id)]);
         self.write_rows_keeping_ids(&renumber(&tables, &ids)?, &mut kept)
@@ -132,6 +136,26 @@ impl Store {
 }
 
 /// The rows of run `id` in the working copy, table by table (empty tables left out).
+/// Whether `e` is the connection's failure rather than the server's refusal: a COMMIT then may
+/// or may not have landed.
+fn lost_connection(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<postgres::Error>()
+            .is_some_and(|p| p.as_db_error().is_none())
+    })
+}
+
+/// `e` with what the server says, on a new connection, of run `seq` of experiment `exp_id`:
+/// stored (the commit landed before the connection was lost), not stored, or unknown.
+fn checked(e: anyhow::Error, remote: &super::runs::Remote, exp_id: i64, seq: u32) -> anyhow::Error {
+    let found = match remote.run_landed(exp_id, seq) {
+        Ok(true) => format!("checked on the server: run {seq} is stored there"),
+        Ok(false) => format!("checked on the server: run {seq} is not stored there"),
+        Err(why) => format!("whether run {seq} is stored there is unknown ({why:#})"),
+    };
+    e.context(format!("the connection was lost while committing; {found}"))
+}
+
 fn run_rows(conn: &rusqlite::Connection, id: i64) -> anyhow::Result<Vec<Rows>> {
     let mut out = Vec::new();
     for (table, rows, order) in RUN_TABLES {

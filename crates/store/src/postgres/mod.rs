@@ -15,6 +15,7 @@
 mod columns;
 mod commit;
 mod ddl;
+mod deadline;
 mod dsn;
 mod import_new;
 mod import_runs;
@@ -24,10 +25,12 @@ mod numeric;
 mod open;
 mod owner;
 mod params;
+mod passfile;
 mod read;
 mod runs;
 mod schema;
 mod take_over;
+mod tls;
 mod write;
 
 pub(crate) use import_new::import_to_server;
@@ -40,6 +43,8 @@ use columns::Table;
 /// An open connection to a PostgreSQL store, with the tables an experiment's content spans.
 pub struct Pg {
     client: postgres::Client,
+    /// Bounds every wait on the server (`deadline`).
+    _watch: deadline::Watch,
     /// The DSN with its password hidden, for messages.
     shown: String,
     tables: Vec<Table>,
@@ -63,8 +68,8 @@ impl Pg {
     /// Connect to `dsn`, and make or upgrade abperf's schema there as `schema` allows. A schema
     /// of a newer abperf is refused.
     pub fn open(dsn: &str, schema: Schema) -> anyhow::Result<Pg> {
-        let shown = crate::location::redacted(dsn);
-        let mut client = dsn::connect(dsn)?;
+        let shown = crate::redact::redacted(dsn);
+        let (mut client, watch) = dsn::connect(dsn)?;
         let read = |client: &mut postgres::Client| {
             schema::version(client)
                 .with_context(|| format!("reading the schema version of {shown}"))
@@ -80,6 +85,7 @@ impl Pg {
         }
         Ok(Pg {
             client,
+            _watch: watch,
             shown,
             tables: columns::tables()?,
             has_schema: version.is_some(),

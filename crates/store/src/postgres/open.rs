@@ -58,7 +58,7 @@ pub(crate) fn open(dsn: &str, purpose: Purpose) -> anyhow::Result<Store> {
             Ok(with(store, Server::Reading(lazy.into())))
         }
         Purpose::Write => {
-            Err(Operation::Write.refused("PostgreSQL", &crate::location::redacted(dsn)))
+            Err(Operation::Write.refused("PostgreSQL", &crate::redact::redacted(dsn)))
         }
         Purpose::Run => {
             let remote = Remote::open(dsn)?;

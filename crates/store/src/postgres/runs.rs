@@ -47,6 +47,17 @@ impl Remote {
         &self.dsn
     }
 
+    /// Whether the server holds run `seq` of experiment `exp_id`, asked on a new connection
+    /// (after this one was lost while committing it).
+    pub(crate) fn run_landed(&self, exp_id: i64, seq: u32) -> anyhow::Result<bool> {
+        let mut pg = Pg::open(&self.dsn, Schema::Keep)?;
+        let row = pg.client.query_opt(
+            "SELECT 1 FROM run WHERE experiment_id = $1 AND seq = $2",
+            &[&exp_id, &i64::from(seq)],
+        )?;
+        Ok(row.is_some())
+    }
+
     /// Everything the server holds of experiment `id`.
     pub(crate) fn read_content(&mut self, id: i64) -> anyhow::Result<Content> {
         self.pg.read_content(id)
