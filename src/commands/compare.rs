@@ -204,6 +204,13 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
         Loaded::ToJudge(r) => judge(r, &args)?,
     };
     r.details = args.details;
+    for n in r
+        .notes
+        .iter()
+        .filter(|n| n.starts_with(output::MIXED_LABELS))
+    {
+        crate::error::stderr_line(&format!("abperf: warning: {n}"));
+    }
     output::write(&args.format.render(&r)?, args.output.as_ref())?;
     let same = r
         .notes
