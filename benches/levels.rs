@@ -10,6 +10,9 @@
 //!    printed.
 //! 3. The sequential rule (`--until-decided`, 4 looks, 40 runs): the share of 100,000 A/A
 //!    experiments that end in a call.
+//! 4. The drift screen (`drift_screen`): two-sample pairs in an interleaved run order, the A/A
+//!    call rate overall and where ANCOVA was primary, power with and without a linear drift.
+//!    `cargo bench --bench levels -- drift` runs this section alone.
 //!
 //! `cargo test --all-targets` runs it once as a smoke test with a few pairs and no checks.
 
@@ -202,9 +205,104 @@ fn false_calls(pairs: usize, timed: bool) {
     }
 }
 
+/// One two-sample pair measured in an interleaved run order (A at even positions, B at odd),
+/// each run `1 + sd x normal`, B's runs `effect` higher, every run `drift` x its position / the
+/// last position higher (a linear drift over the whole experiment): whether the headline calls
+/// a difference (or a DISAGREE flag is printed) and whether ANCOVA was primary, and whether
+/// Welch alone (`welch_only`: the screen's hit a note, not a switch) calls one, and whether the
+/// ANCOVA with run index, used on every pair (pre-specified), finds p < alpha.
+fn ordered_pair(
+    d: &mut Draw,
+    n: usize,
+    effect: f64,
+    drift: f64,
+    opts: &Options,
+) -> (bool, bool, bool, bool) {
+    let last = (2 * n - 1) as f64;
+    let (mut a, mut b, mut ia, mut ib) = (vec![], vec![], vec![], vec![]);
+    for i in 0..2 * n {
+        let x = (1.0 + 0.01 * d.normal()) * (1.0 + drift * i as f64 / last);
+        if i % 2 == 0 {
+            a.push(1000.0 * x);
+            ia.push(i as f64);
+        } else {
+            b.push(1000.0 * x * (1.0 + effect));
+            ib.push(i as f64);
+        }
+    }
+    let (sa, sb) = (
+        Sample::with_order("a", &a, &ia),
+        Sample::with_order("b", &b, &ib),
+    );
+    let called = |o: &Options| {
+        let c = compare("m", sa, sb, o).unwrap();
+        let call = matches!(c.verdict, Verdict::Faster | Verdict::Slower) || c.disagree.is_some();
+        (call, c.evidence.method == "ANCOVA")
+    };
+    let (screened, ancova) = called(opts);
+    let welch = Options {
+        welch_only: true,
+        ..opts.clone()
+    };
+    // Pre-specified: the ANCOVA's own test on every pair, the screen not consulted.
+    let always = abperf::stats::drift::ancova(&a, &ia, &b, &ib, 1.0 - opts.alpha)
+        .is_ok_and(|an| an.p < opts.alpha);
+    (screened, ancova, called(&welch).0, always)
+}
+
+/// 4. Two-sample pairs with a run order (the drift check on): the A/A rate of any printed call
+///    overall and among the pairs whose primary test the Mann-Kendall screen switched to ANCOVA,
+///    and the power for a +1% change with and without a +2% linear drift (issue 45). Bootstrap
+///    off (resamples 0): the call and the DISAGREE flag do not use it.
+fn drift_screen(pairs: usize) {
+    println!("\nRun order and the drift screen, n=20+20 interleaved, CV 1%, {pairs} pairs each:");
+    for alpha in [0.05, 0.01] {
+        let opts = Options {
+            alpha,
+            resamples: 0,
+            ..Options::default()
+        };
+        for (name, effect, drift) in [
+            ("A/A, no drift", 0.0, 0.0),
+            ("+1%, no drift", 0.01, 0.0),
+            ("+1%, +2% drift", 0.01, 0.02),
+        ] {
+            let mut d = Draw(ChaCha8Rng::seed_from_u64(4500));
+            // [screen -> ANCOVA, Welch alone, ANCOVA always] x [all pairs, pairs the screen
+            // switched].
+            let (mut calls, mut ancova) = ([[0usize; 2]; 3], 0usize);
+            for _ in 0..pairs {
+                let (call, an, welch, always) = ordered_pair(&mut d, 20, effect, drift, &opts);
+                ancova += usize::from(an);
+                for (k, c) in [call, welch, always].into_iter().enumerate() {
+                    calls[k][0] += usize::from(c);
+                    calls[k][1] += usize::from(c && an);
+                }
+            }
+            let pct = |x: usize, of: usize| 100.0 * x as f64 / of.max(1) as f64;
+            println!(
+                "  alpha {alpha:<4} {name:<15} screen->ANCOVA {:>6.2}%, Welch alone {:>6.2}%, \
+                 ANCOVA always {:>6.2}%; of the {ancova} pairs the screen switched: {:.2}%, \
+                 {:.2}%, {:.2}%",
+                pct(calls[0][0], pairs),
+                pct(calls[1][0], pairs),
+                pct(calls[2][0], pairs),
+                pct(calls[0][1], ancova),
+                pct(calls[1][1], ancova),
+                pct(calls[2][1], ancova),
+            );
+        }
+    }
+}
+
 fn main() {
     let timed = std::env::args().any(|a| a == "--bench");
     let pairs = if timed { 2000 } else { 10 };
+    if std::env::args().any(|a| a == "drift") {
+        drift_screen(if timed { 6000 } else { 10 });
+        return;
+    }
+    drift_screen(if timed { 6000 } else { 10 });
     coverage(pairs, timed);
     false_calls(pairs, timed);
     let n = if timed { 100_000 } else { 100 };

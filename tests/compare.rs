@@ -382,7 +382,10 @@ abtest!(store_backed_plan_from_an_experiment, |lab| {
     let (db, id1, _) = two_experiments(&lab);
     lab.ok(&["plan", "--effect", "0.3", "--from", &id1, "--db", &db])
         .has("runs per variant")
-        .has("expected wall-clock: 3 variants x");
+        .has("expected wall-clock: 3 variants x")
+        // The stored runs start 1 us after the previous one ended: the untimed work is counted.
+        .has("of untimed work per run")
+        .has("the median of 62 gaps from a run's end to the next run's start");
 });
 
 abtest!(store_backed_report_verdict_lines, |lab| {

@@ -277,3 +277,50 @@ fn import_host_labels_each_machines_file() {
         .collect();
     assert!(boots.contains(&"b1") && boots.contains(&"b2"), "{doc}");
 }
+
+/// Issue 45: a machine's runs imported with --host into an experiment whose own runs name no
+/// host are not pooled without a word: import warns, compare warns and its note says which runs
+/// the verdict used (all of them, as independent runs; hosts are no level here).
+#[test]
+fn labelled_and_unlabelled_runs_are_named_at_import_and_in_compare() {
+    let lab = Lab::new();
+    let table = |speed: f64| {
+        let mut csv = String::from("variant,wall_ns [ns]\n");
+        for (v, f) in [("a", 1.0), ("b", 0.97)] {
+            for run in 0..5 {
+                csv += &format!("{v},{}\n", speed * f * (1.0 + 0.002 * (run % 3) as f64));
+            }
+        }
+        csv
+    };
+    let own = lab.write("own.csv", table(1000.0));
+    let arm = lab.write("arm.csv", table(2000.0));
+    let first = lab.ok(&["import", "--format", "csv", "--new", "mixed", &own]);
+    assert!(!first.stderr.contains("warning"), "{first}");
+    let i = lab.ok(&[
+        "import",
+        "--format",
+        "csv",
+        "--experiment",
+        "1",
+        "--host",
+        "arm-c",
+        &arm,
+    ]);
+    assert!(
+        i.stderr.contains(
+            "warning: experiment 1 now has 10 counted runs that name a host and 10 that name none"
+        ),
+        "{i}"
+    );
+    let c = lab.ok(&["compare", "1"]);
+    let note = "MIXED LABELS: 10 counted runs name a host and 10 name none";
+    assert!(c.stderr.contains(&format!("warning: {note}")), "{c}");
+    assert!(
+        c.stdout.contains(note)
+            && c.stdout
+                .contains("the verdicts take all 20 as independent runs, without hosts as a level")
+            && c.stdout.contains("n=10+10"),
+        "{c}"
+    );
+}

@@ -210,6 +210,13 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
         Loaded::ToJudge(r) => judge(r, &args)?,
     };
     r.details = args.details;
+    for n in r
+        .notes
+        .iter()
+        .filter(|n| n.starts_with(output::MIXED_LABELS))
+    {
+        crate::error::stderr_line(&format!("abperf: warning: {n}"));
+    }
     let mut text = args.format.render(&r)?;
     if args.format == Format::Text {
         text.push_str(&profiles);

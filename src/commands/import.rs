@@ -188,6 +188,24 @@ fn store_import(
     Ok((target, out))
 }
 
+/// Runs added to an experiment that leave some of its runs naming a host (boot, invocation)
+/// and others none: a warning now, as `compare` gives one beside its verdicts.
+fn warn_mixed_labels(args: &ImportArgs, id: i64) -> anyhow::Result<()> {
+    let store = Store::open_to_read(&args.db.location()?)?;
+    let data = store.load(id)?;
+    for (level, named, unnamed) in data.mixed_labels() {
+        let name = level.name();
+        crate::error::stderr_line(&format!(
+            "abperf: warning: experiment {id} now has {named} counted runs that name a {name} and \
+             {unnamed} that name none: compare either pools them all as independent runs or, with \
+             two or more {} named, judges the named runs alone, and says which (label the others \
+             by importing them again with --{name})",
+            level.plural()
+        ));
+    }
+    Ok(())
+}
+
 pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
     let imports = parse_files(&args)?;
     let (variants, runs) = import::merge(&imports);
@@ -221,6 +239,9 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
         }
     };
     let (target, out) = store_import(&args, target, &variants, &runs)?;
+    if matches!(target, ImportTarget::Existing(_)) {
+        warn_mixed_labels(&args, out.experiment_id)?;
+    }
     for imp in &imports {
         for note in &imp.notes {
             crate::error::stderr_line(&format!("abperf: note: {note}"));

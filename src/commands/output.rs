@@ -281,8 +281,42 @@ impl AnalysisArgs {
             let (m, runs) = (rule_comparisons(&r.data), most_runs(&r.data));
             r.notes.push(crate::stats::sequential::note(&plan, m, runs));
         }
+        let used = r.replication.as_ref().map(|s| s.verdicts_from.clone());
+        r.notes.extend(mixed_labels_notes(&r.data, used.as_deref()));
         Ok(())
     }
+}
+
+/// The start of the note on runs with and without a level's label in one experiment.
+pub const MIXED_LABELS: &str = "MIXED LABELS: ";
+
+/// A note per level that some counted runs name and others do not (issue 45: `import --host`
+/// into an experiment whose runs name no host pooled them without a word), saying which runs
+/// the verdicts used: only the named ones when that level's means make the verdicts (`used`),
+/// else all of them as independent runs.
+pub fn mixed_labels_notes(ds: &Dataset, used: Option<&str>) -> Vec<String> {
+    ds.mixed_labels()
+        .into_iter()
+        .map(|(level, named, unnamed)| {
+            let name = level.name();
+            let which = if used == Some(name) {
+                format!(
+                    "the verdicts use only the {named} that name one, as {name} means; the \
+                     {unnamed} others are left out"
+                )
+            } else {
+                format!(
+                    "the verdicts take all {} as independent runs, without {} as a level",
+                    named + unnamed,
+                    level.plural()
+                )
+            };
+            format!(
+                "{MIXED_LABELS}{named} counted runs name a {name} and {unnamed} name none (runs \
+                 imported with --{name} into an experiment whose runs name no {name}?): {which}"
+            )
+        })
+        .collect()
 }
 
 impl AnalysisArgs {

@@ -137,6 +137,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
         worst: (cv, name),
         n_variants: ds.variants.len(),
         run_cost_ns: (durations_known && cost_ns > 0.0).then_some(cost_ns),
+        untimed_ns: ds.untimed_per_run_ns(),
     };
     print!("{}", pilot.text());
     Ok(0)

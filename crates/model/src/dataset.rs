@@ -148,6 +148,29 @@ impl Dataset {
         self.runs.iter().filter(|r| r.counts()).count()
     }
 
+    /// The untimed work per run (setup, `--pre`, re-warm, dropping caches, boots: whatever runs
+    /// between two timed runs), measured as the median gap from a run's end to the next run's
+    /// start over every run with both timestamps, in order of start, and how many gaps it is
+    /// taken over. The median, so that a pause between sessions does not count as every run's.
+    /// None without two such runs, or when runs overlap (hosts side by side: no gap to read).
+    pub fn untimed_per_run_ns(&self) -> Option<(f64, usize)> {
+        let mut spans: Vec<(i64, i64)> = self
+            .runs
+            .iter()
+            .filter(|r| r.started_ns > 0 && r.ended_ns > r.started_ns)
+            .map(|r| (r.started_ns, r.ended_ns))
+            .collect();
+        spans.sort_unstable();
+        let gaps: Vec<f64> = spans
+            .windows(2)
+            .map(|w| (w[1].0 - w[0].1) as f64)
+            .collect::<Vec<_>>();
+        if gaps.is_empty() || gaps.iter().any(|&g| g < 0.0) {
+            return None;
+        }
+        Some((crate::describe::median(&gaps), gaps.len()))
+    }
+
     /// Runs left out of the analysis (warm-ups, failed, timed out, excluded).
     pub fn left_out(&self) -> usize {
         self.runs.len() - self.counted_total()
@@ -289,6 +312,29 @@ mod tests {
         assert_eq!(d.files(), ["seed000-time.txt"]);
         assert!(!d.ordered, "imported lines carry no run order");
         assert_eq!(d.position("B"), Some(1));
+    }
+
+    #[test]
+    fn untimed_work_is_the_median_gap_between_runs() {
+        let mut d = two_variants("A", "B");
+        assert_eq!(d.untimed_per_run_ns(), None, "no timestamps");
+        // Runs of 10 s, each started 12 s after the last one ended but one (a 1000 s pause).
+        let mut t = 1_000_000_000_000;
+        for (i, r) in d.runs.iter_mut().enumerate() {
+            r.started_ns = t;
+            r.ended_ns = t + 10_000_000_000;
+            t = r.ended_ns
+                + if i == 3 {
+                    1_000_000_000_000
+                } else {
+                    12_000_000_000
+                };
+        }
+        let n = d.runs.len();
+        assert_eq!(d.untimed_per_run_ns(), Some((12e9, n - 1)));
+        // Overlapping runs (machines side by side) leave no gap to read.
+        d.runs[1].started_ns = d.runs[0].started_ns + 1;
+        assert_eq!(d.untimed_per_run_ns(), None);
     }
 
     #[test]

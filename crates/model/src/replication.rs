@@ -71,6 +71,27 @@ impl Dataset {
         })
     }
 
+    /// The levels at which some counted runs name a unit and others none (runs imported with
+    /// `--host` into an experiment whose own runs name no host): each with how many counted runs
+    /// name one and how many do not. Empty when every level is named by all counted runs or by
+    /// none.
+    pub fn mixed_labels(&self) -> Vec<(Level, usize, usize)> {
+        Level::ALL
+            .iter()
+            .filter_map(|&level| {
+                let counted = self.runs.iter().filter(|r| r.counts());
+                let (named, unnamed) = counted.fold((0, 0), |(n, u), r| {
+                    if self.unit_at(r, level).is_some() {
+                        (n + 1, u)
+                    } else {
+                        (n, u + 1)
+                    }
+                });
+                (named > 0 && unnamed > 0).then_some((level, named, unnamed))
+            })
+            .collect()
+    }
+
     /// Whether any run names an invocation, boot or host.
     pub fn has_labels(&self) -> bool {
         self.runs.iter().any(|r| !r.labels.is_empty())
@@ -259,6 +280,14 @@ mod tests {
             unnamed.per_host().unwrap_err(),
             "variant 'A' has runs that name no host"
         );
+        // Every run names all three levels: nothing mixed; one run without its host is.
+        assert!(d.mixed_labels().is_empty());
+        let counted = d.runs.iter().filter(|r| r.counts()).count();
+        let first = d.runs.iter().position(|r| r.counts()).unwrap();
+        let mut mixed = d.clone();
+        mixed.runs[first].labels.host = None;
+        assert_eq!(mixed.mixed_labels(), [(Level::Host, counted - 1, 1)]);
+        assert!(two_variants("A", "B").mixed_labels().is_empty());
         let j = serde_json::to_value(&d.runs[0].labels).unwrap();
         assert_eq!(j["host"], "h0");
         assert!(serde_json::to_value(Labels::default()).unwrap() == serde_json::json!({}));

@@ -436,6 +436,17 @@ fn ci_text(c: Option<[f64; 2]>, dec: usize) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+/// The ratio's interval in a table cell; Fieller's unbounded set named as such ("unbounded",
+/// "two rays", "one ray": the verdict line gives the rays' ends), never left as if bounded.
+fn ratio_ci_text(e: &abperf_stats::verdict::Evidence, ci: Option<[f64; 2]>) -> String {
+    match (ci, e.ratio_unbounded, e.ratio_rays) {
+        (None, true, Some((lo, _))) if lo > 0.0 => "two rays".into(),
+        (None, true, Some(_)) => "one ray".into(),
+        (None, true, None) => "unbounded".into(),
+        _ => ci_text(ci, 4),
+    }
+}
+
 /// A column's heading from the levels of the intervals under it: "(99% CI)".
 fn ci_head(levels: impl Iterator<Item = f64>) -> String {
     format!("({})", super::fmt::ci_words(levels))
@@ -571,7 +582,7 @@ impl<'a> FamilyTable<'a> {
             self.pair(c),
             super::fmt::truncate(&one_line(&c.metric), 8),
             format!("{:.4}{mark}", e.ratio),
-            format!("({})", ci_text(ci95, 4)),
+            format!("({})", ratio_ci_text(e, ci95)),
             p_short(c.p_adjusted),
             self.star(c.p_adjusted.filter(|_| e.excludes_one()))
         );

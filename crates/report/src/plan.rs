@@ -83,6 +83,9 @@ pub struct FromPilot {
     pub n_variants: usize,
     /// The sum over variants of the mean stored run duration (None: not every variant has one).
     pub run_cost_ns: Option<f64>,
+    /// The untimed work per run read from the stored timestamps and the gaps it is the median
+    /// of (`Dataset::untimed_per_run_ns`).
+    pub untimed_ns: Option<(f64, usize)>,
 }
 
 impl FromPilot {
@@ -105,11 +108,29 @@ impl FromPilot {
         if let Some(n) = n {
             match self.run_cost_ns {
                 Some(cost) => {
+                    let (untimed, how) = match self.untimed_ns {
+                        Some((gap, gaps)) => (
+                            gap,
+                            format!(
+                                "the mean stored run durations plus {} of untimed work per run \
+                                 (setup, --pre, re-warm, dropped caches, boots: the median of {gaps} \
+                                 gaps from a run's end to the next run's start)",
+                                duration_ns(gap)
+                            ),
+                        ),
+                        None => (
+                            0.0,
+                            "the mean stored run durations; the untimed work between runs is not \
+                             measured here (overlapping or too few timestamps) and not counted"
+                                .to_string(),
+                        ),
+                    };
+                    let total = (cost + untimed * self.n_variants as f64) * n as f64;
                     let _ = writeln!(
                         s,
-                        "  expected wall-clock: {} variants x {n} runs = {} (from the mean stored run durations, without warm-ups)",
+                        "  expected wall-clock: {} variants x {n} runs = {} (from {how}; without warm-ups)",
                         self.n_variants,
-                        duration_ns(cost * n as f64)
+                        duration_ns(total)
                     );
                 }
                 None => {

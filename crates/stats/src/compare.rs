@@ -466,6 +466,7 @@ impl<'a> Judging<'a> {
             ci95: None,
             ci90: None,
             ratio_unbounded: false,
+            ratio_rays: None,
             counted: opts.counted.clone(),
             p: None,
             correction: String::new(),
@@ -581,7 +582,11 @@ impl<'a> Judging<'a> {
                 c.ratio_ci = Some([ci.low, ci.high]);
             }
             Err(e) => {
-                c.evidence.ratio_unbounded = matches!(e, StatsError::UnboundedRatio);
+                c.evidence.ratio_unbounded = e.unbounded_ratio();
+                c.evidence.ratio_rays = e.ratio_rays().map(|(lo, hi)| {
+                    let positive = a.iter().chain(b).all(|&x| x > 0.0);
+                    (if positive { lo.max(0.0) } else { lo }, hi)
+                });
                 c.notes.push(format!("Fieller interval: {e}"));
             }
         }
@@ -675,6 +680,7 @@ impl<'a> Judging<'a> {
                 ev.ci95 = Some(an95.ratio_ci);
                 ev.ci90 = Some(an90.ratio_ci);
                 ev.ratio_unbounded = false;
+                ev.ratio_rays = None;
                 ev.p = Some(an95.p);
                 ev.method = "ANCOVA".into();
                 c.primary = "ancova".into();
@@ -1091,6 +1097,55 @@ mod tests {
         let c = c.unwrap();
         assert!(c.evidence.ci95.is_some() && !c.evidence.ratio_unbounded);
         assert_eq!(c.verdict, Verdict::Slower, "{}", c.line);
+    }
+
+    /// Issue 45: every printed estimate inside its printed interval, or the interval said to be
+    /// unbounded. Noisy positive samples (some with a baseline mean indistinguishable from 0),
+    /// at alpha 0.05 and 0.01: the ratio is inside its bounded interval, never below 0, or the
+    /// line names the unbounded set (two rays holding the estimate, one ray, or every ratio).
+    #[test]
+    fn every_estimate_is_inside_its_interval_or_the_set_is_named_unbounded() {
+        use rand::SeedableRng;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(45);
+        let (mut bounded, mut rays) = (0, 0);
+        for i in 0..400 {
+            let (ma, mb, sd) = (
+                1.0 + (i % 5) as f64,
+                1.0 + (i % 7) as f64,
+                0.5 + (i % 9) as f64,
+            );
+            let mut draw = |m: f64| -> Vec<f64> {
+                (0..6)
+                    .map(|_| (m + sd * crate::reference::normal(&mut rng)).abs() + 1e-3)
+                    .collect()
+            };
+            let (a, b) = (draw(ma), draw(mb));
+            for alpha in [0.05, 0.01] {
+                let o = Options {
+                    alpha,
+                    resamples: 0,
+                    ..Options::default()
+                };
+                let c = compare("t", Sample::new("A", &a), Sample::new("B", &b), &o).unwrap();
+                let e = &c.evidence;
+                match (e.ci95, e.ratio_rays) {
+                    (Some((lo, hi)), _) => {
+                        bounded += 1;
+                        assert!(0.0 <= lo && lo <= e.ratio && e.ratio <= hi, "{}", c.line);
+                    }
+                    (None, Some((lo, hi))) => {
+                        rays += 1;
+                        assert!(e.ratio <= lo || e.ratio >= hi, "{} {lo} {hi}", e.ratio);
+                        assert!(c.line.contains(" ray"), "{}", c.line);
+                    }
+                    (None, None) => {
+                        assert!(e.ratio_unbounded, "{}", c.line);
+                        assert!(c.line.contains("ratio unbounded"), "{}", c.line);
+                    }
+                }
+            }
+        }
+        assert!(bounded > 100 && rays > 10, "{bounded} bounded, {rays} rays");
     }
 
     #[test]

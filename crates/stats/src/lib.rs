@@ -62,8 +62,29 @@ pub enum StatsError {
         "the baseline mean is too noisy (not different from 0): the ratio's confidence set is unbounded"
     )]
     UnboundedRatio,
+    /// Fieller's set when the baseline mean is not different from 0 but the variant's is: two
+    /// rays, every ratio up to `below` and every ratio from `above` (an exclusive set).
+    #[error(
+        "the baseline mean is too noisy (not different from 0): the ratio's confidence set is unbounded, two rays (up to {below:.4} and from {above:.4})"
+    )]
+    ExclusiveRatio { below: f64, above: f64 },
     #[error("{0}")]
     Invalid(String),
+}
+
+impl StatsError {
+    /// Whether this is Fieller's unbounded set (every ratio, or two rays).
+    pub fn unbounded_ratio(&self) -> bool {
+        matches!(self, Self::UnboundedRatio | Self::ExclusiveRatio { .. })
+    }
+
+    /// The two rays' ends of an exclusive Fieller set.
+    pub fn ratio_rays(&self) -> Option<(f64, f64)> {
+        match *self {
+            Self::ExclusiveRatio { below, above } => Some((below, above)),
+            _ => None,
+        }
+    }
 }
 
 /// Check that every value is finite.

@@ -111,6 +111,7 @@ pub fn compare_summary(
         ci95: None,
         ci90: None,
         ratio_unbounded: false,
+        ratio_rays: None,
         counted: Default::default(),
         p: None,
         correction: String::new(),
@@ -164,7 +165,8 @@ pub fn compare_summary(
             c.ratio_ci = Some([ci.low, ci.high]);
         }
         Err(e) => {
-            ev.ratio_unbounded = matches!(e, StatsError::UnboundedRatio);
+            ev.ratio_unbounded = e.unbounded_ratio();
+            ev.ratio_rays = e.ratio_rays();
             notes.push(format!("Fieller interval: {e}"));
         }
     }

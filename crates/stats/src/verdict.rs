@@ -156,6 +156,11 @@ pub struct Evidence {
     /// at 1 - alpha). The set then excludes 1 exactly when Welch's p < alpha (both use Welch's
     /// df), so a call stands on p and the difference's sign, its size unbounded.
     pub ratio_unbounded: bool,
+    /// When `ratio_unbounded`, Fieller's set may be two rays (exclusive): every ratio up to the
+    /// first number and from the second (the first is 0 or less when only the upper ray holds
+    /// positive ratios). None when bounded or when the set is every ratio.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_rays: Option<(f64, f64)>,
     /// The p-value the verdict uses (adjusted when a correction applies).
     pub p: Option<f64>,
     /// Correction label for the line, e.g. "Holm m=3"; empty when none.
@@ -261,6 +266,20 @@ impl Evidence {
         }
     }
 
+    /// The unbounded set named as such: "99% confidence set of the ratio unbounded (two rays:
+    /// up to 0.1234 and from 5.6789)".
+    pub fn unbounded_words(&self) -> String {
+        let rays = match self.ratio_rays {
+            Some((lo, hi)) if lo > 0.0 => format!(" (two rays: up to {lo:.4} and from {hi:.4})"),
+            Some((_, hi)) => format!(" (one ray: from {hi:.4} up)"),
+            None => String::new(),
+        };
+        format!(
+            "{} confidence set of the ratio unbounded{rays}",
+            self.ci_label()
+        )
+    }
+
     /// FASTER/SLOWER when the 1 - alpha CI excludes 1 and p < alpha; NO DIFFERENCE when the
     /// 1 - 2 alpha CI lies inside 1 +- D; otherwise INCONCLUSIVE.
     pub fn decide(&self) -> Verdict {
@@ -342,7 +361,13 @@ impl Evidence {
                     fmt_signed_pct((hi - 1.0) * 100.0)
                 )
             })
-            .unwrap_or_default();
+            .unwrap_or_else(|| {
+                if self.ratio_unbounded {
+                    format!("{}, ", self.unbounded_words())
+                } else {
+                    String::new()
+                }
+            });
         (c, ci)
     }
 
@@ -356,10 +381,7 @@ impl Evidence {
                 let (what, ci) = self.sized(verdict);
                 let ci = match self.ci95 {
                     Some(_) => format!("{} CI {ci}", self.ci_label()),
-                    None => format!(
-                        "{} confidence set of the ratio unbounded: the baseline mean is too noisy",
-                        self.ci_label()
-                    ),
+                    None => format!("{}: the baseline mean is too noisy", self.unbounded_words()),
                 };
                 format!("{what} ({}{ci}, {tail})", self.hib())
             }
@@ -495,6 +517,7 @@ mod tests {
             ci95: Some(ci95),
             ci90: Some(ci90),
             ratio_unbounded: false,
+            ratio_rays: None,
             counted: Counted::Runs,
             p: Some(p),
             correction: String::new(),

@@ -97,7 +97,9 @@ pub struct RatioCi {
 ///
 /// Solves (mB - theta mA)^2 = t^2 (sB^2 + theta^2 sA^2) for theta, where s^2 = var/n. When the
 /// baseline mean is not significantly different from zero (g = t^2 sA^2 / mA^2 >= 1) the set is
-/// unbounded and an error says so.
+/// unbounded and an error says which: the whole line (`UnboundedRatio`), or two rays, every ratio
+/// up to one root and from the other (`ExclusiveRatio`), when the variant's mean is different
+/// from 0.
 pub fn fieller(a: &[f64], b: &[f64], level: f64) -> Result<RatioCi, StatsError> {
     let (sa, sb, df) = welch_parts(a, b)?;
     fieller_with(mean(a), mean(b), sa, sb, df, level)
@@ -118,13 +120,21 @@ pub fn fieller_with(
     let t = t_ppf(0.5 + level / 2.0, df);
     let t2 = t * t;
     let qa = ma * ma - t2 * sa;
-    if qa <= 0.0 {
-        return Err(StatsError::UnboundedRatio);
-    }
     // The discriminant mA^2 mB^2 - (mA^2 - t^2 sA)(mB^2 - t^2 sB), written without the
     // difference of two nearly equal products: at a CV of 1e-8 (instruction or fault counts)
     // that difference cancels to 0 and the interval collapses onto the ratio.
     let disc = t2 * (ma * ma * sb + mb * mb * sa - t2 * sa * sb);
+    if qa <= 0.0 {
+        // The quadratic opens downwards: the set is outside its roots, or everything.
+        if qa < 0.0 && disc > 0.0 {
+            let (r1, r2) = ((ma * mb + disc.sqrt()) / qa, (ma * mb - disc.sqrt()) / qa);
+            return Err(StatsError::ExclusiveRatio {
+                below: r1.min(r2),
+                above: r1.max(r2),
+            });
+        }
+        return Err(StatsError::UnboundedRatio);
+    }
     let root = disc.max(0.0).sqrt();
     Ok(RatioCi {
         ratio: mb / ma,
@@ -177,6 +187,32 @@ mod tests {
         let c: Vec<f64> = b.iter().map(|x| x + 5.0).collect();
         assert!(welch(&a, &c).unwrap().p < 0.01);
         assert!(fieller(&a, &c, 0.95).unwrap().low > 1.0);
+    }
+
+    #[test]
+    fn a_noisy_baseline_gives_two_rays_or_everything_never_a_bounded_interval() {
+        // The baseline mean not different from 0, the variant's clearly is: the set is the two
+        // rays outside the roots, and the estimate lies on one of them.
+        let a = [0.2, 3.0, 0.1, 2.5, 0.05, 0.3];
+        let b = [10.0, 10.5, 9.8, 10.2, 9.9, 10.1];
+        match fieller(&a, &b, 0.95) {
+            Err(StatsError::ExclusiveRatio { below, above }) => {
+                let r = mean(&b) / mean(&a);
+                assert!(below < above, "{below} {above}");
+                assert!(r <= below || r >= above, "{r} {below} {above}");
+                // Each root solves (mB - theta mA)^2 = t^2 (sB + theta^2 sA).
+                let (sa, sb, df) = welch_parts(&a, &b).unwrap();
+                let t2 = t_ppf(0.975, df).powi(2);
+                for th in [below, above] {
+                    let lhs = (mean(&b) - th * mean(&a)).powi(2);
+                    assert_rel(lhs, t2 * (sb + th * th * sa), 1e-9, "root");
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+        // Both means indistinguishable from 0: every ratio is in the set.
+        let b2 = [0.1, 2.0, -1.0, 2.8, -0.9, 0.4];
+        assert_eq!(fieller(&a, &b2, 0.95), Err(StatsError::UnboundedRatio));
     }
 
     #[test]
