@@ -106,6 +106,9 @@ fetch_kernel_source() {
 install_missing
 fetch_kernel_source
 
+# Every locked package on disk (also other platforms' ones): tests/layering.rs reads the dependency
+# trees with `cargo metadata --offline --locked`, which needs them all.
+cargo fetch --locked
 cargo fmt --all --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
 # The house rules the compiler does not check: no file-level import cycle inside a crate, no

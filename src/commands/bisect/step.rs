@@ -88,6 +88,7 @@ pub fn run(store: &mut Store, runs: &Runs, planned: &Planned) -> anyhow::Result<
         show_output: runs.show_output,
         noise: Default::default(),
         sequential: None,
+        wait_moved_knob: false,
     };
     let prepared = crate::runner::experiment::prepare(&cfg, &variants)?;
     cfg.exec = variants
@@ -119,7 +120,7 @@ pub fn run(store: &mut Store, runs: &Runs, planned: &Planned) -> anyhow::Result<
         wait: false,
         purpose: "bisect".into(),
     };
-    let mut guard = KnobGuard::prepare_with(&[], &BTreeMap::new(), &options)?;
+    let mut guard = KnobGuard::prepare_with(&[], &options)?;
     guard.set_experiment(id, store.path())?;
     let stored = store.variants(id)?;
     let result = execute(
