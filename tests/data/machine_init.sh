@@ -64,7 +64,9 @@ if [ -e /newroot/machine/esp ]; then
     mount -t vfat /newroot/dev/vdb1 /newroot/efi || die "cannot mount the ESP /dev/vdb1"
     say "loader: selected $(loadervar LoaderEntrySelected); one-shot $(loadervar LoaderEntryOneShot); default $(loadervar LoaderEntryDefault); entries on the ESP: $(ls /newroot/efi/loader/entries | tr '\n' ' ')"
 fi
-PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+# The user's config (where abperf records the designs the user approved, which the loop's
+# resume at each boot checks) must outlive a boot: on this machine only its disk does.
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root XDG_CONFIG_HOME=/machine/config \
     chroot /newroot /bin/sh /machine/boot.sh </dev/null >/dev/console 2>&1
 say "boot.sh exited with $?"
 if [ -e /newroot/machine/esp ]; then

@@ -274,6 +274,7 @@ pub(crate) fn start(plan: &NewRun, k: &Kernels) -> anyhow::Result<i32> {
     }
     let exp = new_experiment(plan, &variants, &vmd, &d, &home)?;
     signals::install()?;
+    crate::design::trust::approve(&exp.design, &variants)?;
     let id = store.create_boot_experiment(&exp, &variants, &schedule, &boot_plans)?;
     claim(&mut store, id)?;
     crate::error::stderr_line(&format!(
@@ -354,7 +355,12 @@ pub(crate) fn continue_loop(store: &mut Store, id: i64) -> anyhow::Result<i32> {
     let lp = Loop::load(store, id)?;
     let now = ThisBoot::read()?;
     signals::install()?;
-    let next = match step::at_boot(store, &lp, &now, &mut NoProgress) {
+    // Nothing stored runs as root at boot unless the user who made the loop approved it here
+    // (an edited row ends the loop and boots the home kernel: docs/security.md).
+    let design = store.experiment(id)?.design;
+    let next = match crate::design::trust::verify(id, &design, &lp.variants, false)
+        .and_then(|()| step::at_boot(store, &lp, &now, &mut NoProgress))
+    {
         Ok(n) => n,
         Err(e) => {
             let why = format!("{e:#}");

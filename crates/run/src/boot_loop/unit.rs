@@ -42,6 +42,7 @@ pub fn unit_text(exe: &Path, store: &Path, id: Option<i64>) -> String {
          \n\
          [Service]\n\
          Type=exec\n\
+         {config}\
          ExecStart={exe} boot-loop resume --db {store_q}\n\
          StandardOutput=journal+console\n\
          StandardError=journal+console\n\
@@ -49,6 +50,15 @@ pub fn unit_text(exe: &Path, store: &Path, id: Option<i64>) -> String {
          [Install]\n\
          WantedBy=multi-user.target\n",
         exe = q(exe),
+        // The resume at boot checks the design against the approvals of the user who made the
+        // loop (docs/security.md): a system service has no $HOME of its own.
+        config = crate::design::trust::config_dir()
+            .ok()
+            .and_then(|d| d
+                .parent()
+                .map(|p| format!("XDG_CONFIG_HOME={}", p.display())))
+            .map(|e| format!("Environment={}\n", q(Path::new(&e))))
+            .unwrap_or_default(),
         store = store.display(),
         store_q = q(store),
     )

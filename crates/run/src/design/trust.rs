@@ -58,7 +58,7 @@ pub fn fingerprint(design: &serde_json::Value, variants: &[Variant]) -> String {
 
 /// The user's config directory for abperf: `$XDG_CONFIG_HOME/abperf`, else
 /// `$HOME/.config/abperf`.
-fn config_dir() -> anyhow::Result<PathBuf> {
+pub fn config_dir() -> anyhow::Result<PathBuf> {
     if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
         return Ok(PathBuf::from(x).join("abperf"));
     }
