@@ -222,7 +222,11 @@ fn csv_export_to_a_terminal_escapes_control_characters_and_to_a_pipe_keeps_them(
         "esc.csv",
         format!("variant,wall_ns [ns]\n\"{title}\",5\n\"{title}\",6\n"),
     );
-    lab.ok(&["import", "--format", "csv", &file]);
+    let imported = lab.ok(&["import", "--format", "csv", &file]);
+    assert!(
+        !imported.stdout.contains('\u{1b}') && imported.stdout.contains("a\\e]0;pwned"),
+        "import's summary names the variant escaped: {imported}"
+    );
     // To a pipe (a file, an import): the stored bytes, so an export imports back the same.
     let piped = lab.ok(&["export", "1", "--format", "csv"]);
     assert!(piped.stdout.contains(title), "{piped}");

@@ -268,7 +268,9 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
             )
         })
         .collect();
-    println!(
+    // Variant names come from the imported files: escaped like every message (a name with
+    // terminal escapes cannot drive the terminal).
+    crate::error::stdout_line(&crate::model::escape::message(&format!(
         "imported {} run(s) ({}) from {} file(s) into experiment {}{}",
         runs.len(),
         per_variant.join(", "),
@@ -279,6 +281,6 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
         } else {
             format!(", new variant(s): {}", out.new_variants.join(", "))
         }
-    );
+    )));
     Ok(0)
 }
