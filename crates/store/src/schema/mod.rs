@@ -101,6 +101,10 @@ pub const MIGRATIONS: &[&str] = &[
     ddl::MICRO_INVOCATION,
     // 15: the hosts of a fleet experiment and the slots each owns.
     ddl::FLEET,
+    // 16: an experiment's labels (`--label KEY=VALUE`), read by `abperf history`.
+    "
+    ALTER TABLE experiment ADD COLUMN labels TEXT;  -- JSON object KEY -> VALUE; NULL: none
+    ",
 ];
 
 /// The schema every migration together builds, as one script (`schema_prepared.sql`): a new
