@@ -110,6 +110,10 @@ pub struct ExperimentArgs {
     /// Continue a stopped experiment exactly where its schedule stands
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
+    /// Label the experiment (repeatable): what `abperf history` orders and names its points
+    /// by, e.g. --label commit=$(git rev-parse --short HEAD) --label date=2026-11-27
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub labels: Vec<String>,
     #[command(flatten)]
     pub db: DbArgs,
 }
