@@ -69,6 +69,36 @@ impl Series {
     }
 }
 
+/// The label `history --confirm` gives its re-measurements: their experiments are no point of
+/// any series.
+pub const CONFIRM_LABEL: &str = "history-confirm";
+
+/// `command` with each of `labels`' values that stands as a whole word in it replaced by
+/// `{KEY}`: the command of a nightly build (`/builds/4711/bench`) is the same series every
+/// night (`/builds/{build}/bench`).
+pub fn template(command: &str, labels: &abperf_model::label::Labels) -> String {
+    let mut out = command.to_string();
+    for (k, v) in labels {
+        let mut done = String::new();
+        let mut rest = out.as_str();
+        while let Some(at) = rest.find(v.as_str()) {
+            let before = rest[..at].chars().next_back();
+            let after = rest[at + v.len()..].chars().next();
+            let word = |c: Option<char>| c.is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+            done.push_str(&rest[..at]);
+            if word(before) && word(after) {
+                done.push_str(&format!("{{{k}}}"));
+            } else {
+                done.push_str(v);
+            }
+            rest = &rest[at + v.len()..];
+        }
+        done.push_str(rest);
+        out = done;
+    }
+    out
+}
+
 /// Group `points` into series, each ordered by `order` (ties by experiment id). Points whose
 /// variant had fewer than two runs (no standard error) are left out, as are points without the
 /// order label.
@@ -79,14 +109,17 @@ pub fn group(points: Vec<HistoryPoint>, order: &Order) -> Vec<Series> {
         if !(p.mean.is_finite() && se.is_finite() && se > 0.0) {
             continue;
         }
+        if p.labels.contains_key(CONFIRM_LABEL) {
+            continue;
+        }
         if let Order::Label(l) = order
             && !p.labels.contains_key(l)
         {
             continue;
         }
         let key = Key {
-            command: p.command.clone(),
-            variant: p.variant.clone(),
+            command: template(&p.command, &p.labels),
+            variant: template(&p.variant, &p.labels),
             metric: p.metric.clone(),
             host: p.host.clone(),
         };
@@ -369,6 +402,15 @@ mod tests {
         let (a, c) = changes[0];
         assert_eq!(a.series.point_name(c.index, &order), "13");
         assert!(c.regression && (c.relative - 0.2).abs() < 0.02, "{c:?}");
+    }
+
+    #[test]
+    fn label_values_in_a_command_make_it_a_template() {
+        let labels = [("build".to_string(), "47".to_string())].into();
+        assert_eq!(
+            template("/b/47/x --n 47 147 47a", &labels),
+            "/b/{build}/x --n {build} 147 47a"
+        );
     }
 
     #[test]
