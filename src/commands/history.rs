@@ -128,7 +128,13 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<i32> {
     let mut report =
         h::analyse(series, order, args.alpha, args.series.is_some()).map_err(anyhow::Error::msg)?;
     if args.confirm {
-        history_confirm::confirm_all(&mut report, &location, &args)?;
+        let settings = history_confirm::Settings {
+            metric: args.metric.clone(),
+            alpha: args.alpha,
+            confirm_runs: args.confirm_runs,
+            trust_stored_design: args.trust_stored_design,
+        };
+        history_confirm::confirm_all(&mut report, &location, &settings)?;
     }
     write(&report, &args)?;
     Ok(exit_status(&report, args.fail_on))

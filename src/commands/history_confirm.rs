@@ -4,7 +4,6 @@
 //! `history-confirm`, and judged as `compare` judges it. Stored commands are untrusted (a store
 //! is shared, issue 40): [`trusted`] decides whether they may run.
 
-use super::history::HistoryArgs;
 use super::output::{self, AnalysisArgs};
 use crate::error::usage;
 use crate::report::View;
@@ -41,8 +40,17 @@ pub fn trusted(commands: &[&str], trust_flag: bool) -> anyhow::Result<()> {
     ))
 }
 
+/// What a re-measurement needs of the command line.
+pub struct Settings {
+    pub metric: String,
+    pub alpha: f64,
+    /// Timed runs per side.
+    pub confirm_runs: u32,
+    pub trust_stored_design: bool,
+}
+
 /// Re-measure every change of `r` and record each verdict in it.
-pub fn confirm_all(r: &mut HistoryReport, at: &Location, args: &HistoryArgs) -> anyhow::Result<()> {
+pub fn confirm_all(r: &mut HistoryReport, at: &Location, args: &Settings) -> anyhow::Result<()> {
     let jobs = jobs(r);
     if jobs.is_empty() {
         return Ok(());
@@ -91,7 +99,7 @@ fn not_confirmed(text: String) -> Confirmation {
     }
 }
 
-fn confirm_one(j: &Job, at: &Location, args: &HistoryArgs) -> anyhow::Result<Confirmation> {
+fn confirm_one(j: &Job, at: &Location, args: &Settings) -> anyhow::Result<Confirmation> {
     if j.before.is_empty() || j.after.is_empty() {
         return Ok(not_confirmed("no stored command to re-run".into()));
     }

@@ -158,7 +158,7 @@ fn sort(points: &mut [HistoryPoint], order: &Order) {
                     x.total_cmp(&y).then(a.experiment.cmp(&b.experiment))
                 });
             } else {
-                points.sort_by(|a, b| (value(a), a.experiment).cmp(&(value(b), b.experiment)));
+                points.sort_by_key(|a| (value(a), a.experiment));
             }
         }
     }
