@@ -55,9 +55,9 @@ t() { # label, command... -> seconds of wall time
     e=$(date +%s.%N)
     printf '%-34s %6.2f s\n' "$1" "$(echo "$e - $s" | bc)"
 }
-t "history --series 1 (one series)" "$ABPERF" history --db "$DB" --order v --series 1
+t "history --series 1 (one series)" "$ABPERF" history --db "$DB" --order-by v --series 1
 head -1 "$TMP/out.txt"
 grep -m1 -- '--- change' "$TMP/out.txt" || true
-t "history (every series, BH)" "$ABPERF" history --db "$DB" --order v
+t "history (every series, BH)" "$ABPERF" history --db "$DB" --order-by v
 head -1 "$TMP/out.txt"
 echo "changes found: $(grep -c '^  at ' "$TMP/out.txt" || true)"

@@ -32,7 +32,13 @@ fn run_version(lab: &Lab, script: &str, v: u32) {
 
 fn history_json(lab: &Lab, extra: &[&str]) -> serde_json::Value {
     let mut args = vec![
-        "history", "--order", "v", "--metric", "user_ns", "--format", "json",
+        "history",
+        "--order-by",
+        "v",
+        "--metric",
+        "user_ns",
+        "--format",
+        "json",
     ];
     args.extend_from_slice(extra);
     let out = lab.ok(&args);
@@ -52,7 +58,7 @@ fn a_step_is_found_at_its_label_and_confirmed_and_an_a_a_history_has_none() {
     // CPU time, not wall: the machines this runs on are shared, and a busy neighbour makes the
     // wall time of a 10 ms loop wander by half its value.
     let text = lab
-        .ok(&["history", "--order", "v", "--metric", "user_ns"])
+        .ok(&["history", "--order-by", "v", "--metric", "user_ns"])
         .stdout;
     assert!(text.contains("changes:"), "{text}");
     let j = history_json(&lab, &[]);
@@ -83,7 +89,7 @@ fn a_step_is_found_at_its_label_and_confirmed_and_an_a_a_history_has_none() {
     let refused = lab.fails(
         &[
             "history",
-            "--order",
+            "--order-by",
             "v",
             "--metric",
             "user_ns",
@@ -105,7 +111,7 @@ fn a_step_is_found_at_its_label_and_confirmed_and_an_a_a_history_has_none() {
     assert!(c["confirmation"]["experiment"].is_i64());
     let mut gate = vec![
         "history",
-        "--order",
+        "--order-by",
         "v",
         "--metric",
         "user_ns",
@@ -139,7 +145,7 @@ fn a_step_is_found_at_its_label_and_confirmed_and_an_a_a_history_has_none() {
     }
     let out = aa.ok(&[
         "history",
-        "--order",
+        "--order-by",
         "v",
         "--metric",
         "user_ns",
@@ -176,7 +182,7 @@ fn pages_in_browser(lab: &Lab) {
     let dir = lab.path("pages");
     lab.ok(&[
         "history",
-        "--order",
+        "--order-by",
         "v",
         "--format",
         "html",

@@ -42,7 +42,7 @@ pub struct HistoryArgs {
     #[arg(long, default_value = "wall_ns", value_name = "M")]
     pub metric: String,
     /// Order of the points: a label's key (numbers numerically, else as text), or `time`
-    #[arg(long, default_value = "time", value_name = "LABEL|time")]
+    #[arg(long = "order-by", default_value = "time", value_name = "LABEL|time")]
     pub order: String,
     /// Only the series of this variant name
     #[arg(long, value_name = "NAME")]
@@ -99,7 +99,7 @@ fn check(args: &HistoryArgs) -> anyhow::Result<Order> {
         l if crate::model::label::valid_key(l) => Order::Label(l.to_string()),
         l => {
             return Err(usage(format!(
-                "--order '{l}': expected a label key or 'time'"
+                "--order-by '{l}': expected a label key or 'time'"
             )));
         }
     })
