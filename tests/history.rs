@@ -100,7 +100,8 @@ fn a_step_is_found_at_its_label_and_confirmed_and_an_a_a_history_has_none() {
     assert!(
         refused
             .stderr
-            .contains(&format!("would run: sh {script} 121")),
+            .contains(&format!("would run: sh {script} 1"))
+            && refused.stderr.contains("--trust-stored-design"),
         "{refused}"
     );
     // Confirmed by re-measurement, and a CI gate fails on it.
