@@ -42,6 +42,9 @@ pub enum Command {
     Micro(crate::commands::micro::MicroArgs),
     /// Verdicts: each variant against the baseline (stored experiment, two experiments, or files)
     Compare(crate::commands::compare::CompareArgs),
+    /// Series of experiments over time or a label: change points with error control,
+    /// re-measured with --confirm (text, mail, JSON, HTML)
+    History(crate::commands::history::HistoryArgs),
     /// Runs per variant needed to resolve an effect, and their wall-clock cost
     Plan(crate::commands::plan::PlanArgs),
     /// Which commit of a git range changed a measured command: statistical bisection, every
@@ -158,6 +161,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Compare(args) => commands::compare::run(args),
         Command::Plan(args) => commands::plan::run(args),
         Command::Bisect(a) => commands::bisect::run(a),
+        Command::History(a) => commands::history::run(a),
         Command::Trace(a) => commands::trace::run(a),
         Command::Vm(a) => commands::vm::run(a),
         Command::Model(a) => commands::ceiling::run(a),

@@ -110,6 +110,7 @@ fn visible_longs(path: &[&str]) -> Vec<(String, &'static str)> {
 fn sample_value(flag: &str, kind: &str, lab: &Lab, knob: &str) -> Option<String> {
     let text = match flag {
         "parameter-list" => "n=1".to_string(),
+        "label" => "commit=abc".into(),
         "knob" => format!("{knob}=1"),
         "event" => "task-clock".into(),
         "pin" => "0".into(),

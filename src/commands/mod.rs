@@ -14,6 +14,8 @@ pub mod doctor;
 pub mod export;
 pub mod fleet;
 pub mod hints;
+pub mod history;
+pub mod history_confirm;
 pub mod import;
 pub mod list;
 pub mod lookup;

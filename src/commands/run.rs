@@ -149,6 +149,7 @@ fn start(plan: &NewRun) -> anyhow::Result<i32> {
         return Ok(128 + sig);
     };
     guard.set_experiment(id, store.path())?;
+    store.set_labels(id, &plan.labels)?;
     if let Some(session) = session {
         store.tune_link(session, id)?;
     }

@@ -171,6 +171,7 @@ impl Record {
                 seed: e.seed,
                 environment: e.environment.clone(),
                 status: Status::Complete,
+                labels: Default::default(),
             }],
             self.variants.clone(),
             self.runs.clone(),

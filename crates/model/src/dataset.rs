@@ -256,6 +256,7 @@ pub mod testdata {
             seed: None,
             environment: serde_json::json!({}),
             status: Status::Complete,
+            labels: Default::default(),
         };
         let variant = |name: &str| Variant {
             command: Some(format!("make -j8 # {name}")),

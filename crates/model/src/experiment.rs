@@ -114,6 +114,9 @@ pub struct Experiment {
     pub seed: Option<u64>,
     pub environment: serde_json::Value,
     pub status: Status,
+    /// `--label KEY=VALUE`s (none: left out of JSON, so unlabelled output is unchanged).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub labels: crate::label::Labels,
 }
 
 fn seed_text<S: serde::Serializer>(seed: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
@@ -232,6 +235,7 @@ mod tests {
             seed: Some(u64::MAX),
             environment: env,
             status: Status::Complete,
+            labels: Default::default(),
         }
     }
 

@@ -35,6 +35,8 @@ pub mod doctor;
 pub mod error;
 pub mod escape;
 pub mod experiment;
+pub mod history_point;
+pub mod label;
 pub mod metric;
 pub mod micro;
 pub mod number_text;

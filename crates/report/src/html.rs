@@ -11,12 +11,15 @@ use std::fmt::Write;
 /// Raw runs listed in the page (all of them are in the CSV and JSON reports).
 pub const MAX_RUN_ROWS: usize = 5000;
 
-const STYLE: &str = "body{font-family:sans-serif;margin:1.5em auto;max-width:800px;color:#222}\
+pub(crate) const STYLE: &str = "body{font-family:sans-serif;margin:1.5em auto;max-width:800px;color:#222}\
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}\
 table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\
 td.l,th.l{text-align:left}.verdict{font-weight:bold}.note{color:#555}.swatch{display:inline-block;\
 width:.8em;height:.8em;margin-right:.3em}code{font-size:.9em}.prov{color:#555;font-size:.85em}\
 .scroll{overflow-x:auto;max-width:100%}td.name{max-width:24em;overflow-wrap:anywhere}";
+
+/// The page's Content-Security-Policy: no script, no fetch, inline style and data: images only.
+pub(crate) const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
 
 pub struct Html;
 
@@ -92,7 +95,7 @@ fn page_head(s: &mut String, d: &Report) {
     let _ = write!(
         s,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
+<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\
 <meta name=\"viewport\" content=\"width=device-width\"><title>abperf {}</title><style>{STYLE}</style></head><body>\n",
         esc(&title)
     );

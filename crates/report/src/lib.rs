@@ -34,6 +34,7 @@ pub mod compare;
 pub mod csv;
 pub mod doctor;
 pub mod fmt;
+pub mod history;
 pub mod hosts;
 pub mod html;
 pub mod hyperfine;

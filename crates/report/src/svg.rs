@@ -125,7 +125,7 @@ pub fn tick_decimals(ticks: &[f64]) -> usize {
 }
 
 /// Ticks for raw values in [lo, hi], chosen round in the display scale `sc`: (raw value, label).
-fn scaled_ticks(lo: f64, hi: f64, n: usize, sc: &Scale) -> Vec<(f64, String)> {
+pub(crate) fn scaled_ticks(lo: f64, hi: f64, n: usize, sc: &Scale) -> Vec<(f64, String)> {
     let t = nice_ticks(lo / sc.div, hi / sc.div, n);
     let dec = tick_decimals(&t);
     t.into_iter()
@@ -134,7 +134,7 @@ fn scaled_ticks(lo: f64, hi: f64, n: usize, sc: &Scale) -> Vec<(f64, String)> {
 }
 
 /// [lo, hi] padded by 5%, never empty.
-fn padded_range(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+pub(crate) fn padded_range(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for v in values.filter(|v| v.is_finite()) {
         lo = lo.min(v);
@@ -156,7 +156,13 @@ fn jitter(i: usize) -> f64 {
     ((i * 7919 + 13) % 17) as f64 / 8.0 - 1.0
 }
 
-fn axis_x(s: &mut String, ticks: &[(f64, String)], x: impl Fn(f64) -> f64, y0: f64, y1: f64) {
+pub(crate) fn axis_x(
+    s: &mut String,
+    ticks: &[(f64, String)],
+    x: impl Fn(f64) -> f64,
+    y0: f64,
+    y1: f64,
+) {
     for (t, label) in ticks {
         let px = x(*t);
         let _ = write!(
@@ -169,7 +175,13 @@ fn axis_x(s: &mut String, ticks: &[(f64, String)], x: impl Fn(f64) -> f64, y0: f
 }
 
 /// Horizontal grid lines at `ticks` (raw value, label) with labels left of `x0`.
-fn axis_y(s: &mut String, ticks: &[(f64, String)], y: impl Fn(f64) -> f64, x0: f64, x1: f64) {
+pub(crate) fn axis_y(
+    s: &mut String,
+    ticks: &[(f64, String)],
+    y: impl Fn(f64) -> f64,
+    x0: f64,
+    x1: f64,
+) {
     for (t, label) in ticks {
         let py = y(*t);
         let _ = write!(

@@ -250,6 +250,10 @@ fn experiment(s: &mut String, r: &Report, e: &abperf_model::Experiment) {
         "  command: {}",
         one_line(&shell_words::join(&e.command_line))
     );
+    if !e.labels.is_empty() {
+        let labels: Vec<String> = e.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(s, "  labels: {}", one_line(&labels.join(" ")));
+    }
     if let Some(seed) = e.seed {
         let _ = writeln!(
             s,

@@ -155,6 +155,19 @@ impl Store {
         }
     }
 
+    /// `history`'s per-variant summaries (`history::SUMMARY`) counted by the server (None: the
+    /// store counts its own).
+    pub(crate) fn server_summaries(
+        &self,
+        sql: &str,
+    ) -> anyhow::Result<Option<Vec<crate::history::VariantSum>>> {
+        match &self.backend {
+            Backend::Sqlite => Ok(None),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(_) => self.summaries_on_server(sql),
+        }
+    }
+
     /// After a change in the store: the rows of `table` that `rows` selects (a WHERE clause of
     /// `?1` = `id`) written over theirs on a server that is written. Nothing on SQLite.
     pub(crate) fn mirror(&mut self, table: &str, rows: &str, id: i64) -> anyhow::Result<()> {

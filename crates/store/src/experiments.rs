@@ -163,8 +163,8 @@ impl Store {
 
     pub fn experiment(&self, id: i64) -> anyhow::Result<Experiment> {
         let row = self.conn().query_row(
-            "SELECT id, name, kind, created, command_line, design, seed, environment, status
-             FROM experiment WHERE id = ?1",
+            "SELECT id, name, kind, created, command_line, design, seed, environment, status,
+             labels FROM experiment WHERE id = ?1",
             [id],
             |r| {
                 Ok((
@@ -177,10 +177,11 @@ impl Store {
                     r.get::<_, Option<String>>(6)?,
                     r.get::<_, String>(7)?,
                     r.get::<_, String>(8)?,
+                    r.get::<_, Option<String>>(9)?,
                 ))
             },
         );
-        let (id, name, kind, created, cmd, design, seed, env, status) =
+        let (id, name, kind, created, cmd, design, seed, env, status, labels) =
             row.optional()?.with_context(|| {
                 format!("no experiment {id} in the store {}", self.path().display())
             })?;
@@ -200,6 +201,8 @@ impl Store {
             seed: seed.and_then(|s| s.parse().ok()),
             environment: from_json(&env, "environment")?,
             status: Status::parse(&status),
+            labels: abperf_model::label::from_stored(id, labels.as_deref())
+                .map_err(anyhow::Error::msg)?,
         })
     }
 

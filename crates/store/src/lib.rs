@@ -23,6 +23,7 @@ mod environment;
 mod experiment_ids;
 mod experiments;
 mod fleet;
+mod history;
 mod import;
 mod insert;
 mod location;

@@ -10,7 +10,7 @@ CREATE TABLE experiment (
         environment   TEXT NOT NULL,            -- JSON snapshot of machine and kernel
         status        TEXT NOT NULL,            -- running | complete | interrupted | failed
         notes         TEXT
-    );
+    , labels TEXT);
 CREATE TABLE variant (
         id            INTEGER PRIMARY KEY,
         experiment_id INTEGER NOT NULL REFERENCES experiment(id) ON DELETE CASCADE,

@@ -333,6 +333,7 @@ mod tests {
             seed: None,
             environment: serde_json::json!({}),
             status: Status::Complete,
+            labels: Default::default(),
         };
         Dataset::new(vec![e], variants, runs, String::new())
     }

@@ -95,7 +95,10 @@ fn start(args: FleetRunArgs, abperf: &RemoteAbperf) -> anyhow::Result<i32> {
     let id = store
         .create_owned_experiment(&exp, &variants, &schedule, &owner, &|| false)?
         .context("storing the plan was stopped")?;
-    if let Err(e) = store.set_fleet_hosts(id, &owners) {
+    if let Err(e) = store
+        .set_fleet_hosts(id, &owners)
+        .and_then(|()| store.set_labels(id, &plan.labels))
+    {
         let _ = store.delete(id);
         return Err(e);
     }

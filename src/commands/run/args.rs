@@ -119,6 +119,10 @@ pub struct ExperimentArgs {
     /// (without --resume it has nothing to do)
     #[arg(long)]
     pub trust_stored_design: bool,
+    /// Label the experiment (repeatable): what `abperf history` orders and names its points
+    /// by, e.g. --label commit=$(git rev-parse --short HEAD) --label date=2026-11-27
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub labels: Vec<String>,
     #[command(flatten)]
     pub db: DbArgs,
 }

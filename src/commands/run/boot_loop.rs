@@ -276,6 +276,7 @@ pub(crate) fn start(plan: &NewRun, k: &Kernels) -> anyhow::Result<i32> {
     signals::install()?;
     crate::design::trust::approve(&exp.design, &variants)?;
     let id = store.create_boot_experiment(&exp, &variants, &schedule, &boot_plans)?;
+    store.set_labels(id, &plan.labels)?;
     claim(&mut store, id)?;
     crate::error::stderr_line(&format!(
         "abperf: experiment {id}: the plan is committed; starting the boot loop (seed {seed})"

@@ -141,6 +141,7 @@ pub(super) fn run(plan: &NewRun, k: &Kernels) -> anyhow::Result<i32> {
     signals::install()?;
     crate::design::trust::approve(&exp.design, &variants)?;
     let id = store.create_boot_experiment(&exp, &variants, &schedule, &boot_plans)?;
+    store.set_labels(id, &plan.labels)?;
     // Its owner, so that `list`/`show` call it interrupted if this process dies and
     // `run --resume` refuses while it lives (a moment after creation: a kill -9 in between
     // leaves a `running` experiment without an owner, as stores made before owners have).

@@ -60,6 +60,8 @@ pub(crate) struct NewRun {
     /// the sequential stop; its counted events are the events as given (a host experiment
     /// keeps those this machine can count)
     pub cfg: RunConfig,
+    /// `--label`s, checked
+    pub labels: crate::model::label::Labels,
 }
 
 /// The kernel-variant options, checked, with their defaults.
@@ -176,7 +178,9 @@ impl NewRun {
         let noise = noise_config(&args, local, &knob_paths)?;
         let seed = args.seed.unwrap_or_else(random_seed);
         let cfg = run_config(&args, local, seed, noise);
+        let labels = crate::model::label::parse_all(&args.labels).map_err(usage)?;
         Ok(NewRun {
+            labels,
             wait: local.is_some_and(|l| l.wait),
             args,
             params,

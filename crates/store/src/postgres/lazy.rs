@@ -60,6 +60,23 @@ impl Store {
         })?))
     }
 
+    /// On a working copy of a PostgreSQL store read as the command reads, `history`'s
+    /// per-variant summaries counted by the server (None elsewhere).
+    pub(crate) fn summaries_on_server(
+        &self,
+        sql: &str,
+    ) -> anyhow::Result<Option<Vec<crate::history::VariantSum>>> {
+        let Some(lazy) = self.server_backend().and_then(|s| s.lazy()) else {
+            return Ok(None);
+        };
+        let mut lazy = lazy.borrow_mut();
+        let shown = lazy.pg.shown().to_string();
+        let sums = lazy.pg.summaries(sql);
+        Ok(Some(sums.with_context(|| {
+            format!("summarising the runs of the experiments of {shown}")
+        })?))
+    }
+
     /// Whether this store holds experiment `id`'s row.
     fn holds(&self, id: i64) -> anyhow::Result<bool> {
         Ok(self.conn().query_row(

@@ -47,6 +47,29 @@ impl Pg {
         read_rows(&mut self.client, spec, table, "true", &[])
     }
 
+    /// `history`'s per-variant summaries (`history::SUMMARY`), counted here with the SQL SQLite
+    /// counts with.
+    pub(crate) fn summaries(
+        &mut self,
+        sql: &str,
+    ) -> anyhow::Result<Vec<crate::history::VariantSum>> {
+        let mut out = Vec::new();
+        if !self.has_schema {
+            return Ok(out);
+        }
+        for row in self.client.query(sql, &[])? {
+            out.push(crate::history::VariantSum {
+                experiment: row.try_get(0)?,
+                name: row.try_get(2)?,
+                command: row.try_get(3)?,
+                count: row.try_get(4)?,
+                mean: row.try_get::<_, Option<f64>>(5)?.unwrap_or(f64::NAN),
+                sum_sq: row.try_get::<_, Option<f64>>(6)?.unwrap_or(f64::NAN),
+            });
+        }
+        Ok(out)
+    }
+
     /// What `abperf list` counts of every experiment (variants, runs done, runs planned), by
     /// id, counted here with the SQL SQLite counts with (`experiments::LIST_COUNTS`).
     pub(crate) fn list_counts(&mut self) -> anyhow::Result<BTreeMap<i64, [i64; 3]>> {

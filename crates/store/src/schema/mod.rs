@@ -103,6 +103,10 @@ pub const MIGRATIONS: &[&str] = &[
     ddl::FLEET,
     // 16: profiled runs and their symbols' shares of samples.
     ddl::PROFILE,
+    // 17: an experiment's labels (`--label KEY=VALUE`), read by `abperf history`.
+    "
+    ALTER TABLE experiment ADD COLUMN labels TEXT;  -- JSON object KEY -> VALUE; NULL: none
+    ",
 ];
 
 /// The schema every migration together builds, as one script (`schema_prepared.sql`): a new

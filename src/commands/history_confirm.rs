@@ -1,0 +1,204 @@
+//! `abperf history --confirm`: each detected change re-measured by an interleaved A/B of the
+//! stored commands on either side of its location (the last point before the location interval
+//! and the first after it), run by `abperf run` into the same store as a new experiment labelled
+//! `history-confirm`, and judged as `compare` judges it. Stored commands are untrusted (a store
+//! is shared, issue 40): [`trusted`] decides whether they may run.
+
+use super::output::{self, AnalysisArgs};
+use crate::error::usage;
+use crate::report::View;
+use crate::report::history::{CONFIRM_LABEL, Confirmation, HistoryReport};
+use crate::stats::verdict::Verdict;
+use crate::store::{Location, Store};
+use anyhow::Context;
+use clap::Parser;
+
+/// One re-measurement: which change, and the commands on either side.
+struct Job {
+    series: usize,
+    change: usize,
+    /// Whether the change made the metric worse (what the re-measurement must find).
+    worse: bool,
+    before: String,
+    after: String,
+    label: String,
+}
+
+/// Whether the stored commands of a re-measurement may run: the one place that decides it.
+/// Today: only when the user, having seen them printed, passed `--trust-stored-design`. (The
+/// design signature `run --resume` checks is to decide this too when it lands.)
+pub fn trusted(commands: &[&str], trust_flag: bool) -> anyhow::Result<()> {
+    for c in commands {
+        crate::error::stderr_line(&format!("abperf: history --confirm would run: {c}"));
+    }
+    if trust_flag {
+        return Ok(());
+    }
+    Err(usage(
+        "history --confirm runs the commands stored in the experiments (printed above); a store \
+         is shared, so they are not trusted: run again with --trust-stored-design if they are yours",
+    ))
+}
+
+/// What a re-measurement needs of the command line.
+pub struct Settings {
+    pub metric: String,
+    pub alpha: f64,
+    /// Timed runs per side.
+    pub confirm_runs: u32,
+    pub trust_stored_design: bool,
+}
+
+/// Re-measure every change of `r` and record each verdict in it.
+pub fn confirm_all(r: &mut HistoryReport, at: &Location, args: &Settings) -> anyhow::Result<()> {
+    let jobs = jobs(r);
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    let commands: Vec<&str> = jobs
+        .iter()
+        .flat_map(|j| [j.before.as_str(), j.after.as_str()])
+        .filter(|c| !c.is_empty())
+        .collect();
+    trusted(&commands, args.trust_stored_design)?;
+    for j in &jobs {
+        let k = confirm_one(j, at, args)?;
+        r.series[j.series].changes[j.change].confirmed = Some(k);
+    }
+    Ok(())
+}
+
+fn jobs(r: &HistoryReport) -> Vec<Job> {
+    let nonce = std::process::id();
+    let mut out = Vec::new();
+    for (si, a) in r.series.iter().enumerate() {
+        for (ci, c) in a.changes.iter().enumerate() {
+            let before = &a.series.points[c.location.0.saturating_sub(1)];
+            let after = &a.series.points[c.location.1];
+            out.push(Job {
+                series: si,
+                change: ci,
+                worse: c.regression,
+                before: before.command.clone(),
+                after: after.command.clone(),
+                label: format!(
+                    "{CONFIRM_LABEL}=series {} experiments {}:{} ({nonce})",
+                    a.series.number, before.experiment, after.experiment
+                ),
+            });
+        }
+    }
+    out
+}
+
+fn not_confirmed(text: String) -> Confirmation {
+    Confirmation {
+        experiment: None,
+        confirmed: false,
+        text,
+    }
+}
+
+fn confirm_one(j: &Job, at: &Location, args: &Settings) -> anyhow::Result<Confirmation> {
+    if j.before.is_empty() || j.after.is_empty() {
+        return Ok(not_confirmed("no stored command to re-run".into()));
+    }
+    if j.before == j.after {
+        return Ok(not_confirmed(
+            "both sides ran the same command: what changed is not in it (a kernel, a file), so \
+             an A/B of the command cannot tell them apart"
+                .into(),
+        ));
+    }
+    let exe = std::env::current_exe().context("finding this abperf to run the re-measurement")?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("run")
+        .args(["--runs", &args.confirm_runs.to_string(), "--warmup", "1"])
+        .args(["--label", &j.label, "-n", "before", "-n", "after"])
+        .args(["--title", "history --confirm"])
+        .arg("--")
+        .args([&j.before, &j.after])
+        // The store through the environment: a server's password stays off the command line.
+        .env("ABPERF_DB", location_text(at))
+        .stdout(std::io::stderr())
+        .stdin(std::process::Stdio::null());
+    let status = cmd.status().context("starting abperf run for --confirm")?;
+    if !status.success() {
+        return Ok(not_confirmed(format!(
+            "the re-measurement failed (abperf run exited {})",
+            status
+                .code()
+                .map_or("by a signal".into(), |c| c.to_string())
+        )));
+    }
+    let label_value = j.label.split_once('=').map(|(_, v)| v).unwrap_or_default();
+    let store = Store::open_to_read(at)?;
+    let id = find_labelled(&store, label_value)?
+        .context("the re-measurement's experiment is not in the store")?;
+    judge(&store, id, &args.metric, args.alpha, j.worse)
+}
+
+fn location_text(at: &Location) -> std::ffi::OsString {
+    match at {
+        Location::File(p) => p.clone().into_os_string(),
+        Location::Server(dsn) => dsn.into(),
+    }
+}
+
+/// The newest experiment labelled `history-confirm=value`.
+fn find_labelled(store: &Store, value: &str) -> anyhow::Result<Option<i64>> {
+    for e in store.list()?.iter().rev() {
+        if store
+            .labels(e.id)?
+            .get(CONFIRM_LABEL)
+            .is_some_and(|v| v == value)
+        {
+            return Ok(Some(e.id));
+        }
+    }
+    Ok(None)
+}
+
+#[derive(Parser)]
+struct Defaults {
+    #[command(flatten)]
+    analysis: AnalysisArgs,
+}
+
+/// `compare`'s verdict on `metric` of experiment `id` (after against before): confirmed when
+/// it found the difference, in the change's direction (the caller's sign).
+fn judge(
+    store: &Store,
+    id: i64,
+    metric: &str,
+    alpha: f64,
+    worse: bool,
+) -> anyhow::Result<Confirmation> {
+    let mut r = output::load(store, id, View::Compare)?;
+    let alpha_text = alpha.to_string();
+    let mut analysis =
+        Defaults::try_parse_from(["history", "--metric", metric, "--alpha", &alpha_text])
+            .context("the default analysis")?
+            .analysis;
+    analysis.resamples = 0;
+    analysis.analyse_into(&mut r)?;
+    let c = r
+        .analysis
+        .as_ref()
+        .and_then(|a| a.comparisons.first())
+        .with_context(|| format!("experiment {id}: no comparison of {metric}"))?;
+    let confirmed = if worse {
+        c.verdict == Verdict::Slower
+    } else {
+        c.verdict == Verdict::Faster
+    };
+    Ok(Confirmation {
+        experiment: Some(id),
+        confirmed,
+        text: format!(
+            "re-measured in experiment {id}: after vs before {} ({:+.1}%)",
+            c.verdict.as_str(),
+            c.change_pct
+        ),
+    })
+}
