@@ -47,7 +47,11 @@ fn a_bulk_import_and_copy_into_postgres_keep_every_value() {
     }
     let runs = pg.psql("abperf", "SELECT count(*) FROM run");
     assert_eq!(runs, (4 * RUNS).to_string());
-    same(exported(&lab, &dsn, "1"), exported(&lab, &sqlite, "1"), "the import");
+    same(
+        exported(&lab, &dsn, "1"),
+        exported(&lab, &sqlite, "1"),
+        "the import",
+    );
     // A copy keeps even the time stamps: byte for byte but for the store's name.
     lab.ok(&["store", "copy", &sqlite, &copied]);
     let json = |db: &str| {
@@ -122,7 +126,11 @@ fn an_import_or_copy_refused_half_way_by_the_server_stores_nothing() {
         }
     }
     // The store is whole: it reads as before, and takes the import once the server does.
-    same(exported(&lab, &dsn, "1"), exported(&lab, &sqlite, "1"), "the store");
+    same(
+        exported(&lab, &dsn, "1"),
+        exported(&lab, &sqlite, "1"),
+        "the store",
+    );
     ok(&lab, &dsn, &add);
     assert_eq!(
         pg.psql("abperf", "SELECT count(*) FROM run"),
