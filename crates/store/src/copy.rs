@@ -282,26 +282,23 @@ impl Store {
         Ok(())
     }
 
-    /// Store `content` beside its experiment's row, which this store holds already (a reading
-    /// command's working copy of a PostgreSQL store, `postgres::lazy`), in one transaction: the
-    /// row takes the content's values, every other row goes in under the id it has, and the
+    /// Write an experiment's content beside its row, which this store holds already (a reading
+    /// command's working copy of a PostgreSQL store, `postgres::lazy`), one row at a time as the
+    /// rows are read (the experiment's row first), without holding them, in one transaction:
+    /// the row takes the content's values, every other row goes in under the id it has, and the
     /// experiment is settled as [`Store::write_content_keeping_ids`] would have stored it.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL backend's
-    pub(crate) fn write_beside_row(&self, content: &Content) -> anyhow::Result<()> {
-        let (row, rest) = match content.tables.split_first() {
-            Some((row, rest)) if row.table == "experiment" => (row, rest),
-            _ => anyhow::bail!("the content has no experiment row"),
-        };
+    pub(crate) fn beside_row(&self, id: i64) -> anyhow::Result<Beside<'_>> {
         let tx = rusqlite::Transaction::new_unchecked(
             self.conn(),
             rusqlite::TransactionBehavior::Immediate,
         )?;
-        update_row(&tx, row, content.id)?;
-        let mut ids = BTreeMap::from([((Key::Experiment, content.id), content.id)]);
-        write_tables(&tx, rest, &mut ids, Ids::Keep, &|| false)?;
-        super::owner::settle_ownerless(&tx)?;
-        tx.commit()?;
-        Ok(())
+        Ok(Beside {
+            tx,
+            id,
+            ids: BTreeMap::from([((Key::Experiment, id), id)]),
+            updated: false,
+        })
     }
 
     fn write_content_as(
@@ -356,12 +353,54 @@ fn write_tables(
     Ok(true)
 }
 
-/// Set experiment `id`'s row to the one row of `rows` (table experiment).
+/// An experiment's content being written beside its row ([`Store::beside_row`]), in one
+/// transaction that [`Beside::finish`] commits (dropped before: nothing is written).
 #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL backend's
-fn update_row(tx: &rusqlite::Transaction, rows: &Rows, id: i64) -> anyhow::Result<()> {
-    let [row] = &rows.rows[..] else {
-        anyhow::bail!("experiment {id} has {} rows", rows.rows.len());
-    };
+pub(crate) struct Beside<'a> {
+    tx: rusqlite::Transaction<'a>,
+    id: i64,
+    ids: BTreeMap<(Key, i64), i64>,
+    /// Whether the experiment's row was set (it is the first, and there is one).
+    updated: bool,
+}
+
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL backend's
+impl Beside<'_> {
+    /// Write `row`, a row of the table `rows` names with its columns (its own rows unread).
+    pub(crate) fn row(&mut self, rows: &Rows, row: &[Value]) -> anyhow::Result<()> {
+        if rows.table == "experiment" {
+            anyhow::ensure!(
+                !self.updated,
+                "experiment {} has more than one row",
+                self.id
+            );
+            self.updated = true;
+            return update_row(&self.tx, rows, row, self.id);
+        }
+        anyhow::ensure!(self.updated, "the content has no experiment row");
+        let spec = super::copy_tables::spec(&rows.table)
+            .with_context(|| format!("table {} cannot be copied", rows.table))?;
+        write_row(&self.tx, spec, rows, row, &mut self.ids, Ids::Keep)
+            .with_context(|| format!("writing a row of table {}", rows.table))
+    }
+
+    /// Settle the experiment as a copy stores it, and commit.
+    pub(crate) fn finish(self) -> anyhow::Result<()> {
+        anyhow::ensure!(self.updated, "the content has no experiment row");
+        super::owner::settle_ownerless(&self.tx)?;
+        self.tx.commit()?;
+        Ok(())
+    }
+}
+
+/// Set experiment `id`'s row to `row` (of table experiment, its columns those of `rows`).
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL backend's
+fn update_row(
+    tx: &rusqlite::Transaction,
+    rows: &Rows,
+    row: &[Value],
+    id: i64,
+) -> anyhow::Result<()> {
     let sets: Vec<String> = (rows.columns.iter().enumerate())
         .map(|(at, column)| format!("\"{column}\" = ?{}", at + 1))
         .collect();
