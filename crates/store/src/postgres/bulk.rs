@@ -7,11 +7,12 @@
 use super::columns::{Column, Table};
 use super::ddl::quoted;
 use super::params;
-use super::write::Ids;
+
 use crate::copy::{Rows, Value, id_of, renumbered};
 use crate::copy_tables::{Key, TableSpec};
 use anyhow::Context;
 use postgres::GenericClient;
+use std::collections::BTreeMap;
 use std::io::Write;
 
 /// Fewer rows than this go in row by row (a run's commit: one statement or a few, no COPY).
@@ -32,7 +33,7 @@ pub(super) fn copy_rows(
     spec: &TableSpec,
     table: &Table,
     rows: &Rows,
-    ids: &mut Ids,
+    ids: &mut BTreeMap<(Key, i64), i64>,
 ) -> anyhow::Result<()> {
     let columns = rows
         .columns
@@ -75,7 +76,12 @@ pub(super) fn copy_rows(
 }
 
 /// The value stored for `value` of `column`: an own id or a reference renumbered, else itself.
-fn written(spec: &TableSpec, column: &Column, value: &Value, ids: &Ids) -> anyhow::Result<Value> {
+fn written(
+    spec: &TableSpec,
+    column: &Column,
+    value: &Value,
+    ids: &BTreeMap<(Key, i64), i64>,
+) -> anyhow::Result<Value> {
     let key = match spec.own {
         Some((own, key)) if own == column.name => Some(key),
         _ => spec
@@ -98,7 +104,7 @@ fn reserve(
     own: &str,
     key: Key,
     rows: &Rows,
-    ids: &mut Ids,
+    ids: &mut BTreeMap<(Key, i64), i64>,
 ) -> anyhow::Result<()> {
     let at = rows
         .column(own)
