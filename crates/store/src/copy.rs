@@ -298,6 +298,7 @@ impl Store {
             id,
             ids: BTreeMap::from([((Key::Experiment, id), id)]),
             updated: false,
+            insert: None,
         })
     }
 
@@ -341,12 +342,13 @@ fn write_tables(
     for rows in tables {
         let spec = super::copy_tables::spec(&rows.table)
             .with_context(|| format!("table {} cannot be copied", rows.table))?;
+        let insert = Insert::new(spec, rows, mode);
         for row in &rows.rows {
             written += 1;
             if written.is_multiple_of(4096) && stop() {
                 return Ok(false);
             }
-            write_row(tx, spec, rows, row, ids, mode)
+            write_row(tx, spec, &insert, rows, row, ids, mode)
                 .with_context(|| format!("writing a row of table {}", rows.table))?;
         }
     }
@@ -362,6 +364,8 @@ pub(crate) struct Beside<'a> {
     ids: BTreeMap<(Key, i64), i64>,
     /// Whether the experiment's row was set (it is the first, and there is one).
     updated: bool,
+    /// The insert of the table being written (its rows come together), with its columns.
+    insert: Option<(Rows, Insert)>,
 }
 
 #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL backend's
@@ -380,7 +384,21 @@ impl Beside<'_> {
         anyhow::ensure!(self.updated, "the content has no experiment row");
         let spec = super::copy_tables::spec(&rows.table)
             .with_context(|| format!("table {} cannot be copied", rows.table))?;
-        write_row(&self.tx, spec, rows, row, &mut self.ids, Ids::Keep)
+        let insert = match &mut self.insert {
+            Some((columns, insert))
+                if columns.table == rows.table && columns.columns == rows.columns =>
+            {
+                insert
+            }
+            slot => {
+                let header = Rows {
+                    rows: Vec::new(),
+                    ..rows.clone()
+                };
+                &mut slot.insert((header, Insert::new(spec, rows, Ids::Keep))).1
+            }
+        };
+        write_row(&self.tx, spec, insert, rows, row, &mut self.ids, Ids::Keep)
             .with_context(|| format!("writing a row of table {}", rows.table))
     }
 
@@ -422,32 +440,73 @@ enum Ids {
     Keep,
 }
 
+/// How the rows of one table (with their columns) are inserted, made once per table: the
+/// columns written (the own id left out when renumbering, but an experiment's) and the SQL.
+struct Insert {
+    /// The written columns, quoted.
+    names: Vec<String>,
+    /// Per column of the rows: whether it is written.
+    written: Vec<bool>,
+    sql: String,
+}
+
+impl Insert {
+    fn new(spec: &TableSpec, rows: &Rows, mode: Ids) -> Insert {
+        let written: Vec<bool> = (rows.columns.iter())
+            .map(|column| match spec.own {
+                Some((own, key)) if own == column => {
+                    key == Key::Experiment || mode == Ids::Keep // else a fresh id from the target
+                }
+                _ => true,
+            })
+            .collect();
+        let names: Vec<String> = (rows.columns.iter().zip(&written))
+            .filter(|(_, w)| **w)
+            .map(|(column, _)| format!("\"{column}\""))
+            .collect();
+        let marks = (1..=names.len())
+            .map(|i| format!("?{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "INSERT INTO \"{}\" ({}) VALUES ({marks})",
+            rows.table,
+            names.join(", ")
+        );
+        Insert {
+            names,
+            written,
+            sql,
+        }
+    }
+}
+
 /// Insert one row, its references renumbered through `ids`, and record its own new id there.
 fn write_row(
     tx: &rusqlite::Transaction,
     spec: &TableSpec,
+    insert_as: &Insert,
     rows: &Rows,
     row: &[Value],
     ids: &mut BTreeMap<(Key, i64), i64>,
     mode: Ids,
 ) -> anyhow::Result<()> {
-    let mut names = Vec::new();
-    let mut values = Vec::new();
+    let names = &insert_as.names;
+    let mut values = Vec::with_capacity(names.len());
     let mut old = None;
-    for (column, value) in rows.columns.iter().zip(row) {
+    for ((column, value), written) in rows.columns.iter().zip(row).zip(&insert_as.written) {
         if let Some((own, key)) = spec.own
             && own == column
         {
             old = Some((key, id_of(value)?));
-            if key != Key::Experiment && mode == Ids::Renumber {
-                continue; // a fresh id from the target store
-            }
+        }
+        if !written {
+            continue;
         }
         let value = match spec.refs.iter().find(|(c, _)| c == column) {
             Some((_, key)) => Value::Integer(renumbered(ids, *key, value)?),
             None => value.clone(),
         };
-        names.push(format!("\"{column}\""));
         values.push(value);
     }
     if let (Some((Key::Experiment, _)), Ids::Renumber) = (old, mode) {
@@ -456,9 +515,9 @@ fn write_row(
         values[at] = Value::Integer(id);
     }
     let new = match (old, mode) {
-        (Some((Key::MetricName, _)), _) => intern(tx, &names, &values)?,
-        (Some((_, id)), Ids::Keep) => insert(tx, spec.name, &names, &values)?.or(Some(id)),
-        _ => insert(tx, spec.name, &names, &values)?,
+        (Some((Key::MetricName, _)), _) => intern(tx, names, &values)?,
+        (Some((_, id)), Ids::Keep) => insert(tx, spec.name, insert_as, &values)?.or(Some(id)),
+        _ => insert(tx, spec.name, insert_as, &values)?,
     };
     if let Some((key, old)) = old {
         ids.insert((key, old), new.unwrap_or_else(|| tx.last_insert_rowid()));
@@ -488,19 +547,12 @@ pub(crate) fn renumbered(
 fn insert(
     tx: &rusqlite::Transaction,
     table: &str,
-    names: &[String],
+    insert_as: &Insert,
     values: &[Value],
 ) -> anyhow::Result<Option<i64>> {
-    let marks = (1..=values.len())
-        .map(|i| format!("?{i}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let sql = format!(
-        "INSERT INTO \"{table}\" ({}) VALUES ({marks})",
-        names.join(", ")
-    );
-    tx.prepare_cached(&sql)?
+    tx.prepare_cached(&insert_as.sql)?
         .execute(rusqlite::params_from_iter(values))?;
+    let names = &insert_as.names;
     Ok(match (table, names.iter().position(|n| n == "\"id\"")) {
         ("experiment", Some(at)) => Some(id_of(&values[at])?),
         _ => None,
