@@ -78,9 +78,9 @@ for r in $(seq "$ROUNDS"); do
         timed "$cmd" sqlite "$cmd" 1 --db "$db"
         timed "$cmd" postgres "$cmd" 1 --db "$imp"
     done
-    for cmd in show compare; do # the same but for the store's name
-        sed -i "s|$db|STORE|g" "$TMP/w/$cmd.sqlite"
-        sed -i "s|$imp|STORE|g" "$TMP/w/$cmd.postgres"
+    for cmd in show compare; do # the same but for the store's name and the import's time
+        sed -i -E "s|$db|STORE|g; s/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z/TIME/g" "$TMP/w/$cmd.sqlite"
+        sed -i -E "s|$imp|STORE|g; s/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z/TIME/g" "$TMP/w/$cmd.postgres"
         cmp -s "$TMP/w/$cmd.sqlite" "$TMP/w/$cmd.postgres" ||
             echo "round $r: $cmd prints differently on the two stores" >&2
     done
