@@ -197,7 +197,8 @@ fn with(content: &Content, table: &str, column: &str, v: Value) -> Content {
 fn edge_values_keep_value_and_type_and_what_does_not_fit_stores_nothing() {
     let Some(pg) = Server::start() else { return };
     let lab = Lab::new();
-    lab.ok(&["run", "-r", "3", "true"]);
+    // Enough runs that their rows and metrics go in by COPY (`postgres::bulk`), not row by row.
+    lab.ok(&["run", "-r", "20", "true"]);
     let dsn = pg.create_db("abperf");
     let mut target = Target::open(&abperf::store::Location::parse(&dsn), false)
         .unwrap()
@@ -474,3 +475,6 @@ mod import_delete;
 
 #[path = "store_postgres/resume.rs"]
 mod resume;
+
+#[path = "store_postgres/bulk.rs"]
+mod bulk;

@@ -11,20 +11,20 @@ use std::time::{Duration, Instant};
 
 /// `abperf ARGS` with `db` as its store (`$ABPERF_DB`, so the command lines it records are the
 /// same whichever store it writes).
-fn on(lab: &Lab, db: &str, args: &[&str]) -> Out {
+pub(super) fn on(lab: &Lab, db: &str, args: &[&str]) -> Out {
     let o = lab.cmd(args).env("ABPERF_DB", db).output().unwrap();
     Out::from(o, args)
 }
 
 #[track_caller]
-fn ok(lab: &Lab, db: &str, args: &[&str]) -> Out {
+pub(super) fn ok(lab: &Lab, db: &str, args: &[&str]) -> Out {
     let o = on(lab, db, args);
     assert_eq!(o.code, Some(0), "{o}");
     o
 }
 
 /// Rows of every abperf table in database `abperf`, but the ones no experiment owns.
-fn row_counts(pg: &Server) -> Vec<(String, i64)> {
+pub(super) fn row_counts(pg: &Server) -> Vec<(String, i64)> {
     let tables = pg.psql(
         "abperf",
         "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' \
@@ -333,7 +333,7 @@ fn of_two_imports_into_one_experiment_on_postgres_at_once_the_second_is_refused_
 }
 
 /// `text` with every UTC time stamp (`2026-11-27T01:52:05Z`) written `[created]`.
-fn untimed(text: &str) -> String {
+pub(super) fn untimed(text: &str) -> String {
     const SHAPE: &[u8; 20] = b"dddd-dd-ddTdd:dd:ddZ";
     let fits = |w: &[u8]| {
         w.iter().zip(SHAPE).all(|(c, s)| {

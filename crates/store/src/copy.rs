@@ -302,26 +302,24 @@ impl Store {
         Ok(())
     }
 
-    /// Store `content` beside its experiment's row, which this store holds already (a reading
-    /// command's working copy of a PostgreSQL store, `postgres::lazy`), in one transaction: the
-    /// row takes the content's values, every other row goes in under the id it has, and the
+    /// Write an experiment's content beside its row, which this store holds already (a reading
+    /// command's working copy of a PostgreSQL store, `postgres::lazy`), one row at a time as the
+    /// rows are read (the experiment's row first), without holding them, in one transaction:
+    /// the row takes the content's values, every other row goes in under the id it has, and the
     /// experiment is settled as [`Store::write_content_keeping_ids`] would have stored it.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL backend's
-    pub(crate) fn write_beside_row(&self, content: &Content) -> anyhow::Result<()> {
-        let (row, rest) = match content.tables.split_first() {
-            Some((row, rest)) if row.table == "experiment" => (row, rest),
-            _ => anyhow::bail!("the content has no experiment row"),
-        };
+    pub(crate) fn beside_row(&self, id: i64) -> anyhow::Result<Beside<'_>> {
         let tx = rusqlite::Transaction::new_unchecked(
             self.conn(),
             rusqlite::TransactionBehavior::Immediate,
         )?;
-        update_row(&tx, row, content.id)?;
-        let mut ids = BTreeMap::from([((Key::Experiment, content.id), content.id)]);
-        write_tables(&tx, rest, &mut ids, Ids::Keep, &|| false)?;
-        super::owner::settle_ownerless(&tx)?;
-        tx.commit()?;
-        Ok(())
+        Ok(Beside {
+            tx,
+            id,
+            ids: BTreeMap::from([((Key::Experiment, id), id)]),
+            updated: false,
+            insert: None,
+        })
     }
 
     fn write_content_as(
@@ -364,24 +362,83 @@ fn write_tables(
     for rows in tables {
         let spec = super::copy_tables::spec(&rows.table)
             .with_context(|| format!("table {} cannot be copied", rows.table))?;
+        let insert = Insert::new(spec, rows, mode);
         for row in &rows.rows {
             written += 1;
             if written.is_multiple_of(4096) && stop() {
                 return Ok(false);
             }
-            write_row(tx, spec, rows, row, ids, mode)
+            write_row(tx, spec, &insert, rows, row, ids, mode)
                 .with_context(|| format!("writing a row of table {}", rows.table))?;
         }
     }
     Ok(true)
 }
 
-/// Set experiment `id`'s row to the one row of `rows` (table experiment).
+/// An experiment's content being written beside its row ([`Store::beside_row`]), in one
+/// transaction that [`Beside::finish`] commits (dropped before: nothing is written).
 #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL backend's
-fn update_row(tx: &rusqlite::Transaction, rows: &Rows, id: i64) -> anyhow::Result<()> {
-    let [row] = &rows.rows[..] else {
-        anyhow::bail!("experiment {id} has {} rows", rows.rows.len());
-    };
+pub(crate) struct Beside<'a> {
+    tx: rusqlite::Transaction<'a>,
+    id: i64,
+    ids: BTreeMap<(Key, i64), i64>,
+    /// Whether the experiment's row was set (it is the first, and there is one).
+    updated: bool,
+    /// The insert of the table being written (its rows come together), with its columns.
+    insert: Option<(Rows, Insert)>,
+}
+
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL backend's
+impl Beside<'_> {
+    /// Write `row`, a row of the table `rows` names with its columns (its own rows unread).
+    pub(crate) fn row(&mut self, rows: &Rows, row: &[Value]) -> anyhow::Result<()> {
+        if rows.table == "experiment" {
+            anyhow::ensure!(
+                !self.updated,
+                "experiment {} has more than one row",
+                self.id
+            );
+            self.updated = true;
+            return update_row(&self.tx, rows, row, self.id);
+        }
+        anyhow::ensure!(self.updated, "the content has no experiment row");
+        let spec = super::copy_tables::spec(&rows.table)
+            .with_context(|| format!("table {} cannot be copied", rows.table))?;
+        let insert = match &mut self.insert {
+            Some((columns, insert))
+                if columns.table == rows.table && columns.columns == rows.columns =>
+            {
+                insert
+            }
+            slot => {
+                let header = Rows {
+                    rows: Vec::new(),
+                    ..rows.clone()
+                };
+                &mut slot.insert((header, Insert::new(spec, rows, Ids::Keep))).1
+            }
+        };
+        write_row(&self.tx, spec, insert, rows, row, &mut self.ids, Ids::Keep)
+            .with_context(|| format!("writing a row of table {}", rows.table))
+    }
+
+    /// Settle the experiment as a copy stores it, and commit.
+    pub(crate) fn finish(self) -> anyhow::Result<()> {
+        anyhow::ensure!(self.updated, "the content has no experiment row");
+        super::owner::settle_ownerless(&self.tx)?;
+        self.tx.commit()?;
+        Ok(())
+    }
+}
+
+/// Set experiment `id`'s row to `row` (of table experiment, its columns those of `rows`).
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL backend's
+fn update_row(
+    tx: &rusqlite::Transaction,
+    rows: &Rows,
+    row: &[Value],
+    id: i64,
+) -> anyhow::Result<()> {
     let sets: Vec<String> = (rows.columns.iter().enumerate())
         .map(|(at, column)| format!("\"{column}\" = ?{}", at + 1))
         .collect();
@@ -403,32 +460,73 @@ enum Ids {
     Keep,
 }
 
+/// How the rows of one table (with their columns) are inserted, made once per table: the
+/// columns written (the own id left out when renumbering, but an experiment's) and the SQL.
+struct Insert {
+    /// The written columns, quoted.
+    names: Vec<String>,
+    /// Per column of the rows: whether it is written.
+    written: Vec<bool>,
+    sql: String,
+}
+
+impl Insert {
+    fn new(spec: &TableSpec, rows: &Rows, mode: Ids) -> Insert {
+        let written: Vec<bool> = (rows.columns.iter())
+            .map(|column| match spec.own {
+                Some((own, key)) if own == column => {
+                    key == Key::Experiment || mode == Ids::Keep // else a fresh id from the target
+                }
+                _ => true,
+            })
+            .collect();
+        let names: Vec<String> = (rows.columns.iter().zip(&written))
+            .filter(|(_, w)| **w)
+            .map(|(column, _)| format!("\"{column}\""))
+            .collect();
+        let marks = (1..=names.len())
+            .map(|i| format!("?{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "INSERT INTO \"{}\" ({}) VALUES ({marks})",
+            rows.table,
+            names.join(", ")
+        );
+        Insert {
+            names,
+            written,
+            sql,
+        }
+    }
+}
+
 /// Insert one row, its references renumbered through `ids`, and record its own new id there.
 fn write_row(
     tx: &rusqlite::Transaction,
     spec: &TableSpec,
+    insert_as: &Insert,
     rows: &Rows,
     row: &[Value],
     ids: &mut BTreeMap<(Key, i64), i64>,
     mode: Ids,
 ) -> anyhow::Result<()> {
-    let mut names = Vec::new();
-    let mut values = Vec::new();
+    let names = &insert_as.names;
+    let mut values = Vec::with_capacity(names.len());
     let mut old = None;
-    for (column, value) in rows.columns.iter().zip(row) {
+    for ((column, value), written) in rows.columns.iter().zip(row).zip(&insert_as.written) {
         if let Some((own, key)) = spec.own
             && own == column
         {
             old = Some((key, id_of(value)?));
-            if key != Key::Experiment && mode == Ids::Renumber {
-                continue; // a fresh id from the target store
-            }
+        }
+        if !written {
+            continue;
         }
         let value = match spec.refs.iter().find(|(c, _)| c == column) {
             Some((_, key)) => Value::Integer(renumbered(ids, *key, value)?),
             None => value.clone(),
         };
-        names.push(format!("\"{column}\""));
         values.push(value);
     }
     if let (Some((Key::Experiment, _)), Ids::Renumber) = (old, mode) {
@@ -437,9 +535,9 @@ fn write_row(
         values[at] = Value::Integer(id);
     }
     let new = match (old, mode) {
-        (Some((Key::MetricName, _)), _) => intern(tx, &names, &values)?,
-        (Some((_, id)), Ids::Keep) => insert(tx, spec.name, &names, &values)?.or(Some(id)),
-        _ => insert(tx, spec.name, &names, &values)?,
+        (Some((Key::MetricName, _)), _) => intern(tx, names, &values)?,
+        (Some((_, id)), Ids::Keep) => insert(tx, spec.name, insert_as, &values)?.or(Some(id)),
+        _ => insert(tx, spec.name, insert_as, &values)?,
     };
     if let Some((key, old)) = old {
         ids.insert((key, old), new.unwrap_or_else(|| tx.last_insert_rowid()));
@@ -469,19 +567,12 @@ pub(crate) fn renumbered(
 fn insert(
     tx: &rusqlite::Transaction,
     table: &str,
-    names: &[String],
+    insert_as: &Insert,
     values: &[Value],
 ) -> anyhow::Result<Option<i64>> {
-    let marks = (1..=values.len())
-        .map(|i| format!("?{i}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let sql = format!(
-        "INSERT INTO \"{table}\" ({}) VALUES ({marks})",
-        names.join(", ")
-    );
-    tx.prepare_cached(&sql)?
+    tx.prepare_cached(&insert_as.sql)?
         .execute(rusqlite::params_from_iter(values))?;
+    let names = &insert_as.names;
     Ok(match (table, names.iter().position(|n| n == "\"id\"")) {
         ("experiment", Some(at)) => Some(id_of(&values[at])?),
         _ => None,

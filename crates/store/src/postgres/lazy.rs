@@ -38,9 +38,11 @@ impl Store {
             return Ok(());
         }
         let shown = lazy.pg.shown().to_string();
-        let content = lazy.pg.read_content(id);
-        content
-            .and_then(|c| self.write_beside_row(&c))
+        // Row by row as the server sends them: the experiment is not held twice.
+        let mut beside = self.beside_row(id)?;
+        lazy.pg
+            .read_each(id, &mut |rows, row| beside.row(rows, row))
+            .and_then(|()| beside.finish())
             .with_context(|| format!("loading experiment {id} of {shown} into memory"))?;
         lazy.loaded.insert(id);
         Ok(())

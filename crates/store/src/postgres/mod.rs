@@ -4,7 +4,7 @@
 //! experiment's content when they first read it (`load`, `lazy`); `abperf run` and `abperf fleet
 //! run` commit their experiment and each run straight into PostgreSQL (`commit`, `runs`), with
 //! the owner of the experiment (`owner`), which their `--resume` takes over (`take_over`);
-//! `import` writes a new experiment as a copy does (`import_new`, `write`) or adds runs to one
+//! `import` writes a new experiment as a copy does (`import_new`, `write`, many rows by COPY: `bulk`) or adds runs to one
 //! (`import_runs`); `delete` deletes one unless its owner is alive (`owner`). Experiments go in
 //! and out whole as [`Content`](crate::copy::Content) (`abperf store copy`). What it does not
 //! support is refused by `backend` (docs/store.md).
@@ -12,6 +12,7 @@
 //! The schema is generated from SQLite's (`columns`, `ddl`, `schema`); values keep their type
 //! through it (`numeric`, `params`).
 
+mod bulk;
 mod columns;
 mod commit;
 mod ddl;

@@ -1,4 +1,4 @@
-//! Experiments read from PostgreSQL as [`Content`], with the rows the table specs select
+//! Experiments read from PostgreSQL as [`Content`] or row by row as the server sends them, with the rows the table specs select
 //! (`copy_tables`, their `?1` written `$1`), in their order; the row of every experiment (what a
 //! reading command loads first); and the identities of the stored experiments, for the
 //! duplicate check of `store copy`.
@@ -11,21 +11,57 @@ use crate::copy_tables::{TABLES, TableSpec};
 use crate::experiments::LIST_COUNTS;
 use anyhow::Context;
 use postgres::GenericClient;
+use postgres::fallible_iterator::FallibleIterator;
 use std::collections::BTreeMap;
 
 impl Pg {
     /// Everything stored about experiment `id`, read in one snapshot (REPEATABLE READ) while
     /// `abperf run` may be committing runs to it.
     pub fn read_content(&mut self, id: i64) -> anyhow::Result<Content> {
+        let mut found: Vec<Rows> = Vec::new();
+        self.read_each(id, &mut |rows, row| {
+            if found.last().is_none_or(|t| t.table != rows.table) {
+                found.push(rows.clone());
+            }
+            if let Some(t) = found.last_mut() {
+                t.rows.push(row.to_vec());
+            }
+            Ok(())
+        })?;
+        Ok(Content { id, tables: found })
+    }
+
+    /// Hand every row of experiment `id` to `each` as it arrives (with its table and columns,
+    /// the tables in their order, the experiment's row first), read in one snapshot as
+    /// [`Pg::read_content`] reads it, without holding them: what a reading command's working
+    /// copy is filled with (`lazy`). An error when there is no such experiment.
+    pub(crate) fn read_each(
+        &mut self,
+        id: i64,
+        each: &mut dyn FnMut(&Rows, &[Value]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
         let mut tx = self
             .client
             .build_transaction()
             .isolation_level(postgres::IsolationLevel::RepeatableRead)
             .read_only(true)
             .start()?;
-        let content = read(&mut tx, &self.tables, id)?;
+        let mut exists = false;
+        let selected = |spec: &TableSpec| spec.rows.replace("?1", "$1");
+        for (spec, table) in TABLES.iter().zip(&self.tables) {
+            let mut seen = |rows: &Rows, row: &[Value]| {
+                exists |= rows.table == "experiment";
+                if !exists {
+                    return Ok(()); // no such experiment: said below
+                }
+                each(rows, row)
+            };
+            each_row(&mut tx, spec, table, &selected(spec), &[&id], &mut seen)
+                .with_context(|| format!("experiment {id}: reading table {}", spec.name))?;
+        }
         tx.commit()?;
-        content.with_context(|| format!("no experiment {id} in the store {}", self.shown))
+        anyhow::ensure!(exists, "no experiment {id} in the store {}", self.shown);
+        Ok(())
     }
 
     /// The row of every experiment, oldest first, without the rest of their content (what a
@@ -105,25 +141,6 @@ impl Pg {
     }
 }
 
-/// Experiment `id`'s content (None: there is no such experiment).
-fn read(
-    client: &mut impl GenericClient,
-    tables: &[Table],
-    id: i64,
-) -> anyhow::Result<Option<Content>> {
-    let mut found = Vec::new();
-    let selected = |spec: &TableSpec| spec.rows.replace("?1", "$1");
-    for (spec, table) in TABLES.iter().zip(tables) {
-        let rows = read_rows(client, spec, table, &selected(spec), &[&id])
-            .with_context(|| format!("experiment {id}: reading table {}", spec.name))?;
-        if !rows.rows.is_empty() {
-            found.push(rows);
-        }
-    }
-    let exists = found.iter().any(|t| t.table == "experiment");
-    Ok(exists.then_some(Content { id, tables: found }))
-}
-
 /// The rows of `table` that `rows` (a WHERE clause of `params`) selects, in the spec's order.
 fn read_rows(
     client: &mut impl GenericClient,
@@ -132,6 +149,28 @@ fn read_rows(
     rows: &str,
     params: &[&(dyn postgres::types::ToSql + Sync)],
 ) -> anyhow::Result<Rows> {
+    let mut found = Vec::new();
+    each_row(client, spec, table, rows, params, &mut |_, row| {
+        found.push(row.to_vec());
+        Ok(())
+    })?;
+    Ok(Rows {
+        table: spec.name.to_string(),
+        columns: table.columns.iter().map(|c| c.name.clone()).collect(),
+        rows: found,
+    })
+}
+
+/// Hand each row of `table` that `rows` (a WHERE clause of `params`) selects to `each`, in the
+/// spec's order, as the server sends them (with the table's name and columns, its rows empty).
+fn each_row(
+    client: &mut impl GenericClient,
+    spec: &TableSpec,
+    table: &Table,
+    rows: &str,
+    params: &[&(dyn postgres::types::ToSql + Sync)],
+    each: &mut dyn FnMut(&Rows, &[Value]) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let list: Vec<String> = table
         .columns
         .iter()
@@ -144,21 +183,21 @@ fn read_rows(
         rows,
         spec.order
     );
-    let mut found = Vec::new();
-    for row in client.query(&sql, params)? {
-        let values = table
-            .columns
-            .iter()
-            .enumerate()
-            .map(|(at, c)| {
-                params::value(&row, at, c.kind).with_context(|| format!("column {}", c.name))
-            })
-            .collect::<anyhow::Result<Vec<Value>>>()?;
-        found.push(values);
-    }
-    Ok(Rows {
+    let header = Rows {
         table: spec.name.to_string(),
         columns: table.columns.iter().map(|c| c.name.clone()).collect(),
-        rows: found,
-    })
+        rows: Vec::new(),
+    };
+    let mut found = client.query_raw(&sql, params.iter().copied())?;
+    let mut values = Vec::with_capacity(table.columns.len());
+    while let Some(row) = found.next()? {
+        values.clear();
+        for (at, c) in table.columns.iter().enumerate() {
+            let value =
+                params::value(&row, at, c.kind).with_context(|| format!("column {}", c.name))?;
+            values.push(value);
+        }
+        each(&header, &values)?;
+    }
+    Ok(())
 }

@@ -1,7 +1,7 @@
 //! An experiment's [`Content`] written into PostgreSQL in one transaction, renumbered under the
 //! same rules as in SQLite (`copy`): every own id a fresh one from the column's identity
 //! sequence (experiment ids are never handed out twice), references renumbered, metric names
-//! interned by name, unit and direction.
+//! interned by name, unit and direction. A table's many rows go in by one COPY (`bulk`).
 
 use super::Pg;
 use super::columns::{Column, Table};
@@ -52,18 +52,12 @@ impl Pg {
         lock_names(&mut tx, content.table("metric_name"))?;
         let mut ids = Ids::new();
         let mut statements = Statements::default();
-        let mut written = 0usize;
         for rows in &content.tables {
-            let table = super::columns::find(&self.tables, &rows.table)?;
-            let insert = statements.insert(&mut tx, table, rows)?;
-            for row in &rows.rows {
-                written += 1;
-                if written.is_multiple_of(4096) && stop() {
-                    return Ok(None); // the transaction rolls back when dropped
-                }
-                write_row(&mut tx, &insert, rows, row, &mut ids)
-                    .with_context(|| format!("experiment {}, table {}", content.id, rows.table))?;
+            if stop() {
+                return Ok(None); // the transaction rolls back when dropped
             }
+            write_table(&mut tx, &self.tables, rows, &mut ids, &mut statements)
+                .with_context(|| format!("experiment {}, table {}", content.id, rows.table))?;
         }
         let new_id = ids
             .get(&(Key::Experiment, content.id))
@@ -109,16 +103,33 @@ impl Pg {
         let names = tables.iter().find(|t| t.table == "metric_name");
         lock_names(&mut tx, names)?;
         for rows in tables {
-            let table = super::columns::find(&self.tables, &rows.table)?;
-            let insert = statements.insert(&mut tx, table, rows)?;
-            for row in &rows.rows {
-                write_row(&mut tx, &insert, rows, row, ids)
-                    .with_context(|| format!("table {}", rows.table))?;
-            }
+            write_table(&mut tx, &self.tables, rows, ids, statements)
+                .with_context(|| format!("table {}", rows.table))?;
         }
         tx.commit()?;
         Ok(())
     }
+}
+
+/// Insert the rows of one table (one of `tables`): many at once by COPY (`bulk`), a few by an
+/// INSERT each; `ids` gains the id every row was given.
+fn write_table(
+    tx: &mut Transaction,
+    tables: &[Table],
+    rows: &Rows,
+    ids: &mut Ids,
+    statements: &mut Statements,
+) -> anyhow::Result<()> {
+    let table = super::columns::find(tables, &rows.table)?;
+    let spec = copy_tables::spec(&rows.table).context("a table without a spec")?;
+    if super::bulk::fits(spec, rows) {
+        return super::bulk::copy_rows(tx, spec, table, rows, ids);
+    }
+    let insert = statements.insert(tx, table, rows)?;
+    for row in &rows.rows {
+        write_row(tx, &insert, rows, row, ids)?;
+    }
+    Ok(())
 }
 
 /// The INSERT statements of one connection, by table and columns, prepared once.
