@@ -1,8 +1,9 @@
 //! `abperf history` end to end on a private PostgreSQL server (`common::postgres`): 40
 //! experiments of a real command labelled v=101..140 whose cost steps up fivefold at v=121 are
-//! run into it; `history` finds the change with v=121 in its location interval, `--confirm --trust-stored-design`
-//! re-measures the commands on either side and says confirmed (and `--fail-on regression` exits
-//! 3), without the trust flag it refuses after printing the commands; the HTML pages load in
+//! run into it; `history` finds the change with v=121 in its location interval, `--confirm`
+//! (the designs approved here) re-measures the commands on either side and says confirmed (and
+//! `--fail-on regression` exits 3); a teammate without the approvals is shown the commands and
+//! refused without `--trust-stored-design`; the HTML pages load in
 //! headless Chromium without console messages and show the change; an A/A history of the same
 //! command has no confirmed change.
 
@@ -85,27 +86,30 @@ fn a_step_is_found_at_its_label_and_confirmed_and_an_a_a_history_has_none() {
     assert_eq!(step["direction"], "worse");
     assert_eq!(step["status"], "detected");
 
-    // The stored commands are printed and refused without the trust flag.
-    let refused = lab.fails(
-        &[
+    // A teammate (another config directory: the designs are not approved there) is shown the
+    // stored commands and refused without the trust flag.
+    let refused = lab
+        .cmd(&[
             "history",
             "--order-by",
             "v",
             "--metric",
             "user_ns",
             "--confirm",
-        ],
-        2,
-    );
+        ])
+        .env("XDG_CONFIG_HOME", lab.p("teammate"))
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let refused = String::from_utf8_lossy(&refused.stderr);
     assert!(
-        refused
-            .stderr
-            .contains(&format!("would run: sh {script} 1"))
-            && refused.stderr.contains("--trust-stored-design"),
+        refused.contains(&format!("would run: sh {script} 1"))
+            && refused.contains("--trust-stored-design"),
         "{refused}"
     );
-    // Confirmed by re-measurement, and a CI gate fails on it.
-    let confirm = ["--confirm", "--trust-stored-design", "--confirm-runs", "5"];
+    // The user who ran them confirms without the flag (approved here); confirmed by
+    // re-measurement, and a CI gate fails on it.
+    let confirm = ["--confirm", "--confirm-runs", "5"];
     let j = history_json(&lab, &confirm);
     let c = largest_change(&j);
     assert_eq!(c["status"], "confirmed", "{j:#}");

@@ -21,13 +21,24 @@ struct Job {
     worse: bool,
     before: String,
     after: String,
+    /// The experiments the two commands come from.
+    experiments: [i64; 2],
     label: String,
 }
 
 /// Whether the stored commands of a re-measurement may run: the one place that decides it.
-/// Today: only when the user, having seen them printed, passed `--trust-stored-design`. (The
-/// design signature `run --resume` checks is to decide this too when it lands.)
-pub fn trusted(commands: &[&str], trust_flag: bool) -> anyhow::Result<()> {
+/// They may when every experiment they come from (`experiments`) has a design this user
+/// approved on this machine (the check `run --resume` makes: docs/security.md), or when the
+/// user, having seen them printed, passed `--trust-stored-design`.
+pub fn trusted(
+    at: &Location,
+    experiments: &[i64],
+    commands: &[&str],
+    trust_flag: bool,
+) -> anyhow::Result<()> {
+    if approved_here(at, experiments) {
+        return Ok(());
+    }
     for c in commands {
         crate::error::stderr_line(&format!("abperf: history --confirm would run: {c}"));
     }
@@ -38,6 +49,19 @@ pub fn trusted(commands: &[&str], trust_flag: bool) -> anyhow::Result<()> {
         "history --confirm runs the commands stored in the experiments (printed above); a store \
          is shared, so they are not trusted: run again with --trust-stored-design if they are yours",
     ))
+}
+
+/// Whether the designs of all `experiments` were approved by this user on this machine.
+fn approved_here(at: &Location, experiments: &[i64]) -> bool {
+    let Ok(store) = Store::open_to_read(at) else {
+        return false;
+    };
+    experiments.iter().all(|&id| {
+        let (Ok(e), Ok(v)) = (store.experiment(id), store.variants(id)) else {
+            return false;
+        };
+        crate::design::trust::verify(id, &e.design, &v, false).is_ok()
+    })
 }
 
 /// What a re-measurement needs of the command line.
@@ -60,7 +84,8 @@ pub fn confirm_all(r: &mut HistoryReport, at: &Location, args: &Settings) -> any
         .flat_map(|j| [j.before.as_str(), j.after.as_str()])
         .filter(|c| !c.is_empty())
         .collect();
-    trusted(&commands, args.trust_stored_design)?;
+    let experiments: Vec<i64> = jobs.iter().flat_map(|j| j.experiments).collect();
+    trusted(at, &experiments, &commands, args.trust_stored_design)?;
     for j in &jobs {
         let k = confirm_one(j, at, args)?;
         r.series[j.series].changes[j.change].confirmed = Some(k);
@@ -81,6 +106,7 @@ fn jobs(r: &HistoryReport) -> Vec<Job> {
                 worse: c.regression,
                 before: before.command.clone(),
                 after: after.command.clone(),
+                experiments: [before.experiment, after.experiment],
                 label: format!(
                     "{CONFIRM_LABEL}=series {} experiments {}:{} ({nonce})",
                     a.series.number, before.experiment, after.experiment

@@ -196,6 +196,9 @@ impl Lab {
         let mut c = Command::new(BIN);
         c.args(args)
             .env("ABPERF_DB", self.db())
+            // The designs a run approves are recorded in the lab's own config directory, not
+            // in the user's (docs/security.md); a test may name another one.
+            .env("XDG_CONFIG_HOME", self.path("config"))
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env_remove("ABPERF_METRICS_FILE")
             // The tests' knobs are ordinary files in the temporary directory: accepted only
