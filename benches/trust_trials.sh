@@ -25,6 +25,10 @@ if [ -z "${ABPERF:-}" ]; then
 fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+# The trials' knobs are ordinary files here: abperf accepts a knob outside the kernel's
+# filesystems only under $ABPERF_TEST_KNOB_DIR (docs/security.md); the designs it approves go
+# into a config directory of the trials' own.
+export ABPERF_TEST_KNOB_DIR=$TMP XDG_CONFIG_HOME=$TMP/config
 SEED000=$PWD/tests/data/seed000-time.txt
 declare -A PASS FAIL
 note_fail() { echo "  FAIL $1: $2" >&2; }
