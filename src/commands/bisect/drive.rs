@@ -97,7 +97,7 @@ pub fn bisect(plan: &Plan) -> anyhow::Result<i32> {
         build: plan.build.clone(),
         command: plan.command.clone(),
         metric: plan.metric.clone(),
-        settings: plan.settings.into(),
+        settings: plan.settings,
         seed: plan.seed,
     };
     let (mut store, stored) = match &plan.resume {

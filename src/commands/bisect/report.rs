@@ -358,7 +358,6 @@ fn wrap(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::bisect::stored::StoredSettings;
     use crate::stats::bisect::{Settings, Step};
 
     fn head(n: usize) -> Head {
@@ -373,7 +372,7 @@ mod tests {
             build: "make".into(),
             command: "./prog".into(),
             metric: "wall_ns".into(),
-            settings: StoredSettings::from(Settings::default()),
+            settings: Settings::default(),
             seed: 1,
         }
     }

@@ -18,54 +18,21 @@ pub struct Head {
     pub build: String,
     pub command: String,
     pub metric: String,
-    pub settings: StoredSettings,
+    pub settings: Settings,
     pub seed: u64,
 }
 
-/// [`Settings`] as stored.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct StoredSettings {
-    pub delta: f64,
-    pub alpha: f64,
-    pub ends_runs: usize,
-    pub probe_runs: usize,
-    pub max_rounds: usize,
-    pub confirm_runs: usize,
-}
-
-impl From<Settings> for StoredSettings {
-    fn from(s: Settings) -> StoredSettings {
-        StoredSettings {
-            delta: s.delta,
-            alpha: s.alpha,
-            ends_runs: s.ends_runs,
-            probe_runs: s.probe_runs,
-            max_rounds: s.max_rounds,
-            confirm_runs: s.confirm_runs,
-        }
-    }
-}
-
-impl StoredSettings {
-    /// The settings, when they are in the ranges `bisect` takes.
-    pub fn checked(&self) -> Option<Settings> {
-        let unit = |v: f64| v.is_finite() && v > 0.0 && v < 0.5;
-        let count = |v: usize| (1..=10_000).contains(&v);
-        (unit(self.delta)
-            && unit(self.alpha)
-            && count(self.ends_runs)
-            && count(self.probe_runs)
-            && count(self.max_rounds)
-            && count(self.confirm_runs))
-        .then_some(Settings {
-            delta: self.delta,
-            alpha: self.alpha,
-            ends_runs: self.ends_runs,
-            probe_runs: self.probe_runs,
-            max_rounds: self.max_rounds,
-            confirm_runs: self.confirm_runs,
-        })
-    }
+/// Stored settings, when they are in the ranges `bisect` takes (a store row is untrusted).
+pub fn checked(s: &Settings) -> Option<Settings> {
+    let unit = |v: f64| v.is_finite() && v > 0.0 && v < 0.5;
+    let count = |v: usize| (1..=10_000).contains(&v);
+    (unit(s.delta)
+        && unit(s.alpha)
+        && count(s.ends_runs)
+        && count(s.probe_runs)
+        && count(s.max_rounds)
+        && count(s.confirm_runs))
+    .then_some(*s)
 }
 
 /// The `bisect` object of one step's design.
@@ -133,9 +100,7 @@ pub fn load(store: &Store, id: i64) -> anyhow::Result<Stored> {
     let first = mark_of(store, id)?.ok_or_else(not)?;
     let head = first.head.clone().ok_or_else(not)?;
     let n = head.commits.len().saturating_sub(1);
-    let settings = head
-        .settings
-        .checked()
+    let settings = checked(&head.settings)
         .ok_or_else(|| anyhow::anyhow!("bisection {id}: its stored settings are out of range"))?;
     if n < 1 || head.commits.iter().any(|c| !is_hash(&c.hash)) {
         anyhow::bail!("bisection {id}: its stored range is malformed");
@@ -190,24 +155,24 @@ mod tests {
 
     #[test]
     fn stored_settings_out_of_range_are_refused() {
-        let good = StoredSettings::from(Settings::default());
-        assert_eq!(good.checked(), Some(Settings::default()));
+        let good = Settings::default();
+        assert_eq!(checked(&good), Some(Settings::default()));
         for bad in [
-            StoredSettings { delta: 0.0, ..good },
-            StoredSettings {
+            Settings { delta: 0.0, ..good },
+            Settings {
                 alpha: f64::NAN,
                 ..good
             },
-            StoredSettings {
+            Settings {
                 ends_runs: 0,
                 ..good
             },
-            StoredSettings {
+            Settings {
                 max_rounds: 1 << 40,
                 ..good
             },
         ] {
-            assert_eq!(bad.checked(), None, "{bad:?}");
+            assert_eq!(checked(&bad), None, "{bad:?}");
         }
     }
 

@@ -18,8 +18,8 @@ use super::posterior::{Runs, cumulative, shortest_interval};
 use crate::welch::welch;
 use std::collections::BTreeSet;
 
-/// How a bisection is run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// How a bisection is run (stored with it, so that a resume goes on as it began).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Settings {
     /// The posterior mass one commit must hold to be a candidate (1 - delta).
     pub delta: f64,
