@@ -5,41 +5,16 @@
 
 mod common;
 use common::Lab;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
-
-/// Start `abperf ARGS` in the background (output discarded).
-fn start(lab: &Lab, args: &[&str]) -> Child {
-    lab.cmd(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("abperf starts")
-}
 
 /// Wait until the latest experiment has at least `n` runs stored.
 fn wait_for_runs(lab: &Lab, n: i64) -> i64 {
-    wait_for_runs_after(lab, 0, n)
+    lab.wait_for_runs_after(0, n)
 }
 
-/// Wait until an experiment with an id above `after` has at least `n` runs stored.
-fn wait_for_runs_after(lab: &Lab, after: i64, n: i64) -> i64 {
-    let t = Instant::now();
-    loop {
-        if lab.db().exists()
-            && let Ok(list) = abperf::store::Store::open(&lab.db()).and_then(|s| s.list())
-            && let Some(e) = list.last()
-            && e.id > after
-            && e.runs_done >= n
-        {
-            return e.id;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "no run stored in 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn start(lab: &Lab, args: &[&str]) -> Child {
+    lab.start(args)
 }
 
 fn kill(child: &mut Child, sig: i32) {
@@ -124,7 +99,7 @@ fn a_running_experiment_is_deleted_only_with_force() {
     assert_ne!(bg.wait().unwrap().code(), Some(0), "its next commit fails");
     // Once its owner is gone, an experiment is deleted without --force.
     let mut bg = start(&lab, &["run", "-r", "200", "--warmup", "0", "sleep 0.05"]);
-    let id = wait_for_runs_after(&lab, id.parse().unwrap(), 1).to_string();
+    let id = lab.wait_for_runs_after(id.parse().unwrap(), 1).to_string();
     kill(&mut bg, libc::SIGKILL);
     bg.wait().unwrap();
     lab.ok(&["delete", &id]);
@@ -187,7 +162,7 @@ fn killed_knob_experiment(lab: &Lab) -> (String, i64) {
             "sleep 0.05",
         ],
     );
-    let id = wait_for_runs_after(lab, after, 2);
+    let id = lab.wait_for_runs_after(after, 2);
     kill(&mut bg, libc::SIGKILL);
     bg.wait().unwrap();
     let left = read(&k);

@@ -5,8 +5,8 @@
 
 mod common;
 use common::Lab;
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Child;
+use std::time::Duration;
 
 /// A lab with its own knob locks and its own config directory (where approvals live).
 fn lab() -> Lab {
@@ -16,30 +16,12 @@ fn lab() -> Lab {
 }
 
 fn start(lab: &Lab, args: &[&str]) -> Child {
-    lab.cmd(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("abperf starts")
+    lab.start(args)
 }
 
 /// Wait until the latest experiment has at least `n` runs stored; its id.
 fn wait_for_runs(lab: &Lab, n: i64) -> i64 {
-    let t = Instant::now();
-    loop {
-        if lab.db().exists()
-            && let Ok(list) = abperf::store::Store::open(&lab.db()).and_then(|s| s.list())
-            && let Some(e) = list.last()
-            && e.runs_done >= n
-        {
-            return e.id;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "no run stored in 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    lab.wait_for_runs_after(0, n)
 }
 
 fn read(path: &str) -> String {
@@ -256,23 +238,35 @@ const MSGMNB: &str = "/proc/sys/kernel/msgmnb";
 /// The tests that write MSGMNB must not overlap (each lab has its own lock directory).
 static MSGMNB_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-struct PutBack(String);
-impl Drop for PutBack {
+/// MSGMNB held by one test: the others wait, and its value is put back before they go on.
+struct Held {
+    before: String,
+    _one: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Drop for Held {
     fn drop(&mut self) {
-        let _ = std::fs::write(MSGMNB, &self.0);
+        let _ = std::fs::write(MSGMNB, &self.before);
     }
+}
+
+/// Hold MSGMNB for this test; None (the test skipped) where it cannot be read and written.
+fn hold_msgmnb() -> Option<Held> {
+    let one = MSGMNB_TESTS.lock().unwrap_or_else(|p| p.into_inner());
+    let Ok(before) = std::fs::read_to_string(MSGMNB) else {
+        common::skip("this kernel has no /proc/sys/kernel/msgmnb");
+        return None;
+    };
+    if std::fs::write(MSGMNB, &before).is_err() {
+        common::skip("/proc/sys/kernel/msgmnb cannot be written here");
+        return None;
+    }
+    Some(Held { before, _one: one })
 }
 
 #[test]
 fn a_knob_moved_during_a_run_leaves_that_run_out_and_stops_the_experiment() {
-    let Ok(before) = std::fs::read_to_string(MSGMNB) else {
-        return common::skip("this kernel has no /proc/sys/kernel/msgmnb");
-    };
-    if std::fs::write(MSGMNB, &before).is_err() {
-        return common::skip("/proc/sys/kernel/msgmnb cannot be written here");
-    }
-    let _one = MSGMNB_TESTS.lock().unwrap_or_else(|p| p.into_inner());
-    let _put_back = PutBack(before.clone());
+    let Some(_held) = hold_msgmnb() else { return };
     let lab = lab();
     let count = lab.p("count");
     // The third run's command is the other process: it writes the knob while it runs.
@@ -351,14 +345,7 @@ fn an_edited_command_is_not_sent_to_the_hosts_by_a_fleet_resume() {
 
 #[test]
 fn with_wait_moved_knob_the_experiment_waits_for_the_knob_and_goes_on() {
-    let Ok(before) = std::fs::read_to_string(MSGMNB) else {
-        return common::skip("this kernel has no /proc/sys/kernel/msgmnb");
-    };
-    if std::fs::write(MSGMNB, &before).is_err() {
-        return common::skip("/proc/sys/kernel/msgmnb cannot be written here");
-    }
-    let _one = MSGMNB_TESTS.lock().unwrap_or_else(|p| p.into_inner());
-    let _put_back = PutBack(before.clone());
+    let Some(held) = hold_msgmnb() else { return };
     let lab = lab();
     let count = lab.p("count");
     // The third run's command moves the knob and has it given back half a second later.
@@ -395,5 +382,5 @@ fn with_wait_moved_knob_the_experiment_waits_for_the_knob_and_goes_on() {
         "{o}"
     );
     // abperf's knob again: its original is back at the end.
-    assert_eq!(std::fs::read_to_string(MSGMNB).unwrap(), before);
+    assert_eq!(std::fs::read_to_string(MSGMNB).unwrap(), held.before);
 }

@@ -229,6 +229,36 @@ impl Lab {
         o
     }
 
+    /// Start `abperf ARGS` in the background, its output discarded.
+    pub fn start(&self, args: &[&str]) -> std::process::Child {
+        self.cmd(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("abperf starts")
+    }
+
+    /// Wait (at most 60 s) until the latest experiment, newer than `after`, has at least `n`
+    /// runs stored; its id.
+    pub fn wait_for_runs_after(&self, after: i64, n: i64) -> i64 {
+        let t = Instant::now();
+        loop {
+            if self.db().exists()
+                && let Ok(list) = abperf::store::Store::open(&self.db()).and_then(|s| s.list())
+                && let Some(e) = list.last()
+                && e.id > after
+                && e.runs_done >= n
+            {
+                return e.id;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "no run stored in 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The lab's store, opened in this process.
     pub fn store(&self) -> abperf::store::Store {
         abperf::store::Store::open(&self.db()).expect("the lab's store opens")
