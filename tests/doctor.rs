@@ -254,8 +254,10 @@ impl KnobTest {
     /// `abperf run --tune ... COMMAND` started in the background, once experiment 1 has `runs`
     /// runs stored.
     fn tuned_run_until(&self, args: &[&str], stderr: Stdio, runs: usize) -> std::process::Child {
-        let child = Command::new(BIN)
-            .args([&["run", "--db", &self.db], args].concat())
+        // Through the lab, as the resume is: its approvals are in the lab's config directory.
+        let child = self
+            .lab
+            .cmd(&[&["run", "--db", &self.db], args].concat())
             .stdout(Stdio::null())
             .stderr(stderr)
             .spawn()

@@ -241,8 +241,9 @@ fn kill_9_keeps_completed_runs_and_resume_finishes_the_same_schedule() {
     let dir = &lab.dir;
     let db = lab.db();
     let err_log = dir.path().join("stderr");
-    let mut child = Command::new(BIN)
-        .args([
+    // Through the lab, as the resume is: its approvals are in the lab's config directory.
+    let mut child = lab
+        .cmd(&[
             "run",
             "--db",
             db.to_str().unwrap(),

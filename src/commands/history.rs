@@ -51,6 +51,7 @@ pub struct HistoryArgs {
     /// also the false discovery rate across series
     #[arg(long, default_value_t = 0.05, value_name = "A")]
     pub alpha: f64,
+    /// Output format (html: an index and one page per series, written into -o DIR)
     #[arg(long, value_enum, default_value_t = HistoryFormat::Text)]
     pub format: HistoryFormat,
     /// Write here instead of standard output (a directory for --format html)
