@@ -178,6 +178,13 @@ fn a_delete_on_postgres_removes_every_row_of_its_experiment_and_nothing_else() {
         "INSERT INTO fleet_host (experiment_id, pos, name, first_seq, end_seq) \
          VALUES (2, 0, 'lab1', 0, 1)",
     );
+    // A profiled run of experiment 2's first variant (seeded has no profiles).
+    pg.psql(
+        "abperf",
+        "INSERT INTO profile (experiment_id, variant_id, seq, event, samples, wall_ns, \
+         other_self, symbols) SELECT 2, min(id), 0, 'cpu-clock', 10, 1000, 0.5, \
+         '[[\"main\", 0.5, 1.0]]' FROM variant WHERE experiment_id = 2",
+    );
     // Every reference but a metric's to its (shared) name cascades, as in SQLite's schema.
     let kept = "SELECT conrelid::regclass || '.' || conname FROM pg_constraint \
                 WHERE contype = 'f' AND confdeltype <> 'c' \
