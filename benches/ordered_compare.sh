@@ -21,16 +21,7 @@ fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 for n in $SIZES; do
-    python3 - "$n" >"$TMP/runs$n.csv" <<'PY'
-import random, sys
-n = int(sys.argv[1])
-r = random.Random(46)
-out = ["variant,seq,wall_ns [ns]"]
-for i in range(2 * n):
-    v, shift = ("A", 0.0) if i % 2 == 0 else ("B", 1e4)
-    out.append("%s,%d,%.1f" % (v, i, 1e6 + shift + 2e4 * i / (2 * n) + r.gauss(0, 2e4)))
-print("\n".join(out))
-PY
+    python3 benches/ordered_runs.py "$n" >"$TMP/runs$n.csv"
     ABPERF_DB=$TMP/db$n.sqlite "$ABPERF" import --format csv "$TMP/runs$n.csv" >/dev/null
 done
 for r in $(seq "$ROUNDS"); do

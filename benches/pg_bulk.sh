@@ -28,16 +28,7 @@ fi
 psql() { "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -qAt "$@"; }
 
 mkdir -p "$TMP/w"
-python3 - "$N" >"$TMP/w/runs.csv" <<'PY'
-import random, sys
-n = int(sys.argv[1])
-r = random.Random(46)
-out = ["variant,seq,wall_ns [ns]"]
-for i in range(2 * n):
-    v, shift = ("A", 0.0) if i % 2 == 0 else ("B", 1e4)
-    out.append("%s,%d,%.1f" % (v, i, 1e6 + shift + 2e4 * i / (2 * n) + r.gauss(0, 2e4)))
-print("\n".join(out))
-PY
+python3 benches/ordered_runs.py "$N" >"$TMP/w/runs.csv"
 
 timed() { # label store args... -> a row "label store wall cpu rss" in $TMP/rows
     local label=$1 store=$2
@@ -96,7 +87,9 @@ for label in ["import", "copy", "show", "compare"]:
         ratio = ""
         if base and store == "postgres":
             b = lambda i: statistics.median(x[i] for x in base)
-            ratio = f"{med(0) / b(0):>11.2f} {med(2) / b(2):>10.2f}"
+            # A wall below the timer's 10 ms resolution has no ratio (too few runs: raise N).
+            wall = f"{med(0) / b(0):>11.2f}" if b(0) > 0 else f"{'-':>11}"
+            ratio = f"{wall} {med(2) / b(2):>10.2f}"
         print(f"{label:8} {store:>9} {med(0):>8.2f} {med(1):>8.2f} {med(2) / 1024:>11.0f} {ratio}")
 print("(copy: from the SQLite store into PostgreSQL; its ratio is to the SQLite import)")
 PY

@@ -253,18 +253,11 @@ fn a_stalled_server_is_said_within_seconds_and_given_up_at_the_limit() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let paused = pg.pause();
-    let t = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if t.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("abperf still running 20 s after its server stopped");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = common::wait_within(
+        &mut child,
+        Duration::from_secs(20),
+        "abperf after its server stopped",
+    );
     drop(paused);
     let err = std::fs::read_to_string(lab.path("run.err")).unwrap();
     assert_eq!(status.code(), Some(1), "{err}");

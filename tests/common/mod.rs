@@ -48,18 +48,7 @@ pub fn run_within(mut c: Command, limit: Duration, what: &str) -> Out {
     };
     let out = drain(Box::new(child.stdout.take().unwrap()));
     let err = drain(Box::new(child.stderr.take().unwrap()));
-    let t = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if t.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_within(&mut child, limit, what);
     Out::from(
         std::process::Output {
             status,
@@ -68,6 +57,26 @@ pub fn run_within(mut c: Command, limit: Duration, what: &str) -> Out {
         },
         &[what],
     )
+}
+
+/// Wait for `child` to end within `limit`, else kill it and fail naming `what`.
+pub fn wait_within(
+    child: &mut std::process::Child,
+    limit: Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    let t = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// `abtest!(name, |lab| { ... })`: a `#[test]` named `name` whose body runs with `lab`, a fresh

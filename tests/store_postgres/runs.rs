@@ -254,18 +254,11 @@ fn a_server_that_goes_away_mid_run_stops_abperf_promptly_naming_it() {
     let mut child = start(&lab, &["run", "--db", &dsn, "-r", "5000", "sleep 0.01"]);
     wait_for_runs(&pg, &mut child, 3);
     pg.stop();
-    let t = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if t.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("abperf still running 20 s after its server stopped");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = super::common::wait_within(
+        &mut child,
+        Duration::from_secs(20),
+        "abperf after its server stopped",
+    );
     let err = std::fs::read_to_string(lab.path("run.err")).unwrap();
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(
