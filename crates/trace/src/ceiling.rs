@@ -451,20 +451,29 @@ mod tests {
         assert!(at(a.best) < at(1) && at(a.best) < at(64));
         assert!(a.at(a.best).unwrap().above_best.value.abs() < 1e-6);
         assert!(a.warnings.is_empty(), "{:?}", a.warnings);
-        above_best_inside_its_band(&a);
+        every_estimate_inside_its_band(&a);
     }
 
-    /// Every ceiling's cost above the recommended one is inside its own band (issue 45: "33 is
-    /// predicted to cost 1,214 cycles/s more (95% 9,723 .. 2,194,372)", the value from the point
-    /// curve, the band from each replicate's own best).
-    fn above_best_inside_its_band(a: &CeilingAdvice) {
+    /// Every estimate the advice prints is inside its own band (issue 45: "33 is predicted to
+    /// cost 1,214 cycles/s more (95% 9,723 .. 2,194,372)", the value from the point curve, the
+    /// band from each replicate's own best): each ceiling's cost and its cost above the best,
+    /// every term of the model (constrained and not), the crossover and every change.
+    fn every_estimate_inside_its_band(a: &CeilingAdvice) {
+        let inside = |what: String, e: &abperf_model::ceiling::Estimate| {
+            assert!(e.low <= e.value && e.value <= e.high, "{what}: {e:?}");
+        };
         for p in &a.curve {
-            let e = p.above_best;
-            assert!(
-                e.low <= e.value && e.value <= e.high,
-                "{}: {e:?}",
-                p.ceiling
-            );
+            inside(format!("cycles/s at {}", p.ceiling), &p.cycles_per_s);
+            inside(format!("above best at {}", p.ceiling), &p.above_best);
+        }
+        for t in &a.costs.terms {
+            inside(format!("term {}", t.symbol), &t.estimate);
+            inside(format!("term {} unconstrained", t.symbol), &t.unconstrained);
+        }
+        inside("crossover".into(), &a.crossover);
+        for c in a.changes.iter().chain([&a.change]) {
+            inside(format!("{} -> {} %", c.from, c.to), &c.percent_less);
+            inside(format!("{} -> {} cycles", c.from, c.to), &c.cycles_less);
         }
     }
 
@@ -483,7 +492,7 @@ mod tests {
         assert_eq!(a.best_range, (1, 199));
         // the 200-page flushes: partial would cost 60,000 per flush against 9,000 full
         assert!(a.at(200).unwrap().above_best.value > 10.0 * 51_000.0 * 0.9);
-        above_best_inside_its_band(&a);
+        every_estimate_inside_its_band(&a);
         // no knee finding: the refill configuration's ceiling, else the default
         assert_eq!(a.costs.measured_ceiling, 33);
     }
@@ -505,6 +514,7 @@ mod tests {
         let a = advise(&info, &t, &m, &opts()).unwrap();
         assert!((a.crossover.value - 120.0).abs() < 8.0, "{:?}", a.crossover);
         assert_eq!(a.best, 119, "{:?}", a.best_range);
+        every_estimate_inside_its_band(&a);
     }
 
     /// Issue 29: a micro curve that drops above the ceiling (unconstrained F = -630) and a
@@ -522,6 +532,7 @@ mod tests {
         let sizes: Vec<(i64, u64)> = (1..=64).map(|n| (n, 100)).collect();
         let (info, t) = capture(&sizes);
         let a = advise(&info, &t, &m, &opts()).unwrap();
+        every_estimate_inside_its_band(&a);
         let terms = &a.costs.terms;
         let f = terms.iter().find(|t| t.symbol == "F").unwrap();
         assert!(f.unconstrained.value < -500.0, "{f:?}");
