@@ -157,9 +157,15 @@ fn primary(out: &mut String, c: &Comparison, unit: &str) {
                 f.high
             )
         });
+        // With a run order the ANCOVA is primary and Welch (unadjusted) a description.
+        let role = if d.ancova.is_some() {
+            "Welch (not adjusted for the run order):"
+        } else {
+            "primary: Welch"
+        };
         let _ = writeln!(
             out,
-            "  primary: Welch t={:.3} df={:.1} {}{}",
+            "  {role} t={:.3} df={:.1} {}{}",
             w.t,
             w.df,
             fmt_p(w.p),
@@ -169,7 +175,7 @@ fn primary(out: &mut String, c: &Comparison, unit: &str) {
     if let Some(an) = &d.ancova {
         let _ = writeln!(
             out,
-            "  primary (drift): ANCOVA with run index, effect {} ({}), ratio {:.5} ({} CI {:.5}..{:.5}), drift {} per run",
+            "  primary: ANCOVA with run index (the run order is known), effect {} ({}), ratio {:.5} ({} CI {:.5}..{:.5}), drift {} per run",
             fmt_value(an.effect, unit),
             fmt_p(an.p),
             an.ratio,
@@ -396,7 +402,7 @@ pub fn family_table(r: &Report) -> Option<String> {
     if ancova {
         let _ = writeln!(
             out,
-            "^ drift over the run order: ratio, CI and p of the ANCOVA with run index (the verdict's)"
+            "^ run order known: ratio, CI and p of the ANCOVA with run index (the verdict's)"
         );
     }
     Some(out)
@@ -573,7 +579,7 @@ impl<'a> FamilyTable<'a> {
         } else {
             String::new()
         };
-        // The verdict's own estimate: ANCOVA's (marked ^) where drift made it primary.
+        // The verdict's own estimate: ANCOVA's (marked ^) where a run order made it primary.
         let e = &c.evidence;
         let ci95 = e.ci95.map(|(l, h)| [l, h]);
         let mark = if e.method == "ANCOVA" { "^" } else { "" };

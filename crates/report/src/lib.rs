@@ -58,6 +58,7 @@ pub mod svg;
 pub mod table;
 pub mod text;
 pub mod trace;
+pub mod trace_captures;
 pub mod trace_compare;
 pub mod vm;
 pub mod workloads;
@@ -299,9 +300,14 @@ impl Report {
                     "random effects over hosts (Paule-Mandel tau^2, HKSJ CI)"
                 } else if hosts > 0 {
                     "random effects over hosts / Welch t on host means, Fieller CI"
+                } else if a.comparisons.iter().all(|c| c.primary == "ancova") {
+                    &format!(
+                        "ANCOVA with run index, {}",
+                        fmt::ci_words(a.comparisons.iter().map(|c| c.evidence.ci_level()))
+                    )
                 } else if a.comparisons.iter().any(|c| c.primary == "ancova") {
                     &format!(
-                        "Welch t / ANCOVA (drift), Fieller {}",
+                        "ANCOVA with run index / Welch t, Fieller {}",
                         fmt::ci_words(a.comparisons.iter().map(|c| c.evidence.ci_level()))
                     )
                 } else {
