@@ -10,16 +10,22 @@
 //!    printed.
 //! 3. The sequential rule (`--until-decided`, 4 looks, 40 runs): the share of 100,000 A/A
 //!    experiments that end in a call.
-//! 4. The drift screen (`drift_screen`): two-sample pairs in an interleaved run order, the A/A
-//!    call rate overall and where ANCOVA was primary, power with and without a linear drift.
-//!    `cargo bench --bench levels -- drift` runs this section alone.
+//! 4. The run order (`drift_screen`): two-sample pairs in an interleaved run order, the A/A
+//!    call rate of the ANCOVA with run index (primary whenever the order is known) overall and
+//!    where the Mann-Kendall screen fires, and its power with no drift, a linear drift and a step
+//!    against the old screen -> ANCOVA design and Welch alone. `cargo bench --bench levels --
+//!    drift` runs this section alone.
+//! 5. Family tables (`family_tables`): the share of A/A tables of seed 001's design at alpha
+//!    0.01 that print any claim (headline, DISAGREE, variability sentence, outlier recheck).
+//!    `cargo bench --bench levels -- family` runs this section alone.
 //!
 //! `cargo test --all-targets` runs it once as a smoke test with a few pairs and no checks.
 
 use abperf::model::{Dataset, Labels, Level, Metric, Run, Variant};
-use abperf::stats::compare::{Options, Sample, compare};
+use abperf::stats::compare::{Options, Sample, apply_correction, compare};
 use abperf::stats::dist::norm_ppf;
 use abperf::stats::levels::Target;
+use abperf::stats::multiple::Correction;
 use abperf::stats::replicated;
 use abperf::stats::sequential::{Plan, simulate};
 use abperf::stats::verdict::Verdict;
@@ -205,23 +211,43 @@ fn false_calls(pairs: usize, timed: bool) {
     }
 }
 
+/// How the runs of a two-sample pair in one schedule drift: none, linear (every run `x` times
+/// its position / the last position higher) or a step (runs in the second half `x` higher).
+#[derive(Clone, Copy)]
+enum Shape {
+    Flat,
+    Linear(f64),
+    Step(f64),
+}
+
+impl Shape {
+    fn factor(self, i: usize, last: usize) -> f64 {
+        match self {
+            Shape::Flat => 1.0,
+            Shape::Linear(x) => 1.0 + x * i as f64 / last as f64,
+            Shape::Step(x) if 2 * i > last => 1.0 + x,
+            Shape::Step(_) => 1.0,
+        }
+    }
+}
+
+/// What each design printed for one ordered pair: whether `compare` (the ANCOVA with run index,
+/// primary whenever the run order is known) called a difference (headline or DISAGREE), whether
+/// the Mann-Kendall screen found drift at alpha, whether Welch alone (`welch_only`) called one,
+/// and whether the old design (Welch, switched to the ANCOVA on a Mann-Kendall hit) did.
+struct Calls {
+    ancova: bool,
+    screen_hit: bool,
+    welch: bool,
+    screened: bool,
+}
+
 /// One two-sample pair measured in an interleaved run order (A at even positions, B at odd),
-/// each run `1 + sd x normal`, B's runs `effect` higher, every run `drift` x its position / the
-/// last position higher (a linear drift over the whole experiment): whether the headline calls
-/// a difference (or a DISAGREE flag is printed) and whether ANCOVA was primary, and whether
-/// Welch alone (`welch_only`: the screen's hit a note, not a switch) calls one, and whether the
-/// ANCOVA with run index, used on every pair (pre-specified), finds p < alpha.
-fn ordered_pair(
-    d: &mut Draw,
-    n: usize,
-    effect: f64,
-    drift: f64,
-    opts: &Options,
-) -> (bool, bool, bool, bool) {
-    let last = (2 * n - 1) as f64;
+/// each run `1 + 0.01 x normal`, B's runs `effect` higher, drifting by `shape`.
+fn ordered_pair(d: &mut Draw, n: usize, effect: f64, shape: Shape, opts: &Options) -> Calls {
     let (mut a, mut b, mut ia, mut ib) = (vec![], vec![], vec![], vec![]);
     for i in 0..2 * n {
-        let x = (1.0 + 0.01 * d.normal()) * (1.0 + drift * i as f64 / last);
+        let x = (1.0 + 0.01 * d.normal()) * shape.factor(i, 2 * n - 1);
         if i % 2 == 0 {
             a.push(1000.0 * x);
             ia.push(i as f64);
@@ -234,63 +260,167 @@ fn ordered_pair(
         Sample::with_order("a", &a, &ia),
         Sample::with_order("b", &b, &ib),
     );
-    let called = |o: &Options| {
-        let c = compare("m", sa, sb, o).unwrap();
-        let call = matches!(c.verdict, Verdict::Faster | Verdict::Slower) || c.disagree.is_some();
-        (call, c.evidence.method == "ANCOVA")
+    let call = |c: &abperf::stats::compare::Comparison| {
+        matches!(c.verdict, Verdict::Faster | Verdict::Slower) || c.disagree.is_some()
     };
-    let (screened, ancova) = called(opts);
-    let welch = Options {
-        welch_only: true,
-        ..opts.clone()
-    };
-    // Pre-specified: the ANCOVA's own test on every pair, the screen not consulted.
-    let always = abperf::stats::drift::ancova(&a, &ia, &b, &ib, 1.0 - opts.alpha)
-        .is_ok_and(|an| an.p < opts.alpha);
-    (screened, ancova, called(&welch).0, always)
+    let c = compare("m", sa, sb, opts).unwrap();
+    let welch = compare(
+        "m",
+        sa,
+        sb,
+        &Options {
+            welch_only: true,
+            ..opts.clone()
+        },
+    )
+    .unwrap();
+    let screen_hit = welch.drift_p.is_some_and(|p| p < opts.alpha);
+    // The old design: the ANCOVA's verdict where the screen fired, Welch's elsewhere.
+    let screened = if screen_hit { call(&c) } else { call(&welch) };
+    Calls {
+        ancova: call(&c),
+        screen_hit,
+        welch: call(&welch),
+        screened,
+    }
 }
 
-/// 4. Two-sample pairs with a run order (the drift check on): the A/A rate of any printed call
-///    overall and among the pairs whose primary test the Mann-Kendall screen switched to ANCOVA,
-///    and the power for a +1% change with and without a +2% linear drift (issue 45). Bootstrap
-///    off (resamples 0): the call and the DISAGREE flag do not use it.
-fn drift_screen(pairs: usize) {
-    println!("\nRun order and the drift screen, n=20+20 interleaved, CV 1%, {pairs} pairs each:");
+/// 4. Two-sample pairs with a run order (issue 45): the A/A rate of any printed call (headline or
+///    DISAGREE) of `compare` (the ANCOVA with run index on every ordered pair), also among the
+///    pairs where the Mann-Kendall screen fires; and the power for +1% with no drift, a +2%
+///    linear drift and a +2% step halfway, against the old screen -> ANCOVA design and Welch
+///    alone. Bootstrap off (resamples 0): the call and the DISAGREE flag do not use it.
+fn drift_screen(pairs: usize, timed: bool) {
+    println!("\nRun order: n=20+20 interleaved, CV 1%, {pairs} pairs each, seed 4500:");
     for alpha in [0.05, 0.01] {
         let opts = Options {
             alpha,
             resamples: 0,
             ..Options::default()
         };
-        for (name, effect, drift) in [
-            ("A/A, no drift", 0.0, 0.0),
-            ("+1%, no drift", 0.01, 0.0),
-            ("+1%, +2% drift", 0.01, 0.02),
+        for (name, effect, shape) in [
+            ("A/A, no drift", 0.0, Shape::Flat),
+            ("A/A, +2% drift", 0.0, Shape::Linear(0.02)),
+            ("+1%, no drift", 0.01, Shape::Flat),
+            ("+1%, +2% drift", 0.01, Shape::Linear(0.02)),
+            ("+1%, +2% step", 0.01, Shape::Step(0.02)),
         ] {
             let mut d = Draw(ChaCha8Rng::seed_from_u64(4500));
-            // [screen -> ANCOVA, Welch alone, ANCOVA always] x [all pairs, pairs the screen
-            // switched].
-            let (mut calls, mut ancova) = ([[0usize; 2]; 3], 0usize);
+            // [ANCOVA always (compare), old screen -> ANCOVA, Welch alone] x [all pairs, pairs
+            // the screen fired on].
+            let (mut calls, mut hits) = ([[0usize; 2]; 3], 0usize);
             for _ in 0..pairs {
-                let (call, an, welch, always) = ordered_pair(&mut d, 20, effect, drift, &opts);
-                ancova += usize::from(an);
-                for (k, c) in [call, welch, always].into_iter().enumerate() {
-                    calls[k][0] += usize::from(c);
-                    calls[k][1] += usize::from(c && an);
+                let k = ordered_pair(&mut d, 20, effect, shape, &opts);
+                hits += usize::from(k.screen_hit);
+                for (j, c) in [k.ancova, k.screened, k.welch].into_iter().enumerate() {
+                    calls[j][0] += usize::from(c);
+                    calls[j][1] += usize::from(c && k.screen_hit);
                 }
             }
             let pct = |x: usize, of: usize| 100.0 * x as f64 / of.max(1) as f64;
             println!(
-                "  alpha {alpha:<4} {name:<15} screen->ANCOVA {:>6.2}%, Welch alone {:>6.2}%, \
-                 ANCOVA always {:>6.2}%; of the {ancova} pairs the screen switched: {:.2}%, \
-                 {:.2}%, {:.2}%",
+                "  alpha {alpha:<4} {name:<15} ANCOVA always {:>6.2}%, old screen->ANCOVA {:>6.2}%, \
+                 Welch alone {:>6.2}%; of the {hits} pairs the screen fires on: {:.2}%, {:.2}%, {:.2}%",
                 pct(calls[0][0], pairs),
                 pct(calls[1][0], pairs),
                 pct(calls[2][0], pairs),
-                pct(calls[0][1], ancova),
-                pct(calls[1][1], ancova),
-                pct(calls[2][1], ancova),
+                pct(calls[0][1], hits),
+                pct(calls[1][1], hits),
+                pct(calls[2][1], hits),
             );
+            if timed && effect == 0.0 {
+                // alpha + 3 binomial SDs of `pairs` pairs.
+                let limit = alpha + 3.0 * (alpha * (1.0 - alpha) / pairs as f64).sqrt();
+                let rate = calls[0][0] as f64 / pairs as f64;
+                assert!(rate <= limit, "{name} at {alpha}: A/A {rate} > {limit}");
+            }
+        }
+    }
+}
+
+/// 5. Family tables of seed 001's design on A/A data (issue 45): 6 families of 3 variants x 31
+///    lognormal runs (sigma 0.3), every pair on the mean and the variability, Holm over m=36 at
+///    alpha 0.01, bootstrap on (1,000 resamples); a table counts when any line prints a claim:
+///    a FASTER/SLOWER headline, a DISAGREE line, a variability sentence, or a trimmed-means
+///    recheck saying a difference. Once without a run order (Welch), once with the 3 variants
+///    interleaved (the ANCOVA with run index primary). The data are drawn from seed 4501.
+fn family_tables(tables: usize, timed: bool) {
+    println!(
+        "\nA/A family tables at alpha 0.01 (6 families x 3 variants x 31 runs, Holm m=36), \
+         {tables} tables each:"
+    );
+    for ordered in [false, true] {
+        let mut d = Draw(ChaCha8Rng::seed_from_u64(4501));
+        let opts = Options {
+            alpha: 0.01,
+            resamples: 1000,
+            seed: 4501,
+            ..Options::default()
+        };
+        let order: [Vec<f64>; 3] =
+            std::array::from_fn(|k| (0..31).map(|i| (3 * i + k) as f64).collect());
+        let (mut with_claim, mut kinds, mut by_ancova) = (0usize, [0usize; 4], 0usize);
+        for _ in 0..tables {
+            let mut comps = Vec::new();
+            for _family in 0..6 {
+                let v: [Vec<f64>; 3] =
+                    std::array::from_fn(|_| (0..31).map(|_| (0.3 * d.normal()).exp()).collect());
+                for (i, j) in [(0, 1), (0, 2), (1, 2)] {
+                    let (a, b) = if ordered {
+                        (
+                            Sample::with_order("A", &v[i], &order[i]),
+                            Sample::with_order("B", &v[j], &order[j]),
+                        )
+                    } else {
+                        (Sample::new("A", &v[i]), Sample::new("B", &v[j]))
+                    };
+                    comps.push(compare("t", a, b, &opts).unwrap());
+                }
+            }
+            apply_correction(&mut comps, Correction::Holm, true);
+            let mut any = false;
+            for c in &comps {
+                by_ancova += usize::from(c.evidence.method == "ANCOVA");
+                let called = matches!(c.verdict, Verdict::Faster | Verdict::Slower);
+                let recheck = c
+                    .details
+                    .without_severe_outliers
+                    .as_ref()
+                    .is_some_and(|r| r.changed && !called);
+                let claims = [
+                    called,
+                    c.disagree.is_some(),
+                    c.variability_text().is_some(),
+                    recheck,
+                ];
+                for (k, x) in claims.into_iter().enumerate() {
+                    kinds[k] += usize::from(x);
+                }
+                any |= claims.contains(&true);
+            }
+            with_claim += usize::from(any);
+        }
+        let rate = with_claim as f64 / tables as f64;
+        println!(
+            "  {:<28} {:>5.2}% of tables print a claim ({with_claim} of {tables}; lines: {} \
+             headline, {} DISAGREE, {} variability, {} recheck; {by_ancova} of {} comparisons \
+             by the ANCOVA)",
+            if ordered {
+                "run order"
+            } else {
+                "no run order (Welch)"
+            },
+            100.0 * rate,
+            kinds[0],
+            kinds[1],
+            kinds[2],
+            kinds[3],
+            18 * tables
+        );
+        if timed {
+            // 1% + 3 binomial SDs of `tables` tables.
+            let limit = 0.01 + 3.0 * (0.01 * 0.99 / tables as f64).sqrt();
+            assert!(rate <= limit, "family tables: {rate} > {limit}");
         }
     }
 }
@@ -298,11 +428,18 @@ fn drift_screen(pairs: usize) {
 fn main() {
     let timed = std::env::args().any(|a| a == "--bench");
     let pairs = if timed { 2000 } else { 10 };
-    if std::env::args().any(|a| a == "drift") {
-        drift_screen(if timed { 6000 } else { 10 });
+    let only = |name: &str| std::env::args().any(|a| a == name);
+    if only("drift") || only("family") {
+        if only("drift") {
+            drift_screen(if timed { 6000 } else { 10 }, timed);
+        }
+        if only("family") {
+            family_tables(if timed { 1000 } else { 2 }, timed);
+        }
         return;
     }
-    drift_screen(if timed { 6000 } else { 10 });
+    drift_screen(if timed { 6000 } else { 10 }, timed);
+    family_tables(if timed { 1000 } else { 2 }, timed);
     coverage(pairs, timed);
     false_calls(pairs, timed);
     let n = if timed { 100_000 } else { 100 };
