@@ -278,6 +278,72 @@ fn madvise_sizes_give_the_flush_table() {
     );
 }
 
+/// Issue 45: the capture is the unit. `--captures 2` stores two captures; one capture per side
+/// is described and nothing is called (no star, and the output says why); two per side are
+/// compared over captures, per-capture medians and counts.
+#[test]
+fn captures_are_the_unit_of_a_comparison() {
+    let _g = lock();
+    let w = workload();
+    let lab = Lab::new();
+    let w = w.to_str().unwrap();
+    for sizes in [["1", "33"], ["1", "64"]] {
+        let o = lab.run(
+            &[
+                &["trace", "record", "-q", "--captures", "2", "--", w, "20"][..],
+                &sizes[..],
+            ]
+            .concat(),
+        );
+        assert!(o.code == Some(0), "{}", o);
+    }
+    assert!(
+        lab.ok(&["list"]).stdout.contains("(capture 2 of 2)"),
+        "the captures are stored one by one"
+    );
+    let one = lab.ok(&["trace", "compare", "1", "3"]).stdout;
+    assert!(
+        one.contains("One capture per side: no difference is called")
+            && !one.lines().any(|l| l.contains('*')),
+        "{one}"
+    );
+    let two = lab.ok(&["trace", "compare", "1,2", "3,4"]).stdout;
+    assert!(
+        two.contains("A: captures 1,2 (2 captures") && two.contains("B: captures 3,4 (2 captures"),
+        "{two}"
+    );
+    assert!(two.contains("The unit is the capture"), "{two}");
+    // the madvise table over captures: a row per requested size with both sides' mean of the
+    // per-capture medians, and the counts per capture beside them
+    let table: Vec<&str> = two
+        .lines()
+        .skip_while(|l| !l.starts_with("madvise"))
+        .collect();
+    assert!(
+        table
+            .get(1)
+            .is_some_and(|h| h.contains("A n") && h.contains("B n")),
+        "{two}"
+    );
+    let row = table
+        .iter()
+        .find(|l| l.split_whitespace().next() == Some("1"))
+        .unwrap_or_else(|| panic!("no 1-page madvise row:\n{two}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    for median in &cells[1..3] {
+        assert!(
+            median
+                .replace(',', "")
+                .parse::<f64>()
+                .is_ok_and(|m| m > 0.0),
+            "{row}"
+        );
+    }
+    // a capture list with a bad id is an error naming it
+    let bad = lab.run(&["trace", "compare", "1,999", "3,4"]);
+    assert!(bad.code != Some(0) && bad.stderr.contains("999"), "{bad}");
+}
+
 #[test]
 fn spinning_sibling_gives_remote_shootdowns() {
     let _g = lock();

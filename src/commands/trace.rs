@@ -26,7 +26,8 @@ pub enum TraceCmd {
     Import(ImportArgs),
     /// Show a stored capture's tables
     Report(ReportArgs),
-    /// Two captures side by side (TLB table and pair tables)
+    /// Captures side by side (TLB table and pair tables): one per side is described, several
+    /// per side (A1,A2,... B1,B2,...) are compared with the capture as the unit
     Compare(CompareArgs),
 }
 
@@ -83,6 +84,10 @@ pub struct RecordArgs {
     /// Name of the stored capture (default: "trace: COMMAND")
     #[arg(long)]
     pub name: Option<String>,
+    /// Record N separate captures of the workload one after the other, each stored on its own
+    /// (the unit of `trace compare A1,A2,... B1,B2,...`)
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub captures: u32,
     /// Do not print the tables after recording
     #[arg(short, long)]
     pub quiet: bool,
@@ -154,9 +159,9 @@ pub struct ReportArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
-    /// The first capture (id or `latest`)
+    /// A's captures: one id (or `latest`), or several comma-separated (`3,5,7`)
     pub id_a: String,
-    /// The second capture
+    /// B's captures, likewise
     pub id_b: String,
     #[command(flatten)]
     pub db: crate::commands::DbArgs,
@@ -197,8 +202,40 @@ fn lost_from_raw(meta: &trace::record::RawMeta, dec: &trace::record::Decoded) ->
 
 fn record(a: RecordArgs) -> Result<i32> {
     let opts = record_options(&a)?;
+    if a.captures == 0 {
+        anyhow::bail!("--captures must be at least 1");
+    }
+    if a.captures > 1 && a.command.is_empty() && opts.duration.is_none() {
+        anyhow::bail!(
+            "--captures {} needs a COMMAND or --duration to end each capture",
+            a.captures
+        );
+    }
     // Open the store first: a bad --db fails before anything is traced.
     let mut store = Store::open_to_write(&a.db.location()?)?;
+    let mut ids = Vec::new();
+    for k in 1..=a.captures {
+        let (status, id) = record_once(&a, &opts, &mut store, k)?;
+        ids.extend(id);
+        if status != 0 {
+            return Ok(status);
+        }
+    }
+    if a.captures > 1 {
+        let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
+        crate::error::stderr_line(&format!("abperf: captures {}", ids.join(",")));
+    }
+    Ok(0)
+}
+
+/// One capture (`k` of `--captures`): recorded, analysed and stored; its exit status and id
+/// (none when it was aborted before it was stored).
+fn record_once(
+    a: &RecordArgs,
+    opts: &RecordOptions,
+    store: &mut Store,
+    k: u32,
+) -> Result<(i32, Option<i64>)> {
     // The TSC is calibrated (0.1 s, mostly asleep) on a thread while the recording runs.
     let calibration = std::thread::spawn(|| trace::tsc::calibrate(Duration::from_millis(100)));
     let until_ctrl_c = a.command.is_empty() && opts.duration.is_none();
@@ -207,12 +244,12 @@ fn record(a: RecordArgs) -> Result<i32> {
     }
     // Other processes' CPU use, load and pressure over the recording, not in a sleep after it.
     let sampling = crate::doctor::Sampling::start();
-    let rec = match trace::record(&opts) {
+    let rec = match trace::record(opts) {
         Ok(r) => r,
         Err(e) => {
             if let Some(ab) = e.downcast_ref::<trace::Aborted>() {
                 crate::error::stderr_line(&format!("abperf: {ab}"));
-                return Ok(128 + ab.0);
+                return Ok((128 + ab.0, None));
             }
             return Err(e);
         }
@@ -232,11 +269,11 @@ fn record(a: RecordArgs) -> Result<i32> {
     if let Some(p) = &a.keep_raw {
         rec.raw.write(p)?;
     }
-    let event_cost = event_cost(&mut store, a.no_cost)?;
+    let event_cost = event_cost(store, a.no_cost)?;
     if trace::workload::Stop::aborted() {
         let s = trace::workload::Stop::first().unwrap_or(libc::SIGINT);
         crate::error::stderr_line(&format!("abperf: {}", trace::Aborted(s)));
-        return Ok(128 + s);
+        return Ok((128 + s, None));
     }
     let info = CaptureInfo {
         id: None,
@@ -258,13 +295,16 @@ fn record(a: RecordArgs) -> Result<i32> {
         cpu_ns: rec.cpu_ns,
         event_cost,
     };
-    let name = a.name.clone().unwrap_or_else(|| {
+    let mut name = a.name.clone().unwrap_or_else(|| {
         if a.command.is_empty() {
             "trace".into()
         } else {
             format!("trace: {}", shell_words::join(&a.command))
         }
     });
+    if a.captures > 1 {
+        name += &format!(" (capture {k} of {})", a.captures);
+    }
     let id = store.save_capture(
         &name,
         &argv(),
@@ -276,13 +316,13 @@ fn record(a: RecordArgs) -> Result<i32> {
         &dec.tables,
     )?;
     if !a.quiet {
-        print_tables(&store, id)?;
+        print_tables(store, id)?;
     }
     crate::error::stderr_line(&format!(
         "abperf: stored capture {id} in {}",
         store.path().display()
     ));
-    Ok(record_status(&rec, until_ctrl_c, id))
+    Ok((record_status(&rec, until_ctrl_c, id), Some(id)))
 }
 
 /// What to record, from the arguments, each checked: filters, --duration, --buffer-kib, --pid,
@@ -643,15 +683,26 @@ fn print_tables(store: &Store, id: i64) -> Result<()> {
     super::output::write(&Format::Text.render(&r)?, None)
 }
 
+/// One side's captures, from `ID[,ID...]`.
+fn load_side(store: &Store, ids: &str) -> Result<Vec<(CaptureInfo, Tables)>> {
+    ids.split(',')
+        .map(|id| {
+            let id = super::lookup::experiment_id(store, id.trim())?;
+            store.load_capture(id)
+        })
+        .collect()
+}
+
+/// One capture per side: the within-capture table as a description, no call. Several: the
+/// comparison over captures (the capture is the unit).
 fn compare(a: CompareArgs) -> Result<i32> {
     let store = Store::open_to_read(&a.db.location()?)?;
-    let ia = super::lookup::experiment_id(&store, &a.id_a)?;
-    let ib = super::lookup::experiment_id(&store, &a.id_b)?;
-    let (ca, ta) = store.load_capture(ia)?;
-    let (cb, tb) = store.load_capture(ib)?;
-    super::output::write(
-        &crate::report::trace_compare::compare((&ca, &ta), (&cb, &tb)),
-        None,
-    )?;
+    let (sa, sb) = (load_side(&store, &a.id_a)?, load_side(&store, &a.id_b)?);
+    let text = if let ([(ca, ta)], [(cb, tb)]) = (&sa[..], &sb[..]) {
+        crate::report::trace_compare::compare((ca, ta), (cb, tb))
+    } else {
+        crate::report::trace_captures::compare_captures(&sa, &sb)
+    };
+    super::output::write(&text, None)?;
     Ok(0)
 }
