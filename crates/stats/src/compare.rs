@@ -1108,6 +1108,80 @@ mod tests {
         assert_eq!(c.verdict, Verdict::Slower, "{}", c.line);
     }
 
+    /// Issue 45: with a run order the ANCOVA with run index is the primary test whether or not
+    /// Mann-Kendall finds drift (chosen before the data are seen); the drift note appears only
+    /// when it does; a sequential experiment (`welch_only`) keeps Welch.
+    #[test]
+    fn a_run_order_makes_the_ancova_primary_whatever_the_trend_test_says() {
+        let a: Vec<f64> = (0..10)
+            .map(|i| 100.0 + [0.3, -0.2, 0.1, -0.4, 0.2][i % 5])
+            .collect();
+        let b: Vec<f64> = a.iter().rev().map(|x| x + 0.1).collect();
+        let ia: Vec<f64> = (0..10).map(|i| (2 * i) as f64).collect();
+        let ib: Vec<f64> = (0..10).map(|i| (2 * i + 1) as f64).collect();
+        let o = Options {
+            resamples: 0,
+            ..Options::default()
+        };
+        let flat = compare(
+            "t",
+            Sample::with_order("A", &a, &ia),
+            Sample::with_order("B", &b, &ib),
+            &o,
+        )
+        .unwrap();
+        assert!(flat.drift_p.unwrap() >= o.alpha, "{:?}", flat.drift_p);
+        assert_eq!(
+            (flat.evidence.method.as_str(), flat.primary.as_str()),
+            ("ANCOVA", "ancova")
+        );
+        assert!(flat.line.contains(", ANCOVA)"), "{}", flat.line);
+        assert!(
+            !flat.notes.iter().any(|n| n.contains("Mann-Kendall")),
+            "{:?}",
+            flat.notes
+        );
+        // a +3% linear drift over the run order: the same test, and a note naming the trend
+        let drift = |x: &[f64], ix: &[f64]| -> Vec<f64> {
+            x.iter()
+                .zip(ix)
+                .map(|(v, t)| v * (1.0 + 0.0015 * t))
+                .collect()
+        };
+        let (da, db) = (drift(&a, &ia), drift(&b, &ib));
+        let d = compare(
+            "t",
+            Sample::with_order("A", &da, &ia),
+            Sample::with_order("B", &db, &ib),
+            &o,
+        )
+        .unwrap();
+        assert!(d.drift_p.unwrap() < o.alpha, "{:?}", d.drift_p);
+        assert_eq!(d.evidence.method, "ANCOVA");
+        assert!(
+            d.notes
+                .iter()
+                .any(|n| n.contains("Mann-Kendall") && n.contains("adjusts for it")),
+            "{:?}",
+            d.notes
+        );
+        let w = Options {
+            welch_only: true,
+            ..o.clone()
+        };
+        let seq = compare(
+            "t",
+            Sample::with_order("A", &da, &ia),
+            Sample::with_order("B", &db, &ib),
+            &w,
+        )
+        .unwrap();
+        assert_eq!(seq.evidence.method, "Welch");
+        // without a run order: Welch
+        let none = compare("t", Sample::new("A", &a), Sample::new("B", &b), &o).unwrap();
+        assert_eq!(none.evidence.method, "Welch");
+    }
+
     /// Issue 45: every printed estimate inside its printed interval, or the interval said to be
     /// unbounded. Noisy positive samples (some with a baseline mean indistinguishable from 0),
     /// at alpha 0.05 and 0.01: the ratio is inside its bounded interval, never below 0, or the
