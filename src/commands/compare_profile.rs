@@ -3,7 +3,8 @@
 
 use super::output::AnalysisArgs;
 use crate::error::usage;
-use crate::model::profile::Profile;
+use crate::model::Dataset;
+use crate::model::profile::{Profile, ProfiledRun};
 use crate::stats::profile_diff::{Options, differential};
 use crate::store::Store;
 use std::fmt::Write;
@@ -30,12 +31,7 @@ pub fn block(store: &Store, id: i64, analysis: &AnalysisArgs) -> anyhow::Result<
             .collect()
     };
     let event = &runs[0].profile.event;
-    let wall: i64 = runs.iter().map(|r| r.wall_ns).sum();
-    let mut out = format!(
-        "\n{} profiled runs (not timed; {:.1} s under perf in all)\n",
-        runs.len(),
-        wall as f64 / 1e9
-    );
+    let mut out = cost_line(&runs, &store.load(id)?);
     let a = of(base);
     for (v, name) in names.iter().enumerate().filter(|(v, _)| *v != base) {
         match differential(&a, &of(v), Options::default()) {
@@ -51,4 +47,26 @@ pub fn block(store: &Store, id: i64, analysis: &AnalysisArgs) -> anyhow::Result<
         }
     }
     Ok(out)
+}
+
+/// How many profiled runs the experiment has and what they cost: their time under perf (with
+/// the read-back) in all and per run, against the timed runs' mean wall time.
+fn cost_line(runs: &[ProfiledRun], data: &Dataset) -> String {
+    let wall: i64 = runs.iter().map(|r| r.wall_ns).sum();
+    let each = wall as f64 / runs.len() as f64 / 1e9;
+    let timed: Vec<f64> = (0..data.variants.len())
+        .flat_map(|v| data.values(v, "wall_ns"))
+        .collect();
+    let against = if timed.is_empty() {
+        String::new()
+    } else {
+        let mean = timed.iter().sum::<f64>() / timed.len() as f64 / 1e9;
+        format!(" against {mean:.2} s per timed run")
+    };
+    format!(
+        "\n{} profiled runs of {} (not timed; {:.1} s under perf in all, {each:.2} s each{against})\n",
+        runs.len(),
+        crate::model::escape::control(&runs[0].profile.event),
+        wall as f64 / 1e9,
+    )
 }
