@@ -167,10 +167,108 @@ fn compare_prints_the_stored_differential_under_the_verdicts() {
     assert!(out.contains("B spends +"), "{out}");
     assert!(out.contains("of its samples in hot (95% CI +"), "{out}");
     assert!(out.contains("of its samples in cold (95% CI -"), "{out}");
-    assert_eq!(
-        lab.ok(&["compare", "1", "--format", "json"]).stdout,
-        json_before
+    // JSON: the document as before plus its profile (schema-checked); mail: LKP-like rows.
+    let mut json = lab.ok(&["compare", "1", "--format", "json"]).json();
+    common::assert_schema(&json);
+    let profile = json.as_object_mut().unwrap().remove("profile").unwrap();
+    assert_eq!(profile["profiled_runs"], 8);
+    let d = &profile["differentials"][0]["differential"];
+    let hot = d["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["symbol"] == "hot");
+    assert_eq!(hot.unwrap()["named"], true, "{d}");
+    let before: serde_json::Value = serde_json::from_str(&json_before).unwrap();
+    assert_eq!(json, before);
+    let mail = lab.ok(&["compare", "1", "--format", "mail"]).stdout;
+    assert!(
+        mail.contains("perf-profile.self.cpu-clock-pp.hot"),
+        "{mail}"
     );
+    assert!(mail.lines().all(|l| l.chars().count() <= 72), "{mail}");
+    // export: the profiled runs' shares, no differential.
+    let export = lab.ok(&["export", "1"]).json();
+    common::assert_schema(&export);
+    assert_eq!(export["profile"]["runs"].as_array().unwrap().len(), 8);
+    assert_eq!(export["profile"]["differentials"], serde_json::json!([]));
+}
+
+/// `import --format perf-script`: a directory per variant, one recording per file, into a new
+/// experiment and then a file into it; the differential names the symbol B spends more in.
+#[test]
+fn import_perf_script_recordings_as_profiled_runs() {
+    let lab = common::Lab::new();
+    for (variant, hot) in [("A", 300u32), ("B", 450)] {
+        for i in 0..4u32 {
+            let text = common::perf_script_text(&[("hot", hot + 9 * i), ("cold", 600 - 11 * i)]);
+            lab.write(&format!("{variant}/run{i}.txt"), text);
+        }
+    }
+    lab.ok(&[
+        "import",
+        "--format",
+        "perf-script",
+        "--new",
+        "theirs",
+        &lab.p("A"),
+        &lab.p("B"),
+    ])
+    .has("imported 8 profiled run(s) of cpu-clock (A: 4, B: 4) into experiment 1");
+    let extra = lab.write(
+        "b4.txt",
+        common::perf_script_text(&[("hot", 460), ("cold", 590)]),
+    );
+    lab.ok(&[
+        "import",
+        "--format",
+        "perf-script",
+        "--experiment",
+        "1",
+        "--variant",
+        "B",
+        &extra,
+    ])
+    .has("(B: 1) into experiment 1");
+    let text = lab.ok(&["compare", "1"]).stdout;
+    assert!(
+        text.contains("9 profiled runs of cpu-clock (imported; their cost is not recorded)"),
+        "{text}"
+    );
+    assert!(text.contains("of its samples in hot (95% CI +"), "{text}");
+    // A bad recording is refused naming its file and line; nothing is stored.
+    let bad = lab.write("bad.txt", "    1161 hot+0x28 (/tmp/hc)\n");
+    lab.fails(
+        &[
+            "import",
+            "--format",
+            "perf-script",
+            "--experiment",
+            "1",
+            &bad,
+        ],
+        2,
+    )
+    .err_has("bad.txt:1");
+    let other = lab.write(
+        "cyc.txt",
+        common::perf_script_text(&[("hot", 10)]).replace("cpu-clock", "cycles"),
+    );
+    lab.fails(
+        &[
+            "import",
+            "--format",
+            "perf-script",
+            "--experiment",
+            "1",
+            "--variant",
+            "B",
+            &other,
+        ],
+        1,
+    )
+    .err_has("sampled cpu-clock; these sampled cycles");
+    assert_eq!(lab.store().profiles(1).unwrap().len(), 9);
 }
 
 /// `run --profile`: profiled runs follow the timed runs the plan picks, in the schedule's seeded

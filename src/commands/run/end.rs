@@ -101,13 +101,6 @@ pub(crate) fn conclude(
         crate::error::stdout_line("");
         crate::error::stdout_text(&crate::report::Format::Text.render(&report)?);
     }
-    // `--profile`: the profiled runs' count and cost, and each variant's differential.
-    if !interrupted {
-        match crate::commands::compare_profile::block(store, id, &output::AnalysisArgs::default()) {
-            Ok(block) => crate::error::stdout_text(&block),
-            Err(e) => crate::error::stderr_line(&format!("abperf: no profile differential: {e:#}")),
-        }
-    }
     tell_ending(store, id, result, all_failed, &starved)?;
     Ok(code)
 }
