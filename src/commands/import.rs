@@ -211,9 +211,6 @@ fn warn_mixed_labels(args: &ImportArgs, id: i64) -> anyhow::Result<()> {
 }
 
 pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
-    if args.format == Format::PerfScript {
-        return super::import_profile::run(args);
-    }
     let imports = parse_files(&args)?;
     let (variants, runs) = import::merge(&imports);
     let target = match &args.experiment {
