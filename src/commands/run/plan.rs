@@ -603,6 +603,40 @@ mod tests {
     }
 
     #[test]
+    fn profile_is_the_stored_plan_of_the_profiled_runs() {
+        let Ok(Plan::Host(r)) = plan(&["--profile=cpu-clock", "--profile-runs", "3", "true"])
+        else {
+            panic!("a host run")
+        };
+        let want = ProfilePlan {
+            event: "cpu-clock".into(),
+            frequency: profiled::FREQUENCY,
+            runs: 3,
+        };
+        assert_eq!(r.cfg.profile, Some(want));
+        let Ok(Plan::Host(r)) = plan(&["--profile", "true"]) else {
+            panic!("a host run")
+        };
+        let p = r.cfg.profile.expect("--profile");
+        assert_eq!(p.event, crate::measure::perf_record::default_event());
+        assert_eq!(p.runs, profiled::DEFAULT_RUNS);
+        // Without --profile the stored design has no `profile` (its approval hash is unchanged).
+        let Ok(Plan::Host(r)) = plan(&["true"]) else {
+            panic!("a host run")
+        };
+        assert!(
+            serde_json::to_value(&r.cfg)
+                .unwrap()
+                .get("profile")
+                .is_none()
+        );
+        assert!(
+            refusal(&["--profile", "--append", "x", "true"])
+                .contains("guests are not profiled yet")
+        );
+    }
+
+    #[test]
     fn a_host_run_holds_its_checked_design() {
         let Ok(Plan::Host(r)) = plan(&[
             "-r", "3", "--warmup", "0", "--seed", "7", "-L", "n=1,2", "echo {n}",
