@@ -1,20 +1,34 @@
 #!/usr/bin/env bash
-# A/A false-call rate of the profile differential (issue 44): REPS repetitions of the ignored
-# test `a_a_once` in tests/profile.rs, each RUNS=5 profiled runs of the same hot_cold command
-# per "variant" under perf record (cpu-clock or cycles), compared symbol by symbol (Welch p,
-# Benjamini-Hochberg at 5% over the symbols). Nothing differs, so any named symbol is a false
-# call. Target: no symbol named in at least 95% of repetitions.
-# Usage: benches/profile_aa.sh [REPS]   (default 20)
-# Honors the cargo variables of the environment; builds the test binary once.
+# A/A false-call rate of the profile differential (issue 44), end to end: REPS repetitions of
+# `abperf run --profile` with two identical variants (tests/programs/hot_cold.c, the same
+# arguments), each with its own seed: -r RUNS timed runs and --profile-runs RUNS profiled runs
+# per variant, interleaved in the seeded ABBA order; then `compare --format json` and the
+# symbols named (Welch p, Benjamini-Hochberg at 5% over the symbols). Nothing differs, so any
+# named symbol is a false call. Target: no symbol named in at least 95% of repetitions.
+# Usage: benches/profile_aa.sh [REPS [RUNS]]   (default 20 and 5)
+# Needs cc, perf and a built abperf (ABPERF, default target/debug/abperf).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps="${1:-20}"
-cargo test --locked --quiet --test profile --no-run 2>/dev/null
+runs="${2:-5}"
+abperf="${ABPERF:-target/debug/abperf}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cc -O1 -fno-omit-frame-pointer -o "$tmp/hc" tests/programs/hot_cold.c
+cmd="$tmp/hc 300 100000 100000"
 any=0
 for i in $(seq 1 "$reps"); do
-    n=$(cargo test --locked --quiet --test profile a_a_once -- --ignored --nocapture 2>/dev/null \
-        | sed -n 's/^named \([0-9]*\)$/\1/p')
-    echo "repetition $i: ${n:-?} symbols named"
-    if [ "${n:-0}" != 0 ]; then any=$((any + 1)); fi
+    db="$tmp/aa$i.db"
+    "$abperf" run --db "$db" --seed "$((4400 + i))" --profile --profile-runs "$runs" -r "$runs" \
+        --warmup 0 -n A -n B "$cmd" "$cmd" >/dev/null 2>&1
+    n=$("$abperf" compare 1 --db "$db" --format json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["profile"]["differentials"][0]["differential"]
+named = [s["symbol"] for s in d["symbols"] if s["named"]]
+print(len(named), len(d["symbols"]), " ".join(named))')
+    set -- $n
+    echo "repetition $i (seed $((4400 + i))): $1 of $2 symbols named ${3:-}"
+    if [ "$1" != 0 ]; then any=$((any + 1)); fi
+    rm -f "$db"
 done
 echo "repetitions naming any symbol: $any of $reps"

@@ -155,6 +155,10 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Delete(a) => commands::delete::run(a),
         Command::Store(a) => commands::store_copy::run(a),
         Command::Doctor(a) => commands::doctor::run(a),
+        // `perf script` recordings are profiled runs, not timed runs: their own importer.
+        Command::Import(args) if args.format == crate::import::Format::PerfScript => {
+            commands::import_profile::run(args)
+        }
         Command::Import(args) => commands::import::run(args),
         Command::Report(args) => commands::report::run(args),
         Command::Micro(a) => commands::micro::run(a),

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! abperf (cli, commands) -> {run, micro, report, trace, import}
-//!     run (design, runner, doctor) -> {vm, workload, store}    micro -> store
+//!     run (design, runner, doctor) -> {vm, workload, store, import}    micro -> store
 //!     report (the renderer) -> stats                           trace -> measure
 //!     {vm, workload} -> measure
 //!     {store, stats, measure, import} -> model
@@ -29,7 +29,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("import", &["model"]),
     ("vm", &["measure", "model"]),
     ("workload", &["measure", "model"]),
-    ("run", &["measure", "model", "store", "vm", "workload"]),
+    (
+        "run",
+        &["import", "measure", "model", "store", "vm", "workload"],
+    ),
     ("report", &["model", "stats"]),
     ("micro", &["measure", "model", "store"]),
     ("trace", &["measure", "model"]),

@@ -1,7 +1,7 @@
 //! Profiles on this machine's real `perf`: recordings of a C program sampled with call graphs
 //! (`abperf::measure::perf_record`), parsed from `perf script` text (`import::perf_script`) and
-//! compared run by run (`stats::profile_diff`), as `run --profile` is to do once it is wired
-//! into the runner (docs/profile.md#status).
+//! compared run by run (`stats::profile_diff`), and `abperf run --profile`, which does the same
+//! in untimed runs interleaved with the timed ones (docs/profile.md).
 //!
 //! The variants' profiled runs alternate A B B A ..., as an ABBA schedule would. Each test is a
 //! few seconds: short runs at a high sampling frequency.
@@ -159,14 +159,181 @@ fn compare_prints_the_stored_differential_under_the_verdicts() {
     drop(store);
     let out = lab.ok(&["compare", "1"]).stdout;
     assert!(
-        out.contains("8 profiled runs (not timed; 0.0 s under perf in all)"),
+        out.contains(
+            "8 profiled runs of cpu-clock (not timed; 0.0 s under perf in all, 0.00 s each against 0.00 s per timed run)"
+        ),
         "{out}"
     );
     assert!(out.contains("B spends +"), "{out}");
     assert!(out.contains("of its samples in hot (95% CI +"), "{out}");
     assert!(out.contains("of its samples in cold (95% CI -"), "{out}");
-    assert_eq!(
-        lab.ok(&["compare", "1", "--format", "json"]).stdout,
-        json_before
+    // JSON: the document as before plus its profile (schema-checked); mail: LKP-like rows.
+    let mut json = lab.ok(&["compare", "1", "--format", "json"]).json();
+    common::assert_schema(&json);
+    let profile = json.as_object_mut().unwrap().remove("profile").unwrap();
+    assert_eq!(profile["profiled_runs"], 8);
+    let d = &profile["differentials"][0]["differential"];
+    let hot = d["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["symbol"] == "hot");
+    assert_eq!(hot.unwrap()["named"], true, "{d}");
+    let before: serde_json::Value = serde_json::from_str(&json_before).unwrap();
+    assert_eq!(json, before);
+    let mail = lab.ok(&["compare", "1", "--format", "mail"]).stdout;
+    assert!(
+        mail.contains("perf-profile.self.cpu-clock-pp.hot"),
+        "{mail}"
     );
+    assert!(mail.lines().all(|l| l.chars().count() <= 72), "{mail}");
+    // export: the profiled runs' shares, no differential.
+    let export = lab.ok(&["export", "1"]).json();
+    common::assert_schema(&export);
+    assert_eq!(export["profile"]["runs"].as_array().unwrap().len(), 8);
+    assert_eq!(export["profile"]["differentials"], serde_json::json!([]));
+}
+
+/// `import --format perf-script`: a directory per variant, one recording per file, into a new
+/// experiment and then a file into it; the differential names the symbol B spends more in.
+#[test]
+fn import_perf_script_recordings_as_profiled_runs() {
+    let lab = common::Lab::new();
+    for (variant, hot) in [("A", 300u32), ("B", 450)] {
+        for i in 0..4u32 {
+            let text = common::perf_script_text(&[("hot", hot + 9 * i), ("cold", 600 - 11 * i)]);
+            lab.write(&format!("{variant}/run{i}.txt"), text);
+        }
+    }
+    lab.ok(&[
+        "import",
+        "--format",
+        "perf-script",
+        "--new",
+        "theirs",
+        &lab.p("A"),
+        &lab.p("B"),
+    ])
+    .has("imported 8 profiled run(s) of cpu-clock (A: 4, B: 4) into experiment 1");
+    let extra = lab.write(
+        "b4.txt",
+        common::perf_script_text(&[("hot", 460), ("cold", 590)]),
+    );
+    lab.ok(&[
+        "import",
+        "--format",
+        "perf-script",
+        "--experiment",
+        "1",
+        "--variant",
+        "B",
+        &extra,
+    ])
+    .has("(B: 1) into experiment 1");
+    let text = lab.ok(&["compare", "1"]).stdout;
+    assert!(
+        text.contains("9 profiled runs of cpu-clock (imported; their cost is not recorded)"),
+        "{text}"
+    );
+    assert!(text.contains("of its samples in hot (95% CI +"), "{text}");
+    // A bad recording is refused naming its file and line; nothing is stored.
+    let bad = lab.write("bad.txt", "    1161 hot+0x28 (/tmp/hc)\n");
+    lab.fails(
+        &[
+            "import",
+            "--format",
+            "perf-script",
+            "--experiment",
+            "1",
+            &bad,
+        ],
+        2,
+    )
+    .err_has("bad.txt:1");
+    let other = lab.write(
+        "cyc.txt",
+        common::perf_script_text(&[("hot", 10)]).replace("cpu-clock", "cycles"),
+    );
+    lab.fails(
+        &[
+            "import",
+            "--format",
+            "perf-script",
+            "--experiment",
+            "1",
+            "--variant",
+            "B",
+            &other,
+        ],
+        1,
+    )
+    .err_has("sampled cpu-clock; these sampled cycles");
+    assert_eq!(lab.store().profiles(1).unwrap().len(), 9);
+}
+
+/// `run --profile`: profiled runs follow the timed runs the plan picks, in the schedule's seeded
+/// order, never timed (the timed runs are the experiment's, unchanged in number), each stored
+/// with the timed run's sequence number and variant; the run summary and `compare` give their
+/// count, cost and the differential, which names `hot` for B with an interval above 0.
+#[test]
+fn run_profile_interleaves_untimed_profiled_runs() {
+    let lab = common::Lab::new();
+    let Some(prog) = build(&lab.path(""), "hot_cold") else {
+        return;
+    };
+    let prog = prog.to_string_lossy().into_owned();
+    let a = format!("{prog} 300 100000 100000");
+    let b = format!("{prog} 300 400000 100000");
+    let out = lab.ok(&[
+        "run",
+        "--profile",
+        "--profile-runs",
+        "4",
+        "-r",
+        "4",
+        "--seed",
+        "7",
+        "-n",
+        "A",
+        "-n",
+        "B",
+        &a,
+        &b,
+    ]);
+    let event = abperf::measure::perf_record::default_event();
+    out.has(&format!("8 profiled runs of {event} (not timed;"))
+        .err_has("--profile: 4 untimed profiled run(s) per variant");
+    let store = lab.store();
+    let profiles = store.profiles(1).unwrap();
+    let data = store.load(1).unwrap();
+    assert_eq!(data.runs.len(), 10, "the timed runs and warm-ups only");
+    let timed: Vec<(u32, usize)> = data
+        .runs
+        .iter()
+        .filter(|r| !r.warmup)
+        .map(|r| (r.seq, r.variant))
+        .collect();
+    let profiled: Vec<(u32, usize)> = profiles.iter().map(|p| (p.seq, p.variant)).collect();
+    assert_eq!(
+        profiled, timed,
+        "one profiled run after each timed run, in its order"
+    );
+    for p in &profiles {
+        assert_eq!(p.profile.event, event);
+        assert!(p.profile.samples > 50, "{} samples", p.profile.samples);
+    }
+    let text = lab.ok(&["compare", "1"]).stdout;
+    assert!(text.contains("B spends +"), "{text}");
+    assert!(text.contains("of its samples in hot (95% CI +"), "{text}");
+}
+
+#[test]
+fn run_profile_refuses_kernels_and_a_bad_event() {
+    let lab = common::Lab::new();
+    lab.fails(&["run", "--profile", "--kernel", "/nonexistent", "true"], 2)
+        .err_has("guests are not profiled yet");
+    lab.fails(&["run", "--profile=cycles;x", "true"], 2)
+        .err_has("not an event name perf takes");
+    lab.fails(&["run", "--profile", "--profile-runs", "0", "true"], 2)
+        .err_has("--profile-runs 0");
 }

@@ -640,3 +640,67 @@ fn micro_html_table_and_findings() {
     assert!(!m.page.contains("NaN"));
     assert!(!dom.contains("<script"));
 }
+
+/// The profile differential of an experiment with profiled runs: an inline SVG chart (bars and
+/// interval whiskers, no script) that loads without console messages; a hostile symbol name is
+/// text.
+#[test]
+fn profile_differential_in_headless_chromium() {
+    let lab = Lab::new();
+    lab.ok(&[
+        "import",
+        "--format",
+        "time",
+        "--variant",
+        "A",
+        "--new",
+        "profiled",
+        &data("time-default.txt"),
+    ]);
+    lab.import_variant("1", "B", "time", &data("time-default.txt"));
+    let evil = "<script>alert(2)</script>";
+    for (variant, hot) in [("A", 300u32), ("B", 450)] {
+        for i in 0..3u32 {
+            let text = common::perf_script_text(&[
+                ("hot", hot + 7 * i),
+                ("cold", 600 - 5 * i),
+                (evil, 40 + 3 * i),
+            ]);
+            lab.write(&format!("{variant}/r{i}.txt"), text);
+        }
+    }
+    lab.ok(&[
+        "import",
+        "--format",
+        "perf-script",
+        "--experiment",
+        "1",
+        &lab.p("A"),
+        &lab.p("B"),
+    ]);
+    let html = lab.path("profile.html");
+    lab.ok(&[
+        "report",
+        "1",
+        "--format",
+        "html",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let Some(browser) = browser_or_skip() else {
+        return;
+    };
+    let url = format!("file://{}", html.display());
+    let loaded = Loaded::load(&browser, lab.dir.path(), "profile", &url);
+    loaded.assert_quiet();
+    let dom = loaded.dom();
+    let svg = svg_with(dom, "class=\"plot profile-diff\"");
+    assert_eq!(svg.matches("class=\"bar\"").count(), 3, "{svg}");
+    assert_eq!(svg.matches("class=\"ci\"").count(), 3, "{svg}");
+    assert!(svg.contains(">hot<"), "{svg}");
+    assert!(dom.contains("&lt;script&gt;alert(2)&lt;/script&gt;"));
+    assert!(
+        !dom.contains("<script"),
+        "a script element made it into the DOM"
+    );
+}

@@ -125,23 +125,18 @@ enum Loaded {
 }
 
 /// Load the inputs: files, one experiment, or one variant of each of two experiments (two
-/// micro experiments: their comparison); with one experiment, also the text of its profile
-/// differential (empty without profiled runs).
-fn load(args: &CompareArgs) -> anyhow::Result<(Loaded, String)> {
+/// micro experiments: their comparison).
+fn load(args: &CompareArgs) -> anyhow::Result<Loaded> {
     let db = &args.db.location()?;
     match Inputs::of(&args.inputs)? {
-        Inputs::Files => Ok((
-            Loaded::ToJudge(Report::new(
-                from_files(&args.inputs, args.column, args.summary)?,
-                View::Compare,
-            )),
-            String::new(),
-        )),
+        Inputs::Files => Ok(Loaded::ToJudge(Report::new(
+            from_files(&args.inputs, args.column, args.summary)?,
+            View::Compare,
+        ))),
         Inputs::One(reference) => {
             let store = Store::open_to_read(db)?;
             let id = lookup::experiment_id(&store, reference)?;
-            let profiles = compare_profile::block(&store, id, &args.analysis)?;
-            Ok((one_experiment(&store, id, args)?, profiles))
+            one_experiment(&store, id, args)
         }
         Inputs::Two(a, b) => {
             let store = Store::open_to_read(db)?;
@@ -150,12 +145,12 @@ fn load(args: &CompareArgs) -> anyhow::Result<(Loaded, String)> {
                 lookup::experiment_id(&store, b)?,
             ];
             if let Some(r) = micro_report(&store, ids, args)? {
-                return Ok((Loaded::Ready(r), String::new()));
+                return Ok(Loaded::Ready(r));
             }
             let (ds, diffs) = two_experiments(&store, ids, args.variant.as_deref())?;
             let mut r = Report::new(ds, View::Compare);
             r.env_diffs = diffs;
-            Ok((Loaded::ToJudge(r), String::new()))
+            Ok(Loaded::ToJudge(r))
         }
         Inputs::Many(n) => {
             Store::open_to_read(db)?;
@@ -198,13 +193,19 @@ fn one_experiment(store: &Store, id: i64, args: &CompareArgs) -> anyhow::Result<
     if micro && plain {
         return Ok(Loaded::Ready(output::load(store, id, View::Micro)?));
     }
-    Ok(Loaded::ToJudge(output::load(store, id, View::Compare)?))
+    let mut r = output::load(store, id, View::Compare)?;
+    if let Some(b) = args.analysis.baseline.as_deref()
+        && r.profile.is_some()
+    {
+        r.profile = compare_profile::section(store, id, Some(b), false)?;
+    }
+    Ok(Loaded::ToJudge(r))
 }
 
 /// Load the inputs, judge their variants unless the report is ready as it is, and print it.
 pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     args.analysis.check()?;
-    let (loaded, profiles) = load(&args)?;
+    let loaded = load(&args)?;
     let mut r = match loaded {
         Loaded::Ready(r) => r,
         Loaded::ToJudge(r) => judge(r, &args)?,
@@ -217,10 +218,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     {
         crate::error::stderr_line(&format!("abperf: warning: {n}"));
     }
-    let mut text = args.format.render(&r)?;
-    if args.format == Format::Text {
-        text.push_str(&profiles);
-    }
+    let text = args.format.render(&r)?;
     output::write(&text, args.output.as_ref())?;
     let same = r
         .notes

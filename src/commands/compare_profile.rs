@@ -1,22 +1,26 @@
-//! The profile differential under `compare`'s text verdicts (docs/profile.md): each variant's
-//! profiled runs against the baseline's, when the experiment has profiled runs.
+//! The profile section of a stored experiment's report (docs/profile.md): its profiled runs and
+//! each variant's differential against the baseline, when it has profiled runs.
 
-use super::output::AnalysisArgs;
 use crate::error::usage;
 use crate::model::profile::Profile;
+use crate::report::profile::{ProfileSection, VariantDiff};
 use crate::stats::profile_diff::{Options, differential};
 use crate::store::Store;
-use std::fmt::Write;
 
-/// The text block of experiment `id`'s profiled runs: each variant against the baseline
-/// (`--baseline`, else the first variant); empty when it has none.
-pub fn block(store: &Store, id: i64, analysis: &AnalysisArgs) -> anyhow::Result<String> {
+/// The profile section of experiment `id` (`None` without profiled runs): its runs and, unless
+/// `raw` (`export`), each variant's differential against `baseline` (else the first variant).
+pub fn section(
+    store: &Store,
+    id: i64,
+    baseline: Option<&str>,
+    raw: bool,
+) -> anyhow::Result<Option<ProfileSection>> {
     let runs = store.profiles(id)?;
     if runs.is_empty() {
-        return Ok(String::new());
+        return Ok(None);
     }
     let names: Vec<String> = store.variants(id)?.into_iter().map(|v| v.name).collect();
-    let base = match &analysis.baseline {
+    let base = match baseline {
         Some(b) => names
             .iter()
             .position(|n| n == b)
@@ -29,26 +33,18 @@ pub fn block(store: &Store, id: i64, analysis: &AnalysisArgs) -> anyhow::Result<
             .map(|r| r.profile.clone())
             .collect()
     };
-    let event = &runs[0].profile.event;
-    let wall: i64 = runs.iter().map(|r| r.wall_ns).sum();
-    let mut out = format!(
-        "\n{} profiled runs (not timed; {:.1} s under perf in all)\n",
-        runs.len(),
-        wall as f64 / 1e9
-    );
-    let a = of(base);
-    for (v, name) in names.iter().enumerate().filter(|(v, _)| *v != base) {
-        match differential(&a, &of(v), Options::default()) {
-            Ok(d) => out.push_str(&crate::report::profile::text(&d, event, &names[base], name)),
-            Err(e) => {
-                let _ = writeln!(
-                    out,
-                    "Profile of {} against {}: {e}",
-                    crate::model::escape::control(name),
-                    crate::model::escape::control(&names[base])
-                );
-            }
+    let mut diffs = Vec::new();
+    if !raw {
+        let a = of(base);
+        for (v, name) in names.iter().enumerate().filter(|(v, _)| *v != base) {
+            let d = differential(&a, &of(v), Options::default());
+            diffs.push(VariantDiff {
+                baseline: names[base].clone(),
+                variant: name.clone(),
+                error: d.as_ref().err().map(|e| e.to_string()),
+                differential: d.ok(),
+            });
         }
     }
-    Ok(out)
+    Ok(Some(ProfileSection { runs, diffs }))
 }

@@ -24,6 +24,10 @@ use std::path::{Path, PathBuf};
              invocation, boot, host, param.NAME, warmup, status, started_ns, ended_ns
              (docs/import.md#tables; what `abperf export --format csv` writes)
   jsonl      the same table as one JSON object per line
+  perf-script  `perf script` text of perf record -g recordings, stored as profiled runs (not
+             timed runs): a FILE is one run of --variant (default: its name without extension),
+             a DIRECTORY one variant (default: its name) with one run per file
+             (docs/profile.md#importing-recordings)
 
 Runs without a label go to --variant, else to a variant named after the file.")]
 pub struct ImportArgs {

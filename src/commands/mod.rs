@@ -17,6 +17,7 @@ pub mod hints;
 pub mod history;
 pub mod history_confirm;
 pub mod import;
+pub mod import_profile;
 pub mod list;
 pub mod lookup;
 pub mod metrics;

@@ -419,7 +419,9 @@ pub fn load(store: &Store, id: i64, view: View) -> anyhow::Result<Report> {
             r.micro = Some(crate::report::micro::build(&r.data, findings));
             r.include_runs = view == View::Export;
         }
-        Kind::Run | Kind::Import => {}
+        Kind::Run | Kind::Import => {
+            r.profile = super::compare_profile::section(store, id, None, view == View::Export)?;
+        }
     }
     Ok(r)
 }

@@ -24,6 +24,7 @@ use crate::model::{Kind, NewExperiment, Slot, Status, Variant};
 use crate::runner::experiment::{RunConfig, prepare, ways_line};
 use crate::runner::knob_lock::LockOptions;
 use crate::runner::noise::{self, NoiseConfig};
+use crate::runner::profiled::ProfilePlan;
 use crate::runner::shell::ShellMode;
 use crate::runner::signals;
 use crate::runner::workload;
@@ -113,6 +114,9 @@ fn start(plan: &NewRun) -> anyhow::Result<i32> {
     let seed = cfg.seed;
     let args = &plan.args;
     let mut store = Store::open_to_run(&args.db.location()?)?;
+    if let Some(p) = &cfg.profile {
+        check_profile(&store, p, cfg.runs)?;
+    }
     cfg.counted_events = check_events(&args.events, args.strict)?;
     let variants = new_variants(&plans)?;
     // Everything is checked before the experiment is stored: commands, CPU list, knobs.
@@ -168,6 +172,27 @@ fn start(plan: &NewRun) -> anyhow::Result<i32> {
     );
     drop(guard);
     settle_tune(&mut store, id, &cfg, result)
+}
+
+/// `--profile`: a store that keeps profiled runs, and a `perf` that records the event (one
+/// second of `true` sampled here), before anything is stored.
+fn check_profile(store: &Store, plan: &ProfilePlan, timed: u32) -> anyhow::Result<()> {
+    if !store.supports(Operation::Profile) {
+        return Err(usage(format!(
+            "--profile: profiled runs are not kept in a PostgreSQL store yet; run into an SQLite \
+             store (--db FILE) and copy the experiment there (abperf store copy FILE {})",
+            store.path().display()
+        )));
+    }
+    crate::runner::profiled::probe(plan)?;
+    crate::error::stderr_line(&format!(
+        "abperf: --profile: {} untimed profiled run(s) per variant, sampling {} at {} Hz with \
+         call graphs",
+        plan.runs.min(timed),
+        plan.event,
+        plan.frequency
+    ));
+    Ok(())
 }
 
 /// The variants of a new experiment: the commands (`@NAME` expanded) with the `-L` and `-k`
@@ -427,6 +452,8 @@ fn check_resumable(
     }
     let what = if cfg.noise.tune.is_some() && !store.supports(Operation::Tune) {
         "--tune (its journal, which puts the settings back after a crash, is kept in the store)"
+    } else if cfg.profile.is_some() && !store.supports(Operation::Profile) {
+        "--profile (its profiled runs are kept in the store)"
     } else if design.get("vm").is_some() && !store.supports(Operation::Boots) {
         "kernels (--kernel, --append: their boots are kept in the store)"
     } else {

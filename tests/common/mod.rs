@@ -479,3 +479,21 @@ pub fn value_kind(arg: &clap::Arg) -> &'static str {
         )
     }
 }
+
+/// `perf script` text of one recording with call chains: `n` samples in each `(symbol, n)`,
+/// each called from `main` (what `perf script -F comm,tid,time,period,event,ip,sym,dso` prints).
+pub fn perf_script_text(samples: &[(&str, u32)]) -> String {
+    let mut out = String::new();
+    let mut t = 0u64;
+    for (symbol, n) in samples {
+        for _ in 0..*n {
+            t += 250;
+            out.push_str(&format!(
+                "hc 4242 {}.{:06}:     250000 cpu-clock: \n\t    1161 {symbol}+0x28 (/tmp/hc)\n\t    11a0 main+0x40 (/tmp/hc)\n\n",
+                100 + t / 1_000_000,
+                t % 1_000_000
+            ));
+        }
+    }
+    out
+}

@@ -39,6 +39,9 @@ pub enum Format {
     Csv,
     /// The same table as JSON Lines: one object per run.
     Jsonl,
+    /// `perf script` text of one recording per file: profiled runs, not timed ones
+    /// ([`perf_script`]; `abperf import` stores them as profiles).
+    PerfScript,
 }
 
 impl fmt::Display for Format {
@@ -49,6 +52,7 @@ impl fmt::Display for Format {
             Format::Hyperfine => "hyperfine",
             Format::Csv => "csv",
             Format::Jsonl => "jsonl",
+            Format::PerfScript => "perf-script",
         })
     }
 }
@@ -438,6 +442,13 @@ pub fn parse(
         Format::Hyperfine => hyperfine::parse(file, text)?,
         Format::Csv => table::parse_csv(file, text)?,
         Format::Jsonl => table::parse_jsonl(file, text)?,
+        Format::PerfScript => {
+            return Err(ParseError::new(
+                file,
+                1,
+                "perf script text holds profiled runs, not timed runs (perf_script::parse reads it)",
+            ));
+        }
     };
     if imported.run_count() == 0 {
         return Err(ParseError::new(

@@ -78,17 +78,46 @@ impl Sampler {
     /// Run `argv` under `perf record`, its recording kept in `dir` (a directory only root
     /// writes) only until it is read back; returns the `perf script` text.
     pub fn record(&self, argv: &[String], dir: &Path) -> anyhow::Result<String> {
+        self.record_pinned(argv, dir, None)
+    }
+
+    /// [`Sampler::record`] with perf and the command pinned to `pin` (the CPUs the timed runs
+    /// are pinned to), inherited by the command perf starts.
+    pub fn record_pinned(
+        &self,
+        argv: &[String],
+        dir: &Path,
+        pin: Option<crate::affinity::Mask>,
+    ) -> anyhow::Result<String> {
         let data = dir.join("perf.data");
-        let st = Command::new(&self.perf)
-            .args(self.record_args(&data, argv))
+        let mut cmd = Command::new(&self.perf);
+        cmd.args(self.record_args(&data, argv))
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .status()
+            .stdout(Stdio::null());
+        if let Some(mask) = pin {
+            // SAFETY: runs between fork and exec; Mask::apply is one system call, no allocation.
+            unsafe {
+                use std::os::unix::process::CommandExt;
+                cmd.pre_exec(move || mask.apply());
+            }
+        }
+        // The command's output is discarded, as the timed runs' is; perf's (and its) stderr is
+        // kept for the error when the recording fails.
+        let out = cmd
+            .stderr(Stdio::piped())
+            .output()
             .with_context(|| format!("starting {}", self.perf.display()))?;
-        let text = if st.success() {
+        let text = if out.status.success() {
             self.script(&data)
         } else {
-            Err(anyhow::anyhow!("perf record of {argv:?} ended with {st}"))
+            let err = String::from_utf8_lossy(&out.stderr);
+            let tail: Vec<&str> = err.lines().rev().take(3).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            Err(anyhow::anyhow!(
+                "perf record of {argv:?} ended with {}: {}",
+                out.status,
+                tail.join(" / ")
+            ))
         };
         let _ = std::fs::remove_file(&data);
         text

@@ -56,6 +56,9 @@ fn render(d: &Report) -> String {
     );
 
     verdicts(&mut s, d);
+    if let Some(p) = d.profile.as_ref().and_then(|p| p.html(d)) {
+        s.push_str(&p);
+    }
 
     // Variants.
     let is_micro = d.micro.is_some();

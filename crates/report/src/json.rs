@@ -171,6 +171,10 @@ fn document(d: &Report) -> anyhow::Result<Value> {
     if let Some(a) = d.ceiling.as_ref().and_then(|a| a.json(d)) {
         doc["ceiling"] = a?;
     }
+    // Only with profiled runs (every other document is unchanged).
+    if let Some(p) = d.profile.as_ref().and_then(|p| p.json(d)) {
+        doc["profile"] = p?;
+    }
     // Kernel variants only: the boots, and the two-level analysis.
     if d.data.has_boots() {
         doc["boots"] = serde_json::to_value(&d.data.boots)?;

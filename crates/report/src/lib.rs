@@ -51,6 +51,7 @@ pub mod perfstat;
 pub mod plain;
 pub mod plan;
 pub mod profile;
+pub mod profile_svg;
 pub mod replication;
 pub mod same_config;
 pub mod section;
@@ -191,6 +192,8 @@ pub struct Report {
     pub levels: Option<levels::LevelsSection>,
     /// The analysis over replication levels of runs that name their invocation, boot or host.
     pub replication: Option<replication::ReplicationSection>,
+    /// Profiled runs (`run --profile`) and their differentials.
+    pub profile: Option<profile::ProfileSection>,
     pub view: View,
     /// Whether raw runs are listed in JSON and CSV (micro experiments hold thousands of
     /// samples: their report gives the per-configuration table instead).
@@ -230,6 +233,7 @@ impl Report {
             ceiling: None,
             levels: None,
             replication: None,
+            profile: None,
             view,
             include_runs: true,
             details: false,

@@ -30,6 +30,11 @@ fn render(d: &Report) -> String {
         out.extend(a.lines().map(String::from));
         out.push(String::new());
     }
+    // LKP-like rows of the profile differential (their own layout; long names wrapped).
+    if let Some(p) = d.profile.as_ref().and_then(|p| p.mail(d)) {
+        out.extend(p.lines().map(String::from));
+        out.push(String::new());
+    }
     if let Some(e) = d.data.experiment()
         && (d.trace.is_some() || d.micro.is_some())
         && d.ceiling.is_none()

@@ -11,7 +11,21 @@ pub struct Text;
 
 impl Render for Text {
     fn render(&self, r: &Report) -> anyhow::Result<String> {
-        Ok(match r.view {
+        let mut out = by_view(r);
+        // The profiled runs' cost and differentials, after the verdicts (docs/profile.md).
+        if let Some(p) = &r.profile
+            && matches!(r.view, View::Report | View::Compare | View::RunEnd)
+        {
+            out.push_str(&p.text(r));
+        }
+        Ok(out)
+    }
+}
+
+/// The text of `r`'s view.
+fn by_view(r: &Report) -> String {
+    {
+        match r.view {
             View::Report | View::Export => report(r),
             View::Compare => compare::Details.text(r),
             View::Show { runs } => show(r, runs),
@@ -28,7 +42,7 @@ impl Render for Text {
                 Some(a) => a.text(r),
                 None => report(r),
             },
-        })
+        }
     }
 }
 

@@ -4,9 +4,10 @@
 //! first filled into the local copy, as every read is).
 
 use super::Store;
+use abperf_model::Variant;
 use abperf_model::profile::{Profile, ProfiledRun, SymbolShare};
 use anyhow::{Context, bail};
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 
 /// The stored symbols of `p`: `[[symbol, self, inclusive], ...]`.
 fn symbols_json(p: &Profile) -> String {
@@ -41,6 +42,32 @@ fn parse_symbols(text: &str) -> anyhow::Result<Vec<SymbolShare>> {
         .collect()
 }
 
+/// Insert profiled run `run` of experiment `id` as variant row `vid` at `seq`.
+fn insert_profile(
+    tx: &rusqlite::Transaction,
+    id: i64,
+    vid: i64,
+    seq: i64,
+    run: &ProfiledRun,
+) -> anyhow::Result<()> {
+    let p = &run.profile;
+    tx.execute(
+        "INSERT INTO profile (experiment_id, variant_id, seq, event, samples, wall_ns, other_self, symbols)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            id,
+            vid,
+            seq,
+            p.event,
+            p.samples as i64,
+            run.wall_ns,
+            p.other_self,
+            symbols_json(p)
+        ],
+    )?;
+    Ok(())
+}
+
 impl Store {
     /// Store profiled run `seq` of variant `variant` (by position) of experiment `id`.
     pub fn save_profile(&mut self, id: i64, run: &ProfiledRun) -> anyhow::Result<()> {
@@ -53,23 +80,58 @@ impl Store {
                 |r| r.get(0),
             )
             .with_context(|| format!("experiment {id} has no variant {}", run.variant))?;
-        let p = &run.profile;
-        tx.execute(
-            "INSERT INTO profile (experiment_id, variant_id, seq, event, samples, wall_ns, other_self, symbols)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                id,
-                vid,
-                run.seq,
-                p.event,
-                p.samples as i64,
-                run.wall_ns,
-                p.other_self,
-                symbols_json(p)
-            ],
-        )?;
+        insert_profile(&tx, id, vid, i64::from(run.seq), run)?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// Profiled runs read from someone else's recordings (`abperf import --format
+    /// perf-script`), into a new experiment or an existing one, in one transaction: the
+    /// variants matched by name (new ones added, as `import` adds them), each run's `variant`
+    /// indexing `variants`, numbered after the experiment's profiled runs in the given order.
+    /// Every run must sample the event the experiment's profiled runs sampled.
+    pub fn import_profiles(
+        &mut self,
+        target: &crate::ImportTarget,
+        variants: &[Variant],
+        runs: &[ProfiledRun],
+    ) -> anyhow::Result<crate::ImportOutcome> {
+        self.require(crate::Operation::Profile)?;
+        let tx = self.write_tx()?;
+        let out = crate::import::import_in(&tx, target, variants, &[])?;
+        let id = out.experiment_id;
+        let event: Option<String> = tx
+            .query_row(
+                "SELECT event FROM profile WHERE experiment_id = ?1 LIMIT 1",
+                [id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let (Some(e), Some(r)) = (event, runs.first())
+            && e != r.profile.event
+        {
+            bail!(
+                "experiment {id}'s profiled runs sampled {e}; these sampled {} (shares of different \
+                 events are not compared)",
+                r.profile.event
+            );
+        }
+        let first: i64 = tx.query_row(
+            "SELECT coalesce(max(seq) + 1, 0) FROM profile WHERE experiment_id = ?1",
+            [id],
+            |r| r.get(0),
+        )?;
+        for (i, run) in runs.iter().enumerate() {
+            let name = &variants[run.variant].name;
+            let vid: i64 = tx.query_row(
+                "SELECT id FROM variant WHERE experiment_id = ?1 AND name = ?2",
+                params![id, name],
+                |r| r.get(0),
+            )?;
+            insert_profile(&tx, id, vid, first + i as i64, run)?;
+        }
+        tx.commit()?;
+        Ok(out)
     }
 
     /// The profiled runs of experiment `id` in the order they ran (empty when it has none).
@@ -170,6 +232,34 @@ mod tests {
         assert!(st.save_profile(id, &bad).is_err());
         st.delete(id).unwrap();
         assert!(st.profiles(id).unwrap().is_empty());
+    }
+
+    #[test]
+    fn imported_profiles_follow_the_stored_ones_and_keep_their_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("p.db")).unwrap();
+        let id = experiment(&mut st);
+        st.save_profile(id, &run(4)).unwrap();
+        let target = crate::ImportTarget::Existing(id);
+        let variants = [Variant::named("b"), Variant::named("c")];
+        let mut r = run(0);
+        r.variant = 0;
+        let mut r2 = run(0);
+        r2.variant = 1;
+        let out = st
+            .import_profiles(&target, &variants, &[r.clone(), r2])
+            .unwrap();
+        assert_eq!(out.new_variants, ["c"]);
+        let got = st.profiles(id).unwrap();
+        let seqs: Vec<(u32, usize)> = got.iter().map(|p| (p.seq, p.variant)).collect();
+        assert_eq!(seqs, [(4, 1), (5, 1), (6, 2)]);
+        r.profile.event = "cycles".into();
+        let e = st.import_profiles(&target, &variants, &[r]).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("sampled cpu-clock; these sampled cycles"),
+            "{e:#}"
+        );
+        assert_eq!(st.profiles(id).unwrap().len(), 3);
     }
 
     #[test]

@@ -89,6 +89,7 @@ pub fn run(store: &mut Store, runs: &Runs, planned: &Planned) -> anyhow::Result<
         noise: Default::default(),
         sequential: None,
         wait_moved_knob: false,
+        profile: None,
     };
     let prepared = crate::runner::experiment::prepare(&cfg, &variants)?;
     cfg.exec = variants

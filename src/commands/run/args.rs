@@ -162,6 +162,23 @@ pub struct LocalArgs {
     /// run; the same as --db :memory:)
     #[arg(long, conflicts_with_all = ["db", "resume"])]
     pub no_store: bool,
+    /// Profile each variant in extra, untimed runs under `perf record -g` (the event: cycles
+    /// where the CPU has a PMU, else cpu-clock; or EVENT), interleaved in the schedule's seeded
+    /// order; `compare` then prints which symbols' shares changed, with intervals
+    /// (docs/profile.md). This machine only: not yet inside VM guests (--kernel, --append) nor
+    /// in `fleet run`
+    #[arg(
+        long,
+        value_name = "EVENT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub profile: Option<String>,
+    /// With --profile: profiled runs per variant, spread evenly over its timed runs (at most one
+    /// per timed run) [default: 5]
+    #[arg(long, value_name = "N", requires = "profile")]
+    pub profile_runs: Option<u32>,
     /// Wait for a knob another experiment holds (default: fail at once, naming the holder)
     #[arg(long)]
     pub wait: bool,

@@ -17,6 +17,7 @@ use crate::measure::counters;
 use crate::model::SequentialPlan;
 use crate::runner::experiment::RunConfig;
 use crate::runner::noise::NoiseConfig;
+use crate::runner::profiled::{self, ProfilePlan};
 use crate::runner::shell::ShellMode;
 use crate::runner::workload;
 use crate::store::Location;
@@ -147,6 +148,28 @@ fn refuse_combinations(
     local: &LocalArgs,
     k: &KernelArgs,
 ) -> anyhow::Result<()> {
+    if k.any() && local.profile.is_some() {
+        return Err(usage(
+            "--profile with kernels (--kernel, --append): guests are not profiled yet; profile \
+             the command on this machine, or in the guest with perf record and import the perf \
+             script text (abperf import --format perf-script)",
+        ));
+    }
+    if local.profile_runs == Some(0) {
+        return Err(usage(
+            "--profile-runs 0: expected at least 1 (or leave out --profile)",
+        ));
+    }
+    if let Some(e) = local.profile.as_deref().filter(|e| !e.is_empty())
+        && !e
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_:./=,".contains(c))
+    {
+        return Err(usage(format!(
+            "--profile={}: not an event name perf takes (letters, digits and -_:./=,)",
+            crate::model::escape::control(e)
+        )));
+    }
     if k.any() && local.until_decided {
         return Err(usage(
             "--until-decided with kernels: not supported (boots, not runs, are the unit there); \
@@ -429,7 +452,24 @@ fn run_config(
             max_runs: args.runs,
             alpha: 0.05,
         }),
+        profile: local.and_then(profile_plan),
     }
+}
+
+/// `--profile[=EVENT]` and `--profile-runs`: the stored plan of the profiled runs (`None`
+/// without --profile); an empty EVENT is the machine's default (cycles with a PMU, else
+/// cpu-clock).
+fn profile_plan(local: &LocalArgs) -> Option<ProfilePlan> {
+    let event = local.profile.as_deref()?;
+    Some(ProfilePlan {
+        event: if event.is_empty() {
+            crate::measure::perf_record::default_event().to_string()
+        } else {
+            event.to_string()
+        },
+        frequency: profiled::FREQUENCY,
+        runs: local.profile_runs.unwrap_or(profiled::DEFAULT_RUNS),
+    })
 }
 
 /// The noise-control options, checked; --tune's settings exclude files that are variant knobs.
@@ -560,6 +600,40 @@ mod tests {
     /// A file that exists, as a `--kernel` (the plan does not read kernels).
     fn kernel() -> String {
         std::env::current_exe().unwrap().display().to_string()
+    }
+
+    #[test]
+    fn profile_is_the_stored_plan_of_the_profiled_runs() {
+        let Ok(Plan::Host(r)) = plan(&["--profile=cpu-clock", "--profile-runs", "3", "true"])
+        else {
+            panic!("a host run")
+        };
+        let want = ProfilePlan {
+            event: "cpu-clock".into(),
+            frequency: profiled::FREQUENCY,
+            runs: 3,
+        };
+        assert_eq!(r.cfg.profile, Some(want));
+        let Ok(Plan::Host(r)) = plan(&["--profile", "true"]) else {
+            panic!("a host run")
+        };
+        let p = r.cfg.profile.expect("--profile");
+        assert_eq!(p.event, crate::measure::perf_record::default_event());
+        assert_eq!(p.runs, profiled::DEFAULT_RUNS);
+        // Without --profile the stored design has no `profile` (its approval hash is unchanged).
+        let Ok(Plan::Host(r)) = plan(&["true"]) else {
+            panic!("a host run")
+        };
+        assert!(
+            serde_json::to_value(&r.cfg)
+                .unwrap()
+                .get("profile")
+                .is_none()
+        );
+        assert!(
+            refusal(&["--profile", "--append", "x", "true"])
+                .contains("guests are not profiled yet")
+        );
     }
 
     #[test]

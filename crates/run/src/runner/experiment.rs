@@ -14,6 +14,7 @@ use super::workload::{self, MetricsFile, WorkloadCommand};
 use crate::design::{Order, substitute};
 use abperf_measure::counters::{EventSpec, parse_event};
 use abperf_measure::rusage;
+use abperf_model::profile::ProfiledRun;
 use abperf_model::{Metric, Run, RunStatus, Slot, Variant};
 use abperf_store::Store;
 use anyhow::Context;
@@ -62,6 +63,9 @@ pub struct RunConfig {
     /// at an earlier look (the caller's [`Progress::decided`] says when).
     #[serde(default)]
     pub sequential: Option<abperf_model::SequentialPlan>,
+    /// `--profile[=EVENT]`: untimed profiled runs beside the timed ones (stored only when set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<super::profiled::ProfilePlan>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -315,6 +319,10 @@ pub trait RunSink {
     fn stored(&self) -> anyhow::Result<Option<abperf_model::Dataset>> {
         Ok(None)
     }
+    /// A profiled run (`run --profile`), kept the moment it ends.
+    fn save_profile(&mut self, _run: &ProfiledRun) -> anyhow::Result<()> {
+        anyhow::bail!("profiled runs are not kept here (guests are not profiled yet)")
+    }
 }
 
 /// Runs of experiment `.1` committed to the store, each in its own transaction.
@@ -329,6 +337,9 @@ impl RunSink for StoreSink<'_> {
     }
     fn stored(&self) -> anyhow::Result<Option<abperf_model::Dataset>> {
         self.0.load(self.1).map(Some)
+    }
+    fn save_profile(&mut self, run: &ProfiledRun) -> anyhow::Result<()> {
+        self.0.save_profile(self.1, run)
     }
 }
 
@@ -478,6 +489,9 @@ impl Walk<'_> {
             if let Err(e) = self.post(slot) {
                 return (Ending::Complete, Some(e));
             }
+            if let Err(e) = self.profiled_run(sink, progress, slot) {
+                return (Ending::Complete, Some(e));
+            }
         }
         (Ending::Complete, None)
     }
@@ -538,17 +552,7 @@ impl Walk<'_> {
         let (prep, quiet) = (self.prep, self.quiet);
         let v = &self.variants[slot.variant];
         let cmds = &prep.commands[slot.variant];
-        self.enter_variant(slot)?;
-        if let Some(pre) = &cmds.pre {
-            run_helper("--pre", pre, prep, quiet)?;
-        }
-        if let Some(p) = cmds.workload.as_ref().and_then(|w| w.prepare.as_ref()) {
-            run_helper("the workload's prepare step", p, prep, quiet)?;
-        }
-        self.noise.before_run(slot.seq)?;
-        for r in &cmds.rewarm {
-            run_helper("--rewarm", r, prep, quiet)?;
-        }
+        self.before_run(slot)?;
         let per_run = main_command(cmds, self.cfg.seed, slot.seq)?;
         let main = per_run.as_ref().unwrap_or(&cmds.main);
         let metrics_file = match (&cmds.workload, prep.metrics_file) {
@@ -608,6 +612,67 @@ impl Walk<'_> {
             out.wall_ns,
         );
         Ok(self.failure(slot, main, &out, unmeasured))
+    }
+
+    /// What comes before a run of `slot`'s variant (timed or profiled): its knobs and setup when
+    /// the variant changes, --pre, the workload's prepare step, the noise controls, --rewarm.
+    fn before_run(&mut self, slot: &Slot) -> anyhow::Result<()> {
+        let (prep, quiet) = (self.prep, self.quiet);
+        let cmds = &prep.commands[slot.variant];
+        self.enter_variant(slot)?;
+        if let Some(pre) = &cmds.pre {
+            run_helper("--pre", pre, prep, quiet)?;
+        }
+        if let Some(p) = cmds.workload.as_ref().and_then(|w| w.prepare.as_ref()) {
+            run_helper("the workload's prepare step", p, prep, quiet)?;
+        }
+        self.noise.before_run(slot.seq)?;
+        for r in &cmds.rewarm {
+            run_helper("--rewarm", r, prep, quiet)?;
+        }
+        Ok(())
+    }
+
+    /// `--profile`: after a timed run the plan picks (and its --post), a profiled run of the
+    /// same variant, untimed, stored with the timed run's sequence number. A profiled run that
+    /// fails is a warning (the timed runs are the experiment); a signal during it stops the loop
+    /// at the next slot.
+    fn profiled_run(
+        &mut self,
+        sink: &mut dyn RunSink,
+        progress: &mut dyn Progress,
+        slot: &Slot,
+    ) -> anyhow::Result<()> {
+        let Some(plan) = &self.cfg.profile else {
+            return Ok(());
+        };
+        let k = self.timed_done.get(&slot.variant).copied().unwrap_or(0);
+        if slot.warmup || k == 0 || !plan.picks(k - 1, self.cfg.runs) {
+            return Ok(());
+        }
+        if signals::received().is_some() {
+            return Ok(());
+        }
+        self.before_run(slot)?;
+        let cmds = &self.prep.commands[slot.variant];
+        let per_run = main_command(cmds, self.cfg.seed, slot.seq)?;
+        let main = per_run.as_ref().unwrap_or(&cmds.main);
+        if let (Some(_), Some(f)) = (&cmds.workload, self.prep.metrics_file) {
+            f.fresh()?;
+        }
+        let pin = self.prep.pin.as_ref().map(|p| *p.mask());
+        let name = &self.variants[slot.variant].name;
+        match super::profiled::record(plan, main, pin, slot.variant, slot.seq) {
+            Ok(run) if signals::received().is_none() => sink.save_profile(&run)?,
+            Ok(_) => return Ok(()),
+            Err(e) if signals::received().is_none() => progress.note(&format!(
+                "abperf: warning: the profiled run after run {} of variant '{name}' failed: {e:#}; \
+                 going on without it",
+                slot.seq
+            )),
+            Err(_) => return Ok(()),
+        }
+        self.post(slot)
     }
 
     /// After a run: read every held knob back; when one moved (another process wrote it), the

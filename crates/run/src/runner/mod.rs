@@ -11,6 +11,7 @@ pub mod knob_lock;
 pub mod knobs;
 pub mod noise;
 pub mod preflight;
+pub mod profiled;
 pub mod signals;
 pub mod spawn;
 pub mod spawn_fork;
