@@ -357,4 +357,3 @@ mod tests {
         assert_eq!(kept, [true, false, false]);
     }
 }
-
