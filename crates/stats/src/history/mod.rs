@@ -267,30 +267,6 @@ mod tests {
     }
 
     #[test]
-    fn a_step_three_points_before_the_end_is_found_where_it_is() {
-        // user_ns (ms) of tests/history_sources.rs: the last two points were once screened out
-        // as outliers (at an end, their one side straddled the step) and the step put at 4.
-        let v = [
-            (26.24, 0.71),
-            (25.19, 0.13),
-            (25.04, 0.38),
-            (25.24, 0.69),
-            (25.72, 0.32),
-            (51.03, 1.48),
-            (50.51, 0.37),
-            (50.96, 0.23),
-        ];
-        let points: Vec<Point> = v
-            .iter()
-            .map(|&(estimate, se)| Point { estimate, se })
-            .collect();
-        let h = detect(&points, &quick()).unwrap();
-        assert!(h.outliers.is_empty(), "{h:?}");
-        assert_eq!(h.changes.len(), 1, "{h:?}");
-        assert_eq!((h.changes[0].index, h.changes[0].location), (5, (5, 5)));
-    }
-
-    #[test]
     fn the_same_input_gives_the_same_answer() {
         let g = generate(
             &Spec {
