@@ -43,7 +43,9 @@ fn history_json(lab: &Lab, extra: &[&str]) -> serde_json::Value {
     ];
     args.extend_from_slice(extra);
     let out = lab.ok(&args);
-    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+    let j = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout));
+    common::assert_schema(&j);
+    j
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! goes on; `bisect status` and the final report ([`report`]) are read from the store alone.
 
 mod drive;
-mod git;
+pub(super) mod git;
 mod report;
 mod step;
 mod stored;

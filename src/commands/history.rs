@@ -2,7 +2,7 @@
 //! control (docs/history.md), `--confirm` re-measuring each change (`history_confirm`).
 
 use super::DbArgs;
-use super::history_confirm;
+use super::{history_bisect, history_confirm};
 use crate::error::usage;
 use crate::report::history::{self as h, HistoryReport, Order};
 use crate::store::Store;
@@ -71,6 +71,20 @@ pub struct HistoryArgs {
     /// trusted without this)
     #[arg(long, requires = "confirm")]
     pub trust_stored_design: bool,
+    /// With --confirm: the label carrying each experiment's commit; a change whose sides carry
+    /// different commits (and ran the same command) gets the `abperf bisect` of the commits
+    /// between them
+    #[arg(long, default_value = "commit", value_name = "KEY")]
+    pub commit_label: String,
+    /// With --confirm: run those bisections (needs --repo and --build) instead of printing them
+    #[arg(long, requires_all = ["confirm", "repo", "build"])]
+    pub bisect: bool,
+    /// The git repository of the commits (for the bisection's command line, or --bisect)
+    #[arg(long, value_name = "DIR", requires = "confirm")]
+    pub repo: Option<PathBuf>,
+    /// The build command of the bisection, run in each revision's worktree
+    #[arg(long, value_name = "CMD", requires = "confirm")]
+    pub build: Option<String>,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -94,6 +108,12 @@ fn check(args: &HistoryArgs) -> anyhow::Result<Order> {
     }
     if !(1..=100_000).contains(&args.confirm_runs) || (args.confirm && args.confirm_runs < 2) {
         return Err(usage("--confirm-runs: expected 2 to 100000"));
+    }
+    if !crate::model::label::valid_key(&args.commit_label) {
+        return Err(usage(format!(
+            "--commit-label '{}': expected a label key",
+            args.commit_label
+        )));
     }
     Ok(match args.order.as_str() {
         "time" => Order::Time,
@@ -136,6 +156,16 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<i32> {
             trust_stored_design: args.trust_stored_design,
         };
         history_confirm::confirm_all(&mut report, &location, &settings)?;
+        let bisect = history_bisect::Settings {
+            label: args.commit_label.clone(),
+            repo: args.repo.clone(),
+            build: args.build.clone(),
+            run: args.bisect,
+            metric: args.metric.clone(),
+            alpha: args.alpha,
+            trust_stored_design: args.trust_stored_design,
+        };
+        history_bisect::bisect_all(&mut report, &location, &bisect)?;
     }
     write(&report, &args)?;
     Ok(exit_status(&report, args.fail_on))

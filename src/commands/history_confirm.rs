@@ -6,6 +6,7 @@
 
 use super::output::{self, AnalysisArgs};
 use crate::error::usage;
+use crate::model::Kind;
 use crate::report::View;
 use crate::report::history::{CONFIRM_LABEL, Confirmation, HistoryReport};
 use crate::stats::verdict::Verdict;
@@ -23,6 +24,8 @@ struct Job {
     after: String,
     /// The experiments the two commands come from.
     experiments: [i64; 2],
+    /// What made them: only `run` experiments have a design to run again.
+    kinds: [Kind; 2],
     label: String,
 }
 
@@ -76,16 +79,15 @@ pub struct Settings {
 /// Re-measure every change of `r` and record each verdict in it.
 pub fn confirm_all(r: &mut HistoryReport, at: &Location, args: &Settings) -> anyhow::Result<()> {
     let jobs = jobs(r);
-    if jobs.is_empty() {
-        return Ok(());
+    let runnable: Vec<&Job> = jobs.iter().filter(|j| cannot_run(j).is_none()).collect();
+    if !runnable.is_empty() {
+        let commands: Vec<&str> = runnable
+            .iter()
+            .flat_map(|j| [j.before.as_str(), j.after.as_str()])
+            .collect();
+        let experiments: Vec<i64> = runnable.iter().flat_map(|j| j.experiments).collect();
+        trusted(at, &experiments, &commands, args.trust_stored_design)?;
     }
-    let commands: Vec<&str> = jobs
-        .iter()
-        .flat_map(|j| [j.before.as_str(), j.after.as_str()])
-        .filter(|c| !c.is_empty())
-        .collect();
-    let experiments: Vec<i64> = jobs.iter().flat_map(|j| j.experiments).collect();
-    trusted(at, &experiments, &commands, args.trust_stored_design)?;
     for j in &jobs {
         let k = confirm_one(j, at, args)?;
         r.series[j.series].changes[j.change].confirmed = Some(k);
@@ -107,6 +109,7 @@ fn jobs(r: &HistoryReport) -> Vec<Job> {
                 before: before.command.clone(),
                 after: after.command.clone(),
                 experiments: [before.experiment, after.experiment],
+                kinds: [before.kind, after.kind],
                 label: format!(
                     "{CONFIRM_LABEL}=series {} experiments {}:{} ({nonce})",
                     a.series.number, before.experiment, after.experiment
@@ -125,16 +128,39 @@ fn not_confirmed(text: String) -> Confirmation {
     }
 }
 
-fn confirm_one(j: &Job, at: &Location, args: &Settings) -> anyhow::Result<Confirmation> {
+/// Why the re-measurement of `j` cannot run (None: it can).
+fn cannot_run(j: &Job) -> Option<String> {
+    if let Some(k) = j.kinds.iter().find(|k| **k != Kind::Run) {
+        let [b, a] = j.experiments;
+        return Some(match k {
+            Kind::Import => format!(
+                "cannot re-measure: an imported point (experiments {b}, {a}) was measured \
+                 elsewhere by another tool and abperf stores no design to run again; measure \
+                 both sides there and import them, or run them with abperf run"
+            ),
+            Kind::Micro => format!(
+                "cannot re-measure: a micro point (experiments {b}, {a}) is re-measured by \
+                 running abperf micro on each side again, not by a stored command"
+            ),
+            _ => format!("cannot re-measure: experiments {b}, {a} are not run experiments"),
+        });
+    }
     if j.before.is_empty() || j.after.is_empty() {
-        return Ok(not_confirmed("no stored command to re-run".into()));
+        return Some("no stored command to re-run".into());
     }
     if j.before == j.after {
-        return Ok(not_confirmed(
+        return Some(
             "both sides ran the same command: what changed is not in it (a kernel, a file), so \
              an A/B of the command cannot tell them apart"
                 .into(),
-        ));
+        );
+    }
+    None
+}
+
+fn confirm_one(j: &Job, at: &Location, args: &Settings) -> anyhow::Result<Confirmation> {
+    if let Some(why) = cannot_run(j) {
+        return Ok(not_confirmed(why));
     }
     let exe = std::env::current_exe().context("finding this abperf to run the re-measurement")?;
     let mut cmd = std::process::Command::new(exe);
@@ -164,7 +190,7 @@ fn confirm_one(j: &Job, at: &Location, args: &Settings) -> anyhow::Result<Confir
     judge(&store, id, &args.metric, args.alpha, j.worse)
 }
 
-fn location_text(at: &Location) -> std::ffi::OsString {
+pub(super) fn location_text(at: &Location) -> std::ffi::OsString {
     match at {
         Location::File(p) => p.clone().into_os_string(),
         Location::Server(dsn) => dsn.into(),

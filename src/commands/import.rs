@@ -49,6 +49,14 @@ pub struct ImportArgs {
     /// measured between reboots): the boots become a replication level
     #[arg(long, value_name = "NAME")]
     pub boot: Option<String>,
+    /// Label the new experiment (repeatable): what `abperf history` orders and names its points
+    /// by, e.g. --label commit=3f2a9c1 --label date=2026-11-27 (a new experiment only)
+    #[arg(
+        long = "label",
+        value_name = "KEY=VALUE",
+        conflicts_with = "experiment"
+    )]
+    pub labels: Vec<String>,
     /// Input format
     #[arg(long, value_enum)]
     pub format: Format,
@@ -174,9 +182,9 @@ fn store_import(
     runs: &[crate::model::Run],
 ) -> anyhow::Result<(ImportTarget, ImportOutcome)> {
     let at = args.db.location()?;
-    if let Some(ImportTarget::New(exp)) = &target {
-        let out = crate::store::import_new(&at, exp, variants, runs)?;
-        return Ok((ImportTarget::New(exp.clone()), out));
+    if let Some(ImportTarget::New(exp, labels)) = &target {
+        let out = crate::store::import_new(&at, exp, labels, variants, runs)?;
+        return Ok((ImportTarget::New(exp.clone(), labels.clone()), out));
     }
     let mut store = Store::open_to_take_over(&at)?;
     let target = match target {
@@ -211,6 +219,7 @@ fn warn_mixed_labels(args: &ImportArgs, id: i64) -> anyhow::Result<()> {
 }
 
 pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
+    let labels = crate::model::label::parse_all(&args.labels).map_err(usage)?;
     let imports = parse_files(&args)?;
     let (variants, runs) = import::merge(&imports);
     let target = match &args.experiment {
@@ -224,22 +233,25 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
                 return Err(usage("--new: the experiment name is empty"));
             }
             let files: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
-            Some(ImportTarget::New(NewExperiment {
-                name,
-                kind: Kind::Import,
-                command_line: crate::store::redacted_args(std::env::args()),
-                design: serde_json::json!({
-                    // A table with `seq` on every row gives the run order (drift tests apply).
-                    "order": if imports.len() == 1 && imports[0].run_order { "seq" } else { "imported" },
-                    "format": args.format.to_string(),
-                    "files": files,
-                }),
-                seed: None,
-                environment: serde_json::json!({
-                    "imported": true,
-                    "note": "measured elsewhere by another tool; the measuring machine is not recorded",
-                }),
-            }))
+            Some(ImportTarget::New(
+                NewExperiment {
+                    name,
+                    kind: Kind::Import,
+                    command_line: crate::store::redacted_args(std::env::args()),
+                    design: serde_json::json!({
+                        // A table with `seq` on every row gives the run order (drift tests apply).
+                        "order": if imports.len() == 1 && imports[0].run_order { "seq" } else { "imported" },
+                        "format": args.format.to_string(),
+                        "files": files,
+                    }),
+                    seed: None,
+                    environment: serde_json::json!({
+                        "imported": true,
+                        "note": "measured elsewhere by another tool; the measuring machine is not recorded",
+                    }),
+                },
+                labels,
+            ))
         }
     };
     let (target, out) = store_import(&args, target, &variants, &runs)?;
@@ -280,7 +292,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
         per_variant.join(", "),
         imports.len(),
         out.experiment_id,
-        if out.new_variants.is_empty() || matches!(target, ImportTarget::New(_)) {
+        if out.new_variants.is_empty() || matches!(target, ImportTarget::New(..)) {
             String::new()
         } else {
             format!(", new variant(s): {}", out.new_variants.join(", "))

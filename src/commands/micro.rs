@@ -2,7 +2,7 @@
 //! signals; results printed and stored as an experiment.
 
 pub use super::micro_args::MicroArgs;
-use super::micro_args::{print_failure, progress_bar, suite_name};
+use super::micro_args::{experiment_labels, print_failure, progress_bar, suite_name};
 use crate::error::usage;
 use crate::micro::record::Record;
 use crate::micro::{self, Options};
@@ -11,6 +11,7 @@ use crate::store::Store;
 
 pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
     let benches = micro::select(&args.benches).map_err(usage)?;
+    experiment_labels(&args)?;
     if args.kernel.is_empty()
         && let Some(flag) = [
             ("--append", !args.append.is_empty()),
@@ -76,7 +77,7 @@ pub fn run(args: MicroArgs) -> anyhow::Result<i32> {
         &sampling.finish("during the benchmarks"),
     );
     let record = micro::record::record(&report, &suite_name(&args, &benches), &argv, environment);
-    let r = stored_or_built(record, store.as_mut())?;
+    let r = stored_or_built(record, store.as_mut(), &args)?;
     super::output::write(&args.format.render(&r)?, None)?;
     // A benchmark that failed is an error (a skip for a reason of the machine is not).
     for f in &report.failures {
@@ -184,10 +185,14 @@ fn cpus(args: &MicroArgs) -> anyhow::Result<(usize, Option<usize>)> {
 
 /// The report of `record`: stored and read back from the store, or, with --no-store, built
 /// from the record itself.
-fn stored_or_built(record: Record, store: Option<&mut Store>) -> anyhow::Result<Report> {
+fn stored_or_built(
+    record: Record,
+    store: Option<&mut Store>,
+    args: &MicroArgs,
+) -> anyhow::Result<Report> {
     let mut r = match store {
         Some(s) => {
-            let id = record.save(s)?;
+            let id = super::micro_args::save(&record, s, args)?;
             crate::error::stderr_line(&format!(
                 "abperf: stored as experiment {id} in {}",
                 s.path().display()

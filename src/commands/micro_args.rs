@@ -101,8 +101,29 @@ pub struct MicroArgs {
     /// Do not store the results
     #[arg(long)]
     pub no_store: bool,
+    /// Label the stored experiment(s) (repeatable): what `abperf history` orders and names its
+    /// points by, e.g. --label commit=3f2a9c1 (series of `--metric cycles`, `ns`, ...)
+    #[arg(long = "label", value_name = "KEY=VALUE", conflicts_with = "no_store")]
+    pub labels: Vec<String>,
     #[command(flatten)]
     pub db: DbArgs,
+}
+
+/// `--label`, checked.
+pub(super) fn experiment_labels(args: &MicroArgs) -> anyhow::Result<crate::model::label::Labels> {
+    crate::model::label::parse_all(&args.labels).map_err(crate::error::usage)
+}
+
+/// Store `record` with the experiment labels of `args`; returns its id.
+pub(super) fn save(
+    record: &micro::record::Record,
+    store: &mut crate::store::Store,
+    args: &MicroArgs,
+) -> anyhow::Result<i64> {
+    let labels = experiment_labels(args)?;
+    let id = record.save(store)?;
+    store.set_labels(id, &labels)?;
+    Ok(id)
 }
 
 /// The experiment name: `--name`, else "micro" for the whole suite, else "micro" and the

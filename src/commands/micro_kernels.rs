@@ -140,7 +140,7 @@ pub fn run(
     }
     let labels: Vec<String> = plans.iter().map(|p| p.label.clone()).collect();
     let data = match store {
-        Some(s) => super::micro_variants::store_and_read_back(s, &records, &labels)?,
+        Some(s) => super::micro_variants::store_and_read_back(s, &records, &labels, args)?,
         None => records.iter().map(|r| r.dataset()).collect(),
     };
     super::micro_variants::print_comparisons(args, &records, &data, &labels)?;

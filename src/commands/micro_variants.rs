@@ -135,7 +135,7 @@ pub fn run(
     let records = records(args, benches, &plans, &reports, seed, environment);
     let labels: Vec<String> = plans.iter().map(|p| p.label.clone()).collect();
     let data = match store {
-        Some(s) => store_and_read_back(s, &records, &labels)?,
+        Some(s) => store_and_read_back(s, &records, &labels, args)?,
         None => records.iter().map(|r| r.dataset()).collect(),
     };
     print_comparisons(args, &records, &data, &labels)?;
@@ -270,10 +270,11 @@ pub(super) fn store_and_read_back(
     s: &mut Store,
     records: &[Record],
     labels: &[String],
+    args: &MicroArgs,
 ) -> anyhow::Result<Vec<Dataset>> {
     let mut ids = Vec::new();
     for rec in records {
-        ids.push(rec.save(s)?);
+        ids.push(super::micro_args::save(rec, s, args)?);
     }
     crate::error::stderr_line(&format!(
         "abperf: stored as experiments {} in {} (variants {}, measured interleaved); \

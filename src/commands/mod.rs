@@ -15,6 +15,7 @@ pub mod export;
 pub mod fleet;
 pub mod hints;
 pub mod history;
+pub mod history_bisect;
 pub mod history_confirm;
 pub mod import;
 pub mod import_profile;

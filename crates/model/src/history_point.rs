@@ -2,12 +2,16 @@
 //! time, host, kernel) and the variant's summary of one metric, counted by the store (SQLite,
 //! or the PostgreSQL server) without reading the runs.
 
+use crate::experiment::Kind;
 use crate::label::Labels;
 
 /// A variant's summary of one metric in one experiment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistoryPoint {
     pub experiment: i64,
+    /// What made the experiment: `run` (its design can be run again), `import` (measured
+    /// elsewhere: nothing to re-run) or `micro`.
+    pub kind: Kind,
     /// UTC, RFC 3339.
     pub created: String,
     pub labels: Labels,
@@ -19,7 +23,8 @@ pub struct HistoryPoint {
     /// The variant's command (or its workload's description), "" when it has none.
     pub command: String,
     pub metric: String,
-    /// Timed, successful, not excluded runs with the metric.
+    /// The replicates of the estimate: timed, successful, not excluded runs with the metric (a
+    /// micro configuration: its rounds).
     pub runs: u64,
     pub mean: f64,
     /// Sample standard deviation (0 with one run).
@@ -28,7 +33,7 @@ pub struct HistoryPoint {
 
 impl HistoryPoint {
     /// The standard error of the mean, at the level the experiment was replicated at (its
-    /// runs).
+    /// runs; a micro configuration's rounds).
     pub fn se(&self) -> f64 {
         if self.runs < 2 {
             f64::NAN

@@ -258,7 +258,7 @@ impl Store {
                 self.import_on_server(*id, variants, runs)
             }
             #[cfg(feature = "postgres")]
-            (Backend::Postgres(_), ImportTarget::New(_)) => {
+            (Backend::Postgres(_), ImportTarget::New(..)) => {
                 Err(self.refusal(Operation::ImportNewThroughCopy))
             }
         }

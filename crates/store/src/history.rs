@@ -1,9 +1,13 @@
 //! What `abperf history` reads: every experiment's labels and environment (its row) and each
-//! variant's count, mean and spread of one metric, counted by SQL where the runs are (SQLite, or
-//! the PostgreSQL server: no run is read into this process). Labels are written by
-//! [`Store::set_labels`] (migration 16).
+//! variant's count, mean and spread of one metric. For the metrics every run has (`run` and
+//! `import` experiments) these are counted by SQL where the runs are (SQLite, or the PostgreSQL
+//! server: no run is read into this process); for a micro metric (`cycles`, `ns`, ...) each
+//! `micro` experiment is read and its configurations summarised round by round (the rounds are
+//! a micro comparison's replicates). Labels are written by [`Store::set_labels`] (migration 17)
+//! and by an import (`ImportTarget::New`).
 
 use super::Store;
+use abperf_model::Kind;
 use abperf_model::history_point::HistoryPoint;
 use abperf_model::label::{self, Labels};
 use anyhow::Context;
@@ -31,13 +35,18 @@ pub(crate) struct VariantSum {
     pub sum_sq: f64,
 }
 
+/// The metrics of a micro experiment's samples (`abperf_model::micro::sample_run`).
+pub const MICRO_METRICS: [&str; 4] = ["cycles", "ns", "core_cycles", "cycles_per_page"];
+
 /// The SQL of [`SUMMARY`] for `metric`, which must be one of the fixed run columns.
 pub(crate) fn summary_sql(metric: &str) -> anyhow::Result<String> {
     if !crate::FIXED.iter().any(|(name, _)| *name == metric) {
         let names: Vec<&str> = crate::FIXED.iter().map(|(n, _)| *n).collect();
         anyhow::bail!(
-            "--metric {metric}: history reads one of the metrics every run has: {}",
-            names.join(", ")
+            "--metric {metric}: history reads one of the metrics every run has: {} (run and \
+             import experiments), or of micro's samples: {} (micro experiments)",
+            names.join(", "),
+            MICRO_METRICS.join(", ")
         );
     }
     Ok(SUMMARY.replace("{col}", metric))
@@ -68,15 +77,19 @@ impl Store {
         label::from_stored(id, stored.as_deref()).map_err(anyhow::Error::msg)
     }
 
-    /// Every variant of every `run` experiment with `metric`, as history points, in experiment
-    /// then variant order. Experiments still running are left out.
+    /// Every variant of every experiment with `metric`, as history points, in experiment then
+    /// variant order: `run` and `import` experiments for a fixed run column, `micro` ones for a
+    /// micro metric ([`MICRO_METRICS`]). Experiments still running are left out.
     pub fn history_points(&self, metric: &str) -> anyhow::Result<Vec<HistoryPoint>> {
+        if MICRO_METRICS.contains(&metric) {
+            return self.micro_history_points(metric);
+        }
         let sql = summary_sql(metric)?;
         let sums = match self.server_summaries(&sql)? {
             Some(s) => s,
             None => local_summaries(self.conn(), &sql)?,
         };
-        let rows = self.history_rows()?;
+        let rows = self.history_rows(&[Kind::Run, Kind::Import])?;
         let mut out = Vec::new();
         for s in sums {
             let Some(row) = rows.get(&s.experiment) else {
@@ -90,6 +103,7 @@ impl Store {
             };
             out.push(HistoryPoint {
                 experiment: s.experiment,
+                kind: row.kind,
                 created: row.created.clone(),
                 labels: row.labels.clone(),
                 host: row.host.clone(),
@@ -105,11 +119,56 @@ impl Store {
         Ok(out)
     }
 
-    /// The experiments' rows that history needs (kind run, not running), by id.
-    fn history_rows(&self) -> anyhow::Result<BTreeMap<i64, Row>> {
+    /// The points of the micro experiments: each configuration's mean of `metric` over its
+    /// rounds' means, the rounds as replicates (its standard deviation is the rounds').
+    fn micro_history_points(&self, metric: &str) -> anyhow::Result<Vec<HistoryPoint>> {
+        let mut out = Vec::new();
+        for (id, row) in self.history_rows(&[Kind::Micro])? {
+            let data = self.load(id)?;
+            for (pos, v) in data.variants.iter().enumerate() {
+                let mut rounds: BTreeMap<i32, (f64, f64)> = BTreeMap::new();
+                for r in data.runs.iter().filter(|r| r.variant == pos && r.counts()) {
+                    if let Some(x) = r.value(metric).filter(|x| x.is_finite()) {
+                        let e = rounds.entry(r.block).or_default();
+                        e.0 += x;
+                        e.1 += 1.0;
+                    }
+                }
+                let means: Vec<f64> = rounds.values().map(|(s, n)| s / n).collect();
+                if means.is_empty() {
+                    continue;
+                }
+                let n = means.len() as f64;
+                let mean = means.iter().sum::<f64>() / n;
+                let var = if means.len() > 1 {
+                    means.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (n - 1.0)
+                } else {
+                    0.0
+                };
+                out.push(HistoryPoint {
+                    experiment: id,
+                    kind: row.kind,
+                    created: row.created.clone(),
+                    labels: row.labels.clone(),
+                    host: row.host.clone(),
+                    kernel: row.kernel.clone(),
+                    variant: v.name.clone(),
+                    command: String::new(),
+                    metric: metric.to_string(),
+                    runs: means.len() as u64,
+                    mean,
+                    sd: var.sqrt(),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The experiments' rows that history needs (of `kinds`, not running), by id.
+    fn history_rows(&self, kinds: &[Kind]) -> anyhow::Result<BTreeMap<i64, Row>> {
         let mut stmt = self.conn().prepare(
-            "SELECT id, created, labels, environment FROM experiment \
-             WHERE kind = 'run' AND status <> 'running' ORDER BY id",
+            "SELECT id, created, labels, environment, kind FROM experiment \
+             WHERE status <> 'running' ORDER BY id",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok((
@@ -117,11 +176,15 @@ impl Store {
                 r.get::<_, String>(1)?,
                 r.get::<_, Option<String>>(2)?,
                 r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
             ))
         })?;
         let mut out = BTreeMap::new();
         for row in rows {
-            let (id, created, labels, env) = row?;
+            let (id, created, labels, env, kind) = row?;
+            let Some(kind) = Kind::parse(&kind).filter(|k| kinds.contains(k)) else {
+                continue;
+            };
             let labels = label::from_stored(id, labels.as_deref()).map_err(anyhow::Error::msg)?;
             let env: serde_json::Value = serde_json::from_str(&env)
                 .with_context(|| format!("experiment {id}: stored environment is not JSON"))?;
@@ -134,6 +197,7 @@ impl Store {
             out.insert(
                 id,
                 Row {
+                    kind,
                     created,
                     labels,
                     host: text("hostname"),
@@ -146,6 +210,7 @@ impl Store {
 }
 
 struct Row {
+    kind: Kind,
     created: String,
     labels: Labels,
     host: String,
@@ -228,7 +293,60 @@ mod tests {
         assert!((p.sd - 10.0).abs() < 1e-9, "{p:?}");
         assert_eq!((p.host.as_str(), p.kernel.as_str()), ("box", "6.1"));
         assert_eq!(p.labels, labels);
-        let e = store.history_points("cycles").unwrap_err().to_string();
-        assert!(e.contains("wall_ns"), "{e}");
+        let e = store
+            .history_points("minor_faults")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("wall_ns") && e.contains("cycles"), "{e}");
+        assert!(store.history_points("cycles").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_micro_configuration_is_a_point_over_its_rounds() {
+        use abperf_model::micro::{MicroRound, RoundProbe};
+        let mut store = Store::open_file(std::path::Path::new(":memory:")).unwrap();
+        let exp = NewExperiment {
+            name: "micro".into(),
+            kind: Kind::Micro,
+            command_line: vec![],
+            design: serde_json::json!({"timer": {"hz": 1e9}}),
+            seed: None,
+            environment: serde_json::json!({"hostname": "box"}),
+        };
+        let id = store
+            .create_experiment(&exp, &[Variant::named("syscall/getppid")], &[])
+            .unwrap();
+        // Three rounds with means 10, 20 and 30 (the second of unequal samples).
+        let round = |round: u32, cycles: Vec<f64>| MicroRound {
+            variant: 0,
+            round,
+            invocation: 0,
+            probe: RoundProbe {
+                started_ns: 1,
+                ticks_per_core_cycle: 1.0,
+                adds_per_cycle: f64::NAN,
+            },
+            cycles,
+        };
+        let rounds = [
+            round(0, vec![9.0, 11.0]),
+            round(1, vec![15.0, 25.0, 20.0]),
+            round(2, vec![30.0, f64::NAN]),
+        ];
+        store.set_micro_rounds(id, &rounds).unwrap();
+        store
+            .set_status(id, abperf_model::Status::Complete)
+            .unwrap();
+        store
+            .set_labels(id, &label::parse_all(&["commit=abc".into()]).unwrap())
+            .unwrap();
+        assert!(store.history_points("wall_ns").unwrap().is_empty());
+        let points = store.history_points("cycles").unwrap();
+        assert_eq!(points.len(), 1);
+        let p = &points[0];
+        assert_eq!((p.kind, p.runs, p.mean), (Kind::Micro, 3, 20.0));
+        assert!((p.sd - 10.0).abs() < 1e-9, "{p:?}");
+        assert_eq!(p.labels["commit"], "abc");
+        assert_eq!(store.history_points("ns").unwrap()[0].mean, 20.0);
     }
 }

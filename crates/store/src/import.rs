@@ -13,6 +13,7 @@ use super::Store;
 use super::insert::{
     insert_experiment, insert_run_row, insert_slot, insert_summaries, insert_variant,
 };
+use abperf_model::label::{self, Labels};
 use abperf_model::{NewExperiment, Run, Slot, Status, Variant};
 use anyhow::Context;
 use rusqlite::{OptionalExtension, params};
@@ -20,8 +21,8 @@ use rusqlite::{OptionalExtension, params};
 /// Where the imported runs go.
 #[derive(Debug, Clone)]
 pub enum ImportTarget {
-    /// A new experiment (kind `import`).
-    New(NewExperiment),
+    /// A new experiment (kind `import`) with its labels (`import --label`).
+    New(NewExperiment, Labels),
     /// Append to an existing experiment: variants are matched by name, new ones added at the end,
     /// runs get schedule numbers after the last one.
     Existing(i64),
@@ -59,7 +60,16 @@ pub(crate) fn import_in(
     runs: &[Run],
 ) -> anyhow::Result<ImportOutcome> {
     let exp_id = match target {
-        ImportTarget::New(exp) => insert_experiment(tx, exp, Status::Complete)?,
+        ImportTarget::New(exp, labels) => {
+            let id = insert_experiment(tx, exp, Status::Complete)?;
+            if let Some(text) = label::to_stored(labels) {
+                tx.execute(
+                    "UPDATE experiment SET labels = ?1 WHERE id = ?2",
+                    params![text, id],
+                )?;
+            }
+            id
+        }
         ImportTarget::Existing(id) => {
             let found: Option<i64> = tx
                 .query_row("SELECT id FROM experiment WHERE id = ?1", [id], |r| {
@@ -156,14 +166,17 @@ mod tests {
     }
 
     fn new_exp() -> ImportTarget {
-        ImportTarget::New(NewExperiment {
-            name: "imp".into(),
-            kind: Kind::Import,
-            command_line: vec!["abperf".into()],
-            design: serde_json::json!({"order": "imported"}),
-            seed: None,
-            environment: serde_json::json!({}),
-        })
+        ImportTarget::New(
+            NewExperiment {
+                name: "imp".into(),
+                kind: Kind::Import,
+                command_line: vec!["abperf".into()],
+                design: serde_json::json!({"order": "imported"}),
+                seed: None,
+                environment: serde_json::json!({}),
+            },
+            Labels::new(),
+        )
     }
 
     #[test]

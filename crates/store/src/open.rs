@@ -118,19 +118,21 @@ impl Store {
 pub fn import_new(
     at: &Location,
     exp: &NewExperiment,
+    labels: &abperf_model::label::Labels,
     variants: &[Variant],
     runs: &[Run],
 ) -> anyhow::Result<ImportOutcome> {
     match at {
         Location::File(path) => {
-            let target = ImportTarget::New(exp.clone());
+            let target = ImportTarget::New(exp.clone(), labels.clone());
             Store::open_file(path)?
                 .import_runs(&target, variants, runs)
                 .context("import not stored")
         }
         #[cfg(feature = "postgres")]
         Location::Server(dsn) => {
-            super::postgres::import_to_server(dsn, exp, variants, runs).context("import not stored")
+            super::postgres::import_to_server(dsn, exp, labels, variants, runs)
+                .context("import not stored")
         }
         #[cfg(not(feature = "postgres"))]
         Location::Server(dsn) => Err(without_postgres(dsn)),

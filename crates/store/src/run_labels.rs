@@ -66,14 +66,17 @@ mod tests {
             ..Run::ok(0, 0, vec![Metric::new("wall_ns", 5.0, "ns")])
         };
         let plain = Run::ok(1, 0, vec![Metric::new("wall_ns", 6.0, "ns")]);
-        let target = ImportTarget::New(NewExperiment {
-            name: "t".into(),
-            kind: Kind::Import,
-            command_line: vec![],
-            design: serde_json::json!({}),
-            seed: None,
-            environment: serde_json::json!({}),
-        });
+        let target = ImportTarget::New(
+            NewExperiment {
+                name: "t".into(),
+                kind: Kind::Import,
+                command_line: vec![],
+                design: serde_json::json!({}),
+                seed: None,
+                environment: serde_json::json!({}),
+            },
+            Default::default(),
+        );
         let out = store
             .import_runs(&target, &[Variant::named("a")], &[labelled.clone(), plain])
             .unwrap();

@@ -3,7 +3,7 @@
 //! location bands as an inline SVG, and the table). Self-contained and script-free, under the
 //! HTML report's Content-Security-Policy; every piece of stored text is escaped.
 
-use super::text::{change_line, order_words, scale, unit};
+use super::text::{bisect_line, change_line, order_words, scale, unit};
 use super::{Analysed, HistoryReport};
 use crate::html::{CSP, STYLE};
 use crate::svg::{axis_x, axis_y, esc, nice_ticks, padded_range, scaled_ticks};
@@ -99,6 +99,9 @@ fn series_page(r: &HistoryReport, a: &Analysed) -> String {
             "<p class=\"verdict\">Change {}</p>",
             esc(&change_line(r, a, c))
         );
+        if let Some(b) = &c.bisect {
+            let _ = writeln!(s, "<p class=\"note\">{}</p>", esc(&bisect_line(b)));
+        }
     }
     if let Some(why) = &a.skipped {
         let _ = writeln!(s, "<p class=\"note\">Not analysed: {}.</p>", esc(why));

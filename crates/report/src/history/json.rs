@@ -1,5 +1,6 @@
 //! `abperf history --format json`: every series of the query with its points (one series: the
 //! one named), outliers, p-values and changes (detected, and confirmed when `--confirm` ran).
+//! Schema `abperf-history` version 1, `$defs/history` of docs/abperf-report.schema.json.
 
 use super::{Analysed, Change, HistoryReport, Order};
 use serde_json::{Value, json};
@@ -21,6 +22,10 @@ fn change(a: &Analysed, c: &Change, order: &Order) -> Value {
             Some(k) if k.confirmed => "confirmed",
             Some(_) => "not confirmed",
         },
+        "bisect": c.bisect.as_ref().map(|b| json!({
+            "command": b.command,
+            "result": b.result,
+        })),
         "confirmation": c.confirmed.as_ref().map(|k| json!({
             "experiment": k.experiment,
             "confirmed": k.confirmed,
@@ -39,6 +44,7 @@ fn series(a: &Analysed, order: &Order) -> Value {
             json!({
                 "name": a.series.point_name(i, order),
                 "experiment": p.experiment,
+                "kind": p.kind.as_str(),
                 "created": p.created,
                 "labels": p.labels,
                 "kernel": p.kernel,
@@ -70,6 +76,8 @@ pub fn render(r: &HistoryReport) -> String {
         Order::Label(l) => json!({"by": "label", "label": l}),
     };
     let v = json!({
+        "schema": "abperf-history",
+        "version": 1,
         "generator": format!("abperf {}", env!("CARGO_PKG_VERSION")),
         "kind": "history",
         "alpha": r.alpha,

@@ -1,7 +1,7 @@
 //! `abperf history --format mail`: each change as a regression report, plain text wrapped at 72
 //! columns, ready to paste into a reply on a kernel list.
 
-use super::text::{change_line, order_words, point_words, scale, unit};
+use super::text::{bisect_line, change_line, order_words, point_words, scale, unit};
 use super::{Analysed, Change, HistoryReport};
 use crate::fmt::{one_line, wrap};
 
@@ -47,6 +47,10 @@ fn one(out: &mut Vec<String>, r: &HistoryReport, a: &Analysed, c: &Change) {
         sc.show(after.mean, u),
         after.runs
     ));
+    if let Some(b) = &c.bisect {
+        out.push(String::new());
+        out.extend(wrap(&bisect_line(b), 72, ""));
+    }
     if c.confirmed.is_none() {
         out.push(String::new());
         out.extend(wrap(

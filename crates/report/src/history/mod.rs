@@ -207,6 +207,17 @@ pub struct Change {
     pub regression: bool,
     /// `--confirm`'s verdict, when it ran.
     pub confirmed: Option<Confirmation>,
+    /// The bisection of the commits between the two sides, when they carry commits.
+    pub bisect: Option<Bisection>,
+}
+
+/// The `abperf bisect` of a change whose sides are revisions of a git repository.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bisection {
+    /// The command line that bisects the interval (to run by hand, or what `--bisect` ran).
+    pub command: String,
+    /// What it found, when it ran (or why it need not run).
+    pub result: Option<String>,
 }
 
 /// What re-measuring a change found.
@@ -349,6 +360,7 @@ fn change(s: &Series, from: usize, c: &cp::Change, outliers: &[usize]) -> Change
         relative: c.size / before,
         regression: c.size > 0.0,
         confirmed: None,
+        bisect: None,
     }
 }
 
@@ -359,6 +371,7 @@ mod tests {
     fn point(exp: i64, step: &str, mean: f64) -> HistoryPoint {
         HistoryPoint {
             experiment: exp,
+            kind: abperf_model::Kind::Run,
             created: format!("2026-11-{:02}T00:00:00Z", exp),
             labels: [("step".to_string(), step.to_string())].into(),
             host: "box".into(),

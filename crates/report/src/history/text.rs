@@ -1,6 +1,6 @@
 //! `abperf history` as text: the series and the changes found, or one series point by point.
 
-use super::{Analysed, Change, HistoryReport, Order};
+use super::{Analysed, Bisection, Change, HistoryReport, Order};
 use crate::fmt::{Scale, one_line, scale_for};
 use std::fmt::Write;
 
@@ -100,7 +100,7 @@ pub fn render(r: &HistoryReport) -> String {
     if r.series.is_empty() {
         let _ = writeln!(
             s,
-            "no series: history reads `run` experiments whose variants have at least two timed runs{}",
+            "no series: history reads `run` and `import` experiments whose variants have at least two timed runs (`micro` ones with --metric cycles, ns, ...){}",
             match &r.order {
                 Order::Label(l) => format!(" and the label {l}"),
                 Order::Time => String::new(),
@@ -142,8 +142,19 @@ pub fn render(r: &HistoryReport) -> String {
             one_line(&a.series.key.text())
         );
         let _ = writeln!(s, "  {}", change_line(r, a, c));
+        if let Some(b) = &c.bisect {
+            let _ = writeln!(s, "  {}", bisect_line(b));
+        }
     }
     s
+}
+
+/// A change's bisection in one line: what it found, or the command that bisects it.
+pub fn bisect_line(b: &Bisection) -> String {
+    match &b.result {
+        Some(found) => format!("bisect: {found} ({})", b.command),
+        None => format!("bisect the commits between the two sides: {}", b.command),
+    }
 }
 
 fn one_series(s: &mut String, r: &HistoryReport, a: &Analysed) {
@@ -171,6 +182,9 @@ fn one_series(s: &mut String, r: &HistoryReport, a: &Analysed) {
     for (i, p) in a.series.points.iter().enumerate() {
         if let Some(c) = a.changes.iter().find(|c| c.index == i) {
             let _ = writeln!(s, "--- change {}", change_line(r, a, c));
+            if let Some(b) = &c.bisect {
+                let _ = writeln!(s, "--- {}", bisect_line(b));
+            }
         }
         let half = z * p.se();
         let mark = if a.outliers.contains(&i) {

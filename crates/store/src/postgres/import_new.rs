@@ -18,11 +18,16 @@ use std::path::Path;
 pub(crate) fn import_to_server(
     dsn: &str,
     exp: &NewExperiment,
+    labels: &abperf_model::label::Labels,
     variants: &[Variant],
     runs: &[Run],
 ) -> anyhow::Result<ImportOutcome> {
     let mut local = Store::open_file(Path::new(":memory:"))?;
-    let built = local.import_runs(&ImportTarget::New(exp.clone()), variants, runs)?;
+    let built = local.import_runs(
+        &ImportTarget::New(exp.clone(), labels.clone()),
+        variants,
+        runs,
+    )?;
     let content = local.read_content(built.experiment_id)?;
     let mut pg = Pg::open(dsn, Schema::Make)?;
     let shown = pg.shown().to_string();
