@@ -103,6 +103,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
             "--host and --boot label timed runs; profiled runs (--format perf-script) have no such labels",
         ));
     }
+    let labels = crate::model::label::parse_all(&args.labels).map_err(usage)?;
     let (variants, runs) = parse_all(&args)?;
     let mut store = Store::open_to_take_over(&args.db.location()?)?;
     let target = match &args.experiment {
@@ -116,21 +117,24 @@ pub fn run(args: ImportArgs) -> anyhow::Result<i32> {
                 return Err(usage("--new: the experiment name is empty"));
             }
             let files: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
-            ImportTarget::New(NewExperiment {
-                name,
-                kind: Kind::Import,
-                command_line: crate::store::redacted_args(std::env::args()),
-                design: serde_json::json!({
-                    "order": "imported",
-                    "format": args.format.to_string(),
-                    "files": files,
-                }),
-                seed: None,
-                environment: serde_json::json!({
-                    "imported": true,
-                    "note": "recorded elsewhere by perf; the recording machine is not recorded",
-                }),
-            })
+            ImportTarget::New(
+                NewExperiment {
+                    name,
+                    kind: Kind::Import,
+                    command_line: crate::store::redacted_args(std::env::args()),
+                    design: serde_json::json!({
+                        "order": "imported",
+                        "format": args.format.to_string(),
+                        "files": files,
+                    }),
+                    seed: None,
+                    environment: serde_json::json!({
+                        "imported": true,
+                        "note": "recorded elsewhere by perf; the recording machine is not recorded",
+                    }),
+                },
+                labels,
+            )
         }
     };
     let out = store.import_profiles(&target, &variants, &runs)?;
