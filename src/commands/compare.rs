@@ -222,14 +222,14 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
         text.push_str(&profiles);
     }
     output::write(&text, args.output.as_ref())?;
-    let same = r
-        .notes
-        .iter()
-        .any(|n| n.starts_with(crate::report::same_config::PREFIX));
+    let same = r.notes.iter().any(|n| {
+        n.starts_with(crate::report::same_config::PREFIX)
+            || n.starts_with(crate::report::same_config::IMAGE_PREFIX)
+    });
     if args.strict && same {
         crate::error::stderr_line(
             "abperf: --strict: the variants ran the same configuration (see the SAME \
-             CONFIGURATION note)",
+             CONFIGURATION or SAME IMAGE note)",
         );
         return Ok(SAME_CONFIGURATION_EXIT);
     }

@@ -61,8 +61,31 @@ pub(super) fn fill_variants(
     Ok(())
 }
 
+/// Store (or replace) `p` as the provenance of variant row `vid`, checked first.
+pub(super) fn insert(conn: &Connection, vid: i64, p: &KernelProvenance) -> anyhow::Result<()> {
+    p.check().map_err(anyhow::Error::msg)?;
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO kernel_provenance (variant_id, revision, tree_id, patches,
+         config_sha256, config, compiler, image_sha256, modules_sha256)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        vid,
+        p.revision,
+        p.tree_id,
+        serde_json::to_string(&p.patches)?,
+        p.config_sha256,
+        p.config,
+        p.compiler,
+        p.image_sha256,
+        p.modules_sha256
+    ])?;
+    Ok(())
+}
+
 impl Store {
-    /// Store (or replace) the provenance of variant `position` of experiment `id`.
+    /// Store (or replace) the provenance of variant `position` of experiment `id` (a variant
+    /// whose `provenance` is set when its experiment is created gets its row then).
     pub fn put_kernel_provenance(
         &mut self,
         id: i64,
@@ -70,9 +93,6 @@ impl Store {
         p: &KernelProvenance,
     ) -> anyhow::Result<()> {
         self.require(crate::Operation::Boots)?;
-        p.check()
-            .map_err(anyhow::Error::msg)
-            .with_context(|| format!("kernel provenance of variant {}", position + 1))?;
         let tx = self.write_tx()?;
         let vid: i64 = tx
             .query_row(
@@ -81,22 +101,8 @@ impl Store {
                 |r| r.get(0),
             )
             .with_context(|| format!("experiment {id} has no variant {}", position + 1))?;
-        tx.execute(
-            "INSERT OR REPLACE INTO kernel_provenance (variant_id, revision, tree_id, patches,
-             config_sha256, config, compiler, image_sha256, modules_sha256)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
-                vid,
-                p.revision,
-                p.tree_id,
-                serde_json::to_string(&p.patches)?,
-                p.config_sha256,
-                p.config,
-                p.compiler,
-                p.image_sha256,
-                p.modules_sha256
-            ],
-        )?;
+        insert(&tx, vid, p)
+            .with_context(|| format!("kernel provenance of variant {}", position + 1))?;
         tx.commit()?;
         Ok(())
     }
@@ -195,6 +201,26 @@ mod tests {
             .query_row("SELECT count(*) FROM kernel_provenance", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, 0);
+    }
+
+    #[test]
+    fn a_variant_made_with_its_provenance_stores_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("k.db")).unwrap();
+        let exp = NewExperiment {
+            name: "k".into(),
+            kind: Kind::Run,
+            command_line: vec!["abperf".into()],
+            design: serde_json::json!({}),
+            seed: Some(1),
+            environment: serde_json::json!({}),
+        };
+        let v = Variant {
+            provenance: Some(built()),
+            ..Variant::named("a")
+        };
+        let id = st.create_experiment(&exp, &[v], &[]).unwrap();
+        assert_eq!(st.variants(id).unwrap()[0].provenance, Some(built()));
     }
 
     #[test]
