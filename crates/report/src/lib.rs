@@ -51,6 +51,7 @@ pub mod perfstat;
 pub mod plain;
 pub mod plan;
 pub mod profile;
+pub mod ran;
 pub mod replication;
 pub mod same_config;
 pub mod section;
