@@ -334,13 +334,13 @@ fn variants(s: &mut String, r: &Report) {
                 one_line(k.original.as_deref().unwrap_or("not recorded"))
             );
         }
-        // The rest of what it ran: -L parameters (a micro configuration's are in its name),
-        // the kernel and its provenance.
+        // The rest of what it ran: -L parameters (a micro configuration's are in its name) and
+        // the kernel's provenance (the kernel itself is in the list of what each variant boots).
         use super::ran::Item;
         let skip: &[Item] = if r.micro.is_some() {
-            &[Item::Command, Item::Knob, Item::Parameters]
+            &[Item::Command, Item::Knob, Item::Kernel, Item::Parameters]
         } else {
-            &[Item::Command, Item::Knob]
+            &[Item::Command, Item::Knob, Item::Kernel]
         };
         for l in super::ran::lines_but(v, skip) {
             let _ = writeln!(s, "      {}", one_line(&l));
