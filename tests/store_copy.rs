@@ -22,7 +22,8 @@ fn assert_every_table_filled(lab: &Lab) {
             filled.insert(t.table);
         }
     }
-    let want = "boot boot_plan boot_run experiment import_run import_variant_summary metric \
+    let want = "boot boot_plan boot_run experiment import_run import_variant_summary \
+                kernel_provenance metric \
                 metric_name micro_finding micro_round run run_label slot trace_bin trace_capture \
                 trace_table variant";
     assert_eq!(filled.into_iter().collect::<Vec<_>>().join(" "), want);

@@ -54,9 +54,17 @@ pub struct CompareArgs {
     #[arg(long, conflicts_with = "column")]
     pub summary: bool,
     /// Exit with status 3 when kernel variants ran the same configuration (the report's SAME
-    /// CONFIGURATION note: their boots show no difference in what the kernel did)
+    /// CONFIGURATION note: their boots show no difference in what the kernel did; or SAME
+    /// IMAGE: they booted byte-identical kernels)
     #[arg(long)]
     pub strict: bool,
+    /// Text: under the verdicts, `git log --oneline BASE..VARIANT` for every kernel variant
+    /// whose provenance names the revision it was built from (in --kernel-tree)
+    #[arg(long)]
+    pub git_log: bool,
+    /// With --git-log: the git repository of the kernel source (default: the current directory)
+    #[arg(long, value_name = "DIR", requires = "git_log")]
+    pub kernel_tree: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub db: crate::commands::DbArgs,
 }
@@ -218,16 +226,20 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     {
         crate::error::stderr_line(&format!("abperf: warning: {n}"));
     }
-    let text = args.format.render(&r)?;
+    let mut text = args.format.render(&r)?;
+    if args.format == Format::Text && args.git_log {
+        let tree = args.kernel_tree.clone().unwrap_or_else(|| ".".into());
+        text.push_str(&super::compare_git_log::block(&r, &tree));
+    }
     output::write(&text, args.output.as_ref())?;
-    let same = r
-        .notes
-        .iter()
-        .any(|n| n.starts_with(crate::report::same_config::PREFIX));
+    let same = r.notes.iter().any(|n| {
+        n.starts_with(crate::report::same_config::PREFIX)
+            || n.starts_with(crate::report::same_config::IMAGE_PREFIX)
+    });
     if args.strict && same {
         crate::error::stderr_line(
             "abperf: --strict: the variants ran the same configuration (see the SAME \
-             CONFIGURATION note)",
+             CONFIGURATION or SAME IMAGE note)",
         );
         return Ok(SAME_CONFIGURATION_EXIT);
     }

@@ -5,6 +5,7 @@ pub mod boot_loop;
 pub mod ceiling;
 pub mod ceiling_validate;
 pub mod compare;
+pub mod compare_git_log;
 pub mod compare_input;
 pub mod compare_micro;
 pub mod compare_profile;

@@ -7,7 +7,8 @@ use super::{Lab, data};
 use abperf::micro::record::Record;
 use abperf::model::micro::{MicroRound, RoundProbe, rounds_to_runs};
 use abperf::model::{
-    BootConfig, BootPlan, Kind, Metric, MicroFinding, NewExperiment, Run, Slot, Status, Variant,
+    BootConfig, BootPlan, KernelProvenance, Kind, Metric, MicroFinding, NewExperiment, PatchRef,
+    Run, Slot, Status, Variant,
 };
 
 fn micro(lab: &Lab) {
@@ -86,10 +87,34 @@ fn boots(lab: &Lab) {
         last_seq: first_seq + 1,
     };
     let schedule = [slot(0, 1), slot(1, 1), slot(2, 0), slot(3, 0)];
+    // Variant a's kernel built from git with a patch (every field of its provenance), b's a
+    // prebuilt image (its hash only).
+    let built = KernelProvenance {
+        revision: Some("a".repeat(40)),
+        tree_id: Some("b".repeat(40)),
+        patches: vec![PatchRef {
+            subject: "x86/mm: tlb_single_page_flush_ceiling = 33".into(),
+            id: "c".repeat(40),
+        }],
+        config_sha256: Some("d".repeat(64)),
+        config: Some("CONFIG_X86=y\n".into()),
+        compiler: Some("gcc (Debian 12.2.0-14) 12.2.0".into()),
+        ..KernelProvenance::of_image("e".repeat(64), Some("f".repeat(64)))
+    };
+    let prebuilt = KernelProvenance::of_image("1".repeat(64), None);
     let id = store
         .create_boot_experiment(
             &exp,
-            &[v("a", "pti=on"), v("b", "")],
+            &[
+                Variant {
+                    provenance: Some(built),
+                    ..v("a", "pti=on")
+                },
+                Variant {
+                    provenance: Some(prebuilt),
+                    ..v("b", "")
+                },
+            ],
             &schedule,
             &[plan(0, 1, 0), plan(1, 0, 2)],
         )

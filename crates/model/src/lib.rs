@@ -13,6 +13,8 @@
 //! - [`ceiling`] holds the ceiling advisor's prediction (`abperf model ceiling`)
 //! - [`boot`] holds [`BootConfig`] (what a kernel variant boots), [`BootPlan`] and [`Boot`] (the
 //!   boots of a two-level experiment); [`boot_level`] the boot-level view of a [`Dataset`]
+//! - [`provenance`] holds [`KernelProvenance`]: what a kernel variant's kernel was built from and
+//!   the hashes of the image and modules it booted
 //! - [`owner`] holds [`Owner`] (pid, start time, boot id, host: is the experiment's process still
 //!   alive?) and [`KnobClaim`] (who holds a knob and what it held before)
 //! - [`micro`], [`trace`] and [`tune`] hold the stored results of `abperf micro`, `abperf trace` and the
@@ -42,6 +44,7 @@ pub mod micro;
 pub mod number_text;
 pub mod owner;
 pub mod profile;
+pub mod provenance;
 pub mod replication;
 pub mod run;
 pub mod time;
@@ -58,6 +61,7 @@ pub use experiment::{Experiment, ExperimentSummary, Kind, NewExperiment, Sequent
 pub use metric::{Direction, Metric, MetricInfo};
 pub use micro::MicroFinding;
 pub use owner::{KnobClaim, Liveness, Owner};
+pub use provenance::{KernelProvenance, PatchRef};
 pub use replication::Level;
 pub use run::{Labels, Run, RunStatus, Slot, Source};
 pub use tune::{Setting, TuneRecord};

@@ -56,6 +56,10 @@ pub struct Variant {
     /// The built-in workload it runs, for a workload variant (`run @NAME`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workload: Option<WorkloadRef>,
+    /// What its kernel was built from and the hashes of what it booted, for a kernel variant
+    /// (stored in `kernel_provenance`; None for other variants and stores before it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<super::provenance::KernelProvenance>,
 }
 
 impl Variant {
@@ -69,6 +73,7 @@ impl Variant {
             summary: BTreeMap::new(),
             boot: None,
             workload: None,
+            provenance: None,
         }
     }
 }

@@ -198,9 +198,28 @@ fn variants_table(s: &mut String, d: &Report, is_micro: bool) {
         );
     }
     s.push_str("</table></div>\n");
+    kernels_and_knobs(s, d, is_micro);
     if labelled {
         s.push_str("<p class=\"note\">Plots and the summary name variants by their label.</p>\n");
     }
+}
+
+/// What the variants table does not show of what each variant ran (`ran`): knobs, the kernel,
+/// its provenance; nothing when no variant has any.
+fn kernels_and_knobs(s: &mut String, d: &Report, is_micro: bool) {
+    use super::ran::{Item, any_beyond_command, lines_but};
+    if is_micro || !any_beyond_command(&d.data.variants) {
+        return;
+    }
+    s.push_str("<ul id=\"variants-ran\">");
+    for v in &d.data.variants {
+        let _ = write!(s, "<li><b>{}</b><ul>", esc(&v.name));
+        for l in lines_but(v, &[Item::Command, Item::Parameters]) {
+            let _ = write!(s, "<li><code>{}</code></li>", esc(&l));
+        }
+        s.push_str("</ul></li>");
+    }
+    s.push_str("</ul>\n");
 }
 
 /// The summary table, run-order and distribution plots (one column and one row per variant:

@@ -31,10 +31,16 @@ pub const TCG_NOTE: &str = "TCG: the kernels ran under QEMU's emulator (KVM was 
                             runs test the machinery, and their timings say nothing about \
                             hardware costs";
 
-/// Add [`TCG_NOTE`] to `r`'s notes once, when any of its boots ran under TCG.
+/// Add [`TCG_NOTE`] to `r`'s notes once, when any of its boots ran under TCG, and the notes on
+/// variants that boot the same kernel image (`same_config::image_notes`), each once.
 pub fn tcg_note(r: &mut Report) {
     if r.data.accelerators().iter().any(|a| a == "tcg") && !r.notes.iter().any(|n| n == TCG_NOTE) {
         r.notes.push(TCG_NOTE.to_string());
+    }
+    for n in super::same_config::image_notes(&r.data.variants) {
+        if !r.notes.contains(&n) {
+            r.notes.push(n);
+        }
     }
 }
 

@@ -52,6 +52,7 @@ pub mod plain;
 pub mod plan;
 pub mod profile;
 pub mod profile_svg;
+pub mod ran;
 pub mod replication;
 pub mod same_config;
 pub mod section;

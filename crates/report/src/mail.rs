@@ -1,6 +1,6 @@
 //! `--format mail`: plain text for a mailing-list reply. Every line is at most 72 columns:
 //! the verdict line(s), the summary paragraph of a family analysis, a compact table of the
-//! verdict metrics, one method line, provenance.
+//! verdict metrics, what each variant ran, one method line, provenance.
 
 use super::fmt::{metric_scale, one_line, pm, truncate, wrap};
 use super::section::Section;
@@ -47,6 +47,7 @@ fn render(d: &Report) -> String {
         para(&hint, &mut out);
         out.push(String::new());
     }
+    compared(d, &mut out);
     method_and_provenance(d, &mut out);
     let mut s = out.join("\n");
     s.push('\n');
@@ -120,6 +121,26 @@ fn table(d: &Report, metric: &str, out: &mut Vec<String>) {
             truncate(&sc.num(desc.max), 12)
         );
         out.push(truncate(&row, WIDTH));
+    }
+    out.push(String::new());
+}
+
+/// What each variant ran (`ran`), in LKP's manner for a kernel built from git: the base commit
+/// and each patch by subject. Left out for micro suites (hundreds of configurations).
+fn compared(d: &Report, out: &mut Vec<String>) {
+    if d.micro.is_some() || d.micro_compare.is_some() {
+        return;
+    }
+    out.push("Variants compared:".into());
+    for v in &d.data.variants {
+        out.extend(wrap(&format!("- {}", v.name), WIDTH, "  "));
+        for l in super::ran::lines(v) {
+            out.extend(
+                wrap(&l.1, WIDTH - 4, "  ")
+                    .into_iter()
+                    .map(|w| format!("    {w}")),
+            );
+        }
     }
     out.push(String::new());
 }

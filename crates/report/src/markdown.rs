@@ -52,6 +52,9 @@ fn render(d: &Report) -> String {
     if d.micro_compare.is_none() {
         runs_line(&mut s, d);
     }
+    if d.micro.is_none() && d.micro_compare.is_none() {
+        compared(&mut s, d);
+    }
     if let Some(h) = super::hosts::markdown(d) {
         s += &h;
     }
@@ -84,6 +87,18 @@ fn render(d: &Report) -> String {
         d.data_sha256
     );
     s
+}
+
+/// What each variant ran (`ran`): one item per variant, its command, parameters, knobs, kernel
+/// and the kernel's provenance under it.
+fn compared(s: &mut String, d: &Report) {
+    let _ = writeln!(s, "\nVariants compared:\n");
+    for v in &d.data.variants {
+        let _ = writeln!(s, "- **{}**", cell(&v.name));
+        for (_, l) in super::ran::lines(v) {
+            let _ = writeln!(s, "  - {}", cell(&l));
+        }
+    }
 }
 
 /// "Runs per variant: ...": the runs, the order and the tests of an ordinary comparison.

@@ -4,13 +4,66 @@
 //! word the kernel's log reported unknown is named as such. A
 //! verdict between such variants measures noise: seed 000's `clearcpuid=invpcid` on a CPU
 //! without INVPCID changes nothing, and only the guest's own snapshot can tell.
+//!
+//! Before any boot, [`image_notes`] names the variants that boot byte-identical kernels (the
+//! hashes of their images and modules, `KernelProvenance`) and differ in nothing else they run:
+//! a patch that compiled to nothing, or the same file given twice.
 
-use abperf_model::{Boot, Dataset};
+use abperf_model::{Boot, Dataset, Variant};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// How every note of this module begins (`compare --strict` looks for it).
 pub const PREFIX: &str = "SAME CONFIGURATION:";
+
+/// How every note naming byte-identical kernels begins (`compare --strict` looks for it too).
+pub const IMAGE_PREFIX: &str = "SAME IMAGE:";
+
+/// Whether `a` and `b` run the same thing apart from their kernel: command, parameters, knobs,
+/// workload and the kernel command line.
+fn same_apart_from_kernel(a: &Variant, b: &Variant) -> bool {
+    let append = |v: &Variant| v.boot.as_ref().map(|b| b.append.clone());
+    let knobs = |v: &Variant| {
+        v.knobs
+            .iter()
+            .map(|k| (k.path.clone(), k.value.clone()))
+            .collect::<Vec<_>>()
+    };
+    a.command == b.command
+        && a.parameters == b.parameters
+        && knobs(a) == knobs(b)
+        && a.workload == b.workload
+        && append(a) == append(b)
+}
+
+/// A note for every pair of kernel variants whose images and modules hash equal and that run
+/// the same command with the same kernel command line: a verdict between them measures noise.
+pub fn image_notes(variants: &[Variant]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, a) in variants.iter().enumerate() {
+        for b in &variants[i + 1..] {
+            let (Some(pa), Some(pb)) = (&a.provenance, &b.provenance) else {
+                continue;
+            };
+            if !pa.same_image(pb) || !same_apart_from_kernel(a, b) {
+                continue;
+            }
+            let modules = if pa.modules_sha256.is_some() {
+                " and modules"
+            } else {
+                ""
+            };
+            out.push(format!(
+                "{IMAGE_PREFIX} '{}' and '{}' boot the same kernel image{modules} (sha256 {}) \
+                 with the same command line and command: a difference between them is noise",
+                a.name,
+                b.name,
+                &pa.image_sha256[..pa.image_sha256.len().min(16)],
+            ));
+        }
+    }
+    out
+}
 
 /// What a boot's guest snapshot (`environment.guest`) says the kernel did. CPU flags are a set
 /// (their order is the kernel's, but a set is what matters).
@@ -223,6 +276,50 @@ mod tests {
             "{}",
             n[0]
         );
+    }
+
+    #[test]
+    fn variants_booting_the_same_bytes_are_named_before_any_boot() {
+        use abperf_model::{BootConfig, KernelProvenance};
+        let h = |c: char| c.to_string().repeat(64);
+        let kv = |name: &str, kernel: &str, append: &str, image: char| Variant {
+            command: Some("true".into()),
+            boot: Some(BootConfig {
+                kernel: kernel.into(),
+                release: "6.1.0".into(),
+                modules: None,
+                package: None,
+                append: append.into(),
+            }),
+            provenance: Some(KernelProvenance::of_image(h(image), None)),
+            ..Variant::named(name)
+        };
+        let vs = [
+            kv("base", "/k/a", "", 'a'),
+            kv("patched", "/k/b", "", 'a'),
+            kv("other", "/k/c", "", 'c'),
+            // The same image with another command line: an A/B of the command line.
+            kv("pti", "/k/a", "pti=on", 'a'),
+        ];
+        let n = image_notes(&vs);
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(
+            n[0].starts_with("SAME IMAGE: 'base' and 'patched' boot the same kernel image (sha256 aaaaaaaaaaaaaaaa)"),
+            "{}",
+            n[0]
+        );
+        // Other modules: not the same kernel.
+        let mut vs2 = vs[..2].to_vec();
+        vs2[1].provenance.as_mut().unwrap().modules_sha256 = Some(h('m'));
+        assert!(image_notes(&vs2).is_empty());
+        // Another command: an A/B of commands on one kernel.
+        vs2[1].provenance = vs2[0].provenance.clone();
+        vs2[1].command = Some("false".into());
+        assert!(image_notes(&vs2).is_empty());
+        // Without provenance (a store before it): nothing said.
+        let mut vs3 = vs[..2].to_vec();
+        vs3[0].provenance = None;
+        assert!(image_notes(&vs3).is_empty());
     }
 
     #[test]

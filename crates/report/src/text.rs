@@ -150,8 +150,8 @@ fn report(r: &Report) -> String {
             one_line(&v.name),
             r.runs_text(pos)
         );
-        if let Some(c) = &v.command {
-            let _ = writeln!(s, "   command: {}", one_line(c));
+        for l in super::ran::lines_but(v, &[]) {
+            let _ = writeln!(s, "   {}", one_line(&l));
         }
         let _ = writeln!(s);
         for m in r.main_metrics() {
@@ -347,6 +347,17 @@ fn variants(s: &mut String, r: &Report) {
                 one_line(&k.value),
                 one_line(k.original.as_deref().unwrap_or("not recorded"))
             );
+        }
+        // The rest of what it ran: -L parameters (a micro configuration's are in its name) and
+        // the kernel's provenance (the kernel itself is in the list of what each variant boots).
+        use super::ran::Item;
+        let skip: &[Item] = if r.micro.is_some() {
+            &[Item::Command, Item::Knob, Item::Kernel, Item::Parameters]
+        } else {
+            &[Item::Command, Item::Knob, Item::Kernel]
+        };
+        for l in super::ran::lines_but(v, skip) {
+            let _ = writeln!(s, "      {}", one_line(&l));
         }
     }
 }

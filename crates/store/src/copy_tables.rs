@@ -170,6 +170,13 @@ pub const TABLES: &[TableSpec] = &[
         ],
     },
     TableSpec {
+        name: "kernel_provenance",
+        rows: VARIANTS,
+        order: "variant_id",
+        own: None,
+        refs: &[("variant_id", Key::Variant)],
+    },
+    TableSpec {
         name: "fleet_host",
         rows: "experiment_id = ?1",
         order: "pos",

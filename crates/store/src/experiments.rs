@@ -236,9 +236,11 @@ impl Store {
                 summary: BTreeMap::new(),
                 boot: None,
                 workload: workload.map(|w| from_json(&w, "workload")).transpose()?,
+                provenance: None,
             });
         }
         super::boots::fill_variant_boots(self.conn(), id, &mut out)?;
+        super::provenance::fill_variants(self.conn(), id, &mut out)?;
         let mut stmt = self.conn().prepare(
             "SELECT s.variant_id, s.name, s.value, s.unit FROM import_variant_summary s
              JOIN variant v ON v.id = s.variant_id WHERE v.experiment_id = ?1",

@@ -40,7 +40,7 @@ pub(super) fn insert_experiment(
 }
 
 /// Insert a variant at `position` of experiment `exp_id` in the caller's transaction, with its
-/// per-variant summaries.
+/// per-variant summaries and its kernel provenance.
 pub(super) fn insert_variant(
     tx: &rusqlite::Transaction,
     exp_id: i64,
@@ -63,6 +63,10 @@ pub(super) fn insert_variant(
     .with_context(|| format!("variant '{}'", v.name))?;
     let vid = tx.last_insert_rowid();
     insert_summaries(tx, vid, v)?;
+    if let Some(p) = &v.provenance {
+        super::provenance::insert(tx, vid, p)
+            .with_context(|| format!("variant '{}': kernel provenance", v.name))?;
+    }
     Ok(vid)
 }
 

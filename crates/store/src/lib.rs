@@ -33,6 +33,7 @@ mod owner;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod profile;
+mod provenance;
 mod redact;
 mod run_codec;
 mod run_labels;
@@ -47,6 +48,7 @@ pub use fleet::FleetHost;
 pub use import::*;
 pub use location::Location;
 pub use open::import_new;
+pub use provenance::{KernelProvenance, PatchRef};
 pub use redact::redacted_args;
 pub use run_rows::FIXED;
 pub use schema::{MIGRATIONS, current_version};

@@ -230,6 +230,17 @@ CREATE TABLE profile (
         symbols       TEXT NOT NULL,            -- JSON [[symbol, self, inclusive], ...]
         PRIMARY KEY (experiment_id, seq)
     );
+CREATE TABLE kernel_provenance (
+        variant_id     INTEGER PRIMARY KEY REFERENCES variant(id) ON DELETE CASCADE,
+        revision       TEXT,                    -- base commit id
+        tree_id        TEXT,                    -- git tree id of the patched source
+        patches        TEXT NOT NULL,           -- JSON [{subject, id}, ...], [] for none
+        config_sha256  TEXT,
+        config         TEXT,                    -- the final .config
+        compiler       TEXT,                    -- the compiler's version line
+        image_sha256   TEXT NOT NULL,
+        modules_sha256 TEXT                     -- over every file's path and content
+    );
 CREATE INDEX trace_bin_table ON trace_bin(experiment_id, table_seq);
 CREATE INDEX boot_run_boot ON boot_run(boot_id);
 CREATE TRIGGER experiment_id_high_water AFTER INSERT ON experiment BEGIN

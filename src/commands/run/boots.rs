@@ -220,7 +220,7 @@ pub(super) fn boot_variants(
              drift becomes a false difference; the default abba cancels it",
         );
     }
-    let variants: Vec<Variant> = bvs
+    let mut variants: Vec<Variant> = bvs
         .iter()
         .map(|b| Variant {
             command: Some(b.plan.command.clone()),
@@ -230,6 +230,12 @@ pub(super) fn boot_variants(
             ..Variant::named(&b.plan.name)
         })
         .collect();
+    // The images' hashes are stored with the variants; the same bytes twice are said now,
+    // before any boot.
+    design::provenance::fill(&mut variants)?;
+    for n in crate::report::same_config::image_notes(&variants) {
+        crate::error::stderr_line(&format!("abperf: {n}"));
+    }
     Ok(variants)
 }
 

@@ -3,6 +3,7 @@
 
 pub mod boots;
 pub mod placeholders;
+pub mod provenance;
 pub mod schedule;
 pub mod trust;
 pub mod variants;

@@ -291,3 +291,21 @@ pub(crate) const PROFILE: &str = "
         symbols       TEXT NOT NULL,            -- JSON [[symbol, self, inclusive], ...]
         PRIMARY KEY (experiment_id, seq)
     );";
+
+/// Migration 18: what each kernel variant's kernel was made from (issue 41), one row per
+/// variant: the base revision, the tree id of the source built, the patches on top (JSON
+/// `[{subject, id}]`), the final .config and its hash, the compiler, and the hashes of the image
+/// and modules it boots. Only the image hash is always known (a prebuilt image or a Debian
+/// package has nothing else).
+pub(crate) const KERNEL_PROVENANCE: &str = "
+    CREATE TABLE kernel_provenance (
+        variant_id     INTEGER PRIMARY KEY REFERENCES variant(id) ON DELETE CASCADE,
+        revision       TEXT,                    -- base commit id
+        tree_id        TEXT,                    -- git tree id of the patched source
+        patches        TEXT NOT NULL,           -- JSON [{subject, id}, ...], [] for none
+        config_sha256  TEXT,
+        config         TEXT,                    -- the final .config
+        compiler       TEXT,                    -- the compiler's version line
+        image_sha256   TEXT NOT NULL,
+        modules_sha256 TEXT                     -- over every file's path and content
+    );";

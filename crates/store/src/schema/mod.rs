@@ -107,6 +107,8 @@ pub const MIGRATIONS: &[&str] = &[
     "
     ALTER TABLE experiment ADD COLUMN labels TEXT;  -- JSON object KEY -> VALUE; NULL: none
     ",
+    // 18: what each kernel variant's kernel was built from, and its image's hash.
+    ddl::KERNEL_PROVENANCE,
 ];
 
 /// The schema every migration together builds, as one script (`schema_prepared.sql`): a new
