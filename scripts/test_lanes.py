@@ -36,8 +36,8 @@ SIDE = [
 
 
 def binaries(messages_path):
-    """The test executables in the order cargo built them: (key, source, exe, package directory),
-    key being (package, target) for an integration test and None for the others."""
+    """The test executables in the order cargo built them: (key, name shown, exe, package
+    directory), key being (package, target) for an integration test and None for the others."""
     found = []
     seen = set()
     with open(messages_path, encoding="utf-8") as f:
@@ -60,7 +60,10 @@ def binaries(messages_path):
             manifest = m.get("manifest_path") or ""
             name = package_name(m)
             key = (name, target["name"]) if target["kind"] == ["test"] else None
-            found.append((key, target["src_path"], exe, os.path.dirname(manifest)))
+            cwd = os.path.dirname(manifest)
+            src = os.path.relpath(target["src_path"], cwd)
+            shown = src if name == "abperf" else f"{name} {src}"
+            found.append((key, shown, exe, cwd))
     return found
 
 
@@ -78,34 +81,41 @@ class Lanes:
         self.test_args = test_args
         self.print_lock = threading.Lock()
         self.failed = []
+        self.took = []
 
-    def run(self, item):
-        _, src, exe, cwd = item
+    def run(self, item, lane):
+        _, shown, exe, cwd = item
         env = dict(os.environ)
         env["CARGO_MANIFEST_DIR"] = cwd
         env.setdefault("CARGO", "cargo")
-        start = time.monotonic()
-        p = subprocess.run(
-            [exe, *self.test_args],
-            cwd=cwd or None,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
-        took = time.monotonic() - start
-        src_shown = os.path.relpath(src, cwd) if cwd else src
         with self.print_lock:
-            print(f"     Running {src_shown} ({os.path.relpath(exe)})")
-            sys.stdout.write(p.stdout.decode("utf-8", "replace"))
-            print(f"test_lanes: {src_shown} took {took:.1f} s, exit {p.returncode}")
+            print(f"test_lanes: {shown} started ({lane} lane)", flush=True)
+        start = time.monotonic()
+        try:
+            p = subprocess.run(
+                [exe, *self.test_args],
+                cwd=cwd or None,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+            code, out = p.returncode, p.stdout.decode("utf-8", "replace")
+        except OSError as e:
+            code, out = 127, f"test_lanes: cannot run {exe}: {e}\n"
+        took = time.monotonic() - start
+        with self.print_lock:
+            self.took.append((took, shown))
+            print(f"     Running {shown} ({os.path.relpath(exe)})")
+            sys.stdout.write(out)
+            print(f"test_lanes: {shown} took {took:.1f} s, exit {code}")
             sys.stdout.flush()
-            if p.returncode != 0:
-                self.failed.append(f"{src_shown} ({os.path.relpath(exe)}): exit {p.returncode}")
+            if code != 0:
+                self.failed.append(f"{shown} ({os.path.relpath(exe)}): exit {code}")
 
-    def lane(self, items):
+    def lane(self, items, name):
         for item in items:
-            self.run(item)
+            self.run(item, name)
 
 
 def main():
@@ -116,14 +126,16 @@ def main():
     main_lane = [i for i in items if i not in side]
     lanes = Lanes(sys.argv[2:])
     start = time.monotonic()
-    beside = threading.Thread(target=lanes.lane, args=(side,))
+    beside = threading.Thread(target=lanes.lane, args=(side, "side"))
     beside.start()
-    lanes.lane(main_lane)
+    lanes.lane(main_lane, "main")
     beside.join()
     print(
         f"\ntest_lanes: {len(items)} test binaries in {time.monotonic() - start:.0f} s "
-        f"({len(side)} beside the others)"
+        f"({len(side)} beside the others); the slowest:"
     )
+    for took, src in sorted(lanes.took, reverse=True)[:12]:
+        print(f"  {took:7.1f} s  {src}")
     if lanes.failed:
         print("test_lanes: failed:")
         for f in lanes.failed:
