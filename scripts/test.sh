@@ -127,7 +127,8 @@ mkdir -p target
 status=0
 # The test binaries are built once, then run by scripts/test_lanes.py: every binary as `cargo test`
 # runs it, but the ones that boot QEMU guests (one busy core each) beside the others instead of
-# after them (the suite's wall: docs/benchmarks.md#test-suite).
+# after them (the suite's wall: docs/benchmarks.md#test-suite). ABPERF_TEST_ONE_LANE=1 runs them
+# one after another, as `cargo test` does.
 messages="$PWD/target/test-binaries.json"
 if cargo test --locked --workspace --all-targets --no-run --message-format=json-render-diagnostics >"$messages"; then
     python3 scripts/test_lanes.py "$messages" || status=$?

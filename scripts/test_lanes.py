@@ -16,7 +16,8 @@ another binary takes.
 Each binary runs as cargo runs it: in its package's directory, with CARGO_MANIFEST_DIR and CARGO
 set, and TEST_ARGS after it. Its output is printed in one block when it ends, under cargo's
 "Running" line, with the seconds it took. Every binary runs (no fail-fast); the exit status is 0
-only if every binary passed, and the failed ones are named at the end.
+only if every binary passed, and the failed ones are named at the end. ABPERF_TEST_ONE_LANE=1 runs
+every binary in the main lane (one after another, as `cargo test` does).
 """
 
 import json
@@ -122,7 +123,10 @@ def main():
     if len(sys.argv) < 2:
         sys.exit("usage: test_lanes.py CARGO_MESSAGES_JSON [TEST_ARGS...]")
     items = binaries(sys.argv[1])
-    side = sorted((i for i in items if i[0] in SIDE), key=lambda i: SIDE.index(i[0]))
+    # ABPERF_TEST_ONE_LANE=1: every binary in the main lane, one after another, as `cargo test`.
+    one_lane = os.environ.get("ABPERF_TEST_ONE_LANE", "") not in ("", "0")
+    side = [] if one_lane else [i for i in items if i[0] in SIDE]
+    side.sort(key=lambda i: SIDE.index(i[0]))
     main_lane = [i for i in items if i not in side]
     lanes = Lanes(sys.argv[2:])
     start = time.monotonic()
