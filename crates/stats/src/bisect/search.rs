@@ -54,7 +54,7 @@ impl Default for Settings {
             alpha: 0.05,
             ends_runs: 60,
             probe_runs: 1,
-            max_rounds: 200,
+            max_rounds: 500,
             confirm_runs: 100,
             looks: 5,
         }
