@@ -5,7 +5,8 @@
 # NOCHANGE ranges without the change. Default settings (delta 0.05, alpha 0.05), metric user_ns.
 # Prints one line per bisection: seed, planted commit, result, named commit, runs, seconds.
 # Usage: benches/bisect_e2e.sh [REPS [PERCENT [NOCHANGE]]]   (ABPERF: the binary to use;
-# BISECT_ARGS: more options for every bisection, e.g. --confirm-runs 60)
+# BISECT_ARGS: more options for every bisection, e.g. --max-rounds 400; SEEDS: the repetitions
+# to run instead of 1..REPS, e.g. "2 4")
 set -eu
 reps=${1:-5} percent=${2:-5} nochange=${3:-2}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,16 +23,17 @@ one() { # $1 seed, $2 planted (0: none), $3 broken
         -- ./prog >"$work/out.json" 2>"$work/err.txt")
     end=$(date +%s.%N)
     named=$(sed -n '/"candidate"/,/}/s/^    "index": \([0-9]*\).*/\1/p' "$work/out.json")
+    # An interval is shown as first..last.
+    [ -n "$named" ] || named=$(tr -d ' \n' <"$work/out.json" |
+        sed -n 's/.*"interval":\[{"index":\([0-9]*\),[^]]*{"index":\([0-9]*\),.*/\1..\2/p')
     printf '%-6s %-8s %-12s %-6s %-6s %.0f\n' "$1" "$2" "$(field result "$work/out.json")" \
         "${named:--}" "$(field runs "$work/out.json")" "$(echo "$end - $start" | bc)"
 }
 printf '%-6s %-8s %-12s %-6s %-6s %s\n' seed planted result named runs seconds
-i=1
-while [ "$i" -le "$reps" ]; do
+for i in ${SEEDS:-$(seq 1 "$reps")}; do
     planted=$(( (i * 37) % 62 + 2 ))
     broken=$(( planted > 32 ? 16 : 48 ))
     one "$i" "$planted" "$broken"
-    i=$((i + 1))
 done
 i=1
 while [ "$i" -le "$nochange" ]; do

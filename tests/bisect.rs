@@ -5,7 +5,7 @@
 //! repetitions: benches/bisect_e2e.sh (docs/bisect.md).
 
 mod common;
-use common::{BIN, Lab, run_within, skip};
+use common::{BIN, Lab, assert_schema, run_within, skip};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -115,6 +115,7 @@ fn the_culprit_is_found_through_a_broken_commit_and_a_resume_without_repeating_a
     );
     assert_eq!(out.code, Some(0), "{out}");
     let doc = out.json();
+    assert_schema(&doc);
     assert_eq!(doc["result"], "culprit", "{out}");
     assert_eq!(doc["candidate"]["index"], 45, "{out}");
     assert_eq!(doc["candidate"]["subject"], "loop: 20% more work per call");
@@ -157,7 +158,12 @@ fn a_range_without_the_change_names_no_culprit() {
     let lab = Lab::new();
     let dir = repo(&lab, 0, 0);
     let out = run_within(
-        bisect(&lab, &dir, &["--seed", "3"]),
+        // The ends' A/B without a difference runs to its last look: 2 looks of 10 rounds.
+        bisect(
+            &lab,
+            &dir,
+            &["--seed", "3", "--ends-runs", "20", "--looks", "2"],
+        ),
         Duration::from_secs(300),
         "bisect",
     );
@@ -174,7 +180,11 @@ fn resume_refuses_a_command_other_than_the_stored_one() {
     let lab = Lab::new();
     let dir = repo(&lab, 0, 0);
     let out = run_within(
-        bisect(&lab, &dir, &["--seed", "3", "--ends-runs", "2"]),
+        bisect(
+            &lab,
+            &dir,
+            &["--seed", "3", "--ends-runs", "2", "--looks", "1"],
+        ),
         Duration::from_secs(300),
         "bisect",
     );
@@ -188,7 +198,7 @@ fn resume_refuses_a_command_other_than_the_stored_one() {
             "bisect", "--good", "HEAD~64", "--bad", "HEAD", "--resume", "1",
         ])
         .args(["--build", "touch /tmp/never", "--metric", "user_ns"])
-        .args(["--ends-runs", "2", "--", "./prog"]);
+        .args(["--ends-runs", "2", "--looks", "1", "--", "./prog"]);
     let o = run_within(other, Duration::from_secs(60), "bisect --resume");
     assert_eq!(o.code, Some(2), "{o}");
     o.err_has("--build differ");
@@ -206,7 +216,20 @@ fn a_bisection_in_postgresql_reads_back_and_resumes_from_the_server() {
     let dsn = pg.create_db("bisect");
     let dir = repo(&lab, 20, 0);
     let args = ["--seed", "5", "--format", "json", "--db", &dsn];
-    let args = [&args[..], &["--ends-runs", "6", "--confirm-runs", "6"]].concat();
+    let args = [
+        &args[..],
+        &[
+            "--ends-runs",
+            "10",
+            "--confirm-runs",
+            "10",
+            "--looks",
+            "1",
+            "--delta",
+            "0.01",
+        ],
+    ]
+    .concat();
     let out = run_within(
         bisect(&lab, &dir, &args),
         Duration::from_secs(300),
@@ -214,6 +237,7 @@ fn a_bisection_in_postgresql_reads_back_and_resumes_from_the_server() {
     );
     assert_eq!(out.code, Some(0), "{out}");
     let doc = out.json();
+    assert_schema(&doc);
     assert_eq!(doc["result"], "culprit", "{out}");
     assert_eq!(doc["candidate"]["index"], 20, "{out}");
     let status = lab.ok(&["bisect", "status", "1", "--format", "json", "--db", &dsn]);
@@ -228,4 +252,129 @@ fn a_bisection_in_postgresql_reads_back_and_resumes_from_the_server() {
     assert_eq!(out.code, Some(0), "{out}");
     assert_eq!(out.json(), doc);
     assert!(!lab.db().exists(), "nothing went to the SQLite store");
+}
+
+/// git in `dir`, its trimmed output.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn a_merge_culprit_is_named_as_one_and_its_branch_bisected_with_descend_merges() {
+    if let Err(why) = tools() {
+        return skip(&why);
+    }
+    let lab = Lab::new();
+    // Main line: 6 commits without the change; a branch from its third commit where the 4th of
+    // 6 commits adds 20% work, merged into the main line, then 2 more commits.
+    let dir = lab.path("repo");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/bisect_repo.sh");
+    let st = Command::new(script)
+        .arg(&dir)
+        .args(["6", "0", "0", "20"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let main = git(&dir, &["rev-parse", "--abbrev-ref", "HEAD"]);
+    let fork = git(&dir, &["rev-parse", "HEAD~3"]);
+    git(&dir, &["checkout", "-q", "-b", "topic", &fork]);
+    for i in 1..=6 {
+        if i == 4 {
+            let prog = std::fs::read_to_string(dir.join("prog.c")).unwrap();
+            std::fs::write(dir.join("prog.c"), prog.replace("EXTRA 0", "EXTRA 200")).unwrap();
+        }
+        std::fs::write(dir.join("topic"), format!("{i}\n")).unwrap();
+        git(&dir, &["add", "-A"]);
+        let msg = if i == 4 {
+            "topic: 20% more work".to_string()
+        } else {
+            format!("topic: step {i}")
+        };
+        git(&dir, &["commit", "-q", "-m", &msg]);
+    }
+    let culprit = git(&dir, &["rev-parse", "HEAD~2"]);
+    git(&dir, &["checkout", "-q", &main]);
+    git(
+        &dir,
+        &[
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            "Merge branch topic",
+            "topic",
+        ],
+    );
+    let merge = git(&dir, &["rev-parse", "HEAD"]);
+    for i in 1..=2 {
+        std::fs::write(dir.join("notes"), format!("after {i}\n")).unwrap();
+        git(
+            &dir,
+            &[
+                "commit",
+                "-q",
+                "-am",
+                &format!("notes: after the merge {i}"),
+            ],
+        );
+    }
+    let root = git(&dir, &["rev-list", "--max-parents=0", "HEAD"]);
+    let mut c = Command::new(BIN);
+    c.current_dir(&dir)
+        .env("ABPERF_DB", lab.db())
+        .args([
+            "bisect",
+            "--good",
+            &root,
+            "--bad",
+            "HEAD",
+            "--descend-merges",
+        ])
+        .args(["--build", "cc -O2 -o prog prog.c", "--metric", "user_ns"])
+        .args([
+            "--seed",
+            "11",
+            "--ends-runs",
+            "16",
+            "--confirm-runs",
+            "16",
+            "--looks",
+            "2",
+        ])
+        .args(["--", "./prog"]);
+    let out = run_within(c, Duration::from_secs(400), "bisect --descend-merges");
+    assert_eq!(out.code, Some(0), "{out}");
+    // The first bisection names the merge and says so; the second, of the branch, the commit.
+    out.has(&format!(
+        "first bad commit: {} (\"Merge branch topic\")",
+        &merge[..12]
+    ))
+    .has(&format!(
+        "{} is a merge: the change came in with the branch it merged",
+        &merge[..12]
+    ))
+    .has(&format!("abperf bisect --good {} --bad", &fork[..12]))
+    .has(&format!(
+        "first bad commit: {} (\"topic: 20% more work\")",
+        &culprit[..12]
+    ))
+    .err_has("bisecting the merged branch");
+    let status = lab
+        .ok(&["bisect", "status", "1", "--format", "json"])
+        .json();
+    assert_schema(&status);
+    assert_eq!(
+        status["merge"]["tips"][0],
+        git(&dir, &["rev-parse", "topic"])
+    );
+    assert_eq!(status["merge"]["base"], fork.as_str());
+    lab.ok(&["bisect", "status"])
+        .has("9 commits")
+        .has("6 commits");
 }

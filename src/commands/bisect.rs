@@ -5,6 +5,7 @@
 //! linked to the bisection by its design ([`stored`]); `--resume` replays the stored steps and
 //! goes on; `bisect status` and the final report ([`report`]) are read from the store alone.
 
+mod builder;
 mod drive;
 pub(super) mod git;
 mod report;
@@ -24,9 +25,11 @@ use crate::stats::bisect::Settings;
     after_help = "Bisects any git repository: each revision is checked out with `git worktree add \
     --detach` into a private directory (never your checkout), built there with --build, and the \
     command runs in that worktree ({WORKTREE} names it). Every probe runs interleaved with both \
-    ends; the culprit is named only when an A/B against its parent confirms it. Kernels (build, \
-    boot, measure) are not built yet: they wait for the issue \"From a commit or a patch to a \
-    booted kernel\"."
+    ends; the culprit is named only when an A/B against its parent confirms it. The range is the \
+    first-parent line; a culprit that is a merge is said to be one, with the bisection of the \
+    branch it merged (--descend-merges runs it). Kernels (build, boot, measure) are not bisected \
+    yet: --build is the only way to build a revision until the issue \"From a commit or a patch \
+    to a booted kernel\" lands."
 )]
 pub struct BisectArgs {
     #[command(subcommand)]
@@ -53,18 +56,25 @@ pub struct BisectArgs {
     /// Level of the ends' A/B and of the confirmation
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
-    /// Rounds of the ends' A/B (one run of each end per round)
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    /// The most rounds of the ends' A/B (one run of each end per round); it stops at the first
+    /// of --looks looks that decides
+    #[arg(long, value_name = "N", default_value_t = 60)]
     pub ends_runs: usize,
     /// Runs of the probe per search round (each end runs as often)
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub probe_runs: usize,
     /// The most search rounds
-    #[arg(long, value_name = "N", default_value_t = 200)]
+    #[arg(long, value_name = "N", default_value_t = 500)]
     pub max_rounds: usize,
-    /// Rounds of the confirmation (candidate against its parent)
-    #[arg(long, value_name = "N", default_value_t = 20)]
+    /// The most rounds of the confirmation (candidate against its parent); it stops at the
+    /// first of --looks looks that decides
+    #[arg(long, value_name = "N", default_value_t = 100)]
     pub confirm_runs: usize,
+    /// Equally spaced looks of the ends' A/B and of the confirmation (O'Brien-Fleming
+    /// boundaries as `run --until-decided`, the false-call rate kept at alpha); 1: fixed
+    /// numbers of rounds
+    #[arg(long, value_name = "K", default_value_t = 5)]
+    pub looks: usize,
     /// Seed of every step's run order (default: random; always printed and stored)
     #[arg(long)]
     pub seed: Option<u64>,
@@ -86,6 +96,10 @@ pub struct BisectArgs {
     /// The report's format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// When the culprit is a merge, bisect the branch it merged in turn (from where it forked to
+    /// its tip), as a new bisection (default: the report says so and gives the command)
+    #[arg(long)]
+    pub descend_merges: bool,
     /// Continue bisection ID (the command line must be the same as when it started)
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
@@ -127,8 +141,21 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
     if let Some(BisectSub::Status(s)) = args.sub {
         return drive::status(&s);
     }
-    let plan = Plan::of(args)?;
-    drive::bisect(&plan)
+    let mut plan = Plan::of(args)?;
+    loop {
+        let ended = drive::bisect(&plan)?;
+        let Some((base, tip)) = ended.descend else {
+            return Ok(ended.code);
+        };
+        // The culprit is a merge: bisect the branch it merged, a new bisection of its own.
+        crate::error::stderr_line(&format!(
+            "abperf: bisect: the culprit is a merge; bisecting the merged branch with --good \
+             {base} --bad {tip} (a new bisection; resume it with those two and its own id)"
+        ));
+        plan.good = base;
+        plan.bad = tip;
+        plan.resume = None;
+    }
 }
 
 /// `bisect`'s options, checked once.
@@ -149,6 +176,7 @@ pub struct Plan {
     pub show_output: bool,
     pub format: Format,
     pub resume: Option<String>,
+    pub descend_merges: bool,
     pub db: DbArgs,
 }
 
@@ -177,6 +205,20 @@ impl Plan {
             if !(low..=10_000).contains(&v) {
                 return Err(usage(format!("{flag}: expected {low} to 10000, got {v}")));
             }
+        }
+        if !(1..=20).contains(&a.looks) {
+            return Err(usage(format!("--looks {}: expected 1 to 20", a.looks)));
+        }
+        let least = a.ends_runs.min(a.confirm_runs);
+        if a.looks > 1 && least < 4 * a.looks {
+            return Err(usage(format!(
+                "--looks {} with --ends-runs {} and --confirm-runs {}: expected at least 4 \
+                 rounds per look (both {} or more, or --looks 1)",
+                a.looks,
+                a.ends_runs,
+                a.confirm_runs,
+                4 * a.looks
+            )));
         }
         if let Some(t) = a.timeout
             && !(t.is_finite() && t > 0.0)
@@ -212,6 +254,7 @@ impl Plan {
                 probe_runs: a.probe_runs,
                 max_rounds: a.max_rounds,
                 confirm_runs: a.confirm_runs,
+                looks: a.looks,
             },
             seed: a.seed.unwrap_or_else(rand::random),
             warmup: a.warmup,
@@ -221,7 +264,16 @@ impl Plan {
             show_output: a.show_output,
             format: a.format,
             resume: a.resume,
+            descend_merges: a.descend_merges,
             db: a.db,
+        })
+    }
+
+    /// How each revision is built: the one place the kind of build is chosen (`--build` today;
+    /// a kernel built from the revision joins here as a second [`builder::Builder`]).
+    fn builder(&self) -> Box<dyn builder::Builder> {
+        Box::new(builder::ShellBuild {
+            command: self.build.clone(),
         })
     }
 }

@@ -88,7 +88,26 @@ fn check_same(id: i64, stored: &Head, asked: &Head) -> anyhow::Result<()> {
     )))
 }
 
-pub fn bisect(plan: &Plan) -> anyhow::Result<i32> {
+/// The merged branch of a candidate that is a merge, (fork point, tip), when the repository can
+/// tell (a stored bisection's repository may be gone).
+fn merged_branch(head: &Head, outcome: Option<&Outcome>) -> Option<(String, String)> {
+    let &Outcome::Candidate { commit, .. } = outcome? else {
+        return None;
+    };
+    let c = &head.commits[commit];
+    git::merged_branch(std::path::Path::new(&head.repo), c)
+        .ok()
+        .flatten()
+}
+
+/// How a bisection ended: its exit code, and the merged branch to bisect next when the culprit
+/// is a merge and `--descend-merges` asks for it.
+pub struct Ended {
+    pub code: i32,
+    pub descend: Option<(String, String)>,
+}
+
+pub fn bisect(plan: &Plan) -> anyhow::Result<Ended> {
     let location = plan.db.location()?;
     let commits = git::range(&plan.repo, &plan.good, &plan.bad)?;
     let asked = Head {
@@ -116,7 +135,7 @@ pub fn bisect(plan: &Plan) -> anyhow::Result<i32> {
         id: stored.as_ref().map(|s| s.id),
         next: stored.as_ref().map_or(0, |s| s.steps.len()),
         pending: Vec::new(),
-        trees: Worktrees::new(&plan.repo, &plan.build)?,
+        trees: Worktrees::new(&plan.repo, plan.builder())?,
         runs: Runs {
             command: plan.command.clone(),
             metric: plan.metric.clone(),
@@ -144,11 +163,17 @@ pub fn bisect(plan: &Plan) -> anyhow::Result<i32> {
     }
     let outcome = match walk.go(&mut store, &mut state)? {
         Ok(o) => o,
-        Err(code) => return Ok(code),
+        Err(code) => {
+            return Ok(Ended {
+                code,
+                descend: None,
+            });
+        }
     };
     let Some(id) = walk.id else {
         anyhow::bail!("the bisection ended before its first step was stored");
     };
+    let branch = merged_branch(&walk.head, Some(&outcome));
     let r = report::build(&Source {
         id,
         head: &walk.head,
@@ -156,9 +181,20 @@ pub fn bisect(plan: &Plan) -> anyhow::Result<i32> {
         outcome: Some(&outcome),
         unbuildable: &state.unbuildable,
         experiments: state.experiments.clone(),
+        merge_base: branch.as_ref().map(|b| b.0.clone()),
     });
     print!("{}", report::render(&r, plan.format)?);
-    Ok(0)
+    let confirmed = matches!(
+        outcome,
+        Outcome::Candidate {
+            confirmed: true,
+            ..
+        }
+    );
+    Ok(Ended {
+        code: 0,
+        descend: branch.filter(|_| confirmed && plan.descend_merges),
+    })
 }
 
 /// A bisection under way.
@@ -360,6 +396,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<i32> {
         outcome: outcome.as_ref(),
         unbuildable: &r.unbuildable,
         experiments: std::mem::take(&mut r.experiments),
+        merge_base: merged_branch(&s.head, outcome.as_ref()).map(|b| b.0),
     });
     print!("{}", report::render(&rep, args.format)?);
     Ok(0)

@@ -10,6 +10,9 @@ use std::process::{Command, Stdio};
 pub struct Commit {
     pub hash: String,
     pub subject: String,
+    /// A merge's parents after the first (the merged branches' tips); empty for a commit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged: Vec<String>,
 }
 
 impl Commit {
@@ -63,16 +66,26 @@ pub fn range(repo: &Path, good: &str, bad: &str) -> anyhow::Result<Vec<Commit>> 
             "log",
             "--first-parent",
             "--reverse",
-            "--format=%H%x00%s",
+            "--format=%H%x00%P%x00%s",
             &span,
         ],
     )?;
     let mut commits = vec![commit(repo, &good_hash)?];
     for line in log.lines() {
-        let (hash, subject) = line.split_once('\0').unwrap_or((line, ""));
+        let mut fields = line.splitn(3, '\0');
+        let (hash, parents, subject) = (
+            fields.next().unwrap_or(""),
+            fields.next().unwrap_or(""),
+            fields.next().unwrap_or(""),
+        );
         commits.push(Commit {
             hash: hash.to_string(),
             subject: subject.to_string(),
+            merged: parents
+                .split_whitespace()
+                .skip(1)
+                .map(str::to_string)
+                .collect(),
         });
     }
     if commits.len() < 2 {
@@ -96,5 +109,17 @@ fn commit(repo: &Path, hash: &str) -> anyhow::Result<Commit> {
     Ok(Commit {
         hash: hash.to_string(),
         subject: subject.trim_end().to_string(),
+        merged: Vec::new(),
     })
+}
+
+/// The range inside the branch a merge brought in: (its fork point from the first parent, the
+/// merged tip), for a bisection of the merged branch's own first-parent line.
+pub fn merged_branch(repo: &Path, merge: &Commit) -> anyhow::Result<Option<(String, String)>> {
+    let Some(tip) = merge.merged.first() else {
+        return Ok(None);
+    };
+    let first = format!("{}^1", merge.hash);
+    let base = git(repo, &["merge-base", &first, tip])?;
+    Ok(Some((base.trim().to_string(), tip.clone())))
 }

@@ -45,9 +45,24 @@ pub struct Probe {
     pub like: &'static str,
 }
 
+/// A candidate that is a merge: the change came in with a merged branch, which first-parent
+/// order does not enter.
+#[derive(Debug, Clone, Serialize)]
+pub struct Merge {
+    /// The parents after the first: the merged branches' tips.
+    pub tips: Vec<String>,
+    /// Where the first merged branch forked from the first parent (git merge-base), when the
+    /// repository could tell; the merged branch is bisected from here to `tips[0]`.
+    pub base: Option<String>,
+}
+
 /// The whole report (its JSON is this structure).
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// "abperf-bisect": which schema of docs/abperf-report.schema.json this is.
+    pub schema: &'static str,
+    /// Its version.
+    pub version: u32,
     pub bisection: i64,
     pub repo: String,
     pub good: Rev,
@@ -67,6 +82,9 @@ pub struct Report {
     pub candidate: Option<Rev>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub posterior: Option<f64>,
+    /// The candidate is a merge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge: Option<Merge>,
     /// The candidate against its parent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<Ab>,
@@ -117,6 +135,8 @@ pub struct Source<'a> {
     pub outcome: Option<&'a Outcome>,
     pub unbuildable: &'a [usize],
     pub experiments: Vec<i64>,
+    /// Where a merged branch forked (for a candidate that is a merge), if git could tell.
+    pub merge_base: Option<String>,
 }
 
 pub fn build(s: &Source) -> Report {
@@ -151,6 +171,8 @@ pub fn build(s: &Source) -> Report {
         })
         .collect();
     let mut report = Report {
+        schema: "abperf-bisect",
+        version: 1,
         bisection: s.id,
         repo: s.head.repo.clone(),
         good: rev(commits, 0),
@@ -165,6 +187,7 @@ pub fn build(s: &Source) -> Report {
         ends: ab(&good, &bad),
         candidate: None,
         posterior: None,
+        merge: None,
         confirmation: None,
         interval: None,
         probes,
@@ -186,6 +209,11 @@ pub fn build(s: &Source) -> Report {
             report.result = if confirmed { "culprit" } else { "unconfirmed" };
             report.candidate = Some(rev(commits, commit));
             report.posterior = Some(mass);
+            let merged = &commits[commit].merged;
+            report.merge = (!merged.is_empty()).then(|| Merge {
+                tips: merged.clone(),
+                base: s.merge_base.clone(),
+            });
             let (parent, child) = s.machine.confirmation_runs();
             report.confirmation = Some(ab(parent, child));
         }
@@ -263,6 +291,33 @@ fn outcome_lines(r: &Report, out: &mut Vec<String>) {
     }
 }
 
+/// What to say of a candidate that is a merge: first-parent order ends at it; the merged
+/// branch can be bisected in turn.
+fn merge_lines(r: &Report, out: &mut Vec<String>) {
+    let (Some(m), Some(c)) = (&r.merge, &r.candidate) else {
+        return;
+    };
+    let Some(tip) = m.tips.first() else {
+        return;
+    };
+    let short = |h: &str| h[..h.len().min(12)].to_string();
+    out.push(format!(
+        "{} is a merge: the change came in with the branch it merged (tip {}), which \
+         first-parent order does not enter",
+        c.short,
+        short(tip)
+    ));
+    let good = m.base.as_deref().map_or_else(
+        || format!("$(git merge-base {}^1 {})", c.short, short(tip)),
+        short,
+    );
+    out.push(format!(
+        "bisect inside it: abperf bisect --good {good} --bad {} (the same options), or \
+         --descend-merges to go on by itself",
+        short(tip)
+    ));
+}
+
 fn probe_lines(r: &Report, out: &mut Vec<String>) {
     for p in &r.probes {
         out.push(format!(
@@ -287,6 +342,7 @@ fn text(r: &Report) -> String {
         format!("metric {}: bad against good {}", r.metric, ab_line(&r.ends)),
     ];
     outcome_lines(r, &mut out);
+    merge_lines(r, &mut out);
     out.push("probes (revision, runs, position from good 0 to bad 1, call, subject):".into());
     probe_lines(r, &mut out);
     out.push(format!(
@@ -326,6 +382,7 @@ fn mail(r: &Report) -> String {
         String::new(),
     ];
     outcome_lines(r, &mut out);
+    merge_lines(r, &mut out);
     out.push(String::new());
     out.push("Each probe, with its runs and where its mean lies (good 0, bad 1):".into());
     probe_lines(r, &mut out);
@@ -367,6 +424,7 @@ mod tests {
                 .map(|i| Commit {
                     hash: format!("{:x}", i + 1).repeat(40)[..40].to_string(),
                     subject: format!("commit {i}"),
+                    merged: Vec::new(),
                 })
                 .collect(),
             build: "make".into(),
@@ -407,6 +465,7 @@ mod tests {
             outcome: Some(&o),
             unbuildable: &[7],
             experiments: vec![3, 4],
+            merge_base: None,
         });
         assert_eq!(r.result, "culprit");
         let short = &h.commits[5].hash[..12];
@@ -429,6 +488,59 @@ mod tests {
     }
 
     #[test]
+    fn a_merge_culprit_is_said_to_be_one_with_the_bisection_of_its_branch() {
+        let (b, o) = driven();
+        let mut h = head(12);
+        h.commits[5].merged = vec!["b".repeat(40)];
+        let tip = "b".repeat(12);
+        for (base, good) in [
+            (Some("c".repeat(40)), "c".repeat(12)),
+            (
+                None,
+                format!("$(git merge-base {}^1 {tip})", &h.commits[5].hash[..12]),
+            ),
+        ] {
+            let r = build(&Source {
+                id: 3,
+                head: &h,
+                machine: &b,
+                outcome: Some(&o),
+                unbuildable: &[],
+                experiments: vec![3],
+                merge_base: base.clone(),
+            });
+            for format in [Format::Text, Format::Mail] {
+                let t = render(&r, format).unwrap();
+                assert!(
+                    t.contains(&format!(
+                        "is a merge: the change came in with the branch it merged (tip {tip})"
+                    )),
+                    "{t}"
+                );
+                assert!(
+                    t.contains(&format!("abperf bisect --good {good} --bad {tip}")),
+                    "{t}"
+                );
+            }
+            let j: serde_json::Value =
+                serde_json::from_str(&render(&r, Format::Json).unwrap()).unwrap();
+            assert_eq!(j["merge"]["tips"][0], "b".repeat(40));
+            assert_eq!(j["merge"]["base"], serde_json::json!(base));
+        }
+        // An ordinary commit says nothing of merges.
+        let r = build(&Source {
+            id: 3,
+            head: &head(12),
+            machine: &b,
+            outcome: Some(&o),
+            unbuildable: &[],
+            experiments: vec![3],
+            merge_base: None,
+        });
+        assert!(!render(&r, Format::Text).unwrap().contains("merge"));
+    }
+
+    #[test]
     fn a_search_in_progress_names_nothing() {
         let b = Bisection::new(12, Settings::default());
         let h = head(12);
@@ -439,6 +551,7 @@ mod tests {
             outcome: None,
             unbuildable: &[],
             experiments: vec![],
+            merge_base: None,
         });
         let t = render(&r, Format::Text).unwrap();
         assert!(

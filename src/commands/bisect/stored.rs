@@ -31,7 +31,9 @@ pub fn checked(s: &Settings) -> Option<Settings> {
         && count(s.ends_runs)
         && count(s.probe_runs)
         && count(s.max_rounds)
-        && count(s.confirm_runs))
+        && count(s.confirm_runs)
+        && (1..=20).contains(&s.looks)
+        && s.looks <= s.ends_runs.min(s.confirm_runs))
     .then_some(*s)
 }
 
@@ -102,7 +104,8 @@ pub fn load(store: &Store, id: i64) -> anyhow::Result<Stored> {
     let n = head.commits.len().saturating_sub(1);
     let settings = checked(&head.settings)
         .ok_or_else(|| anyhow::anyhow!("bisection {id}: its stored settings are out of range"))?;
-    if n < 1 || head.commits.iter().any(|c| !is_hash(&c.hash)) {
+    let hashes = |c: &Commit| is_hash(&c.hash) && c.merged.iter().all(|m| is_hash(m));
+    if n < 1 || !head.commits.iter().all(hashes) {
         anyhow::bail!("bisection {id}: its stored range is malformed");
     }
     let mut steps = vec![StoredStep {
@@ -171,6 +174,8 @@ mod tests {
                 max_rounds: 1 << 40,
                 ..good
             },
+            Settings { looks: 0, ..good },
+            Settings { looks: 50, ..good },
         ] {
             assert_eq!(checked(&bad), None, "{bad:?}");
         }

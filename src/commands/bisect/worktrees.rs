@@ -1,13 +1,13 @@
 //! Each revision checked out and built once, in a private directory (0700, under the temporary
-//! directory, never the user's checkout): `git worktree add --detach`, then the build command
-//! by `sh -c` there. Every worktree is removed, and the directory with it, when the bisection
+//! directory, never the user's checkout): `git worktree add --detach`, then the bisection's
+//! [`Builder`] there. Every worktree is removed, and the directory with it, when the bisection
 //! ends on any way out (drop).
 
+use super::builder::Builder;
 use super::git::{Commit, git};
 use std::collections::BTreeMap;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// How a revision's build went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,13 +21,13 @@ pub enum Built {
 pub struct Worktrees {
     repo: PathBuf,
     dir: PathBuf,
-    build: String,
+    builder: Box<dyn Builder>,
     made: BTreeMap<usize, PathBuf>,
 }
 
 impl Worktrees {
     /// A new private directory for the worktrees of `repo`.
-    pub fn new(repo: &Path, build: &str) -> anyhow::Result<Worktrees> {
+    pub fn new(repo: &Path, builder: Box<dyn Builder>) -> anyhow::Result<Worktrees> {
         let base = std::env::temp_dir();
         for _ in 0..16 {
             let dir = base.join(format!("abperf-bisect-{:016x}", rand::random::<u64>()));
@@ -36,7 +36,7 @@ impl Worktrees {
                     return Ok(Worktrees {
                         repo: repo.to_path_buf(),
                         dir,
-                        build: build.to_string(),
+                        builder,
                         made: BTreeMap::new(),
                     });
                 }
@@ -67,29 +67,13 @@ impl Worktrees {
         )?;
         self.made.insert(index, path.clone());
         let log = self.dir.join(format!("build-{}.log", commit.short()));
-        let out =
-            std::fs::File::create(&log).map_err(|e| anyhow::anyhow!("{}: {e}", log.display()))?;
-        let status = Command::new("sh")
-            .arg("-c")
-            .arg(self.build.replace("{WORKTREE}", &shown))
-            .current_dir(&path)
-            .env("ABPERF_WORKTREE", &path)
-            .stdin(Stdio::null())
-            .stdout(out.try_clone()?)
-            .stderr(out)
-            .status()
-            .map_err(|e| anyhow::anyhow!("--build: cannot start sh: {e}"))?;
-        if status.success() {
-            return Ok(Built::Ready(path));
+        match self.builder.build(&path, &log)? {
+            Ok(()) => Ok(Built::Ready(path)),
+            Err(why) => {
+                self.remove(index);
+                Ok(Built::Failed(why))
+            }
         }
-        let tail = std::fs::read_to_string(&log).unwrap_or_default();
-        let last = tail
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        self.remove(index);
-        Ok(Built::Failed(format!("the build {status}: {last}")))
     }
 
     /// Remove the worktree of `index`, if there is one (a probe the search has left).

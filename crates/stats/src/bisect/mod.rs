@@ -8,4 +8,4 @@ pub mod posterior;
 pub mod search;
 pub mod simulate;
 
-pub use search::{Bisection, Outcome, Settings, Step};
+pub use search::{Ab, Bisection, Outcome, Settings, Step, sequential_ab};

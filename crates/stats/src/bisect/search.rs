@@ -4,17 +4,20 @@
 //! gets an [`Outcome`]. The same machine drives `abperf bisect` and the seeded simulation
 //! ([`super::simulate`]) whose figures docs/bisect.md quotes.
 //!
-//! Phases: (1) an A/B of the two ends, `ends_runs` rounds; no difference at alpha (Welch) ends
-//! the search with no culprit. (2) Probabilistic bisection: each round measures the revision at
+//! Phases: (1) an A/B of the two ends, group-sequential ([`sequential_ab`]: `--until-decided`'s
+//! O'Brien-Fleming looks, at most `ends_runs` rounds); no difference at alpha ends the search with
+//! no culprit. (2) Probabilistic bisection: each round measures the revision at
 //! the posterior median of the change's location ([`super::posterior`]) once or more, with both
 //! ends in the same round (ABC then CBA), so drift and a changing machine enter every estimate;
 //! the median stays on a probe until its side is settled, so runs are added to a probe
 //! sequentially. It stops when one commit holds 1 - delta of the posterior, or the round budget
 //! is spent, or the interval holding 1 - delta cannot be split (unbuildable revisions). (3) A
-//! confirmation: a fresh A/B of the candidate against its parent, judged by Welch at alpha in
-//! the ends' direction; only a confirmed candidate is a culprit.
+//! confirmation: a fresh A/B of the candidate against its parent, group-sequential like the
+//! ends' (at most `confirm_runs` rounds), a difference in the ends' direction at alpha; only a
+//! confirmed candidate is a culprit.
 
 use super::posterior::{Runs, cumulative, shortest_interval};
+use crate::sequential::{Looks, Plan, nominal_p};
 use crate::welch::welch;
 use std::collections::BTreeSet;
 
@@ -25,14 +28,23 @@ pub struct Settings {
     pub delta: f64,
     /// The level of the ends' A/B and of the confirmation.
     pub alpha: f64,
-    /// Rounds (one run of each end per round) of the ends' A/B.
+    /// The most rounds (one run of each end per round) of the ends' A/B.
     pub ends_runs: usize,
     /// Runs of the probe per round (each end runs as often).
     pub probe_runs: usize,
     /// The most search rounds.
     pub max_rounds: usize,
-    /// Rounds (one run of the candidate and one of its parent) of the confirmation.
+    /// The most rounds (one run of the candidate and one of its parent) of the confirmation.
     pub confirm_runs: usize,
+    /// Equally spaced looks of the ends' A/B and of the confirmation (O'Brien-Fleming
+    /// boundaries, as `run --until-decided`); 1 is a fixed design. Bisections stored before
+    /// looks existed had one.
+    #[serde(default = "one_look")]
+    pub looks: usize,
+}
+
+fn one_look() -> usize {
+    1
 }
 
 impl Default for Settings {
@@ -40,10 +52,11 @@ impl Default for Settings {
         Settings {
             delta: 0.05,
             alpha: 0.05,
-            ends_runs: 10,
+            ends_runs: 60,
             probe_runs: 1,
-            max_rounds: 200,
-            confirm_runs: 20,
+            max_rounds: 500,
+            confirm_runs: 100,
+            looks: 5,
         }
     }
 }
@@ -126,18 +139,35 @@ impl Bisection {
     }
 
     /// How many times the last [`Step::Measure`] may be repeated before the next decision: the
-    /// rounds still missing from the ends' A/B or the confirmation, 1 in the search (each round
-    /// may move the probe). A caller may run that many rounds as one batch.
+    /// rounds to the next look of the ends' A/B or of the confirmation, 1 in the search (each
+    /// round may move the probe). A caller may run that many rounds as one batch.
     pub fn batch(&self) -> usize {
         let n = self.runs.commits();
+        let s = &self.settings;
         match &self.phase {
             Phase::Ends => {
-                let done = self.runs.of(0).len().min(self.runs.of(n).len());
-                self.settings.ends_runs.saturating_sub(done).max(1)
+                match sequential_ab(
+                    s.ends_runs,
+                    s.looks,
+                    s.alpha,
+                    &self.runs.of(0),
+                    &self.runs.of(n),
+                ) {
+                    Ab::More(k) => k,
+                    _ => 1,
+                }
             }
             Phase::Confirm { .. } => {
-                let done = self.confirm.0.len().min(self.confirm.1.len());
-                self.settings.confirm_runs.saturating_sub(done).max(1)
+                match sequential_ab(
+                    s.confirm_runs,
+                    s.looks,
+                    s.alpha,
+                    &self.confirm.0,
+                    &self.confirm.1,
+                ) {
+                    Ab::More(k) => k,
+                    _ => 1,
+                }
             }
             Phase::Search | Phase::Over(_) => 1,
         }
@@ -182,15 +212,14 @@ impl Bisection {
     fn ends(&mut self) -> Option<Step> {
         let n = self.runs.commits();
         let (good, bad) = (self.runs.of(0), self.runs.of(n));
-        if good.len() < self.settings.ends_runs || bad.len() < self.settings.ends_runs {
-            let round = good.len().min(bad.len());
-            return Some(Step::Measure(abba(round, &[0, n])));
-        }
-        let p = welch(&good, &bad).map_or(1.0, |w| w.p);
-        self.phase = if p < self.settings.alpha {
-            Phase::Search
-        } else {
-            Phase::Over(Outcome::NoChange { p })
+        let s = &self.settings;
+        self.phase = match sequential_ab(s.ends_runs, s.looks, s.alpha, &good, &bad) {
+            Ab::More(_) => {
+                let round = good.len().min(bad.len());
+                return Some(Step::Measure(abba(round, &[0, n])));
+            }
+            Ab::Differ { .. } => Phase::Search,
+            Ab::Same { p } => Phase::Over(Outcome::NoChange { p }),
         };
         None
     }
@@ -233,24 +262,76 @@ impl Bisection {
 
     fn confirmation(&mut self, commit: usize, mass: f64) -> Option<Step> {
         let (parent, child) = &self.confirm;
-        let done = parent.len().min(child.len());
-        if done < self.settings.confirm_runs {
-            return Some(Step::Measure(abba(done, &[commit - 1, commit])));
-        }
-        let n = self.runs.commits();
-        let ends = mean(&self.runs.of(n)) - mean(&self.runs.of(0));
-        let (p, same_way) = match welch(parent, child) {
-            Ok(w) => (w.p, (mean(child) - mean(parent)) * ends > 0.0),
-            Err(_) => (1.0, false),
+        let s = &self.settings;
+        let (confirmed, p) = match sequential_ab(s.confirm_runs, s.looks, s.alpha, parent, child) {
+            Ab::More(_) => {
+                let done = parent.len().min(child.len());
+                return Some(Step::Measure(abba(done, &[commit - 1, commit])));
+            }
+            Ab::Differ { p, runs } => {
+                let n = self.runs.commits();
+                let ends = mean(&self.runs.of(n)) - mean(&self.runs.of(0));
+                (
+                    (mean(&child[..runs]) - mean(&parent[..runs])) * ends > 0.0,
+                    p,
+                )
+            }
+            Ab::Same { p } => (false, p),
         };
         self.phase = Phase::Over(Outcome::Candidate {
             commit,
             mass,
-            confirmed: p < self.settings.alpha && same_way,
+            confirmed,
             p,
         });
         None
     }
+}
+
+/// Where a group-sequential A/B stands.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Ab {
+    /// Not decided yet: this many more rounds reach the next look.
+    More(usize),
+    /// A look crossed its boundary with the first `runs` rounds of each side (Welch's `p`).
+    Differ { p: f64, runs: usize },
+    /// The last look did not cross (Welch's `p` there).
+    Same { p: f64 },
+}
+
+/// The A/B of `a` and `b` (at most `most` rounds each, run in pairs) as `run --until-decided`
+/// judges it ([`crate::sequential`]): look k of `looks` equally spaced ones takes the first
+/// [`Plan::runs_at`]`(k)` runs of each side and decides when Welch's p is below the nominal p of
+/// its O'Brien-Fleming boundary, so that the chance of ever deciding without a difference stays
+/// at `alpha`. Every look the runs reach is taken in order, however the runs arrived (a resumed
+/// step's runs too). One look is a fixed design judged at `alpha`.
+pub fn sequential_ab(most: usize, looks: usize, alpha: f64, a: &[f64], b: &[f64]) -> Ab {
+    let looks = looks.clamp(1, most.max(1));
+    let plan = Plan {
+        looks,
+        max_runs: most.min(u32::MAX as usize) as u32,
+        alpha,
+    };
+    let levels: Vec<f64> = if looks == 1 {
+        vec![alpha]
+    } else {
+        plan.boundaries(1).into_iter().map(nominal_p).collect()
+    };
+    let done = a.len().min(b.len());
+    for (k, level) in (1..=looks).zip(levels) {
+        let r = plan.runs_at(k);
+        if r > done {
+            return Ab::More(r - done);
+        }
+        let p = welch(&a[..r], &b[..r]).map_or(1.0, |w| w.p);
+        if p < level {
+            return Ab::Differ { p, runs: r };
+        }
+        if k == looks {
+            return Ab::Same { p };
+        }
+    }
+    Ab::Same { p: 1.0 }
 }
 
 /// Round `i` of an ABBA-style order: `revs` as given in even rounds, reversed in odd ones.
@@ -341,21 +422,65 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_covers_the_rounds_left_of_the_ends_and_the_confirmation() {
+    fn a_batch_covers_the_rounds_to_the_next_look() {
+        // 60 rounds at most in 5 looks: looks after 12, 24, ... rounds.
         let mut b = Bisection::new(8, Settings::default());
-        assert_eq!(b.batch(), 10);
+        assert_eq!(b.batch(), 12);
         b.step();
         for i in 0..4 {
             b.record(0, wobble(i));
             b.record(8, 3.0 + wobble(i + 1));
         }
-        assert_eq!(b.batch(), 6);
-        for i in 4..10 {
+        assert_eq!(b.batch(), 8);
+        for i in 4..12 {
             b.record(0, wobble(i));
             b.record(8, 3.0 + wobble(i + 1));
         }
+        // A clear difference decides at the first look: the search's rounds are one at a time.
         assert!(matches!(b.step(), Step::Measure(_)));
         assert_eq!(b.batch(), 1);
+    }
+
+    #[test]
+    fn the_sequential_ab_takes_its_looks_in_order_and_keeps_going_when_undecided() {
+        let a: Vec<f64> = (0..60).map(wobble).collect();
+        let same: Vec<f64> = (0..60).map(|i| wobble(i + 3)).collect();
+        assert_eq!(sequential_ab(60, 5, 0.05, &a[..5], &same[..7]), Ab::More(7));
+        assert_eq!(
+            sequential_ab(60, 5, 0.05, &a[..30], &same[..30]),
+            Ab::More(6)
+        );
+        assert!(matches!(
+            sequential_ab(60, 5, 0.05, &a, &same),
+            Ab::Same { .. }
+        ));
+        // A shift decided at look 1 stays decided there with more runs.
+        let shifted: Vec<f64> = same.iter().map(|v| v + 2.0).collect();
+        assert!(matches!(
+            sequential_ab(60, 5, 0.05, &a[..40], &shifted[..40]),
+            Ab::Differ { runs: 12, .. }
+        ));
+        // One look: a fixed design at alpha.
+        assert!(matches!(
+            sequential_ab(10, 1, 0.05, &a[..10], &same[..10]),
+            Ab::Same { .. }
+        ));
+        assert_eq!(sequential_ab(10, 1, 0.05, &a[..3], &same[..3]), Ab::More(7));
+    }
+
+    #[test]
+    fn a_small_step_needs_more_looks_but_is_confirmed() {
+        // A step of 0.45 beside noise of SD ~0.35: not decided at the first look, decided later.
+        let (o, runs) = drive(16, |r, i| {
+            wobble(i * 7 + r) + if r >= 5 { 0.45 } else { 0.0 }
+        });
+        match o {
+            Outcome::Candidate {
+                commit, confirmed, ..
+            } => assert!(commit == 5 && confirmed, "{commit} {confirmed}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(runs > 2 * 12, "{runs} runs");
     }
 
     #[test]
@@ -363,7 +488,7 @@ mod tests {
         let mut b = Bisection::new(8, Settings::default());
         let first = b.step();
         assert_eq!(first, Step::Measure(vec![0, 8]));
-        for i in 0..10 {
+        for i in 0..12 {
             b.record(0, wobble(i));
             b.record(8, 3.0 + wobble(i + 1));
         }

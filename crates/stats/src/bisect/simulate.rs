@@ -2,9 +2,8 @@
 //! of 64 to 1,024 commits, one planted change of 1 to 3 noise SDs (or none), normal runs of SD 1,
 //! run through [`Bisection`] and through plain bisection with a fixed number of runs per step.
 
-use super::search::{Bisection, Outcome, Settings, Step};
+use super::search::{Ab, Bisection, Outcome, Settings, Step, sequential_ab};
 use crate::dist::norm_ppf;
-use crate::welch::welch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -121,28 +120,42 @@ pub fn bisection(settings: Settings, ranges: &[Range], seed: u64) -> Tally {
     t
 }
 
-/// Plain bisection: the same A/B of the ends (`ends_runs` each, Welch at `alpha`), then
-/// `per_step` runs of each midpoint called good or bad by the nearer end's mean, down to one
-/// commit, named without a confirmation (what `git bisect run` with a threshold does).
-pub fn plain(per_step: usize, ends_runs: usize, alpha: f64, ranges: &[Range], seed: u64) -> Tally {
+/// Plain bisection: the same group-sequential A/B of the ends as the bisection's (`settings`),
+/// then `per_step` runs of each midpoint called good or bad by the nearer end's mean, down to
+/// one commit, named without a confirmation (what `git bisect run` with a threshold does).
+pub fn plain(per_step: usize, settings: Settings, ranges: &[Range], seed: u64) -> Tally {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut t = Tally::default();
+    let s = settings;
     for range in ranges {
         t.ranges += 1;
-        let mut sample = |r: usize, k: usize, rng: &mut ChaCha8Rng| -> Vec<f64> {
-            t.runs += k;
-            (0..k).map(|_| measure(range, r, rng)).collect()
+        let (mut good, mut bad) = (Vec::new(), Vec::new());
+        let differ = loop {
+            match sequential_ab(s.ends_runs, s.looks, s.alpha, &good, &bad) {
+                Ab::More(k) => {
+                    for _ in 0..k {
+                        good.push(measure(range, 0, &mut rng));
+                        bad.push(measure(range, range.n, &mut rng));
+                    }
+                    t.runs += 2 * k;
+                }
+                Ab::Differ { .. } => break true,
+                Ab::Same { .. } => break false,
+            }
         };
-        let good = sample(0, ends_runs, &mut rng);
-        let bad = sample(range.n, ends_runs, &mut rng);
-        if welch(&good, &bad).map_or(true, |w| w.p >= alpha) {
+        if !differ {
             continue;
         }
         let (mg, mb) = (mean(&good), mean(&bad));
         let (mut lo, mut hi) = (0, range.n);
         while hi - lo > 1 {
             let mid = (lo + hi) / 2;
-            let m = mean(&sample(mid, per_step, &mut rng));
+            let m = mean(
+                &(0..per_step)
+                    .map(|_| measure(range, mid, &mut rng))
+                    .collect::<Vec<_>>(),
+            );
+            t.runs += per_step;
             t.probes += 1;
             if (m - mb).abs() < (m - mg).abs() {
                 hi = mid;
@@ -188,7 +201,7 @@ mod tests {
     #[test]
     fn plain_bisection_with_one_run_per_step_is_often_wrong() {
         let changed = ranges(200, true, 11);
-        let t = plain(1, 10, 0.05, &changed, 12);
+        let t = plain(1, Settings::default(), &changed, 12);
         assert!(t.wrong_rate() > 0.2, "{t:?}");
     }
 }
