@@ -17,6 +17,8 @@ pub mod hints;
 pub mod history;
 pub mod history_confirm;
 pub mod import;
+pub mod kernel;
+pub mod kernel_git;
 pub mod list;
 pub mod lookup;
 pub mod metrics;
