@@ -274,9 +274,9 @@ fn builds() -> usize {
         .unwrap_or(0)
 }
 
-/// The cached kernels (`abperf kernel list --json`).
+/// The cached kernels (`abperf kernel list --format json`).
 fn cached(lab: &Lab) -> Vec<Value> {
-    let o = lab.ok(&["kernel", "list", "--json"]);
+    let o = lab.ok(&["kernel", "list", "--format", "json"]);
     serde_json::from_str::<Value>(&o.stdout)
         .unwrap()
         .as_array()

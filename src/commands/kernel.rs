@@ -16,9 +16,9 @@ pub enum KernelCommand {
     /// The built kernels in the cache, most recently used first (key, revision, tree id,
     /// patches, image hash, size, last use)
     List {
-        /// Print the entries as JSON (with their provenance, .config included)
-        #[arg(long)]
-        json: bool,
+        /// text, or json (every entry with its provenance, .config included)
+        #[arg(long, value_name = "FORMAT", value_parser = ["text", "json"], default_value = "text")]
+        format: String,
     },
     /// Build a kernel from source into the cache (untimed), or find it there: git:REV[+PATCH...]
     Build {
@@ -39,9 +39,9 @@ pub enum KernelCommand {
 pub fn run(a: KernelCmdArgs) -> anyhow::Result<i32> {
     let root = cache::root()?;
     match a.command {
-        KernelCommand::List { json } => {
+        KernelCommand::List { format } => {
             let entries = cache::list(&root);
-            if json {
+            if format == "json" {
                 let v: Vec<_> = entries
                     .iter()
                     .map(|e| {

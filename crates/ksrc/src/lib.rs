@@ -125,7 +125,11 @@ pub fn build(req: &Request, progress: &mut dyn FnMut(&str)) -> Result<Built> {
     let key = cache::key(&tree_id, &config_sha256, &compiler);
     let revision = format!("{} ({commit})", req.spec.revision);
     if let Some(e) = cache::lookup(&root, &key) {
-        return Ok(built(e, false));
+        // The same content under this revision and these patches: said as asked.
+        let mut b = built(e, false);
+        b.source.revision = revision;
+        b.source.patches = patches;
+        return Ok(b);
     }
     let out = trees.join(format!("out-{base}"));
     cache::private_dir(&out)?;
