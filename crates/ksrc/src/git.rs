@@ -232,7 +232,7 @@ mod tests {
     #[test]
     fn a_worktree_takes_patches_and_gives_the_patched_tree_id_back_after_a_reset() {
         if Command::new("git").arg("--version").output().is_err() {
-            eprintln!("skipped: no git");
+            abperf_model::error::stderr_line("skipped: no git");
             return;
         }
         let t = tempfile::tempdir().unwrap();
