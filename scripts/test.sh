@@ -20,11 +20,14 @@ cd "$(dirname "$0")/.."
 # downloaded into abperf's cache by the test, never installed).
 # chromium-headless-shell: the HTML report loaded in a real browser (ABPERF_CHROMIUM=PATH uses
 # another Chromium and installs none).
+# ccache, libelf-dev: kernels built from git (`--kernel git:REV`, tests/kernel_git.rs): libelf-dev
+# for objtool, which every x86_64 kernel build runs; ccache keeps compiled objects between runs
+# (in abperf's cache) so a neighbouring commit or a rebuilt configuration costs seconds.
 # dropbear-bin, ansible-core: the fleet tests' hosts and engine (abperf fleet run). The hosts are
 # dropbear SSH servers on 127.0.0.2-4, not OpenSSH's sshd: installing openssh-server would
 # upgrade the installed openssh-client, which the no-upgrade rule above forbids; ansible-core
 # (Debian's, installs without upgrades) drives them through the installed OpenSSH client.
-PKGS="gcc libc6-dev perl qemu-system-x86 kmod busybox-static make bc flex bison xz-utils time util-linux kexec-tools e2fsprogs systemd ovmf fdisk dosfstools mtools dropbear-bin ansible-core"
+PKGS="gcc libc6-dev perl qemu-system-x86 kmod busybox-static make bc flex bison xz-utils time util-linux kexec-tools e2fsprogs systemd ovmf fdisk dosfstools mtools dropbear-bin ansible-core ccache libelf-dev"
 if [ -z "${ABPERF_CHROMIUM:-}" ]; then
     PKGS="$PKGS chromium-headless-shell"
 fi

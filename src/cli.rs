@@ -52,6 +52,8 @@ pub enum Command {
     Bisect(crate::commands::bisect::BisectArgs),
     /// Tracepoint captures (tracefs) into TLB-flush, pair-duration and count tables
     Trace(crate::commands::trace::TraceArgs),
+    /// Kernels built from source (--kernel git:REV): list, build or gc the cache of built kernels
+    Kernel(crate::commands::kernel::KernelCmdArgs),
     /// Kernels as virtual machines: fetch kernel packages, probe KVM, run a command in a kernel
     Vm(crate::commands::vm::VmArgs),
     /// One experiment over the hosts of an Ansible inventory: `fleet run -i INVENTORY`, `fleet
@@ -167,6 +169,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Bisect(a) => commands::bisect::run(a),
         Command::History(a) => commands::history::run(a),
         Command::Trace(a) => commands::trace::run(a),
+        Command::Kernel(a) => commands::kernel::run(a),
         Command::Vm(a) => commands::vm::run(a),
         Command::Model(a) => commands::ceiling::run(a),
         Command::BootLoop(a) => commands::boot_loop::run(a),

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod commands;
 
 pub use abperf_import as import;
+pub use abperf_ksrc as ksrc;
 pub use abperf_measure as measure;
 pub use abperf_micro as micro;
 pub use abperf_model as model;

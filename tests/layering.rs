@@ -27,6 +27,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("store", &["model"]),
     ("measure", &["model"]),
     ("import", &["model"]),
+    ("ksrc", &["model"]),
     ("vm", &["measure", "model"]),
     ("workload", &["measure", "model"]),
     (

@@ -46,6 +46,7 @@ fn store_experiment(lab: &Lab, m: &Model) -> i64 {
             modules: None,
             package: None,
             append: append.into(),
+            source: None,
         }),
         ..Variant::named(name)
     };

@@ -81,13 +81,15 @@ pub struct MicroArgs {
     /// Wait for a knob another experiment holds (default: fail at once, naming the holder)
     #[arg(long)]
     pub wait: bool,
-    /// Boot this kernel in a VM and run the suite there (a bzImage/vmlinuz, or a Debian kernel
-    /// package in the kernel cache). Repeat it: each kernel is a variant. The boots are the
+    /// Boot this kernel in a VM and run the suite there (a bzImage/vmlinuz, a Debian kernel
+    /// package in the kernel cache, or git:REV built from source). Repeat it: each kernel is a variant. The boots are the
     /// replicates: `--boots` per variant, in seeded ABBA order, each boot one invocation; under
     /// TCG (no KVM) the variants are labelled TCG: their timings say nothing about hardware
     /// costs
     #[arg(long, value_name = "KERNEL")]
     pub kernel: Vec<String>,
+    #[command(flatten)]
+    pub source: super::kernel_git::SourceArgs,
     /// Kernel parameters for the guest's command line (with --kernel). Repeat it: each command
     /// line is a variant (with every --kernel)
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]

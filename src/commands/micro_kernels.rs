@@ -38,7 +38,7 @@ fn kernel_plans(args: &MicroArgs, tcg: bool) -> anyhow::Result<Vec<KernelPlan>> 
     };
     let mut plans = Vec::new();
     for k in &args.kernel {
-        let kernel = super::run::boots::resolve_kernel(k, &[])?;
+        let kernel = super::run::boots::resolve_kernel(k, &[], &args.source)?;
         for a in &appends {
             let mut label = kernel.release.clone();
             if !a.trim().is_empty() {
@@ -89,7 +89,8 @@ pub fn run(
 ) -> anyhow::Result<i32> {
     let n = boots(args)?;
     let first = args.kernel.first().map(String::as_str).unwrap_or_default();
-    let kernel0 = super::run::boots::resolve_kernel(first, &[])?;
+    args.source.check_used(&args.kernel)?;
+    let kernel0 = super::run::boots::resolve_kernel(first, &[], &args.source)?;
     let (accel, accel_reason) = super::run::boots::choose_accel(
         args.accel.unwrap_or(AccelArg::Auto),
         Path::new(&kernel0.path),

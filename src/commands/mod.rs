@@ -20,6 +20,8 @@ pub mod history_bisect;
 pub mod history_confirm;
 pub mod import;
 pub mod import_profile;
+pub mod kernel;
+pub mod kernel_git;
 pub mod list;
 pub mod lookup;
 pub mod metrics;

@@ -70,6 +70,7 @@ fn boots(lab: &Lab) {
             modules: None,
             package: None,
             append: append.into(),
+            source: None,
         }),
         ..Variant::named(n)
     };

@@ -27,6 +27,74 @@ pub struct BootConfig {
     /// under TCG).
     #[serde(default)]
     pub append: String,
+    /// Where the image came from when abperf built it from a git tree (`--kernel git:REV`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<KernelSource>,
+}
+
+/// The provenance of a kernel built from source: what was built (revision, the tree id of the
+/// patched source, the patches), how (the final .config and the compiler) and what came out
+/// (the hashes of the image and of the modules).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelSource {
+    /// The revision as given (`git:REV`'s REV) and the commit it named: `REV (COMMIT)`.
+    pub revision: String,
+    /// `git write-tree` of the source after the patches: the cache key's source part.
+    pub tree_id: String,
+    /// The patches applied on top, in order.
+    #[serde(default)]
+    pub patches: Vec<PatchId>,
+    /// SHA-256 of the final .config.
+    pub config_sha256: String,
+    /// The final .config (after the base, abperf's fragment and olddefconfig).
+    pub config: String,
+    /// The compiler's version line (`gcc --version`, first line).
+    pub compiler: String,
+    /// SHA-256 of the bzImage.
+    pub image_sha256: String,
+    /// SHA-256 over the installed modules (relative path and bytes of every file, sorted), or
+    /// None when the configuration builds no modules.
+    #[serde(default)]
+    pub modules_sha256: Option<String>,
+}
+
+impl KernelSource {
+    /// The provenance stored for the variant that boots this build (the `kernel_provenance`
+    /// row): the commit of `REV (COMMIT)` as the revision, the rest as built.
+    pub fn provenance(&self) -> super::KernelProvenance {
+        let commit = self
+            .revision
+            .rsplit_once(" (")
+            .and_then(|(_, c)| c.strip_suffix(')'))
+            .filter(|c| super::provenance::is_object_id(c));
+        super::KernelProvenance {
+            revision: commit.map(str::to_string),
+            tree_id: Some(self.tree_id.clone()),
+            patches: self
+                .patches
+                .iter()
+                .map(|p| super::PatchRef {
+                    subject: p.subject.clone(),
+                    id: p.id.clone(),
+                })
+                .collect(),
+            config_sha256: Some(self.config_sha256.clone()),
+            config: Some(self.config.clone()),
+            compiler: Some(self.compiler.clone()),
+            ..super::KernelProvenance::of_image(
+                self.image_sha256.clone(),
+                self.modules_sha256.clone(),
+            )
+        }
+    }
+}
+
+/// One patch of a kernel built from source: its subject (mbox) or file name, and its stable
+/// `git patch-id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatchId {
+    pub subject: String,
+    pub id: String,
 }
 
 /// One planned boot: which variant boots, its ABBA block among the boots, and the schedule

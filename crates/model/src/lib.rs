@@ -54,7 +54,7 @@ pub mod variant;
 pub mod vm;
 pub mod workload;
 
-pub use boot::{Boot, BootConfig, BootPlan};
+pub use boot::{Boot, BootConfig, BootPlan, KernelSource, PatchId};
 pub use dataset::Dataset;
 pub use describe::{Description, Summary, describe};
 pub use experiment::{Experiment, ExperimentSummary, Kind, NewExperiment, SequentialPlan, Status};

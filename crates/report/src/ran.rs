@@ -92,6 +92,7 @@ mod tests {
                 modules: None,
                 package: Some("linux-image-6.1.0".into()),
                 append: "pti=on".into(),
+                source: None,
             }),
             provenance: Some(KernelProvenance {
                 revision: Some("a".repeat(40)),

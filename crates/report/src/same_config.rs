@@ -290,6 +290,7 @@ mod tests {
                 modules: None,
                 package: None,
                 append: append.into(),
+                source: None,
             }),
             provenance: Some(KernelProvenance::of_image(h(image), None)),
             ..Variant::named(name)

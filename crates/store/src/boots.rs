@@ -358,6 +358,7 @@ mod tests {
                 modules: None,
                 package: None,
                 append: append.into(),
+                source: None,
             }),
             ..Variant::named(n)
         };

@@ -204,11 +204,14 @@ pub struct RunArgs {
 /// The kernel-variant options of `abperf run`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct KernelArgs {
-    /// Boot this kernel in a VM and run there: a bzImage/vmlinuz, or a Debian kernel package
-    /// fetched into the kernel cache (e.g. linux-image-6.1.0-56-amd64-unsigned). Repeat it: each
+    /// Boot this kernel in a VM and run there: a bzImage/vmlinuz, a Debian kernel package
+    /// fetched into the kernel cache (e.g. linux-image-6.1.0-56-amd64-unsigned), or git:REV[+PATCH...]
+    /// built from a git tree (see --kernel-tree, --kconfig; cached by content). Repeat it: each
     /// kernel is a variant
-    #[arg(long = "kernel", value_name = "PATH|PACKAGE")]
+    #[arg(long = "kernel", value_name = "PATH|PACKAGE|git:REV")]
     pub kernels: Vec<String>,
+    #[command(flatten)]
+    pub source: crate::commands::kernel_git::SourceArgs,
     /// Modules directory of a --kernel (named after its release, with modules.dep; repeatable;
     /// default: found next to the kernel, in the package, or in /lib/modules)
     #[arg(long = "modules", value_name = "DIR")]
@@ -284,6 +287,7 @@ impl KernelArgs {
         ]
         .into_iter()
         .filter_map(|(name, given)| given.then_some(name))
+        .chain(self.source.given())
         .collect()
     }
 }

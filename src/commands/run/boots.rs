@@ -6,6 +6,7 @@
 use super::end::{claim, conclude};
 use super::plan::{BootOn, Kernels, NewRun};
 use super::progress::Bar;
+use crate::commands::kernel_git::{self, SourceArgs};
 use crate::commands::vm::AccelArg;
 use crate::design::{self, KernelChoice, Order};
 use crate::error::usage;
@@ -18,9 +19,25 @@ use crate::vm::{self, kernel::ImageKind};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// A `--kernel` argument: an image file, or a Debian package fetched into the cache.
-pub(crate) fn resolve_kernel(arg: &str, modules: &[PathBuf]) -> anyhow::Result<KernelChoice> {
+/// A `--kernel` argument: an image file, a Debian package fetched into the cache, or a
+/// revision of a git tree built from source (`git:REV[+PATCH...]`, with `src`'s options).
+pub(crate) fn resolve_kernel(
+    arg: &str,
+    modules: &[PathBuf],
+    src: &SourceArgs,
+) -> anyhow::Result<KernelChoice> {
     let path = Path::new(arg);
+    if let Some(built) = kernel_git::resolve(arg, src) {
+        let b = built?;
+        return Ok(KernelChoice {
+            path: b.image.to_string_lossy().into_owned(),
+            release: b.release,
+            modules: b.modules.map(|m| m.to_string_lossy().into_owned()),
+            package: None,
+            label: Some(arg.to_string()),
+            source: Some(b.source),
+        });
+    }
     let (image, mut mods, package) = if path.exists() {
         let abs = std::fs::canonicalize(path).map_err(|e| usage(format!("--kernel {arg}: {e}")))?;
         (abs, None, None)
@@ -32,7 +49,8 @@ pub(crate) fn resolve_kernel(arg: &str, modules: &[PathBuf]) -> anyhow::Result<K
         (k.vmlinuz, Some(k.modules), Some(k.package))
     } else {
         return Err(usage(format!(
-            "--kernel {arg}: no such file, and not a Debian kernel package name (linux-image-...)"
+            "--kernel {arg}: no such file, not a Debian kernel package name (linux-image-...), \
+             and not git:REV (a kernel built from source)"
         )));
     };
     let release = match vm::kernel::image_kind(&image)? {
@@ -56,6 +74,8 @@ pub(crate) fn resolve_kernel(arg: &str, modules: &[PathBuf]) -> anyhow::Result<K
         release,
         modules: mods.map(|m| m.to_string_lossy().into_owned()),
         package,
+        label: None,
+        source: None,
     })
 }
 
@@ -165,8 +185,9 @@ pub(super) fn run(plan: &NewRun, k: &Kernels) -> anyhow::Result<i32> {
 /// The `--kernel`s, resolved (packages fetched), and every `--modules` matched to one of them.
 pub(super) fn resolve_kernels(k: &Kernels) -> anyhow::Result<Vec<KernelChoice>> {
     let mut kernels = Vec::new();
+    k.source.check_used(&k.images)?;
     for a in &k.images {
-        kernels.push(resolve_kernel(a, &k.modules)?);
+        kernels.push(resolve_kernel(a, &k.modules, &k.source)?);
     }
     for m in &k.modules {
         let used = kernels.iter().any(|c| {

@@ -71,6 +71,8 @@ pub(crate) struct Kernels {
     pub images: Vec<String>,
     pub modules: Vec<PathBuf>,
     pub appends: Vec<String>,
+    /// `--kernel-tree`, `--patch`, `--kconfig`: how `git:` kernels are built
+    pub source: crate::commands::kernel_git::SourceArgs,
     pub boots: u32,
     pub boot_timeout: f64,
     pub on: BootOn,
@@ -249,6 +251,7 @@ fn kernels(exp: &ExperimentArgs, local: &LocalArgs, k: &KernelArgs) -> anyhow::R
             images: k.kernels.clone(),
             modules: k.modules.clone(),
             appends: k.appends.clone(),
+            source: k.source.clone(),
             boots,
             boot_timeout,
             on: BootOn::ThisMachine {
@@ -265,6 +268,7 @@ fn kernels(exp: &ExperimentArgs, local: &LocalArgs, k: &KernelArgs) -> anyhow::R
         images: k.kernels.clone(),
         modules: k.modules.clone(),
         appends: k.appends.clone(),
+        source: k.source.clone(),
         boots,
         boot_timeout,
         on: BootOn::Vm(vm),

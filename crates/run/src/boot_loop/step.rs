@@ -465,6 +465,7 @@ mod tests {
                     modules: None,
                     package: None,
                     append: "pti=on".into(),
+                    source: None,
                 }),
                 ..Variant::named(r)
             })

@@ -16,6 +16,11 @@ pub struct KernelChoice {
     pub release: String,
     pub modules: Option<String>,
     pub package: Option<String>,
+    /// The `--kernel` argument, when it names a build from source (`git:REV`): the variant's
+    /// label when the releases do not tell the kernels apart.
+    pub label: Option<String>,
+    /// The provenance of a kernel built from source.
+    pub source: Option<abperf_model::KernelSource>,
 }
 
 /// One variant of a kernel-variant experiment.
@@ -25,7 +30,8 @@ pub struct BootVariant {
     pub boot: BootConfig,
 }
 
-/// Labels that tell the kernels apart: their releases, else their file names, else their paths.
+/// Labels that tell the kernels apart: their releases, else their labels (`git:REV`) or file
+/// names, else their paths.
 fn kernel_labels(kernels: &[KernelChoice]) -> Vec<String> {
     let distinct = |l: &[String]| {
         let mut s = l.to_vec();
@@ -40,6 +46,9 @@ fn kernel_labels(kernels: &[KernelChoice]) -> Vec<String> {
     let files: Vec<String> = kernels
         .iter()
         .map(|k| {
+            if let Some(l) = &k.label {
+                return l.clone();
+            }
             std::path::Path::new(&k.path)
                 .file_name()
                 .map(|f| f.to_string_lossy().into_owned())
@@ -124,6 +133,7 @@ pub fn build_boot_variants(
                         modules: k.modules.clone(),
                         package: k.package.clone(),
                         append: a.clone(),
+                        source: k.source.clone(),
                     },
                 });
             }
@@ -193,6 +203,8 @@ mod tests {
         KernelChoice {
             path: path.into(),
             release: release.into(),
+            label: None,
+            source: None,
             modules: None,
             package: None,
         }

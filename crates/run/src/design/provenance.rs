@@ -103,6 +103,11 @@ pub fn fill(variants: &mut [Variant]) -> anyhow::Result<()> {
         if v.provenance.is_some() {
             continue;
         }
+        if let Some(built) = &b.source {
+            // Built here from git: the build's own record (hashed when it was built).
+            v.provenance = Some(built.provenance());
+            continue;
+        }
         let key = (b.kernel.clone(), b.modules.clone());
         let p = match seen.get(&key) {
             Some(p) => p.clone(),
@@ -128,6 +133,7 @@ mod tests {
             modules: modules.map(|m| m.display().to_string()),
             package: None,
             append: String::new(),
+            source: None,
         }
     }
 

@@ -1,0 +1,282 @@
+//! The git side of a build: the repository of a tree, a revision's commit, one private worktree
+//! per repository (checked out to each revision in turn, so that make rebuilds only what changed),
+//! patches applied with `git am` or `git apply --index`, and the tree id of the result.
+
+use abperf_model::PatchId;
+use abperf_model::error::usage;
+use anyhow::{Context, Result, bail};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// `git -C dir ARGS`, with a fixed identity (for `git am`) and no user hooks or pager.
+fn git(dir: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "user.name=abperf",
+            "-c",
+            "user.email=abperf@localhost",
+        ])
+        .args([
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "advice.detachedHead=false",
+        ])
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Run `git -C dir args`; its trimmed stdout, or an error with its stderr.
+fn run(dir: &Path, args: &[&str]) -> Result<String> {
+    let out = git(dir)
+        .args(args)
+        .output()
+        .with_context(|| format!("cannot run git (is it installed?) in {}", dir.display()))?;
+    if !out.status.success() {
+        bail!(
+            "git {} in {}: {}",
+            args.join(" "),
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Run `git -C dir args` with `input` on stdin; its trimmed stdout.
+fn run_input(dir: &Path, args: &[&str], input: &[u8]) -> Result<String> {
+    let mut child = git(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run git in {}", dir.display()))?;
+    // git may stop reading early (an error): its status says so, not the pipe.
+    let _ = child.stdin.take().map(|mut s| s.write_all(input));
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        bail!(
+            "git {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The repository of `tree` (a work tree or a bare repository): its common git directory,
+/// absolute. A usage error naming `flag` when it is no git repository.
+pub fn repository(tree: &Path, flag: &str) -> Result<PathBuf> {
+    let dir = run(
+        tree,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    )
+    .map_err(|e| {
+        usage(format!(
+            "{flag} {}: not a git repository ({e:#})",
+            tree.display()
+        ))
+    })?;
+    std::fs::canonicalize(&dir).with_context(|| format!("cannot resolve {dir}"))
+}
+
+/// Whether `dir` looks like a Linux kernel tree (its top Makefile, Kconfig and arch/x86).
+pub fn is_kernel_tree(dir: &Path) -> bool {
+    dir.join("Kconfig").is_file() && dir.join("Makefile").is_file() && dir.join("arch/x86").is_dir()
+}
+
+/// The commit `revision` names in `repo` (a usage error naming it otherwise).
+pub fn commit(repo: &Path, revision: &str, given: &str) -> Result<String> {
+    run(
+        repo,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            &format!("{revision}^{{commit}}"),
+        ],
+    )
+    .ok()
+    .filter(|c| !c.is_empty())
+    .ok_or_else(|| {
+        usage(format!(
+            "--kernel {given}: {revision:?} names no commit in {}",
+            repo.display()
+        ))
+    })
+}
+
+/// The private worktree `dir` of `repo`, checked out (detached, forced, with any earlier
+/// patch or half-applied mailbox undone) at `commit`. Made on first use.
+pub fn checkout(repo: &Path, dir: &Path, commit: &str) -> Result<()> {
+    let usable = dir.join(".git").exists() && run(dir, &["rev-parse", "--git-dir"]).is_ok();
+    if !usable {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir)
+                .with_context(|| format!("cannot remove the broken worktree {}", dir.display()))?;
+        }
+        run(repo, &["worktree", "prune"])?;
+        let d = dir.to_string_lossy();
+        run(
+            repo,
+            &["worktree", "add", "--force", "--detach", &d, commit],
+        )?;
+        return Ok(());
+    }
+    let _ = run(dir, &["am", "--abort"]);
+    run(dir, &["reset", "-q", "--hard"])?;
+    run(dir, &["checkout", "-q", "--detach", "--force", commit])?;
+    Ok(())
+}
+
+/// Whether `text` is a mailbox (`git format-patch` output, a mail): `git am` applies it.
+fn is_mailbox(text: &str) -> bool {
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    first.starts_with("From ") || first.starts_with("From:") || first.starts_with("Subject:")
+}
+
+/// The stable patch id of a diff (`git patch-id --stable`).
+fn patch_id(dir: &Path, diff: &[u8]) -> Result<String> {
+    let out = run_input(dir, &["patch-id", "--stable"], diff)?;
+    Ok(out
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string())
+}
+
+/// Apply `patch` in the worktree `dir`: a mailbox with `git am` (one [`PatchId`] per commit it
+/// makes, by subject), anything else with `git apply --index` (named by its file name). On
+/// failure the worktree is put back and the error names the patch and git's message.
+pub fn apply(dir: &Path, patch: &Path, given: &str) -> Result<Vec<PatchId>> {
+    let bytes = std::fs::read(patch)
+        .map_err(|e| usage(format!("--kernel {given}: patch {}: {e}", patch.display())))?;
+    let abs = std::fs::canonicalize(patch)?;
+    let abs = abs.to_string_lossy();
+    let failed = |e: anyhow::Error| {
+        let _ = run(dir, &["am", "--abort"]);
+        let _ = run(dir, &["reset", "-q", "--hard"]);
+        anyhow::anyhow!(
+            "--kernel {given}: patch {} does not apply: {e:#}",
+            patch.display()
+        )
+    };
+    if is_mailbox(&String::from_utf8_lossy(&bytes)) {
+        let before = run(dir, &["rev-parse", "HEAD"])?;
+        run(dir, &["am", "-q", "--keep-cr", &abs]).map_err(failed)?;
+        let log = run(
+            dir,
+            &[
+                "log",
+                "--reverse",
+                "--format=%H %s",
+                &format!("{before}..HEAD"),
+            ],
+        )?;
+        let mut out = Vec::new();
+        for line in log.lines() {
+            let (c, subject) = line.split_once(' ').unwrap_or((line, ""));
+            let diff = run(dir, &["diff-tree", "-p", "--root", c])?;
+            out.push(PatchId {
+                subject: subject.to_string(),
+                id: patch_id(dir, diff.as_bytes())?,
+            });
+        }
+        Ok(out)
+    } else {
+        run(dir, &["apply", "--index", &abs]).map_err(failed)?;
+        let name = patch
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| patch.display().to_string());
+        Ok(vec![PatchId {
+            subject: name,
+            id: patch_id(dir, &bytes)?,
+        }])
+    }
+}
+
+/// The tree id of the worktree's index (the patched source).
+pub fn tree_id(dir: &Path) -> Result<String> {
+    run(dir, &["write-tree"])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(dir: &Path, script: &str) {
+        let ok = Command::new("sh")
+            .args(["-ec", script])
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "{script}");
+    }
+
+    #[test]
+    fn a_worktree_takes_patches_and_gives_the_patched_tree_id_back_after_a_reset() {
+        if Command::new("git").arg("--version").output().is_err() {
+            abperf_model::error::stderr_line("skipped: no git");
+            return;
+        }
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        sh(
+            &repo,
+            "git init -q . && printf 'a\\nb\\n' > f && git add f && git commit -qm base && \
+             sed -i s/b/c/ f && git commit -qam change && git format-patch -q -1 -o .. && \
+             git diff HEAD~1 > ../plain.diff && git reset -q --hard HEAD~1",
+        );
+        let gitdir = repository(&repo, "--kernel-tree").unwrap();
+        let base = commit(&gitdir, "HEAD", "git:HEAD").unwrap();
+        let base_tree = run(&repo, &["rev-parse", "HEAD^{tree}"]).unwrap();
+        let wt = t.path().join("wt");
+        checkout(&gitdir, &wt, &base).unwrap();
+        assert_eq!(tree_id(&wt).unwrap(), base_tree);
+        let mbox = std::fs::read_dir(t.path())
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().ends_with(".patch"))
+            .unwrap()
+            .path();
+        let ids = apply(&wt, &mbox, "git:HEAD").unwrap();
+        assert_eq!(ids.len(), 1);
+        assert_eq!(ids[0].subject, "change");
+        let patched = tree_id(&wt).unwrap();
+        assert_ne!(patched, base_tree);
+        // The same change as a plain diff: the same tree and the same patch id.
+        checkout(&gitdir, &wt, &base).unwrap();
+        assert_eq!(
+            tree_id(&wt).unwrap(),
+            base_tree,
+            "checkout undoes the patch"
+        );
+        let plain = apply(&wt, &t.path().join("plain.diff"), "git:HEAD").unwrap();
+        assert_eq!(tree_id(&wt).unwrap(), patched);
+        assert_eq!(plain[0].id, ids[0].id);
+        // A patch that does not apply: named, and the worktree is clean again.
+        let e = apply(&wt, &mbox, "git:HEAD").unwrap_err();
+        assert!(e.to_string().contains("does not apply"), "{e:#}");
+        assert_eq!(tree_id(&wt).unwrap(), base_tree);
+        assert!(commit(&gitdir, "nope", "git:nope").is_err());
+        // The user's checkout was never touched.
+        assert_eq!(std::fs::read_to_string(repo.join("f")).unwrap(), "a\nb\n");
+    }
+}

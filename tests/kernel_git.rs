@@ -1,0 +1,453 @@
+//! Kernels built from a git tree as variants (`--kernel git:REV`): the ONLY test that builds a
+//! kernel. It makes a git repository over Debian's 6.1 source (the tarball scripts/test.sh
+//! downloads for the kbuild workload) with commits: `ceiling` sets tlb_single_page_flush_ceiling's
+//! default to 7, `comment` rewords a comment (same lines), `broken` has a syntax error. The
+//! repository and the built kernels stay in abperf's cache (`~/.cache/abperf`) between runs, so a
+//! machine pays the cold build of the minimal configuration once; after that every build here is
+//! incremental (a neighbouring commit: one file) or a cache hit.
+
+#![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
+mod common;
+use common::Lab;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
+
+const PROGRAMS: &[&str] = &[
+    "git",
+    "make",
+    "gcc",
+    "flex",
+    "bison",
+    "bc",
+    "tar",
+    "xz",
+    "qemu-system-x86_64",
+    "busybox",
+];
+
+const FILE: &str = "arch/x86/mm/tlb.c";
+const DEFAULT: &str = "unsigned long tlb_single_page_flush_ceiling __read_mostly = 33;";
+
+/// The commits on top of `base`: (branch, subject, line replaced, its replacement).
+const COMMITS: &[(&str, &str, &str, &str)] = &[
+    (
+        "ceiling",
+        "x86/mm: tlb_single_page_flush_ceiling defaults to 7",
+        DEFAULT,
+        "unsigned long tlb_single_page_flush_ceiling __read_mostly = 7;",
+    ),
+    (
+        "comment",
+        "x86/mm: reword a comment",
+        " * confident it will not cause too much overhead.  Each single",
+        " * sure it will not cause too much overhead.  Each single",
+    ),
+    (
+        "broken",
+        "x86/mm: a syntax error",
+        DEFAULT,
+        "unsigned long tlb_single_page_flush_ceiling __read_mostly = 33 +;",
+    ),
+];
+
+/// One test at a time builds (they share the worktree; abperf locks it too) and boots.
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn cache() -> PathBuf {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    env("ABPERF_CACHE_DIR")
+        .or_else(|| env("XDG_CACHE_HOME").map(|p| p.join("abperf")))
+        .or_else(|| env("HOME").map(|p| p.join(".cache/abperf")))
+        .unwrap()
+}
+
+fn git(repo: &Path, work: Option<&Path>, index: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.env("GIT_DIR", repo)
+        .env("GIT_INDEX_FILE", index)
+        .env("GIT_AUTHOR_NAME", "abperf")
+        .env("GIT_AUTHOR_EMAIL", "abperf@localhost")
+        .env("GIT_COMMITTER_NAME", "abperf")
+        .env("GIT_COMMITTER_EMAIL", "abperf@localhost")
+        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z");
+    if let Some(w) = work {
+        c.env("GIT_WORK_TREE", w).current_dir(w);
+    }
+    c
+}
+
+#[track_caller]
+fn out(mut c: Command, input: Option<&[u8]>) -> String {
+    use std::io::Write;
+    c.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    if let Some(i) = input {
+        child.stdin.take().unwrap().write_all(i).unwrap();
+    }
+    drop(child.stdin.take());
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        o.status.success(),
+        "{c:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// The bare repository over the Debian source in the cache (made once: about 2.5 minutes),
+/// with the branches base, ceiling, comment and broken; None (skipped) when a tool or the
+/// source is missing.
+fn repository() -> Option<&'static Path> {
+    static REPO: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let r = REPO.get_or_init(|| {
+        let missing: Vec<&str> = PROGRAMS
+            .iter()
+            .copied()
+            .filter(|p| !common::on_path(p))
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "{missing:?} not on $PATH (scripts/test.sh installs them)"
+            ));
+        }
+        let tarball = abperf::workload::kbuild::debian_tarball().map_err(|e| {
+            format!("no Debian kernel source (scripts/test.sh downloads it): {e:#}")
+        })?;
+        let stem = tarball
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .split(".tar")
+            .next()
+            .unwrap()
+            .to_string();
+        let repo = cache().join("kbuild").join(format!("{stem}.git"));
+        if !repo.join("refs/heads/broken").exists() {
+            make_repository(&tarball, &stem, &repo);
+        }
+        Ok(repo)
+    });
+    match r {
+        Ok(p) => Some(p.as_path()),
+        Err(why) => {
+            common::skip(why);
+            None
+        }
+    }
+}
+
+fn make_repository(tarball: &Path, stem: &str, repo: &Path) {
+    let t = Instant::now();
+    let _ = std::fs::remove_dir_all(repo);
+    let kbuild = cache().join("kbuild");
+    std::fs::create_dir_all(&kbuild).unwrap();
+    // The kbuild workload's unpacked tree when it is there, else the tarball unpacked here.
+    let unpacked = kbuild.join(stem);
+    let scratch = kbuild.join(format!(".{stem}.unpack"));
+    let src = if unpacked.join("Makefile").is_file() {
+        unpacked
+    } else {
+        let _ = std::fs::remove_dir_all(&scratch);
+        std::fs::create_dir_all(&scratch).unwrap();
+        let mut c = Command::new("tar");
+        c.arg("-xf").arg(tarball).arg("-C").arg(&scratch);
+        out(c, None);
+        scratch.join(stem)
+    };
+    let index = kbuild.join(format!(".{stem}.index"));
+    let _ = std::fs::remove_file(&index);
+    let mut init = Command::new("git");
+    init.args(["init", "-q", "--bare"]).arg(repo);
+    out(init, None);
+    let mut add = git(repo, Some(&src), &index);
+    add.args(["add", "-f", "-A", "."]);
+    out(add, None);
+    let tree = out(
+        {
+            let mut c = git(repo, None, &index);
+            c.arg("write-tree");
+            c
+        },
+        None,
+    );
+    let base = out(
+        {
+            let mut c = git(repo, None, &index);
+            c.args(["commit-tree", "-m", "Debian linux-source", &tree]);
+            c
+        },
+        None,
+    );
+    let original = std::fs::read_to_string(src.join(FILE)).unwrap();
+    let mut refs = vec![("base", base.clone())];
+    for (branch, subject, from, to) in COMMITS {
+        assert_eq!(
+            original.lines().filter(|l| l == from).count(),
+            1,
+            "{FILE} has no line {from:?}"
+        );
+        let text = original.replace(from, to);
+        let blob = out(
+            {
+                let mut c = git(repo, None, &index);
+                c.args(["hash-object", "-w", "--stdin"]);
+                c
+            },
+            Some(text.as_bytes()),
+        );
+        out(
+            {
+                let mut c = git(repo, None, &index);
+                c.args(["read-tree", &base]);
+                c
+            },
+            None,
+        );
+        out(
+            {
+                let mut c = git(repo, None, &index);
+                c.args([
+                    "update-index",
+                    "--cacheinfo",
+                    &format!("100644,{blob},{FILE}"),
+                ]);
+                c
+            },
+            None,
+        );
+        let tree = out(
+            {
+                let mut c = git(repo, None, &index);
+                c.arg("write-tree");
+                c
+            },
+            None,
+        );
+        let commit = out(
+            {
+                let mut c = git(repo, None, &index);
+                c.args(["commit-tree", "-p", &base, "-m", subject, &tree]);
+                c
+            },
+            None,
+        );
+        refs.push((branch, commit));
+    }
+    // The last ref written marks the repository complete.
+    for (branch, commit) in refs {
+        out(
+            {
+                let mut c = git(repo, None, &index);
+                c.args(["update-ref", &format!("refs/heads/{branch}"), &commit]);
+                c
+            },
+            None,
+        );
+    }
+    let _ = std::fs::remove_file(&index);
+    let _ = std::fs::remove_dir_all(&scratch);
+    eprintln!(
+        "made {} in {:.0} s",
+        repo.display(),
+        t.elapsed().as_secs_f64()
+    );
+}
+
+/// Lines of the cache's builds.log (one per real build).
+fn builds() -> usize {
+    std::fs::read_to_string(cache().join("ksrc/builds.log"))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+/// The cached kernels (`abperf kernel list --format json`).
+fn cached(lab: &Lab) -> Vec<Value> {
+    let o = lab.ok(&["kernel", "list", "--format", "json"]);
+    serde_json::from_str::<Value>(&o.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+const READ: &str = "echo ceiling=$(cat /sys/kernel/debug/x86/tlb_single_page_flush_ceiling)";
+
+#[test]
+fn git_revisions_boot_as_variants_with_their_own_ceiling_and_the_cache_builds_each_once() {
+    let Some(repo) = repository() else { return };
+    let _g = one_at_a_time();
+    let lab = Lab::new();
+    let repo_s = repo.display().to_string();
+    let console = lab.p("console");
+    let args = [
+        "run",
+        "--kernel",
+        "git:base",
+        "--kernel",
+        "git:ceiling",
+        "--kernel",
+        "git:comment",
+        "--kernel-tree",
+        &repo_s,
+        "--boots",
+        "2",
+        "-r",
+        "1",
+        "--warmup",
+        "0",
+        "--seed",
+        "3",
+        "--accel",
+        "tcg",
+        "--show-output",
+        "--vm-console",
+        &console,
+        READ,
+    ];
+    let t = Instant::now();
+    let before = builds();
+    let o = lab.ok(&args);
+    let first = t.elapsed().as_secs_f64();
+    let built = builds() - before;
+    eprintln!(
+        "first experiment: {first:.0} s, {built} build(s)\n{}",
+        o.stderr
+    );
+    assert!(built <= 3, "{built} builds for three revisions\n{o}");
+
+    let store = lab.store();
+    let ds = store.load(1).unwrap();
+    assert_eq!(ds.variants.len(), 3);
+    let names: Vec<&str> = ds.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["git:base", "git:ceiling", "git:comment"]);
+    let source = |i: usize| {
+        ds.variants[i]
+            .boot
+            .as_ref()
+            .unwrap()
+            .source
+            .clone()
+            .unwrap()
+    };
+    let (base, ceiling, comment) = (source(0), source(1), source(2));
+    // The comment-only commit is another tree but the same image, byte for byte (the build is
+    // reproducible); the ceiling commit is another image.
+    assert_ne!(base.tree_id, comment.tree_id);
+    assert_eq!(base.image_sha256, comment.image_sha256, "SAME IMAGE");
+    assert_ne!(base.image_sha256, ceiling.image_sha256);
+    assert_eq!(base.config_sha256, ceiling.config_sha256);
+    assert!(
+        base.config.contains("CONFIG_9P_FS=y"),
+        "the final .config is kept"
+    );
+    assert!(base.revision.starts_with("base ("), "{}", base.revision);
+    // Boots in ABBA order over the three variants, each seeing its variant's default.
+    assert_eq!(ds.boots.len(), 6);
+    let order: Vec<usize> = ds.boots.iter().map(|b| b.variant).collect();
+    let rev: Vec<usize> = order[3..].iter().rev().copied().collect();
+    assert_eq!(order[..3], rev[..], "ABBA: {order:?}");
+    for b in &ds.boots {
+        assert_eq!(b.status, "complete", "{b:?}");
+        let want = if b.variant == 1 {
+            "ceiling=7"
+        } else {
+            "ceiling=33"
+        };
+        let log =
+            std::fs::read_to_string(Path::new(&console).join(format!("exp1-boot{}.log", b.number)))
+                .unwrap();
+        assert!(
+            log.lines().any(|l| l.trim_end_matches('\r') == want),
+            "boot {} of {}: no line {want}:\n{log}",
+            b.number,
+            names[b.variant]
+        );
+    }
+    // The same experiment again builds nothing.
+    let t = Instant::now();
+    let before = builds();
+    let o = lab.ok(&args);
+    assert_eq!(builds(), before, "{o}");
+    assert_eq!(o.stderr.matches("found in the cache").count(), 3, "{o}");
+    eprintln!(
+        "second experiment: {:.0} s, no build",
+        t.elapsed().as_secs_f64()
+    );
+    let again = store_source(&lab, 2);
+    assert_eq!(again[0].image_sha256, base.image_sha256);
+}
+
+fn store_source(lab: &Lab, id: i64) -> Vec<abperf::model::KernelSource> {
+    let ds = lab.store().load(id).unwrap();
+    ds.variants
+        .iter()
+        .map(|v| v.boot.as_ref().unwrap().source.clone().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_failing_patch_and_a_failing_build_are_named_and_store_nothing() {
+    let Some(repo) = repository() else { return };
+    let _g = one_at_a_time();
+    let lab = Lab::new();
+    let repo_s = repo.display().to_string();
+    let entries = cached(&lab).len();
+    let before = builds();
+    // A patch whose context is not in the tree.
+    let patch = lab.write(
+        "bad.diff",
+        "--- a/arch/x86/mm/tlb.c\n+++ b/arch/x86/mm/tlb.c\n@@ -1,3 +1,3 @@\n no such line\n-in this\n+file at all\n tree\n",
+    );
+    let o = lab.run(&[
+        "kernel",
+        "build",
+        &format!("git:base+{patch}"),
+        "--kernel-tree",
+        &repo_s,
+    ]);
+    assert_ne!(o.code, Some(0), "{o}");
+    assert!(o.stderr.contains("bad.diff does not apply"), "{o}");
+    // A commit that does not compile: the revision and the compiler's complaint are named, and
+    // neither an experiment nor a cached kernel is left.
+    let o = lab.run(&[
+        "run",
+        "--kernel",
+        "git:broken",
+        "--kernel-tree",
+        &repo_s,
+        "--boots",
+        "1",
+        "-r",
+        "1",
+        "--accel",
+        "tcg",
+        READ,
+    ]);
+    assert_eq!(o.code, Some(1), "{o}");
+    assert!(o.stderr.contains("the build of broken ("), "{o}");
+    assert!(o.stderr.contains("nothing stored"), "{o}");
+    assert!(
+        o.stderr.contains("tlb.c"),
+        "the log's last lines name the file: {o}"
+    );
+    assert_eq!(builds(), before);
+    assert_eq!(cached(&lab).len(), entries);
+    assert!(
+        !lab.db().exists() || lab.store().list().unwrap().is_empty(),
+        "no experiment stored"
+    );
+}
