@@ -45,7 +45,7 @@ pub(crate) enum Plan {
     /// A new experiment on this machine
     Host(NewRun),
     /// A new kernel experiment: its variants' kernels booted in VMs or on this machine
-    Kernels(NewRun, Kernels),
+    Kernels(NewRun, Box<Kernels>),
 }
 
 /// A new experiment, its options checked.
@@ -137,7 +137,10 @@ impl Plan {
         }
         if kernel.any() {
             let kernels = kernels(&exp, &local, &kernel)?;
-            return Ok(Plan::Kernels(NewRun::new(exp, Some(&local))?, kernels));
+            return Ok(Plan::Kernels(
+                NewRun::new(exp, Some(&local))?,
+                Box::new(kernels),
+            ));
         }
         check_counts(&exp, Some(&local))?;
         Ok(Plan::Host(NewRun::new(exp, Some(&local))?))
