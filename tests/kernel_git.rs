@@ -329,9 +329,16 @@ fn git_revisions_boot_as_variants_with_their_own_ceiling_and_the_cache_builds_ea
     );
     assert!(built <= 3, "{built} builds for three revisions\n{o}");
     // The comment-only commit boots base's bytes: named before any boot, and only that pair.
-    let same: Vec<&str> = o.stderr.lines().filter(|l| l.contains("SAME IMAGE")).collect();
+    let same: Vec<&str> = o
+        .stderr
+        .lines()
+        .filter(|l| l.contains("SAME IMAGE"))
+        .collect();
     assert_eq!(same.len(), 1, "{o}");
-    assert!(same[0].contains("git:base") && same[0].contains("git:comment"), "{o}");
+    assert!(
+        same[0].contains("git:base") && same[0].contains("git:comment"),
+        "{o}"
+    );
 
     let store = lab.store();
     let ds = store.load(1).unwrap();
