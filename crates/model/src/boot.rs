@@ -220,3 +220,38 @@ pub mod testdata {
         ]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn built(revision: &str) -> KernelSource {
+        KernelSource {
+            revision: revision.into(),
+            tree_id: "c".repeat(40),
+            patches: vec![PatchId {
+                subject: "x86/mm: ceiling 33".into(),
+                id: "d".repeat(40),
+            }],
+            config_sha256: "e".repeat(64),
+            config: "CONFIG_SMP=y\n".into(),
+            compiler: "gcc (Debian 12.2.0-14) 12.2.0".into(),
+            image_sha256: "f".repeat(64),
+            modules_sha256: None,
+        }
+    }
+
+    #[test]
+    fn a_build_becomes_a_provenance_that_passes_its_checks() {
+        let commit = "a".repeat(40);
+        let p = built(&format!("v6.1 ({commit})")).provenance();
+        assert_eq!(p.revision.as_deref(), Some(commit.as_str()));
+        assert_eq!(p.patches[0].subject, "x86/mm: ceiling 33");
+        assert_eq!(p.config.as_deref(), Some("CONFIG_SMP=y\n"));
+        assert_eq!(p.image_sha256, "f".repeat(64));
+        assert!(p.check().is_ok(), "{:?}", p.check());
+        // A revision without a commit object id in parentheses stores none (git log gets none).
+        assert_eq!(built("v6.1 (--all)").provenance().revision, None);
+        assert_eq!(built("HEAD").provenance().revision, None);
+    }
+}
