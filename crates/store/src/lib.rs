@@ -39,6 +39,8 @@ mod run_codec;
 mod run_labels;
 mod run_rows;
 mod schema;
+#[cfg(test)]
+mod test_fixtures;
 pub mod trace;
 mod tune;
 mod wait_limit;

@@ -177,26 +177,11 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use abperf_model::Variant;
     use abperf_model::profile::Counts;
-    use abperf_model::{Kind, NewExperiment, Slot, Variant};
 
     fn experiment(st: &mut Store) -> i64 {
-        let exp = NewExperiment {
-            name: "p".into(),
-            kind: Kind::Run,
-            command_line: vec!["abperf".into()],
-            design: serde_json::json!({}),
-            seed: Some(1),
-            environment: serde_json::json!({}),
-        };
-        let slot = Slot {
-            seq: 0,
-            variant: 1,
-            block: 0,
-            warmup: false,
-        };
-        st.create_experiment(&exp, &[Variant::named("a"), Variant::named("b")], &[slot])
-            .unwrap()
+        crate::test_fixtures::two_variant_experiment(st, "p")
     }
 
     fn run(seq: u32) -> ProfiledRun {

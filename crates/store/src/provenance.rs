@@ -138,27 +138,12 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use abperf_model::{Kind, NewExperiment, Slot, Variant};
+    use abperf_model::{Kind, NewExperiment, Variant};
 
     const H: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
     fn experiment(st: &mut Store) -> i64 {
-        let exp = NewExperiment {
-            name: "k".into(),
-            kind: Kind::Run,
-            command_line: vec!["abperf".into()],
-            design: serde_json::json!({}),
-            seed: Some(1),
-            environment: serde_json::json!({}),
-        };
-        let slot = Slot {
-            seq: 0,
-            variant: 1,
-            block: 0,
-            warmup: false,
-        };
-        st.create_experiment(&exp, &[Variant::named("a"), Variant::named("b")], &[slot])
-            .unwrap()
+        crate::test_fixtures::two_variant_experiment(st, "k")
     }
 
     fn built() -> KernelProvenance {
