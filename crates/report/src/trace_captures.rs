@@ -215,39 +215,21 @@ fn table(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use abperf_model::trace::{TlbRow, TlbTable};
 
     fn capture(id: i64, rows: &[(i64, u64, u64)]) -> (CaptureInfo, Tables) {
-        let info = CaptureInfo {
-            id: Some(id),
-            clock: "x86-tsc".into(),
-            tsc_hz: Some(2.6e9),
-            ..Default::default()
-        };
-        let t = Tables {
-            tlb: Some(TlbTable {
-                event: "tlb:tlb_flush".into(),
-                reasons: vec![(3, "local MM shootdown".into())],
-                rows: rows
-                    .iter()
-                    .map(|&(pages, base, n)| {
-                        let mut bin = Bin::default();
-                        for i in 0..n {
-                            bin.count += 1;
-                            bin.add_time(base + i * 7 % 97);
-                        }
-                        bin.seal();
-                        TlbRow {
-                            reason: 3,
-                            pages,
-                            bin,
-                        }
-                    })
-                    .collect(),
-            }),
-            ..Default::default()
-        };
-        (info, t)
+        let rows = rows
+            .iter()
+            .map(|&(pages, base, n)| {
+                let mut bin = Bin::default();
+                for i in 0..n {
+                    bin.count += 1;
+                    bin.add_time(base + i * 7 % 97);
+                }
+                bin.seal();
+                (pages, bin)
+            })
+            .collect();
+        crate::trace_compare::tests::capture(id, rows)
     }
 
     fn row(s: &str, k: &str) -> Vec<String> {

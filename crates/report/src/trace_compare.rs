@@ -293,7 +293,7 @@ fn compare_pair(s: &mut String, a: (&PairTable, &Units), b: (&PairTable, &Units)
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use abperf_model::trace::{Dist, TlbRow, TlbTable};
 
@@ -307,7 +307,9 @@ mod tests {
         b
     }
 
-    fn capture(id: i64, rows: Vec<(i64, Bin)>) -> (CaptureInfo, Tables) {
+    /// A capture (id `id`) whose TLB table holds `rows` (pages, bin); shared with the
+    /// capture-level tests.
+    pub(crate) fn capture(id: i64, rows: Vec<(i64, Bin)>) -> (CaptureInfo, Tables) {
         let info = CaptureInfo {
             id: Some(id),
             clock: "x86-tsc".into(),
