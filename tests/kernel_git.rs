@@ -61,15 +61,7 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
 }
 
 fn cache() -> PathBuf {
-    let env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    env("ABPERF_CACHE_DIR")
-        .or_else(|| env("XDG_CACHE_HOME").map(|p| p.join("abperf")))
-        .or_else(|| env("HOME").map(|p| p.join(".cache/abperf")))
-        .unwrap()
+    abperf::workload::sys::cache_dir()
 }
 
 fn git(repo: &Path, work: Option<&Path>, index: &Path) -> Command {
