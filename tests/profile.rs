@@ -330,7 +330,13 @@ fn run_profile_interleaves_untimed_profiled_runs() {
 #[test]
 fn run_profile_refuses_the_boot_loop_and_a_bad_event() {
     let lab = common::Lab::new();
-    let boot_loop = ["--boot-on-host", "kexec", "--kernel", "/nonexistent", "true"];
+    let boot_loop = [
+        "--boot-on-host",
+        "kexec",
+        "--kernel",
+        "/nonexistent",
+        "true",
+    ];
     lab.fails(&[&["run", "--profile"][..], &boot_loop].concat(), 2)
         .err_has("the boot loop does not profile yet");
     lab.fails(&["run", "--profile=cycles;x", "true"], 2)

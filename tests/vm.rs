@@ -986,7 +986,8 @@ fn micro_in_kernel_variants_boots_as_the_unit_under_tcg() {
 
 /// `run --kernel ... --profile` (issue 44): the profiled run happens inside the guest, whose
 /// `perf script` resolves the guest kernel's own symbols (its /proc/kallsyms, KASLR included);
-/// the host stores what the guest sent. One boot: one variant, one timed and one profiled run.
+/// the host stores what the guest sent. One boot (`--boots 1`): one variant, one timed and one
+/// profiled run.
 #[test]
 fn a_guest_is_profiled_inside_with_its_kernels_symbols() {
     let Some(ks) = kernels() else { return };
@@ -999,11 +1000,28 @@ fn a_guest_is_profiled_inside_with_its_kernels_symbols() {
     let t = Instant::now();
     let kernel = ks[0].vmlinuz.display().to_string();
     let out = lab.ok(&[
-        "run", "--kernel", &kernel, "--accel", "tcg", "-r", "1", "--warmup", "0", "--profile",
-        "--profile-runs", "1", "--seed", "5",
+        "run",
+        "--kernel",
+        &kernel,
+        "--accel",
+        "tcg",
+        "--boots",
+        "1",
+        "-r",
+        "1",
+        "--warmup",
+        "0",
+        "--profile",
+        "--profile-runs",
+        "1",
+        "--seed",
+        "5",
         "dd if=/dev/zero of=/dev/null bs=64k count=300",
     ]);
-    eprintln!("one boot, 1 run + 1 profiled: {:.1} s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "one boot, 1 run + 1 profiled: {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
     assert!(out.stderr.contains("sampling cpu-clock"), "{out}");
     assert!(out.stderr.contains("inside each guest"), "{out}");
     let profiles = lab.store().profiles(1).unwrap();
@@ -1013,8 +1031,17 @@ fn a_guest_is_profiled_inside_with_its_kernels_symbols() {
     assert!(p.wall_ns > 0);
     assert_eq!(p.profile.event, "cpu-clock");
     assert!(p.profile.samples >= 20, "{} samples", p.profile.samples);
-    let names: Vec<&str> = p.profile.symbols.iter().map(|s| s.symbol.as_str()).collect();
-    eprintln!("{} symbols, the first: {:?}", names.len(), &names[..names.len().min(12)]);
+    let names: Vec<&str> = p
+        .profile
+        .symbols
+        .iter()
+        .map(|s| s.symbol.as_str())
+        .collect();
+    eprintln!(
+        "{} symbols, the first: {:?}",
+        names.len(),
+        &names[..names.len().min(12)]
+    );
     // Kernel symbols resolved at the guest's addresses: dd's reads of /dev/zero under the
     // system call entry, and the guest's root read over 9p and overlayfs while dd starts (the
     // host's root is not 9p: only the guest's kernel runs these).

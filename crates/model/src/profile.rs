@@ -86,7 +86,10 @@ impl ProfiledRun {
                 ));
             }
             share(s.self_share, &format_args!("symbol {i}'s self share"))?;
-            share(s.inclusive_share, &format_args!("symbol {i}'s inclusive share"))?;
+            share(
+                s.inclusive_share,
+                &format_args!("symbol {i}'s inclusive share"),
+            )?;
             if s.self_share > s.inclusive_share {
                 return Err(format!(
                     "symbol {i}'s self share {} exceeds its inclusive share {}",
@@ -252,8 +255,14 @@ mod tests {
             let e = r.check().unwrap_err();
             assert!(e.contains(want), "{e}");
         };
-        bad(&|r| r.profile.symbols[0].self_share = 1.5, "self share is 1.5");
-        bad(&|r| r.profile.symbols[1].inclusive_share = f64::NAN, "symbol 1");
+        bad(
+            &|r| r.profile.symbols[0].self_share = 1.5,
+            "self share is 1.5",
+        );
+        bad(
+            &|r| r.profile.symbols[1].inclusive_share = f64::NAN,
+            "symbol 1",
+        );
         bad(&|r| r.profile.other_self = -0.1, "other_self");
         bad(
             &|r| {
@@ -262,7 +271,10 @@ mod tests {
             },
             "exceeds",
         );
-        bad(&|r| r.profile.symbols[0].symbol = "x".repeat(5000), "5000 bytes");
+        bad(
+            &|r| r.profile.symbols[0].symbol = "x".repeat(5000),
+            "5000 bytes",
+        );
         bad(&|r| r.profile.event = "a\nb".into(), "event");
         bad(&|r| r.wall_ns = -1, "negative");
         bad(

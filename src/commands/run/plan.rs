@@ -649,7 +649,14 @@ mod tests {
             panic!("a kernel run")
         };
         assert_eq!(r.cfg.profile.expect("--profile").event, "cycles");
-        let why = refusal(&["--profile", "--boot-on-host", "kexec", "--kernel", &k, "true"]);
+        let why = refusal(&[
+            "--profile",
+            "--boot-on-host",
+            "kexec",
+            "--kernel",
+            &k,
+            "true",
+        ]);
         assert!(why.contains("the boot loop does not profile yet"), "{why}");
     }
 

@@ -517,33 +517,19 @@ impl BootWatch<'_> {
         Ok(())
     }
 
-    /// A profiled run from the guest (untrusted): after a timed run of this boot it already
-    /// reported, that the plan picked, of the plan's event and a profile [`Counts::profile`]
-    /// could have made; stored as the boot's variant.
-    ///
-    /// [`Counts::profile`]: abperf_model::profile::Counts::profile
+    /// A profiled run from the guest (untrusted), checked by
+    /// [`ProfilePlan::check_reported`](super::profiled::ProfilePlan::check_reported) and stored
+    /// as the boot's variant.
     fn take_profile(
         &mut self,
         store: &mut Store,
         mut run: abperf_model::profile::ProfiledRun,
     ) -> anyhow::Result<()> {
-        let seq = run.seq;
-        let plan = self.b.cfg.profile.as_ref();
-        let picked = plan.is_some_and(|p| p.picked_seqs(self.b.schedule).contains(&seq));
-        if !picked || run.variant != 0 || !self.got.contains(&seq) || !self.profiled.insert(seq) {
-            anyhow::bail!(
-                "the guest sent a profiled run after run {seq} that it was not asked for \
-                 (or twice, or before that run)"
-            );
-        }
-        run.check()
-            .map_err(|e| anyhow::anyhow!("the guest's profiled run after run {seq}: {e}"))?;
-        if plan.is_some_and(|p| p.event != run.profile.event) {
-            anyhow::bail!(
-                "the guest's profiled run after run {seq} sampled {:?}, not the planned event",
-                run.profile.event
-            );
-        }
+        let Some(plan) = &self.b.cfg.profile else {
+            anyhow::bail!("the guest sent a profiled run, and none was planned");
+        };
+        plan.check_reported(self.b.schedule, &run, &self.got, &self.profiled)?;
+        self.profiled.insert(run.seq);
         run.variant = self.plan.variant;
         store.save_profile(self.b.exp_id, &run)
     }

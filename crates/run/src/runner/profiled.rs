@@ -10,8 +10,8 @@ use abperf_import::perf_script;
 use abperf_measure::affinity::Mask;
 use abperf_measure::command::Prepared;
 use abperf_measure::perf_record::Sampler;
-use abperf_model::profile::{ProfiledRun, TOP_SYMBOLS};
 use abperf_model::Slot;
+use abperf_model::profile::{ProfiledRun, TOP_SYMBOLS};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -77,6 +77,45 @@ impl ProfilePlan {
             Some(after) => after.contains(&slot.seq),
             None => k > 0 && self.picks(k - 1, timed),
         }
+    }
+
+    /// Whether a profiled run a guest reported (untrusted) is one it was asked for: after a
+    /// timed run of `schedule` this plan picked, which the guest `reported` before it, not one
+    /// already `stored`, of the share's one variant (0) and the planned event, and a profile
+    /// [`Counts::profile`](abperf_model::profile::Counts::profile) could have made
+    /// ([`ProfiledRun::check`]).
+    pub fn check_reported(
+        &self,
+        schedule: &[Slot],
+        run: &ProfiledRun,
+        reported: &BTreeSet<u32>,
+        stored: &BTreeSet<u32>,
+    ) -> anyhow::Result<()> {
+        let seq = run.seq;
+        if !self.picked_seqs(schedule).contains(&seq) {
+            anyhow::bail!("the guest sent a profiled run after run {seq}, which has none");
+        }
+        if !reported.contains(&seq) || stored.contains(&seq) {
+            anyhow::bail!(
+                "the guest sent a profiled run after run {seq} before that run, or twice"
+            );
+        }
+        if run.variant != 0 {
+            anyhow::bail!(
+                "the guest sent a profiled run of variant {} (a boot runs one)",
+                run.variant
+            );
+        }
+        run.check()
+            .map_err(|e| anyhow::anyhow!("the guest's profiled run after run {seq}: {e}"))?;
+        if run.profile.event != self.event {
+            anyhow::bail!(
+                "the guest's profiled run after run {seq} sampled {:?}, not {}",
+                run.profile.event,
+                self.event
+            );
+        }
+        Ok(())
     }
 }
 
@@ -168,7 +207,12 @@ mod tests {
         // Two variants, one warm-up each, then ABBA ABBA: 4 timed runs per variant.
         let order = [0, 1, 1, 0, 0, 1, 1, 0];
         let mut schedule = vec![slot(0, 0, true), slot(1, 1, true)];
-        schedule.extend(order.iter().enumerate().map(|(i, &v)| slot(i as u32 + 2, v, false)));
+        schedule.extend(
+            order
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| slot(i as u32 + 2, v, false)),
+        );
         let p = plan(2);
         // picks(k, 4) for 2 runs: k = 0 and 2, the first and third timed run of each variant.
         let seqs = p.picked_seqs(&schedule);
@@ -190,11 +234,54 @@ mod tests {
     }
 
     #[test]
+    fn a_guests_profiled_run_is_checked_before_it_is_stored() {
+        let schedule: Vec<Slot> = (0..4).map(|i| slot(i, (i % 2) as usize, false)).collect();
+        // One profiled run per variant: after seq 0 (variant 0) and seq 1 (variant 1).
+        let p = plan(1);
+        let run = |seq: u32| ProfiledRun {
+            variant: 0,
+            seq,
+            wall_ns: 1,
+            profile: {
+                let mut c = abperf_model::profile::Counts::default();
+                c.add_stack(["read_zero", "do_syscall_64"]);
+                c.profile("cpu-clock", 10)
+            },
+        };
+        let reported: BTreeSet<u32> = [0, 1].into();
+        let none = BTreeSet::new();
+        p.check_reported(&schedule, &run(1), &reported, &none)
+            .unwrap();
+        let refused = |r: &ProfiledRun, reported: &BTreeSet<u32>, stored: &BTreeSet<u32>| {
+            format!(
+                "{:#}",
+                p.check_reported(&schedule, r, reported, stored)
+                    .unwrap_err()
+            )
+        };
+        assert!(refused(&run(2), &reported, &none).contains("which has none"));
+        assert!(refused(&run(1), &[0].into(), &none).contains("before that run, or twice"));
+        assert!(refused(&run(1), &reported, &[1].into()).contains("twice"));
+        let mut other = run(1);
+        other.variant = 1;
+        assert!(refused(&other, &reported, &none).contains("variant 1"));
+        let mut bad = run(1);
+        bad.profile.symbols[0].self_share = 2.0;
+        assert!(refused(&bad, &reported, &none).contains("not a share of samples"));
+        let mut cycles = run(1);
+        cycles.profile.event = "cycles".into();
+        assert!(refused(&cycles, &reported, &none).contains("not cpu-clock"));
+    }
+
+    #[test]
     fn a_kernel_without_perf_events_is_named() {
         let d = tempfile::tempdir().unwrap();
         let e = perf_events_in(d.path(), "6.1.0-tiny").unwrap_err();
         let e = format!("{e:#}");
-        assert!(e.contains("CONFIG_PERF_EVENTS") && e.contains("6.1.0-tiny"), "{e}");
+        assert!(
+            e.contains("CONFIG_PERF_EVENTS") && e.contains("6.1.0-tiny"),
+            "{e}"
+        );
         std::fs::create_dir_all(d.path().join("sys/kernel")).unwrap();
         std::fs::write(d.path().join("sys/kernel/perf_event_paranoid"), "2\n").unwrap();
         perf_events_in(d.path(), "6.1.0-tiny").unwrap();
