@@ -5,17 +5,21 @@
 # per variant, interleaved in the seeded ABBA order; then `compare --format json` and the
 # symbols named (Welch p, Benjamini-Hochberg at 5% over the symbols). Nothing differs, so any
 # named symbol is a false call. Target: no symbol named in at least 95% of repetitions.
-# Usage: benches/profile_aa.sh [REPS [RUNS]]   (default 20 and 5)
+# The last line gives the rate with its 95% Wilson interval, the date and the load average.
+# Usage: benches/profile_aa.sh [REPS [RUNS [ROUNDS]]]   (default 20, 5 and 300: ROUNDS rounds of
+# hot_cold's loops, ~0.2 ms each; 100 REPS of 5+5 runs at ROUNDS 100 take ~25 min here)
 # Needs cc, perf and a built abperf (ABPERF, default target/debug/abperf).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps="${1:-20}"
 runs="${2:-5}"
+rounds="${3:-300}"
 abperf="${ABPERF:-target/debug/abperf}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O1 -fno-omit-frame-pointer -o "$tmp/hc" tests/programs/hot_cold.c
-cmd="$tmp/hc 300 100000 100000"
+cmd="$tmp/hc $rounds 100000 100000"
+echo "started $(date -u +%FT%TZ), load $(cut -d" " -f1-3 /proc/loadavg)"
 any=0
 for i in $(seq 1 "$reps"); do
     db="$tmp/aa$i.db"
@@ -32,3 +36,12 @@ print(len(named), len(d["symbols"]), " ".join(named))')
     rm -f "$db"
 done
 echo "repetitions naming any symbol: $any of $reps"
+python3 -c '
+import math, sys
+k, n, z = int(sys.argv[1]), int(sys.argv[2]), 1.959964
+p = k / n
+c = (p + z * z / (2 * n)) / (1 + z * z / n)
+h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+print("rate %.1f%% (95%% Wilson interval %.1f..%.1f%%)" % (100 * p, 100 * max(0, c - h), 100 * min(1, c + h)))
+' "$any" "$reps"
+echo "finished $(date -u +%FT%TZ), load $(cut -d" " -f1-3 /proc/loadavg)"

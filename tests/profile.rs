@@ -328,10 +328,17 @@ fn run_profile_interleaves_untimed_profiled_runs() {
 }
 
 #[test]
-fn run_profile_refuses_kernels_and_a_bad_event() {
+fn run_profile_refuses_the_boot_loop_and_a_bad_event() {
     let lab = common::Lab::new();
-    lab.fails(&["run", "--profile", "--kernel", "/nonexistent", "true"], 2)
-        .err_has("guests are not profiled yet");
+    let boot_loop = [
+        "--boot-on-host",
+        "kexec",
+        "--kernel",
+        "/nonexistent",
+        "true",
+    ];
+    lab.fails(&[&["run", "--profile"][..], &boot_loop].concat(), 2)
+        .err_has("the boot loop does not profile yet");
     lab.fails(&["run", "--profile=cycles;x", "true"], 2)
         .err_has("not an event name perf takes");
     lab.fails(&["run", "--profile", "--profile-runs", "0", "true"], 2)

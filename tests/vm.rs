@@ -983,3 +983,75 @@ fn micro_in_kernel_variants_boots_as_the_unit_under_tcg() {
         "{firsts:?}"
     );
 }
+
+/// `run --kernel ... --profile` (issue 44): the profiled run happens inside the guest, whose
+/// `perf script` resolves the guest kernel's own symbols (its /proc/kallsyms, KASLR included);
+/// the host stores what the guest sent. One boot (`--boots 1`): one variant, one timed and one
+/// profiled run.
+#[test]
+fn a_guest_is_profiled_inside_with_its_kernels_symbols() {
+    let Some(ks) = kernels() else { return };
+    if !common::on_path("perf") {
+        common::skip("no perf on $PATH (the guest runs the host's perf)");
+        return;
+    }
+    let _g = one_vm_at_a_time();
+    let lab = Lab::new();
+    let t = Instant::now();
+    let kernel = ks[0].vmlinuz.display().to_string();
+    let out = lab.ok(&[
+        "run",
+        "--kernel",
+        &kernel,
+        "--accel",
+        "tcg",
+        "--boots",
+        "1",
+        "-r",
+        "1",
+        "--warmup",
+        "0",
+        "--profile",
+        "--profile-runs",
+        "1",
+        "--seed",
+        "5",
+        "dd if=/dev/zero of=/dev/null bs=64k count=300",
+    ]);
+    eprintln!(
+        "one boot, 1 run + 1 profiled: {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(out.stderr.contains("sampling cpu-clock"), "{out}");
+    assert!(out.stderr.contains("inside each guest"), "{out}");
+    let profiles = lab.store().profiles(1).unwrap();
+    assert_eq!(profiles.len(), 1, "{out}");
+    let p = &profiles[0];
+    assert_eq!((p.seq, p.variant), (0, 0), "after the one timed run");
+    assert!(p.wall_ns > 0);
+    assert_eq!(p.profile.event, "cpu-clock");
+    assert!(p.profile.samples >= 20, "{} samples", p.profile.samples);
+    let names: Vec<&str> = p
+        .profile
+        .symbols
+        .iter()
+        .map(|s| s.symbol.as_str())
+        .collect();
+    eprintln!(
+        "{} symbols, the first: {:?}",
+        names.len(),
+        &names[..names.len().min(12)]
+    );
+    // Kernel symbols resolved at the guest's addresses: dd's reads of /dev/zero under the
+    // system call entry, and the guest's root read over 9p and overlayfs while dd starts (the
+    // host's root is not 9p: only the guest's kernel runs these).
+    for want in ["do_syscall_64", "read_zero"] {
+        assert!(names.contains(&want), "{want} missing: {names:?}");
+    }
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with("p9_") || n.starts_with("v9fs_") || n.starts_with("ovl_")),
+        "no 9p/overlayfs symbol: {names:?}"
+    );
+}

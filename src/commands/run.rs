@@ -177,6 +177,26 @@ fn start(plan: &NewRun) -> anyhow::Result<i32> {
 /// `--profile`: a store that keeps profiled runs, and a `perf` that records the event (one
 /// second of `true` sampled here), before anything is stored.
 fn check_profile(store: &Store, plan: &ProfilePlan, timed: u32) -> anyhow::Result<()> {
+    profile_store(store)?;
+    crate::runner::profiled::probe(plan)?;
+    announce_profile(plan, timed, "");
+    Ok(())
+}
+
+/// `--profile`: the line that says how many profiled runs of which event there will be, and
+/// where (`where_` after "call graphs").
+fn announce_profile(plan: &ProfilePlan, timed: u32, where_: &str) {
+    crate::error::stderr_line(&format!(
+        "abperf: --profile: {} untimed profiled run(s) per variant, sampling {} at {} Hz with \
+         call graphs{where_}",
+        plan.runs.min(timed),
+        plan.event,
+        plan.frequency
+    ));
+}
+
+/// `--profile`: a store that keeps profiled runs.
+fn profile_store(store: &Store) -> anyhow::Result<()> {
     if !store.supports(Operation::Profile) {
         return Err(usage(format!(
             "--profile: profiled runs are not kept in a PostgreSQL store yet; run into an SQLite \
@@ -184,14 +204,6 @@ fn check_profile(store: &Store, plan: &ProfilePlan, timed: u32) -> anyhow::Resul
             store.path().display()
         )));
     }
-    crate::runner::profiled::probe(plan)?;
-    crate::error::stderr_line(&format!(
-        "abperf: --profile: {} untimed profiled run(s) per variant, sampling {} at {} Hz with \
-         call graphs",
-        plan.runs.min(timed),
-        plan.event,
-        plan.frequency
-    ));
     Ok(())
 }
 

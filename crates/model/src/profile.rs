@@ -5,7 +5,7 @@
 //! of samples with the symbol anywhere on the stack (a recursive symbol counts once per sample).
 //! Shares are fractions of the run's samples, in 0..=1 (docs/profile.md).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
 /// How many symbols a stored profile keeps (by self share and by inclusive share, the union).
@@ -15,7 +15,7 @@ pub const TOP_SYMBOLS: usize = 200;
 pub const OTHER: &str = "[other]";
 
 /// One symbol's shares of one run's samples.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SymbolShare {
     pub symbol: String,
     /// Fraction of samples whose innermost frame is this symbol.
@@ -25,7 +25,7 @@ pub struct SymbolShare {
 }
 
 /// The shares of one profiled run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
     /// The sampled event, as perf names it (`cpu-clock`, `cycles`).
     pub event: String,
@@ -39,12 +39,66 @@ pub struct Profile {
 
 /// A profiled run as stored: which variant, its place among the experiment's profiled runs, what
 /// it cost (wall time under perf, perf's own work included) and its shares.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProfiledRun {
     pub variant: usize,
     pub seq: u32,
     pub wall_ns: i64,
     pub profile: Profile,
+}
+
+/// The longest symbol name a profile sent by a guest may hold (bytes).
+pub const MAX_SYMBOL_LEN: usize = 4096;
+
+impl ProfiledRun {
+    /// Whether a profiled run that came from elsewhere (a guest's results channel: untrusted)
+    /// is one [`Counts::profile`] could have made: at most twice [`TOP_SYMBOLS`] symbols with
+    /// names of at most [`MAX_SYMBOL_LEN`] bytes, shares in 0..=1, a self share at most the
+    /// inclusive one, an event name and a cost. The error names the field.
+    pub fn check(&self) -> Result<(), String> {
+        let p = &self.profile;
+        if p.event.is_empty() || p.event.len() > 256 || p.event.chars().any(char::is_control) {
+            return Err(format!("event {:?} is not an event name", p.event));
+        }
+        if self.wall_ns < 0 {
+            return Err(format!("wall_ns {} is negative", self.wall_ns));
+        }
+        if p.symbols.len() > 2 * TOP_SYMBOLS {
+            return Err(format!(
+                "{} symbols, more than the {} a profile keeps",
+                p.symbols.len(),
+                2 * TOP_SYMBOLS
+            ));
+        }
+        let share = |x: f64, what: &dyn std::fmt::Display| {
+            if (0.0..=1.0).contains(&x) {
+                Ok(())
+            } else {
+                Err(format!("{what} is {x}, not a share of samples in 0..=1"))
+            }
+        };
+        share(p.other_self, &"other_self")?;
+        for (i, s) in p.symbols.iter().enumerate() {
+            if s.symbol.is_empty() || s.symbol.len() > MAX_SYMBOL_LEN {
+                return Err(format!(
+                    "symbol {i} has a name of {} bytes (1..={MAX_SYMBOL_LEN})",
+                    s.symbol.len()
+                ));
+            }
+            share(s.self_share, &format_args!("symbol {i}'s self share"))?;
+            share(
+                s.inclusive_share,
+                &format_args!("symbol {i}'s inclusive share"),
+            )?;
+            if s.self_share > s.inclusive_share {
+                return Err(format!(
+                    "symbol {i}'s self share {} exceeds its inclusive share {}",
+                    s.self_share, s.inclusive_share
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Sample counts per symbol while a run's samples are read.
@@ -181,6 +235,55 @@ mod tests {
         assert!((self_sum - 1.0).abs() < 1e-12);
         // Largest inclusive first.
         assert_eq!(p.symbols[0].inclusive_share, 1.0);
+    }
+
+    #[test]
+    fn a_profile_from_elsewhere_is_checked_field_by_field() {
+        let good = ProfiledRun {
+            variant: 0,
+            seq: 3,
+            wall_ns: 5,
+            profile: counts().profile("cpu-clock", 100),
+        };
+        assert_eq!(good.check(), Ok(()));
+        let back: ProfiledRun =
+            serde_json::from_str(&serde_json::to_string(&good).unwrap()).unwrap();
+        assert_eq!(back, good);
+        let bad = |f: &dyn Fn(&mut ProfiledRun), want: &str| {
+            let mut r = good.clone();
+            f(&mut r);
+            let e = r.check().unwrap_err();
+            assert!(e.contains(want), "{e}");
+        };
+        bad(
+            &|r| r.profile.symbols[0].self_share = 1.5,
+            "self share is 1.5",
+        );
+        bad(
+            &|r| r.profile.symbols[1].inclusive_share = f64::NAN,
+            "symbol 1",
+        );
+        bad(&|r| r.profile.other_self = -0.1, "other_self");
+        bad(
+            &|r| {
+                let hot = r.profile.symbols.iter_mut().find(|s| s.symbol == "hot");
+                hot.unwrap().inclusive_share = 0.5;
+            },
+            "exceeds",
+        );
+        bad(
+            &|r| r.profile.symbols[0].symbol = "x".repeat(5000),
+            "5000 bytes",
+        );
+        bad(&|r| r.profile.event = "a\nb".into(), "event");
+        bad(&|r| r.wall_ns = -1, "negative");
+        bad(
+            &|r| {
+                let s = r.profile.symbols[0].clone();
+                r.profile.symbols = vec![s; 2 * TOP_SYMBOLS + 1];
+            },
+            "more than",
+        );
     }
 
     #[test]

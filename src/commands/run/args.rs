@@ -165,8 +165,8 @@ pub struct LocalArgs {
     /// Profile each variant in extra, untimed runs under `perf record -g` (the event: cycles
     /// where the CPU has a PMU, else cpu-clock; or EVENT), interleaved in the schedule's seeded
     /// order; `compare` then prints which symbols' shares changed, with intervals
-    /// (docs/profile.md). This machine only: not yet inside VM guests (--kernel, --append) nor
-    /// in `fleet run`
+    /// (docs/profile.md). With --kernel: inside each VM guest, under its kernel (cpu-clock unless
+    /// EVENT; the kernel needs CONFIG_PERF_EVENTS); not yet with --boot-on-host nor in `fleet run`
     #[arg(
         long,
         value_name = "EVENT",

@@ -158,6 +158,11 @@ pub(super) fn run(plan: &NewRun, k: &Kernels) -> anyhow::Result<i32> {
     };
     let args = &plan.args;
     let mut store = Store::open_to_write(&args.db.location()?)?;
+    if let Some(p) = &cfg.profile {
+        // perf and the event are probed in each guest, under its own kernel.
+        super::profile_store(&store)?;
+        super::announce_profile(p, cfg.runs * k.boots, " inside each guest");
+    }
     signals::install()?;
     crate::design::trust::approve(&exp.design, &variants)?;
     let id = store.create_boot_experiment(&exp, &variants, &schedule, &boot_plans)?;

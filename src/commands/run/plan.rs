@@ -137,10 +137,9 @@ impl Plan {
         }
         if kernel.any() {
             let kernels = kernels(&exp, &local, &kernel)?;
-            return Ok(Plan::Kernels(
-                NewRun::new(exp, Some(&local))?,
-                Box::new(kernels),
-            ));
+            let mut run = NewRun::new(exp, Some(&local))?;
+            run.cfg.profile = profile_plan(&local, true);
+            return Ok(Plan::Kernels(run, Box::new(kernels)));
         }
         check_counts(&exp, Some(&local))?;
         Ok(Plan::Host(NewRun::new(exp, Some(&local))?))
@@ -153,11 +152,11 @@ fn refuse_combinations(
     local: &LocalArgs,
     k: &KernelArgs,
 ) -> anyhow::Result<()> {
-    if k.any() && local.profile.is_some() {
+    if k.boot_on_host.is_some() && local.profile.is_some() {
         return Err(usage(
-            "--profile with kernels (--kernel, --append): guests are not profiled yet; profile \
-             the command on this machine, or in the guest with perf record and import the perf \
-             script text (abperf import --format perf-script)",
+            "--profile with --boot-on-host: the boot loop does not profile yet; profile its \
+             kernels in VM guests (--kernel without --boot-on-host), or record with perf in \
+             each boot and import the perf script text (abperf import --format perf-script)",
         ));
     }
     if local.profile_runs == Some(0) {
@@ -459,23 +458,25 @@ fn run_config(
             max_runs: args.runs,
             alpha: 0.05,
         }),
-        profile: local.and_then(profile_plan),
+        profile: local.and_then(|l| profile_plan(l, false)),
     }
 }
 
 /// `--profile[=EVENT]` and `--profile-runs`: the stored plan of the profiled runs (`None`
 /// without --profile); an empty EVENT is the machine's default (cycles with a PMU, else
-/// cpu-clock).
-fn profile_plan(local: &LocalArgs) -> Option<ProfilePlan> {
+/// cpu-clock), in VM guests cpu-clock (this machine's PMU says nothing of a guest's: TCG has
+/// none, KVM only with a virtual PMU).
+fn profile_plan(local: &LocalArgs, guest: bool) -> Option<ProfilePlan> {
     let event = local.profile.as_deref()?;
     Some(ProfilePlan {
-        event: if event.is_empty() {
-            crate::measure::perf_record::default_event().to_string()
-        } else {
-            event.to_string()
+        event: match event {
+            "" if guest => "cpu-clock".to_string(),
+            "" => crate::measure::perf_record::default_event().to_string(),
+            e => e.to_string(),
         },
         frequency: profiled::FREQUENCY,
         runs: local.profile_runs.unwrap_or(profiled::DEFAULT_RUNS),
+        after: None,
     })
 }
 
@@ -619,6 +620,7 @@ mod tests {
             event: "cpu-clock".into(),
             frequency: profiled::FREQUENCY,
             runs: 3,
+            after: None,
         };
         assert_eq!(r.cfg.profile, Some(want));
         let Ok(Plan::Host(r)) = plan(&["--profile", "true"]) else {
@@ -637,10 +639,25 @@ mod tests {
                 .get("profile")
                 .is_none()
         );
-        assert!(
-            refusal(&["--profile", "--append", "x", "true"])
-                .contains("guests are not profiled yet")
-        );
+        // In VM guests: cpu-clock unless asked (the host's PMU says nothing of the guest's).
+        let k = kernel();
+        let Ok(Plan::Kernels(r, _)) = plan(&["--profile", "--kernel", &k, "true"]) else {
+            panic!("a kernel run")
+        };
+        assert_eq!(r.cfg.profile.expect("--profile").event, "cpu-clock");
+        let Ok(Plan::Kernels(r, _)) = plan(&["--profile=cycles", "--kernel", &k, "true"]) else {
+            panic!("a kernel run")
+        };
+        assert_eq!(r.cfg.profile.expect("--profile").event, "cycles");
+        let why = refusal(&[
+            "--profile",
+            "--boot-on-host",
+            "kexec",
+            "--kernel",
+            &k,
+            "true",
+        ]);
+        assert!(why.contains("the boot loop does not profile yet"), "{why}");
     }
 
     #[test]

@@ -320,6 +320,9 @@ impl LineSink for HostLines<'_> {
                 self.progress,
             ),
             Line::End { .. } => Ok(()),
+            Line::Profile { .. } => {
+                anyhow::bail!("a profiled run: boots of this machine take none (no --profile)")
+            }
         }
     }
 }

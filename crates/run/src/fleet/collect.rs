@@ -58,6 +58,10 @@ pub fn commit_lines(
                 done.insert(slot.seq);
             }
             Line::End { .. } => {}
+            Line::Profile { .. } => {
+                let e = format!("{who} sent a profiled run: fleet runs take none (no --profile)");
+                return Ok((committed, Some(e)));
+            }
         }
     }
     Ok((committed, None))

@@ -256,6 +256,7 @@ fn one_boot(
         hello: false,
         end: None,
         got: BTreeSet::new(),
+        profiled: BTreeSet::new(),
         protocol_error: None,
     };
     let mut outcome = None;
@@ -289,11 +290,24 @@ pub(crate) fn share_slots(remaining: &[Slot], extra: u32) -> Vec<Slot> {
 /// What boot `number` of variant `v` runs: its `slots`, as the guest (or the machine itself, in
 /// a boot loop) gets them.
 pub(crate) fn share_of(b: &Boots, v: &Variant, number: u32, slots: Vec<Slot>) -> Share {
+    let mut cfg = b.cfg.clone();
+    // `--profile`: the host picks the timed runs profiled runs follow over the whole schedule
+    // (the guest sees only its boot's part of it).
+    if let Some(p) = &mut cfg.profile {
+        let picked = p.picked_seqs(b.schedule);
+        p.after = Some(
+            slots
+                .iter()
+                .filter(|s| picked.contains(&s.seq))
+                .map(|s| s.seq)
+                .collect(),
+        );
+    }
     Share {
         experiment: b.exp_id,
         boot: number,
         variant: ShareVariant::of(v),
-        cfg: b.cfg.clone(),
+        cfg,
         strict: b.vm.strict,
         slots,
     }
@@ -318,8 +332,16 @@ fn vm_spec(
     spec.accel = b.vm.accel();
     spec.host_cpus = b.vm.host_cpus.clone();
     spec.boot_timeout = Duration::from_secs_f64(b.vm.boot_timeout_s);
+    // A profiled run is the run again under perf, then perf script in the guest.
+    let profiled = share
+        .cfg
+        .profile
+        .as_ref()
+        .and_then(|p| p.after.as_ref())
+        .map_or(0, |a| a.len());
     spec.timeout = b.cfg.timeout_s.map(|t| {
-        spec.boot_timeout + Duration::from_secs_f64((t + 30.0) * slots.len() as f64 + 60.0)
+        let runs = slots.len() as f64 + 2.0 * profiled as f64;
+        spec.boot_timeout + Duration::from_secs_f64((t + 30.0) * runs + 60.0)
     });
     spec.inputs = vec![(SHARE_FILE.to_string(), serde_json::to_vec(&share)?)];
     if let Some(d) = &b.vm.console_dir {
@@ -383,6 +405,8 @@ struct BootWatch<'a> {
     end: Option<(String, Option<String>)>,
     /// The seqs committed so far.
     got: BTreeSet<u32>,
+    /// The seqs whose profiled runs are stored.
+    profiled: BTreeSet<u32>,
     /// What the guest reported wrong (the VM is killed at the first).
     protocol_error: Option<String>,
 }
@@ -483,8 +507,31 @@ impl BootWatch<'_> {
                 }
             }
             Line::End { ending, message } => self.end = Some((ending, message)),
+            Line::Profile { run } => {
+                if let Err(e) = self.take_profile(store, run) {
+                    self.protocol_error = Some(format!("{e:#}"));
+                    vm.kill();
+                }
+            }
         }
         Ok(())
+    }
+
+    /// A profiled run from the guest (untrusted), checked by
+    /// [`ProfilePlan::check_reported`](super::profiled::ProfilePlan::check_reported) and stored
+    /// as the boot's variant.
+    fn take_profile(
+        &mut self,
+        store: &mut Store,
+        mut run: abperf_model::profile::ProfiledRun,
+    ) -> anyhow::Result<()> {
+        let Some(plan) = &self.b.cfg.profile else {
+            anyhow::bail!("the guest sent a profiled run, and none was planned");
+        };
+        plan.check_reported(self.b.schedule, &run, &self.got, &self.profiled)?;
+        self.profiled.insert(run.seq);
+        run.variant = self.plan.variant;
+        store.save_profile(self.b.exp_id, &run)
     }
 
     /// The boot's stored status and, unless it ran its whole share, how the experiment ends.

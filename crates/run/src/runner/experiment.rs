@@ -321,7 +321,7 @@ pub trait RunSink {
     }
     /// A profiled run (`run --profile`), kept the moment it ends.
     fn save_profile(&mut self, _run: &ProfiledRun) -> anyhow::Result<()> {
-        anyhow::bail!("profiled runs are not kept here (guests are not profiled yet)")
+        anyhow::bail!("profiled runs are not kept here")
     }
 }
 
@@ -647,7 +647,7 @@ impl Walk<'_> {
             return Ok(());
         };
         let k = self.timed_done.get(&slot.variant).copied().unwrap_or(0);
-        if slot.warmup || k == 0 || !plan.picks(k - 1, self.cfg.runs) {
+        if !plan.follows(slot, k, self.cfg.runs) {
             return Ok(());
         }
         if signals::received().is_some() {

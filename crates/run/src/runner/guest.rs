@@ -16,6 +16,7 @@
 use super::experiment::{NoProgress, RunConfig, RunSink, execute_into};
 use super::knobs::KnobGuard;
 use abperf_measure::counters;
+use abperf_model::profile::ProfiledRun;
 use abperf_model::{KnobSetting, Metric, Run, RunStatus, Slot, Variant};
 use abperf_vm::guest::Results;
 use anyhow::Context;
@@ -114,6 +115,13 @@ pub enum Line {
     Run {
         run: WireRun,
     },
+    /// A profiled run (`run --profile`) after the timed run `run.seq` reported before it:
+    /// `perf script` read in the guest (its kernel's symbols, from its /proc/kallsyms) by the
+    /// same parser as on the host, reduced to the stored shares; `run.variant` is 0 (the
+    /// share's one variant). Untrusted on the host: checked by [`ProfiledRun::check`].
+    Profile {
+        run: ProfiledRun,
+    },
     /// Last: complete | failed | interrupted | error, with the message of the last three.
     End {
         ending: String,
@@ -167,6 +175,12 @@ impl RunSink for GuestSink<'_> {
         self.results
             .send_line(&line)
             .context("cannot send a finished run on")
+    }
+    fn save_profile(&mut self, run: &ProfiledRun) -> anyhow::Result<()> {
+        let line = Line::Profile { run: run.clone() };
+        self.results
+            .send_line(&line)
+            .context("cannot send a profiled run on")
     }
 }
 
@@ -262,6 +276,12 @@ pub fn run_slots_into(
         environment,
         events_skipped: bad,
     })?;
+    if let Some(plan) = &cfg.profile {
+        // This machine's kernel must have perf events, and its perf sample the plan's event.
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        super::profiled::perf_events_in(Path::new("/proc"), release.trim())?;
+        super::profiled::probe(plan)?;
+    }
     let variants: Vec<Variant> = s
         .variants
         .iter()
