@@ -294,7 +294,7 @@ mod tests {
         migrate(&mut second).expect("no write lock needed at the current version");
         // An older store still takes the lock to migrate (and says it is busy here).
         let older = d.path().join("old.db");
-        let mut old = Connection::open(&older).unwrap();
+        let old = Connection::open(&older).unwrap();
         old.pragma_update(None, "journal_mode", "WAL").unwrap();
         old.execute_batch(MIGRATIONS[0]).unwrap();
         old.pragma_update(None, "user_version", 1).unwrap();
