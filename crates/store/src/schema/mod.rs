@@ -301,7 +301,10 @@ mod tests {
         old.execute_batch("BEGIN IMMEDIATE").unwrap();
         let mut other = Connection::open(&older).unwrap();
         other.busy_timeout(std::time::Duration::ZERO).unwrap();
-        assert!(migrate(&mut other).is_err(), "a migration waits for the write lock");
+        assert!(
+            migrate(&mut other).is_err(),
+            "a migration waits for the write lock"
+        );
         old.execute_batch("COMMIT").unwrap();
         migrate(&mut other).unwrap();
         let v: i64 = other
