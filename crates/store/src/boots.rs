@@ -26,7 +26,7 @@ pub(super) fn fill_variant_boots(
     variants: &mut [Variant],
 ) -> anyhow::Result<()> {
     let mut stmt =
-        conn.prepare("SELECT boot FROM variant WHERE experiment_id = ?1 ORDER BY position")?;
+        conn.prepare_cached("SELECT boot FROM variant WHERE experiment_id = ?1 ORDER BY position")?;
     let rows = stmt.query_map([id], |r| r.get::<_, Option<String>>(0))?;
     for (v, row) in variants.iter_mut().zip(rows) {
         if let Some(text) = row? {

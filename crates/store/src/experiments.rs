@@ -209,7 +209,7 @@ impl Store {
     /// The variants of experiment `id` in position order, with their per-variant summaries.
     pub fn variants(&self, id: i64) -> anyhow::Result<Vec<Variant>> {
         self.fill(id)?;
-        let mut stmt = self.conn().prepare(
+        let mut stmt = self.conn().prepare_cached(
             "SELECT id, name, command, parameters, knobs, workload FROM variant
              WHERE experiment_id = ?1 ORDER BY position",
         )?;
@@ -241,7 +241,7 @@ impl Store {
         }
         super::boots::fill_variant_boots(self.conn(), id, &mut out)?;
         super::provenance::fill_variants(self.conn(), id, &mut out)?;
-        let mut stmt = self.conn().prepare(
+        let mut stmt = self.conn().prepare_cached(
             "SELECT s.variant_id, s.name, s.value, s.unit FROM import_variant_summary s
              JOIN variant v ON v.id = s.variant_id WHERE v.experiment_id = ?1",
         )?;

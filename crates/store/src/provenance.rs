@@ -43,7 +43,7 @@ pub(super) fn fill_variants(
     id: i64,
     variants: &mut [abperf_model::Variant],
 ) -> anyhow::Result<()> {
-    let mut stmt = conn.prepare(&format!(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT v.position, {COLUMNS} FROM kernel_provenance p
          JOIN variant v ON v.id = p.variant_id WHERE v.experiment_id = ?1 ORDER BY v.position"
     ))?;

@@ -130,6 +130,13 @@ pub fn current_version() -> i64 {
 
 /// Bring `conn` up to the current version. Refuses a store written by a newer abperf.
 pub fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
+    // A store of this version needs nothing (versions only go up): said by one read, without
+    // the write lock or the foreign-key switches below (issue 46: five statements compiled and
+    // an empty write transaction on every open). Any other version is read again under the lock.
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version == current_version() {
+        return Ok(());
+    }
     // A migration that rebuilds a table drops the old one: with foreign keys on, that would
     // delete every row pointing at it (ON DELETE CASCADE). Off while migrating (it cannot change
     // inside a transaction), then as it was; a rebuild checks the keys itself.
@@ -270,5 +277,40 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(version, current_version());
+    }
+
+    /// A store of the current version is opened without the write lock: another process in
+    /// the middle of a write does not hold up its readers' open (nor costs them a transaction).
+    #[test]
+    fn a_current_store_opens_without_the_write_lock() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("s.db");
+        let mut first = Connection::open(&path).unwrap();
+        first.pragma_update(None, "journal_mode", "WAL").unwrap();
+        migrate(&mut first).unwrap();
+        first.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let mut second = Connection::open(&path).unwrap();
+        second.busy_timeout(std::time::Duration::ZERO).unwrap();
+        migrate(&mut second).expect("no write lock needed at the current version");
+        // An older store still takes the lock to migrate (and says it is busy here).
+        let older = d.path().join("old.db");
+        let old = Connection::open(&older).unwrap();
+        old.pragma_update(None, "journal_mode", "WAL").unwrap();
+        old.execute_batch(MIGRATIONS[0]).unwrap();
+        old.pragma_update(None, "user_version", 1).unwrap();
+        old.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let mut other = Connection::open(&older).unwrap();
+        other.busy_timeout(std::time::Duration::ZERO).unwrap();
+        assert!(
+            migrate(&mut other).is_err(),
+            "a migration waits for the write lock"
+        );
+        old.execute_batch("COMMIT").unwrap();
+        migrate(&mut other).unwrap();
+        let v: i64 = other
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, current_version());
+        first.execute_batch("COMMIT").unwrap();
     }
 }
