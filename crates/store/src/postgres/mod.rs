@@ -28,6 +28,7 @@ mod owner;
 mod params;
 mod passfile;
 mod read;
+mod run_read;
 mod runs;
 mod schema;
 mod take_over;
