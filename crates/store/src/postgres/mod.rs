@@ -20,6 +20,7 @@ mod deadline;
 mod dsn;
 mod import_new;
 mod import_runs;
+mod keys;
 mod lazy;
 mod load;
 mod numeric;

@@ -7,6 +7,7 @@
 
 use super::columns::{Kind, Table};
 use super::lazy::Held;
+use super::open::Server;
 use super::{Pg, params};
 use crate::Store;
 use crate::copy::Value;
@@ -18,11 +19,12 @@ use postgres::fallible_iterator::FallibleIterator;
 use rusqlite::types::ValueRef;
 
 impl Store {
-    /// [`Store::runs_planned`] on a PostgreSQL store: from the working copy when it holds them
-    /// (a command that writes, or a reader of the runs' tables came first), else from the
-    /// server's rows in one snapshot.
+    /// [`Store::runs_planned`] on a PostgreSQL store: for a reading command, from the server's
+    /// rows in one snapshot unless its working copy holds them (a reader of the runs' tables
+    /// came first); for a command that writes, from its working copy (filled whole: what it
+    /// writes is made there).
     pub(crate) fn runs_on_server(&self, id: i64) -> anyhow::Result<(Vec<Run>, usize)> {
-        let Some(lazy) = self.server_backend().and_then(|s| s.lazy()) else {
+        let Some(Server::Reading(lazy)) = self.server_backend() else {
             return self.runs_here(id);
         };
         if lazy.borrow().held(id) == Some(Held::Whole) || !self.holds(id)? {
