@@ -10,6 +10,7 @@
 //!   deletes the experiment ([`delete_experiment`]; the other tables still cascade);
 //! - reading checks what it reads, as it does on SQLite (store rows are untrusted).
 
+use super::columns::Table;
 use super::ddl::quoted;
 use crate::copy_tables::TABLES;
 use anyhow::Context;
@@ -18,6 +19,15 @@ use postgres::GenericClient;
 /// The tables whose rows are one per run (or per run and metric) and whose foreign keys the
 /// PostgreSQL schema leaves out: the schedule, the runs, their metrics, labels and provenance.
 pub const UNCHECKED: &[&str] = &["slot", "run", "metric", "run_label", "import_run"];
+
+/// `table` as the PostgreSQL schema makes it: an [`UNCHECKED`] table without its foreign keys.
+pub fn as_made(table: &Table) -> Table {
+    let mut made = table.clone();
+    if UNCHECKED.contains(&table.name.as_str()) {
+        made.foreign_keys.clear();
+    }
+    made
+}
 
 /// Drop the foreign keys of the [`UNCHECKED`] tables that a schema made before revision 2
 /// holds (found by the server's catalogue, whatever their names).
@@ -71,6 +81,25 @@ pub fn delete_experiment(tx: &mut impl GenericClient, id: i64) -> anyhow::Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_per_run_tables_are_made_without_foreign_keys_and_the_others_with() {
+        let tables = crate::postgres::columns::tables().unwrap();
+        for t in &tables {
+            let made = super::super::ddl::create_table(&as_made(t));
+            let unchecked = UNCHECKED.contains(&t.name.as_str());
+            assert_eq!(
+                made.contains("FOREIGN KEY"),
+                !unchecked && !t.foreign_keys.is_empty(),
+                "{made}"
+            );
+        }
+        assert!(
+            tables
+                .iter()
+                .any(|t| t.name == "variant" && !t.foreign_keys.is_empty())
+        );
+    }
 
     #[test]
     fn every_unchecked_table_is_an_experiments_table_and_runs_go_after_their_rows() {

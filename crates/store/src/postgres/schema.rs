@@ -113,7 +113,7 @@ fn upgrade_table(tx: &mut postgres::Transaction, table: &Table) -> anyhow::Resul
         .map(|r| r.try_get(0))
         .collect::<Result<_, _>>()?;
     if present.is_empty() {
-        tx.batch_execute(&ddl::create_table(table))?;
+        tx.batch_execute(&ddl::create_table(&super::keys::as_made(table)))?;
     } else {
         for c in table.columns.iter().filter(|c| !present.contains(&c.name)) {
             tx.batch_execute(&ddl::add_column(table, c))
