@@ -3,8 +3,9 @@
 # of 2 x N ordered runs writes into its three bulk tables (slot, run, import_run: N x 2 each) are
 # dumped with psql's `\copy ... to`, then loaded back with `\copy ... from` into a fresh database
 # holding only the experiment and its variants, in one transaction that is rolled back, three
-# ways per round: the schema as abperf makes it; with the tables' four foreign keys dropped inside
-# the transaction; and also without the secondary unique indexes (run's id key kept). Prints the
+# ways per round: the schema as abperf made it before revision 2 (the tables' four foreign keys
+# added inside the transaction); as abperf makes it now, without them; and also without the
+# secondary unique indexes (run's id key kept). Prints the
 # seconds of each COPY (psql's \timing: the server's work and the transfer, no abperf), median of
 # ROUNDS rounds, the ways interleaved within a round, with the load. The SQLite import of the same
 # rows is timed in the same rounds as the yardstick of issue 46's 3x target.
@@ -37,14 +38,19 @@ for t in experiment variant slot run import_run; do
     psql -d imp -c "\\copy (SELECT * FROM \"$t\") TO '$D/$t.txt'"
 done
 
-NOFK="ALTER TABLE slot DROP CONSTRAINT slot_experiment_id_fkey;
-ALTER TABLE slot DROP CONSTRAINT slot_variant_id_fkey;
-ALTER TABLE run DROP CONSTRAINT run_experiment_id_fkey;
-ALTER TABLE import_run DROP CONSTRAINT import_run_run_id_fkey;"
+# The schema before revision 2 (issue 46): the per-run tables with their foreign keys.
+KEYS="ALTER TABLE slot ADD FOREIGN KEY (experiment_id) REFERENCES experiment (id) ON DELETE CASCADE;
+ALTER TABLE slot ADD FOREIGN KEY (variant_id) REFERENCES variant (id) ON DELETE CASCADE;
+ALTER TABLE run ADD FOREIGN KEY (experiment_id) REFERENCES experiment (id) ON DELETE CASCADE;
+ALTER TABLE import_run ADD FOREIGN KEY (run_id) REFERENCES run (id) ON DELETE CASCADE;"
+NOFK="ALTER TABLE slot DROP CONSTRAINT IF EXISTS slot_experiment_id_fkey;
+ALTER TABLE slot DROP CONSTRAINT IF EXISTS slot_variant_id_fkey;
+ALTER TABLE run DROP CONSTRAINT IF EXISTS run_experiment_id_fkey;
+ALTER TABLE import_run DROP CONSTRAINT IF EXISTS import_run_run_id_fkey;"
 NOIDX="$NOFK
 ALTER TABLE import_run DROP CONSTRAINT import_run_pkey;
 ALTER TABLE run DROP CONSTRAINT run_experiment_id_seq_key;
-ALTER TABLE slot DROP CONSTRAINT slot_pkey;"
+ALTER TABLE slot DROP CONSTRAINT IF EXISTS slot_pkey;"
 load_back() { # way, DDL before the copies -> "way seconds" into $TMP/rows
     local secs
     secs=$(
@@ -68,7 +74,7 @@ for r in $(seq "$ROUNDS"); do
     "$ABPERF" list --db "$D/s.db" >/dev/null
     /usr/bin/time -f '%e' -o "$TMP/time" "$ABPERF" import --db "$D/s.db" --format csv "$D/runs.csv" >/dev/null
     echo "sqlite-import $(cat "$TMP/time")" >>"$TMP/rows"
-    load_back keys ""
+    load_back keys "$KEYS"
     load_back no-foreign-keys "$NOFK"
     load_back no-keys-no-unique "$NOIDX"
     echo "round $r done, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2

@@ -84,28 +84,36 @@ fn an_older_postgres_schema_gains_what_it_lacks_and_a_newer_one_is_refused() {
     lab.ok(&["store", "copy", &lab.p("abperf.db"), &dsn]);
     let version = pg.psql("abperf", "SELECT version FROM abperf_schema");
     // As an older abperf would have left it: no run_label.host, no micro_finding, no owner
-    // table (nor the revision that records it).
+    // table (nor the revision that records it), the per-run tables with foreign keys.
     let older = "ALTER TABLE run_label DROP COLUMN host; DROP TABLE micro_finding; \
                  DROP TABLE experiment_owner; ALTER TABLE abperf_schema DROP COLUMN revision; \
-                 UPDATE abperf_schema SET version = 3";
+                 UPDATE abperf_schema SET version = 3; \
+                 ALTER TABLE run ADD CONSTRAINT run_experiment_id_fkey FOREIGN KEY \
+                 (experiment_id) REFERENCES experiment (id) ON DELETE CASCADE; \
+                 ALTER TABLE slot ADD FOREIGN KEY (experiment_id) REFERENCES experiment (id)";
+    let run_keys = "SELECT count(*) FROM pg_constraint WHERE contype = 'f' \
+                    AND conrelid::regclass::text IN ('run', 'slot')";
     let host = "SELECT count(*) FROM information_schema.columns \
                 WHERE table_name = 'run_label' AND column_name = 'host'";
     let finding = "SELECT to_regclass('micro_finding') IS NULL";
     let owner = "SELECT to_regclass('experiment_owner') IS NULL";
     pg.psql("abperf", older);
     // A reading command brings it up to date, as it migrates an SQLite store; so does a copy.
+    assert_eq!(pg.psql("abperf", run_keys), "2");
     lab.ok(&["list", "--db", &dsn]);
     let got = |sql: &str| pg.psql("abperf", sql);
-    // Up to date again: version and revision, run_label.host, micro_finding, experiment_owner.
+    // Up to date again: version and revision, run_label.host, micro_finding, experiment_owner,
+    // no per-run foreign keys.
     let current = || {
         assert_eq!(
             [
                 got("SELECT version, revision FROM abperf_schema"),
                 got(host),
                 got(finding),
-                got(owner)
+                got(owner),
+                got(run_keys)
             ],
-            [format!("{version}|1").as_str(), "1", "f", "f"]
+            [format!("{version}|2").as_str(), "1", "f", "f", "0"]
         )
     };
     current();

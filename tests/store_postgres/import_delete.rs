@@ -185,11 +185,15 @@ fn a_delete_on_postgres_removes_every_row_of_its_experiment_and_nothing_else() {
          other_self, symbols) SELECT 2, min(id), 0, 'cpu-clock', 10, 1000, 0.5, \
          '[[\"main\", 0.5, 1.0]]' FROM variant WHERE experiment_id = 2",
     );
-    // Every reference but a metric's to its (shared) name cascades, as in SQLite's schema.
+    // Every reference cascades, as in SQLite's schema, but the per-run tables', which have no
+    // foreign keys on PostgreSQL: the delete removes their rows itself.
     let kept = "SELECT conrelid::regclass || '.' || conname FROM pg_constraint \
-                WHERE contype = 'f' AND confdeltype <> 'c' \
-                AND confrelid <> 'metric_name'::regclass";
+                WHERE contype = 'f' AND confdeltype <> 'c'";
     assert_eq!(pg.psql("abperf", kept), "");
+    let per_run = "SELECT conrelid::regclass || '.' || conname FROM pg_constraint \
+                   WHERE contype = 'f' AND conrelid::regclass::text IN \
+                   ('slot', 'run', 'metric', 'run_label', 'import_run')";
+    assert_eq!(pg.psql("abperf", per_run), "");
     // A finished `abperf run` there (experiment 7, with its owner row), and in the SQLite copy.
     let run = ["run", "-r", "2", "--warmup", "0", "true"];
     ok(&lab, &b, &run).has("experiment 7");

@@ -21,13 +21,14 @@ fn a_reading_command_loads_only_the_experiments_it_names() {
     lab.ok(&["run", "-r", "2", "echo a", "echo b"]);
     let (a, dsn) = (lab.p("abperf.db"), pg.create_db("abperf"));
     lab.ok(&["store", "copy", &a, &dsn]);
-    // One slot of experiment 2 now names a variant of experiment 1: a valid row for the server,
-    // but experiment 2 can no longer be loaded (its slot refers to a variant it does not hold),
-    // so a command that loaded the whole store, or experiment 2, would fail.
+    // A profiled run of experiment 2 that names a variant of experiment 1: a valid row for the
+    // server, but experiment 2 can no longer be loaded (its profile refers to a variant it does
+    // not hold), so a command that loaded the whole store, or experiment 2, would fail.
     pg.psql(
         "abperf",
-        "UPDATE slot SET variant_id = (SELECT min(id) FROM variant WHERE experiment_id = 1) \
-         WHERE experiment_id = 2 AND seq = (SELECT min(seq) FROM slot WHERE experiment_id = 2)",
+        "INSERT INTO profile (experiment_id, variant_id, seq, event, samples, wall_ns, \
+         other_self, symbols) SELECT 2, min(id), 0, 'cpu-clock', 10, 1000, 0.5, \
+         '[[\"main\", 0.5, 1.0]]' FROM variant WHERE experiment_id = 1",
     );
     for args in [
         &["list"][..],

@@ -141,7 +141,34 @@ impl Store {
         match &self.backend {
             Backend::Sqlite => Ok(()),
             #[cfg(feature = "postgres")]
-            Backend::Postgres(_) => self.fill_from_server(id),
+            Backend::Postgres(_) => self.fill_from_server(id, true),
+        }
+    }
+
+    /// As [`Store::fill`], without the rows of its runs (schedule, runs, their metrics, labels,
+    /// provenance and boots): for the readers that read the runs through [`Store::runs`] or
+    /// not at all. A PostgreSQL store reads the runs from the server when asked for them.
+    pub(crate) fn fill_but_runs(&self, id: i64) -> anyhow::Result<()> {
+        match &self.backend {
+            Backend::Sqlite => Ok(()),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(_) => self.fill_from_server(id, false),
+        }
+    }
+
+    /// Every stored run of experiment `id` in schedule order, with its metrics and provenance.
+    pub fn runs(&self, id: i64) -> anyhow::Result<Vec<Run>> {
+        Ok(self.runs_planned(id)?.0)
+    }
+
+    /// [`Store::runs`] and the number of runs planned (the schedule's slots), read together: on
+    /// a PostgreSQL store read by a reading command straight from the server's rows, in one
+    /// snapshot, unless the working copy holds them.
+    pub(crate) fn runs_planned(&self, id: i64) -> anyhow::Result<(Vec<Run>, usize)> {
+        match &self.backend {
+            Backend::Sqlite => self.runs_here(id),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(_) => self.runs_on_server(id),
         }
     }
 

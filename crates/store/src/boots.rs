@@ -94,7 +94,7 @@ impl Store {
 
     /// The planned boots of experiment `id` in boot order (empty for other experiments).
     pub fn boot_plans(&self, id: i64) -> anyhow::Result<Vec<BootPlan>> {
-        self.fill(id)?;
+        self.fill_but_runs(id)?;
         let mut stmt = self.conn().prepare(
             "SELECT p.number, v.position, p.block, p.first_seq, p.last_seq
              FROM boot_plan p JOIN variant v ON v.id = p.variant_id
@@ -233,7 +233,7 @@ impl Store {
 
     /// Every boot of experiment `id` in the order they happened, with their runs.
     pub fn boots(&self, id: i64) -> anyhow::Result<Vec<Boot>> {
-        self.fill(id)?;
+        self.fill_but_runs(id)?;
         let plans: BTreeMap<u32, BootPlan> = self
             .boot_plans(id)?
             .into_iter()
@@ -304,6 +304,9 @@ impl Store {
                 outcome,
                 runs: Vec::new(),
             });
+        }
+        if !out.is_empty() {
+            self.fill(id)?; // the runs of each boot
         }
         let mut stmt = self.conn().prepare(
             "SELECT b.boot_id, r.seq FROM boot_run b JOIN run r ON r.id = b.run_id

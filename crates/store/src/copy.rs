@@ -322,6 +322,26 @@ impl Store {
         })
     }
 
+    /// As [`Store::beside_row`], for the rest of an experiment's content beside the part this
+    /// store holds already (the tables of its runs beside its variants and boots:
+    /// `postgres::lazy`): no experiment row comes, and the rows may refer to the experiment's
+    /// variants and boots held here.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL backend's
+    pub(crate) fn beside_held(&self, id: i64) -> anyhow::Result<Beside<'_>> {
+        let mut beside = self.beside_row(id)?;
+        beside.updated = true;
+        for (key, table) in [(Key::Variant, "variant"), (Key::Boot, "boot")] {
+            let sql = format!("SELECT id FROM {table} WHERE experiment_id = ?1");
+            let held: Vec<i64> = beside
+                .tx
+                .prepare(&sql)?
+                .query_map([id], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            beside.ids.extend(held.into_iter().map(|h| ((key, h), h)));
+        }
+        Ok(beside)
+    }
+
     fn write_content_as(
         &mut self,
         content: &Content,

@@ -4,8 +4,8 @@ use super::Store;
 use super::insert::{insert_experiment, insert_run_row, insert_slot, insert_variant, to_json};
 use abperf_model::error::usage;
 use abperf_model::{
-    Dataset, Experiment, ExperimentSummary, Kind, Metric, NewExperiment, Run, Slot, Source, Status,
-    SummaryValue, Variant,
+    Dataset, Experiment, ExperimentSummary, Kind, NewExperiment, Run, Slot, Status, SummaryValue,
+    Variant,
 };
 use anyhow::Context;
 use rusqlite::{OptionalExtension, params};
@@ -208,7 +208,7 @@ impl Store {
 
     /// The variants of experiment `id` in position order, with their per-variant summaries.
     pub fn variants(&self, id: i64) -> anyhow::Result<Vec<Variant>> {
-        self.fill(id)?;
+        self.fill_but_runs(id)?;
         let mut stmt = self.conn().prepare_cached(
             "SELECT id, name, command, parameters, knobs, workload FROM variant
              WHERE experiment_id = ?1 ORDER BY position",
@@ -289,66 +289,40 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Every stored run of an experiment in schedule order, with its metrics and provenance.
-    pub fn runs(&self, id: i64) -> anyhow::Result<Vec<Run>> {
+    /// Every stored run of experiment `id` in schedule order, with its metrics and provenance,
+    /// and the number of runs planned, read from this store (`backend` dispatches
+    /// [`Store::runs`]).
+    pub(crate) fn runs_here(&self, id: i64) -> anyhow::Result<(Vec<Run>, usize)> {
         self.fill(id)?;
-        use super::run_rows;
-        let mut stmt = self.conn().prepare(&format!(
-            "SELECT {}, i.format, i.file, i.line, i.summary, i.repeats, s.block
-             FROM run r
-             LEFT JOIN import_run i ON i.run_id = r.id
-             LEFT JOIN slot s ON s.experiment_id = r.experiment_id AND s.seq = r.seq
-             WHERE r.experiment_id = ?1 ORDER BY r.seq",
-            run_rows::SELECT_RUN
-        ))?;
-        const I: usize = 20; // the first column after run_rows::SELECT_RUN
-        let rows = stmt.query_map([id], |r| {
-            let format: Option<String> = r.get(I)?;
-            let source = match format {
-                Some(format) => Some(Source {
-                    format,
-                    file: r.get(I + 1)?,
-                    line: r.get(I + 2)?,
-                    summary: r.get(I + 3)?,
-                    repeats: r.get(I + 4)?,
-                }),
-                None => None,
-            };
-            let (rid, mut run) = run_rows::read_run(r)?;
-            run.block = r.get::<_, Option<i32>>(I + 5)?.unwrap_or(0);
-            run.source = source;
-            Ok((rid, run))
-        })?;
-        let mut index: BTreeMap<i64, usize> = BTreeMap::new();
-        let mut runs = Vec::new();
-        for row in rows {
-            let (rid, run) = row?;
-            index.insert(rid, runs.len());
-            runs.push(run);
+        use super::run_rows::{self, Listed};
+        let mut listed = Listed::default();
+        let sql = format!(
+            "SELECT {} {}",
+            run_rows::SELECT_LISTED,
+            run_rows::LISTED_FROM
+        );
+        let mut stmt = self.conn().prepare(&sql)?;
+        for row in stmt.query_map([id], |r| run_rows::read_listed(r))? {
+            listed.run(row?);
         }
         // The metrics without a column of their own, by run and place.
-        let mut mstmt = self.conn().prepare(&format!(
-            "SELECT {} FROM metric m JOIN metric_name n ON n.id = m.name_id
-             JOIN run r ON r.id = m.run_id WHERE r.experiment_id = ?1 ORDER BY m.run_id, m.pos",
-            run_rows::SELECT_EXTRA
-        ))?;
-        let mut extra: BTreeMap<usize, Vec<(usize, Metric)>> = BTreeMap::new();
-        for m in mstmt.query_map([id], run_rows::read_extra)? {
-            let (rid, pos, metric) = m?;
-            if let Some(&i) = index.get(&rid) {
-                extra.entry(i).or_default().push((pos, metric));
-            }
+        let sql = format!("SELECT {} {}", run_rows::SELECT_EXTRA, run_rows::EXTRA_FROM);
+        let mut mstmt = self.conn().prepare(&sql)?;
+        for m in mstmt.query_map([id], |r| run_rows::read_extra(r))? {
+            listed.extra(m?);
         }
-        for (i, ms) in extra {
-            run_rows::merge(&mut runs[i], ms)?;
-        }
-        super::run_labels::fill(self.conn(), id, &index, &mut runs)?;
-        Ok(runs)
+        super::run_labels::fill(self.conn(), id, &mut listed)?;
+        let planned: i64 = self.conn().query_row(
+            "SELECT count(*) FROM slot WHERE experiment_id = ?1",
+            [id],
+            |r| r.get(0),
+        )?;
+        Ok((listed.finish()?, usize::try_from(planned).unwrap_or(0)))
     }
 
     /// Experiment `id` with its variants and every run: what every reader of results gets.
     pub fn load(&self, id: i64) -> anyhow::Result<Dataset> {
-        self.fill(id)?;
+        self.fill_but_runs(id)?;
         let exp = self.experiment(id)?;
         let source = format!(
             "experiment {id} ({}) in {}",
@@ -356,19 +330,14 @@ impl Store {
             self.path().display()
         );
         let variants = self.variants(id)?;
-        let mut runs = self.runs(id)?;
+        let (mut runs, planned) = self.runs_planned(id)?;
         if exp.kind == Kind::Micro {
             // Samples stored as rounds (table micro_round); the timer's rate is in the design.
             let hz = exp.design["timer"]["hz"].as_f64().unwrap_or(f64::NAN);
             runs.extend(self.micro_runs(id, &variants, hz)?);
         }
         let mut ds = Dataset::new(vec![exp], variants, runs, source);
-        let planned: i64 = self.conn().query_row(
-            "SELECT count(*) FROM slot WHERE experiment_id = ?1",
-            [id],
-            |r| r.get(0),
-        )?;
-        ds.planned = (planned as usize).max(ds.runs.len());
+        ds.planned = planned.max(ds.runs.len());
         ds.boots = self.boots(id)?;
         Ok(ds)
     }
@@ -418,6 +387,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use abperf_model::Metric;
     use abperf_model::{Direction, RunStatus};
 
     fn sample(store: &mut Store) -> i64 {

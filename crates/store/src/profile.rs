@@ -136,7 +136,7 @@ impl Store {
 
     /// The profiled runs of experiment `id` in the order they ran (empty when it has none).
     pub fn profiles(&self, id: i64) -> anyhow::Result<Vec<ProfiledRun>> {
-        self.fill(id)?;
+        self.fill_but_runs(id)?;
         let mut stmt = self.conn().prepare(
             "SELECT v.position, p.seq, p.wall_ns, p.event, p.samples, p.other_self, p.symbols
              FROM profile p JOIN variant v ON v.id = p.variant_id

@@ -113,7 +113,7 @@ impl Store {
         id: i64,
         position: usize,
     ) -> anyhow::Result<Option<KernelProvenance>> {
-        self.fill(id)?;
+        self.fill_but_runs(id)?;
         let at = || {
             format!(
                 "experiment {id}, kernel provenance of variant {}",

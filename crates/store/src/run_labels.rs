@@ -2,9 +2,9 @@
 //! per labelled run in `run_label` (migration 13), none for the runs abperf makes itself (their
 //! boots are `boot_run`'s).
 
-use abperf_model::{Labels, Run};
+use crate::run_rows::{Cells, Listed};
+use abperf_model::Labels;
 use rusqlite::{Connection, params};
-use std::collections::BTreeMap;
 
 /// Store the labels of run `run_id` (nothing when it names none).
 pub(super) fn insert(conn: &Connection, run_id: i64, labels: &Labels) -> anyhow::Result<()> {
@@ -18,32 +18,31 @@ pub(super) fn insert(conn: &Connection, run_id: i64, labels: &Labels) -> anyhow:
     Ok(())
 }
 
-/// Fill in the labels of experiment `id`'s runs; `index` maps a run id to its place in `runs`.
-pub(super) fn fill(
-    conn: &Connection,
-    id: i64,
-    index: &BTreeMap<i64, usize>,
-    runs: &mut [Run],
-) -> anyhow::Result<()> {
-    let mut stmt = conn.prepare(
-        "SELECT l.run_id, l.invocation, l.boot, l.host FROM run_label l
-         JOIN run r ON r.id = l.run_id WHERE r.experiment_id = ?1",
-    )?;
-    let rows = stmt.query_map([id], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            Labels {
-                invocation: r.get(1)?,
-                boot: r.get(2)?,
-                host: r.get(3)?,
-            },
-        ))
-    })?;
-    for row in rows {
+/// What [`read_labels`] reads of a labelled run.
+pub(crate) const SELECT_LABELS: &str = "l.run_id, l.invocation, l.boot, l.host";
+
+/// Where [`SELECT_LABELS`] reads the labelled runs of experiment `?1` from.
+pub(crate) const LABELS_FROM: &str =
+    "FROM run_label l JOIN run r ON r.id = l.run_id WHERE r.experiment_id = ?1";
+
+/// A run's id and labels, read from a row of [`SELECT_LABELS`].
+pub(crate) fn read_labels<C: Cells + ?Sized>(r: &C) -> rusqlite::Result<(i64, Labels)> {
+    Ok((
+        r.get::<i64>(0)?,
+        Labels {
+            invocation: r.get(1)?,
+            boot: r.get(2)?,
+            host: r.get(3)?,
+        },
+    ))
+}
+
+/// Fill in the labels of experiment `id`'s runs as they are read.
+pub(super) fn fill(conn: &Connection, id: i64, runs: &mut Listed) -> anyhow::Result<()> {
+    let mut stmt = conn.prepare(&format!("SELECT {SELECT_LABELS} {LABELS_FROM}"))?;
+    for row in stmt.query_map([id], |r| read_labels(r))? {
         let (rid, labels) = row?;
-        if let Some(&i) = index.get(&rid) {
-            runs[i].labels = labels;
-        }
+        runs.labels(rid, labels);
     }
     Ok(())
 }

@@ -22,7 +22,33 @@ use super::run_codec::{STATUS_WORDS, STORE, status_value, write};
 use abperf_model::{Direction, Metric, Run, RunStatus};
 use anyhow::Context;
 use rusqlite::Connection;
-use rusqlite::types::ValueRef;
+use rusqlite::types::{FromSql, ValueRef};
+use std::collections::BTreeMap;
+
+/// The cells of one row as the readers below read them: a row of an SQLite store, or the values
+/// of a PostgreSQL store's row as the store would hold them (`postgres::run_read`), so both
+/// decode runs the same way.
+pub(crate) trait Cells {
+    /// The value in column `at`.
+    fn cell(&self, at: usize) -> rusqlite::Result<ValueRef<'_>>;
+
+    /// The value in column `at` as a `T`, converted as rusqlite converts a column.
+    fn get<T: FromSql>(&self, at: usize) -> rusqlite::Result<T> {
+        let v = self.cell(at)?;
+        T::column_result(v)
+            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(at, v.data_type(), Box::new(e)))
+    }
+}
+
+impl Cells for rusqlite::Row<'_> {
+    fn cell(&self, at: usize) -> rusqlite::Result<ValueRef<'_>> {
+        self.get_ref(at)
+    }
+
+    fn get<T: FromSql>(&self, at: usize) -> rusqlite::Result<T> {
+        rusqlite::Row::get(self, at)
+    }
+}
 
 /// Store `run` of experiment `exp_id` (its variant by position) in the caller's transaction;
 /// returns its row id.
@@ -37,10 +63,81 @@ pub(super) fn insert(tx: &Connection, exp_id: i64, run: &Run) -> anyhow::Result<
     )
 }
 
-/// What `SELECT_RUN` reads before the fixed metrics (the run's id is its column 0).
-pub(super) const SELECT_RUN: &str = "r.id, r.variant, r.seq, r.warmup, r.status, r.exit_code, \
+/// Where [`SELECT_LISTED`] reads the runs of experiment `?1` from, in schedule order.
+pub(crate) const LISTED_FROM: &str = "FROM run r
+     LEFT JOIN import_run i ON i.run_id = r.id
+     LEFT JOIN slot s ON s.experiment_id = r.experiment_id AND s.seq = r.seq
+     WHERE r.experiment_id = ?1 ORDER BY r.seq";
+
+/// What [`read_listed`] reads: the run (its id first) up to its fixed metrics, as [`read_run`]
+/// reads them, then the run's provenance and its schedule block.
+pub(crate) const SELECT_LISTED: &str = "r.id, r.variant, r.seq, r.warmup, r.status, r.exit_code, \
     r.signal, r.started_ns, r.duration_ns, r.excluded, r.wall_ns, r.user_ns, r.sys_ns, \
-    r.maxrss_kib, r.minflt, r.majflt, r.nvcsw, r.nivcsw, r.inblock, r.oublock";
+    r.maxrss_kib, r.minflt, r.majflt, r.nvcsw, r.nivcsw, r.inblock, r.oublock, \
+    i.format, i.file, i.line, i.summary, i.repeats, s.block";
+
+/// Where [`SELECT_EXTRA`] reads the other metrics of experiment `?1`'s runs from, by run and place.
+pub(crate) const EXTRA_FROM: &str = "FROM metric m JOIN metric_name n ON n.id = m.name_id
+     JOIN run r ON r.id = m.run_id WHERE r.experiment_id = ?1 ORDER BY m.run_id, m.pos";
+
+/// A run read from a row of [`SELECT_LISTED`], with its provenance and block: (row id, run).
+pub(crate) fn read_listed<C: Cells + ?Sized>(r: &C) -> rusqlite::Result<(i64, Run)> {
+    const I: usize = 20; // the first column after the fixed metrics
+    let format: Option<String> = r.get(I)?;
+    let source = match format {
+        Some(format) => Some(abperf_model::Source {
+            format,
+            file: r.get(I + 1)?,
+            line: r.get(I + 2)?,
+            summary: r.get(I + 3)?,
+            repeats: r.get(I + 4)?,
+        }),
+        None => None,
+    };
+    let (rid, mut run) = read_run(r)?;
+    run.block = r.get::<Option<i32>>(I + 5)?.unwrap_or(0);
+    run.source = source;
+    Ok((rid, run))
+}
+
+/// The runs of one experiment as their rows arrive: the runs in schedule order, then the other
+/// metrics by run and place, then the labels; [`Listed::finish`] gives them whole.
+#[derive(Default)]
+pub(crate) struct Listed {
+    index: BTreeMap<i64, usize>,
+    runs: Vec<Run>,
+    extra: BTreeMap<usize, Vec<(usize, Metric)>>,
+}
+
+impl Listed {
+    /// A run read by [`read_listed`].
+    pub(crate) fn run(&mut self, (rid, run): (i64, Run)) {
+        self.index.insert(rid, self.runs.len());
+        self.runs.push(run);
+    }
+
+    /// A metric read by [`read_extra`] (one of a run not read is ignored).
+    pub(crate) fn extra(&mut self, (rid, pos, metric): (i64, usize, Metric)) {
+        if let Some(&i) = self.index.get(&rid) {
+            self.extra.entry(i).or_default().push((pos, metric));
+        }
+    }
+
+    /// The labels of run `rid` (those of a run not read are ignored).
+    pub(crate) fn labels(&mut self, rid: i64, labels: abperf_model::Labels) {
+        if let Some(&i) = self.index.get(&rid) {
+            self.runs[i].labels = labels;
+        }
+    }
+
+    /// The runs, each with its other metrics in their places.
+    pub(crate) fn finish(mut self) -> anyhow::Result<Vec<Run>> {
+        for (i, ms) in std::mem::take(&mut self.extra) {
+            merge(&mut self.runs[i], ms)?;
+        }
+        Ok(self.runs)
+    }
+}
 
 /// The run's status read from the `status` column.
 fn status(v: ValueRef) -> rusqlite::Result<RunStatus> {
@@ -55,28 +152,28 @@ fn status(v: ValueRef) -> rusqlite::Result<RunStatus> {
     })
 }
 
-/// A run read from a row of [`SELECT_RUN`] (with `block` 0, no provenance and only its fixed
+/// A run read from the first 20 columns of a row of [`SELECT_LISTED`] (with `block` 0, no provenance and only its fixed
 /// metrics, in column order: [`merge`] puts the others in their places): (row id, run).
-pub(super) fn read_run(r: &rusqlite::Row) -> rusqlite::Result<(i64, Run)> {
+pub(super) fn read_run<C: Cells + ?Sized>(r: &C) -> rusqlite::Result<(i64, Run)> {
     let started_ns: i64 = r.get(7)?;
     let mut metrics = Vec::new();
     for (k, (name, unit)) in FIXED.iter().enumerate() {
-        if let Some(v) = r.get::<_, Option<f64>>(10 + k)? {
+        if let Some(v) = r.get::<Option<f64>>(10 + k)? {
             metrics.push(Metric::new(*name, v, *unit));
         }
     }
     Ok((
         r.get(0)?,
         Run {
-            variant: r.get::<_, i64>(1)? as usize,
+            variant: r.get::<i64>(1)? as usize,
             seq: r.get(2)?,
             warmup: r.get(3)?,
             block: 0,
-            status: status(r.get_ref(4)?)?,
+            status: status(r.cell(4)?)?,
             exit_code: r.get(5)?,
             signal: r.get(6)?,
             started_ns,
-            ended_ns: started_ns.wrapping_add(r.get::<_, i64>(8)?),
+            ended_ns: started_ns.wrapping_add(r.get::<i64>(8)?),
             excluded: r.get(9)?,
             metrics,
             source: None,
@@ -86,7 +183,7 @@ pub(super) fn read_run(r: &rusqlite::Row) -> rusqlite::Result<(i64, Run)> {
 }
 
 /// The columns of a `metric` row joined with its name, as [`read_extra`] reads them.
-pub(super) const SELECT_EXTRA: &str = "m.run_id, m.pos, n.name, n.unit, n.direction, m.value";
+pub(crate) const SELECT_EXTRA: &str = "m.run_id, m.pos, n.name, n.unit, n.direction, m.value";
 
 /// Put the other metrics (`extra`: place, metric; in place order) of a run read by [`read_run`]
 /// into their places among its fixed ones.
@@ -119,11 +216,11 @@ pub(super) fn merge(run: &mut Run, extra: Vec<(usize, Metric)>) -> anyhow::Resul
 }
 
 /// A metric read from `metric` joined with `metric_name`.
-pub(super) fn read_extra(r: &rusqlite::Row) -> rusqlite::Result<(i64, usize, Metric)> {
+pub(crate) fn read_extra<C: Cells + ?Sized>(r: &C) -> rusqlite::Result<(i64, usize, Metric)> {
     let dir: String = r.get(4)?;
     Ok((
         r.get(0)?,
-        r.get::<_, i64>(1)? as usize,
+        r.get::<i64>(1)? as usize,
         Metric {
             name: r.get(2)?,
             unit: r.get(3)?,

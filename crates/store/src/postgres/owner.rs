@@ -91,7 +91,8 @@ impl Pg {
         Ok(Ok(()))
     }
 
-    /// Delete experiment `id` and everything under it (its tables cascade, its owner row too)
+    /// Delete experiment `id` and everything under it (`keys::delete_experiment`; its owner row
+    /// cascades)
     /// unless it is `running` and its recorded owner is alive (`alive` decides): checked and
     /// deleted in one transaction holding the experiment's row, as SQLite's
     /// `Store::delete_unless_running` does under its write lock. Returns the live owner on
@@ -105,7 +106,7 @@ impl Pg {
         if let Some(o) = live_owner(&mut tx, id, &self.shown, alive)? {
             return Ok(Err(o)); // the transaction rolls back when dropped
         }
-        tx.execute("DELETE FROM experiment WHERE id = $1", &[&id])?;
+        super::keys::delete_experiment(&mut tx, id)?;
         tx.commit()
             .with_context(|| format!("deleting experiment {id} of {}", self.shown))?;
         Ok(Ok(()))

@@ -19,7 +19,7 @@ impl Pg {
     /// `abperf run` may be committing runs to it.
     pub fn read_content(&mut self, id: i64) -> anyhow::Result<Content> {
         let mut found: Vec<Rows> = Vec::new();
-        self.read_each(id, &mut |rows, row| {
+        self.read_each(id, &|_| true, &mut |rows, row| {
             if found.last().is_none_or(|t| t.table != rows.table) {
                 found.push(rows.clone());
             }
@@ -31,13 +31,15 @@ impl Pg {
         Ok(Content { id, tables: found })
     }
 
-    /// Hand every row of experiment `id` to `each` as it arrives (with its table and columns,
-    /// the tables in their order, the experiment's row first), read in one snapshot as
-    /// [`Pg::read_content`] reads it, without holding them: what a reading command's working
-    /// copy is filled with (`lazy`). An error when there is no such experiment.
+    /// Hand every row of experiment `id` in the tables `read` selects to `each` as it arrives
+    /// (with its table and columns, the tables in their order, the experiment's row first),
+    /// read in one snapshot as [`Pg::read_content`] reads it, without holding them: what a
+    /// reading command's working copy is filled with (`lazy`). An error when there is no such
+    /// experiment.
     pub(crate) fn read_each(
         &mut self,
         id: i64,
+        read: &dyn Fn(&TableSpec) -> bool,
         each: &mut dyn FnMut(&Rows, &[Value]) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let mut tx = self
@@ -49,9 +51,13 @@ impl Pg {
         let mut exists = false;
         let selected = |spec: &TableSpec| spec.rows.replace("?1", "$1");
         for (spec, table) in TABLES.iter().zip(&self.tables) {
+            let wanted = read(spec);
+            if !wanted && spec.name != "experiment" {
+                continue;
+            }
             let mut seen = |rows: &Rows, row: &[Value]| {
                 exists |= rows.table == "experiment";
-                if !exists {
+                if !exists || !wanted {
                     return Ok(()); // no such experiment: said below
                 }
                 each(rows, row)

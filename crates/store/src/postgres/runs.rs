@@ -63,13 +63,12 @@ impl Remote {
         self.pg.read_content(id)
     }
 
-    /// Delete experiment `id` and everything under it (its tables cascade).
+    /// Delete experiment `id` and everything under it, in one transaction (`keys`).
     pub(crate) fn delete(&mut self, id: i64) -> anyhow::Result<()> {
-        let n = self
-            .pg
-            .client
-            .execute("DELETE FROM experiment WHERE id = $1", &[&id])?;
+        let mut tx = self.pg.client.transaction()?;
+        let n = super::keys::delete_experiment(&mut tx, id)?;
         anyhow::ensure!(n == 1, "there is no experiment {id}");
+        tx.commit()?;
         Ok(())
     }
 

@@ -14,9 +14,10 @@ use anyhow::Context;
 const SCHEMA_LOCK: i64 = 0x6162_7065_7266;
 
 /// What the PostgreSQL schema holds beyond the tables generated from SQLite's: 1, the owner
-/// table (`owner::OWNER_DDL`). A schema of a lower revision (or none recorded: made before
-/// revisions were) is brought up to it as an older version is.
-pub const REVISION: i64 = 1;
+/// table (`owner::OWNER_DDL`); 2, the per-run tables without their foreign keys
+/// (`keys::UNCHECKED`). A schema of a lower revision (or none recorded: made before revisions
+/// were) is brought up to it as an older version is.
+pub const REVISION: i64 = 2;
 
 /// The version the PostgreSQL schema of `client`'s database was made from (None: no schema).
 pub fn version(client: &mut impl postgres::GenericClient) -> anyhow::Result<Option<i64>> {
@@ -89,6 +90,8 @@ pub fn ensure(client: &mut postgres::Client, shown: &str) -> anyhow::Result<()> 
     }
     tx.batch_execute(super::owner::OWNER_DDL)
         .with_context(|| format!("making table experiment_owner in {shown}"))?;
+    super::keys::drop_foreign_keys(&mut tx)
+        .with_context(|| format!("dropping the per-run foreign keys of {shown}"))?;
     tx.execute("DELETE FROM abperf_schema", &[])?;
     tx.execute(
         "INSERT INTO abperf_schema (version, revision) VALUES ($1, $2)",
@@ -110,7 +113,7 @@ fn upgrade_table(tx: &mut postgres::Transaction, table: &Table) -> anyhow::Resul
         .map(|r| r.try_get(0))
         .collect::<Result<_, _>>()?;
     if present.is_empty() {
-        tx.batch_execute(&ddl::create_table(table))?;
+        tx.batch_execute(&ddl::create_table(&super::keys::as_made(table)))?;
     } else {
         for c in table.columns.iter().filter(|c| !present.contains(&c.name)) {
             tx.batch_execute(&ddl::add_column(table, c))

@@ -100,6 +100,12 @@ impl Pg {
                 .with_context(|| format!("table {}", rows.table));
         }
         let mut tx = self.client.transaction()?;
+        // Rows added to an experiment stored before: its row held while they go in (`keys`).
+        if !tables.iter().any(|t| t.table == "experiment") {
+            for (_, &id) in ids.range((Key::Experiment, i64::MIN)..=(Key::Experiment, i64::MAX)) {
+                super::keys::lock_parent(&mut tx, id)?;
+            }
+        }
         let names = tables.iter().find(|t| t.table == "metric_name");
         lock_names(&mut tx, names)?;
         for rows in tables {
@@ -224,6 +230,21 @@ fn prepare<'a>(
         names.join(", "),
         marks.join(", ")
     );
+    // A run (on its own: `abperf run`'s commit) goes in only while its experiment is there, as
+    // the foreign key the table no longer has checked (`keys`): nothing is returned otherwise.
+    let parent = written.iter().position(|c| c.name == "experiment_id");
+    if let (Some(at), Some(_)) = (parent, spec.own)
+        && super::keys::UNCHECKED.contains(&spec.name)
+    {
+        sql = format!(
+            "INSERT INTO \"{}\" ({}) SELECT {} WHERE EXISTS \
+             (SELECT 1 FROM experiment WHERE id = {} FOR KEY SHARE)",
+            table.name,
+            names.join(", "),
+            marks.join(", "),
+            marks[at]
+        );
+    }
     match spec.own {
         Some((_, Key::MetricName)) => {
             sql.push_str(" ON CONFLICT (name, unit, direction) DO NOTHING RETURNING id")
@@ -280,7 +301,9 @@ fn write_row(
         let new = match (returned, key) {
             (Some(r), _) => r.try_get(0)?,
             (None, Key::MetricName) => interned(tx, rows, row)?,
-            (None, _) => anyhow::bail!("the insert returned no id"),
+            (None, _) => {
+                anyhow::bail!("the row was not stored: its experiment is no longer in the store")
+            }
         };
         ids.insert((key, old), new);
     }
