@@ -99,6 +99,17 @@ pub fn build_shown(req: &Request) -> anyhow::Result<ksrc::Built> {
     let built = ksrc::build(req, &mut progress);
     bar.finish_and_clear();
     let built = built?;
+    if let Some(same) = &built.comments_only {
+        crate::error::stderr_line(&format!(
+            "abperf: --kernel {}: equal to cached {} except comments in {}; no build (image sha256 {}, key {})",
+            req.given,
+            crate::model::escape::control(&same.given),
+            crate::model::escape::control(&same.files.join(", ")),
+            &built.source.image_sha256[..16],
+            &built.key[..16]
+        ));
+        return Ok(built);
+    }
     crate::error::stderr_line(&format!(
         "abperf: --kernel {}: {} {} (image sha256 {}, key {})",
         req.given,

@@ -10,9 +10,11 @@
 //! `images/<key>/` (built kernels), `ccache/`, `logs/`, `builds.log` (one line per real build).
 
 pub mod cache;
+pub mod comments;
 pub mod git;
 pub mod kconfig;
 pub mod make;
+pub mod same_code;
 pub mod spec;
 
 pub use spec::{GitSpec, Kconfig};
@@ -48,6 +50,9 @@ pub struct Built {
     pub source: KernelSource,
     /// False when the cache had it (no make ran).
     pub built: bool,
+    /// Set when this lookup found no entry of its own key but one whose source differs only in
+    /// comments (then `built` is false and the entry is made for next time).
+    pub comments_only: Option<cache::CommentsOnly>,
 }
 
 /// The tree of `--kernel-tree` (None: the current directory, which must be a kernel tree).
@@ -131,6 +136,18 @@ pub fn build(req: &Request, progress: &mut dyn FnMut(&str)) -> Result<Built> {
         b.source.patches = patches;
         return Ok(b);
     }
+    if let Some((e, files)) =
+        same_code::find(&root, &src, &tree_id, &config, &config_sha256, &compiler)
+    {
+        let own = Own {
+            key,
+            repository: repo.display().to_string(),
+            revision,
+            tree_id,
+            patches,
+        };
+        return same_as(&root, req, e, files, own);
+    }
     let out = trees.join(format!("out-{base}"));
     cache::private_dir(&out)?;
     // The build directory's .config is rewritten only when it changes (make rebuilds by time).
@@ -186,6 +203,7 @@ pub fn build(req: &Request, progress: &mut dyn FnMut(&str)) -> Result<Built> {
                 image_sha256,
                 modules_sha256,
             },
+            comments_only: None,
         };
         cache::store(&root, &staged, &record)
     });
@@ -208,6 +226,63 @@ pub fn build(req: &Request, progress: &mut dyn FnMut(&str)) -> Result<Built> {
     )?;
     let _ = cache::gc(&root, cache::DEFAULT_MAX_BYTES);
     Ok(built(entry, true))
+}
+
+/// What names a kernel taken from another's build: its own key, repository, revision, tree and
+/// patches.
+struct Own {
+    key: String,
+    repository: String,
+    revision: String,
+    tree_id: String,
+    patches: Vec<PatchId>,
+}
+
+/// The kernel of `req` taken from the cached entry `e`, whose source differs from it only in
+/// the comments of `files`: a new entry under `key` shares its files, names this revision,
+/// tree and patches, and a line in builds.log says so ("no build").
+fn same_as(
+    root: &Path,
+    req: &Request,
+    e: cache::Entry,
+    files: Vec<String>,
+    own: Own,
+) -> Result<Built> {
+    let same = cache::CommentsOnly {
+        key: e.record.key.clone(),
+        given: e.record.given.clone(),
+        files,
+    };
+    let record = cache::Record {
+        key: own.key,
+        given: req.given.clone(),
+        repository: own.repository,
+        build_seconds: 0.0,
+        release: e.record.release.clone(),
+        source: KernelSource {
+            revision: own.revision,
+            tree_id: own.tree_id,
+            patches: own.patches,
+            ..e.record.source.clone()
+        },
+        comments_only: Some(same.clone()),
+    };
+    let entry = cache::store_same_as(root, &e, &record)?;
+    cache::log_build(
+        root,
+        &format!(
+            "{} {} 0.0s {} no build: equal to {} {} except comments in {}",
+            &record.key[..16],
+            req.given,
+            record.source.image_sha256,
+            &same.key[..16.min(same.key.len())],
+            same.given,
+            same.files.join(" ")
+        ),
+    )?;
+    let mut b = built(entry, false);
+    b.comments_only = Some(same);
+    Ok(b)
 }
 
 /// Every patch file exists (a usage error naming the first that does not).
@@ -236,6 +311,7 @@ fn built(e: cache::Entry, built: bool) -> Built {
         key: e.record.key.clone(),
         source: e.record.source,
         built,
+        comments_only: None,
     }
 }
 
