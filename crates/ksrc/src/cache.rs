@@ -20,15 +20,7 @@ pub const DEFAULT_MAX_BYTES: u64 = 10 << 30;
 /// Where kernels built from source are kept: `$ABPERF_CACHE_DIR/ksrc`, else
 /// `$XDG_CACHE_HOME/abperf/ksrc`, else `~/.cache/abperf/ksrc`; made 0700.
 pub fn root() -> Result<PathBuf> {
-    let env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let base = env("ABPERF_CACHE_DIR")
-        .or_else(|| env("XDG_CACHE_HOME").map(|p| p.join("abperf")))
-        .or_else(|| env("HOME").map(|p| p.join(".cache/abperf")))
-        .context("cannot place the cache of built kernels: none of $ABPERF_CACHE_DIR, $XDG_CACHE_HOME, $HOME is set")?;
+    let base = abperf_model::cache_dir::from_env().context("cannot place the cache of built kernels: none of $ABPERF_CACHE_DIR, $XDG_CACHE_HOME, $HOME is set")?;
     let root = base.join("ksrc");
     private_dir(&root)?;
     Ok(root)
