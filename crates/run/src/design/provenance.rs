@@ -94,6 +94,22 @@ pub fn of_boot(b: &BootConfig) -> anyhow::Result<KernelProvenance> {
     Ok(KernelProvenance::of_image(image, modules))
 }
 
+/// The provenance of a kernel variant's kernel: a build from git hands over its own record,
+/// anything else has its image (and modules) hashed now.
+pub fn of_kernel(k: &super::KernelChoice) -> anyhow::Result<KernelProvenance> {
+    if let Some(built) = &k.source {
+        return Ok(built.provenance());
+    }
+    of_boot(&BootConfig {
+        kernel: k.path.clone(),
+        release: k.release.clone(),
+        modules: k.modules.clone(),
+        package: k.package.clone(),
+        append: String::new(),
+        source: None,
+    })
+}
+
 /// Give every kernel variant of `variants` that has none its image's provenance (each distinct
 /// image and modules directory hashed once).
 pub fn fill(variants: &mut [Variant]) -> anyhow::Result<()> {
