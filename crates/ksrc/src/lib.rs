@@ -129,25 +129,23 @@ pub fn build(req: &Request, progress: &mut dyn FnMut(&str)) -> Result<Built> {
     let compiler = make::compiler_version()?;
     let key = cache::key(&tree_id, &config_sha256, &compiler);
     let revision = format!("{} ({commit})", req.spec.revision);
-    if let Some(e) = cache::lookup(&root, &key) {
-        // The same content under this revision and these patches: said as asked.
-        let mut b = built(e, false);
-        b.source.revision = revision;
-        b.source.patches = patches;
+    let own = Own {
+        key,
+        repository: repo.display().to_string(),
+        revision,
+        tree_id,
+        patches,
+    };
+    if let Some(b) = from_cache(&root, &src, req, (&config, &config_sha256, &compiler), &own)? {
         return Ok(b);
     }
-    if let Some((e, files)) =
-        same_code::find(&root, &src, &tree_id, &config, &config_sha256, &compiler)
-    {
-        let own = Own {
-            key,
-            repository: repo.display().to_string(),
-            revision,
-            tree_id,
-            patches,
-        };
-        return same_as(&root, req, e, files, own);
-    }
+    let Own {
+        key,
+        revision,
+        tree_id,
+        patches,
+        ..
+    } = own;
     let out = trees.join(format!("out-{base}"));
     cache::private_dir(&out)?;
     // The build directory's .config is rewritten only when it changes (make rebuilds by time).
@@ -164,18 +162,8 @@ pub fn build(req: &Request, progress: &mut dyn FnMut(&str)) -> Result<Built> {
         targets.push("modules");
     }
     let t0 = Instant::now();
-    let patch_names: Vec<String> = patches.iter().map(|p| p.subject.clone()).collect();
-    m.logged(&targets, &log, progress).with_context(|| {
-        format!(
-            "--kernel {}: the build of {revision}{} failed (nothing stored)",
-            req.given,
-            if patch_names.is_empty() {
-                String::new()
-            } else {
-                format!(" with the patches {}", patch_names.join("; "))
-            }
-        )
-    })?;
+    m.logged(&targets, &log, progress)
+        .with_context(|| build_failed(req, &revision, &patches))?;
     let seconds = t0.elapsed().as_secs_f64();
     let staged = cache::staging(&root, &key)?;
     let stored = stage(
@@ -228,8 +216,46 @@ pub fn build(req: &Request, progress: &mut dyn FnMut(&str)) -> Result<Built> {
     Ok(built(entry, true))
 }
 
+/// What a failed build says: the argument, the revision and the patches.
+fn build_failed(req: &Request, revision: &str, patches: &[PatchId]) -> String {
+    let names: Vec<&str> = patches.iter().map(|p| p.subject.as_str()).collect();
+    format!(
+        "--kernel {}: the build of {revision}{} failed (nothing stored)",
+        req.given,
+        if names.is_empty() {
+            String::new()
+        } else {
+            format!(" with the patches {}", names.join("; "))
+        }
+    )
+}
+
+/// The kernel `own` names from the cache: its own key's entry, else one whose source differs
+/// only in comments (`cfg` = the .config, its hash and the compiler); None: build it.
+fn from_cache(
+    root: &Path,
+    src: &Path,
+    req: &Request,
+    cfg: (&str, &str, &str),
+    own: &Own,
+) -> Result<Option<Built>> {
+    let (config, config_sha256, compiler) = cfg;
+    if let Some(e) = cache::lookup(root, &own.key) {
+        // The same content under this revision and these patches: said as asked.
+        let mut b = built(e, false);
+        b.source.revision = own.revision.clone();
+        b.source.patches = own.patches.clone();
+        return Ok(Some(b));
+    }
+    match same_code::find(root, src, &own.tree_id, config, config_sha256, compiler) {
+        Some((e, files)) => same_as(root, req, e, files, own.clone()).map(Some),
+        None => Ok(None),
+    }
+}
+
 /// What names a kernel taken from another's build: its own key, repository, revision, tree and
 /// patches.
+#[derive(Clone)]
 struct Own {
     key: String,
     repository: String,
