@@ -189,6 +189,38 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_built_from_git_hands_over_its_record_and_an_image_is_hashed() {
+        let d = tempfile::tempdir().unwrap();
+        let k = d.path().join("k");
+        std::fs::write(&k, b"kernel").unwrap();
+        let mut choice = super::super::KernelChoice {
+            path: k.display().to_string(),
+            release: "6.1.0".into(),
+            modules: None,
+            package: None,
+            label: None,
+            source: None,
+        };
+        let p = of_kernel(&choice).unwrap();
+        assert_eq!(p.image_sha256, hash_file(&k).unwrap());
+        assert_eq!(p.revision, None);
+        let built = abperf_model::KernelSource {
+            revision: format!("base ({})", "a".repeat(40)),
+            tree_id: "b".repeat(40),
+            patches: vec![],
+            config_sha256: "c".repeat(64),
+            config: "CONFIG_X=y\n".into(),
+            compiler: "gcc 12".into(),
+            image_sha256: "d".repeat(64),
+            modules_sha256: None,
+        };
+        choice.source = Some(built.clone());
+        assert_eq!(of_kernel(&choice).unwrap(), built.provenance());
+        // Not hashed: the build's record names the image.
+        assert_eq!(of_kernel(&choice).unwrap().image_sha256, "d".repeat(64));
+    }
+
+    #[test]
     fn fill_hashes_each_kernel_variant_and_leaves_a_known_record() {
         let d = tempfile::tempdir().unwrap();
         let k = d.path().join("k");
