@@ -76,18 +76,19 @@ fn comments_only(src: &Path, from: &str, to: &str) -> Option<Vec<String>> {
             Some("S") => comments::code_asm,
             _ => return None,
         };
-        let name = c.path.rsplit('/').next().unwrap_or(&c.path);
-        if !git::named_by_build_files(src, to, name).ok()?.is_empty()
-            || !git::named_by_build_files(src, from, name).ok()?.is_empty()
-        {
-            return None;
-        }
         let old = strip(&git::blob(src, &c.old_blob).ok()?)?;
         let new = strip(&git::blob(src, &c.new_blob).ok()?)?;
         if old != new {
             return None;
         }
         files.push(c.path);
+    }
+    // The build files are the same in both trees (any other change is a miss above): one look.
+    for path in &files {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        if !git::named_by_build_files(src, to, name).ok()?.is_empty() {
+            return None;
+        }
     }
     Some(files)
 }
