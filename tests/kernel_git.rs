@@ -528,3 +528,56 @@ fn a_failing_patch_and_a_failing_build_are_named_and_store_nothing() {
         "no experiment stored"
     );
 }
+
+/// `model ceiling --validate --kernel` takes the options of a kernel built from source as `run`
+/// does (and hands them to it), refusing them without a `git:` kernel before anything runs.
+#[test]
+fn model_ceiling_takes_the_source_options_only_with_a_git_kernel() {
+    let lab = Lab::new();
+    let o = lab.fails(
+        &[
+            "model",
+            "ceiling",
+            "--trace",
+            "1",
+            "--micro",
+            "2",
+            "--validate",
+            "--kernel",
+            "linux-image-amd64",
+            "--kconfig",
+            "defconfig",
+            "--",
+            "true",
+        ],
+        2,
+    );
+    assert!(
+        o.stderr
+            .contains("--kconfig applies to kernels built from source: give --kernel git:REV"),
+        "{o}"
+    );
+    // With a git: kernel the options parse and the command goes on to its inputs.
+    let o = lab.run(&[
+        "model",
+        "ceiling",
+        "--trace",
+        "1",
+        "--micro",
+        "2",
+        "--validate",
+        "--kernel",
+        "git:HEAD",
+        "--kernel-tree",
+        "/nonexistent",
+        "--patch",
+        "a.mbox",
+        "--",
+        "true",
+    ]);
+    assert!(
+        !o.stderr.contains("applies to kernels built from source"),
+        "{o}"
+    );
+    assert!(!o.stderr.contains("unexpected argument"), "{o}");
+}
