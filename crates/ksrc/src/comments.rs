@@ -209,7 +209,11 @@ fn is_include(so_far: &[u8]) -> Option<bool> {
     if words.contains(&so_far) {
         return Some(true);
     }
-    if so_far.contains(&MARK) || so_far.contains(&b'/') {
+    // A comment between `#` and the directive's name hides it: unsure only when the line could
+    // be an include.
+    let commented = so_far.contains(&MARK) || so_far.contains(&b'/');
+    let named = |w: &[u8]| so_far.windows(w.len()).any(|x| x == w);
+    if commented && (named(b"include") || named(b"import")) {
         return None;
     }
     Some(false)
@@ -324,6 +328,7 @@ mod tests {
             "# include_next <a/*c.h>\n"
         ));
         assert!(same("#if A < B /* x */\n", "#if A < B /* y */\n"));
+        assert!(code(b"#define D(a, b) ((a) / (b) < 1) /* c */\n").is_some());
     }
 
     #[test]
