@@ -259,11 +259,39 @@ fn make_repository(tarball: &Path, stem: &str, repo: &Path) {
     );
 }
 
-/// Lines of the cache's builds.log (one per real build).
-fn builds() -> usize {
+/// The lines of the cache's builds.log naming one of `givens` (the `--kernel` argument is its
+/// second field): one per real build, and one per kernel taken from another's build ("no build:
+/// equal to ... except comments in ..."). Other abperf processes (another test binary) may share
+/// the cache: their lines are not counted.
+fn builds_log(givens: &[&str]) -> Vec<String> {
     std::fs::read_to_string(cache().join("ksrc/builds.log"))
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.split(' ').nth(1).is_some_and(|g| givens.contains(&g)))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The real builds of `givens` in builds.log.
+fn builds(givens: &[&str]) -> usize {
+    builds_log(givens)
+        .iter()
+        .filter(|l| !l.contains(" no build: "))
+        .count()
+}
+
+/// Remove the cached kernels of the comment-only commit, so that every run of the test takes
+/// it from base's build by the second lookup (comments only) rather than by its own key.
+fn forget_comment_builds(lab: &Lab) {
+    for e in cached(lab) {
+        if e["record"]["source"]["revision"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("comment ("))
+        {
+            let image = PathBuf::from(e["image"].as_str().unwrap());
+            std::fs::remove_dir_all(image.parent().unwrap()).unwrap();
+        }
+    }
 }
 
 /// The cached kernels (`abperf kernel list --format json`).
@@ -310,16 +338,45 @@ fn git_revisions_boot_as_variants_with_their_own_ceiling_and_the_cache_builds_ea
         &console,
         READ,
     ];
+    forget_comment_builds(&lab);
     let t = Instant::now();
-    let before = builds();
+    let ours = ["git:base", "git:ceiling", "git:comment"];
+    let before = builds_log(&ours).len();
     let o = lab.ok(&args);
     let first = t.elapsed().as_secs_f64();
-    let built = builds() - before;
+    let new_lines = builds_log(&ours)[before..].to_vec();
+    let built = new_lines
+        .iter()
+        .filter(|l| !l.contains(" no build: "))
+        .count();
     eprintln!(
         "first experiment: {first:.0} s, {built} build(s)\n{}",
         o.stderr
     );
-    assert!(built <= 3, "{built} builds for three revisions\n{o}");
+    assert!(built <= 2, "{built} builds for two different sources\n{o}");
+    // The comment-only commit is built zero times: base's build differs only in comments.
+    assert!(
+        o.stderr.contains(
+            "--kernel git:comment: equal to cached git:base except comments in arch/x86/mm/tlb.c; no build"
+        ),
+        "{o}"
+    );
+    let comment_lines: Vec<&String> = new_lines
+        .iter()
+        .filter(|l| l.contains(" git:comment "))
+        .collect();
+    assert_eq!(comment_lines.len(), 1, "{new_lines:?}");
+    assert!(
+        comment_lines[0].contains(" no build: equal to ")
+            && comment_lines[0].ends_with(" git:base except comments in arch/x86/mm/tlb.c"),
+        "{new_lines:?}"
+    );
+    assert!(
+        lab.ok(&["kernel", "list"])
+            .stdout
+            .contains("no build: equal to "),
+        "kernel list names it"
+    );
     // The comment-only commit boots base's bytes: named before any boot, and only that pair.
     let same: Vec<&str> = o
         .stderr
@@ -358,6 +415,12 @@ fn git_revisions_boot_as_variants_with_their_own_ceiling_and_the_cache_builds_ea
         "the final .config is kept"
     );
     assert!(base.revision.starts_with("base ("), "{}", base.revision);
+    // The comment variant's provenance names its own commit and tree.
+    assert!(
+        comment.revision.starts_with("comment ("),
+        "{}",
+        comment.revision
+    );
     // Boots in ABBA order over the three variants, each seeing its variant's default.
     assert_eq!(ds.boots.len(), 6);
     let order: Vec<usize> = ds.boots.iter().map(|b| b.variant).collect();
@@ -382,9 +445,9 @@ fn git_revisions_boot_as_variants_with_their_own_ceiling_and_the_cache_builds_ea
     }
     // The same experiment again builds nothing.
     let t = Instant::now();
-    let before = builds();
+    let before = builds_log(&ours).len();
     let o = lab.ok(&args);
-    assert_eq!(builds(), before, "{o}");
+    assert_eq!(builds_log(&ours).len(), before, "{o}");
     assert_eq!(o.stderr.matches("found in the cache").count(), 3, "{o}");
     eprintln!(
         "second experiment: {:.0} s, no build",
@@ -408,8 +471,8 @@ fn a_failing_patch_and_a_failing_build_are_named_and_store_nothing() {
     let _g = one_at_a_time();
     let lab = Lab::new();
     let repo_s = repo.display().to_string();
-    let entries = cached(&lab).len();
-    let before = builds();
+    let broken = ["git:broken"];
+    let before = builds(&broken);
     // A patch whose context is not in the tree.
     let patch = lab.write(
         "bad.diff",
@@ -447,10 +510,74 @@ fn a_failing_patch_and_a_failing_build_are_named_and_store_nothing() {
         o.stderr.contains("tlb.c"),
         "the log's last lines name the file: {o}"
     );
-    assert_eq!(builds(), before);
-    assert_eq!(cached(&lab).len(), entries);
+    assert_eq!(builds(&broken), before);
+    let given = |e: &Value| {
+        e["record"]["given"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        !cached(&lab)
+            .iter()
+            .any(|e| given(e) == "git:broken" || given(e).ends_with("bad.diff")),
+        "nothing cached"
+    );
     assert!(
         !lab.db().exists() || lab.store().list().unwrap().is_empty(),
         "no experiment stored"
     );
+}
+
+/// `model ceiling --validate --kernel` takes the options of a kernel built from source as `run`
+/// does (and hands them to it), refusing them without a `git:` kernel before anything runs.
+#[test]
+fn model_ceiling_takes_the_source_options_only_with_a_git_kernel() {
+    let lab = Lab::new();
+    let o = lab.fails(
+        &[
+            "model",
+            "ceiling",
+            "--trace",
+            "1",
+            "--micro",
+            "2",
+            "--validate",
+            "--kernel",
+            "linux-image-amd64",
+            "--kconfig",
+            "defconfig",
+            "--",
+            "true",
+        ],
+        2,
+    );
+    assert!(
+        o.stderr
+            .contains("--kconfig applies to kernels built from source: give --kernel git:REV"),
+        "{o}"
+    );
+    // With a git: kernel the options parse and the command goes on to its inputs.
+    let o = lab.run(&[
+        "model",
+        "ceiling",
+        "--trace",
+        "1",
+        "--micro",
+        "2",
+        "--validate",
+        "--kernel",
+        "git:HEAD",
+        "--kernel-tree",
+        "/nonexistent",
+        "--patch",
+        "a.mbox",
+        "--",
+        "true",
+    ]);
+    assert!(
+        !o.stderr.contains("applies to kernels built from source"),
+        "{o}"
+    );
+    assert!(!o.stderr.contains("unexpected argument"), "{o}");
 }

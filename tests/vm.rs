@@ -966,6 +966,14 @@ fn micro_in_kernel_variants_boots_as_the_unit_under_tcg() {
             assert_eq!(s["release"], k.release.as_str(), "{s}");
             assert_eq!(s["accel"], "tcg");
         }
+        // Every variant (benchmark) of the experiment has its kernel's provenance row.
+        let image = abperf::design::provenance::hash_file(&k.vmlinuz).unwrap();
+        let ds = store.load(id).unwrap();
+        assert!(!ds.variants.is_empty());
+        for v in &ds.variants {
+            let p = v.provenance.as_ref().expect("a provenance row");
+            assert_eq!(p.image_sha256, image, "{}", v.name);
+        }
         let rounds = store.micro_rounds(id).unwrap();
         let first = |i: u32| {
             rounds

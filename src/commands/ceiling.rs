@@ -66,9 +66,10 @@ pub struct CeilingArgs {
     /// Timed runs per ceiling for --validate
     #[arg(short = 'r', long, default_value_t = 10, value_name = "N")]
     pub runs: u32,
-    /// --validate in virtual machines of this kernel (image or Debian package; see `abperf run
-    /// --kernel`), where the debugfs knob is writable when the host locks it
-    #[arg(long, value_name = "PATH|PACKAGE", requires = "validate")]
+    /// --validate in virtual machines of this kernel (image, Debian package or git:REV built
+    /// from source; see `abperf run --kernel`), where the debugfs knob is writable when the host
+    /// locks it
+    #[arg(long, value_name = "PATH|PACKAGE|git:REV", requires = "validate")]
     pub kernel: Option<String>,
     /// Boots per ceiling with --kernel
     #[arg(long, value_name = "N", requires = "kernel")]
@@ -76,6 +77,9 @@ pub struct CeilingArgs {
     /// Guest CPUs with --kernel
     #[arg(long, value_name = "N", requires = "kernel")]
     pub vm_cpus: Option<u32>,
+    /// With --kernel git:REV: the tree, patches and base configuration it is built with
+    #[command(flatten)]
+    pub source: crate::commands::kernel_git::SourceArgs,
     /// The workload for --validate (the command the capture recorded)
     #[arg(last = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,
@@ -101,6 +105,7 @@ fn ceiling_cmd(a: CeilingArgs) -> Result<i32> {
             "--working-set 0: expected a number of pages, at least 1",
         ));
     }
+    a.source.check_used(a.kernel.as_slice())?;
     let store = Store::open_to_read(&a.db.location()?)?;
     let tid = store.resolve_id(&a.trace)?;
     let mid = store.resolve_id(&a.micro)?;
@@ -170,6 +175,7 @@ fn validate(
                     kernel.extend([flag.to_string(), n.to_string()]);
                 }
             }
+            kernel.extend(a.source.forwarded());
         }
         let db = a.db.location()?;
         v::run_ab(&v::RunPlan {

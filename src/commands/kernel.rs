@@ -72,7 +72,7 @@ pub fn run(a: KernelCmdArgs) -> anyhow::Result<i32> {
                     .map(|d| format!("{} min ago", d.as_secs() / 60))
                     .unwrap_or_else(|_| "now".into());
                 println!(
-                    "{:<16}  {:<12}  {:<16}  {:>6.0}s  {:>7.1}M  {:>10}  {}{}",
+                    "{:<16}  {:<12}  {:<16}  {:>6.0}s  {:>7.1}M  {:>10}  {}{}{}",
                     &e.record.key[..16],
                     s.tree_id.get(..12).unwrap_or(&s.tree_id),
                     s.image_sha256.get(..16).unwrap_or(&s.image_sha256),
@@ -85,6 +85,16 @@ pub fn run(a: KernelCmdArgs) -> anyhow::Result<i32> {
                     } else {
                         crate::model::escape::control(&format!(" ({})", patches.join("; ")))
                             .into_owned()
+                    },
+                    match &e.record.comments_only {
+                        Some(c) => crate::model::escape::control(&format!(
+                            ", no build: equal to {} {} except comments in {}",
+                            c.key.get(..16).unwrap_or(&c.key),
+                            c.given,
+                            c.files.join(", ")
+                        ))
+                        .into_owned(),
+                        None => String::new(),
                     }
                 );
             }

@@ -38,6 +38,22 @@ impl SourceArgs {
         .collect()
     }
 
+    /// These options as command-line arguments, for a command that hands them to another
+    /// abperf (`model ceiling --validate` to `run`).
+    pub fn forwarded(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(t) = &self.kernel_tree {
+            out.extend(["--kernel-tree".to_string(), t.display().to_string()]);
+        }
+        for p in &self.patches {
+            out.extend(["--patch".to_string(), p.display().to_string()]);
+        }
+        if let Some(k) = &self.kconfig {
+            out.extend(["--kconfig".to_string(), k.clone()]);
+        }
+        out
+    }
+
     /// A usage error when these options are given without any `git:` kernel among `kernels`.
     pub fn check_used(&self, kernels: &[String]) -> anyhow::Result<()> {
         if let Some(flag) = self.given().first()
@@ -99,6 +115,17 @@ pub fn build_shown(req: &Request) -> anyhow::Result<ksrc::Built> {
     let built = ksrc::build(req, &mut progress);
     bar.finish_and_clear();
     let built = built?;
+    if let Some(same) = &built.comments_only {
+        crate::error::stderr_line(&format!(
+            "abperf: --kernel {}: equal to cached {} except comments in {}; no build (image sha256 {}, key {})",
+            req.given,
+            crate::model::escape::control(&same.given),
+            crate::model::escape::control(&same.files.join(", ")),
+            &built.source.image_sha256[..16],
+            &built.key[..16]
+        ));
+        return Ok(built);
+    }
     crate::error::stderr_line(&format!(
         "abperf: --kernel {}: {} {} (image sha256 {}, key {})",
         req.given,
@@ -116,4 +143,42 @@ pub fn build_shown(req: &Request) -> anyhow::Result<ksrc::Built> {
         &built.key[..16]
     ));
     Ok(built)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        source: SourceArgs,
+    }
+
+    #[test]
+    fn the_options_forwarded_parse_back_to_themselves() {
+        let given = [
+            "x",
+            "--kernel-tree",
+            "/src/linux",
+            "--patch",
+            "a.mbox",
+            "--patch",
+            "b diff",
+            "--kconfig",
+            "defconfig",
+        ];
+        let a = Cli::try_parse_from(given).unwrap().source;
+        assert_eq!(a.forwarded(), given[1..]);
+        let back = Cli::try_parse_from(std::iter::once("x".to_string()).chain(a.forwarded()))
+            .unwrap()
+            .source;
+        assert_eq!(back.forwarded(), a.forwarded());
+        assert!(SourceArgs::default().forwarded().is_empty());
+        // Given without a git: kernel: refused, naming the option.
+        let e = a.check_used(&["linux-image-amd64".into()]).unwrap_err();
+        assert!(e.to_string().contains("--kernel-tree"), "{e}");
+        assert!(a.check_used(&["git:v6.1".into()]).is_ok());
+    }
 }

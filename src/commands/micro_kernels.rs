@@ -40,7 +40,8 @@ fn kernel_plans(args: &MicroArgs, tcg: bool) -> anyhow::Result<Vec<KernelPlan>> 
     for k in &args.kernel {
         let kernel = super::run::boots::resolve_kernel(k, &[], &args.source)?;
         for a in &appends {
-            let mut label = kernel.release.clone();
+            // A kernel built from source by its git:REV (builds of one tree share a release).
+            let mut label = kernel.label.clone().unwrap_or(kernel.release.clone());
             if !a.trim().is_empty() {
                 label += &format!(" [{}]", a.trim());
             }
@@ -67,6 +68,27 @@ fn kernel_plans(args: &MicroArgs, tcg: bool) -> anyhow::Result<Vec<KernelPlan>> 
         )));
     }
     Ok(plans)
+}
+
+/// The provenance of each plan's kernel (each image hashed once): what `run` stores for a
+/// kernel variant.
+fn provenances(plans: &[KernelPlan]) -> anyhow::Result<Vec<crate::model::KernelProvenance>> {
+    let mut seen: Vec<(&str, crate::model::KernelProvenance)> = Vec::new();
+    let mut out = Vec::new();
+    for p in plans {
+        let known = seen.iter().find(|(path, _)| *path == p.kernel.path);
+        let prov = match known {
+            Some((_, prov)) => prov.clone(),
+            None => {
+                let prov = crate::design::provenance::of_kernel(&p.kernel)
+                    .map_err(|e| anyhow::anyhow!("--kernel {}: {e:#}", p.label))?;
+                seen.push((&p.kernel.path, prov.clone()));
+                prov
+            }
+        };
+        out.push(prov);
+    }
+    Ok(out)
 }
 
 /// `--boots`, checked (default 3: with 2 a side the analysis makes no test).
@@ -125,6 +147,13 @@ pub fn run(
         .collect();
     let mut records =
         super::micro_variants::records(args, benches, &as_plans, &reports, seed, environment);
+    let provenance = provenances(&plans)?;
+    for (rec, p) in records.iter_mut().zip(&provenance) {
+        // Every benchmark of the experiment ran in that kernel: each variant gets its row.
+        for v in &mut rec.variants {
+            v.provenance = Some(p.clone());
+        }
+    }
     for ((rec, p), seen) in records.iter_mut().zip(&plans).zip(seen) {
         rec.experiment.design["interleaved"]["order"] = "boot by boot, ABBA (seeded)".into();
         rec.experiment.design["vm"] = serde_json::json!({

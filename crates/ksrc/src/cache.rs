@@ -20,15 +20,7 @@ pub const DEFAULT_MAX_BYTES: u64 = 10 << 30;
 /// Where kernels built from source are kept: `$ABPERF_CACHE_DIR/ksrc`, else
 /// `$XDG_CACHE_HOME/abperf/ksrc`, else `~/.cache/abperf/ksrc`; made 0700.
 pub fn root() -> Result<PathBuf> {
-    let env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let base = env("ABPERF_CACHE_DIR")
-        .or_else(|| env("XDG_CACHE_HOME").map(|p| p.join("abperf")))
-        .or_else(|| env("HOME").map(|p| p.join(".cache/abperf")))
-        .context("cannot place the cache of built kernels: none of $ABPERF_CACHE_DIR, $XDG_CACHE_HOME, $HOME is set")?;
+    let base = abperf_model::cache_dir::from_env().context("cannot place the cache of built kernels: none of $ABPERF_CACHE_DIR, $XDG_CACHE_HOME, $HOME is set")?;
     let root = base.join("ksrc");
     private_dir(&root)?;
     Ok(root)
@@ -69,6 +61,20 @@ pub struct Record {
     /// The kernel's release (include/config/kernel.release).
     pub release: String,
     pub source: KernelSource,
+    /// Set when no make ran: the entry's files are those of another entry whose source differs
+    /// from this one only in comments (see [`crate::same_code`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comments_only: Option<CommentsOnly>,
+}
+
+/// The cached kernel an entry was taken from, and the files whose comments alone differ.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommentsOnly {
+    /// The key of the entry whose build this is.
+    pub key: String,
+    /// That entry's `--kernel` argument (for messages).
+    pub given: String,
+    pub files: Vec<String>,
 }
 
 /// A cached kernel.
@@ -167,6 +173,39 @@ pub fn store(root: &Path, staged: &Path, record: &Record) -> Result<Entry> {
     read_entry(&dest).context("the stored kernel cannot be read back")
 }
 
+/// Store `record` as a new entry holding the files of `from` (hard links, else copies): a
+/// kernel whose source differs from `from`'s only in comments. Returns the new entry.
+pub fn store_same_as(root: &Path, from: &Entry, record: &Record) -> Result<Entry> {
+    let staged = staging(root, &record.key)?;
+    let made = link_tree(&from.dir, &staged).and_then(|()| store(root, &staged, record));
+    if made.is_err() {
+        let _ = std::fs::remove_dir_all(&staged);
+    }
+    made
+}
+
+/// Hard-link (else copy) every file under `from` into `to`, but entry.json and .used.
+fn link_tree(from: &Path, to: &Path) -> Result<()> {
+    for e in std::fs::read_dir(from)?.flatten() {
+        let name = e.file_name();
+        if name == "entry.json" || name == ".used" {
+            continue;
+        }
+        let (src, dst) = (e.path(), to.join(&name));
+        let m = src.symlink_metadata()?;
+        if m.is_dir() {
+            private_dir(&dst)?;
+            link_tree(&src, &dst)?;
+        } else if m.file_type().is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src)?, &dst)?;
+        } else if std::fs::hard_link(&src, &dst).is_err() {
+            std::fs::copy(&src, &dst)
+                .with_context(|| format!("cannot copy {} to {}", src.display(), dst.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// A fresh staging directory for a build (under images/, hidden from [`list`]).
 pub fn staging(root: &Path, key: &str) -> Result<PathBuf> {
     let dir = images(root).join(format!(".tmp-{key}-{}", std::process::id()));
@@ -261,6 +300,7 @@ mod tests {
                 image_sha256: "i".into(),
                 modules_sha256: None,
             },
+            comments_only: None,
         }
     }
 
@@ -300,6 +340,36 @@ mod tests {
         assert_eq!(keys(&list(root)), ["a", "c"]);
         assert!(!root.join("images/.tmp-d-999999999").exists());
         assert_eq!(keys(&gc(root, 0).unwrap()).len(), 2);
+    }
+
+    #[test]
+    fn an_entry_made_from_another_shares_its_files_and_says_so() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        let s = staging(root, "a").unwrap();
+        std::fs::write(s.join("bzImage"), b"kernel").unwrap();
+        std::fs::create_dir_all(s.join("lib/modules/6.1.0")).unwrap();
+        std::fs::write(s.join("lib/modules/6.1.0/m.ko"), b"module").unwrap();
+        let a = store(root, &s, &record("a")).unwrap();
+        let mut b = record("b");
+        b.comments_only = Some(CommentsOnly {
+            key: "a".into(),
+            given: "git:a".into(),
+            files: vec!["mm/tlb.c".into()],
+        });
+        let e = store_same_as(root, &a, &b).unwrap();
+        assert_eq!(std::fs::read(e.image()).unwrap(), b"kernel");
+        assert_eq!(
+            std::fs::read(e.modules().unwrap().join("m.ko")).unwrap(),
+            b"module"
+        );
+        let back = lookup(root, "b").unwrap();
+        assert_eq!(back.record.comments_only, b.comments_only);
+        assert_eq!(back.record.key, "b");
+        // An entry of an earlier abperf (no comments_only) still reads.
+        let old = std::fs::read_to_string(a.dir.join("entry.json")).unwrap();
+        assert!(!old.contains("comments_only"), "{old}");
+        assert!(lookup(root, "a").unwrap().record.comments_only.is_none());
     }
 
     #[test]

@@ -211,6 +211,146 @@ pub fn tree_id(dir: &Path) -> Result<String> {
     run(dir, &["write-tree"])
 }
 
+/// Run `git -C dir args`; its raw stdout, or an error with its stderr.
+fn run_bytes(dir: &Path, args: &[&str]) -> Result<Vec<u8>> {
+    let out = git(dir)
+        .args(args)
+        .output()
+        .with_context(|| format!("cannot run git in {}", dir.display()))?;
+    if !out.status.success() {
+        bail!(
+            "git {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(out.stdout)
+}
+
+/// Whether the object database of `dir` holds the tree `tree` (a hex object id).
+pub fn has_tree(dir: &Path, tree: &str) -> bool {
+    is_hex_id(tree) && run(dir, &["cat-file", "-e", &format!("{tree}^{{tree}}")]).is_ok()
+}
+
+fn is_hex_id(s: &str) -> bool {
+    matches!(s.len(), 40 | 64) && s.bytes().all(|c| c.is_ascii_hexdigit())
+}
+
+/// One path that differs between two trees (`git diff-tree -r --no-renames`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub old_mode: String,
+    pub new_mode: String,
+    pub old_blob: String,
+    pub new_blob: String,
+    /// A (added), D (deleted), M (modified), T (type changed).
+    pub status: char,
+    pub path: String,
+}
+
+/// The paths that differ between the trees `from` and `to`, read in `dir`; None when more
+/// than `max` differ.
+pub fn changes(dir: &Path, from: &str, to: &str, max: usize) -> Result<Option<Vec<Change>>> {
+    if !is_hex_id(from) || !is_hex_id(to) {
+        bail!("not tree ids: {from:?} {to:?}");
+    }
+    let raw = run_bytes(dir, &["diff-tree", "-r", "-z", "--no-renames", from, to])?;
+    let text = String::from_utf8_lossy(&raw);
+    let mut fields = text.split('\0').filter(|f| !f.is_empty());
+    let mut out = Vec::new();
+    while let Some(meta) = fields.next() {
+        let path = fields
+            .next()
+            .context("diff-tree: a change without a path")?;
+        let m: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
+        let [old_mode, new_mode, old_blob, new_blob, status] = m[..] else {
+            bail!("diff-tree: unexpected line {meta:?}");
+        };
+        out.push(Change {
+            old_mode: old_mode.into(),
+            new_mode: new_mode.into(),
+            old_blob: old_blob.into(),
+            new_blob: new_blob.into(),
+            status: status.chars().next().unwrap_or('?'),
+            path: path.into(),
+        });
+        if out.len() > max {
+            return Ok(None);
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The bytes of the blob `id` in `dir`'s object database.
+pub fn blob(dir: &Path, id: &str) -> Result<Vec<u8>> {
+    if !is_hex_id(id) {
+        bail!("not a blob id: {id:?}");
+    }
+    run_bytes(dir, &["cat-file", "blob", id])
+}
+
+/// The files of the build system in `tree` (Makefiles, Kbuild files, scripts) that name the
+/// file `name` outside a `#` comment line: such a file may be read by a script (as
+/// arch/x86/kernel/cpu/mkcapflags.sh reads the comments of cpufeatures.h), not only compiled.
+pub fn named_by_build_files(dir: &Path, tree: &str, name: &str) -> Result<Vec<String>> {
+    if !is_hex_id(tree) {
+        bail!("not a tree id: {tree:?}");
+    }
+    let out = git(dir)
+        .args([
+            "grep",
+            "-z",
+            "-n",
+            "-I",
+            "-F",
+            "-e",
+            name,
+            tree,
+            "--",
+            "*Makefile*",
+            "*Kbuild*",
+            "*.sh",
+            "*.bash",
+            "*.pl",
+            "*.py",
+            "*.awk",
+            "*.sed",
+            "*.mk",
+        ])
+        .output()
+        .with_context(|| format!("cannot run git grep in {}", dir.display()))?;
+    // git grep exits 1 when nothing matches; anything else but 0 is an error.
+    match out.status.code() {
+        Some(0) => {}
+        Some(1) => return Ok(Vec::new()),
+        _ => bail!(
+            "git grep in {}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    for line in text.split('\n').filter(|l| !l.is_empty()) {
+        let mut f = line.splitn(3, '\0');
+        let (Some(file), Some(_), Some(content)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        if content.trim_start().starts_with('#') {
+            continue;
+        }
+        let whole = content.match_indices(name).any(|(i, _)| {
+            !content[..i].ends_with(ident) && !content[i + name.len()..].starts_with(ident)
+        });
+        if whole {
+            let file = file.strip_prefix(tree).unwrap_or(file);
+            out.push(file.trim_start_matches(':').to_string());
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,9 +10,11 @@
 //! `images/<key>/` (built kernels), `ccache/`, `logs/`, `builds.log` (one line per real build).
 
 pub mod cache;
+pub mod comments;
 pub mod git;
 pub mod kconfig;
 pub mod make;
+pub mod same_code;
 pub mod spec;
 
 pub use spec::{GitSpec, Kconfig};
@@ -48,6 +50,9 @@ pub struct Built {
     pub source: KernelSource,
     /// False when the cache had it (no make ran).
     pub built: bool,
+    /// Set when this lookup found no entry of its own key but one whose source differs only in
+    /// comments (then `built` is false and the entry is made for next time).
+    pub comments_only: Option<cache::CommentsOnly>,
 }
 
 /// The tree of `--kernel-tree` (None: the current directory, which must be a kernel tree).
@@ -124,13 +129,23 @@ pub fn build(req: &Request, progress: &mut dyn FnMut(&str)) -> Result<Built> {
     let compiler = make::compiler_version()?;
     let key = cache::key(&tree_id, &config_sha256, &compiler);
     let revision = format!("{} ({commit})", req.spec.revision);
-    if let Some(e) = cache::lookup(&root, &key) {
-        // The same content under this revision and these patches: said as asked.
-        let mut b = built(e, false);
-        b.source.revision = revision;
-        b.source.patches = patches;
+    let own = Own {
+        key,
+        repository: repo.display().to_string(),
+        revision,
+        tree_id,
+        patches,
+    };
+    if let Some(b) = from_cache(&root, &src, req, (&config, &config_sha256, &compiler), &own)? {
         return Ok(b);
     }
+    let Own {
+        key,
+        revision,
+        tree_id,
+        patches,
+        ..
+    } = own;
     let out = trees.join(format!("out-{base}"));
     cache::private_dir(&out)?;
     // The build directory's .config is rewritten only when it changes (make rebuilds by time).
@@ -147,18 +162,8 @@ pub fn build(req: &Request, progress: &mut dyn FnMut(&str)) -> Result<Built> {
         targets.push("modules");
     }
     let t0 = Instant::now();
-    let patch_names: Vec<String> = patches.iter().map(|p| p.subject.clone()).collect();
-    m.logged(&targets, &log, progress).with_context(|| {
-        format!(
-            "--kernel {}: the build of {revision}{} failed (nothing stored)",
-            req.given,
-            if patch_names.is_empty() {
-                String::new()
-            } else {
-                format!(" with the patches {}", patch_names.join("; "))
-            }
-        )
-    })?;
+    m.logged(&targets, &log, progress)
+        .with_context(|| build_failed(req, &revision, &patches))?;
     let seconds = t0.elapsed().as_secs_f64();
     let staged = cache::staging(&root, &key)?;
     let stored = stage(
@@ -186,6 +191,7 @@ pub fn build(req: &Request, progress: &mut dyn FnMut(&str)) -> Result<Built> {
                 image_sha256,
                 modules_sha256,
             },
+            comments_only: None,
         };
         cache::store(&root, &staged, &record)
     });
@@ -208,6 +214,101 @@ pub fn build(req: &Request, progress: &mut dyn FnMut(&str)) -> Result<Built> {
     )?;
     let _ = cache::gc(&root, cache::DEFAULT_MAX_BYTES);
     Ok(built(entry, true))
+}
+
+/// What a failed build says: the argument, the revision and the patches.
+fn build_failed(req: &Request, revision: &str, patches: &[PatchId]) -> String {
+    let names: Vec<&str> = patches.iter().map(|p| p.subject.as_str()).collect();
+    format!(
+        "--kernel {}: the build of {revision}{} failed (nothing stored)",
+        req.given,
+        if names.is_empty() {
+            String::new()
+        } else {
+            format!(" with the patches {}", names.join("; "))
+        }
+    )
+}
+
+/// The kernel `own` names from the cache: its own key's entry, else one whose source differs
+/// only in comments (`cfg` = the .config, its hash and the compiler); None: build it.
+fn from_cache(
+    root: &Path,
+    src: &Path,
+    req: &Request,
+    cfg: (&str, &str, &str),
+    own: &Own,
+) -> Result<Option<Built>> {
+    let (config, config_sha256, compiler) = cfg;
+    if let Some(e) = cache::lookup(root, &own.key) {
+        // The same content under this revision and these patches: said as asked.
+        let mut b = built(e, false);
+        b.source.revision = own.revision.clone();
+        b.source.patches = own.patches.clone();
+        return Ok(Some(b));
+    }
+    match same_code::find(root, src, &own.tree_id, config, config_sha256, compiler) {
+        Some((e, files)) => same_as(root, req, e, files, own.clone()).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// What names a kernel taken from another's build: its own key, repository, revision, tree and
+/// patches.
+#[derive(Clone)]
+struct Own {
+    key: String,
+    repository: String,
+    revision: String,
+    tree_id: String,
+    patches: Vec<PatchId>,
+}
+
+/// The kernel of `req` taken from the cached entry `e`, whose source differs from it only in
+/// the comments of `files`: a new entry under `key` shares its files, names this revision,
+/// tree and patches, and a line in builds.log says so ("no build").
+fn same_as(
+    root: &Path,
+    req: &Request,
+    e: cache::Entry,
+    files: Vec<String>,
+    own: Own,
+) -> Result<Built> {
+    let same = cache::CommentsOnly {
+        key: e.record.key.clone(),
+        given: e.record.given.clone(),
+        files,
+    };
+    let record = cache::Record {
+        key: own.key,
+        given: req.given.clone(),
+        repository: own.repository,
+        build_seconds: 0.0,
+        release: e.record.release.clone(),
+        source: KernelSource {
+            revision: own.revision,
+            tree_id: own.tree_id,
+            patches: own.patches,
+            ..e.record.source.clone()
+        },
+        comments_only: Some(same.clone()),
+    };
+    let entry = cache::store_same_as(root, &e, &record)?;
+    cache::log_build(
+        root,
+        &format!(
+            "{} {} 0.0s {} no build: equal to {} {} except comments in {}",
+            &record.key[..16],
+            req.given,
+            record.source.image_sha256,
+            &same.key[..16.min(same.key.len())],
+            same.given,
+            same.files.join(" ")
+        ),
+    )?;
+    let mut b = built(entry, false);
+    b.comments_only = Some(same);
+    Ok(b)
 }
 
 /// Every patch file exists (a usage error naming the first that does not).
@@ -236,6 +337,7 @@ fn built(e: cache::Entry, built: bool) -> Built {
         key: e.record.key.clone(),
         source: e.record.source,
         built,
+        comments_only: None,
     }
 }
 

@@ -30,6 +30,7 @@
 
 pub mod boot;
 pub mod boot_level;
+pub mod cache_dir;
 pub mod ceiling;
 pub mod dataset;
 pub mod describe;

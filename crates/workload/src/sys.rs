@@ -25,15 +25,7 @@ pub fn page_size() -> usize {
 /// Where workloads keep data between runs: `$ABPERF_CACHE_DIR`, else `$XDG_CACHE_HOME/abperf`,
 /// else `~/.cache/abperf`, else `/var/tmp/abperf`.
 pub fn cache_dir() -> PathBuf {
-    let env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    env("ABPERF_CACHE_DIR")
-        .or_else(|| env("XDG_CACHE_HOME").map(|p| p.join("abperf")))
-        .or_else(|| env("HOME").map(|p| p.join(".cache/abperf")))
-        .unwrap_or_else(|| PathBuf::from("/var/tmp/abperf"))
+    abperf_model::cache_dir::from_env().unwrap_or_else(|| PathBuf::from("/var/tmp/abperf"))
 }
 
 /// SIGINT, SIGTERM and SIGHUP caught into a flag while this value lives (handlers removed on

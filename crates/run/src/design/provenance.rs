@@ -94,6 +94,22 @@ pub fn of_boot(b: &BootConfig) -> anyhow::Result<KernelProvenance> {
     Ok(KernelProvenance::of_image(image, modules))
 }
 
+/// The provenance of a kernel variant's kernel: a build from git hands over its own record,
+/// anything else has its image (and modules) hashed now.
+pub fn of_kernel(k: &super::KernelChoice) -> anyhow::Result<KernelProvenance> {
+    if let Some(built) = &k.source {
+        return Ok(built.provenance());
+    }
+    of_boot(&BootConfig {
+        kernel: k.path.clone(),
+        release: k.release.clone(),
+        modules: k.modules.clone(),
+        package: k.package.clone(),
+        append: String::new(),
+        source: None,
+    })
+}
+
 /// Give every kernel variant of `variants` that has none its image's provenance (each distinct
 /// image and modules directory hashed once).
 pub fn fill(variants: &mut [Variant]) -> anyhow::Result<()> {
@@ -170,6 +186,38 @@ mod tests {
         assert_eq!(base, tree("m2", "elf", "/usr/src/a"));
         assert_ne!(base, tree("m3", "elF", "/usr/src/a"));
         assert_ne!(base, tree("m4", "elf", "/usr/src/b"));
+    }
+
+    #[test]
+    fn a_kernel_built_from_git_hands_over_its_record_and_an_image_is_hashed() {
+        let d = tempfile::tempdir().unwrap();
+        let k = d.path().join("k");
+        std::fs::write(&k, b"kernel").unwrap();
+        let mut choice = super::super::KernelChoice {
+            path: k.display().to_string(),
+            release: "6.1.0".into(),
+            modules: None,
+            package: None,
+            label: None,
+            source: None,
+        };
+        let p = of_kernel(&choice).unwrap();
+        assert_eq!(p.image_sha256, hash_file(&k).unwrap());
+        assert_eq!(p.revision, None);
+        let built = abperf_model::KernelSource {
+            revision: format!("base ({})", "a".repeat(40)),
+            tree_id: "b".repeat(40),
+            patches: vec![],
+            config_sha256: "c".repeat(64),
+            config: "CONFIG_X=y\n".into(),
+            compiler: "gcc 12".into(),
+            image_sha256: "d".repeat(64),
+            modules_sha256: None,
+        };
+        choice.source = Some(built.clone());
+        assert_eq!(of_kernel(&choice).unwrap(), built.provenance());
+        // Not hashed: the build's record names the image.
+        assert_eq!(of_kernel(&choice).unwrap().image_sha256, "d".repeat(64));
     }
 
     #[test]
