@@ -1,0 +1,193 @@
+//! A kernel bisection under TCG (`abperf bisect --kernel-tree`): eight commits on `base` of the
+//! Debian 6.1 repository (tests/common/debian_repo.rs), seven harmless (comments) and one,
+//! the fifth, that makes getppid(2) wait a millisecond. A guest command calls getppid a few
+//! hundred times; the bisection builds the revisions it probes (cached by content, so a second
+//! run of the test builds nothing), boots each probe interleaved with both ends, and names the
+//! fifth commit, confirmed by an A/B against its parent. Skipped without QEMU, make, gcc or the
+//! Debian source.
+
+#![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
+mod common;
+use common::{Lab, debian_repo};
+use serde_json::Value;
+use std::process::Command;
+use std::time::Instant;
+
+/// The branch `bisect` on `base`: (subject, file, line, its replacement).
+const COMMITS: &[(&str, &str, &str, &str)] = &[
+    (
+        "kernel/fork: a comment",
+        "kernel/fork.c",
+        "#include <linux/futex.h>",
+        "#include <linux/futex.h> /* abperf: a harmless change */",
+    ),
+    (
+        "mm/mmap: a comment",
+        "mm/mmap.c",
+        "#include <linux/shmem_fs.h>",
+        "#include <linux/shmem_fs.h> /* abperf: a harmless change */",
+    ),
+    (
+        "fs/read_write: a comment",
+        "fs/read_write.c",
+        "#include <linux/splice.h>",
+        "#include <linux/splice.h> /* abperf: a harmless change */",
+    ),
+    (
+        "docs: a word in the howto",
+        "Documentation/process/howto.rst",
+        "HOWTO do Linux kernel development",
+        "HOWTO do Linux kernel development (abperf: a harmless change)",
+    ),
+    (
+        "kernel/sys: getppid waits a millisecond",
+        "kernel/sys.c",
+        "\tpid = task_tgid_vnr(rcu_dereference(current->real_parent));",
+        "\tmdelay(1);\n\tpid = task_tgid_vnr(rcu_dereference(current->real_parent));",
+    ),
+    (
+        "kernel/exit: a comment",
+        "kernel/exit.c",
+        "#include <linux/kthread.h>",
+        "#include <linux/kthread.h> /* abperf: a harmless change */",
+    ),
+    (
+        "fs/open: a comment",
+        "fs/open.c",
+        "#include <linux/falloc.h>",
+        "#include <linux/falloc.h> /* abperf: a harmless change */",
+    ),
+    (
+        "kernel/sys: a comment",
+        "kernel/sys.c",
+        "#include <linux/times.h>",
+        "#include <linux/times.h> /* abperf: a harmless change */",
+    ),
+];
+
+/// The planted commit's place on the branch (0-based).
+const PLANTED: usize = 4;
+
+/// The guest's command: getppid(2) this many times.
+const CALLS: u32 = 300;
+
+/// The planted commit needs mdelay's header; the delay itself is in COMMITS.
+const DELAY_INCLUDE: (&str, &str, &str) = (
+    "kernel/sys.c",
+    "#include <linux/kernel.h>",
+    "#include <linux/kernel.h>\n#include <linux/delay.h>",
+);
+
+/// A program calling getppid(2) `CALLS` times, built here for the guest (which sees the host's
+/// root read-only).
+fn getppid_loop(lab: &Lab) -> String {
+    let src = lab.write(
+        "getppid.c",
+        &format!(
+            "#include <unistd.h>\n#include <sys/syscall.h>\nint main(void) {{ for (int i = 0; \
+             i < {CALLS}; i++) syscall(SYS_getppid); return 0; }}\n"
+        ),
+    );
+    let exe = lab.p("getppid");
+    let o = Command::new("gcc")
+        .args(["-O2", "-static", "-o", &exe, &src])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    exe
+}
+
+/// Lines of the cache's builds.log (one per real build).
+fn builds() -> usize {
+    std::fs::read_to_string(debian_repo::cache().join("ksrc/builds.log"))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_kernel_bisection_under_tcg_names_the_commit_that_slows_getppid() {
+    let Some(repo) = debian_repo::repository() else {
+        return;
+    };
+    let edits: Vec<Vec<debian_repo::Edit>> = COMMITS
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, file, from, to))| {
+            let mut e = vec![(file, from, to)];
+            if i == PLANTED {
+                e.insert(0, DELAY_INCLUDE);
+            }
+            e
+        })
+        .collect();
+    let commits: Vec<(&str, &[debian_repo::Edit])> = COMMITS
+        .iter()
+        .zip(&edits)
+        .map(|(c, e)| (c.0, e.as_slice()))
+        .collect();
+    let hashes = debian_repo::branch(repo, "bisect", "base", &commits);
+    let lab = Lab::new();
+    let exe = getppid_loop(&lab);
+    let repo_s = repo.display().to_string();
+    let t = Instant::now();
+    let before = builds();
+    let o = lab.ok(&[
+        "bisect",
+        "--good",
+        "base",
+        "--bad",
+        "bisect",
+        "--kernel-tree",
+        &repo_s,
+        "--accel",
+        "tcg",
+        "--seed",
+        "5",
+        "--looks",
+        "1",
+        "--ends-runs",
+        "4",
+        "--confirm-runs",
+        "4",
+        "--format",
+        "json",
+        "--",
+        &exe,
+    ]);
+    eprintln!(
+        "bisection: {:.0} s, {} build(s)\n{}",
+        t.elapsed().as_secs_f64(),
+        builds() - before,
+        o.stderr
+    );
+    let r: Value = serde_json::from_str(&o.stdout).unwrap();
+    let planted = &hashes[PLANTED];
+    assert_eq!(r["result"], "culprit", "{}", o.stdout);
+    assert_eq!(
+        r["candidate"]["hash"].as_str(),
+        Some(planted.as_str()),
+        "{}",
+        o.stdout
+    );
+    // Every step booted kernels: its experiment's variants are git revisions of the tree.
+    let store = lab.store();
+    let ds = store.load(1).unwrap();
+    assert_eq!(ds.variants.len(), 2, "the ends' A/B");
+    for v in &ds.variants {
+        let b = v.boot.as_ref().expect("a kernel variant");
+        assert!(b.source.is_some(), "{v:?}");
+    }
+    assert!(ds.boots.iter().all(|b| b.status == "complete"));
+    // The text report names the culprit by abbreviated hash and subject.
+    let id = r["bisection"].as_i64().unwrap().to_string();
+    let text = lab.ok(&["bisect", "status", &id]);
+    let line = text
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("first bad commit:"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains(&planted[..12]) && line.contains(COMMITS[PLANTED].0),
+        "{text}"
+    );
+}
