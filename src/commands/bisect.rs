@@ -61,15 +61,15 @@ pub struct BisectArgs {
     pub kernel_tree: Option<std::path::PathBuf>,
     /// The base configuration of the kernels (with --kernel-tree): defconfig, tinyconfig,
     /// running or a .config file, abperf's fragment merged in [default: tinyconfig]
-    #[arg(long, value_name = "BASE", requires = "kernel_tree")]
+    #[arg(long, value_name = "BASE")]
     pub kconfig: Option<String>,
     /// A patch applied on top of every revision's kernel (with --kernel-tree; repeatable)
-    #[arg(long = "patch", value_name = "FILE", requires = "kernel_tree")]
+    #[arg(long = "patch", value_name = "FILE")]
     pub patches: Vec<std::path::PathBuf>,
     #[command(flatten)]
     pub vm: VmSettings,
     /// Keep each boot's console (kernel log) in DIR (with --kernel-tree)
-    #[arg(long, value_name = "DIR", requires = "kernel_tree")]
+    #[arg(long, value_name = "DIR")]
     pub vm_console: Option<std::path::PathBuf>,
     /// The metric the bisection follows (default: wall time)
     #[arg(long, value_name = "NAME", default_value = "wall_ns")]
@@ -196,6 +196,50 @@ pub enum Kind {
     },
 }
 
+impl Kind {
+    /// The kind `a` asks for (`--build` or `--kernel-tree`, taken out of `a`) and the
+    /// repository the range is read from (None: the current directory).
+    fn of(a: &mut BisectArgs) -> anyhow::Result<(Kind, Option<std::path::PathBuf>)> {
+        Ok(match (a.build.take(), a.kernel_tree.take()) {
+            (Some(build), None) => {
+                let kernel_only = [
+                    ("--kconfig", a.kconfig.is_some()),
+                    ("--patch", !a.patches.is_empty()),
+                    ("--vm-console", a.vm_console.is_some()),
+                    ("--accel", a.vm.accel.is_some()),
+                    ("--vm-cpus", a.vm.vm_cpus.is_some()),
+                    ("--vm-memory", a.vm.vm_memory.is_some()),
+                    ("--vm-pin", a.vm.vm_pin.is_some()),
+                    ("--boot-timeout", a.vm.boot_timeout.is_some()),
+                ];
+                if let Some((flag, _)) = kernel_only.iter().find(|f| f.1) {
+                    return Err(usage(format!(
+                        "{flag} applies to a kernel bisection: give --kernel-tree DIR"
+                    )));
+                }
+                (Kind::Program(build), a.repo.take())
+            }
+            (None, Some(tree)) => {
+                if a.vm_console.as_ref().is_some_and(|d| !d.is_dir()) {
+                    return Err(usage("--vm-console: expected an existing directory"));
+                }
+                let source = SourceArgs {
+                    kernel_tree: Some(tree.clone()),
+                    patches: std::mem::take(&mut a.patches),
+                    kconfig: a.kconfig.take(),
+                };
+                let kind = Kind::Kernel {
+                    source,
+                    vm: std::mem::take(&mut a.vm),
+                    console: a.vm_console.take(),
+                };
+                (kind, Some(tree))
+            }
+            _ => return Err(usage("bisect: give --build CMD or --kernel-tree DIR")),
+        })
+    }
+}
+
 /// `bisect`'s options, checked once.
 #[derive(Debug)]
 pub struct Plan {
@@ -219,44 +263,11 @@ pub struct Plan {
 }
 
 impl Plan {
-    fn of(a: BisectArgs) -> anyhow::Result<Plan> {
-        let (Some(good), Some(bad)) = (a.good, a.bad) else {
+    fn of(mut a: BisectArgs) -> anyhow::Result<Plan> {
+        let (Some(good), Some(bad)) = (a.good.take(), a.bad.take()) else {
             return Err(usage("bisect: --good and --bad are required"));
         };
-        let (kind, repo) = match (a.build, a.kernel_tree) {
-            (Some(build), None) => {
-                let vm = [
-                    ("--accel", a.vm.accel.is_some()),
-                    ("--vm-cpus", a.vm.vm_cpus.is_some()),
-                    ("--vm-memory", a.vm.vm_memory.is_some()),
-                    ("--vm-pin", a.vm.vm_pin.is_some()),
-                    ("--boot-timeout", a.vm.boot_timeout.is_some()),
-                ];
-                if let Some((flag, _)) = vm.iter().find(|f| f.1) {
-                    return Err(usage(format!(
-                        "{flag} applies to a kernel bisection: give --kernel-tree DIR"
-                    )));
-                }
-                (Kind::Program(build), a.repo)
-            }
-            (None, Some(tree)) => {
-                if a.vm_console.as_ref().is_some_and(|d| !d.is_dir()) {
-                    return Err(usage("--vm-console: expected an existing directory"));
-                }
-                let source = SourceArgs {
-                    kernel_tree: Some(tree.clone()),
-                    patches: a.patches,
-                    kconfig: a.kconfig,
-                };
-                let kind = Kind::Kernel {
-                    source,
-                    vm: a.vm,
-                    console: a.vm_console,
-                };
-                (kind, Some(tree))
-            }
-            _ => return Err(usage("bisect: give --build CMD or --kernel-tree DIR")),
-        };
+        let (kind, repo) = Kind::of(&mut a)?;
         let unit = |flag: &str, v: f64| -> anyhow::Result<()> {
             if v.is_finite() && v > 0.0 && v < 0.5 {
                 Ok(())

@@ -202,7 +202,11 @@ fn commit(repo: &Path, index: &Path, parent: &str, subject: &str, edits: &[Edit]
     for (file, text) in &texts {
         let blob = run(&["hash-object", "-w", "--stdin"], Some(text.as_bytes()));
         run(
-            &["update-index", "--cacheinfo", &format!("100644,{blob},{file}")],
+            &[
+                "update-index",
+                "--cacheinfo",
+                &format!("100644,{blob},{file}"),
+            ],
             None,
         );
     }

@@ -19,11 +19,8 @@ pub trait Builder {
     /// Make `commit` ready, with `dir` (the bisection's private directory, 0700) for its files:
     /// Ok(Ok(ready)), Ok(Err(why)) when it does not build (the revision is skipped like `git
     /// bisect skip`), Err when the build could not be attempted at all (the bisection stops).
-    fn build(
-        &mut self,
-        commit: &Commit,
-        dir: &Path,
-    ) -> anyhow::Result<Result<Self::Ready, String>>;
+    fn build(&mut self, commit: &Commit, dir: &Path)
+    -> anyhow::Result<Result<Self::Ready, String>>;
 
     /// Let go of a revision the search has left.
     fn release(&mut self, ready: Self::Ready);

@@ -1,12 +1,12 @@
 //! The bisection's loop: the stored steps replayed into the state machine, then each next step
 //! built and run until the machine ends; `bisect status` replays without running anything.
 
+use super::builder::Builder;
 use super::git::{self, Commit};
 use super::report::{self, Source};
+use super::revisions::{Built, Revisions};
 use super::step::{self, End, Planned, Runs};
 use super::stored::{self, Head, Mark, Stored};
-use super::builder::Builder;
-use super::revisions::{Built, Revisions};
 use super::{Plan, StatusArgs};
 use crate::commands::lookup;
 use crate::runner::signals;

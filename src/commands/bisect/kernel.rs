@@ -82,7 +82,11 @@ impl KernelBuild {
 impl Builder for KernelBuild {
     type Ready = BootConfig;
 
-    fn build(&mut self, commit: &Commit, _dir: &Path) -> anyhow::Result<Result<BootConfig, String>> {
+    fn build(
+        &mut self,
+        commit: &Commit,
+        _dir: &Path,
+    ) -> anyhow::Result<Result<BootConfig, String>> {
         // The full hash: a revision of the range, whatever the branch names say now.
         match resolve_kernel(&format!("git:{}", commit.hash), &[], &self.source) {
             Ok(k) => Ok(Ok(BootConfig {
