@@ -1,7 +1,7 @@
 //! A kernel bisection under TCG (`abperf bisect --kernel-tree`): eight commits on `base` of the
 //! Debian 6.1 repository (tests/common/debian_repo.rs), seven harmless (comments) and one,
-//! the fifth, that makes getppid(2) wait a millisecond. A guest command calls getppid a few
-//! hundred times; the bisection builds the revisions it probes (cached by content, so a second
+//! the fifth, that makes getppid(2) sleep a millisecond (msleep: at least a jiffy, so 4-8 ms at
+//! HZ 250). A guest command calls getppid a hundred times; the bisection builds the revisions it probes (cached by content, so a second
 //! run of the test builds nothing), boots each probe interleaved with both ends, and names the
 //! fifth commit, confirmed by an A/B against its parent. Skipped without QEMU, make, gcc or the
 //! Debian source.
@@ -40,10 +40,10 @@ const COMMITS: &[(&str, &str, &str, &str)] = &[
         "HOWTO do Linux kernel development (abperf: a harmless change)",
     ),
     (
-        "kernel/sys: getppid waits a millisecond",
+        "kernel/sys: getppid sleeps a millisecond",
         "kernel/sys.c",
-        "\tpid = task_tgid_vnr(rcu_dereference(current->real_parent));",
-        "\tmdelay(1);\n\tpid = task_tgid_vnr(rcu_dereference(current->real_parent));",
+        "\trcu_read_lock();\n\tpid = task_tgid_vnr(rcu_dereference(current->real_parent));",
+        "\tmsleep(1);\n\trcu_read_lock();\n\tpid = task_tgid_vnr(rcu_dereference(current->real_parent));",
     ),
     (
         "kernel/exit: a comment",
@@ -69,9 +69,9 @@ const COMMITS: &[(&str, &str, &str, &str)] = &[
 const PLANTED: usize = 4;
 
 /// The guest's command: getppid(2) this many times.
-const CALLS: u32 = 300;
+const CALLS: u32 = 100;
 
-/// The planted commit needs mdelay's header; the delay itself is in COMMITS.
+/// The planted commit needs msleep's header; the sleep itself is in COMMITS.
 const DELAY_INCLUDE: (&str, &str, &str) = (
     "kernel/sys.c",
     "#include <linux/kernel.h>",
@@ -83,7 +83,7 @@ const DELAY_INCLUDE: (&str, &str, &str) = (
 fn getppid_loop(lab: &Lab) -> String {
     let src = lab.write(
         "getppid.c",
-        &format!(
+        format!(
             "#include <unistd.h>\n#include <sys/syscall.h>\nint main(void) {{ for (int i = 0; \
              i < {CALLS}; i++) syscall(SYS_getppid); return 0; }}\n"
         ),
@@ -125,7 +125,7 @@ fn a_kernel_bisection_under_tcg_names_the_commit_that_slows_getppid() {
         .zip(&edits)
         .map(|(c, e)| (c.0, e.as_slice()))
         .collect();
-    let hashes = debian_repo::branch(repo, "bisect", "base", &commits);
+    let hashes = debian_repo::branch(repo, "slow-getppid", "base", &commits);
     let lab = Lab::new();
     let exe = getppid_loop(&lab);
     let repo_s = repo.display().to_string();
@@ -136,13 +136,13 @@ fn a_kernel_bisection_under_tcg_names_the_commit_that_slows_getppid() {
         "--good",
         "base",
         "--bad",
-        "bisect",
+        "slow-getppid",
         "--kernel-tree",
         &repo_s,
         "--accel",
         "tcg",
-        // One vCPU: with two, mdelay's calibrated loop waited on one CPU and hardly at all on
-        // the other under TCG (a run of the planted kernel took 6 ms or 600 ms).
+        // One vCPU: a guest of two under TCG took 6 ms or 600 ms for a busy-waiting delay
+        // (mdelay) depending on the vCPU it ran on; one vCPU also boots faster.
         "--vm-cpus",
         "1",
         // The first run of a boot reads the program over 9p (10-20 times the next one).
@@ -152,9 +152,9 @@ fn a_kernel_bisection_under_tcg_names_the_commit_that_slows_getppid() {
         "5",
         "--looks",
         "1",
-        // Four boots of each end and of the confirmation's pair: the planted kernel's runs
-        // vary by a factor of two with the host's load (mdelay is a calibrated loop under TCG),
-        // so Welch's test has few degrees of freedom; three were not always enough at load 12.
+        // Four boots of each end and of the confirmation's pair: at load 12 a run of either
+        // kernel can take a second longer (the guest's clock is the host's, its vCPU waits for
+        // a host CPU), and Welch's test then has few degrees of freedom.
         "--ends-runs",
         "4",
         "--confirm-runs",

@@ -1,7 +1,8 @@
-//! Kernels built from a git tree as variants (`--kernel git:REV`): the ONLY test that builds a
-//! kernel. It makes a git repository over Debian's 6.1 source (the tarball scripts/test.sh
-//! downloads for the kbuild workload) with commits: `ceiling` sets tlb_single_page_flush_ceiling's
-//! default to 7, `comment` rewords a comment (same lines), `broken` has a syntax error. The
+//! Kernels built from a git tree as variants (`--kernel git:REV`): with tests/kernel_bisect.rs
+//! the only tests that build a kernel. Over the repository of Debian's 6.1 source they share
+//! (tests/common/debian_repo.rs) it makes branches of one commit on `base`: `ceiling` sets
+//! tlb_single_page_flush_ceiling's default to 7, `comment` rewords a comment (same lines),
+//! `broken` has a syntax error. The
 //! repository and the built kernels stay in abperf's cache (`~/.cache/abperf`) between runs, so a
 //! machine pays the cold build of the minimal configuration once; after that every build here is
 //! incremental (a neighbouring commit: one file) or a cache hit.

@@ -25,7 +25,8 @@ pub const PROGRAMS: &[&str] = &[
     "busybox",
 ];
 
-/// One file of a commit: (path, line replaced, its replacement); the line must occur once.
+/// One file of a commit: (path, whole lines replaced, their replacement); the lines must occur
+/// once.
 pub type Edit<'a> = (&'a str, &'a str, &'a str);
 
 /// abperf's cache directory (where the repository and the built kernels live).
@@ -193,9 +194,9 @@ fn commit(repo: &Path, index: &Path, parent: &str, subject: &str, edits: &[Edit]
             String::from_utf8(raw(c, None)).unwrap()
         });
         assert_eq!(
-            text.lines().filter(|l| l == from).count(),
+            text.matches(&format!("\n{from}\n")).count(),
             1,
-            "{file} has no line {from:?} (or several)"
+            "{file} has no line(s) {from:?} (or several)"
         );
         *text = text.replacen(from, to, 1);
     }
