@@ -191,6 +191,7 @@ fn a_kernel_bisection_under_tcg_names_the_commit_that_slows_getppid() {
     // The text report names the culprit by abbreviated hash and subject.
     let id = r["bisection"].as_i64().unwrap().to_string();
     let text = lab.ok(&["bisect", "status", &id]);
+    eprintln!("{}", text.stdout);
     let line = text
         .stdout
         .lines()
