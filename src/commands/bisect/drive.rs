@@ -73,10 +73,7 @@ fn check_same(id: i64, stored: &Head, asked: &Head) -> anyhow::Result<()> {
     let fields = [
         ("--repo", stored.repo == asked.repo),
         ("--good/--bad", stored.commits == asked.commits),
-        (
-            "--build (for a kernel: --kconfig, --patch, the VM options)",
-            stored.build == asked.build,
-        ),
+        ("--build", stored.build == asked.build),
         ("the command", stored.command == asked.command),
         ("--metric", stored.metric == asked.metric),
         ("the settings", stored.settings == asked.settings),
