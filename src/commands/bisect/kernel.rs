@@ -123,3 +123,36 @@ impl Builder for KernelBuild {
         step::boot(store, runs, planned, kernels, &vm)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(kconfig: Option<&str>, cpus: Option<u32>) -> KernelBuild {
+        let source = SourceArgs {
+            kernel_tree: Some(PathBuf::from("/src/linux")),
+            patches: vec![PathBuf::from("/p/fix.patch")],
+            kconfig: kconfig.map(str::to_string),
+        };
+        let vm = VmSettings {
+            accel: Some(AccelArg::Tcg),
+            vm_cpus: cpus,
+            ..Default::default()
+        };
+        KernelBuild::new(source, &vm, None).unwrap()
+    }
+
+    #[test]
+    fn the_head_records_configuration_patches_and_vms_so_a_resume_with_others_is_refused() {
+        let k = build(None, Some(1));
+        assert_eq!(
+            k.describe(),
+            "kernel built from each revision (--kconfig tinyconfig --patch /p/fix.patch), \
+             booted in VMs (--accel tcg, 1 vCPU(s), 1024 MiB)"
+        );
+        assert_ne!(k.describe(), build(Some("defconfig"), Some(1)).describe());
+        assert_ne!(k.describe(), build(None, None).describe());
+        assert_eq!(k.vm.cpus, 1);
+        assert_eq!(build(None, None).vm.cpus, DEFAULT_VM_CPUS);
+    }
+}
