@@ -1,32 +1,19 @@
-//! Kernels built from a git tree as variants (`--kernel git:REV`): the ONLY test that builds a
-//! kernel. It makes a git repository over Debian's 6.1 source (the tarball scripts/test.sh
-//! downloads for the kbuild workload) with commits: `ceiling` sets tlb_single_page_flush_ceiling's
-//! default to 7, `comment` rewords a comment (same lines), `broken` has a syntax error. The
+//! Kernels built from a git tree as variants (`--kernel git:REV`): with tests/kernel_bisect.rs
+//! the only tests that build a kernel. Over the repository of Debian's 6.1 source they share
+//! (tests/common/debian_repo.rs) it makes branches of one commit on `base`: `ceiling` sets
+//! tlb_single_page_flush_ceiling's default to 7, `comment` rewords a comment (same lines),
+//! `broken` has a syntax error. The
 //! repository and the built kernels stay in abperf's cache (`~/.cache/abperf`) between runs, so a
 //! machine pays the cold build of the minimal configuration once; after that every build here is
 //! incremental (a neighbouring commit: one file) or a cache hit.
 
 #![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 mod common;
-use common::Lab;
+use common::{Lab, debian_repo};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
-
-const PROGRAMS: &[&str] = &[
-    "git",
-    "make",
-    "gcc",
-    "flex",
-    "bison",
-    "bc",
-    "tar",
-    "xz",
-    "qemu-system-x86_64",
-    "busybox",
-];
 
 const FILE: &str = "arch/x86/mm/tlb.c";
 const DEFAULT: &str = "unsigned long tlb_single_page_flush_ceiling __read_mostly = 33;";
@@ -60,203 +47,14 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn cache() -> PathBuf {
-    abperf::workload::sys::cache_dir()
-}
-
-fn git(repo: &Path, work: Option<&Path>, index: &Path) -> Command {
-    let mut c = Command::new("git");
-    c.env("GIT_DIR", repo)
-        .env("GIT_INDEX_FILE", index)
-        .env("GIT_AUTHOR_NAME", "abperf")
-        .env("GIT_AUTHOR_EMAIL", "abperf@localhost")
-        .env("GIT_COMMITTER_NAME", "abperf")
-        .env("GIT_COMMITTER_EMAIL", "abperf@localhost")
-        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z");
-    if let Some(w) = work {
-        c.env("GIT_WORK_TREE", w).current_dir(w);
-    }
-    c
-}
-
-#[track_caller]
-fn out(mut c: Command, input: Option<&[u8]>) -> String {
-    use std::io::Write;
-    c.stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    if let Some(i) = input {
-        child.stdin.take().unwrap().write_all(i).unwrap();
-    }
-    drop(child.stdin.take());
-    let o = child.wait_with_output().unwrap();
-    assert!(
-        o.status.success(),
-        "{c:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
-
-/// The bare repository over the Debian source in the cache (made once: about 2.5 minutes),
-/// with the branches base, ceiling, comment and broken; None (skipped) when a tool or the
-/// source is missing.
+/// The Debian repository (tests/common/debian_repo.rs) with the branches ceiling, comment and
+/// broken, each one commit on `base`.
 fn repository() -> Option<&'static Path> {
-    static REPO: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let r = REPO.get_or_init(|| {
-        let missing: Vec<&str> = PROGRAMS
-            .iter()
-            .copied()
-            .filter(|p| !common::on_path(p))
-            .collect();
-        if !missing.is_empty() {
-            return Err(format!(
-                "{missing:?} not on $PATH (scripts/test.sh installs them)"
-            ));
-        }
-        let tarball = abperf::workload::kbuild::debian_tarball().map_err(|e| {
-            format!("no Debian kernel source (scripts/test.sh downloads it): {e:#}")
-        })?;
-        let stem = tarball
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .split(".tar")
-            .next()
-            .unwrap()
-            .to_string();
-        let repo = cache().join("kbuild").join(format!("{stem}.git"));
-        if !repo.join("refs/heads/broken").exists() {
-            make_repository(&tarball, &stem, &repo);
-        }
-        Ok(repo)
-    });
-    match r {
-        Ok(p) => Some(p.as_path()),
-        Err(why) => {
-            common::skip(why);
-            None
-        }
-    }
-}
-
-fn make_repository(tarball: &Path, stem: &str, repo: &Path) {
-    let t = Instant::now();
-    let _ = std::fs::remove_dir_all(repo);
-    let kbuild = cache().join("kbuild");
-    std::fs::create_dir_all(&kbuild).unwrap();
-    // The kbuild workload's unpacked tree when it is there, else the tarball unpacked here.
-    let unpacked = kbuild.join(stem);
-    let scratch = kbuild.join(format!(".{stem}.unpack"));
-    let src = if unpacked.join("Makefile").is_file() {
-        unpacked
-    } else {
-        let _ = std::fs::remove_dir_all(&scratch);
-        std::fs::create_dir_all(&scratch).unwrap();
-        let mut c = Command::new("tar");
-        c.arg("-xf").arg(tarball).arg("-C").arg(&scratch);
-        out(c, None);
-        scratch.join(stem)
-    };
-    let index = kbuild.join(format!(".{stem}.index"));
-    let _ = std::fs::remove_file(&index);
-    let mut init = Command::new("git");
-    init.args(["init", "-q", "--bare"]).arg(repo);
-    out(init, None);
-    let mut add = git(repo, Some(&src), &index);
-    add.args(["add", "-f", "-A", "."]);
-    out(add, None);
-    let tree = out(
-        {
-            let mut c = git(repo, None, &index);
-            c.arg("write-tree");
-            c
-        },
-        None,
-    );
-    let base = out(
-        {
-            let mut c = git(repo, None, &index);
-            c.args(["commit-tree", "-m", "Debian linux-source", &tree]);
-            c
-        },
-        None,
-    );
-    let original = std::fs::read_to_string(src.join(FILE)).unwrap();
-    let mut refs = vec![("base", base.clone())];
+    let repo = debian_repo::repository()?;
     for (branch, subject, from, to) in COMMITS {
-        assert_eq!(
-            original.lines().filter(|l| l == from).count(),
-            1,
-            "{FILE} has no line {from:?}"
-        );
-        let text = original.replace(from, to);
-        let blob = out(
-            {
-                let mut c = git(repo, None, &index);
-                c.args(["hash-object", "-w", "--stdin"]);
-                c
-            },
-            Some(text.as_bytes()),
-        );
-        out(
-            {
-                let mut c = git(repo, None, &index);
-                c.args(["read-tree", &base]);
-                c
-            },
-            None,
-        );
-        out(
-            {
-                let mut c = git(repo, None, &index);
-                c.args([
-                    "update-index",
-                    "--cacheinfo",
-                    &format!("100644,{blob},{FILE}"),
-                ]);
-                c
-            },
-            None,
-        );
-        let tree = out(
-            {
-                let mut c = git(repo, None, &index);
-                c.arg("write-tree");
-                c
-            },
-            None,
-        );
-        let commit = out(
-            {
-                let mut c = git(repo, None, &index);
-                c.args(["commit-tree", "-p", &base, "-m", subject, &tree]);
-                c
-            },
-            None,
-        );
-        refs.push((branch, commit));
+        debian_repo::branch(repo, branch, "base", &[(subject, &[(FILE, from, to)])]);
     }
-    // The last ref written marks the repository complete.
-    for (branch, commit) in refs {
-        out(
-            {
-                let mut c = git(repo, None, &index);
-                c.args(["update-ref", &format!("refs/heads/{branch}"), &commit]);
-                c
-            },
-            None,
-        );
-    }
-    let _ = std::fs::remove_file(&index);
-    let _ = std::fs::remove_dir_all(&scratch);
-    eprintln!(
-        "made {} in {:.0} s",
-        repo.display(),
-        t.elapsed().as_secs_f64()
-    );
+    Some(repo)
 }
 
 /// The lines of the cache's builds.log naming one of `givens` (the `--kernel` argument is its
@@ -264,7 +62,7 @@ fn make_repository(tarball: &Path, stem: &str, repo: &Path) {
 /// equal to ... except comments in ..."). Other abperf processes (another test binary) may share
 /// the cache: their lines are not counted.
 fn builds_log(givens: &[&str]) -> Vec<String> {
-    std::fs::read_to_string(cache().join("ksrc/builds.log"))
+    std::fs::read_to_string(debian_repo::cache().join("ksrc/builds.log"))
         .unwrap_or_default()
         .lines()
         .filter(|l| l.split(' ').nth(1).is_some_and(|g| givens.contains(&g)))

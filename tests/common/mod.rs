@@ -17,6 +17,7 @@
 #![allow(dead_code)]
 #![allow(clippy::disallowed_macros)] // tests print what they saw to stderr
 
+pub mod debian_repo;
 pub mod esp;
 pub mod fleet;
 pub mod kernels;

@@ -1,11 +1,12 @@
 //! The bisection's loop: the stored steps replayed into the state machine, then each next step
 //! built and run until the machine ends; `bisect status` replays without running anything.
 
+use super::builder::Builder;
 use super::git::{self, Commit};
 use super::report::{self, Source};
+use super::revisions::{Built, Revisions};
 use super::step::{self, End, Planned, Runs};
 use super::stored::{self, Head, Mark, Stored};
-use super::worktrees::{Built, Worktrees};
 use super::{Plan, StatusArgs};
 use crate::commands::lookup;
 use crate::runner::signals;
@@ -107,13 +108,15 @@ pub struct Ended {
     pub descend: Option<(String, String)>,
 }
 
-pub fn bisect(plan: &Plan) -> anyhow::Result<Ended> {
+/// Bisect as `plan` says, each revision made ready and measured by `builder` (`build`: how
+/// the head records it).
+pub fn bisect<B: Builder>(plan: &Plan, builder: B, build: String) -> anyhow::Result<Ended> {
     let location = plan.db.location()?;
     let commits = git::range(&plan.repo, &plan.good, &plan.bad)?;
     let asked = Head {
         repo: plan.repo.display().to_string(),
         commits,
-        build: plan.build.clone(),
+        build,
         command: plan.command.clone(),
         metric: plan.metric.clone(),
         settings: plan.settings,
@@ -135,7 +138,7 @@ pub fn bisect(plan: &Plan) -> anyhow::Result<Ended> {
         id: stored.as_ref().map(|s| s.id),
         next: stored.as_ref().map_or(0, |s| s.steps.len()),
         pending: Vec::new(),
-        trees: Worktrees::new(&plan.repo, plan.builder())?,
+        trees: Revisions::new(builder)?,
         runs: Runs {
             command: plan.command.clone(),
             metric: plan.metric.clone(),
@@ -198,18 +201,18 @@ pub fn bisect(plan: &Plan) -> anyhow::Result<Ended> {
 }
 
 /// A bisection under way.
-struct Walk {
+struct Walk<B: Builder> {
     head: Head,
     id: Option<i64>,
     /// The next step's number.
     next: usize,
     /// Revisions found unbuildable since the last stored step.
     pending: Vec<usize>,
-    trees: Worktrees,
+    trees: Revisions<B>,
     runs: Runs,
 }
 
-impl Walk {
+impl<B: Builder> Walk<B> {
     fn commits(&self) -> &[Commit] {
         &self.head.commits
     }
@@ -231,7 +234,7 @@ impl Walk {
             };
             let want = distinct(&revs);
             let per_round = revs.iter().filter(|&&r| r == want[0]).count();
-            let Some(worktrees) = self.build(&want, state)? else {
+            let Some(ready) = self.build(&want, state)? else {
                 continue;
             };
             // A probe the search has left loses its worktree (the ends keep theirs).
@@ -240,8 +243,11 @@ impl Walk {
                     self.trees.remove(held);
                 }
             }
-            let planned = self.plan(&want, worktrees, state.machine.batch() * per_round);
-            let (exp, end) = step::run(store, &self.runs, &planned)?;
+            let planned = self.plan(&want, state.machine.batch() * per_round);
+            let (exp, end) = self
+                .trees
+                .builder()
+                .run(store, &self.runs, &planned, &ready)?;
             if exp == 0 {
                 return Ok(Err(
                     self.stopped(signals::received().unwrap_or(libc::SIGINT))
@@ -266,12 +272,12 @@ impl Walk {
         }
     }
 
-    /// The worktrees of `want`, each built; None when one does not build (it is skipped).
+    /// The revisions of `want`, each made ready; None when one does not build (it is skipped).
     fn build(
         &mut self,
         want: &[usize],
         state: &mut Replayed,
-    ) -> anyhow::Result<Option<Vec<std::path::PathBuf>>> {
+    ) -> anyhow::Result<Option<Vec<B::Ready>>> {
         let mut paths = Vec::new();
         for &r in want {
             let commit = self.head.commits[r].clone();
@@ -305,12 +311,7 @@ impl Walk {
         Ok(())
     }
 
-    fn plan(
-        &mut self,
-        want: &[usize],
-        worktrees: Vec<std::path::PathBuf>,
-        rounds: usize,
-    ) -> Planned {
+    fn plan(&mut self, want: &[usize], rounds: usize) -> Planned {
         let n = self.commits().len() - 1;
         let names: Vec<String> = want
             .iter()
@@ -338,7 +339,6 @@ impl Walk {
         };
         Planned {
             title,
-            worktrees,
             names,
             rounds: rounds.min(u32::MAX as usize) as u32,
             // Each step's own order, from the bisection's seed.

@@ -1,11 +1,14 @@
-//! One step of a bisection as an ordinary run experiment: a variant per revision (its command
-//! entered in the revision's worktree), `rounds` runs of each in seeded ABBA order, stored and
-//! executed by the run machinery (`runner::execute`, each run committed as it ends), then its
-//! runs read back as (revision, value) pairs.
+//! One step of a bisection as an ordinary run experiment: a variant per revision, `rounds` runs
+//! of each in seeded ABBA order, stored and executed by the run machinery, each run committed as
+//! it ends; then its runs read back as (revision, value) pairs. A program's step runs its
+//! command in each revision's worktree (`runner::execute`); a kernel's boots each revision's
+//! kernel once per round, one timed run per boot (`runner::boots`: the boots are the
+//! replicates).
 
 use super::stored::Mark;
 use crate::design::{self, Order};
-use crate::model::{Kind, NewExperiment, RunStatus, Status, Variant};
+use crate::model::{BootConfig, Kind, NewExperiment, RunStatus, Status, Variant};
+use crate::runner::boots::{Boots, VmDesign, execute_boots};
 use crate::runner::experiment::{Ending, NoProgress, RunConfig};
 use crate::runner::knob_lock::LockOptions;
 use crate::runner::shell::ShellMode;
@@ -26,10 +29,9 @@ pub struct Runs {
     pub show_output: bool,
 }
 
-/// A step to run: the revisions (with their worktrees and names), the rounds, its mark.
+/// A step to run: the revisions' names, the rounds, its mark.
 pub struct Planned {
     pub title: String,
-    pub worktrees: Vec<PathBuf>,
     pub names: Vec<String>,
     pub rounds: u32,
     pub seed: u64,
@@ -55,25 +57,14 @@ fn in_worktree(command: &str, worktree: &std::path::Path) -> String {
     )
 }
 
-/// Store step `planned` as an experiment and execute it; its id and how it ended.
-pub fn run(store: &mut Store, runs: &Runs, planned: &Planned) -> anyhow::Result<(i64, End)> {
-    let pre = |wt: &std::path::Path| runs.pre.as_ref().map(|p| in_worktree(p, wt));
-    let variants: Vec<Variant> = planned
-        .worktrees
-        .iter()
-        .zip(&planned.names)
-        .map(|(wt, name)| Variant {
-            command: Some(in_worktree(&runs.command, wt)),
-            ..Variant::named(name)
-        })
-        .collect();
-    let mut cfg = RunConfig {
+/// The run configuration of a step's experiment (`pre`: the command before each run).
+fn config(runs: &Runs, planned: &Planned, pre: Option<String>) -> RunConfig {
+    RunConfig {
         order: Order::Abba,
         runs: planned.rounds,
         warmup: runs.warmup,
         seed: planned.seed,
-        // --pre runs in the first revision's worktree (the same command for every variant).
-        pre: pre(&planned.worktrees[0]),
+        pre,
         rewarm: Vec::new(),
         post: None,
         setup: None,
@@ -90,7 +81,49 @@ pub fn run(store: &mut Store, runs: &Runs, planned: &Planned) -> anyhow::Result<
         sequential: None,
         wait_moved_knob: false,
         profile: None,
-    };
+    }
+}
+
+/// The experiment of a step with this design.
+fn experiment(
+    cfg: &RunConfig,
+    planned: &Planned,
+    extra: Option<(&str, serde_json::Value)>,
+) -> anyhow::Result<NewExperiment> {
+    let mut design = serde_json::to_value(cfg)?;
+    design["bisect"] = serde_json::to_value(&planned.mark)?;
+    if let Some((key, value)) = extra {
+        design[key] = value;
+    }
+    Ok(NewExperiment {
+        name: planned.title.clone(),
+        kind: Kind::Run,
+        command_line: crate::store::redacted_args(std::env::args()),
+        design,
+        seed: Some(cfg.seed),
+        environment: crate::doctor::environment_unsampled(),
+    })
+}
+
+/// Store a program's step `planned` (the revisions' worktrees: `worktrees`) as an experiment
+/// and execute it; its id and how it ended.
+pub fn run(
+    store: &mut Store,
+    runs: &Runs,
+    planned: &Planned,
+    worktrees: &[PathBuf],
+) -> anyhow::Result<(i64, End)> {
+    let variants: Vec<Variant> = worktrees
+        .iter()
+        .zip(&planned.names)
+        .map(|(wt, name)| Variant {
+            command: Some(in_worktree(&runs.command, wt)),
+            ..Variant::named(name)
+        })
+        .collect();
+    // --pre runs in the first revision's worktree (the same command for every variant).
+    let pre = runs.pre.as_ref().map(|p| in_worktree(p, &worktrees[0]));
+    let mut cfg = config(runs, planned, pre);
     let prepared = crate::runner::experiment::prepare(&cfg, &variants)?;
     cfg.exec = variants
         .iter()
@@ -99,16 +132,7 @@ pub fn run(store: &mut Store, runs: &Runs, planned: &Planned) -> anyhow::Result<
         .collect();
     let schedule =
         design::build_schedule(cfg.order, variants.len(), cfg.runs, cfg.warmup, cfg.seed);
-    let mut design = serde_json::to_value(&cfg)?;
-    design["bisect"] = serde_json::to_value(&planned.mark)?;
-    let exp = NewExperiment {
-        name: planned.title.clone(),
-        kind: Kind::Run,
-        command_line: std::env::args().collect(),
-        design,
-        seed: Some(cfg.seed),
-        environment: crate::doctor::environment_unsampled(),
-    };
+    let exp = experiment(&cfg, planned, None)?;
     let owner = crate::measure::process::current_owner();
     let stop = || signals::received().is_some();
     let Some(id) = store.create_owned_experiment(&exp, &variants, &schedule, &owner, &stop)? else {
@@ -134,6 +158,68 @@ pub fn run(store: &mut Store, runs: &Runs, planned: &Planned) -> anyhow::Result<
         &mut NoProgress,
     );
     drop(guard);
+    Ok((id, ended(store, id, result)?))
+}
+
+/// Store a kernel's step `planned` (the revisions' kernels: `kernels`) as a boot experiment
+/// and execute it: `planned.rounds` boots of each kernel in seeded ABBA order, one timed run
+/// (after the warm-ups) of the command per boot.
+pub fn boot(
+    store: &mut Store,
+    runs: &Runs,
+    planned: &Planned,
+    kernels: &[BootConfig],
+    vm: &VmDesign,
+) -> anyhow::Result<(i64, End)> {
+    let mut variants: Vec<Variant> = kernels
+        .iter()
+        .zip(&planned.names)
+        .map(|(k, name)| Variant {
+            command: Some(runs.command.clone()),
+            boot: Some(k.clone()),
+            ..Variant::named(name)
+        })
+        .collect();
+    design::provenance::fill(&mut variants)?;
+    let mut cfg = config(runs, planned, runs.pre.clone());
+    cfg.runs = 1;
+    let vm = VmDesign {
+        boots: planned.rounds,
+        ..vm.clone()
+    };
+    let (plans, schedule) = design::build_boot_schedule(
+        cfg.order,
+        variants.len(),
+        vm.boots,
+        cfg.runs,
+        cfg.warmup,
+        cfg.seed,
+    );
+    let exp = experiment(&cfg, planned, Some(("vm", serde_json::to_value(&vm)?)))?;
+    if signals::received().is_some() {
+        return Ok((
+            0,
+            End::Interrupted(signals::received().unwrap_or(libc::SIGINT)),
+        ));
+    }
+    let id = store.create_boot_experiment(&exp, &variants, &schedule, &plans)?;
+    crate::commands::run::end::claim(store, id)?;
+    let stored = store.variants(id)?;
+    let plans = store.boot_plans(id)?;
+    let boots = Boots {
+        exp_id: id,
+        cfg: &cfg,
+        vm: &vm,
+        variants: &stored,
+        schedule: &schedule,
+        plans: &plans,
+    };
+    let result = execute_boots(store, &boots, &mut NoProgress);
+    Ok((id, ended(store, id, result)?))
+}
+
+/// How experiment `id`'s execution ended, its status stored.
+fn ended(store: &mut Store, id: i64, result: anyhow::Result<Ending>) -> anyhow::Result<End> {
     let end = match &result {
         Ok(Ending::Complete | Ending::Decided(_)) => End::Complete,
         Ok(Ending::Interrupted(sig)) => End::Interrupted(*sig),
@@ -150,7 +236,7 @@ pub fn run(store: &mut Store, runs: &Runs, planned: &Planned) -> anyhow::Result<
     {
         return Err(e.context(format!("experiment {id}")));
     }
-    Ok((id, end))
+    Ok(end)
 }
 
 fn failed_variants(store: &Store, id: i64) -> anyhow::Result<Vec<usize>> {
@@ -160,6 +246,14 @@ fn failed_variants(store: &Store, id: i64) -> anyhow::Result<Vec<usize>> {
         .filter(|r| r.status != RunStatus::Ok)
         .map(|r| r.variant)
         .collect();
+    // A kernel that did not boot (or whose guest failed) has a boot that did not complete.
+    v.extend(
+        store
+            .boots(id)?
+            .iter()
+            .filter(|b| b.status != "complete")
+            .map(|b| b.variant),
+    );
     v.sort_unstable();
     v.dedup();
     Ok(v)
