@@ -206,6 +206,14 @@ pub fn apply(dir: &Path, patch: &Path, given: &str) -> Result<Vec<PatchId>> {
     }
 }
 
+/// The tree id of `commit` in `repo` (the source of an unpatched checkout of it).
+pub fn commit_tree(repo: &Path, commit: &str) -> Result<String> {
+    run(
+        repo,
+        &["rev-parse", "--verify", &format!("{commit}^{{tree}}")],
+    )
+}
+
 /// The tree id of the worktree's index (the patched source).
 pub fn tree_id(dir: &Path) -> Result<String> {
     run(dir, &["write-tree"])

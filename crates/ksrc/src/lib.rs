@@ -7,10 +7,12 @@
 //! repository, checked out to each revision in turn: git rewrites only changed files, so make
 //! rebuilds little), `trees/<repo>/cfg-<base>` (scratch O= directory where the .config is made),
 //! `trees/<repo>/out-<base>` (the persistent O= build directory, one per base configuration),
-//! `images/<key>/` (built kernels), `ccache/`, `logs/`, `builds.log` (one line per real build).
+//! `images/<key>/` (built kernels), `configured/` (which .config a tree's configuration gave: see
+//! [`configured`]), `ccache/`, `logs/`, `builds.log` (one line per real build).
 
 pub mod cache;
 pub mod comments;
+pub mod configured;
 pub mod git;
 pub mod kconfig;
 pub mod make;
@@ -106,6 +108,11 @@ pub fn build(req: &Request, progress: &mut dyn FnMut(&str)) -> Result<Built> {
     let trees = root.join("trees").join(repo_id);
     cache::private_dir(&trees)?;
     let _held = lock(&trees.join(".lock"))?;
+    let compiler = make::compiler_version()?;
+    let base = kconfig::label(&req.kconfig)?;
+    if let Some(b) = configured_before(&root, &repo, &commit, req, &base, &compiler)? {
+        return Ok(b);
+    }
     let src = trees.join("src");
     git::checkout(&repo, &src, &commit)?;
     let mut patches: Vec<PatchId> = Vec::new();
@@ -113,7 +120,6 @@ pub fn build(req: &Request, progress: &mut dyn FnMut(&str)) -> Result<Built> {
         patches.extend(git::apply(&src, p, &req.given)?);
     }
     let tree_id = git::tree_id(&src)?;
-    let base = kconfig::label(&req.kconfig)?;
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let ccache = make::on_path("ccache").then(|| root.join("ccache"));
     let maker = |out: PathBuf| Make {
@@ -123,16 +129,12 @@ pub fn build(req: &Request, progress: &mut dyn FnMut(&str)) -> Result<Built> {
         basedir: root.clone(),
         jobs,
     };
-    let config = kconfig::configure(&maker(trees.join(format!("cfg-{base}"))), &req.kconfig)
-        .with_context(|| format!("--kernel {}: configuring {base}", req.given))?;
-    let config_sha256 = kconfig::sha256_hex(config.as_bytes());
-    let compiler = make::compiler_version()?;
-    let key = cache::key(&tree_id, &config_sha256, &compiler);
-    let revision = format!("{} ({commit})", req.spec.revision);
+    let cfg = maker(trees.join(format!("cfg-{base}")));
+    let (config, config_sha256) = configure_tree(&root, &cfg, req, &base, &tree_id, &compiler)?;
     let own = Own {
-        key,
+        key: cache::key(&tree_id, &config_sha256, &compiler),
         repository: repo.display().to_string(),
-        revision,
+        revision: format!("{} ({commit})", req.spec.revision),
         tree_id,
         patches,
     };
@@ -214,6 +216,52 @@ pub fn build(req: &Request, progress: &mut dyn FnMut(&str)) -> Result<Built> {
     )?;
     let _ = cache::gc(&root, cache::DEFAULT_MAX_BYTES);
     Ok(built(entry, true))
+}
+
+/// The final .config of the checked-out tree (made in `m`'s O=) and its hash, remembered for
+/// [`configured_before`].
+fn configure_tree(
+    root: &Path,
+    m: &Make,
+    req: &Request,
+    base: &str,
+    tree_id: &str,
+    compiler: &str,
+) -> Result<(String, String)> {
+    let config = kconfig::configure(m, &req.kconfig)
+        .with_context(|| format!("--kernel {}: configuring {base}", req.given))?;
+    let sha = kconfig::sha256_hex(config.as_bytes());
+    configured::remember(root, &configured::key(tree_id, base, compiler), &sha)?;
+    Ok((config, sha))
+}
+
+/// An unpatched revision whose tree was configured before (the same base, fragment and tools)
+/// and whose kernel is in the cache under that configuration: found from the commit alone,
+/// without a checkout or a configuration (None: go the whole way).
+fn configured_before(
+    root: &Path,
+    repo: &Path,
+    commit: &str,
+    req: &Request,
+    base: &str,
+    compiler: &str,
+) -> Result<Option<Built>> {
+    if !(req.spec.patches.is_empty() && req.patches.is_empty()) {
+        return Ok(None);
+    }
+    let tree_id = git::commit_tree(repo, commit)?;
+    let Some(config_sha256) = configured::recall(root, &configured::key(&tree_id, base, compiler))
+    else {
+        return Ok(None);
+    };
+    let key = cache::key(&tree_id, &config_sha256, compiler);
+    Ok(cache::lookup(root, &key).map(|e| {
+        let mut b = built(e, false);
+        b.source.revision = format!("{} ({commit})", req.spec.revision);
+        b.source.tree_id = tree_id;
+        b.source.patches = Vec::new();
+        b
+    }))
 }
 
 /// What a failed build says: the argument, the revision and the patches.
