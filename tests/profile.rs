@@ -153,6 +153,7 @@ fn compare_prints_the_stored_differential_under_the_verdicts() {
             seq,
             wall_ns: 1_000_000,
             profile: c.profile("cpu-clock", TOP_SYMBOLS),
+            stacks: None,
         };
         store.save_profile(1, &run).unwrap();
     }
