@@ -322,7 +322,18 @@ fn run_profile_interleaves_untimed_profiled_runs() {
     for p in &profiles {
         assert_eq!(p.profile.event, event);
         assert!(p.profile.samples > 50, "{} samples", p.profile.samples);
+        // Its call stacks, root first, for the flame graph: hot under main.
+        let stacks = p.stacks.as_ref().expect("a profiled run stores its stacks");
+        stacks.check(p.profile.samples).unwrap();
+        let (top, n) = &stacks.stacks[0];
+        assert!(top.contains("main;") && top.ends_with(";hot"), "{top}");
+        assert!(*n > 10, "{stacks:?}");
     }
+    let html = lab.path("p.html");
+    lab.ok(&["report", "1", "--format", "html", "-o", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("class=\"plot flame-diff\""), "{page}");
+    assert!(page.contains("<title>hot\n"), "{page}");
     let text = lab.ok(&["compare", "1"]).stdout;
     assert!(text.contains("B spends +"), "{text}");
     assert!(text.contains("of its samples in hot (95% CI +"), "{text}");
