@@ -330,7 +330,14 @@ fn run_profile_interleaves_untimed_profiled_runs() {
         assert!(*n > 10, "{stacks:?}");
     }
     let html = lab.path("p.html");
-    lab.ok(&["report", "1", "--format", "html", "-o", html.to_str().unwrap()]);
+    lab.ok(&[
+        "report",
+        "1",
+        "--format",
+        "html",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("class=\"plot flame-diff\""), "{page}");
     assert!(page.contains("<title>hot\n"), "{page}");

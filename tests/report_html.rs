@@ -714,7 +714,10 @@ fn profile_differential_in_headless_chromium() {
     let rgb = |c: &str| u32::from_str_radix(&c[1..], 16).unwrap();
     assert!(rgb(&hot) >> 16 > rgb(&hot) & 0xFF, "hot is red: {hot}");
     assert!(rgb(&cold) >> 16 < rgb(&cold) & 0xFF, "cold is blue: {cold}");
-    assert!(flame.contains(">hot<") && flame.contains(">main<"), "{flame}");
+    assert!(
+        flame.contains(">hot<") && flame.contains(">main<"),
+        "{flame}"
+    );
     assert!(dom.contains("&lt;script&gt;alert(2)&lt;/script&gt;"));
     assert!(
         !dom.contains("<script"),

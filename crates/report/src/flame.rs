@@ -42,11 +42,7 @@ pub struct Flame {
 /// Each run's share per frame path; `None` when a run has no stored stacks.
 fn per_run(runs: &[&ProfiledRun]) -> Option<Vec<HashMap<String, f64>>> {
     runs.iter()
-        .map(|r| {
-            r.stacks
-                .as_ref()
-                .map(|s| s.path_shares(r.profile.samples))
-        })
+        .map(|r| r.stacks.as_ref().map(|s| s.path_shares(r.profile.samples)))
         .collect()
 }
 
@@ -123,18 +119,20 @@ pub fn merge(a: &[&ProfiledRun], b: &[&ProfiledRun], min_width: f64) -> Option<F
         kind: ShareKind::Inclusive,
         ..Default::default()
     };
-    let (diff, untested) =
-        match profile_diff::differential(&as_profiles(&ra, &paths), &as_profiles(&rb, &paths), opts)
-        {
-            Ok(d) => (
-                d.symbols
-                    .into_iter()
-                    .map(|s| (s.symbol.clone(), s))
-                    .collect(),
-                None,
-            ),
-            Err(e) => (HashMap::new(), Some(e.to_string())),
-        };
+    let (diff, untested) = match profile_diff::differential(
+        &as_profiles(&ra, &paths),
+        &as_profiles(&rb, &paths),
+        opts,
+    ) {
+        Ok(d) => (
+            d.symbols
+                .into_iter()
+                .map(|s| (s.symbol.clone(), s))
+                .collect(),
+            None,
+        ),
+        Err(e) => (HashMap::new(), Some(e.to_string())),
+    };
     let mut diff: HashMap<String, SymbolDiff> = diff;
     let frames = laid
         .into_iter()
@@ -149,7 +147,11 @@ pub fn merge(a: &[&ProfiledRun], b: &[&ProfiledRun], min_width: f64) -> Option<F
             width,
         })
         .collect();
-    let kept_b: f64 = mb.iter().filter(|(p, _)| !p.contains(';')).map(|x| x.1).sum();
+    let kept_b: f64 = mb
+        .iter()
+        .filter(|(p, _)| !p.contains(';'))
+        .map(|x| x.1)
+        .sum();
     Some(Flame {
         frames,
         other_b: (1.0 - kept_b).max(0.0),
@@ -186,7 +188,11 @@ mod tests {
         let b = [run(1, 60, 39), run(1, 62, 37), run(1, 58, 41)];
         let (ra, rb): (Vec<_>, Vec<_>) = (a.iter().collect(), b.iter().collect());
         let f = merge(&ra, &rb, 0.005).unwrap();
-        let got: Vec<(&str, usize)> = f.frames.iter().map(|x| (x.path.as_str(), x.depth)).collect();
+        let got: Vec<(&str, usize)> = f
+            .frames
+            .iter()
+            .map(|x| (x.path.as_str(), x.depth))
+            .collect();
         assert_eq!(
             got,
             [

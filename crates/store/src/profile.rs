@@ -55,7 +55,8 @@ fn parse_stacks(text: &str, samples: u64) -> anyhow::Result<Stacks> {
     let s: Stacks = serde_json::from_str(text).context(
         "stacks are not a JSON object {\"stacks\": [[stack, samples >= 0], ...], \"other\": samples}",
     )?;
-    s.check(samples).map_err(|e| anyhow::anyhow!("stacks: {e}"))?;
+    s.check(samples)
+        .map_err(|e| anyhow::anyhow!("stacks: {e}"))?;
     Ok(s)
 }
 
@@ -306,8 +307,14 @@ mod tests {
         assert_eq!(got[1].stacks.as_ref().unwrap().other, 1);
         let deep = format!("[[\"{}\", 1]]", vec!["f"; 600].join(";"));
         for (bad, want) in [
-            ("{\"stacks\": [[\"main;hot\", -1]], \"other\": 0}", "not a JSON object"),
-            ("{\"stacks\": [[\"main;hot\", 9]], \"other\": 0}", "more than the run's 3"),
+            (
+                "{\"stacks\": [[\"main;hot\", -1]], \"other\": 0}",
+                "not a JSON object",
+            ),
+            (
+                "{\"stacks\": [[\"main;hot\", 9]], \"other\": 0}",
+                "more than the run's 3",
+            ),
             (
                 &format!("{{\"stacks\": {deep}, \"other\": 0}}")[..],
                 "600 frames",
