@@ -322,12 +322,17 @@ fn run_profile_interleaves_untimed_profiled_runs() {
     for p in &profiles {
         assert_eq!(p.profile.event, event);
         assert!(p.profile.samples > 50, "{} samples", p.profile.samples);
-        // Its call stacks, root first, for the flame graph: hot under main.
+        // Its call stacks, root first, for the flame graph: hot under its caller (main, or
+        // libc's caller of main when main's frame is not on the chain).
         let stacks = p.stacks.as_ref().expect("a profiled run stores its stacks");
         stacks.check(p.profile.samples).unwrap();
-        let (top, n) = &stacks.stacks[0];
-        assert!(top.contains("main;") && top.ends_with(";hot"), "{top}");
-        assert!(*n > 10, "{stacks:?}");
+        let hot: u64 = stacks
+            .stacks
+            .iter()
+            .filter(|(s, _)| s.ends_with("main;hot"))
+            .map(|x| x.1)
+            .sum();
+        assert!(hot > 10, "{stacks:?}");
     }
     let html = lab.path("p.html");
     lab.ok(&[
