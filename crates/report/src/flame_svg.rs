@@ -123,7 +123,7 @@ pub fn graph(flame: &Flame, event: &str, a: &str, b: &str) -> String {
     }
     let _ = write!(
         s,
-        r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#333">width: {} share of {} samples; red: larger in {}, blue: smaller, grey: interval covers 0 or not tested</text>"##,
+        r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#333">width: {}'s share of {} samples; red: larger in {}, blue: smaller, grey: interval covers 0 or not tested</text>"##,
         W / 2.0,
         h - 8.0,
         esc(b),
