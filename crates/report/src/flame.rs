@@ -9,6 +9,10 @@ use abperf_model::profile::{Profile, ProfiledRun, ShareKind, SymbolShare};
 use abperf_stats::profile_diff::{self, SymbolDiff};
 use std::collections::{BTreeMap, HashMap};
 
+/// The most frames drawn from root to tip (deeper ones are left out, and the note says so):
+/// the graph's size and the differential's work stay bounded whatever the stored stacks hold.
+pub const MAX_DEPTH: usize = 64;
+
 /// One frame as drawn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
@@ -37,6 +41,8 @@ pub struct Flame {
     pub other_b: f64,
     /// Why no frame has an interval, when none has.
     pub untested: Option<String>,
+    /// Whether frames deeper than [`MAX_DEPTH`] were left out.
+    pub cut: bool,
 }
 
 /// Each run's share per frame path; `None` when a run has no stored stacks.
@@ -66,6 +72,7 @@ fn layout(b: &BTreeMap<String, f64>, min_width: f64) -> Vec<(String, usize, f64,
         .iter()
         .filter(|(_, w)| **w >= min_width)
         .map(|(p, w)| (p, p.matches(';').count(), *w))
+        .filter(|x| x.1 < MAX_DEPTH)
         .collect();
     kept.sort_by(|x, y| x.1.cmp(&y.1).then_with(|| x.0.cmp(y.0)));
     // Next free left edge among each frame's children ("" is the roots' parent).
@@ -156,6 +163,7 @@ pub fn merge(a: &[&ProfiledRun], b: &[&ProfiledRun], min_width: f64) -> Option<F
         frames,
         other_b: (1.0 - kept_b).max(0.0),
         untested,
+        cut: mb.keys().any(|p| p.matches(';').count() >= MAX_DEPTH),
     })
 }
 
@@ -228,5 +236,17 @@ mod tests {
         let f = merge(&ra[..1], &rb[..1], 0.005).unwrap();
         assert!(f.frames.iter().all(|x| x.change.is_none()));
         assert!(f.untested.is_some());
+        assert!(!f.cut);
+        // A stack deeper than the graph draws is cut, and said to be.
+        let mut c = Counts::default();
+        let deep: Vec<String> = (0..MAX_DEPTH + 5).map(|i| format!("f{i}")).collect();
+        c.add_stack(deep.iter().map(String::as_str));
+        let r = ProfiledRun {
+            stacks: Some(c.stacks(10)),
+            ..run(1, 1, 1)
+        };
+        let f = merge(&ra, &[&r], 0.005).unwrap();
+        assert!(f.cut);
+        assert_eq!(f.frames.iter().map(|x| x.depth).max(), Some(MAX_DEPTH - 1));
     }
 }

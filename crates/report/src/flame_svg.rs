@@ -147,6 +147,13 @@ pub fn graph(flame: &Flame, event: &str, a: &str, b: &str) -> String {
             esc(b)
         );
     }
+    if flame.cut {
+        let _ = write!(
+            note,
+            "; stacks cut at {} frames from the root",
+            super::flame::MAX_DEPTH
+        );
+    }
     if let Some(why) = &flame.untested {
         let _ = write!(note, "; no frame tested: {}", esc(why));
     }
@@ -198,6 +205,7 @@ mod tests {
             ],
             other_b: 0.0,
             untested: None,
+            cut: false,
         };
         let s = graph(&flame, "cpu-clock", "A", "B");
         assert_eq!(s.matches("<g class=\"frame\">").count(), 4);
