@@ -153,6 +153,7 @@ fn compare_prints_the_stored_differential_under_the_verdicts() {
             seq,
             wall_ns: 1_000_000,
             profile: c.profile("cpu-clock", TOP_SYMBOLS),
+            stacks: None,
         };
         store.save_profile(1, &run).unwrap();
     }
@@ -321,7 +322,30 @@ fn run_profile_interleaves_untimed_profiled_runs() {
     for p in &profiles {
         assert_eq!(p.profile.event, event);
         assert!(p.profile.samples > 50, "{} samples", p.profile.samples);
+        // Its call stacks, root first, for the flame graph: hot under its caller (main, or
+        // libc's caller of main when main's frame is not on the chain).
+        let stacks = p.stacks.as_ref().expect("a profiled run stores its stacks");
+        stacks.check(p.profile.samples).unwrap();
+        let hot: u64 = stacks
+            .stacks
+            .iter()
+            .filter(|(s, _)| s.ends_with("main;hot"))
+            .map(|x| x.1)
+            .sum();
+        assert!(hot > 10, "{stacks:?}");
     }
+    let html = lab.path("p.html");
+    lab.ok(&[
+        "report",
+        "1",
+        "--format",
+        "html",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("class=\"plot flame-diff\""), "{page}");
+    assert!(page.contains("<title>hot\n"), "{page}");
     let text = lab.ok(&["compare", "1"]).stdout;
     assert!(text.contains("B spends +"), "{text}");
     assert!(text.contains("of its samples in hot (95% CI +"), "{text}");

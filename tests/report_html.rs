@@ -698,6 +698,26 @@ fn profile_differential_in_headless_chromium() {
     assert_eq!(svg.matches("class=\"bar\"").count(), 3, "{svg}");
     assert_eq!(svg.matches("class=\"ci\"").count(), 3, "{svg}");
     assert!(svg.contains(">hot<"), "{svg}");
+    // The differential flame graph of the imported stacks (main above nothing, three callees):
+    // hot grew (red), cold shrank (blue), main is on every stack (grey, not tested).
+    let flame = svg_with(dom, "class=\"plot flame-diff\"");
+    assert_eq!(flame.matches("class=\"frame\"").count(), 4, "{flame}");
+    assert_eq!(flame.matches("<title>").count(), 4, "{flame}");
+    let fill_of = |name: &str| {
+        let at = flame.find(&format!("<title>{name}\n")).expect(name);
+        let rest = &flame[at..];
+        let f = rest.find("fill=\"").unwrap() + 6;
+        rest[f..f + 7].to_string()
+    };
+    assert_eq!(fill_of("main"), "#D0D0D0", "{flame}");
+    let (hot, cold) = (fill_of("hot"), fill_of("cold"));
+    let rgb = |c: &str| u32::from_str_radix(&c[1..], 16).unwrap();
+    assert!(rgb(&hot) >> 16 > rgb(&hot) & 0xFF, "hot is red: {hot}");
+    assert!(rgb(&cold) >> 16 < rgb(&cold) & 0xFF, "cold is blue: {cold}");
+    assert!(
+        flame.contains(">hot<") && flame.contains(">main<"),
+        "{flame}"
+    );
     assert!(dom.contains("&lt;script&gt;alert(2)&lt;/script&gt;"));
     assert!(
         !dom.contains("<script"),

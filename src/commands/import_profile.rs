@@ -8,7 +8,7 @@
 use super::import::{ImportArgs, read_bounded};
 use crate::error::usage;
 use crate::import::perf_script;
-use crate::model::profile::{ProfiledRun, TOP_SYMBOLS};
+use crate::model::profile::{ProfiledRun, TOP_STACKS, TOP_SYMBOLS};
 use crate::model::{Kind, NewExperiment, Variant};
 use crate::store::{ImportTarget, Store};
 use std::path::{Path, PathBuf};
@@ -91,6 +91,7 @@ fn parse_all(args: &ImportArgs) -> anyhow::Result<(Vec<Variant>, Vec<ProfiledRun
                 // Measured elsewhere: what the recording cost is not known.
                 wall_ns: 0,
                 profile: rec.counts.profile(&rec.event, TOP_SYMBOLS),
+                stacks: Some(rec.counts.stacks(TOP_STACKS)),
             });
         }
     }

@@ -45,6 +45,80 @@ pub struct ProfiledRun {
     pub seq: u32,
     pub wall_ns: i64,
     pub profile: Profile,
+    /// Its call stacks, for the flame graph (absent in runs stored before them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<Stacks>,
+}
+
+/// How many collapsed stacks a stored profile keeps (the rest counted as [`Stacks::other`]).
+pub const TOP_STACKS: usize = 200;
+
+/// The most frames a stored stack may hold (perf's default chain limit is 127).
+pub const MAX_FRAMES: usize = 512;
+
+/// One run's call stacks, compactly: the [`TOP_STACKS`] collapsed stacks with the most samples
+/// (frames root first, joined by `;`, as Brendan Gregg's `stackcollapse` writes them) with their
+/// sample counts, and the samples of every other stack.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stacks {
+    /// `("root;caller;callee", samples)`, most samples first, then by stack.
+    pub stacks: Vec<(String, u64)>,
+    /// Samples of the stacks not kept.
+    pub other: u64,
+}
+
+impl Stacks {
+    /// Whether stacks that came from elsewhere (a store row, a guest) are ones
+    /// [`Counts::stacks`] could have made: at most [`TOP_STACKS`] stacks of 1..=[`MAX_FRAMES`]
+    /// non-empty frames of at most [`MAX_SYMBOL_LEN`] bytes, no more samples than `samples`.
+    /// The error names the field.
+    pub fn check(&self, samples: u64) -> Result<(), String> {
+        if self.stacks.len() > TOP_STACKS {
+            return Err(format!(
+                "{} stacks, more than the {TOP_STACKS} a profile keeps",
+                self.stacks.len()
+            ));
+        }
+        let mut total = self.other;
+        for (i, (stack, n)) in self.stacks.iter().enumerate() {
+            let frames = stack.split(';').count();
+            if frames > MAX_FRAMES {
+                return Err(format!("stack {i} has {frames} frames (1..={MAX_FRAMES})"));
+            }
+            if let Some(f) = stack
+                .split(';')
+                .find(|f| f.is_empty() || f.len() > MAX_SYMBOL_LEN)
+            {
+                return Err(format!(
+                    "stack {i} has a frame of {} bytes (1..={MAX_SYMBOL_LEN})",
+                    f.len()
+                ));
+            }
+            total = total.saturating_add(*n);
+        }
+        if total > samples {
+            return Err(format!(
+                "the stacks hold {total} samples, more than the run's {samples}"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Each frame path's (`a`, `a;b`, `a;b;c`, ...) share of the run's `samples`: the samples
+    /// of the kept stacks that pass through it (a flame graph's frame widths).
+    pub fn path_shares(&self, samples: u64) -> HashMap<String, f64> {
+        let n = samples.max(1) as f64;
+        let mut out: HashMap<String, f64> = HashMap::new();
+        for (stack, count) in &self.stacks {
+            let mut end = 0;
+            for f in stack.split(';') {
+                end += f.len();
+                *out.entry(stack[..end].to_string()).or_default() += *count as f64 / n;
+                end += 1;
+            }
+        }
+        out
+    }
 }
 
 /// The longest symbol name a profile sent by a guest may hold (bytes).
@@ -78,6 +152,9 @@ impl ProfiledRun {
             }
         };
         share(p.other_self, &"other_self")?;
+        if let Some(st) = &self.stacks {
+            st.check(p.samples).map_err(|e| format!("stacks: {e}"))?;
+        }
         for (i, s) in p.symbols.iter().enumerate() {
             if s.symbol.is_empty() || s.symbol.len() > MAX_SYMBOL_LEN {
                 return Err(format!(
@@ -107,13 +184,31 @@ pub struct Counts {
     pub samples: u64,
     /// symbol -> (self samples, inclusive samples)
     pub by_symbol: HashMap<String, (u64, u64)>,
+    /// collapsed stack (frames root first, `;` between them) -> samples
+    pub stacks: HashMap<String, u64>,
+}
+
+/// A frame's name in a collapsed stack: `;` (the separator) becomes `:`, an empty name
+/// `[unknown]`.
+fn frame_name(f: &str) -> std::borrow::Cow<'_, str> {
+    if f.is_empty() {
+        "[unknown]".into()
+    } else if f.contains(';') {
+        f.replace(';', ":").into()
+    } else {
+        f.into()
+    }
 }
 
 impl Counts {
     /// Count one sample whose stack is `frames`, innermost first.
     pub fn add_stack<'a>(&mut self, frames: impl IntoIterator<Item = &'a str>) {
         let mut seen: Vec<&str> = Vec::new();
+        let mut chain: Vec<&str> = Vec::new();
         for (i, f) in frames.into_iter().enumerate() {
+            if chain.len() < MAX_FRAMES {
+                chain.push(f);
+            }
             if i == 0 {
                 self.by_symbol.entry(f.to_string()).or_default().0 += 1;
             }
@@ -122,7 +217,27 @@ impl Counts {
                 self.by_symbol.entry(f.to_string()).or_default().1 += 1;
             }
         }
+        if !chain.is_empty() {
+            let collapsed: Vec<_> = chain.iter().rev().map(|f| frame_name(f)).collect();
+            *self.stacks.entry(collapsed.join(";")).or_default() += 1;
+        }
         self.samples += 1;
+    }
+
+    /// The `top` stacks with the most samples (ties by stack, so the same counts always keep
+    /// the same stacks), the rest counted as other.
+    pub fn stacks(&self, top: usize) -> Stacks {
+        let mut all: Vec<(&String, u64)> = self.stacks.iter().map(|(s, &n)| (s, n)).collect();
+        all.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(y.0)));
+        let other = all.iter().skip(top).map(|x| x.1).sum();
+        Stacks {
+            stacks: all
+                .into_iter()
+                .take(top)
+                .map(|(s, n)| (s.clone(), n))
+                .collect(),
+            other,
+        }
     }
 
     /// The shares, keeping the `top` symbols by self share and the `top` by inclusive share
@@ -244,6 +359,7 @@ mod tests {
             seq: 3,
             wall_ns: 5,
             profile: counts().profile("cpu-clock", 100),
+            stacks: Some(counts().stacks(2)),
         };
         assert_eq!(good.check(), Ok(()));
         let back: ProfiledRun =
@@ -283,6 +399,55 @@ mod tests {
                 r.profile.symbols = vec![s; 2 * TOP_SYMBOLS + 1];
             },
             "more than",
+        );
+    }
+
+    #[test]
+    fn stacks_are_collapsed_root_first_and_the_rest_is_other() {
+        let mut c = counts();
+        c.add_stack(["a;b", ""]);
+        let all = c.stacks(10);
+        assert_eq!(
+            all.stacks,
+            [
+                ("_start;main;hot".to_string(), 6),
+                ("_start;main;cold".to_string(), 3),
+                ("[unknown];a:b".to_string(), 1),
+                ("_start;main;rec;rec;rec".to_string(), 1),
+            ]
+        );
+        assert_eq!((all.other, all.check(c.samples)), (0, Ok(())));
+        let top = c.stacks(2);
+        assert_eq!(top.stacks.len(), 2);
+        assert_eq!(top.other, 2);
+        let w = top.path_shares(c.samples);
+        assert!((w["_start"] - 9.0 / 11.0).abs() < 1e-12);
+        assert!((w["_start;main;hot"] - 6.0 / 11.0).abs() < 1e-12);
+        assert!(!w.contains_key("_start;main;rec"));
+        let bad = |s: Stacks, want: &str| {
+            let e = s.check(c.samples).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        };
+        bad(
+            Stacks {
+                other: 20,
+                ..top.clone()
+            },
+            "more than the run's 11",
+        );
+        bad(
+            Stacks {
+                stacks: vec![(vec!["f"; MAX_FRAMES + 1].join(";"), 1)],
+                other: 0,
+            },
+            "frames",
+        );
+        bad(
+            Stacks {
+                stacks: vec![("x".into(), 0); TOP_STACKS + 1],
+                other: 0,
+            },
+            "more than the 200",
         );
     }
 

@@ -33,6 +33,8 @@ pub mod ceiling_mail;
 pub mod compare;
 pub mod csv;
 pub mod doctor;
+pub mod flame;
+pub mod flame_svg;
 pub mod fmt;
 pub mod history;
 pub mod hosts;

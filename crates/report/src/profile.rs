@@ -135,6 +135,21 @@ impl ProfileSection {
             .unwrap_or("")
     }
 
+    /// The differential flame graph of `v` (empty unless both variants' runs have stacks).
+    fn flame_graph(&self, r: &Report, v: &VariantDiff) -> String {
+        let position = |name: &str| r.data.variants.iter().position(|x| x.name == name);
+        let (Some(a), Some(b)) = (position(&v.baseline), position(&v.variant)) else {
+            return String::new();
+        };
+        let of = |i: usize| -> Vec<&ProfiledRun> {
+            self.runs.iter().filter(|x| x.variant == i).collect()
+        };
+        match super::flame::merge(&of(a), &of(b), super::flame_svg::MIN_WIDTH) {
+            Some(f) => super::flame_svg::graph(&f, self.event(), &v.baseline, &v.variant),
+            None => String::new(),
+        }
+    }
+
     /// How many profiled runs there are and what they cost: their time under perf (with the
     /// read-back) in all and per run, against the timed runs' mean wall time; imported
     /// recordings have no cost recorded.
@@ -234,6 +249,14 @@ impl Section for ProfileSection {
                 Ok(x) => x,
                 Err(e) => return Some(Err(e.into())),
             };
+            // The call stacks are drawn in the HTML report only (the export's shape is kept).
+            if let Some(runs) = v["runs"].as_array_mut() {
+                runs.iter_mut()
+                    .filter_map(serde_json::Value::as_object_mut)
+                    .for_each(|o| {
+                        o.remove("stacks");
+                    });
+            }
         }
         Some(Ok(v))
     }
@@ -245,12 +268,15 @@ impl Section for ProfileSection {
         );
         for v in &self.diffs {
             match &v.differential {
-                Some(d) => out.push_str(&super::profile_svg::differential(
-                    d,
-                    self.event(),
-                    &v.baseline,
-                    &v.variant,
-                )),
+                Some(d) => {
+                    out.push_str(&super::profile_svg::differential(
+                        d,
+                        self.event(),
+                        &v.baseline,
+                        &v.variant,
+                    ));
+                    out.push_str(&self.flame_graph(r, v));
+                }
                 None => {
                     let _ = writeln!(
                         out,

@@ -1,9 +1,8 @@
 //! The profile differential as an inline SVG (no scripts, like [`super::svg`]): one row per
 //! symbol, the change of its share of samples from the baseline to the variant as a bar from 0
 //! (red: more samples, blue: fewer) with its bootstrap interval as a whisker; named symbols
-//! (BH) in bold. It is a differential *bar chart* of per-symbol shares, not a differential flame
-//! graph: the store keeps each run's per-symbol shares, not its call stacks
-//! (docs/profile.md#status).
+//! (BH) in bold. The differential flame graph drawn under it, from the runs' stored call stacks,
+//! is [`super::flame_svg`].
 
 use super::svg::{axis_x, esc, nice_ticks, padded_range, tick_decimals};
 use abperf_stats::profile_diff::{ProfileDiff, SymbolDiff};

@@ -5,7 +5,7 @@
 
 use super::Store;
 use abperf_model::Variant;
-use abperf_model::profile::{Profile, ProfiledRun, SymbolShare};
+use abperf_model::profile::{Profile, ProfiledRun, Stacks, SymbolShare};
 use anyhow::{Context, bail};
 use rusqlite::{OptionalExtension, params};
 
@@ -42,6 +42,24 @@ fn parse_symbols(text: &str) -> anyhow::Result<Vec<SymbolShare>> {
         .collect()
 }
 
+/// The stored stacks of `run` (NULL when it has none).
+fn stacks_json(run: &ProfiledRun) -> Option<String> {
+    run.stacks
+        .as_ref()
+        .map(|s| serde_json::to_string(s).expect("serialising plain data cannot fail"))
+}
+
+/// The stacks stored as `text` (untrusted: parsed into counts >= 0, then bounded and checked
+/// against the run's `samples`).
+fn parse_stacks(text: &str, samples: u64) -> anyhow::Result<Stacks> {
+    let s: Stacks = serde_json::from_str(text).context(
+        "stacks are not a JSON object {\"stacks\": [[stack, samples >= 0], ...], \"other\": samples}",
+    )?;
+    s.check(samples)
+        .map_err(|e| anyhow::anyhow!("stacks: {e}"))?;
+    Ok(s)
+}
+
 /// Insert profiled run `run` of experiment `id` as variant row `vid` at `seq`.
 fn insert_profile(
     tx: &rusqlite::Transaction,
@@ -52,8 +70,8 @@ fn insert_profile(
 ) -> anyhow::Result<()> {
     let p = &run.profile;
     tx.execute(
-        "INSERT INTO profile (experiment_id, variant_id, seq, event, samples, wall_ns, other_self, symbols)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO profile (experiment_id, variant_id, seq, event, samples, wall_ns, other_self, symbols, stacks)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![
             id,
             vid,
@@ -62,7 +80,8 @@ fn insert_profile(
             p.samples as i64,
             run.wall_ns,
             p.other_self,
-            symbols_json(p)
+            symbols_json(p),
+            stacks_json(run)
         ],
     )?;
     Ok(())
@@ -138,7 +157,8 @@ impl Store {
     pub fn profiles(&self, id: i64) -> anyhow::Result<Vec<ProfiledRun>> {
         self.fill_but_runs(id)?;
         let mut stmt = self.conn().prepare(
-            "SELECT v.position, p.seq, p.wall_ns, p.event, p.samples, p.other_self, p.symbols
+            "SELECT v.position, p.seq, p.wall_ns, p.event, p.samples, p.other_self, p.symbols,
+                    p.stacks
              FROM profile p JOIN variant v ON v.id = p.variant_id
              WHERE p.experiment_id = ?1 ORDER BY p.seq",
         )?;
@@ -151,23 +171,30 @@ impl Store {
                 r.get::<_, i64>(4)?,
                 r.get::<_, f64>(5)?,
                 r.get::<_, String>(6)?,
+                r.get::<_, Option<String>>(7)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (variant, seq, wall_ns, event, samples, other, symbols) = row?;
+            let (variant, seq, wall_ns, event, samples, other, symbols, stacks) = row?;
             let at = || format!("experiment {id}, profiled run {seq}");
             let symbols = parse_symbols(&symbols).with_context(at)?;
+            let samples = u64::try_from(samples).with_context(at)?;
+            let stacks = stacks
+                .map(|s| parse_stacks(&s, samples))
+                .transpose()
+                .with_context(at)?;
             out.push(ProfiledRun {
                 variant: usize::try_from(variant).with_context(at)?,
                 seq: u32::try_from(seq).with_context(at)?,
                 wall_ns,
                 profile: Profile {
                     event,
-                    samples: u64::try_from(samples).with_context(at)?,
+                    samples,
                     symbols,
                     other_self: share(other, "the other symbols' self share").with_context(at)?,
                 },
+                stacks,
             });
         }
         Ok(out)
@@ -194,6 +221,7 @@ mod tests {
             seq,
             wall_ns: 123,
             profile: c.profile("cpu-clock", 1),
+            stacks: Some(c.stacks(2)),
         }
     }
 
@@ -260,6 +288,45 @@ mod tests {
             let e = format!("{:#}", st.profiles(id).unwrap_err());
             assert!(
                 e.contains(&format!("experiment {id}, profiled run 0")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn tampered_stacks_are_an_error_naming_run_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("p.db")).unwrap();
+        let id = experiment(&mut st);
+        let mut old = run(0);
+        old.stacks = None;
+        st.save_profile(id, &old).unwrap();
+        st.save_profile(id, &run(1)).unwrap();
+        let got = st.profiles(id).unwrap();
+        assert_eq!(got[0].stacks, None, "a run stored without stacks has none");
+        assert_eq!(got[1].stacks.as_ref().unwrap().other, 1);
+        let deep = format!("[[\"{}\", 1]]", vec!["f"; 600].join(";"));
+        for (bad, want) in [
+            (
+                "{\"stacks\": [[\"main;hot\", -1]], \"other\": 0}",
+                "not a JSON object",
+            ),
+            (
+                "{\"stacks\": [[\"main;hot\", 9]], \"other\": 0}",
+                "more than the run's 3",
+            ),
+            (
+                &format!("{{\"stacks\": {deep}, \"other\": 0}}")[..],
+                "600 frames",
+            ),
+            ("[1, 2]", "not a JSON object"),
+        ] {
+            st.conn()
+                .execute("UPDATE profile SET stacks = ?1 WHERE seq = 1", [bad])
+                .unwrap();
+            let e = format!("{:#}", st.profiles(id).unwrap_err());
+            assert!(
+                e.contains(&format!("experiment {id}, profiled run 1")) && e.contains(want),
                 "{e}"
             );
         }

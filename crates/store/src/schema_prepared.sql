@@ -227,7 +227,7 @@ CREATE TABLE profile (
         samples       INTEGER NOT NULL,
         wall_ns       INTEGER NOT NULL,         -- the profiled run under perf, perf included
         other_self    REAL NOT NULL,
-        symbols       TEXT NOT NULL,            -- JSON [[symbol, self, inclusive], ...]
+        symbols       TEXT NOT NULL, stacks TEXT,            -- JSON [[symbol, self, inclusive], ...]
         PRIMARY KEY (experiment_id, seq)
     );
 CREATE TABLE kernel_provenance (

@@ -11,7 +11,7 @@ use abperf_measure::affinity::Mask;
 use abperf_measure::command::Prepared;
 use abperf_measure::perf_record::Sampler;
 use abperf_model::Slot;
-use abperf_model::profile::{ProfiledRun, TOP_SYMBOLS};
+use abperf_model::profile::{ProfiledRun, TOP_STACKS, TOP_SYMBOLS};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -164,6 +164,7 @@ pub fn record(
         seq,
         wall_ns,
         profile: rec.counts.profile(&rec.event, TOP_SYMBOLS),
+        stacks: Some(rec.counts.stacks(TOP_STACKS)),
     })
 }
 
@@ -247,6 +248,7 @@ mod tests {
                 c.add_stack(["read_zero", "do_syscall_64"]);
                 c.profile("cpu-clock", 10)
             },
+            stacks: None,
         };
         let reported: BTreeSet<u32> = [0, 1].into();
         let none = BTreeSet::new();
@@ -271,6 +273,12 @@ mod tests {
         let mut cycles = run(1);
         cycles.profile.event = "cycles".into();
         assert!(refused(&cycles, &reported, &none).contains("not cpu-clock"));
+        let mut stacks = run(1);
+        stacks.stacks = Some(abperf_model::profile::Stacks {
+            stacks: vec![("main;;read_zero".into(), 1)],
+            other: 0,
+        });
+        assert!(refused(&stacks, &reported, &none).contains("stacks: stack 0 has a frame of 0"));
     }
 
     #[test]

@@ -309,3 +309,10 @@ pub(crate) const KERNEL_PROVENANCE: &str = "
         image_sha256   TEXT NOT NULL,
         modules_sha256 TEXT                     -- over every file's path and content
     );";
+
+/// Migration 19: each profiled run's call stacks for the flame graph (issue 44): a JSON object
+/// `{"stacks": [["root;caller;callee", samples], ...], "other": samples}` holding the top 200
+/// collapsed stacks and the samples of the rest; NULL for runs stored before it.
+pub(crate) const PROFILE_STACKS: &str = "
+    ALTER TABLE profile ADD COLUMN stacks TEXT;
+    ";

@@ -109,6 +109,8 @@ pub const MIGRATIONS: &[&str] = &[
     ",
     // 18: what each kernel variant's kernel was built from, and its image's hash.
     ddl::KERNEL_PROVENANCE,
+    // 19: each profiled run's collapsed call stacks (the flame graph's).
+    ddl::PROFILE_STACKS,
 ];
 
 /// The schema every migration together builds, as one script (`schema_prepared.sql`): a new
