@@ -360,21 +360,23 @@ pub fn named_by_build_files(dir: &Path, tree: &str, name: &str) -> Result<Vec<St
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn sh(dir: &Path, script: &str) {
-        let ok = Command::new("sh")
+    /// `sh -ec script` in `dir` with a git identity set; its trimmed stdout (the unit tests of
+    /// this crate that make git repositories use it).
+    pub(crate) fn sh(dir: &Path, script: &str) -> String {
+        let out = Command::new("sh")
             .args(["-ec", script])
             .current_dir(dir)
             .env("GIT_AUTHOR_NAME", "t")
             .env("GIT_AUTHOR_EMAIL", "t@t")
             .env("GIT_COMMITTER_NAME", "t")
             .env("GIT_COMMITTER_EMAIL", "t@t")
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "{script}");
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{script}: {out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
 
     #[test]

@@ -96,21 +96,8 @@ fn comments_only(src: &Path, from: &str, to: &str) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::git::tests::sh;
     use std::process::Command;
-
-    fn sh(dir: &Path, script: &str) -> String {
-        let out = Command::new("sh")
-            .args(["-ec", script])
-            .current_dir(dir)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@t")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@t")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{script}: {out:?}");
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    }
 
     #[test]
     fn only_comment_changes_in_sources_that_no_build_file_names_are_equal() {
