@@ -21,9 +21,13 @@ pub fn placeholder(n: usize, kind: Kind) -> String {
     }
 }
 
-/// `column` as a SELECT list item (NUMERIC in binary: [`numeric::Binary`]).
-pub fn selected(column: &str, _kind: Kind) -> String {
-    super::ddl::quoted(column)
+/// `column` as a SELECT list item: NUMERIC read as its text.
+pub fn selected(column: &str, kind: Kind) -> String {
+    let quoted = super::ddl::quoted(column);
+    match kind {
+        Kind::Numeric => format!("{quoted}::text"),
+        _ => quoted,
+    }
 }
 
 /// `v` as a parameter for a column of `kind`.
@@ -106,7 +110,10 @@ pub fn value(row: &postgres::Row, at: usize, kind: Kind) -> anyhow::Result<Value
         Kind::Real => or_null(row.try_get::<_, Option<f64>>(at)?.map(Value::Real)),
         Kind::Text => or_null(row.try_get::<_, Option<String>>(at)?.map(Value::Text)),
         Kind::Blob => or_null(row.try_get::<_, Option<Vec<u8>>>(at)?.map(Value::Blob)),
-        Kind::Numeric => or_null(row.try_get::<_, Option<numeric::Binary>>(at)?.map(|b| b.0)),
+        Kind::Numeric => match row.try_get::<_, Option<&str>>(at)? {
+            Some(text) => numeric::decode(text).map_err(anyhow::Error::msg)?,
+            None => Value::Null,
+        },
     })
 }
 
