@@ -83,21 +83,30 @@ pub(crate) const EXTRA_FROM: &str = "FROM metric m JOIN metric_name n ON n.id = 
 /// A run read from a row of [`SELECT_LISTED`], with its provenance and block: (row id, run).
 pub(crate) fn read_listed<C: Cells + ?Sized>(r: &C) -> rusqlite::Result<(i64, Run)> {
     const I: usize = 20; // the first column after the fixed metrics
-    let format: Option<String> = r.get(I)?;
-    let source = match format {
-        Some(format) => Some(abperf_model::Source {
-            format,
-            file: r.get(I + 1)?,
-            line: r.get(I + 2)?,
-            summary: r.get(I + 3)?,
-            repeats: r.get(I + 4)?,
-        }),
-        None => None,
-    };
+    let source = read_source(r, I)?;
     let (rid, mut run) = read_run(r)?;
     run.block = r.get::<Option<i32>>(I + 5)?.unwrap_or(0);
     run.source = source;
     Ok((rid, run))
+}
+
+/// A run's provenance read from the columns `i.format, i.file, i.line, i.summary, i.repeats`
+/// starting at column `at` (None: the run was not imported, its `format` NULL).
+pub(crate) fn read_source<C: Cells + ?Sized>(
+    r: &C,
+    at: usize,
+) -> rusqlite::Result<Option<abperf_model::Source>> {
+    let format: Option<String> = r.get(at)?;
+    Ok(match format {
+        Some(format) => Some(abperf_model::Source {
+            format,
+            file: r.get(at + 1)?,
+            line: r.get(at + 2)?,
+            summary: r.get(at + 3)?,
+            repeats: r.get(at + 4)?,
+        }),
+        None => None,
+    })
 }
 
 /// The runs of one experiment as their rows arrive: the runs in schedule order, then the other
@@ -114,6 +123,46 @@ impl Listed {
     pub(crate) fn run(&mut self, (rid, run): (i64, Run)) {
         self.index.insert(rid, self.runs.len());
         self.runs.push(run);
+    }
+
+    /// Put the runs read in schedule order (by seq), for a reader whose rows came unordered.
+    pub(crate) fn in_schedule_order(&mut self) {
+        let mut ids: Vec<(u32, i64)> = self
+            .index
+            .iter()
+            .map(|(&rid, &i)| (self.runs[i].seq, rid))
+            .collect();
+        ids.sort_unstable();
+        self.runs.sort_unstable_by_key(|r| r.seq);
+        self.index = ids
+            .into_iter()
+            .enumerate()
+            .map(|(i, (_, rid))| (rid, i))
+            .collect();
+    }
+
+    /// The least and greatest row id of the runs read (None: no run).
+    pub(crate) fn id_range(&self) -> Option<(i64, i64)> {
+        Some((
+            *self.index.first_key_value()?.0,
+            *self.index.last_key_value()?.0,
+        ))
+    }
+
+    /// The provenance of run `rid` (that of a run not read is ignored).
+    pub(crate) fn source(&mut self, rid: i64, source: Option<abperf_model::Source>) {
+        if let Some(&i) = self.index.get(&rid) {
+            self.runs[i].source = source;
+        }
+    }
+
+    /// The schedule block of the run at `seq`, the runs read in schedule order (that of a slot
+    /// without a run is ignored).
+    pub(crate) fn block(&mut self, seq: i64, block: i32) {
+        let Ok(seq) = u32::try_from(seq) else { return };
+        if let Ok(i) = self.runs.binary_search_by_key(&seq, |r| r.seq) {
+            self.runs[i].block = block;
+        }
     }
 
     /// A metric read by [`read_extra`] (one of a run not read is ignored).
@@ -566,6 +615,41 @@ mod tests {
         );
         assert!(err.contains("has no variant #5"), "{err}");
         assert_eq!(store.load(id).unwrap().runs.len(), runs.len());
+    }
+
+    #[test]
+    fn rows_read_unordered_are_joined_by_run_id_and_seq() {
+        let mut listed = Listed::default();
+        for (rid, seq) in [(30, 2), (10, 0), (20, 1)] {
+            listed.run((rid, Run::ok(seq, 0, vec![])));
+        }
+        listed.in_schedule_order();
+        assert_eq!(listed.id_range(), Some((10, 30)));
+        let source = |line| Source {
+            format: "csv".into(),
+            file: "f".into(),
+            line,
+            summary: false,
+            repeats: None,
+        };
+        listed.source(30, Some(source(3)));
+        listed.source(25, Some(source(9))); // another experiment's run, in the range
+        listed.labels(
+            20,
+            abperf_model::Labels {
+                host: Some("h".into()),
+                ..Default::default()
+            },
+        );
+        listed.block(1, 4);
+        listed.block(7, 5); // a slot without its run
+        let runs = listed.finish().unwrap();
+        assert_eq!(runs.iter().map(|r| r.seq).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(runs.iter().map(|r| r.block).collect::<Vec<_>>(), [0, 4, 0]);
+        assert_eq!(runs[2].source, Some(source(3)));
+        assert!(runs[0].source.is_none() && runs[1].source.is_none());
+        assert_eq!(runs[1].labels.host.as_deref(), Some("h"));
+        assert!(Listed::default().id_range().is_none());
     }
 
     #[test]

@@ -110,8 +110,8 @@ pub fn value(row: &postgres::Row, at: usize, kind: Kind) -> anyhow::Result<Value
         Kind::Real => or_null(row.try_get::<_, Option<f64>>(at)?.map(Value::Real)),
         Kind::Text => or_null(row.try_get::<_, Option<String>>(at)?.map(Value::Text)),
         Kind::Blob => or_null(row.try_get::<_, Option<Vec<u8>>>(at)?.map(Value::Blob)),
-        Kind::Numeric => match row.try_get::<_, Option<String>>(at)? {
-            Some(text) => numeric::decode(&text).map_err(anyhow::Error::msg)?,
+        Kind::Numeric => match row.try_get::<_, Option<&str>>(at)? {
+            Some(text) => numeric::decode(text).map_err(anyhow::Error::msg)?,
             None => Value::Null,
         },
     })

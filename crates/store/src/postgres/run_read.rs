@@ -11,11 +11,12 @@ use super::open::Server;
 use super::{Pg, params};
 use crate::Store;
 use crate::copy::Value;
-use crate::run_labels::{LABELS_FROM, SELECT_LABELS, read_labels};
+use crate::run_labels::{SELECT_LABELS, read_labels};
 use crate::run_rows::{self, Cells, Listed};
 use abperf_model::Run;
 use anyhow::Context;
 use postgres::fallible_iterator::FallibleIterator;
+use postgres::types::ToSql;
 use rusqlite::types::ValueRef;
 
 impl Store {
@@ -37,43 +38,109 @@ impl Store {
     }
 }
 
+/// The experiment's runs (their own columns: the first 20 of [`run_rows::SELECT_LISTED`],
+/// what [`run_rows::read_run`] reads), on the index of `UNIQUE (experiment_id, seq)`; put in
+/// schedule order here ([`Listed::in_schedule_order`]), not by a sort on the server.
+const RUNS_FROM: &str = "FROM run r WHERE r.experiment_id = ?1";
+
+/// The rows of the tables keyed by run id whose run ids lie between the experiment's least and
+/// greatest (`$1`, `$2`): a range of their primary key's index, without a join with `run`. A
+/// row of another experiment's run in that range (runs of two experiments made at once) is
+/// read and ignored ([`Listed`] keeps only the runs it read).
+const SELECT_SOURCES: &str = "i.run_id, i.format, i.file, i.line, i.summary, i.repeats";
+const SOURCES_FROM: &str = "FROM import_run i WHERE i.run_id BETWEEN $1 AND $2";
+const EXTRA_FROM: &str = "FROM metric m JOIN metric_name n ON n.id = m.name_id \
+     WHERE m.run_id BETWEEN $1 AND $2 ORDER BY m.run_id, m.pos";
+const LABELS_IN: &str = "FROM run_label l WHERE l.run_id BETWEEN $1 AND $2";
+
+/// The schedule's slots in one row of two arrays (seqs and blocks: one message rather than a
+/// row per slot): each run's block, and how many runs were planned.
+const SELECT_BLOCKS: &str = "SELECT coalesce(array_agg(seq), '{}'), coalesce(array_agg(block), '{}') \
+     FROM slot WHERE experiment_id = $1";
+
+/// Memory for the server's sorts and hashes in the read's transaction (the metrics of a large
+/// experiment sorted in memory rather than spilled to disk at the default 4 MB).
+const READ_WORK_MEM: &str = "SET LOCAL work_mem = '64MB'";
+
 impl Pg {
     /// Every run of experiment `id` in schedule order, with its metrics, provenance and labels,
     /// and the number of runs planned, in one snapshot (REPEATABLE READ) while `abperf run`
-    /// may be committing runs to it.
+    /// may be committing runs to it. Each table is read by a plain scan of an index and the
+    /// rows are joined here, by run id and seq: SQLite's `LISTED_FROM` joins them in its
+    /// query, and on the server those joins of every run (and the sort of their result) cost
+    /// more than reading the rows.
     fn read_runs(&mut self, id: i64) -> anyhow::Result<(Vec<Run>, usize)> {
-        let listed_sql = select(&self.tables, run_rows::SELECT_LISTED, run_rows::LISTED_FROM)?;
-        let extra_sql = select(&self.tables, run_rows::SELECT_EXTRA, run_rows::EXTRA_FROM)?;
-        let labels_sql = select(&self.tables, SELECT_LABELS, LABELS_FROM)?;
+        let run_columns: Vec<&str> = run_rows::SELECT_LISTED.split(',').take(20).collect();
+        let runs_sql = select(&self.tables, &run_columns.join(","), RUNS_FROM)?;
         let mut tx = self
             .client
             .build_transaction()
             .isolation_level(postgres::IsolationLevel::RepeatableRead)
             .read_only(true)
             .start()?;
+        tx.batch_execute(READ_WORK_MEM)?;
         let mut listed = Listed::default();
-        each(&mut tx, &listed_sql, id, &mut |r| {
-            listed.run(run_rows::read_listed(r)?);
+        each(&mut tx, &runs_sql, &[&id], &mut |r| {
+            listed.run(run_rows::read_run(r)?);
             Ok(())
         })
         .context("reading the runs")?;
-        each(&mut tx, &extra_sql, id, &mut |r| {
-            listed.extra(run_rows::read_extra(r)?);
-            Ok(())
-        })
-        .context("reading the runs' metrics")?;
-        each(&mut tx, &labels_sql, id, &mut |r| {
-            let (rid, labels) = read_labels(r)?;
-            listed.labels(rid, labels);
-            Ok(())
-        })
-        .context("reading the runs' labels")?;
-        let planned: i64 = tx
-            .query_one("SELECT count(*) FROM slot WHERE experiment_id = $1", &[&id])?
-            .try_get(0)?;
+        listed.in_schedule_order();
+        let slots = tx.query_one(SELECT_BLOCKS, &[&id]);
+        let planned = read_blocks(slots, &mut listed).context("reading the schedule")?;
+        if let Some((first, last)) = listed.id_range() {
+            read_by_run_id(&self.tables, &mut tx, &mut listed, (first, last))?;
+        }
         tx.commit()?;
-        Ok((listed.finish()?, usize::try_from(planned).unwrap_or(0)))
+        Ok((listed.finish()?, planned))
     }
+}
+
+/// Give each run of `listed` its block from `slots` (the row of [`SELECT_BLOCKS`]); the number
+/// of slots.
+fn read_blocks(
+    slots: Result<postgres::Row, postgres::Error>,
+    listed: &mut Listed,
+) -> anyhow::Result<usize> {
+    let slots = slots?;
+    let (seqs, blocks): (Vec<i64>, Vec<i64>) = (slots.try_get(0)?, slots.try_get(1)?);
+    anyhow::ensure!(seqs.len() == blocks.len(), "as many seqs as blocks");
+    for (&seq, &block) in seqs.iter().zip(&blocks) {
+        let block = i32::try_from(block)
+            .with_context(|| format!("the block of slot {seq}, {block}, is out of range"))?;
+        listed.block(seq, block);
+    }
+    Ok(seqs.len())
+}
+
+/// The provenance, other metrics and labels of the runs in `listed`, whose ids lie
+/// between `first` and `last`.
+fn read_by_run_id(
+    tables: &[Table],
+    tx: &mut postgres::Transaction,
+    listed: &mut Listed,
+    (first, last): (i64, i64),
+) -> anyhow::Result<()> {
+    let sources_sql = select(tables, SELECT_SOURCES, SOURCES_FROM)?;
+    let extra_sql = select(tables, run_rows::SELECT_EXTRA, EXTRA_FROM)?;
+    let labels_sql = select(tables, SELECT_LABELS, LABELS_IN)?;
+    let range: [&(dyn ToSql + Sync); 2] = [&first, &last];
+    each(tx, &sources_sql, &range, &mut |r| {
+        listed.source(r.get(0)?, run_rows::read_source(r, 1)?);
+        Ok(())
+    })
+    .context("reading the runs' provenance")?;
+    each(tx, &extra_sql, &range, &mut |r| {
+        listed.extra(run_rows::read_extra(r)?);
+        Ok(())
+    })
+    .context("reading the runs' metrics")?;
+    each(tx, &labels_sql, &range, &mut |r| {
+        let (rid, labels) = read_labels(r)?;
+        listed.labels(rid, labels);
+        Ok(())
+    })
+    .context("reading the runs' labels")
 }
 
 /// SQLite's `SELECT list FROM ...` (columns `alias.column`, `?1` the experiment) for
@@ -116,14 +183,14 @@ fn select(tables: &[Table], list: &str, from: &str) -> anyhow::Result<Select> {
     })
 }
 
-/// Hand each row `select` reads of experiment `id` to `each`, as the server sends them.
+/// Hand each row `select` reads with `params` to `each`, as the server sends them.
 fn each(
     tx: &mut postgres::Transaction,
     select: &Select,
-    id: i64,
+    params: &[&(dyn ToSql + Sync)],
     each: &mut dyn FnMut(&Stored) -> rusqlite::Result<()>,
 ) -> anyhow::Result<()> {
-    let mut rows = tx.query_raw(&select.sql, [&id])?;
+    let mut rows = tx.query_raw(&select.sql, params.iter().copied())?;
     let mut values = Stored(Vec::with_capacity(select.kinds.len()));
     while let Some(row) = rows.next()? {
         values.0.clear();
