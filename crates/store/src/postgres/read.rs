@@ -14,6 +14,16 @@ use postgres::GenericClient;
 use postgres::fallible_iterator::FallibleIterator;
 use std::collections::BTreeMap;
 
+/// A read-only transaction in one snapshot (REPEATABLE READ): what a reading command sees of an
+/// experiment while `abperf run` may be committing runs to it.
+pub(super) fn snapshot(client: &mut postgres::Client) -> anyhow::Result<postgres::Transaction<'_>> {
+    Ok(client
+        .build_transaction()
+        .isolation_level(postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()?)
+}
+
 impl Pg {
     /// Everything stored about experiment `id`, read in one snapshot (REPEATABLE READ) while
     /// `abperf run` may be committing runs to it.
@@ -42,12 +52,7 @@ impl Pg {
         read: &dyn Fn(&TableSpec) -> bool,
         each: &mut dyn FnMut(&Rows, &[Value]) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
-        let mut tx = self
-            .client
-            .build_transaction()
-            .isolation_level(postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()?;
+        let mut tx = snapshot(&mut self.client)?;
         let mut exists = false;
         let selected = |spec: &TableSpec| spec.rows.replace("?1", "$1");
         for (spec, table) in TABLES.iter().zip(&self.tables) {

@@ -8,6 +8,7 @@
 use super::columns::{Kind, Table};
 use super::lazy::Held;
 use super::open::Server;
+use super::read::snapshot;
 use super::{Pg, params};
 use crate::Store;
 use crate::copy::Value;
@@ -72,12 +73,7 @@ impl Pg {
     fn read_runs(&mut self, id: i64) -> anyhow::Result<(Vec<Run>, usize)> {
         let run_columns: Vec<&str> = run_rows::SELECT_LISTED.split(',').take(20).collect();
         let runs_sql = select(&self.tables, &run_columns.join(","), RUNS_FROM)?;
-        let mut tx = self
-            .client
-            .build_transaction()
-            .isolation_level(postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()?;
+        let mut tx = snapshot(&mut self.client)?;
         tx.batch_execute(READ_WORK_MEM)?;
         let mut listed = Listed::default();
         each(&mut tx, &runs_sql, &[&id], &mut |r| {
