@@ -126,6 +126,7 @@ impl Listed {
     }
 
     /// Put the runs read in schedule order (by seq), for a reader whose rows came unordered.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL reader's
     pub(crate) fn in_schedule_order(&mut self) {
         let mut ids: Vec<(u32, i64)> = self
             .index
@@ -142,6 +143,7 @@ impl Listed {
     }
 
     /// The least and greatest row id of the runs read (None: no run).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL reader's
     pub(crate) fn id_range(&self) -> Option<(i64, i64)> {
         Some((
             *self.index.first_key_value()?.0,
@@ -150,6 +152,7 @@ impl Listed {
     }
 
     /// The provenance of run `rid` (that of a run not read is ignored).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL reader's
     pub(crate) fn source(&mut self, rid: i64, source: Option<abperf_model::Source>) {
         if let Some(&i) = self.index.get(&rid) {
             self.runs[i].source = source;
@@ -158,6 +161,7 @@ impl Listed {
 
     /// The schedule block of the run at `seq`, the runs read in schedule order (that of a slot
     /// without a run is ignored).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // the PostgreSQL reader's
     pub(crate) fn block(&mut self, seq: i64, block: i32) {
         let Ok(seq) = u32::try_from(seq) else { return };
         if let Ok(i) = self.runs.binary_search_by_key(&seq, |r| r.seq) {
