@@ -40,10 +40,7 @@ const LOOP_CMDLINE: &str = "console=ttyS0 panic=-1 abperf_test=1";
 
 /// The kernels, OVMF and systemd-boot, or why the test cannot run here.
 fn prerequisites() -> Result<(Vec<Kernel>, PathBuf), String> {
-    let missing: Vec<&&str> = ESP_PROGRAMS
-        .iter()
-        .filter(|p| !common::on_path(p))
-        .collect();
+    let missing = common::not_on_path(ESP_PROGRAMS);
     if !missing.is_empty() {
         return Err(format!(
             "{missing:?} not on $PATH (scripts/test.sh installs fdisk, dosfstools, mtools)"

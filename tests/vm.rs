@@ -34,11 +34,7 @@ fn one_vm_at_a_time() -> MutexGuard<'static, ()> {
 /// Why the VM tests cannot run here, probed independently of abperf: a program missing from
 /// $PATH (the tests install nothing themselves; scripts/test.sh does).
 fn programs_missing() -> Result<(), String> {
-    let missing: Vec<&str> = PROGRAMS
-        .iter()
-        .copied()
-        .filter(|p| !common::on_path(p))
-        .collect();
+    let missing = common::not_on_path(PROGRAMS);
     if missing.is_empty() {
         Ok(())
     } else {

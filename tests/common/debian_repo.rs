@@ -39,11 +39,7 @@ pub fn cache() -> PathBuf {
 pub fn repository() -> Option<&'static Path> {
     static REPO: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let r = REPO.get_or_init(|| {
-        let missing: Vec<&str> = PROGRAMS
-            .iter()
-            .copied()
-            .filter(|p| !super::on_path(p))
-            .collect();
+        let missing = super::not_on_path(PROGRAMS);
         if !missing.is_empty() {
             return Err(format!(
                 "{missing:?} not on $PATH (scripts/test.sh installs them)"

@@ -33,11 +33,7 @@ pub const FIRMWARE_MODULES: &[&str] = &["vfat", "nls_cp437", "nls_ascii", "efiva
 /// The two kernels (fetched into abperf's cache as tests/vm.rs fetches them), or why the test
 /// cannot run here: `programs` missing from $PATH, or one kernel series only.
 pub fn kernels(programs: &[&str]) -> Result<Vec<Kernel>, String> {
-    let missing: Vec<&str> = programs
-        .iter()
-        .copied()
-        .filter(|p| !super::on_path(p))
-        .collect();
+    let missing = super::not_on_path(programs);
     if !missing.is_empty() {
         return Err(format!(
             "{missing:?} not on $PATH (scripts/test.sh installs qemu-system-x86, busybox-static, \

@@ -442,6 +442,11 @@ pub fn on_path(program: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
+/// The `programs` not on `$PATH` ([`on_path`]), in their order.
+pub fn not_on_path<'a>(programs: &[&'a str]) -> Vec<&'a str> {
+    programs.iter().copied().filter(|p| !on_path(p)).collect()
+}
+
 /// What a flag's value is, as a user would tell kinds apart (tests/flags.rs, tests/flag_extremes.rs):
 /// "switch", "one of a list", "whole number", "number" or "text"; panics on a value parser it
 /// does not know, so a new kind is a decision made here.
