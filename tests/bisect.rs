@@ -223,6 +223,10 @@ fn a_bisection_in_postgresql_reads_back_and_resumes_from_the_server() {
             "10",
             "--confirm-runs",
             "10",
+            // Two runs of each probe per round: one run once read a bad revision as good
+            // (CI, 2026-11-28), and the confirmation then rightly refused the wrong candidate.
+            "--probe-runs",
+            "2",
             "--looks",
             "1",
             "--delta",
